@@ -1,0 +1,20 @@
+// The weft command line: one file per subcommand, each adding itself to the app. A
+// subcommand's callback stores its Status in `result`; main prints a non-ok one as
+// "weft <subcommand>: <message>" and exits 1.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include "core/status.h"
+
+namespace weft::cli {
+
+void AddConvertCommand(CLI::App& app, Status& result);
+void AddGenCommand(CLI::App& app, Status& result);
+void AddSkewCommand(CLI::App& app, Status& result);
+void AddDropCommand(CLI::App& app, Status& result);
+void AddInferCommand(CLI::App& app, Status& result);
+void AddPathsCommand(CLI::App& app, Status& result);
+void AddEvalCommand(CLI::App& app, Status& result);
+
+}  // namespace weft::cli

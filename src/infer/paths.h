@@ -1,0 +1,121 @@
+// Path instances and path patterns: what every inference algorithm produces and what
+// report, query and eval read (DESIGN.md "Data model").
+//
+// One causality convention for every algorithm and for ground truth: a message's parent is
+// the message that caused it.
+//   - RPC (CALL/RETURN), the call tree of Project 5 §5.1: a CALL's parent is the CALL into
+//     its sender that it is nested in (none for a root call); a RETURN's parent is the CALL
+//     it answers.
+//   - Free-form messages (MSG): the message whose arrival made the sender send it.
+// A path instance is a tree of messages with exactly one root, and a probability (1 for
+// precise algorithms and ground truth).
+//
+// A path pattern is the canonical shape of instances: the tree labelled by (kind, sender
+// name, receiver name), the children of a message ordered by send time (ties by label), as
+// in Project 5's call paths. A pattern keeps, per element (a message position in the
+// shape, in pre-order), the distribution of its delay after its parent: the sender's time
+// from the parent's arrival (or send, without a receive time) to this send. For an RPC the
+// delay of a CALL is Project 5's call delay and the delay of a RETURN is the visit latency.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "core/histogram.h"
+#include "core/id.h"
+#include "core/intern.h"
+#include "core/status.h"
+#include "trace/trace.h"
+
+namespace weft {
+
+// One message position in a pattern's canonical tree.
+struct PatternElement {
+  MessageKind kind = MessageKind::kMessage;
+  NodeId sender;    // in PathSet::nodes
+  NodeId receiver;  // in PathSet::nodes
+  int32_t parent = -1;      // index of the parent element, -1 for the root
+  LatencyHistogram delay;   // delay after the parent (see above); empty for the root
+};
+
+struct PathPattern {
+  std::string key;  // canonical text of the shape; equal keys mean equal shapes
+  std::vector<PatternElement> elements;  // pre-order of the canonical tree
+  uint64_t count = 0;            // instances of this shape
+  double expected_count = 0;     // sum of their probabilities
+  double max_probability = 0;
+  LatencyHistogram latency;      // end to end: last time seen in the instance - root send
+};
+
+// A set of path instances over one trace, and their patterns.
+struct PathSet {
+  std::string algorithm;      // "truth", "nesting", ...
+  uint64_t trace_messages = 0;  // size of the trace the MessageIds refer to
+  uint64_t trace_fingerprint = 0;  // TraceFingerprint() of that trace
+  NodeTable nodes;            // node names, the trace's table (patterns use its ids)
+
+  // Instance i holds messages[instance_begin[i] .. instance_begin[i+1]) in canonical
+  // pre-order, element k of the instance matching element k of its pattern; parent[j] is
+  // an index within the instance (-1 for the root).
+  std::vector<uint32_t> instance_begin{0};
+  std::vector<MessageId> messages;
+  std::vector<int32_t> parent;
+  std::vector<double> probability;  // per instance
+  std::vector<uint32_t> pattern;    // per instance: index into patterns
+  std::vector<PathPattern> patterns;
+
+  // What the algorithm counted on the way (dropped messages, unmatched returns, ...).
+  std::vector<std::pair<std::string, int64_t>> counters;
+
+  size_t instance_count() const { return probability.size(); }
+  std::span<const MessageId> InstanceMessages(size_t i) const {
+    return {messages.data() + instance_begin[i], instance_begin[i + 1] - instance_begin[i]};
+  }
+  std::span<const int32_t> InstanceParents(size_t i) const {
+    return {parent.data() + instance_begin[i], instance_begin[i + 1] - instance_begin[i]};
+  }
+  int64_t Counter(std::string_view name) const;  // 0 if absent
+};
+
+// A cheap hash of a trace's identity (size, times, nodes), so that a paths file is never
+// evaluated against a different trace than the one it was inferred from.
+uint64_t TraceFingerprint(const Trace& trace);
+
+// Collects instances from an algorithm and aggregates them into patterns.
+class PathSetBuilder {
+ public:
+  PathSetBuilder(const Trace& trace, std::string algorithm);
+
+  // Adds one instance: `messages` with, for each, the index in `messages` of its parent
+  // (-1 for the root), in any order. Exactly one root; no cycles; no message twice.
+  Status AddInstance(std::span<const MessageId> messages, std::span<const int32_t> parents,
+                     double probability = 1.0);
+  void AddCounter(std::string name, int64_t value);
+
+  // Canonicalises every instance and builds the patterns.
+  PathSet Finish() &&;
+
+ private:
+  const Trace& trace_;
+  PathSet set_;
+};
+
+enum class PatternOrder {
+  kCount,     // most instances first
+  kLatency,   // largest total latency (count x mean end-to-end latency) first
+  kExpected,  // largest expected count first
+};
+Result<PatternOrder> ParsePatternOrder(std::string_view name);  // "count", "latency", "expected"
+
+// Pattern indices best first; ties broken by key so the ranking is deterministic.
+std::vector<uint32_t> RankPatterns(const PathSet& set, PatternOrder order);
+
+// The paths file (.paths.json; docs/formats.md).
+Status WritePaths(const PathSet& set, const std::string& path);
+Result<PathSet> ReadPaths(const std::string& path);
+
+}  // namespace weft

@@ -1,0 +1,17 @@
+// --algo truth: path instances read straight from a trace's ground truth (the path= and
+// parent= of each message), so that eval can be checked on itself and every algorithm has
+// an exact answer to be compared with (Project 5 §7.5.1).
+#pragma once
+
+#include "core/status.h"
+#include "infer/paths.h"
+#include "trace/trace.h"
+
+namespace weft {
+
+// Groups messages by ground-truth path id and links them by ground-truth parent. Messages
+// without a path id are counted ("messages_without_truth"), not assigned. An error if the
+// trace has no ground truth at all, or a path is not a tree.
+Result<PathSet> InferFromTruth(const Trace& trace);
+
+}  // namespace weft

@@ -1,0 +1,263 @@
+#include "trace/text_format.h"
+
+#include <charconv>
+#include <iterator>
+
+#include <absl/container/flat_hash_map.h>
+#include <fmt/format.h>
+
+#include "core/progress.h"
+
+namespace weft {
+namespace {
+
+bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\r'; }
+
+// Splits a line into whitespace-separated tokens without allocating.
+class Tokenizer {
+ public:
+  explicit Tokenizer(std::string_view line) : rest_(line) {}
+  bool Next(std::string_view& token) {
+    size_t i = 0;
+    while (i < rest_.size() && IsSpace(rest_[i])) ++i;
+    if (i == rest_.size()) return false;
+    size_t j = i;
+    while (j < rest_.size() && !IsSpace(rest_[j])) ++j;
+    token = rest_.substr(i, j - i);
+    rest_.remove_prefix(j);
+    return true;
+  }
+
+ private:
+  std::string_view rest_;
+};
+
+template <typename Int>
+bool ParseInt(std::string_view s, Int& out) {
+  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+  return ec == std::errc() && ptr == s.data() + s.size();
+}
+
+int HexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// Decodes %XX escapes into `out`; false on a malformed escape.
+bool Unescape(std::string_view in, std::string& out) {
+  out.clear();
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (in[i] != '%') {
+      out.push_back(in[i]);
+      continue;
+    }
+    if (in.size() - i < 3) return false;
+    int hi = HexValue(in[i + 1]), lo = HexValue(in[i + 2]);
+    if (hi < 0 || lo < 0) return false;
+    out.push_back(char(hi * 16 + lo));
+    i += 2;
+  }
+  return true;
+}
+
+void AppendEscaped(std::string& out, std::string_view s) {
+  for (unsigned char c : s) {
+    if (c == '%' || c <= ' ' || c == 0x7f || c == '=') {
+      fmt::format_to(std::back_inserter(out), "%{:02X}", c);
+    } else {
+      out.push_back(char(c));
+    }
+  }
+}
+
+Result<MessageKind> ParseOp(std::string_view op) {
+  if (op == "CALL_SENT") return MessageKind::kCall;
+  if (op == "RET_SENT") return MessageKind::kReturn;
+  if (op == "MSG_SENT") return MessageKind::kMessage;
+  return Status::InvalidArgument("unknown op '{}' (want CALL_SENT, RET_SENT or MSG_SENT)", op);
+}
+
+class TextParser {
+ public:
+  explicit TextParser(std::string_view source) : source_(source) {}
+
+  Result<Trace> Parse(std::string_view text) {
+    Progress progress("parse", text.size(), "bytes");
+    size_t pos = 0;
+    size_t line_number = 0;
+    while (pos < text.size()) {
+      size_t end = text.find('\n', pos);
+      if (end == std::string_view::npos) end = text.size();
+      ++line_number;
+      Status s = ParseLine(text.substr(pos, end - pos), line_number);
+      if (!s.ok()) return s.WithContext(fmt::format("{}:{}", source_, line_number));
+      pos = end + 1;
+      progress.Update(pos);
+    }
+    // parent= may refer forward, so labels are resolved once every line is read.
+    for (const PendingParent& p : pending_parents_) {
+      auto it = rows_by_label_.find(p.label);
+      if (it == rows_by_label_.end()) {
+        return Status::InvalidArgument("{}:{}: parent={} names no msg= in the input", source_,
+                                       p.line, p.label);
+      }
+      builder_.SetParent(p.row, it->second);
+    }
+    auto trace = std::move(builder_).Finish();
+    if (!trace.ok()) return trace.status().WithContext(source_);
+    return trace;
+  }
+
+ private:
+  struct PendingParent {
+    uint32_t row;
+    uint64_t label;
+    size_t line;
+  };
+
+  Status ParseLine(std::string_view line, size_t line_number) {
+    Tokenizer tokens(line);
+    std::string_view token;
+    if (!tokens.Next(token) || token[0] == '#') return Status::Ok();  // blank or comment
+    MessageRecord m;
+    if (token != "-") {
+      WEFT_ASSIGN_OR_RETURN(m.send_time, ParseTimestamp(token));
+    }
+    std::string_view op, sender, receiver;
+    if (!tokens.Next(op) || !tokens.Next(sender) || !tokens.Next(receiver)) {
+      return Status::InvalidArgument(
+          "too few fields (want: timestamp op sender receiver [id] [key=value ...])");
+    }
+    WEFT_ASSIGN_OR_RETURN(m.kind, ParseOp(op));
+    m.sender = builder_.Node(sender);
+    m.receiver = builder_.Node(receiver);
+    uint32_t row = uint32_t(builder_.size());
+    bool first_optional = true;
+    while (tokens.Next(token)) {
+      size_t eq = token.find('=');
+      if (eq == std::string_view::npos) {
+        if (!first_optional) return Status::InvalidArgument("'{}' is not key=value", token);
+        if (token != "-") m.call_id = builder_.String(token);
+        first_optional = false;
+        continue;
+      }
+      first_optional = false;
+      WEFT_RETURN_IF_ERROR(ParseKeyValue(token.substr(0, eq), token.substr(eq + 1), row,
+                                         line_number, m));
+    }
+    if (m.send_time == kNoTime && m.recv_time == kNoTime) {
+      return Status::InvalidArgument("timestamp is '-' and there is no recv=");
+    }
+    builder_.Add(m);
+    for (auto& [key, value] : attributes_) builder_.AddAttribute(row, key, value);
+    attributes_.clear();
+    return Status::Ok();
+  }
+
+  Status ParseKeyValue(std::string_view key, std::string_view value, uint32_t row,
+                       size_t line_number, MessageRecord& m) {
+    if (key.empty()) return Status::InvalidArgument("empty key in '={}'", value);
+    auto bad = [&] { return Status::InvalidArgument("bad value in {}={}", key, value); };
+    if (key == "recv") {
+      WEFT_ASSIGN_OR_RETURN(m.recv_time, ParseTimestamp(value));
+    } else if (key == "bytes") {
+      if (!ParseInt(value, m.bytes) || m.bytes < 0) return bad();
+    } else if (key == "path") {
+      uint32_t v;
+      if (!ParseInt(value, v) || v == PathId::kInvalidValue) return bad();
+      m.truth_path = PathId(v);
+    } else if (key == "msg") {
+      uint64_t label;
+      if (!ParseInt(value, label)) return bad();
+      if (!rows_by_label_.emplace(label, row).second) {
+        return Status::InvalidArgument("msg={} appears twice", label);
+      }
+    } else if (key == "parent") {
+      uint64_t label;
+      if (!ParseInt(value, label)) return bad();
+      pending_parents_.push_back({row, label, line_number});
+    } else if (key == "stid") {
+      if (!ParseInt(value, m.sender_thread)) return bad();
+    } else if (key == "rtid") {
+      if (!ParseInt(value, m.receiver_thread)) return bad();
+    } else if (key == "src" || key == "dst") {
+      if (!Unescape(value, scratch_)) return bad();
+      (key == "src" ? m.sender_endpoint : m.receiver_endpoint) = builder_.String(scratch_);
+    } else {
+      if (!Unescape(value, scratch_)) return bad();
+      StringId v = builder_.String(scratch_);
+      if (!Unescape(key, scratch_)) return bad();
+      attributes_.emplace_back(builder_.String(scratch_), v);
+    }
+    return Status::Ok();
+  }
+
+  std::string_view source_;
+  TraceBuilder builder_;
+  std::vector<PendingParent> pending_parents_;
+  absl::flat_hash_map<uint64_t, uint32_t> rows_by_label_;
+  std::vector<std::pair<StringId, StringId>> attributes_;  // of the line being parsed
+  std::string scratch_;
+};
+
+}  // namespace
+
+Result<Trace> ParseTextTrace(std::string_view text, std::string_view source) {
+  return TextParser(source).Parse(text);
+}
+
+std::string FormatTextTrace(const Trace& trace) {
+  const TraceColumns& c = trace.columns();
+  bool labels = std::any_of(c.truth_parent.begin(), c.truth_parent.end(),
+                            [](MessageId p) { return p.valid(); });
+  std::string out = "# weft text trace: timestamp op sender receiver id [key=value ...]\n";
+  out.reserve(out.size() + trace.size() * 64);
+  auto it = std::back_inserter(out);
+  std::span<const Attribute> attributes = trace.attributes();
+  size_t next_attribute = 0;
+  for (size_t i = 0; i < trace.size(); ++i) {
+    if (c.send_time[i] == kNoTime) {
+      out += '-';
+    } else {
+      out += FormatTimestamp(c.send_time[i]);
+    }
+    fmt::format_to(it, " {} ", MessageKindOp(c.kind[i]));
+    AppendEscaped(out, trace.NodeName(c.sender[i]));
+    out += ' ';
+    AppendEscaped(out, trace.NodeName(c.receiver[i]));
+    out += ' ';
+    if (c.call_id[i].valid()) {
+      AppendEscaped(out, trace.strings().Get(c.call_id[i]));
+    } else {
+      out += '-';
+    }
+    if (c.recv_time[i] != kNoTime) fmt::format_to(it, " recv={}", FormatTimestamp(c.recv_time[i]));
+    if (c.bytes[i] >= 0) fmt::format_to(it, " bytes={}", c.bytes[i]);
+    if (c.truth_path[i].valid()) fmt::format_to(it, " path={}", c.truth_path[i].value());
+    if (labels) fmt::format_to(it, " msg={}", i);
+    if (c.truth_parent[i].valid()) fmt::format_to(it, " parent={}", c.truth_parent[i].value());
+    if (c.sender_thread[i]) fmt::format_to(it, " stid={}", c.sender_thread[i]);
+    if (c.receiver_thread[i]) fmt::format_to(it, " rtid={}", c.receiver_thread[i]);
+    if (c.sender_endpoint[i].valid()) {
+      out += " src=";
+      AppendEscaped(out, trace.strings().Get(c.sender_endpoint[i]));
+    }
+    if (c.receiver_endpoint[i].valid()) {
+      out += " dst=";
+      AppendEscaped(out, trace.strings().Get(c.receiver_endpoint[i]));
+    }
+    for (; next_attribute < attributes.size() && attributes[next_attribute].message.value() == i;
+         ++next_attribute) {
+      out += ' ';
+      AppendEscaped(out, trace.strings().Get(attributes[next_attribute].key));
+      out += '=';
+      AppendEscaped(out, trace.strings().Get(attributes[next_attribute].value));
+    }
+    out += '\n';
+  }
+  return out;
+}
+
+}  // namespace weft

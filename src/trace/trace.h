@@ -1,0 +1,145 @@
+// The message trace: every later stage of weft reads it (DESIGN.md "Data model").
+//
+// A Trace is a time-sorted, columnar table of messages plus two name tables (nodes and
+// other strings). A message is identified by its MessageId, its index in time order;
+// ground-truth parents refer to messages by that id. All columns always have one entry
+// per message; a field that was not observed holds its "unknown" value (kNoTime, an
+// invalid id, -1 bytes, 0 thread).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "core/id.h"
+#include "core/intern.h"
+#include "core/status.h"
+#include "core/time.h"
+
+namespace weft {
+
+enum class MessageKind : uint8_t {
+  kCall = 0,     // CALL_SENT: the request of an RPC
+  kReturn = 1,   // RET_SENT: its reply
+  kMessage = 2,  // MSG_SENT: a free-form message
+};
+inline constexpr int kMessageKindCount = 3;
+
+std::string_view MessageKindOp(MessageKind kind);  // "CALL_SENT", "RET_SENT", "MSG_SENT"
+
+// An attribute of a message that has no column of its own (http.url=..., sql=...).
+struct Attribute {
+  MessageId message;
+  StringId key;
+  StringId value;
+};
+
+// The columns of a trace; entry i of every vector describes message i.
+struct TraceColumns {
+  std::vector<TimeNs> send_time;  // on the sender's clock; kNoTime if the sender is untraced
+  std::vector<TimeNs> recv_time;  // on the receiver's clock; kNoTime if not observed
+  std::vector<NodeId> sender;
+  std::vector<NodeId> receiver;
+  std::vector<MessageKind> kind;
+  std::vector<StringId> call_id;  // matches a CALL with its RETURN; invalid if unknown
+  std::vector<int64_t> bytes;     // -1 if unknown
+  std::vector<uint32_t> sender_thread;    // 0 if unknown
+  std::vector<uint32_t> receiver_thread;  // 0 if unknown
+  std::vector<StringId> sender_endpoint;    // "10.0.0.1:5432"; invalid if unknown
+  std::vector<StringId> receiver_endpoint;  // invalid if unknown
+  // Ground truth, only in generated or specially captured traces:
+  std::vector<PathId> truth_path;       // the path instance the message belongs to
+  std::vector<MessageId> truth_parent;  // the message that caused it; invalid for a root
+
+  size_t size() const { return send_time.size(); }
+  void Resize(size_t n);  // grows or shrinks every column, filling with unknown values
+};
+
+// One message as a row: how messages are added and read one at a time.
+struct MessageRecord {
+  TimeNs send_time = kNoTime;
+  TimeNs recv_time = kNoTime;
+  NodeId sender;
+  NodeId receiver;
+  MessageKind kind = MessageKind::kMessage;
+  StringId call_id;
+  int64_t bytes = -1;
+  uint32_t sender_thread = 0;
+  uint32_t receiver_thread = 0;
+  StringId sender_endpoint;
+  StringId receiver_endpoint;
+  PathId truth_path;
+  MessageId truth_parent;
+};
+
+class Trace {
+ public:
+  Trace() = default;
+
+  // Takes ownership of parts that must already be consistent: columns of equal length,
+  // sorted by SortTime, every id in range of its table, parents referring to messages,
+  // attributes sorted by message. Checks all of it in one linear pass.
+  static Result<Trace> FromParts(NodeTable nodes, StringTable strings, TraceColumns columns,
+                                 std::vector<Attribute> attributes);
+
+  size_t size() const { return columns_.size(); }
+  bool empty() const { return size() == 0; }
+  const TraceColumns& columns() const { return columns_; }
+  const NodeTable& nodes() const { return nodes_; }
+  const StringTable& strings() const { return strings_; }
+  std::span<const Attribute> attributes() const { return attributes_; }
+  std::span<const Attribute> AttributesOf(MessageId m) const;
+
+  MessageRecord Row(MessageId m) const;
+  std::string_view NodeName(NodeId n) const { return nodes_.Get(n); }
+
+  // The time a message is ordered by: its send time, or its receive time if the send was
+  // not observed.
+  TimeNs SortTime(MessageId m) const {
+    TimeNs s = columns_.send_time[m.value()];
+    return s != kNoTime ? s : columns_.recv_time[m.value()];
+  }
+  TimeNs StartTime() const { return empty() ? 0 : SortTime(MessageId(0)); }
+  TimeNs EndTime() const { return empty() ? 0 : SortTime(MessageId(uint32_t(size() - 1))); }
+
+  // True if any message carries a ground-truth path id.
+  bool HasTruth() const;
+
+  // Bytes held by the columns, tables and attributes (for "bytes per message in memory").
+  size_t MemoryBytes() const;
+
+ private:
+  NodeTable nodes_;
+  StringTable strings_;
+  TraceColumns columns_;
+  std::vector<Attribute> attributes_;
+};
+
+// Builds a trace from messages added in any order. Parents are given as the row number
+// that Add() returned for the parent message; Finish() sorts by time (stably, so equal
+// times keep the order of addition) and rewrites parents as MessageIds.
+class TraceBuilder {
+ public:
+  NodeId Node(std::string_view name) { return nodes_.Intern(name); }
+  StringId String(std::string_view s) { return strings_.Intern(s); }
+  NodeTable& nodes() { return nodes_; }
+  StringTable& strings() { return strings_; }
+
+  // Returns the row number of the message. `record.truth_parent`, if valid, is a row number.
+  uint32_t Add(const MessageRecord& record);
+  void AddAttribute(uint32_t row, StringId key, StringId value);
+  // Sets the ground-truth parent of `row` to the message added as `parent_row`.
+  void SetParent(uint32_t row, uint32_t parent_row) { columns_.truth_parent[row] = MessageId(parent_row); }
+  size_t size() const { return columns_.size(); }
+
+  Result<Trace> Finish() &&;
+
+ private:
+  NodeTable nodes_;
+  StringTable strings_;
+  TraceColumns columns_;
+  std::vector<Attribute> attributes_;  // .message holds a row number until Finish()
+};
+
+}  // namespace weft
