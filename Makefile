@@ -1,0 +1,53 @@
+# weft: `make demo` shows it working, `make test` runs every test, `make bench` measures.
+# Each installs the Debian packages it needs first (scripts/install-deps).
+# Build trees: build/release (Release, warnings as errors), build/asan (ASan+UBSan tests),
+# build/fuzz (clang, libFuzzer targets).
+
+JOBS ?= $(shell nproc)
+FUZZ_SECONDS ?= 20
+CMAKE_COMMON := -G Ninja -DWEFT_WERROR=ON
+
+.PHONY: all deps release asan fuzz test unit-tests asan-tests fuzz-tests demo bench clean
+
+all: release
+
+deps:
+	@scripts/install-deps --check 2>/dev/null || scripts/install-deps
+
+build/release/build.ninja: | deps
+	cmake -S . -B build/release $(CMAKE_COMMON) -DCMAKE_BUILD_TYPE=Release
+
+build/asan/build.ninja: | deps
+	cmake -S . -B build/asan $(CMAKE_COMMON) -DCMAKE_BUILD_TYPE=Debug -DWEFT_SANITIZE=ON -DWEFT_BENCH=OFF
+
+build/fuzz/build.ninja: | deps
+	CC=clang CXX=clang++ cmake -S . -B build/fuzz $(CMAKE_COMMON) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWEFT_FUZZ=ON
+
+release: build/release/build.ninja
+	ninja -C build/release -j $(JOBS)
+
+asan: build/asan/build.ninja
+	ninja -C build/asan -j $(JOBS)
+
+fuzz: build/fuzz/build.ninja
+	ninja -C build/fuzz -j $(JOBS)
+
+unit-tests: release
+	cd build/release && ctest --output-on-failure -j $(JOBS)
+
+asan-tests: asan
+	cd build/asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j $(JOBS)
+
+fuzz-tests: fuzz
+	scripts/run-fuzzers build/fuzz $(FUZZ_SECONDS)
+
+test: unit-tests asan-tests fuzz-tests
+
+demo: release
+	scripts/demo build/release/weft
+
+bench: release
+	bench/run build/release
+
+clean:
+	rm -rf build
