@@ -23,6 +23,8 @@ Result<TimeNs> ParseScaled(std::string_view text, TimeNs scale, std::string_view
   std::string_view frac = dot == std::string_view::npos ? std::string_view() : text.substr(dot + 1);
   auto bad = [&] { return Status::InvalidArgument("bad {} '{}'", what, original); };
   if (whole.empty() && frac.empty()) return bad();
+  // from_chars would take a second sign ("--5"), and negating its result can overflow.
+  if (!whole.empty() && (whole[0] < '0' || whole[0] > '9')) return bad();
   if (dot != std::string_view::npos && frac.empty()) return bad();
   int64_t whole_value = 0;
   if (!whole.empty()) {

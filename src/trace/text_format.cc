@@ -1,5 +1,6 @@
 #include "trace/text_format.h"
 
+#include <algorithm>
 #include <charconv>
 #include <iterator>
 
@@ -62,13 +63,41 @@ bool Unescape(std::string_view in, std::string& out) {
   return true;
 }
 
+void AppendByteEscape(std::string& out, unsigned char c) {
+  fmt::format_to(std::back_inserter(out), "%{:02X}", c);
+}
+
 void AppendEscaped(std::string& out, std::string_view s) {
   for (unsigned char c : s) {
     if (c == '%' || c <= ' ' || c == 0x7f || c == '=') {
-      fmt::format_to(std::back_inserter(out), "%{:02X}", c);
+      AppendByteEscape(out, c);
     } else {
       out.push_back(char(c));
     }
+  }
+}
+
+// Keys that fill columns; an attribute that happens to have one of these names is written
+// with its first character escaped so that it is read back as an attribute.
+bool IsColumnKey(std::string_view key) {
+  return key == "recv" || key == "bytes" || key == "path" || key == "msg" || key == "parent" ||
+         key == "stid" || key == "rtid" || key == "src" || key == "dst";
+}
+
+void AppendAttributeKey(std::string& out, std::string_view key) {
+  if (IsColumnKey(key)) {
+    AppendByteEscape(out, static_cast<unsigned char>(key[0]));
+    key.remove_prefix(1);
+  }
+  AppendEscaped(out, key);
+}
+
+// A call id of "-" is written escaped, since a bare "-" means "no call id".
+void AppendCallId(std::string& out, std::string_view id) {
+  if (id == "-") {
+    out += "%2D";
+  } else {
+    AppendEscaped(out, id);
   }
 }
 
@@ -103,6 +132,10 @@ class TextParser {
         return Status::InvalidArgument("{}:{}: parent={} names no msg= in the input", source_,
                                        p.line, p.label);
       }
+      if (it->second == p.row) {
+        return Status::InvalidArgument("{}:{}: parent={} names the message itself", source_, p.line,
+                                       p.label);
+      }
       builder_.SetParent(p.row, it->second);
     }
     auto trace = std::move(builder_).Finish();
@@ -131,15 +164,27 @@ class TextParser {
           "too few fields (want: timestamp op sender receiver [id] [key=value ...])");
     }
     WEFT_ASSIGN_OR_RETURN(m.kind, ParseOp(op));
-    m.sender = builder_.Node(sender);
-    m.receiver = builder_.Node(receiver);
+    // Names are written escaped (FormatTextTrace), so they are read unescaped.
+    if (!Unescape(sender, scratch_)) {
+      return Status::InvalidArgument("bad escape in sender '{}'", sender);
+    }
+    m.sender = builder_.Node(scratch_);
+    if (!Unescape(receiver, scratch_)) {
+      return Status::InvalidArgument("bad escape in receiver '{}'", receiver);
+    }
+    m.receiver = builder_.Node(scratch_);
     uint32_t row = uint32_t(builder_.size());
     bool first_optional = true;
     while (tokens.Next(token)) {
       size_t eq = token.find('=');
       if (eq == std::string_view::npos) {
         if (!first_optional) return Status::InvalidArgument("'{}' is not key=value", token);
-        if (token != "-") m.call_id = builder_.String(token);
+        if (token != "-") {
+          if (!Unescape(token, scratch_)) {
+            return Status::InvalidArgument("bad escape in call id '{}'", token);
+          }
+          m.call_id = builder_.String(scratch_);
+        }
         first_optional = false;
         continue;
       }
@@ -229,7 +274,7 @@ std::string FormatTextTrace(const Trace& trace) {
     AppendEscaped(out, trace.NodeName(c.receiver[i]));
     out += ' ';
     if (c.call_id[i].valid()) {
-      AppendEscaped(out, trace.strings().Get(c.call_id[i]));
+      AppendCallId(out, trace.strings().Get(c.call_id[i]));
     } else {
       out += '-';
     }
@@ -251,7 +296,7 @@ std::string FormatTextTrace(const Trace& trace) {
     for (; next_attribute < attributes.size() && attributes[next_attribute].message.value() == i;
          ++next_attribute) {
       out += ' ';
-      AppendEscaped(out, trace.strings().Get(attributes[next_attribute].key));
+      AppendAttributeKey(out, trace.strings().Get(attributes[next_attribute].key));
       out += '=';
       AppendEscaped(out, trace.strings().Get(attributes[next_attribute].value));
     }

@@ -1,6 +1,7 @@
 #include "trace/trace.h"
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
 
 namespace weft {
@@ -63,6 +64,9 @@ Result<Trace> Trace::FromParts(NodeTable nodes, StringTable strings, TraceColumn
     MessageId parent = columns.truth_parent[i];
     if (parent.valid() && parent.value() >= n) {
       return Status::Corruption("message {} has parent {} beyond the last message", i, parent.value());
+    }
+    if (parent.valid() && parent.value() == i) {
+      return Status::Corruption("message {} is its own parent", i);
     }
   }
   for (size_t i = 0; i < attributes.size(); ++i) {
@@ -160,6 +164,13 @@ Result<Trace> TraceBuilder::Finish() && {
     if (c.truth_parent[i].valid() && c.truth_parent[i].value() >= n) {
       return Status::InvalidArgument("message {} has parent row {} that does not exist", i,
                                      c.truth_parent[i].value());
+    }
+  }
+  // Checked here, not only in FromParts: the reordering below indexes by these rows.
+  for (const Attribute& a : attributes_) {
+    if (a.message.value() >= n) {
+      return Status::InvalidArgument("attribute of row {}, which does not exist",
+                                     a.message.value());
     }
   }
   auto sort_time = [&](uint32_t i) { return c.send_time[i] != kNoTime ? c.send_time[i] : c.recv_time[i]; };
