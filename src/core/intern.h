@@ -1,7 +1,9 @@
 // String interning: each distinct string is stored once and named by a small typed id.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -15,7 +17,8 @@ namespace weft {
 
 // Maps strings to dense ids 0, 1, 2, ... in order of first appearance. Ids are stable for
 // the table's life; views returned by Get() stay valid until the table is destroyed or
-// cleared (strings live in a deque-like arena that never moves them).
+// cleared: strings are copied into fixed blocks that never move, so a million distinct
+// strings cost a few allocations, not a million.
 template <typename IdType>
 class InternTable {
  public:
@@ -24,7 +27,8 @@ class InternTable {
   InternTable& operator=(const InternTable& other) {
     if (this != &other) {
       Clear();
-      for (size_t i = 0; i < other.size(); ++i) Intern(other.Get(IdType(uint32_t(i))));
+      Reserve(other.size());
+      for (std::string_view s : other.views_) Intern(s);
     }
     return *this;
   }
@@ -32,28 +36,53 @@ class InternTable {
   InternTable& operator=(InternTable&&) noexcept = default;
 
   IdType Intern(std::string_view s) {
-    auto it = index_.find(s);
-    if (it != index_.end()) return it->second;
-    IdType id(static_cast<uint32_t>(strings_.size()));
-    strings_.push_back(std::make_unique<std::string>(s));
-    index_.emplace(std::string_view(*strings_.back()), id);
-    return id;
+    auto it = index_.lazy_emplace(s, [&](const auto& construct) {
+      std::string_view stored = Store(s);
+      IdType id(static_cast<uint32_t>(views_.size()));
+      views_.push_back(stored);
+      construct(stored, id);
+    });
+    return it->second;
   }
   // The id of `s` if present, else an invalid id.
   IdType Find(std::string_view s) const {
     auto it = index_.find(s);
     return it == index_.end() ? IdType() : it->second;
   }
-  std::string_view Get(IdType id) const { return *strings_[id.value()]; }
-  bool Contains(IdType id) const { return id.valid() && id.value() < strings_.size(); }
-  size_t size() const { return strings_.size(); }
+  std::string_view Get(IdType id) const { return views_[id.value()]; }
+  bool Contains(IdType id) const { return id.valid() && id.value() < views_.size(); }
+  size_t size() const { return views_.size(); }
+  void Reserve(size_t n) {
+    views_.reserve(n);
+    index_.reserve(n);
+  }
   void Clear() {
     index_.clear();
-    strings_.clear();
+    views_.clear();
+    blocks_.clear();
+    block_used_ = block_size_ = 0;
   }
 
  private:
-  std::vector<std::unique_ptr<std::string>> strings_;
+  static constexpr size_t kBlockSize = 64 * 1024;
+
+  std::string_view Store(std::string_view s) {
+    if (s.empty()) return {};
+    if (block_size_ - block_used_ < s.size()) {
+      block_size_ = std::max(kBlockSize, s.size());
+      blocks_.push_back(std::make_unique<char[]>(block_size_));
+      block_used_ = 0;
+    }
+    char* p = blocks_.back().get() + block_used_;
+    std::memcpy(p, s.data(), s.size());
+    block_used_ += s.size();
+    return {p, s.size()};
+  }
+
+  std::vector<std::unique_ptr<char[]>> blocks_;
+  size_t block_used_ = 0;
+  size_t block_size_ = 0;
+  std::vector<std::string_view> views_;
   absl::flat_hash_map<std::string_view, IdType> index_;
 };
 

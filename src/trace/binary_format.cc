@@ -446,6 +446,7 @@ class Decoder {
           "text",
           name, s.offset, Load<uint64_t>(offsets + 8 * count), byte_count);
     }
+    table.Reserve(count);
     uint64_t begin = 0;
     for (uint64_t i = 0; i < count; ++i) {
       uint64_t end = Load<uint64_t>(offsets + 8 * (i + 1));
