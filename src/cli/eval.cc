@@ -1,5 +1,80 @@
-// placeholder until its owner writes it
+// weft eval: inferred paths against the ground truth (Project 5 §7.5.1; docs/eval.md).
+#include <fmt/format.h>
+
 #include "cli/command.h"
+#include "core/file.h"
+#include "eval/eval.h"
+#include "infer/paths.h"
+#include "infer/truth/truth.h"
+#include "trace/io.h"
+
 namespace weft::cli {
-void AddEvalCommand(CLI::App&, Status&) {}
+namespace {
+
+struct EvalFlags {
+  std::string truth, inferred, order = "auto";
+  int top = 30;
+  bool json = false;
+};
+
+// A paths file is JSON: its first non-blank byte is '{'. Anything else is a trace.
+Result<bool> IsPathsFile(const std::string& path) {
+  if (path.ends_with(".json")) return true;
+  WEFT_ASSIGN_OR_RETURN(MappedFile file, MappedFile::Open(path));
+  std::string_view text = file.view();
+  size_t first = text.find_first_not_of(" \t\r\n");
+  return first != std::string_view::npos && text[first] == '{';
+}
+
+Result<PathSet> LoadTruth(const std::string& path) {
+  WEFT_ASSIGN_OR_RETURN(bool is_paths, IsPathsFile(path));
+  if (is_paths) return ReadPaths(path);
+  WEFT_ASSIGN_OR_RETURN(Trace trace, LoadTrace(path));
+  Result<PathSet> set = InferFromTruth(trace);
+  if (!set.ok()) return set.status().WithContext(path);
+  return set;
+}
+
+Status RunEval(const EvalFlags& f) {
+  EvalOptions options;
+  if (f.top < 1) return Status::InvalidArgument("--top must be at least 1, not {}", f.top);
+  options.max_n = f.top;
+  if (f.order != "auto") {
+    WEFT_ASSIGN_OR_RETURN(PatternOrder order, ParsePatternOrder(f.order));
+    options.inferred_order = order;
+  }
+  WEFT_ASSIGN_OR_RETURN(PathSet truth, LoadTruth(f.truth));
+  WEFT_ASSIGN_OR_RETURN(PathSet inferred, ReadPaths(f.inferred));
+  Result<EvalReport> report = Evaluate(truth, inferred, options);
+  if (!report.ok()) return report.status().WithContext(fmt::format("{} against {}", f.inferred, f.truth));
+  fmt::print("{}", f.json ? FormatEvalReportJson(*report) : FormatEvalReport(*report));
+  return Status::Ok();
+}
+
+}  // namespace
+
+void AddEvalCommand(CLI::App& app, Status& result) {
+  auto* cmd = app.add_subcommand("eval", "Compare inferred paths with the ground truth");
+  cmd->footer(
+      "False positives and negatives counted by path patterns, by path instances and by\n"
+      "messages; the top-N false-negative curve (Project 5 Figure 17) at 0, 2% and 6%\n"
+      "tolerance; the latency error of correctly inferred patterns. --truth is a trace with\n"
+      "ground truth (path= and parent=) or a paths file; docs/eval.md defines every number.\n\n"
+      "Examples:\n"
+      "  weft gen multitier -o mt.weft\n"
+      "  weft infer mt.weft --algo truth -o truth.paths.json\n"
+      "  weft eval --truth mt.weft truth.paths.json\n"
+      "  weft eval --truth truth.paths.json other.paths.json --top 10 --json\n");
+  static EvalFlags flags;
+  cmd->add_option("paths", flags.inferred, "Inferred paths file (.paths.json; - for stdin)")->required();
+  cmd->add_option("--truth", flags.truth, "Trace with ground truth, or a paths file")->required();
+  cmd->add_option("--top", flags.top, "Largest N of the top-N curve")->capture_default_str();
+  cmd->add_option("--order", flags.order,
+                  "Rank inferred patterns by count or expected (auto: expected when some instance has "
+                  "probability below 1)")
+      ->capture_default_str();
+  cmd->add_flag("--json", flags.json, "Print the report as JSON");
+  cmd->callback([&result] { result = RunEval(flags); });
+}
+
 }  // namespace weft::cli

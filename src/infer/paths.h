@@ -16,6 +16,11 @@
 // shape, in pre-order), the distribution of its delay after its parent: the sender's time
 // from the parent's arrival (or send, without a receive time) to this send. For an RPC the
 // delay of a CALL is Project 5's call delay and the delay of a RETURN is the visit latency.
+//
+// Canonical order (Project 5 §5.1.1.4, made deterministic): children by SortTime; ties by
+// label "K:sender>receiver" (K = C, R or M); remaining ties (same time, same label) by a
+// hash of the child's subtree shape, then by MessageId. Equal trees over the same trace
+// therefore get equal message orders, and equal shapes get equal keys.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +29,8 @@
 #include <string_view>
 #include <utility>
 #include <vector>
+
+#include <absl/container/flat_hash_map.h>
 
 #include "core/histogram.h"
 #include "core/id.h"
@@ -49,6 +56,7 @@ struct PathPattern {
   double expected_count = 0;     // sum of their probabilities
   double max_probability = 0;
   LatencyHistogram latency;      // end to end: last time seen in the instance - root send
+                                 // (root receive when its send was not seen)
 };
 
 // A set of path instances over one trace, and their patterns.
@@ -91,17 +99,24 @@ class PathSetBuilder {
   PathSetBuilder(const Trace& trace, std::string algorithm);
 
   // Adds one instance: `messages` with, for each, the index in `messages` of its parent
-  // (-1 for the root), in any order. Exactly one root; no cycles; no message twice.
+  // (-1 for the root), in any order. Exactly one root; no cycles; no message twice, in
+  // the instance or in the whole set; probability in (0, 1]. The instance is put in
+  // canonical pre-order and aggregated into its pattern at once; on error nothing changes.
   Status AddInstance(std::span<const MessageId> messages, std::span<const int32_t> parents,
                      double probability = 1.0);
   void AddCounter(std::string name, int64_t value);
 
-  // Canonicalises every instance and builds the patterns.
+  // The set: instances in the order added, patterns in order of first appearance.
   PathSet Finish() &&;
 
  private:
   const Trace& trace_;
   PathSet set_;
+  std::vector<std::string> labels_;        // per node: its name escaped for keys
+  std::vector<bool> used_;                 // per trace message: in some instance already
+  std::vector<uint32_t> seen_stamp_;       // per trace message: last AddInstance that saw it
+  uint32_t stamp_ = 0;
+  absl::flat_hash_map<std::string, uint32_t> pattern_index_;  // key -> index in patterns
 };
 
 enum class PatternOrder {
@@ -114,8 +129,27 @@ Result<PatternOrder> ParsePatternOrder(std::string_view name);  // "count", "lat
 // Pattern indices best first; ties broken by key so the ranking is deterministic.
 std::vector<uint32_t> RankPatterns(const PathSet& set, PatternOrder order);
 
-// The paths file (.paths.json; docs/formats.md).
+// The key text of one element's label: "C:client>WS1" (names escaped: '%', '(', ')',
+// '>', space and control bytes as %XX).
+std::string ElementLabel(const PathSet& set, const PatternElement& element);
+
+// The key of a canonical tree given its elements in pre-order: label, then the children's
+// keys in parentheses separated by spaces: "C:client>WS1(C:WS1>AUTH(R:AUTH>WS1) R:WS1>client)".
+// An error if `parents` is not a pre-order tree (parent[0] = -1, each parent an ancestor
+// of or equal to the element before).
+Result<std::string> PatternKey(std::span<const std::string> labels, std::span<const int32_t> parents);
+
+// The shape for a one-line table: "client→WS1[→AUTH] →AP2→DB". RETURNs are left out (in
+// a call tree they are implied by their CALL); every child but the last is put in [...].
+std::string CompactShape(const PathSet& set, const PathPattern& pattern);
+
+// The paths file (.paths.json; docs/paths.md). WritePaths writes FormatPaths's text;
+// ReadPaths reads a file ("-" is stdin) through ParsePaths, which checks everything (shape,
+// every index, the key against the elements) and names `source` and the field in its
+// one-line errors. Round trips are exact, histograms included.
+std::string FormatPaths(const PathSet& set);
 Status WritePaths(const PathSet& set, const std::string& path);
+Result<PathSet> ParsePaths(std::string_view text, std::string_view source);
 Result<PathSet> ReadPaths(const std::string& path);
 
 }  // namespace weft

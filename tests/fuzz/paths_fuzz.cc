@@ -1,0 +1,34 @@
+// libFuzzer target for the paths file reader: any input either parses or gives an error,
+// never a crash; what parses formats to text that parses again to the same text.
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string_view>
+
+#include "infer/paths.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  std::string_view text(reinterpret_cast<const char*>(data), size);
+  auto set = weft::ParsePaths(text, "fuzz.paths.json");
+  if (!set.ok()) return 0;
+  // Exercise what readers of a valid set do: rank and render every pattern.
+  for (weft::PatternOrder order : {weft::PatternOrder::kCount, weft::PatternOrder::kLatency,
+                                   weft::PatternOrder::kExpected}) {
+    (void)weft::RankPatterns(*set, order);
+  }
+  for (const weft::PathPattern& p : set->patterns) {
+    (void)weft::CompactShape(*set, p);
+    (void)p.latency.Quantile(0.99);
+  }
+  std::string formatted = weft::FormatPaths(*set);
+  auto again = weft::ParsePaths(formatted, "formatted.paths.json");
+  if (!again.ok()) {
+    std::fprintf(stderr, "formatted paths do not parse: %s\n", again.status().message().c_str());
+    std::abort();
+  }
+  if (weft::FormatPaths(*again) != formatted) {
+    std::fprintf(stderr, "round trip changed the paths file\n");
+    std::abort();
+  }
+  return 0;
+}
