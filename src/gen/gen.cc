@@ -1,1 +1,0 @@
-// placeholder until its owner writes it

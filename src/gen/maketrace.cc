@@ -1,0 +1,258 @@
+// maketrace (Project 5 §7.1.1): tracelet loops instantiated directly.
+//
+// Each tracelet runs `instances x parallelism` loops. A loop starts at a uniformly random
+// offset within its first think time, runs one instance of the tracelet (binding its
+// choose variables, then timing each step after its `after` steps with a Gaussian delay),
+// waits a uniform think time after the instance's last message, and repeats. Loops are
+// advanced in order of their next start time, so a length in messages stops the trace
+// after whole instances: every path is complete.
+//
+// Each loop draws from its own random stream (seed, tracelet, loop), so what one loop does
+// does not depend on the timing of others. Extra delays (a step's `extra`, the added delay
+// of Project 5 §7.2) do not move the loop's schedule: the next instance starts a think time
+// after the instance would have ended without them. Hence a config and the same config
+// with an extra delay give the same instances, node choices and delays, and differ only
+// by the added time: pattern counts match exactly, and an algorithm's measurement of the
+// added delay can be compared path by path.
+//
+// Messages are generated into a flat array, sorted by (time, generation order) once, and
+// added to the TraceBuilder already in order; parents always precede children because a
+// parent step is an ancestor (earlier time or equal time and earlier generation).
+#include "gen/maketrace.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <deque>
+#include <queue>
+
+#include "core/progress.h"
+#include "gen/random.h"
+
+namespace weft {
+namespace {
+
+constexpr uint32_t kNone = UINT32_MAX;
+// A guard against configs that would exhaust memory (about 100 bytes per message).
+constexpr uint64_t kMaxMessages = 400'000'000;
+// A call id is reused only this long after its call was answered, so that shifting clocks
+// by any plausible skew (weft skew) cannot make an id's old return and new call overlap.
+constexpr TimeNs kCallIdCooldown = 10 * kSecond;
+
+struct GenMessage {
+  TimeNs time;
+  uint32_t sender;  // index into GenConfig::nodes
+  uint32_t receiver;
+  uint32_t parent;  // generation index of the parent message, kNone for a root
+  uint32_t path;    // instance number, in order of instance start
+  uint32_t call;    // ret: generation index of its call; call: its call id number
+  MessageKind kind;
+};
+
+struct Loop {
+  uint32_t tracelet;
+  Random rng;
+};
+
+TimeNs DrawThink(const Tracelet& t, Random& rng) {
+  double u = rng.Uniform();
+  return t.think_lo + TimeNs(std::llround(u * double(t.think_hi - t.think_lo)));
+}
+
+// One draw from a step's delay: a mixture component by weight (only when there are
+// several), then a Gaussian clamped at 0 (Project 5 §7.5.4 varies the deviation).
+// Clamping rather than redrawing keeps the number of draws per step fixed.
+TimeNs DrawDelay(const std::vector<DelayComponent>& delay, double deviation, Random& rng) {
+  const DelayComponent* c = &delay[0];
+  if (delay.size() > 1) {
+    double total = 0;
+    for (const DelayComponent& d : delay) total += d.weight;
+    double u = rng.Uniform() * total;
+    for (const DelayComponent& d : delay) {
+      c = &d;
+      if (u < d.weight) break;
+      u -= d.weight;
+    }
+  }
+  double value = double(c->mean) + double(c->sd) * deviation * rng.Gaussian();
+  // Clamped above too, far beyond any configured delay, so times cannot overflow.
+  return value <= 0 ? 0 : TimeNs(std::llround(std::min(value, 30 * double(kMaxStepDelay))));
+}
+
+class Generator {
+ public:
+  explicit Generator(const GenConfig& config) : config_(config) {}
+
+  Status Run();
+  Result<Trace> Build(GenSummary* summary);
+
+ private:
+  // Runs one instance of loop `l` starting at `start`; returns the next start time.
+  TimeNs RunInstance(Loop& loop, TimeNs start);
+
+  const GenConfig& config_;
+  std::vector<GenMessage> messages_;
+  std::vector<TimeNs> times_;           // per step of the current instance
+  std::vector<TimeNs> times_no_extra_;  // the same without extra delays
+  std::vector<uint32_t> bound_;         // node bound to each choose variable
+  uint32_t instances_ = 0;
+  uint64_t loops_ = 0;
+  double busy_ = 0;  // sum over instances of (last - first message time), in ns
+};
+
+TimeNs Generator::RunInstance(Loop& loop, TimeNs start) {
+  const Tracelet& t = config_.tracelets[loop.tracelet];
+  Random& rng = loop.rng;
+  bound_.resize(t.variables.size());
+  for (size_t v = 0; v < t.variables.size(); ++v) {
+    const ChooseVariable& var = t.variables[v];
+    double u = rng.Uniform();
+    size_t k = 0;
+    while (k + 1 < var.cumulative.size() && u >= var.cumulative[k]) ++k;
+    bound_[v] = var.nodes[k];
+  }
+  auto resolve = [&](const NodeRef& r) { return r.variable >= 0 ? bound_[r.variable] : r.node; };
+  const size_t n = t.steps.size();
+  times_.resize(n);
+  times_no_extra_.resize(n);
+  const uint32_t first = uint32_t(messages_.size());
+  const uint32_t path = instances_++;
+  TimeNs end = start, end_no_extra = start;
+  for (size_t i = 0; i < n; ++i) {
+    const StepTemplate& s = t.steps[i];
+    TimeNs base = start, base_no_extra = start;
+    for (uint32_t a : s.after) {
+      base = std::max(base, times_[a]);
+      base_no_extra = std::max(base_no_extra, times_no_extra_[a]);
+    }
+    const TimeNs delay = DrawDelay(s.delay, config_.deviation, rng);
+    const uint32_t sender = resolve(s.from);
+    TimeNs time = base + delay;
+    for (const ExtraDelay& e : s.extra) {
+      if (e.node == sender) time += e.delay;
+    }
+    times_[i] = time;
+    times_no_extra_[i] = base_no_extra + delay;
+    end = std::max(end, time);
+    end_no_extra = std::max(end_no_extra, times_no_extra_[i]);
+    messages_.push_back(GenMessage{time, sender, resolve(s.to),
+                                   s.parent >= 0 ? first + uint32_t(s.parent) : kNone, path,
+                                   s.answers >= 0 ? first + uint32_t(s.answers) : kNone, s.kind});
+  }
+  busy_ += double(end - times_[0]);
+  if (!t.has_extra) end_no_extra = end;
+  return end_no_extra + DrawThink(t, rng);
+}
+
+Status Generator::Run() {
+  std::vector<Loop> loops;
+  using Entry = std::pair<TimeNs, uint32_t>;  // next start, loop; ties by loop index
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> queue;
+  for (uint32_t ti = 0; ti < config_.tracelets.size(); ++ti) {
+    const Tracelet& t = config_.tracelets[ti];
+    const auto count = uint64_t(std::llround(double(t.instances) * config_.parallelism));
+    if (count > 1'000'000) {
+      return Status::InvalidArgument("tracelet '{}': {} loops is too many", t.name, count);
+    }
+    for (uint64_t l = 0; l < count; ++l) {
+      Loop loop{ti, Random(config_.seed, (uint64_t(ti) << 32) | l)};
+      TimeNs first_think = DrawThink(t, loop.rng);
+      TimeNs offset = TimeNs(std::llround(loop.rng.Uniform() * double(first_think)));
+      queue.emplace(config_.start + offset, uint32_t(loops.size()));
+      loops.push_back(std::move(loop));
+    }
+  }
+  loops_ = loops.size();
+  const bool by_messages = config_.messages > 0;
+  const TimeNs stop = config_.start + config_.duration;
+  if (by_messages) messages_.reserve(config_.messages + 1024);
+  Progress progress("gen", by_messages ? config_.messages : 0, "messages");
+  while (!queue.empty()) {
+    auto [start, l] = queue.top();
+    if (by_messages ? messages_.size() >= config_.messages : start >= stop) break;
+    queue.pop();
+    TimeNs next = RunInstance(loops[l], start);
+    queue.emplace(next, l);
+    progress.Update(messages_.size());
+    if (messages_.size() > kMaxMessages) {
+      return Status::OutOfRange(
+          "{}: more than {} messages; ask for fewer with --messages or a "
+          "shorter --duration",
+          config_.source, kMaxMessages);
+    }
+  }
+  return Status::Ok();
+}
+
+Result<Trace> Generator::Build(GenSummary* summary) {
+  const size_t n = messages_.size();
+  std::vector<std::pair<TimeNs, uint32_t>> order(n);
+  for (uint32_t i = 0; i < n; ++i) order[i] = {messages_[i].time, i};
+  std::sort(order.begin(), order.end());
+
+  TraceBuilder builder;
+  std::vector<NodeId> node_ids;
+  for (const std::string& name : config_.nodes) node_ids.push_back(builder.Node(name));
+  std::vector<uint32_t> new_index(n);
+  std::vector<uint32_t> path_ids(instances_, kNone);  // numbered by first message in time
+  uint32_t next_path = 0;
+  std::vector<StringId> call_names;
+  std::deque<std::pair<uint32_t, TimeNs>> free_ids;  // answered call ids, by answer time
+  for (uint32_t row = 0; row < n; ++row) {
+    const uint32_t i = order[row].second;
+    GenMessage& m = messages_[i];
+    new_index[i] = row;
+    if (path_ids[m.path] == kNone) path_ids[m.path] = next_path++;
+    MessageRecord r;
+    r.send_time = r.recv_time = m.time;
+    r.sender = node_ids[m.sender];
+    r.receiver = node_ids[m.receiver];
+    r.kind = m.kind;
+    r.truth_path = PathId(path_ids[m.path]);
+    if (m.parent != kNone) r.truth_parent = MessageId(new_index[m.parent]);
+    if (m.kind == MessageKind::kCall) {
+      // Unique among open calls, and reused only after a cooldown: see kCallIdCooldown.
+      if (!free_ids.empty() && free_ids.front().second + kCallIdCooldown <= m.time) {
+        m.call = free_ids.front().first;
+        free_ids.pop_front();
+      } else {
+        m.call = uint32_t(call_names.size());
+        call_names.push_back(builder.String(fmt::format("c{}", m.call)));
+      }
+      r.call_id = call_names[m.call];
+    } else if (m.kind == MessageKind::kReturn) {
+      const uint32_t id = messages_[m.call].call;  // its call came earlier in time order
+      r.call_id = call_names[id];
+      free_ids.emplace_back(id, m.time);
+    }
+    builder.Add(r);
+  }
+  if (summary) {
+    summary->messages = n;
+    summary->paths = instances_;
+    summary->loops = loops_;
+    summary->first = n ? order.front().first : config_.start;
+    summary->last = n ? order.back().first : config_.start;
+    const double span = double(summary->last - summary->first);
+    summary->mean_in_flight = span > 0 ? busy_ / span : 0;
+  }
+  return std::move(builder).Finish();
+}
+
+}  // namespace
+
+Result<Trace> MakeTrace(const GenConfig& config, GenSummary* summary) {
+  WEFT_RETURN_IF_ERROR(CheckGenLimits(config));
+  Generator generator(config);
+  WEFT_RETURN_IF_ERROR(generator.Run());
+  return generator.Build(summary);
+}
+
+std::string FormatGenSummary(const GenSummary& s) {
+  return fmt::format("{} messages, {} paths over {}; {} loops, {:.1f} paths in flight on average",
+                     s.messages, s.paths, FormatDuration(s.last - s.first), s.loops,
+                     s.mean_in_flight);
+}
+
+}  // namespace weft
