@@ -16,5 +16,6 @@ void AddDropCommand(CLI::App& app, Status& result);
 void AddInferCommand(CLI::App& app, Status& result);
 void AddPathsCommand(CLI::App& app, Status& result);
 void AddEvalCommand(CLI::App& app, Status& result);
+void AddReportCommand(CLI::App& app, Status& result);
 
 }  // namespace weft::cli

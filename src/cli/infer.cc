@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "cli/command.h"
+#include "infer/nesting/nesting.h"
 #include "infer/paths.h"
 #include "infer/truth/truth.h"
 #include "trace/io.h"
@@ -10,13 +11,42 @@
 namespace weft::cli {
 namespace {
 
+struct InferFlags {
+  std::string input, output, algo;
+  std::string skew_window = "0";
+  NestingOptions nesting;
+  bool no_call_ids = false;
+};
+
+Result<PathSet> RunTruth(const Trace& trace, const InferFlags&) { return InferFromTruth(trace); }
+
+Result<PathSet> RunNesting(const Trace& trace, const InferFlags& f) {
+  NestingOptions options = f.nesting;
+  WEFT_ASSIGN_OR_RETURN(options.skew_window, ParseDuration(f.skew_window));
+  options.use_call_ids = !f.no_call_ids;
+  WEFT_ASSIGN_OR_RETURN(PathSet set, InferNesting(trace, options));
+  int64_t children = set.Counter("children_with_candidates");
+  fmt::print(stderr,
+             "nesting: {} call pairs; {} unmatched calls, {} unmatched returns, {} other messages "
+             "ignored; mean per-node parallelism {:.3f}\n",
+             set.Counter("call_pairs"), set.Counter("unmatched_calls"), set.Counter("unmatched_returns"),
+             set.Counter("ignored_messages"),
+             children ? double(set.Counter("candidate_parents")) / double(children) : 0.0);
+  if (set.Counter("call_pairs") == 0) {
+    fmt::print(stderr, "nesting: no call pairs: the nesting algorithm needs CALL_SENT and RET_SENT messages "
+                       "whose call ids match\n");
+  }
+  return set;
+}
+
 struct Algorithm {
   std::string_view name;
-  Result<PathSet> (*infer)(const Trace& trace);
+  Result<PathSet> (*infer)(const Trace& trace, const InferFlags& flags);
 };
 
 constexpr Algorithm kAlgorithms[] = {
-    {"truth", InferFromTruth},
+    {"truth", RunTruth},
+    {"nesting", RunNesting},
 };
 
 std::string AlgorithmNames() {
@@ -25,10 +55,6 @@ std::string AlgorithmNames() {
   return names;
 }
 
-struct InferFlags {
-  std::string input, output, algo;
-};
-
 Status RunInfer(const InferFlags& f) {
   const Algorithm* algorithm = nullptr;
   for (const Algorithm& a : kAlgorithms) {
@@ -36,7 +62,7 @@ Status RunInfer(const InferFlags& f) {
   }
   if (!algorithm) return Status::InvalidArgument("unknown algorithm '{}' (available: {})", f.algo, AlgorithmNames());
   WEFT_ASSIGN_OR_RETURN(Trace trace, LoadTrace(f.input));
-  Result<PathSet> set = algorithm->infer(trace);
+  Result<PathSet> set = algorithm->infer(trace, f);
   if (!set.ok()) return set.status().WithContext(f.input);
   WEFT_RETURN_IF_ERROR(WritePaths(*set, f.output));
   fmt::print(stderr, "{}: {} path instances of {} patterns over {} of {} messages\n", f.algo, set->instance_count(),
@@ -53,12 +79,33 @@ void AddInferCommand(CLI::App& app, Status& result) {
       "aggregated path patterns; docs/paths.md describes it.\n\n"
       "Examples:\n"
       "  weft infer mt.weft --algo truth -o truth.paths.json\n"
-      "  weft paths truth.paths.json --top 10\n",
+      "  weft infer mt.weft --algo nesting -o nesting.paths.json\n"
+      "  weft infer skewed.weft --algo nesting --skew-window 30ms --smooth 2 -o n.paths.json\n"
+      "  weft paths nesting.paths.json --top 10\n",
       AlgorithmNames()));
   static InferFlags flags;
   cmd->add_option("trace", flags.input, "Trace to read (text or .weft; - for stdin)")->required();
   cmd->add_option("--algo", flags.algo, fmt::format("Inference algorithm: {}", AlgorithmNames()))->required();
   cmd->add_option("-o,--output", flags.output, "Paths file to write (- for stdout)")->required();
+  auto* nesting = "nesting (Project 5 §5.1; docs/nesting.md)";
+  cmd->add_option("--skew-window", flags.skew_window,
+                  "nesting: loosen nesting comparisons by this much for skewed clocks (e.g. 30ms)")
+      ->capture_default_str()->group(nesting);
+  cmd->add_option("--overlap-penalty", flags.nesting.overlap_penalty,
+                  "nesting: x, penalty exponent for children overlapping in time")
+      ->capture_default_str()->group(nesting);
+  cmd->add_option("--same-child-penalty", flags.nesting.same_child_penalty,
+                  "nesting: y, penalty exponent for children calling the same node")
+      ->capture_default_str()->group(nesting);
+  cmd->add_option("--generic-child-penalty", flags.nesting.generic_child_penalty,
+                  "nesting: z, penalty exponent for any child already assigned")
+      ->capture_default_str()->group(nesting);
+  cmd->add_option("--smooth", flags.nesting.smoothing_bins,
+                  "nesting: Gaussian smoothing of the scoreboard, sigma in bins (0: off)")
+      ->capture_default_str()->group(nesting);
+  cmd->add_flag("--no-call-ids", flags.no_call_ids,
+                "nesting: ignore call ids; match each return with the earliest open call")
+      ->group(nesting);
   cmd->callback([&result] { result = RunInfer(flags); });
 }
 

@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
   weft::cli::AddConvertCommand(app, result);
   weft::cli::AddInferCommand(app, result);
   weft::cli::AddPathsCommand(app, result);
+  weft::cli::AddReportCommand(app, result);
   weft::cli::AddEvalCommand(app, result);
   try {
     app.parse(argc, argv);

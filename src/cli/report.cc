@@ -1,0 +1,64 @@
+// weft report: views of a paths file. --dot writes one Graphviz file per pattern in the
+// style of Project 5 Figure 8.
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "cli/command.h"
+#include "core/file.h"
+#include "infer/paths.h"
+#include "report/dot.h"
+
+namespace weft::cli {
+namespace {
+
+struct ReportOptions {
+  std::string paths;
+  std::string dot;
+  size_t top = 10;
+  std::string sort = "count";
+};
+
+Status RunReport(const ReportOptions& o) {
+  WEFT_ASSIGN_OR_RETURN(PathSet set, ReadPaths(o.paths));
+  WEFT_ASSIGN_OR_RETURN(PatternOrder order, ParsePatternOrder(o.sort));
+  std::vector<uint32_t> ranked = RankPatterns(set, order);
+  if (ranked.size() > o.top) ranked.resize(o.top);
+  if (o.dot.empty()) return Status::InvalidArgument("say what to write: --dot DIR (or --dot - for stdout)");
+  if (o.dot == "-") {
+    std::string all;
+    for (uint32_t p : ranked) all += PatternToDot(set, p);
+    return WriteFile("-", all);
+  }
+  if (::mkdir(o.dot.c_str(), 0755) != 0 && errno != EEXIST) {
+    return Status::IoError("{}: {}", o.dot, std::strerror(errno));
+  }
+  for (size_t rank = 0; rank < ranked.size(); ++rank) {
+    std::string file = fmt::format("{}/pattern-{:03}.dot", o.dot, rank + 1);
+    WEFT_RETURN_IF_ERROR(WriteFile(file, PatternToDot(set, ranked[rank])));
+  }
+  fmt::print(stderr, "wrote {} patterns to {}/pattern-NNN.dot (render: dot -Tsvg -O {}/*.dot)\n",
+             ranked.size(), o.dot, o.dot);
+  return Status::Ok();
+}
+
+}  // namespace
+
+void AddReportCommand(CLI::App& app, Status& result) {
+  auto* cmd = app.add_subcommand("report", "Draw path patterns (Graphviz dot, Project 5 Figure 8)");
+  cmd->footer(
+      "Examples:\n  weft report mt.paths.json --dot figs --top 5   # figs/pattern-001.dot ...\n"
+      "  weft report mt.paths.json --dot - --top 1 | dot -Tsvg > top.svg\n");
+  static ReportOptions o;
+  cmd->add_option("paths", o.paths, "Paths file (.paths.json)")->required();
+  cmd->add_option("--dot", o.dot, "Directory for one .dot file per pattern, or - for stdout");
+  cmd->add_option("--top", o.top, "How many patterns, best first")->capture_default_str();
+  cmd->add_option("--sort", o.sort, "Rank by count, latency (count x mean) or expected")
+      ->capture_default_str();
+  cmd->callback([&result] { result = RunReport(o); });
+}
+
+}  // namespace weft::cli

@@ -1,0 +1,328 @@
+// Project 5 §5.1: the nesting algorithm. See nesting.h for the outline.
+//
+// Where weft departs from Figure 4:
+// - Times come from the middle node's own clock when the trace has receive times: a call
+//   B->C is compared with its candidate parent A->B by the parent's arrival at B and the
+//   child's departure from B (Project 5's traces had one timestamp per message, which is
+//   what weft uses when receive times are missing).
+// - The penalties multiply by (1 + c)^-x, not c^-x: with c counting children already
+//   assigned, c^-x is infinite at c = 0 and no penalty at c = 1.
+// - Candidate parents that never return (cut off by the end of the trace) are dropped, and
+//   with a skew window a parent that would close a cycle is skipped.
+#include "infer/nesting/nesting.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include <absl/container/flat_hash_map.h>
+#include <absl/container/inlined_vector.h>
+
+#include "core/progress.h"
+
+namespace weft {
+namespace {
+
+constexpr uint32_t kNone = ~0u;
+
+// A CALL message and, once matched, its RETURN: a call pair (§5.1.1.1).
+struct Call {
+  MessageId call;
+  MessageId ret;  // invalid until matched
+  NodeId caller;
+  NodeId callee;
+  uint32_t candidates_begin = 0;  // candidate parents: candidates_[begin, begin + count)
+  uint32_t candidate_count = 0;
+  uint32_t parent = kNone;
+  uint32_t first_child = kNone;
+  uint32_t next_sibling = kNone;
+};
+
+struct CallKey {
+  NodeId caller;
+  NodeId callee;
+  StringId id;
+  bool operator==(const CallKey&) const = default;
+  template <typename H>
+  friend H AbslHashValue(H h, const CallKey& k) {
+    return H::combine(std::move(h), k.caller.value(), k.callee.value(), k.id.value());
+  }
+};
+
+struct Triple {
+  NodeId a, b, c;
+  bool operator==(const Triple&) const = default;
+  template <typename H>
+  friend H AbslHashValue(H h, const Triple& t) {
+    return H::combine(std::move(h), t.a.value(), t.b.value(), t.c.value());
+  }
+};
+
+const double kLogBinBase = std::log(kNestingBinBase);
+
+class Nesting {
+ public:
+  Nesting(const Trace& trace, const NestingOptions& options)
+      : trace_(trace), cols_(trace.columns()), options_(options) {}
+
+  Result<PathSet> Run() {
+    FindCallPairs();
+    ScoreNestings();
+    FindNestedPairs();
+    return FindCallPaths();
+  }
+
+ private:
+  // A message's time on its sender's clock and on its receiver's clock; with one
+  // timestamp per message both are that timestamp.
+  TimeNs Sent(MessageId m) const { return trace_.SortTime(m); }
+  TimeNs Received(MessageId m) const {
+    TimeNs r = cols_.recv_time[m.value()];
+    return r != kNoTime ? r : trace_.SortTime(m);
+  }
+
+  // §5.1.1.1. Walks the trace once in time order, keeping for each node the calls into it
+  // that are open (or closed less than the skew window ago): when a return closes the
+  // call A->B, the calls into A open at that moment and made before A->B are its
+  // candidate parents.
+  void FindCallPairs() {
+    const TimeNs w = options_.skew_window;
+    absl::flat_hash_map<CallKey, absl::InlinedVector<uint32_t, 1>> open;
+    std::vector<std::vector<uint32_t>> active_into(trace_.nodes().size());
+    // Drops calls that can no longer be a parent: returned, and longer ago than w.
+    auto prune = [&](std::vector<uint32_t>& active, TimeNs now) {
+      std::erase_if(active, [&](uint32_t i) {
+        const Call& c = calls_[i];
+        return c.ret.valid() && (w == 0 || Sent(c.ret) + w < now);
+      });
+    };
+    Progress progress("nesting: call pairs", trace_.size(), "messages");
+    for (uint32_t i = 0; i < trace_.size(); ++i) {
+      progress.Update(i);
+      MessageId m(i);
+      MessageKind kind = cols_.kind[i];
+      if (kind == MessageKind::kMessage) {
+        ++ignored_messages_;
+        continue;
+      }
+      StringId id = options_.use_call_ids ? cols_.call_id[i] : StringId();
+      if (kind == MessageKind::kCall) {
+        uint32_t index = uint32_t(calls_.size());
+        calls_.push_back(Call{.call = m, .caller = cols_.sender[i], .callee = cols_.receiver[i]});
+        open[CallKey{cols_.sender[i], cols_.receiver[i], id}].push_back(index);
+        std::vector<uint32_t>& active = active_into[cols_.receiver[i].value()];
+        if ((active.size() & 15) == 15) prune(active, Sent(m));
+        active.push_back(index);
+        continue;
+      }
+      // A RETURN from B to A closes the earliest open call A->B with its id.
+      ++returns_;
+      auto it = open.find(CallKey{cols_.receiver[i], cols_.sender[i], id});
+      if (it == open.end()) {
+        ++unmatched_returns_;
+        continue;
+      }
+      uint32_t child = it->second.front();
+      it->second.erase(it->second.begin());
+      if (it->second.empty()) open.erase(it);
+      Call& c = calls_[child];
+      c.ret = m;
+      ++call_pairs_;
+      // Candidate parents: calls into the caller A, still open, made before this call
+      // (in trace order; with a skew window, up to w after it).
+      std::vector<uint32_t>& active = active_into[c.caller.value()];
+      prune(active, Received(m));
+      c.candidates_begin = uint32_t(candidates_.size());
+      TimeNs departed = Sent(c.call);
+      for (uint32_t p : active) {
+        if (p == child) continue;
+        bool before = w == 0 ? p < child : Received(calls_[p].call) < departed + w;
+        if (before) candidates_.push_back(p);
+      }
+      c.candidate_count = uint32_t(candidates_.size()) - c.candidates_begin;
+    }
+    for (const Call& c : calls_) unmatched_calls_ += !c.ret.valid();
+    // A candidate that never returned is not a call pair and cannot be a parent.
+    for (Call& c : calls_) {
+      if (!c.ret.valid()) continue;
+      uint32_t* begin = candidates_.data() + c.candidates_begin;
+      uint32_t* end = std::remove_if(begin, begin + c.candidate_count,
+                                     [&](uint32_t p) { return !calls_[p].ret.valid(); });
+      c.candidate_count = uint32_t(end - begin);
+    }
+  }
+
+  // The delay between a parent's arrival at B and the child's departure from B.
+  TimeNs NestingDelay(uint32_t parent, uint32_t child) const {
+    return Sent(calls_[child].call) - Received(calls_[parent].call);
+  }
+
+  uint32_t TripleIndex(uint32_t parent, uint32_t child) {
+    Triple t{calls_[parent].caller, calls_[parent].callee, calls_[child].callee};
+    auto [it, inserted] = triples_.try_emplace(t, uint32_t(triples_.size()));
+    if (inserted) scoreboard_.resize(scoreboard_.size() + kNestingBins, 0.0);
+    return it->second;
+  }
+
+  double& Score(uint32_t triple, int bin) { return scoreboard_[size_t(triple) * kNestingBins + bin]; }
+
+  // §5.1.1.2. Every child adds 1/N to the (A, B, C, delay) entry of each of its N
+  // candidate parents; the entries of one (A, B, C) form a histogram of nesting delays
+  // whose peaks are the delays that recur, i.e. the causal ones.
+  void ScoreNestings() {
+    candidate_triples_.resize(candidates_.size());
+    for (uint32_t child = 0; child < calls_.size(); ++child) {
+      const Call& c = calls_[child];
+      if (!c.ret.valid() || c.candidate_count == 0) continue;
+      double weight = 1.0 / c.candidate_count;
+      candidate_parents_ += c.candidate_count;
+      ++children_with_candidates_;
+      for (uint32_t k = c.candidates_begin; k < c.candidates_begin + c.candidate_count; ++k) {
+        uint32_t triple = TripleIndex(candidates_[k], child);
+        candidate_triples_[k] = triple;
+        Score(triple, NestingDelayBin(NestingDelay(candidates_[k], child))) += weight;
+      }
+    }
+    if (options_.smoothing_bins > 0) SmoothScoreboard();
+  }
+
+  // Convolves each histogram with a Gaussian, so that peaks widened by clock skew still
+  // meet (§5.1.1.2, §7.5.6).
+  void SmoothScoreboard() {
+    const double sigma = options_.smoothing_bins;
+    const int radius = int(std::ceil(3 * sigma));
+    std::vector<double> kernel(size_t(2 * radius + 1));
+    double total = 0;
+    for (int d = -radius; d <= radius; ++d) total += kernel[size_t(d + radius)] = std::exp(-0.5 * d * d / (sigma * sigma));
+    for (double& k : kernel) k /= total;
+    std::vector<double> row(kNestingBins);
+    for (size_t t = 0; t < triples_.size(); ++t) {
+      double* h = &scoreboard_[t * kNestingBins];
+      for (int b = 0; b < kNestingBins; ++b) {
+        double sum = 0;
+        for (int d = -radius; d <= radius; ++d) {
+          int src = b + d;
+          if (src >= 0 && src < kNestingBins) sum += h[src] * kernel[size_t(d + radius)];
+        }
+        row[size_t(b)] = sum;
+      }
+      std::copy(row.begin(), row.end(), h);
+    }
+  }
+
+  bool Overlap(const Call& x, const Call& y) const {
+    return Sent(x.call) < Received(y.ret) && Sent(y.call) < Received(x.ret);
+  }
+
+  bool IsAncestor(uint32_t maybe_ancestor, uint32_t node) const {
+    for (uint32_t p = calls_[node].parent; p != kNone; p = calls_[p].parent) {
+      if (p == maybe_ancestor) return true;
+    }
+    return false;
+  }
+
+  // §5.1.1.3. Children in time order; each takes the candidate with the best penalised
+  // score; ties go to the earliest parent.
+  void FindNestedPairs() {
+    const NestingOptions& o = options_;
+    for (uint32_t child = 0; child < calls_.size(); ++child) {
+      Call& c = calls_[child];
+      if (!c.ret.valid() || c.candidate_count == 0) continue;
+      double best_score = 0;
+      uint32_t best = kNone;
+      for (uint32_t k = c.candidates_begin; k < c.candidates_begin + c.candidate_count; ++k) {
+        uint32_t p = candidates_[k];
+        if (o.skew_window > 0 && IsAncestor(child, p)) continue;
+        double score = Score(candidate_triples_[k], NestingDelayBin(NestingDelay(p, child)));
+        int overlapping = 0, same = 0, any = 0;
+        for (uint32_t s = calls_[p].first_child; s != kNone; s = calls_[s].next_sibling) {
+          ++any;
+          same += calls_[s].callee == c.callee;
+          overlapping += Overlap(calls_[s], c);
+        }
+        if (overlapping && o.overlap_penalty) score *= std::pow(1.0 + overlapping, -o.overlap_penalty);
+        if (same && o.same_child_penalty) score *= std::pow(1.0 + same, -o.same_child_penalty);
+        if (any && o.generic_child_penalty) score *= std::pow(1.0 + any, -o.generic_child_penalty);
+        bool earlier = best != kNone && score == best_score &&
+                       Received(calls_[p].call) < Received(calls_[best].call);
+        if (best == kNone || score > best_score || earlier) {
+          best_score = score;
+          best = p;
+        }
+      }
+      if (best == kNone) continue;
+      c.parent = best;
+      c.next_sibling = calls_[best].first_child;
+      calls_[best].first_child = child;
+    }
+  }
+
+  // §5.1.1.4. One path instance per root call pair: its call and return, and those of
+  // every call nested under it. Latencies are aggregated by the shared PathSetBuilder.
+  Result<PathSet> FindCallPaths() {
+    PathSetBuilder builder(trace_, "nesting");
+    std::vector<MessageId> messages;
+    std::vector<int32_t> parents;
+    std::vector<std::pair<uint32_t, int32_t>> stack;  // (call, index of the parent's call message)
+    int64_t roots = 0;
+    for (uint32_t root = 0; root < calls_.size(); ++root) {
+      if (!calls_[root].ret.valid() || calls_[root].parent != kNone) continue;
+      ++roots;
+      messages.clear();
+      parents.clear();
+      stack.assign(1, {root, -1});
+      while (!stack.empty()) {
+        auto [call, parent_index] = stack.back();
+        stack.pop_back();
+        int32_t call_index = int32_t(messages.size());
+        messages.push_back(calls_[call].call);
+        parents.push_back(parent_index);
+        messages.push_back(calls_[call].ret);
+        parents.push_back(call_index);
+        for (uint32_t s = calls_[call].first_child; s != kNone; s = calls_[s].next_sibling) {
+          stack.push_back({s, call_index});
+        }
+      }
+      WEFT_RETURN_IF_ERROR(builder.AddInstance(messages, parents));
+    }
+    builder.AddCounter("calls", int64_t(calls_.size()));
+    builder.AddCounter("returns", returns_);
+    builder.AddCounter("call_pairs", call_pairs_);
+    builder.AddCounter("unmatched_calls", unmatched_calls_);
+    builder.AddCounter("unmatched_returns", unmatched_returns_);
+    builder.AddCounter("ignored_messages", ignored_messages_);
+    builder.AddCounter("roots", roots);
+    builder.AddCounter("candidate_parents", candidate_parents_);
+    builder.AddCounter("children_with_candidates", children_with_candidates_);
+    return std::move(builder).Finish();
+  }
+
+  const Trace& trace_;
+  const TraceColumns& cols_;
+  const NestingOptions& options_;
+
+  std::vector<Call> calls_;           // in order of the CALL messages
+  std::vector<uint32_t> candidates_;  // candidate parents, ranges per call
+  std::vector<uint32_t> candidate_triples_;  // scoreboard row of each candidate
+  absl::flat_hash_map<Triple, uint32_t> triples_;
+  std::vector<double> scoreboard_;  // kNestingBins per triple
+
+  int64_t returns_ = 0, call_pairs_ = 0, unmatched_calls_ = 0, unmatched_returns_ = 0;
+  int64_t ignored_messages_ = 0, candidate_parents_ = 0, children_with_candidates_ = 0;
+};
+
+}  // namespace
+
+int NestingDelayBin(TimeNs delay) {
+  if (delay < kNestingMinDelay) return 0;
+  int bin = 1 + int(std::log(double(delay) / double(kNestingMinDelay)) / kLogBinBase);
+  return std::min(bin, kNestingBins - 1);
+}
+
+Result<PathSet> InferNesting(const Trace& trace, const NestingOptions& options) {
+  if (options.skew_window < 0) return Status::InvalidArgument("the skew window must not be negative");
+  if (options.smoothing_bins < 0) return Status::InvalidArgument("smoothing must not be negative");
+  return Nesting(trace, options).Run();
+}
+
+}  // namespace weft

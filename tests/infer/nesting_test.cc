@@ -1,0 +1,148 @@
+#include "infer/nesting/nesting.h"
+
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include "trace/text_format.h"
+
+namespace weft {
+namespace {
+
+Trace Parse(std::string_view text) {
+  Result<Trace> t = ParseTextTrace(text, "test");
+  EXPECT_TRUE(t.ok()) << t.status().message();
+  return std::move(t).value();
+}
+
+PathSet Infer(const Trace& trace, NestingOptions options = {}) {
+  Result<PathSet> set = InferNesting(trace, options);
+  EXPECT_TRUE(set.ok()) << set.status().message();
+  return std::move(set).value();
+}
+
+// Project 5 Figure 3: A calls B; B calls C, then D, then returns to A.
+TEST(NestingTest, Figure3) {
+  Trace trace = Parse(R"(
+1 CALL_SENT A B 1
+3 CALL_SENT B C 2
+5 RET_SENT C B 2
+7 CALL_SENT B D 3
+9 RET_SENT D B 3
+11 RET_SENT B A 1
+)");
+  PathSet set = Infer(trace);
+  ASSERT_EQ(set.instance_count(), 1u);
+  ASSERT_EQ(set.patterns.size(), 1u);
+  EXPECT_EQ(set.patterns[0].key, "C:A>B(C:B>C(R:C>B) C:B>D(R:D>B) R:B>A)");
+  // Element 1 is the call B->C: call delay 2 ns after A->B; its return 2 ns later.
+  EXPECT_EQ(set.patterns[0].elements[1].delay.mean(), 2.0);
+  EXPECT_EQ(set.patterns[0].elements[2].delay.mean(), 2.0);
+  EXPECT_EQ(set.patterns[0].latency.mean(), 10.0);
+  EXPECT_EQ(set.Counter("call_pairs"), 3);
+  EXPECT_EQ(set.Counter("roots"), 1);
+}
+
+// Two interleaved requests through B: the scoreboard's peak at the common delay assigns
+// each child to the parent it recurs with (§5.1.1.2, Figure 5).
+TEST(NestingTest, ScoreboardSeparatesInterleavedRequests) {
+  std::string text;
+  for (int r = 0; r < 50; ++r) {
+    // Two overlapping requests, each calling C 10 us after arriving at B. Child c could
+    // nest in a (10 us) or b (6 us); child d in a (14 us) or b (10 us).
+    auto t = [&](int us) { return r * 1'000'000 + us * 1000; };
+    text += fmt::format("{} CALL_SENT A B a{}\n{} CALL_SENT A B b{}\n", t(0), r, t(4), r);
+    text += fmt::format("{} CALL_SENT B C c{}\n{} CALL_SENT B C d{}\n", t(10), r, t(14), r);
+    text += fmt::format("{} RET_SENT C B c{}\n{} RET_SENT C B d{}\n", t(20), r, t(24), r);
+    text += fmt::format("{} RET_SENT B A a{}\n{} RET_SENT B A b{}\n", t(30), r, t(34), r);
+  }
+  PathSet set = Infer(Parse(text));
+  ASSERT_EQ(set.patterns.size(), 1u);
+  EXPECT_EQ(set.patterns[0].count, 100u);
+  EXPECT_EQ(set.patterns[0].elements[1].delay.min(), 10'000);
+  EXPECT_EQ(set.patterns[0].elements[1].delay.max(), 10'000);
+}
+
+TEST(NestingTest, NoCallsGivesNoPaths) {
+  PathSet set = Infer(Parse("1 MSG_SENT A B\n2 MSG_SENT B C\n"));
+  EXPECT_EQ(set.instance_count(), 0u);
+  EXPECT_EQ(set.Counter("ignored_messages"), 2);
+}
+
+TEST(NestingTest, OnlyReturnsAreUnmatched) {
+  PathSet set = Infer(Parse("1 RET_SENT B A 1\n2 RET_SENT B A 2\n"));
+  EXPECT_EQ(set.instance_count(), 0u);
+  EXPECT_EQ(set.Counter("unmatched_returns"), 2);
+}
+
+TEST(NestingTest, UnmatchedCallsAreDroppedAndCannotBeParents) {
+  // A->B never returns (the trace was cut); B->C returns and becomes a root.
+  PathSet set = Infer(Parse("1 CALL_SENT A B 1\n2 CALL_SENT B C 2\n3 RET_SENT C B 2\n"));
+  EXPECT_EQ(set.Counter("unmatched_calls"), 1);
+  ASSERT_EQ(set.instance_count(), 1u);
+  EXPECT_EQ(set.patterns[0].key, "C:B>C(R:C>B)");
+}
+
+TEST(NestingTest, IdenticalTimestamps) {
+  PathSet set = Infer(Parse(R"(
+5 CALL_SENT A B 1
+5 CALL_SENT B C 2
+5 RET_SENT C B 2
+5 RET_SENT B A 1
+)"));
+  ASSERT_EQ(set.instance_count(), 1u);
+  EXPECT_EQ(set.patterns[0].key, "C:A>B(C:B>C(R:C>B) R:B>A)");
+}
+
+TEST(NestingTest, NodeCallingItself) {
+  PathSet set = Infer(Parse(R"(
+1 CALL_SENT A A 1
+2 CALL_SENT A A 2
+3 RET_SENT A A 2
+4 RET_SENT A A 1
+)"));
+  ASSERT_EQ(set.instance_count(), 1u);
+  EXPECT_EQ(set.patterns[0].key, "C:A>A(C:A>A(R:A>A) R:A>A)");
+  // With a skew window each call is a candidate parent of the other; no cycle forms.
+  NestingOptions options;
+  options.skew_window = 10;
+  PathSet skewed = Infer(Parse("1 CALL_SENT A A 1\n2 CALL_SENT A A 2\n3 RET_SENT A A 2\n4 RET_SENT A A 1\n"),
+                         options);
+  EXPECT_EQ(skewed.Counter("call_pairs"), 2);
+  EXPECT_EQ(skewed.instance_count(), 1u);
+}
+
+// §5.1.1.1: without call ids each return closes the earliest open call, which pairs
+// (A,B,i,l) and (A,B,k,j) when the later call returns first.
+TEST(NestingTest, WithoutCallIdsAPathThatOvertakesIsMispaired) {
+  Trace trace = Parse("1 CALL_SENT A B x\n2 CALL_SENT A B y\n3 RET_SENT B A y\n4 RET_SENT B A x\n");
+  PathSet with_ids = Infer(trace);
+  NestingOptions no_ids;
+  no_ids.use_call_ids = false;
+  PathSet without = Infer(trace, no_ids);
+  ASSERT_EQ(with_ids.patterns.size(), 1u);
+  ASSERT_EQ(without.patterns.size(), 1u);
+  // Latencies: with ids 3 and 1 ns; without, 2 and 2 ns.
+  EXPECT_EQ(with_ids.patterns[0].latency.min(), 1);
+  EXPECT_EQ(with_ids.patterns[0].latency.max(), 3);
+  EXPECT_EQ(without.patterns[0].latency.min(), 2);
+  EXPECT_EQ(without.patterns[0].latency.max(), 2);
+}
+
+TEST(NestingTest, RejectsNegativeKnobs) {
+  NestingOptions options;
+  options.skew_window = -1;
+  EXPECT_EQ(InferNesting(Trace(), options).status().message(), "the skew window must not be negative");
+}
+
+TEST(NestingTest, DelayBins) {
+  EXPECT_EQ(NestingDelayBin(-5), 0);
+  EXPECT_EQ(NestingDelayBin(99), 0);
+  EXPECT_EQ(NestingDelayBin(100), 1);
+  EXPECT_EQ(NestingDelayBin(106), 2);  // 100 * 1.05 = 105
+  EXPECT_EQ(NestingDelayBin(3600 * kSecond), 1 + int(std::log(3.6e10) / std::log(1.05)));
+  EXPECT_EQ(NestingDelayBin(100 * 3600 * kSecond), kNestingBins - 1);
+}
+
+}  // namespace
+}  // namespace weft
