@@ -16,6 +16,7 @@ struct InferFlags {
   std::string skew_window = "0";
   NestingOptions nesting;
   bool no_call_ids = false;
+  bool no_return_scoring = false;
 };
 
 Result<PathSet> RunTruth(const Trace& trace, const InferFlags&) { return InferFromTruth(trace); }
@@ -24,6 +25,7 @@ Result<PathSet> RunNesting(const Trace& trace, const InferFlags& f) {
   NestingOptions options = f.nesting;
   WEFT_ASSIGN_OR_RETURN(options.skew_window, ParseDuration(f.skew_window));
   options.use_call_ids = !f.no_call_ids;
+  options.score_returns = !f.no_return_scoring;
   WEFT_ASSIGN_OR_RETURN(PathSet set, InferNesting(trace, options));
   int64_t children = set.Counter("children_with_candidates");
   fmt::print(stderr,
@@ -105,6 +107,9 @@ void AddInferCommand(CLI::App& app, Status& result) {
       ->capture_default_str()->group(nesting);
   cmd->add_flag("--no-call-ids", flags.no_call_ids,
                 "nesting: ignore call ids; match each return with the earliest open call")
+      ->group(nesting);
+  cmd->add_flag("--no-return-scoring", flags.no_return_scoring,
+                "nesting: score parents by call delays only, exactly as Project 5 does")
       ->group(nesting);
   cmd->callback([&result] { result = RunInfer(flags); });
 }

@@ -7,6 +7,10 @@
 //   what weft uses when receive times are missing).
 // - The penalties multiply by (1 + c)^-x, not c^-x: with c counting children already
 //   assigned, c^-x is infinite at c = 0 and no penalty at c = 1.
+// - Optionally (NestingOptions::score_returns) a second scoreboard of return gaps, the
+//   time from the child's return to the parent's return, weighs in: the last child of a
+//   parent returns a characteristic time before its parent does, so the return side tells
+//   apart candidates that the call side cannot (docs/nesting.md has the figures).
 // - Candidate parents that never return (cut off by the end of the trace) are dropped, and
 //   with a skew window a parent that would close a cycle is skipped.
 #include "infer/nesting/nesting.h"
@@ -157,14 +161,39 @@ class Nesting {
     return Sent(calls_[child].call) - Received(calls_[parent].call);
   }
 
+  // The time from the child's return arriving at B to the parent's return leaving B.
+  TimeNs ReturnGap(uint32_t parent, uint32_t child) const {
+    return Sent(calls_[parent].ret) - Received(calls_[child].ret);
+  }
+
+  // Each (A, B, C) has a row of 2 x kNestingBins: call delays, then return gaps.
+  static constexpr size_t kRowSize = 2 * kNestingBins;
+
   uint32_t TripleIndex(uint32_t parent, uint32_t child) {
     Triple t{calls_[parent].caller, calls_[parent].callee, calls_[child].callee};
     auto [it, inserted] = triples_.try_emplace(t, uint32_t(triples_.size()));
-    if (inserted) scoreboard_.resize(scoreboard_.size() + kNestingBins, 0.0);
+    if (inserted) {
+      scoreboard_.resize(scoreboard_.size() + kRowSize, 0.0);
+      triple_weight_.push_back(0.0);
+    }
     return it->second;
   }
 
-  double& Score(uint32_t triple, int bin) { return scoreboard_[size_t(triple) * kNestingBins + bin]; }
+  double& CallScore(uint32_t triple, int bin) { return scoreboard_[triple * kRowSize + size_t(bin)]; }
+  double& ReturnScore(uint32_t triple, int bin) {
+    return scoreboard_[triple * kRowSize + kNestingBins + size_t(bin)];
+  }
+
+  // The evidence for `parent` from the scoreboard: the paper's call-delay score, times,
+  // with return scoring, the return-gap score divided by the triple's total weight (so
+  // that the product still counts like the paper's score: N x P(delay) x P(gap)).
+  double RawScore(uint32_t triple, uint32_t parent, uint32_t child) {
+    double score = CallScore(triple, NestingDelayBin(NestingDelay(parent, child)));
+    if (options_.score_returns) {
+      score *= ReturnScore(triple, NestingDelayBin(ReturnGap(parent, child))) / triple_weight_[triple];
+    }
+    return score;
+  }
 
   // §5.1.1.2. Every child adds 1/N to the (A, B, C, delay) entry of each of its N
   // candidate parents; the entries of one (A, B, C) form a histogram of nesting delays
@@ -180,7 +209,9 @@ class Nesting {
       for (uint32_t k = c.candidates_begin; k < c.candidates_begin + c.candidate_count; ++k) {
         uint32_t triple = TripleIndex(candidates_[k], child);
         candidate_triples_[k] = triple;
-        Score(triple, NestingDelayBin(NestingDelay(candidates_[k], child))) += weight;
+        CallScore(triple, NestingDelayBin(NestingDelay(candidates_[k], child))) += weight;
+        ReturnScore(triple, NestingDelayBin(ReturnGap(candidates_[k], child))) += weight;
+        triple_weight_[triple] += weight;
       }
     }
     if (options_.smoothing_bins > 0) SmoothScoreboard();
@@ -196,7 +227,7 @@ class Nesting {
     for (int d = -radius; d <= radius; ++d) total += kernel[size_t(d + radius)] = std::exp(-0.5 * d * d / (sigma * sigma));
     for (double& k : kernel) k /= total;
     std::vector<double> row(kNestingBins);
-    for (size_t t = 0; t < triples_.size(); ++t) {
+    for (size_t t = 0; t < 2 * triples_.size(); ++t) {  // call and return histograms
       double* h = &scoreboard_[t * kNestingBins];
       for (int b = 0; b < kNestingBins; ++b) {
         double sum = 0;
@@ -233,7 +264,7 @@ class Nesting {
       for (uint32_t k = c.candidates_begin; k < c.candidates_begin + c.candidate_count; ++k) {
         uint32_t p = candidates_[k];
         if (o.skew_window > 0 && IsAncestor(child, p)) continue;
-        double score = Score(candidate_triples_[k], NestingDelayBin(NestingDelay(p, child)));
+        double score = RawScore(candidate_triples_[k], p, child);
         int overlapping = 0, same = 0, any = 0;
         for (uint32_t s = calls_[p].first_child; s != kNone; s = calls_[s].next_sibling) {
           ++any;
@@ -305,7 +336,8 @@ class Nesting {
   std::vector<uint32_t> candidates_;  // candidate parents, ranges per call
   std::vector<uint32_t> candidate_triples_;  // scoreboard row of each candidate
   absl::flat_hash_map<Triple, uint32_t> triples_;
-  std::vector<double> scoreboard_;  // kNestingBins per triple
+  std::vector<double> scoreboard_;     // kRowSize per triple
+  std::vector<double> triple_weight_;  // per triple: the weight it was given in all
 
   int64_t returns_ = 0, call_pairs_ = 0, unmatched_calls_ = 0, unmatched_returns_ = 0;
   int64_t ignored_messages_ = 0, candidate_parents_ = 0, children_with_candidates_ = 0;

@@ -27,6 +27,10 @@ struct NestingOptions {
   double overlap_penalty = 2.0;
   double same_child_penalty = 0.0;
   double generic_child_penalty = 0.0;
+  // Also score how long after the child's return the parent returns (weft's addition; see
+  // docs/nesting.md): a second scoreboard of (A, B, C, return gap), multiplied with the
+  // paper's (A, B, C, call delay) as independent evidence. False gives Project 5 exactly.
+  bool score_returns = true;
   // Standard deviation, in scoreboard bins, of the Gaussian each scoreboard histogram is
   // smoothed with (§5.1.1.2); 0 disables smoothing.
   double smoothing_bins = 0.0;
