@@ -1,0 +1,94 @@
+// The nesting algorithm against ground truth on generated traces: the accuracy figures of
+// issue 3 (Project 5 Figure 17 and the added-delay experiment of §7.2).
+#include <gtest/gtest.h>
+
+#include "eval/eval.h"
+#include "gen/gen.h"
+#include "infer/nesting/nesting.h"
+#include "infer/truth/truth.h"
+
+namespace weft {
+namespace {
+
+// Project 5 Table 1's "normal" multi-tier trace: 202,520 messages, mean per-node
+// parallelism 1.641. multitier's 42 default loops give 3.45 (its paths are longer-lived
+// than the paper's; docs/nesting.md), so the paper's parallelism is a factor of 0.28.
+constexpr double kPaperParallelismFactor = 0.28;
+
+Trace Generate(const std::string& scenario) {
+  Result<GenConfig> config = LoadGenConfig(scenario);
+  EXPECT_TRUE(config.ok()) << config.status().message();
+  config->parallelism = kPaperParallelismFactor;
+  config->messages = 200'000;
+  Result<Trace> trace = MakeTrace(*config);
+  EXPECT_TRUE(trace.ok()) << trace.status().message();
+  return std::move(trace).value();
+}
+
+PathSet Nesting(const Trace& trace, bool score_returns) {
+  NestingOptions options;
+  options.score_returns = score_returns;
+  Result<PathSet> set = InferNesting(trace, options);
+  EXPECT_TRUE(set.ok()) << set.status().message();
+  return std::move(set).value();
+}
+
+double PerNodeParallelism(const PathSet& set) {
+  return double(set.Counter("candidate_parents")) / double(set.Counter("children_with_candidates"));
+}
+
+// Figure 17: among the top N patterns, at most one true pattern is missing (a false
+// negative rate of at most 1/N) for every N up to 30. weft's default (return scoring)
+// meets it outright; the paper's scoring alone meets it once misses within 2% of making
+// the top N are forgiven, as Project 5 reads its own curve (one miss at N = 11 is a
+// near tie).
+TEST(NestingAccuracyTest, TopNFalseNegativesAtMostOneOverN) {
+  Trace trace = Generate("multitier");
+  Result<PathSet> truth = InferFromTruth(trace);
+  ASSERT_TRUE(truth.ok());
+  for (bool score_returns : {false, true}) {
+    PathSet inferred = Nesting(trace, score_returns);
+    EXPECT_NEAR(PerNodeParallelism(inferred), 1.641, 0.1);
+    Result<EvalReport> report = Evaluate(*truth, inferred, EvalOptions{.max_n = 30});
+    ASSERT_TRUE(report.ok()) << report.status().message();
+    ASSERT_EQ(report->top_n.size(), 30u);
+    const size_t tolerance = score_returns ? 0 : 1;  // tolerances are {0, 2%, 6%}
+    for (const TopNPoint& point : report->top_n) {
+      EXPECT_LE(point.false_negatives[tolerance], 1u) << "N=" << point.n << " score_returns=" << score_returns;
+    }
+    // Instances exactly right: 72.1% with the paper's scoring, 80.1% with return scoring.
+    double correct = double(report->instances.correct) / double(report->instances.truth);
+    EXPECT_NEAR(correct, score_returns ? 0.801 : 0.721, 0.005);
+  }
+}
+
+// The count-weighted mean call delay of WS2's calls to an application server: the time
+// from the request's arrival at WS2 to WS2's call to AP1 or AP2 (after its AUTH call).
+double Ws2ToApCallDelay(const PathSet& set) {
+  double sum = 0, count = 0;
+  for (const PathPattern& p : set.patterns) {
+    for (const PatternElement& e : p.elements) {
+      if (e.kind != MessageKind::kCall || set.nodes.Get(e.sender) != "WS2") continue;
+      if (!set.nodes.Get(e.receiver).starts_with("AP")) continue;
+      sum += e.delay.mean() * double(e.delay.count());
+      count += double(e.delay.count());
+    }
+  }
+  return count ? sum / count : 0;
+}
+
+// §7.2: multitier-added-delay holds each request 200 ms at WS2 between its AUTH call and
+// its AP call; the inferred WS2 -> AP call delay must grow by 200 ms +/- 10%.
+TEST(NestingAccuracyTest, AddedDelayShowsOnTheWs2ToApCall) {
+  Trace normal = Generate("multitier");
+  Trace added = Generate("multitier-added-delay");
+  double truth_growth = Ws2ToApCallDelay(*InferFromTruth(added)) - Ws2ToApCallDelay(*InferFromTruth(normal));
+  EXPECT_NEAR(truth_growth, 200e6, 5e6);
+  for (bool score_returns : {false, true}) {
+    double growth = Ws2ToApCallDelay(Nesting(added, score_returns)) - Ws2ToApCallDelay(Nesting(normal, score_returns));
+    EXPECT_NEAR(growth, 200e6, 20e6) << "score_returns=" << score_returns;
+  }
+}
+
+}  // namespace
+}  // namespace weft
