@@ -179,6 +179,16 @@ PathSetBuilder::PathSetBuilder(const Trace& trace, std::string algorithm) : trac
   seen_stamp_.assign(trace.size(), 0);
 }
 
+uint32_t PathSetBuilder::LabelId(MessageKind kind, NodeId sender, NodeId receiver) {
+  auto [it, inserted] = label_ids_.try_emplace(std::tuple(uint8_t(kind), sender.value(), receiver.value()),
+                                               uint32_t(label_text_.size()));
+  if (inserted) {
+    label_text_.push_back(Label(kind, labels_[sender.value()], labels_[receiver.value()]));
+    label_hash_.push_back(XXH3_64bits(label_text_.back().data(), label_text_.back().size()));
+  }
+  return it->second;
+}
+
 void PathSetBuilder::AddCounter(std::string name, int64_t value) {
   for (auto& [n, v] : set_.counters) {
     if (n == name) {
@@ -234,80 +244,97 @@ Status PathSetBuilder::AddInstance(std::span<const MessageId> messages,
   if (root == -1) return Status::InvalidArgument("instance {} has no root (its parents form a cycle)", instance);
 
   // Children lists (CSR), then a top-down order from the root; a message the walk does not
-  // reach is on a cycle.
-  std::vector<uint32_t> child_begin(n + 1, 0), child_list(n);
+  // reach is on a cycle. Scratch vectors are members, reused across instances.
+  child_begin_.assign(n + 1, 0);
+  child_list_.resize(n);
   for (size_t i = 0; i < n; ++i) {
-    if (parents[i] >= 0) ++child_begin[size_t(parents[i]) + 1];
+    if (parents[i] >= 0) ++child_begin_[size_t(parents[i]) + 1];
   }
-  std::partial_sum(child_begin.begin(), child_begin.end(), child_begin.begin());
-  {
-    std::vector<uint32_t> fill(child_begin.begin(), child_begin.end() - 1);
-    for (size_t i = 0; i < n; ++i) {
-      if (parents[i] >= 0) child_list[fill[size_t(parents[i])]++] = uint32_t(i);
-    }
+  std::partial_sum(child_begin_.begin(), child_begin_.end(), child_begin_.begin());
+  fill_.assign(child_begin_.begin(), child_begin_.end() - 1);
+  for (size_t i = 0; i < n; ++i) {
+    if (parents[i] >= 0) child_list_[fill_[size_t(parents[i])]++] = uint32_t(i);
   }
-  std::vector<uint32_t> top_down;
-  top_down.reserve(n);
-  top_down.push_back(uint32_t(root));
-  for (size_t k = 0; k < top_down.size(); ++k) {
-    uint32_t e = top_down[k];
-    for (uint32_t j = child_begin[e]; j < child_begin[e + 1]; ++j) top_down.push_back(child_list[j]);
+  top_down_.assign(1, uint32_t(root));
+  for (size_t k = 0; k < top_down_.size(); ++k) {
+    uint32_t e = top_down_[k];
+    for (uint32_t j = child_begin_[e]; j < child_begin_[e + 1]; ++j) top_down_.push_back(child_list_[j]);
   }
-  if (top_down.size() != n) {
+  if (top_down_.size() != n) {
     return Status::InvalidArgument("instance {}: {} of its {} messages are on a cycle, not under the root",
-                                   instance, n - top_down.size(), n);
+                                   instance, n - top_down_.size(), n);
   }
 
   // Bottom-up: sort each message's children, then hash its subtree's shape (label and
   // the ordered children's hashes) for the next level's tie-break.
-  std::vector<std::string> label(n);
-  std::vector<uint64_t> shape_hash(n);
+  label_.resize(n);
+  shape_hash_.resize(n);
   for (size_t i = 0; i < n; ++i) {
     uint32_t m = messages[i].value();
-    label[i] = Label(c.kind[m], labels_[c.sender[m].value()], labels_[c.receiver[m].value()]);
+    label_[i] = LabelId(c.kind[m], c.sender[m], c.receiver[m]);
   }
-  std::vector<uint64_t> hash_input;
   for (size_t k = n; k-- > 0;) {
-    uint32_t e = top_down[k];
-    auto first = child_list.begin() + child_begin[e], last = child_list.begin() + child_begin[e + 1];
+    uint32_t e = top_down_[k];
+    auto first = child_list_.begin() + child_begin_[e], last = child_list_.begin() + child_begin_[e + 1];
     std::sort(first, last, [&](uint32_t a, uint32_t b) {
       TimeNs ta = trace_.SortTime(messages[a]), tb = trace_.SortTime(messages[b]);
       if (ta != tb) return ta < tb;
-      if (int cmp = label[a].compare(label[b]); cmp != 0) return cmp < 0;
-      if (shape_hash[a] != shape_hash[b]) return shape_hash[a] < shape_hash[b];
+      if (label_[a] != label_[b]) return label_text_[label_[a]] < label_text_[label_[b]];
+      if (shape_hash_[a] != shape_hash_[b]) return shape_hash_[a] < shape_hash_[b];
       return messages[a] < messages[b];
     });
-    hash_input.assign(1, XXH3_64bits(label[e].data(), label[e].size()));
-    for (auto it = first; it != last; ++it) hash_input.push_back(shape_hash[*it]);
-    shape_hash[e] = XXH3_64bits(hash_input.data(), hash_input.size() * sizeof(uint64_t));
+    hash_input_.assign(1, label_hash_[label_[e]]);
+    for (auto it = first; it != last; ++it) hash_input_.push_back(shape_hash_[*it]);
+    shape_hash_[e] = XXH3_64bits(hash_input_.data(), hash_input_.size() * sizeof(uint64_t));
   }
 
-  // Pre-order with the sorted children: position[i] is message i's element index.
-  std::vector<uint32_t> order;  // element index -> input index
-  std::vector<int32_t> position(n, -1);
-  order.reserve(n);
-  std::vector<uint32_t> stack{uint32_t(root)};
-  while (!stack.empty()) {
-    uint32_t e = stack.back();
-    stack.pop_back();
-    position[e] = int32_t(order.size());
-    order.push_back(e);
-    for (uint32_t j = child_begin[e + 1]; j-- > child_begin[e];) stack.push_back(child_list[j]);
+  // Pre-order with the sorted children: position_[i] is message i's element index.
+  order_.clear();
+  position_.assign(n, -1);
+  stack_.assign(1, uint32_t(root));
+  while (!stack_.empty()) {
+    uint32_t e = stack_.back();
+    stack_.pop_back();
+    position_[e] = int32_t(order_.size());
+    order_.push_back(e);
+    for (uint32_t j = child_begin_[e + 1]; j-- > child_begin_[e];) stack_.push_back(child_list_[j]);
   }
-  std::vector<std::string> ordered_labels(n);
-  std::vector<int32_t> ordered_parents(n);
+  ordered_parents_.resize(n);
   for (size_t k = 0; k < n; ++k) {
-    ordered_labels[k] = std::move(label[order[k]]);
-    int32_t p = parents[order[k]];
-    ordered_parents[k] = p < 0 ? -1 : position[size_t(p)];
+    int32_t p = parents[order_[k]];
+    ordered_parents_[k] = p < 0 ? -1 : position_[size_t(p)];
   }
-  WEFT_ASSIGN_OR_RETURN(std::string key, PatternKey(ordered_labels, ordered_parents));
+  const std::vector<uint32_t>& order = order_;
+  const std::vector<int32_t>& ordered_parents = ordered_parents_;
 
-  // Commit: from here on nothing fails.
-  auto [it, inserted] = pattern_index_.try_emplace(std::move(key), uint32_t(set_.patterns.size()));
-  if (inserted) {
+  // The pattern: found by the root's shape hash and confirmed element by element, so the
+  // key text is built only for a new shape.
+  auto same_shape = [&](const PathPattern& p) {
+    if (p.elements.size() != n) return false;
+    for (size_t k = 0; k < n; ++k) {
+      uint32_t m = messages[order[k]].value();
+      const PatternElement& el = p.elements[k];
+      if (el.kind != c.kind[m] || el.sender != c.sender[m] || el.receiver != c.receiver[m] ||
+          el.parent != ordered_parents[k]) {
+        return false;
+      }
+    }
+    return true;
+  };
+  uint32_t pattern_index = ~0u;
+  auto [first_match, last_match] = patterns_by_hash_.equal_range(shape_hash_[size_t(root)]);
+  for (auto m = first_match; m != last_match; ++m) {
+    if (same_shape(set_.patterns[m->second])) pattern_index = m->second;
+  }
+  if (pattern_index == ~0u) {
+    std::vector<std::string> ordered_labels(n);
+    for (size_t k = 0; k < n; ++k) ordered_labels[k] = label_text_[label_[order[k]]];
+    WEFT_ASSIGN_OR_RETURN(std::string key, PatternKey(ordered_labels, ordered_parents));
+    // Commit: from here on nothing fails.
+    pattern_index = uint32_t(set_.patterns.size());
+    patterns_by_hash_.emplace(shape_hash_[size_t(root)], pattern_index);
     PathPattern pattern;
-    pattern.key = it->first;
+    pattern.key = std::move(key);
     pattern.elements.resize(n);
     for (size_t k = 0; k < n; ++k) {
       uint32_t m = messages[order[k]].value();
@@ -318,7 +345,7 @@ Status PathSetBuilder::AddInstance(std::span<const MessageId> messages,
     }
     set_.patterns.push_back(std::move(pattern));
   }
-  PathPattern& pattern = set_.patterns[it->second];
+  PathPattern& pattern = set_.patterns[pattern_index];
   pattern.count += 1;
   pattern.expected_count += probability;
   pattern.max_probability = std::max(pattern.max_probability, probability);
@@ -340,7 +367,7 @@ Status PathSetBuilder::AddInstance(std::span<const MessageId> messages,
   }
   set_.instance_begin.push_back(uint32_t(set_.messages.size()));
   set_.probability.push_back(probability);
-  set_.pattern.push_back(it->second);
+  set_.pattern.push_back(pattern_index);
   TimeNs start = trace_.SortTime(messages[size_t(root)]);
   if (last_seen != kNoTime) pattern.latency.Record(last_seen - start);
   return Status::Ok();

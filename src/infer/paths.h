@@ -30,6 +30,9 @@
 #include <utility>
 #include <vector>
 
+#include <map>
+#include <tuple>
+
 #include <absl/container/flat_hash_map.h>
 
 #include "core/histogram.h"
@@ -112,11 +115,21 @@ class PathSetBuilder {
  private:
   const Trace& trace_;
   PathSet set_;
+  // The label ("C:WS1>AUTH") of a (kind, sender, receiver), interned.
+  uint32_t LabelId(MessageKind kind, NodeId sender, NodeId receiver);
+
   std::vector<std::string> labels_;        // per node: its name escaped for keys
   std::vector<bool> used_;                 // per trace message: in some instance already
   std::vector<uint32_t> seen_stamp_;       // per trace message: last AddInstance that saw it
   uint32_t stamp_ = 0;
-  absl::flat_hash_map<std::string, uint32_t> pattern_index_;  // key -> index in patterns
+  absl::flat_hash_map<std::tuple<uint8_t, uint32_t, uint32_t>, uint32_t> label_ids_;
+  std::vector<std::string> label_text_;    // per label id
+  std::vector<uint64_t> label_hash_;       // per label id: XXH3 of its text
+  std::multimap<uint64_t, uint32_t> patterns_by_hash_;  // root shape hash -> pattern index
+  // Scratch space of AddInstance, kept to avoid allocating per instance.
+  std::vector<uint32_t> child_begin_, child_list_, fill_, top_down_, label_, order_, stack_;
+  std::vector<uint64_t> shape_hash_, hash_input_;
+  std::vector<int32_t> position_, ordered_parents_;
 };
 
 enum class PatternOrder {

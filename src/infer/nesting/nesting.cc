@@ -171,11 +171,19 @@ class Nesting {
 
   uint32_t TripleIndex(uint32_t parent, uint32_t child) {
     Triple t{calls_[parent].caller, calls_[parent].callee, calls_[child].callee};
+    // With few nodes a direct table spares a hash lookup per candidate.
+    uint32_t* direct = nullptr;
+    if (!direct_triples_.empty()) {
+      size_t n = trace_.nodes().size();
+      direct = &direct_triples_[(size_t(t.a.value()) * n + t.b.value()) * n + t.c.value()];
+      if (*direct != kNone) return *direct;
+    }
     auto [it, inserted] = triples_.try_emplace(t, uint32_t(triples_.size()));
     if (inserted) {
       scoreboard_.resize(scoreboard_.size() + kRowSize, 0.0);
       triple_weight_.push_back(0.0);
     }
+    if (direct) *direct = it->second;
     return it->second;
   }
 
@@ -187,12 +195,22 @@ class Nesting {
   // The evidence for `parent` from the scoreboard: the paper's call-delay score, times,
   // with return scoring, the return-gap score divided by the triple's total weight (so
   // that the product still counts like the paper's score: N x P(delay) x P(gap)).
-  double RawScore(uint32_t triple, uint32_t parent, uint32_t child) {
-    double score = CallScore(triple, NestingDelayBin(NestingDelay(parent, child)));
-    if (options_.score_returns) {
-      score *= ReturnScore(triple, NestingDelayBin(ReturnGap(parent, child))) / triple_weight_[triple];
-    }
+  double RawScore(uint32_t k) {
+    uint32_t triple = candidate_triples_[k];
+    double score = CallScore(triple, candidate_bins_[k].call);
+    if (options_.score_returns) score *= ReturnScore(triple, candidate_bins_[k].ret) / triple_weight_[triple];
     return score;
+  }
+
+  // (1 + c)^-exponent for c = 0 .. kPenaltyTable - 1, so the hot loop needs no pow().
+  static constexpr int kPenaltyTable = 64;
+  static std::vector<double> PenaltyTable(double exponent) {
+    std::vector<double> t(kPenaltyTable);
+    for (int c = 0; c < kPenaltyTable; ++c) t[size_t(c)] = std::pow(1.0 + c, -exponent);
+    return t;
+  }
+  static double Penalty(const std::vector<double>& table, int c, double exponent) {
+    return c < kPenaltyTable ? table[size_t(c)] : std::pow(1.0 + c, -exponent);
   }
 
   // §5.1.1.2. Every child adds 1/N to the (A, B, C, delay) entry of each of its N
@@ -200,6 +218,9 @@ class Nesting {
   // whose peaks are the delays that recur, i.e. the causal ones.
   void ScoreNestings() {
     candidate_triples_.resize(candidates_.size());
+    candidate_bins_.resize(candidates_.size());
+    size_t n = trace_.nodes().size();
+    if (n <= kDirectTripleNodes) direct_triples_.assign(n * n * n, kNone);
     for (uint32_t child = 0; child < calls_.size(); ++child) {
       const Call& c = calls_[child];
       if (!c.ret.valid() || c.candidate_count == 0) continue;
@@ -209,8 +230,11 @@ class Nesting {
       for (uint32_t k = c.candidates_begin; k < c.candidates_begin + c.candidate_count; ++k) {
         uint32_t triple = TripleIndex(candidates_[k], child);
         candidate_triples_[k] = triple;
-        CallScore(triple, NestingDelayBin(NestingDelay(candidates_[k], child))) += weight;
-        ReturnScore(triple, NestingDelayBin(ReturnGap(candidates_[k], child))) += weight;
+        Bins& bins = candidate_bins_[k];
+        bins.call = uint16_t(NestingDelayBin(NestingDelay(candidates_[k], child)));
+        bins.ret = uint16_t(NestingDelayBin(ReturnGap(candidates_[k], child)));
+        CallScore(triple, bins.call) += weight;
+        ReturnScore(triple, bins.ret) += weight;
         triple_weight_[triple] += weight;
       }
     }
@@ -256,6 +280,9 @@ class Nesting {
   // score; ties go to the earliest parent.
   void FindNestedPairs() {
     const NestingOptions& o = options_;
+    const std::vector<double> overlap_table = PenaltyTable(o.overlap_penalty);
+    const std::vector<double> same_table = PenaltyTable(o.same_child_penalty);
+    const std::vector<double> any_table = PenaltyTable(o.generic_child_penalty);
     for (uint32_t child = 0; child < calls_.size(); ++child) {
       Call& c = calls_[child];
       if (!c.ret.valid() || c.candidate_count == 0) continue;
@@ -264,16 +291,16 @@ class Nesting {
       for (uint32_t k = c.candidates_begin; k < c.candidates_begin + c.candidate_count; ++k) {
         uint32_t p = candidates_[k];
         if (o.skew_window > 0 && IsAncestor(child, p)) continue;
-        double score = RawScore(candidate_triples_[k], p, child);
+        double score = RawScore(k);
         int overlapping = 0, same = 0, any = 0;
         for (uint32_t s = calls_[p].first_child; s != kNone; s = calls_[s].next_sibling) {
           ++any;
           same += calls_[s].callee == c.callee;
           overlapping += Overlap(calls_[s], c);
         }
-        if (overlapping && o.overlap_penalty) score *= std::pow(1.0 + overlapping, -o.overlap_penalty);
-        if (same && o.same_child_penalty) score *= std::pow(1.0 + same, -o.same_child_penalty);
-        if (any && o.generic_child_penalty) score *= std::pow(1.0 + any, -o.generic_child_penalty);
+        if (overlapping) score *= Penalty(overlap_table, overlapping, o.overlap_penalty);
+        if (same) score *= Penalty(same_table, same, o.same_child_penalty);
+        if (any) score *= Penalty(any_table, any, o.generic_child_penalty);
         bool earlier = best != kNone && score == best_score &&
                        Received(calls_[p].call) < Received(calls_[best].call);
         if (best == kNone || score > best_score || earlier) {
@@ -334,7 +361,14 @@ class Nesting {
 
   std::vector<Call> calls_;           // in order of the CALL messages
   std::vector<uint32_t> candidates_;  // candidate parents, ranges per call
+  struct Bins {
+    uint16_t call;  // scoreboard bin of the call delay
+    uint16_t ret;   // and of the return gap
+  };
+  static constexpr size_t kDirectTripleNodes = 128;
   std::vector<uint32_t> candidate_triples_;  // scoreboard row of each candidate
+  std::vector<Bins> candidate_bins_;         // its two bins, computed once
+  std::vector<uint32_t> direct_triples_;     // (a, b, c) -> row, when nodes are few
   absl::flat_hash_map<Triple, uint32_t> triples_;
   std::vector<double> scoreboard_;     // kRowSize per triple
   std::vector<double> triple_weight_;  // per triple: the weight it was given in all
