@@ -129,6 +129,30 @@ TEST(NestingTest, WithoutCallIdsAPathThatOvertakesIsMispaired) {
   EXPECT_EQ(without.patterns[0].latency.max(), 2);
 }
 
+// Under clock skew a return can sort before its own call; it waits and pairs with it.
+TEST(NestingTest, ReturnBeforeItsCallIsPaired) {
+  PathSet set = Infer(Parse("1 CALL_SENT A B 1\n2 RET_SENT C B 2\n3 CALL_SENT B C 2\n4 RET_SENT B A 1\n"));
+  EXPECT_EQ(set.Counter("call_pairs"), 2);
+  EXPECT_EQ(set.Counter("unmatched_returns"), 0);
+  EXPECT_EQ(set.Counter("unmatched_calls"), 0);
+}
+
+// A call whose return was lost must not pair with the return of a later call that reuses
+// its id (which would make it a candidate parent for everything in between).
+TEST(NestingTest, LostReturnDoesNotStretchACall) {
+  PathSet set = Infer(Parse(R"(
+1 CALL_SENT A B 7
+100 CALL_SENT A B 7
+101 CALL_SENT B C 9
+102 RET_SENT C B 9
+103 RET_SENT B A 7
+)"));
+  EXPECT_EQ(set.Counter("unmatched_calls"), 1);
+  ASSERT_EQ(set.instance_count(), 1u);
+  EXPECT_EQ(set.patterns[0].latency.max(), 3);  // the second call, 100 -> 103
+  EXPECT_EQ(set.patterns[0].key, "C:A>B(C:B>C(R:C>B) R:B>A)");
+}
+
 TEST(NestingTest, RejectsNegativeKnobs) {
   NestingOptions options;
   options.skew_window = -1;

@@ -89,15 +89,24 @@ class Nesting {
   // that are open (or closed less than the skew window ago): when a return closes the
   // call A->B, the calls into A open at that moment and made before A->B are its
   // candidate parents.
+  //
+  // Two departures keep one lost or reordered message from harming the rest. A return
+  // that finds no open call waits: under clock skew it can sort before its own call,
+  // which then pairs with it. And with call ids, a call whose key is still open means the
+  // open call lost its return (ids are unique among open calls); that call is closed as
+  // unmatched, so a later reuse of its id cannot stretch it over seconds of trace and
+  // make it every child's candidate parent.
   void FindCallPairs() {
     const TimeNs w = options_.skew_window;
-    absl::flat_hash_map<CallKey, absl::InlinedVector<uint32_t, 1>> open;
+    absl::flat_hash_map<CallKey, absl::InlinedVector<uint32_t, 1>> open;     // calls
+    absl::flat_hash_map<CallKey, absl::InlinedVector<uint32_t, 1>> pending;  // returns
     std::vector<std::vector<uint32_t>> active_into(trace_.nodes().size());
-    // Drops calls that can no longer be a parent: returned, and longer ago than w.
+    std::vector<bool> lost;  // per call: closed as unmatched
+    // Drops calls that can no longer be a parent: lost, or returned longer ago than w.
     auto prune = [&](std::vector<uint32_t>& active, TimeNs now) {
       std::erase_if(active, [&](uint32_t i) {
         const Call& c = calls_[i];
-        return c.ret.valid() && (w == 0 || Sent(c.ret) + w < now);
+        return lost[i] || (c.ret.valid() && (w == 0 || Sent(c.ret) + w < now));
       });
     };
     Progress progress("nesting: call pairs", trace_.size(), "messages");
@@ -113,38 +122,42 @@ class Nesting {
       if (kind == MessageKind::kCall) {
         uint32_t index = uint32_t(calls_.size());
         calls_.push_back(Call{.call = m, .caller = cols_.sender[i], .callee = cols_.receiver[i]});
-        open[CallKey{cols_.sender[i], cols_.receiver[i], id}].push_back(index);
+        lost.push_back(false);
+        CallKey key{cols_.sender[i], cols_.receiver[i], id};
         std::vector<uint32_t>& active = active_into[cols_.receiver[i].value()];
         if ((active.size() & 15) == 15) prune(active, Sent(m));
         active.push_back(index);
+        if (!pending.empty()) {
+          if (auto it = pending.find(key); it != pending.end()) {
+            MessageId ret(it->second.front());
+            it->second.erase(it->second.begin());
+            if (it->second.empty()) pending.erase(it);
+            ClosePair(index, ret, active_into[cols_.sender[i].value()], prune);
+            continue;
+          }
+        }
+        auto& calls = open[key];
+        if (id.valid() && !calls.empty()) {
+          lost[calls.front()] = true;
+          calls.clear();
+        }
+        calls.push_back(index);
         continue;
       }
       // A RETURN from B to A closes the earliest open call A->B with its id.
       ++returns_;
-      auto it = open.find(CallKey{cols_.receiver[i], cols_.sender[i], id});
+      CallKey key{cols_.receiver[i], cols_.sender[i], id};
+      auto it = open.find(key);
       if (it == open.end()) {
-        ++unmatched_returns_;
+        pending[key].push_back(i);
         continue;
       }
       uint32_t child = it->second.front();
       it->second.erase(it->second.begin());
       if (it->second.empty()) open.erase(it);
-      Call& c = calls_[child];
-      c.ret = m;
-      ++call_pairs_;
-      // Candidate parents: calls into the caller A, still open, made before this call
-      // (in trace order; with a skew window, up to w after it).
-      std::vector<uint32_t>& active = active_into[c.caller.value()];
-      prune(active, Received(m));
-      c.candidates_begin = uint32_t(candidates_.size());
-      TimeNs departed = Sent(c.call);
-      for (uint32_t p : active) {
-        if (p == child) continue;
-        bool before = w == 0 ? p < child : Received(calls_[p].call) < departed + w;
-        if (before) candidates_.push_back(p);
-      }
-      c.candidate_count = uint32_t(candidates_.size()) - c.candidates_begin;
+      ClosePair(child, m, active_into[calls_[child].caller.value()], prune);
     }
+    for (const auto& [key, returns] : pending) unmatched_returns_ += int64_t(returns.size());
     for (const Call& c : calls_) unmatched_calls_ += !c.ret.valid();
     // A candidate that never returned is not a call pair and cannot be a parent.
     for (Call& c : calls_) {
@@ -154,6 +167,26 @@ class Nesting {
                                      [&](uint32_t p) { return !calls_[p].ret.valid(); });
       c.candidate_count = uint32_t(end - begin);
     }
+  }
+
+  // Pairs call `child` with its return `ret` and records its candidate parents: the calls
+  // into its caller A still open when the return arrived, made before the child (in
+  // trace order; with a skew window, up to w after it).
+  template <typename Prune>
+  void ClosePair(uint32_t child, MessageId ret, std::vector<uint32_t>& active_into_caller, Prune& prune) {
+    const TimeNs w = options_.skew_window;
+    Call& c = calls_[child];
+    c.ret = ret;
+    ++call_pairs_;
+    prune(active_into_caller, Received(ret));
+    c.candidates_begin = uint32_t(candidates_.size());
+    TimeNs departed = Sent(c.call);
+    for (uint32_t p : active_into_caller) {
+      if (p == child) continue;
+      bool before = w == 0 ? p < child : Received(calls_[p].call) < departed + w;
+      if (before) candidates_.push_back(p);
+    }
+    c.candidate_count = uint32_t(candidates_.size()) - c.candidates_begin;
   }
 
   // The delay between a parent's arrival at B and the child's departure from B.
