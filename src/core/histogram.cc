@@ -2,20 +2,40 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 namespace weft {
 
 namespace {
+
 const double kLogBase = std::log(LatencyHistogram::kBase);
+
+// log2 of 1 + (i + 0.5) / 4096: the mantissa's top 12 bits index it.
+struct Log2Table {
+  double value[4096];
+  Log2Table() {
+    for (int i = 0; i < 4096; ++i) value[i] = std::log2(1.0 + (i + 0.5) / 4096.0);
+  }
+};
+const Log2Table kLog2Table;
+
+double FastLog2(double x) {
+  uint64_t bits;
+  std::memcpy(&bits, &x, sizeof bits);
+  int exponent = int((bits >> 52) & 0x7ff) - 1023;
+  return exponent + kLog2Table.value[(bits >> 40) & 0xfff];
 }
 
+}  // namespace
+
 int32_t LatencyHistogram::BinOf(TimeNs magnitude) {
-  return static_cast<int32_t>(std::floor(std::log(double(magnitude)) / kLogBase));
+  static const double kScale = std::log(2.0) / kLogBase;
+  return static_cast<int32_t>(std::floor(FastLog2(double(magnitude)) * kScale));
 }
 
 double LatencyHistogram::BinLow(int32_t bin) { return std::exp(bin * kLogBase); }
 
-void LatencyHistogram::Side::Add(int32_t bin, uint64_t n) {
+void LatencyHistogram::Side::Grow(int32_t bin, uint64_t n) {
   if (counts.empty()) {
     first_bin = bin;
     counts.assign(1, 0);

@@ -177,6 +177,9 @@ PathSetBuilder::PathSetBuilder(const Trace& trace, std::string algorithm) : trac
   }
   used_.assign(trace.size(), false);
   seen_stamp_.assign(trace.size(), 0);
+  // Most algorithms put most messages in some instance; reserving avoids regrowth copies.
+  set_.messages.reserve(trace.size());
+  set_.parent.reserve(trace.size());
 }
 
 uint32_t PathSetBuilder::LabelId(MessageKind kind, NodeId sender, NodeId receiver) {

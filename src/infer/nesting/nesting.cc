@@ -109,6 +109,11 @@ class Nesting {
         return lost[i] || (c.ret.valid() && (w == 0 || Sent(c.ret) + w < now));
       });
     };
+    // Sized once: growing by doubling would copy these hot arrays and fault in pages twice.
+    size_t call_count = size_t(std::count(cols_.kind.begin(), cols_.kind.end(), MessageKind::kCall));
+    calls_.reserve(call_count);
+    lost.reserve(call_count);
+    candidates_.reserve(2 * call_count);
     Progress progress("nesting: call pairs", trace_.size(), "messages");
     for (uint32_t i = 0; i < trace_.size(); ++i) {
       progress.Update(i);
