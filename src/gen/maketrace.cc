@@ -53,11 +53,17 @@ struct GenMessage {
 struct Loop {
   uint32_t tracelet;
   Random rng;
+  // loops / (instances x parallelism): stretches (or shrinks) the think time when the
+  // loop count had to be rounded, at least one loop being kept so that no tracelet
+  // vanishes at a small parallelism; the tracelet's request rate stays close to the one
+  // asked for.
+  double think_scale = 1;
 };
 
-TimeNs DrawThink(const Tracelet& t, Random& rng) {
+TimeNs DrawThink(const Tracelet& t, Random& rng, double scale) {
   double u = rng.Uniform();
-  return t.think_lo + TimeNs(std::llround(u * double(t.think_hi - t.think_lo)));
+  double think = double(t.think_lo) + u * double(t.think_hi - t.think_lo);
+  return TimeNs(std::llround(think * scale));
 }
 
 // One draw from a step's delay: a mixture component by weight (only when there are
@@ -142,7 +148,7 @@ TimeNs Generator::RunInstance(Loop& loop, TimeNs start) {
   }
   busy_ += double(end - times_[0]);
   if (!t.has_extra) end_no_extra = end;
-  return end_no_extra + DrawThink(t, rng);
+  return end_no_extra + DrawThink(t, rng, loop.think_scale);
 }
 
 Status Generator::Run() {
@@ -151,13 +157,14 @@ Status Generator::Run() {
   std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> queue;
   for (uint32_t ti = 0; ti < config_.tracelets.size(); ++ti) {
     const Tracelet& t = config_.tracelets[ti];
-    const auto count = uint64_t(std::llround(double(t.instances) * config_.parallelism));
+    const double wanted = double(t.instances) * config_.parallelism;
+    const auto count = std::max<uint64_t>(1, uint64_t(std::llround(wanted)));
     if (count > 1'000'000) {
       return Status::InvalidArgument("tracelet '{}': {} loops is too many", t.name, count);
     }
     for (uint64_t l = 0; l < count; ++l) {
-      Loop loop{ti, Random(config_.seed, (uint64_t(ti) << 32) | l)};
-      TimeNs first_think = DrawThink(t, loop.rng);
+      Loop loop{ti, Random(config_.seed, (uint64_t(ti) << 32) | l), wanted > 0 ? double(count) / wanted : 1.0};
+      TimeNs first_think = DrawThink(t, loop.rng, loop.think_scale);
       TimeNs offset = TimeNs(std::llround(loop.rng.Uniform() * double(first_think)));
       queue.emplace(config_.start + offset, uint32_t(loops.size()));
       loops.push_back(std::move(loop));
