@@ -17,5 +17,6 @@ void AddInferCommand(CLI::App& app, Status& result);
 void AddPathsCommand(CLI::App& app, Status& result);
 void AddEvalCommand(CLI::App& app, Status& result);
 void AddReportCommand(CLI::App& app, Status& result);
+void AddTestbedCommand(CLI::App& app, Status& result);
 
 }  // namespace weft::cli

@@ -15,6 +15,7 @@ struct EvalFlags {
   std::string truth, inferred, order = "auto";
   int top = 30;
   bool json = false;
+  uint64_t min_messages = 100;
 };
 
 // A paths file is JSON: its first non-blank byte is '{'. Anything else is a trace.
@@ -45,6 +46,13 @@ Status RunEval(const EvalFlags& f) {
   }
   WEFT_ASSIGN_OR_RETURN(PathSet truth, LoadTruth(f.truth));
   WEFT_ASSIGN_OR_RETURN(PathSet inferred, ReadPaths(f.inferred));
+  if (!inferred.graph.empty()) {
+    // A causal graph (convolution): edges and delays against the truth's graph (§7.5.7).
+    Result<GraphEvalReport> report = EvaluateGraph(truth, inferred, f.min_messages);
+    if (!report.ok()) return report.status().WithContext(fmt::format("{} against {}", f.inferred, f.truth));
+    fmt::print("{}", FormatGraphEvalReport(*report));
+    return Status::Ok();
+  }
   Result<EvalReport> report = Evaluate(truth, inferred, options);
   if (!report.ok()) return report.status().WithContext(fmt::format("{} against {}", f.inferred, f.truth));
   fmt::print("{}", f.json ? FormatEvalReportJson(*report) : FormatEvalReport(*report));
@@ -74,6 +82,9 @@ void AddEvalCommand(CLI::App& app, Status& result) {
                   "probability below 1)")
       ->capture_default_str();
   cmd->add_flag("--json", flags.json, "Print the report as JSON");
+  cmd->add_option("--min-messages", flags.min_messages,
+                  "Causal graphs (convolution): ignore edges with fewer messages on either side (§7.5.7)")
+      ->capture_default_str();
   cmd->callback([&result] { result = RunEval(flags); });
 }
 

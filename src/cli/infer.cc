@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "cli/command.h"
+#include "infer/convolution/convolution.h"
 #include "infer/nesting/nesting.h"
 #include "infer/paths.h"
 #include "infer/truth/truth.h"
@@ -17,6 +18,9 @@ struct InferFlags {
   NestingOptions nesting;
   bool no_call_ids = false;
   bool no_return_scoring = false;
+  ConvolutionOptions convolution;
+  std::string quantum = "10ms", tolerance = "0", max_delay = "0", max_memory = "4GiB";
+  bool no_short_path_suppression = false;
 };
 
 Result<PathSet> RunTruth(const Trace& trace, const InferFlags&) { return InferFromTruth(trace); }
@@ -41,6 +45,35 @@ Result<PathSet> RunNesting(const Trace& trace, const InferFlags& f) {
   return set;
 }
 
+Result<uint64_t> ParseBytes(const std::string& text) {
+  size_t end = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &end);
+  } catch (const std::exception&) {
+    return Status::InvalidArgument("'{}' is not a size (e.g. 512MiB, 4GiB)", text);
+  }
+  std::string unit = text.substr(end);
+  double scale = unit.empty() || unit == "B" ? 1 : unit == "KiB" ? 1024.0 : unit == "MiB" ? 1048576.0
+               : unit == "GiB" ? 1073741824.0 : -1;
+  if (scale < 0 || !(value > 0)) return Status::InvalidArgument("'{}' is not a size (e.g. 512MiB, 4GiB)", text);
+  return uint64_t(value * scale);
+}
+
+Result<PathSet> RunConvolution(const Trace& trace, const InferFlags& f) {
+  ConvolutionOptions options = f.convolution;
+  WEFT_ASSIGN_OR_RETURN(options.quantum, ParseDuration(f.quantum));
+  WEFT_ASSIGN_OR_RETURN(options.tolerance, ParseDuration(f.tolerance));
+  WEFT_ASSIGN_OR_RETURN(options.max_delay, ParseDuration(f.max_delay));
+  WEFT_ASSIGN_OR_RETURN(options.max_signal_bytes, ParseBytes(f.max_memory));
+  options.suppress_short_paths = !f.no_short_path_suppression;
+  WEFT_ASSIGN_OR_RETURN(PathSet set, InferConvolution(trace, options));
+  fmt::print(stderr, "convolution: {} roots, {} edges from {} correlations of size {}; {} messages explained\n",
+             set.Counter("roots"), set.Counter("edges"), set.Counter("correlations"), set.Counter("fft_size"),
+             set.Counter("messages_explained"));
+  return set;
+}
+
 struct Algorithm {
   std::string_view name;
   Result<PathSet> (*infer)(const Trace& trace, const InferFlags& flags);
@@ -49,6 +82,7 @@ struct Algorithm {
 constexpr Algorithm kAlgorithms[] = {
     {"truth", RunTruth},
     {"nesting", RunNesting},
+    {"convolution", RunConvolution},
 };
 
 std::string AlgorithmNames() {
@@ -83,6 +117,7 @@ void AddInferCommand(CLI::App& app, Status& result) {
       "  weft infer mt.weft --algo truth -o truth.paths.json\n"
       "  weft infer mt.weft --algo nesting -o nesting.paths.json\n"
       "  weft infer skewed.weft --algo nesting --skew-window 30ms --smooth 2 -o n.paths.json\n"
+      "  weft infer email.weft --algo convolution --quantum 1s --tolerance 500ms -o c.paths.json\n"
       "  weft paths nesting.paths.json --top 10\n",
       AlgorithmNames()));
   static InferFlags flags;
@@ -111,6 +146,35 @@ void AddInferCommand(CLI::App& app, Status& result) {
   cmd->add_flag("--no-return-scoring", flags.no_return_scoring,
                 "nesting: score parents by call delays only, exactly as Project 5 does")
       ->group(nesting);
+  auto* convolution = "convolution (Project 5 §5.2; docs/convolution.md)";
+  cmd->add_option("--quantum", flags.quantum, "convolution: mu, the signal sample width (e.g. 10ms)")
+      ->capture_default_str()->group(convolution);
+  cmd->add_option("--spike-sigmas", flags.convolution.spike_sigmas,
+                  "convolution: N, a spike is this many standard deviations above the mean")
+      ->capture_default_str()->group(convolution);
+  cmd->add_option("--separation-sigmas", flags.convolution.separation_sigmas,
+                  "convolution: S, spikes are separated by a dip below this many (S < N)")
+      ->capture_default_str()->group(convolution);
+  cmd->add_option("--tolerance", flags.tolerance, "convolution: v, match delays within +/- v more (§5.2.2)")
+      ->capture_default_str()->group(convolution);
+  cmd->add_option("--max-delay", flags.max_delay, "convolution: longest delay searched (0: half the trace)")
+      ->capture_default_str()->group(convolution);
+  cmd->add_option("--min-messages", flags.convolution.min_messages,
+                  "convolution: fewest messages for an edge or one of its delays")
+      ->capture_default_str()->group(convolution);
+  cmd->add_option("--max-depth", flags.convolution.max_depth, "convolution: longest path from a root")
+      ->capture_default_str()->group(convolution);
+  cmd->add_option("--root", flags.convolution.roots,
+                  "convolution: a root node (repeat for more; default: chosen automatically)")
+      ->group(convolution);
+  cmd->add_option("--max-memory", flags.max_memory, "convolution: memory limit for the FFT signals")
+      ->capture_default_str()->group(convolution);
+  cmd->add_option("--fft-threads", flags.convolution.fft_threads,
+                  "convolution: FFTW threads per FFT of >= 2^18 points (0: one per hardware thread)")
+      ->capture_default_str()->group(convolution);
+  cmd->add_flag("--no-short-path-suppression", flags.no_short_path_suppression,
+                "convolution: keep direct edges that a longer path already explains")
+      ->group(convolution);
   cmd->callback([&result] { result = RunInfer(flags); });
 }
 

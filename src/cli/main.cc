@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   weft::cli::AddPathsCommand(app, result);
   weft::cli::AddReportCommand(app, result);
   weft::cli::AddEvalCommand(app, result);
+  weft::cli::AddTestbedCommand(app, result);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -49,6 +49,23 @@ Status RunPaths(const PathsFlags& f) {
   std::vector<uint32_t> rank = RankPatterns(set, order);
   const size_t shown = f.top == 0 ? rank.size() : std::min(f.top, rank.size());
   const double instances = double(set.instance_count());
+  if (f.json && !set.graph.empty()) {
+    // A causal graph (convolution): one object per vertex, parents first.
+    nlohmann::ordered_json out = nlohmann::ordered_json::array();
+    for (uint32_t v = 0; v < set.graph.vertices.size(); ++v) {
+      const CausalVertex& vertex = set.graph.vertices[v];
+      nlohmann::ordered_json delays = nlohmann::ordered_json::array();
+      for (const CausalDelay& d : vertex.delays) delays.push_back({{"delay_ns", d.delay}, {"count", d.count}});
+      out.push_back({{"vertex", v},
+                     {"key", CausalVertexKey(set, v)},
+                     {"node", set.nodes.Get(vertex.node)},
+                     {"parent", vertex.parent},
+                     {"messages", vertex.messages},
+                     {"delays", std::move(delays)}});
+    }
+    fmt::print("{}\n", out.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace));
+    return Status::Ok();
+  }
   if (f.json) {
     nlohmann::ordered_json out = nlohmann::ordered_json::array();
     for (size_t r = 0; r < shown; ++r) {
@@ -64,6 +81,13 @@ Status RunPaths(const PathsFlags& f) {
                      {"latency_p99_ns", p.latency.Quantile(0.99)}});
     }
     fmt::print("{}\n", out.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace));
+    return Status::Ok();
+  }
+  if (!set.graph.empty() && !f.json) {
+    // The convolution algorithm gives a causal graph, not instances (docs/convolution.md).
+    fmt::print("{}: {} paths over a trace of {} messages\n{}", f.input, set.algorithm, set.trace_messages,
+               FormatCausalGraph(set));
+    for (const auto& [name, value] : set.counters) fmt::print("{}: {}\n", name, value);
     return Status::Ok();
   }
   fmt::print("{}: {} instances of {} patterns ({} paths over a trace of {} messages), by {}\n", f.input,

@@ -1,5 +1,6 @@
 // weft report: views of a paths file. --dot writes one Graphviz file per pattern in the
-// style of Project 5 Figure 8.
+// style of Project 5 Figure 8, or for a causal graph (convolution) one file in the style
+// of Figure 9.
 #include <sys/stat.h>
 
 #include <cerrno>
@@ -20,6 +21,7 @@ struct ReportOptions {
   std::string dot;
   size_t top = 10;
   std::string sort = "count";
+  uint64_t min_messages = 0;
 };
 
 Status RunReport(const ReportOptions& o) {
@@ -28,6 +30,18 @@ Status RunReport(const ReportOptions& o) {
   std::vector<uint32_t> ranked = RankPatterns(set, order);
   if (ranked.size() > o.top) ranked.resize(o.top);
   if (o.dot.empty()) return Status::InvalidArgument("say what to write: --dot DIR (or --dot - for stdout)");
+  if (!set.graph.empty()) {
+    // A causal graph (convolution): one drawing, Project 5 Figure 9.
+    std::string dot = CausalGraphToDot(set, o.min_messages);
+    if (o.dot == "-") return WriteFile("-", dot);
+    if (::mkdir(o.dot.c_str(), 0755) != 0 && errno != EEXIST) {
+      return Status::IoError("{}: {}", o.dot, std::strerror(errno));
+    }
+    WEFT_RETURN_IF_ERROR(WriteFile(o.dot + "/causal-graph.dot", dot));
+    fmt::print(stderr, "wrote the causal graph to {}/causal-graph.dot (render: dot -Tsvg -O {}/causal-graph.dot)\n",
+               o.dot, o.dot);
+    return Status::Ok();
+  }
   if (o.dot == "-") {
     std::string all;
     for (uint32_t p : ranked) all += PatternToDot(set, p);
@@ -57,6 +71,9 @@ void AddReportCommand(CLI::App& app, Status& result) {
   cmd->add_option("--dot", o.dot, "Directory for one .dot file per pattern, or - for stdout");
   cmd->add_option("--top", o.top, "How many patterns, best first")->capture_default_str();
   cmd->add_option("--sort", o.sort, "Rank by count, latency (count x mean) or expected")
+      ->capture_default_str();
+  cmd->add_option("--min-messages", o.min_messages,
+                  "Causal graphs (convolution): leave out edges with fewer messages")
       ->capture_default_str();
   cmd->callback([&result] { result = RunReport(o); });
 }

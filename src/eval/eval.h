@@ -95,6 +95,43 @@ struct EvalReport {
   std::vector<PatternLatencyError> latency;  // per shared pattern, by truth count
 };
 
+// Accuracy of a causal graph (the convolution algorithm, Project 5 §7.5.7) against the
+// truth's graph, derived from the truth path instances: every message of a truth
+// instance is an edge whose key is the node path from the instance's root sender to its
+// receiver ("EXT1>GW1>RELAY1"); its delay is the sender's delay after the parent's
+// arrival (PatternElement::delay). Inferred edges are keyed the same way
+// (CausalVertexKey). Edges under `min_messages` are ignored on each side, as §7.5.7
+// ignores paths reported with fewer than 100 messages: a false negative is a truth edge
+// with >= min_messages that the graph lacks; a false positive an inferred edge with >=
+// min_messages that the truth never has.
+struct GraphEdgeMatch {
+  std::string key;
+  uint64_t truth_messages = 0;
+  uint64_t inferred_messages = 0;
+  TimeNs truth_delay = 0;     // median
+  TimeNs inferred_delay = 0;  // the most frequent delay of the edge
+};
+
+struct GraphEvalReport {
+  uint64_t min_messages = 0;
+  uint64_t truth_edges = 0;     // with >= min_messages
+  uint64_t inferred_edges = 0;  // with >= min_messages
+  std::vector<std::string> false_negatives;
+  std::vector<std::string> false_positives;
+  std::vector<GraphEdgeMatch> matched;  // frequent truth edges the graph has, by key
+  TimeNs max_delay_error = 0;           // over `matched`
+  double FalsePositiveRate() const {
+    return inferred_edges ? double(false_positives.size()) / double(inferred_edges) : 0.0;
+  }
+  double FalseNegativeRate() const {
+    return truth_edges ? double(false_negatives.size()) / double(truth_edges) : 0.0;
+  }
+};
+
+// An error if the two sets do not refer to the same trace or `inferred` has no graph.
+Result<GraphEvalReport> EvaluateGraph(const PathSet& truth, const PathSet& inferred, uint64_t min_messages = 100);
+std::string FormatGraphEvalReport(const GraphEvalReport& report);
+
 // An error if the two sets do not refer to the same trace (size and fingerprint).
 Result<EvalReport> Evaluate(const PathSet& truth, const PathSet& inferred, const EvalOptions& options = {});
 

@@ -62,6 +62,28 @@ struct PathPattern {
                                  // (root receive when its send was not seen)
 };
 
+// The causal graph of the convolution algorithm (Project 5 §5.2, Figure 9; DESIGN.md "Data
+// model"): a forest with a vertex per node visit. Each non-root vertex holds the edge from
+// its parent: how many messages went along it and the delays the parent node spent before
+// sending them (one per correlation spike), most frequent first.
+struct CausalDelay {
+  TimeNs delay = 0;     // median sender delay of the messages of this spike
+  uint64_t count = 0;   // messages with this delay
+};
+
+struct CausalVertex {
+  NodeId node;               // in PathSet::nodes
+  int32_t parent = -1;       // index of the parent vertex, -1 for a root
+  uint64_t messages = 0;     // messages on the edge from the parent (for a root: sent by it)
+  std::vector<CausalDelay> delays;  // empty for a root
+};
+
+struct CausalGraph {
+  TimeNs quantum = 0;  // the time quantum mu it was inferred at (0 for a derived graph)
+  std::vector<CausalVertex> vertices;  // parents before children (depth-first order)
+  bool empty() const { return vertices.empty(); }
+};
+
 // A set of path instances over one trace, and their patterns.
 struct PathSet {
   std::string algorithm;      // "truth", "nesting", ...
@@ -78,6 +100,10 @@ struct PathSet {
   std::vector<double> probability;  // per instance
   std::vector<uint32_t> pattern;    // per instance: index into patterns
   std::vector<PathPattern> patterns;
+
+  // The convolution algorithm's causal graph; empty for every other algorithm. Stored
+  // beside (not instead of) instances and patterns: convolution gives none of those.
+  CausalGraph graph;
 
   // What the algorithm counted on the way (dropped messages, unmatched returns, ...).
   std::vector<std::pair<std::string, int64_t>> counters;
@@ -155,6 +181,14 @@ Result<std::string> PatternKey(std::span<const std::string> labels, std::span<co
 // The shape for a one-line table: "client→WS1[→AUTH] →AP2→DB". RETURNs are left out (in
 // a call tree they are implied by their CALL); every child but the last is put in [...].
 std::string CompactShape(const PathSet& set, const PathPattern& pattern);
+
+// A causal-graph vertex's path from its root: node names joined by '>' ("CLIENT>WS2>AUTH").
+// Two graphs are compared vertex by vertex on these keys (eval).
+std::string CausalVertexKey(const PathSet& set, uint32_t vertex);
+
+// The causal graph as a table, one line per vertex, indented by depth:
+// "    AUTH  <- WS2  1234 msgs  delays 50.1ms (1100), 12.0ms (134)".
+std::string FormatCausalGraph(const PathSet& set);
 
 // The paths file (.paths.json; docs/paths.md). WritePaths writes FormatPaths's text;
 // ReadPaths reads a file ("-" is stdin) through ParsePaths, which checks everything (shape,

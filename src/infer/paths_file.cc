@@ -333,6 +333,39 @@ Status ParseInstances(const Reader& r, const nlohmann::json& object, PathSet& se
   return Status::Ok();
 }
 
+// "causal_graph": {"quantum": ns, "vertices": [[node, parent, messages, [[delay, count]...]]...]}.
+Status ParseCausalGraph(const Reader& r, const nlohmann::json& g, PathSet& set) {
+  if (!g.is_object()) return r.Error("causal_graph", "expected an object");
+  WEFT_ASSIGN_OR_RETURN(const nlohmann::json* f, r.Field(g, "causal_graph", "quantum"));
+  WEFT_ASSIGN_OR_RETURN(set.graph.quantum, r.Signed(*f, "causal_graph.quantum"));
+  WEFT_ASSIGN_OR_RETURN(f, r.Field(g, "causal_graph", "vertices"));
+  if (!f->is_array()) return r.Error("causal_graph.vertices", "expected an array");
+  for (size_t i = 0; i < f->size(); ++i) {
+    std::string at = fmt::format("causal_graph.vertices[{}]", i);
+    const nlohmann::json& v = (*f)[i];
+    if (!v.is_array() || v.size() != 4 || !v[3].is_array()) {
+      return r.Error(at, "expected [node, parent, messages, [[delay, count], ...]]");
+    }
+    CausalVertex vertex;
+    WEFT_ASSIGN_OR_RETURN(uint64_t node, r.Unsigned(v[0], at));
+    if (node >= set.nodes.size()) return r.Error(at, fmt::format("node {} is not in nodes", node));
+    vertex.node = NodeId(uint32_t(node));
+    WEFT_ASSIGN_OR_RETURN(int64_t parent, r.Signed(v[1], at));
+    if (parent < -1 || parent >= int64_t(i)) return r.Error(at, fmt::format("parent {} is not an earlier vertex", parent));
+    vertex.parent = int32_t(parent);
+    WEFT_ASSIGN_OR_RETURN(vertex.messages, r.Unsigned(v[2], at));
+    for (const nlohmann::json& d : v[3]) {
+      if (!d.is_array() || d.size() != 2) return r.Error(at, "expected a delay as [delay, count]");
+      CausalDelay delay;
+      WEFT_ASSIGN_OR_RETURN(delay.delay, r.Signed(d[0], at));
+      WEFT_ASSIGN_OR_RETURN(delay.count, r.Unsigned(d[1], at));
+      vertex.delays.push_back(delay);
+    }
+    set.graph.vertices.push_back(std::move(vertex));
+  }
+  return Status::Ok();
+}
+
 Result<PathSet> ParseDocument(const Reader& r, const nlohmann::json& doc) {
   if (!doc.is_object()) return r.Error("top level", "expected a JSON object");
   PathSet set;
@@ -373,6 +406,7 @@ Result<PathSet> ParseDocument(const Reader& r, const nlohmann::json& doc) {
     WEFT_ASSIGN_OR_RETURN(int64_t value, r.Signed(c[1], at));
     set.counters.emplace_back(std::move(name), value);
   }
+  if (auto g = doc.find("causal_graph"); g != doc.end()) WEFT_RETURN_IF_ERROR(ParseCausalGraph(r, *g, set));
   WEFT_ASSIGN_OR_RETURN(f, r.Field(doc, "top level", "patterns"));
   if (!f->is_array()) return r.Error("patterns", "expected an array");
   WEFT_RETURN_IF_ERROR(ParsePatterns(r, *f, set));
@@ -401,7 +435,22 @@ std::string FormatPaths(const PathSet& set) {
     AppendJsonString(out, set.counters[i].first);
     out += fmt::format(",{}]", set.counters[i].second);
   }
-  out += "],\n\"patterns\":[";
+  out += "]";
+  if (!set.graph.empty() || set.graph.quantum != 0) {
+    // The convolution algorithm's causal graph (docs/paths.md): [node, parent, messages,
+    // [[delay, count], ...]] per vertex, parents first.
+    out += fmt::format(",\n\"causal_graph\":{{\"quantum\":{},\"vertices\":[", set.graph.quantum);
+    for (size_t i = 0; i < set.graph.vertices.size(); ++i) {
+      const CausalVertex& v = set.graph.vertices[i];
+      out += fmt::format("{}\n[{},{},{},[", i ? "," : "", v.node.value(), v.parent, v.messages);
+      for (size_t d = 0; d < v.delays.size(); ++d) {
+        out += fmt::format("{}[{},{}]", d ? "," : "", v.delays[d].delay, v.delays[d].count);
+      }
+      out += "]]";
+    }
+    out += "]}";
+  }
+  out += ",\n\"patterns\":[";
   for (size_t i = 0; i < set.patterns.size(); ++i) {
     const PathPattern& p = set.patterns[i];
     out += i ? ",\n{\"key\":" : "\n{\"key\":";

@@ -55,4 +55,27 @@ std::string PatternToDot(const PathSet& set, uint32_t index) {
   return out;
 }
 
+std::string CausalGraphToDot(const PathSet& set, uint64_t min_messages) {
+  const CausalGraph& g = set.graph;
+  std::string out = "digraph causal_graph {\n  rankdir=TB;\n  node [shape=ellipse];\n";
+  auto it = std::back_inserter(out);
+  std::vector<bool> shown(g.vertices.size(), false);
+  for (size_t v = 0; v < g.vertices.size(); ++v) {
+    const CausalVertex& vertex = g.vertices[v];
+    if (vertex.parent >= 0 && (!shown[size_t(vertex.parent)] || vertex.messages < min_messages)) continue;
+    shown[v] = true;
+    fmt::format_to(it, "  v{} [label={}{}];\n", v, Quote(set.nodes.Get(vertex.node)),
+                   vertex.parent < 0 ? ", shape=box" : "");
+    if (vertex.parent < 0) continue;
+    // Figure 9: "count: delay1, delay2, ..." (Graphviz reads \n in a label as a break).
+    std::string label = fmt::format("{}{}", vertex.messages, vertex.delays.empty() ? "" : ":");
+    for (size_t d = 0; d < vertex.delays.size(); ++d) {
+      label += fmt::format("{}{}", d ? ", " : " ", FormatDuration(vertex.delays[d].delay));
+    }
+    fmt::format_to(it, "  v{} -> v{} [label={}];\n", vertex.parent, v, Quote(label));
+  }
+  out += "}\n";
+  return out;
+}
+
 }  // namespace weft

@@ -1,0 +1,121 @@
+// weft testbed: run a real multi-tier application on loopback (testbed/, docs/testbed.md)
+// and turn its truth logs into a trace with ground truth.
+#include <signal.h>
+#include <stdlib.h>
+
+#include <atomic>
+#include <cstdio>
+
+#include <fmt/format.h>
+
+#include "cli/command.h"
+#include "testbed/runner.h"
+#include "testbed/truth.h"
+#include "trace/io.h"
+
+namespace weft::cli {
+namespace {
+
+std::atomic<bool> g_stop{false};
+void OnInterrupt(int) { g_stop = true; }
+
+struct TestbedFlags {
+  std::string topology, duration = "10s", out_dir, dir, output, check;
+  uint32_t concurrency = 32;
+};
+
+Status RunRun(const TestbedFlags& f) {
+  WEFT_ASSIGN_OR_RETURN(testbed::Topology topo, testbed::LoadTopology(f.topology));
+  testbed::RunOptions options;
+  Result<TimeNs> d = ParseDuration(f.duration);
+  if (!d.ok() || *d <= 0) return Status::InvalidArgument("--duration must be a positive duration");
+  options.duration = *d;
+  if (f.concurrency == 0) return Status::InvalidArgument("--concurrency must be positive");
+  options.concurrency = f.concurrency;
+  options.out_dir = f.out_dir;
+  if (options.out_dir.empty()) {
+    char tmpl[] = "/tmp/weft-testbed-XXXXXX";
+    if (!mkdtemp(tmpl)) return Status::IoError("cannot make a directory under /tmp");
+    options.out_dir = tmpl;
+  }
+  options.stop = &g_stop;
+  struct sigaction sa {};
+  sa.sa_handler = OnInterrupt;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  WEFT_ASSIGN_OR_RETURN(testbed::RunReport report, testbed::RunTestbed(topo, options));
+  fmt::print("{}\n", testbed::FormatLoadStats(report.load));
+  fmt::print("truth logs in {} (weft testbed truth {} -o truth.weft)\n", options.out_dir,
+             options.out_dir);
+  return Status::Ok();
+}
+
+// The load client alone, against servers started by hand (weft-testbed-server).
+Status RunLoadOnly(const TestbedFlags& f) {
+  WEFT_ASSIGN_OR_RETURN(testbed::Topology topo, testbed::LoadTopology(f.topology));
+  for (const testbed::ServerSpec& s : topo.tiers[0].servers) {
+    if (s.port == 0) return Status::InvalidArgument("{} has no fixed port in the topology", s.name);
+  }
+  Result<TimeNs> d = ParseDuration(f.duration);
+  if (!d.ok() || *d <= 0) return Status::InvalidArgument("--duration must be a positive duration");
+  if (f.concurrency == 0) return Status::InvalidArgument("--concurrency must be positive");
+  testbed::LoadOptions options;
+  options.duration = *d;
+  options.concurrency = f.concurrency;
+  options.truth_dir = f.out_dir;
+  options.stop = &g_stop;
+  struct sigaction sa {};
+  sa.sa_handler = OnInterrupt;
+  sigaction(SIGINT, &sa, nullptr);
+  WEFT_ASSIGN_OR_RETURN(testbed::LoadStats stats, testbed::RunLoad(topo, options));
+  fmt::print("{}\n", testbed::FormatLoadStats(stats));
+  return Status::Ok();
+}
+
+Status RunTruth(const TestbedFlags& f) {
+  if (f.output.empty()) return Status::InvalidArgument("give the output trace with -o FILE");
+  WEFT_ASSIGN_OR_RETURN(Trace trace, testbed::BuildTruthTrace(f.dir));
+  if (!f.check.empty()) {
+    WEFT_ASSIGN_OR_RETURN(testbed::Topology topo, testbed::LoadTopology(f.check));
+    WEFT_ASSIGN_OR_RETURN(testbed::TruthCheck c, testbed::CheckTruth(trace, topo, false));
+    fmt::print(stderr, "{} requests: {} answered, {} error replies, {} match the call graph\n",
+               c.requests, c.answered, c.errors, c.shaped);
+  }
+  WEFT_RETURN_IF_ERROR(SaveTrace(trace, f.output));
+  fmt::print(stderr, "{} messages\n", trace.size());
+  return Status::Ok();
+}
+
+}  // namespace
+
+void AddTestbedCommand(CLI::App& app, Status& result) {
+  auto* cmd = app.add_subcommand("testbed", "Run a real multi-tier application on loopback");
+  cmd->require_subcommand(1);
+  cmd->footer(
+      "Examples:\n"
+      "  weft testbed run testbed/topologies/three-tier.toml --duration 10s --concurrency 32 "
+      "-o run/\n"
+      "  weft testbed truth run/ -o truth.weft --check testbed/topologies/three-tier.toml\n"
+      "  weft infer truth.weft --algo truth -o truth.paths.json\n"
+      "  weft-testbed-server fixed.toml db0 run/ & ...; weft testbed load fixed.toml -o run/\n");
+  static TestbedFlags f;
+  auto* run = cmd->add_subcommand("run", "Start a topology and its load client, then stop all");
+  run->add_option("topology", f.topology, "Topology TOML file")->required();
+  run->add_option("--duration", f.duration, "How long the client sends load (default 10s)");
+  run->add_option("--concurrency", f.concurrency, "Closed-loop client sessions (default 32)");
+  run->add_option("-o,--output", f.out_dir, "Directory for truth logs (default: a new one in /tmp)");
+  run->callback([&result] { result = RunRun(f); });
+  auto* load = cmd->add_subcommand("load", "Only the load client, against running servers");
+  load->add_option("topology", f.topology, "Topology TOML file with fixed ports")->required();
+  load->add_option("--duration", f.duration, "How long to send load (default 10s)");
+  load->add_option("--concurrency", f.concurrency, "Closed-loop client sessions (default 32)");
+  load->add_option("-o,--output", f.out_dir, "Directory for the client's truth log (default: none)");
+  load->callback([&result] { result = RunLoadOnly(f); });
+  auto* truth = cmd->add_subcommand("truth", "Turn a run's truth logs into a trace with ground truth");
+  truth->add_option("dir", f.dir, "The run's output directory")->required();
+  truth->add_option("-o,--output", f.output, "Trace to write (.weft binary, else text)");
+  truth->add_option("--check", f.check, "Topology to check every tree's shape against");
+  truth->callback([&result] { result = RunTruth(f); });
+}
+
+}  // namespace weft::cli

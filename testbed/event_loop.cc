@@ -1,0 +1,396 @@
+// Each request is a small state machine (before timer, calls, after timer, reply) driven by
+// socket readiness and a timerfd. Downstream connections carry one call at a time; an
+// inbound connection may carry many requests at once (replies go out as they finish).
+// Downstream connects are blocking: on loopback they complete or fail at once.
+#include "testbed/event_loop.h"
+
+#include <fcntl.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <map>
+#include <queue>
+
+#include <fmt/format.h>
+
+namespace weft::testbed {
+namespace {
+
+struct Req;
+
+struct EvConn {
+  std::unique_ptr<Conn> conn;
+  std::string in, out;
+  bool closed = false;
+  bool want_out = false;
+  int tier = -1, server = -1;  // outbound only
+  std::shared_ptr<Req> waiting;  // outbound only: the request awaiting this call's reply
+  uint64_t call_id = 0;
+};
+
+struct Req {
+  std::shared_ptr<EvConn> from;
+  Frame frame;
+  const RequestType* rt = nullptr;
+  int phase = 0;  // 0 before, 1 calls, 2 after, 3 reply, 4 done
+  bool sleeping = false;  // a service-time timer will step it; other wake-ups wait
+  size_t spec = 0;
+  uint32_t left = 0;
+  bool sampled = false, first = true, waited = false;
+  uint32_t pending = 0;
+  Status status;
+};
+
+struct Timer {
+  TimeNs at;
+  uint64_t seq;
+  std::shared_ptr<Req> req;
+  bool sleep;  // a service time, else a deferred wake-up
+  bool operator>(const Timer& o) const { return at != o.at ? at > o.at : seq > o.seq; }
+};
+
+TimeNs MonoNow() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return TimeNs(ts.tv_sec) * kSecond + ts.tv_nsec;
+}
+
+class Loop {
+ public:
+  Loop(const Topology& topo, int tier, int index, TruthLog& log)
+      : topo_(topo), tier_(topo.tiers[tier]), name_(tier_.servers[index].name), log_(log),
+        rng_(uint64_t(WallNow())), round_robin_(topo.tiers.size(), 0) {}
+
+  [[noreturn]] void Run(int listen_fd);
+
+ private:
+  void Watch(const std::shared_ptr<EvConn>& c);
+  void Close(const std::shared_ptr<EvConn>& c);
+  void Send(const std::shared_ptr<EvConn>& c, std::string data);
+  void Flush(const std::shared_ptr<EvConn>& c);
+  void OnReadable(const std::shared_ptr<EvConn>& c);
+  void OnRequest(const std::shared_ptr<EvConn>& c, const Frame& f, size_t bytes);
+  void OnReply(const std::shared_ptr<EvConn>& c, const Frame& f, size_t bytes);
+  void Step(const std::shared_ptr<Req>& r);
+  bool Sleep(const std::shared_ptr<Req>& r, const Distribution& d);
+  void Call(const std::shared_ptr<Req>& r, const CallSpec& spec);
+  void Reply(const std::shared_ptr<Req>& r);
+
+  const Topology& topo_;
+  const Tier& tier_;
+  std::string name_;
+  TruthLog& log_;
+  std::mt19937_64 rng_;
+  std::vector<uint32_t> round_robin_;
+  uint32_t next_call_ = 0;
+  int ep_ = -1, timer_fd_ = -1, listen_fd_ = -1;
+  std::map<int, std::shared_ptr<EvConn>> conns_;
+  std::map<std::pair<int, int>, std::vector<std::shared_ptr<EvConn>>> idle_;
+  std::priority_queue<Timer, std::vector<Timer>, std::greater<>> timers_;
+  uint64_t timer_seq_ = 0;
+};
+
+void Loop::Watch(const std::shared_ptr<EvConn>& c) {
+  int fd = c->conn->fd;
+  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.fd = fd;
+  epoll_ctl(ep_, EPOLL_CTL_ADD, fd, &ev);
+  conns_[fd] = c;
+}
+
+void Loop::Close(const std::shared_ptr<EvConn>& c) {
+  if (c->closed) return;
+  c->closed = true;
+  epoll_ctl(ep_, EPOLL_CTL_DEL, c->conn->fd, nullptr);
+  conns_.erase(c->conn->fd);
+  if (c->waiting) {
+    std::shared_ptr<Req> r = std::move(c->waiting);
+    if (r->status.ok()) r->status = Status::IoError("connection to {} lost", c->conn->peer);
+    --r->pending;
+    // Deferred: Close can run inside a Step of this very request (a failed send).
+    timers_.push({0, ++timer_seq_, r, false});
+  }
+}
+
+void Loop::Send(const std::shared_ptr<EvConn>& c, std::string data) {
+  if (c->closed) return;
+  c->out += data;
+  Flush(c);
+}
+
+void Loop::Flush(const std::shared_ptr<EvConn>& c) {
+  while (!c->out.empty()) {
+    ssize_t w = send(c->conn->fd, c->out.data(), c->out.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (w > 0) {
+      c->out.erase(0, size_t(w));
+    } else if (w < 0 && errno == EINTR) {
+      continue;
+    } else if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      break;
+    } else {
+      fmt::print(stderr, "{}: write to {}: {}\n", name_, c->conn->peer, std::strerror(errno));
+      Close(c);
+      return;
+    }
+  }
+  bool want = !c->out.empty();
+  if (want != c->want_out) {
+    c->want_out = want;
+    epoll_event ev{};
+    ev.events = want ? uint32_t(EPOLLIN | EPOLLOUT) : uint32_t(EPOLLIN);
+    ev.data.fd = c->conn->fd;
+    epoll_ctl(ep_, EPOLL_CTL_MOD, c->conn->fd, &ev);
+  }
+}
+
+void Loop::OnReadable(const std::shared_ptr<EvConn>& c) {
+  char buf[65536];
+  ssize_t r = read(c->conn->fd, buf, sizeof buf);
+  if (r < 0 && (errno == EAGAIN || errno == EINTR)) return;
+  if (r <= 0) {
+    if (r < 0) fmt::print(stderr, "{}: read from {}: {}\n", name_, c->conn->peer, std::strerror(errno));
+    Close(c);
+    return;
+  }
+  c->in.append(buf, size_t(r));
+  while (!c->closed) {
+    Frame f;
+    size_t bytes = 0;
+    Result<bool> taken = TakeMessage(c->in, c->conn->http, &f, &bytes);
+    if (!taken.ok()) {
+      fmt::print(stderr, "{}: connection from {}: {}; closing it\n", name_, c->conn->peer,
+                 taken.status().message());
+      Close(c);
+      return;
+    }
+    if (!*taken) break;
+    if (c->tier >= 0) {
+      OnReply(c, f, bytes);
+    } else {
+      OnRequest(c, f, bytes);
+    }
+  }
+}
+
+void Loop::OnRequest(const std::shared_ptr<EvConn>& c, const Frame& f, size_t bytes) {
+  auto r = std::make_shared<Req>();
+  r->from = c;
+  r->frame = f;
+  bool known = f.type == FrameType::kRequest && f.request_type < tier_.requests.size();
+  log_.Record(TruthLog::Direction::kRecv, f, *c->conn, bytes,
+              known ? std::string_view(tier_.requests[f.request_type].name) : "?", WallNow());
+  if (!known) {
+    fmt::print(stderr, "{}: request of type {} kind {} from {} is not served here\n", name_,
+               f.request_type, int(f.type), c->conn->peer);
+    r->frame.request_type = 0;
+    r->rt = &tier_.requests[0];
+    r->status = Status::InvalidArgument("unknown request");
+    Reply(r);
+    return;
+  }
+  r->rt = &tier_.requests[f.request_type];
+  Step(r);
+}
+
+void Loop::OnReply(const std::shared_ptr<EvConn>& c, const Frame& f, size_t bytes) {
+  log_.Record(TruthLog::Direction::kRecv, f, *c->conn, bytes, "-", WallNow());
+  std::shared_ptr<Req> r = std::move(c->waiting);
+  if (!r || f.call_id != c->call_id) {
+    fmt::print(stderr, "{}: unexpected reply for call {:x} from {}\n", name_, f.call_id,
+               c->conn->peer);
+    if (r) c->waiting = r;
+    Close(c);
+    return;
+  }
+  if (f.type == FrameType::kError && r->status.ok()) {
+    r->status = Status::Internal("{} answered with an error", c->conn->peer);
+  }
+  if (tier_.pooled) {
+    idle_[{c->tier, c->server}].push_back(c);
+  } else {
+    Close(c);
+  }
+  --r->pending;
+  Step(r);
+}
+
+bool Loop::Sleep(const std::shared_ptr<Req>& r, const Distribution& d) {
+  TimeNs t = d.Sample(rng_);
+  if (t <= 0) return false;
+  timers_.push({MonoNow() + t, ++timer_seq_, r, true});
+  r->sleeping = true;
+  return true;
+}
+
+void Loop::Call(const std::shared_ptr<Req>& r, const CallSpec& spec) {
+  const Tier& t = topo_.tiers[spec.tier];
+  int server = int(round_robin_[spec.tier]++ % t.servers.size());
+  std::shared_ptr<EvConn> c;
+  auto& idle = idle_[{spec.tier, server}];
+  while (!idle.empty() && !c) {
+    c = std::move(idle.back());
+    idle.pop_back();
+    if (c->closed) c.reset();
+  }
+  if (!c) {
+    Result<std::unique_ptr<Conn>> conn = ConnectLoopback(t.servers[server].port, topo_.io_timeout, t.udp);
+    if (!conn.ok()) {
+      if (r->status.ok()) r->status = conn.status();
+      return;
+    }
+    c = std::make_shared<EvConn>();
+    c->conn = std::move(*conn);
+    c->conn->http = t.http;
+    c->tier = spec.tier;
+    c->server = server;
+    Watch(c);
+  }
+  const RequestType& callee = t.requests[spec.request];
+  Frame call;
+  call.request_type = uint16_t(spec.request);
+  call.request_id = r->frame.request_id;
+  call.call_id = (uint64_t(getpid()) << 32) | ++next_call_;
+  call.parent_call = r->frame.call_id;
+  c->waiting = r;
+  c->call_id = call.call_id;
+  ++r->pending;
+  std::string wire = EncodeMessage(call, callee.request_bytes, c->conn->http);
+  log_.Record(TruthLog::Direction::kSend, call, *c->conn, wire.size(), callee.name, WallNow());
+  Send(c, std::move(wire));
+}
+
+void Loop::Step(const std::shared_ptr<Req>& r) {
+  if (r->sleeping) return;
+  while (true) {
+    switch (r->phase) {
+      case 0:
+        r->phase = 1;
+        if (Sleep(r, r->rt->before)) return;
+        break;
+      case 1: {
+        if (r->pending > 0) return;
+        if (!r->status.ok()) {
+          fmt::print(stderr, "{}: request {:x}: {}\n", name_, r->frame.request_id,
+                     r->status.message());
+          r->phase = 3;
+          break;
+        }
+        if (r->spec >= r->rt->calls.size()) {
+          r->phase = 2;
+          break;
+        }
+        const CallSpec& spec = r->rt->calls[r->spec];
+        if (!r->sampled) {
+          r->left = std::uniform_int_distribution<uint32_t>(spec.min_count, spec.max_count)(rng_);
+          r->sampled = true;
+        }
+        if (r->left == 0) {
+          ++r->spec;
+          r->sampled = false;
+          break;
+        }
+        if (!r->first && !r->waited) {
+          r->waited = true;
+          if (Sleep(r, r->rt->between)) return;
+        }
+        uint32_t n = spec.parallel ? r->left : 1;
+        r->left -= n;
+        r->first = false;
+        r->waited = false;
+        for (uint32_t k = 0; k < n && r->status.ok(); ++k) Call(r, spec);
+        break;
+      }
+      case 2:
+        r->phase = 3;
+        if (Sleep(r, r->rt->after)) return;
+        break;
+      case 3:
+        r->phase = 4;
+        Reply(r);
+        return;
+      default:
+        return;
+    }
+  }
+}
+
+void Loop::Reply(const std::shared_ptr<Req>& r) {
+  Frame reply = r->frame;
+  reply.type = r->status.ok() ? FrameType::kReply : FrameType::kError;
+  std::string wire = EncodeMessage(
+      reply, r->status.ok() ? r->rt->reply_bytes : uint32_t(kPayloadHeader), r->from->conn->http);
+  if (r->from->closed) return;  // the caller went away; nothing to answer
+  log_.Record(TruthLog::Direction::kSend, reply, *r->from->conn, wire.size(), "-", WallNow());
+  Send(r->from, std::move(wire));
+}
+
+void Loop::Run(int listen_fd) {
+  listen_fd_ = listen_fd;
+  ep_ = epoll_create1(EPOLL_CLOEXEC);
+  timer_fd_ = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+  fcntl(listen_fd, F_SETFL, fcntl(listen_fd, F_GETFL) | O_NONBLOCK);
+  for (int fd : {listen_fd, timer_fd_}) {
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.fd = fd;
+    epoll_ctl(ep_, EPOLL_CTL_ADD, fd, &ev);
+  }
+  epoll_event events[128];
+  while (true) {
+    // Fire due timers, then arm the timerfd for the next one.
+    TimeNs now = MonoNow();
+    while (!timers_.empty() && timers_.top().at <= now) {
+      Timer t = timers_.top();
+      timers_.pop();
+      if (t.sleep) {
+        t.req->sleeping = false;
+      } else if (t.req->sleeping) {
+        continue;
+      }
+      Step(t.req);
+    }
+    itimerspec spec{};
+    if (!timers_.empty()) {
+      spec.it_value.tv_sec = timers_.top().at / kSecond;
+      spec.it_value.tv_nsec = timers_.top().at % kSecond;
+    }
+    timerfd_settime(timer_fd_, TFD_TIMER_ABSTIME, &spec, nullptr);
+    int n = epoll_wait(ep_, events, 128, -1);
+    for (int k = 0; k < n; ++k) {
+      int fd = events[k].data.fd;
+      if (fd == timer_fd_) {
+        uint64_t expirations = 0;
+        ssize_t ignored = read(timer_fd_, &expirations, sizeof expirations);
+        (void)ignored;
+      } else if (fd == listen_fd_) {
+        int cfd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+        if (cfd < 0) continue;
+        auto c = std::make_shared<EvConn>();
+        c->conn = std::make_unique<Conn>(cfd);
+        c->conn->http = tier_.http;
+        Watch(c);
+      } else {
+        auto it = conns_.find(fd);
+        if (it == conns_.end()) continue;
+        std::shared_ptr<EvConn> c = it->second;
+        if (events[k].events & EPOLLOUT) Flush(c);
+        if (!c->closed && (events[k].events & (EPOLLIN | EPOLLHUP | EPOLLERR))) OnReadable(c);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void RunEventLoop(const Topology& topology, int tier, int index, int listen_fd, TruthLog& log) {
+  Loop loop(topology, tier, index, log);
+  loop.Run(listen_fd);
+}
+
+}  // namespace weft::testbed

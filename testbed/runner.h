@@ -1,0 +1,42 @@
+// Starts a whole topology on loopback: binds every server's port in this process (port 0
+// gets a free one from the kernel, so no port is ever guessed), forks one process per
+// server, runs the load client, and stops every server, by SIGTERM then SIGKILL, before
+// returning, on success and on error alike.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <string>
+
+#include "core/status.h"
+#include "testbed/client.h"
+#include "testbed/topology.h"
+
+namespace weft::testbed {
+
+struct RunOptions {
+  TimeNs duration = 10 * kSecond;
+  uint32_t concurrency = 32;
+  std::string out_dir;  // truth logs (<node>.truth) and server stderr (<node>.log)
+  const std::atomic<bool>* stop = nullptr;
+  // Failure injection for tests: SIGKILL the server named `kill_server` after `kill_after`.
+  std::string kill_server;
+  TimeNs kill_after = 0;
+  // Runs on its own thread while the load runs, with every port bound (tests use it to
+  // send malformed frames and resets to the servers).
+  std::function<void(const Topology&)> during;
+};
+
+struct RunReport {
+  LoadStats load;
+  Topology topology;  // with the ports that were bound
+};
+
+// A socket bound to 127.0.0.1:port (0: a free port), listening unless `udp`; `bound` gets
+// the port.
+Result<int> BindLoopback(uint16_t port, bool udp, uint16_t* bound);
+
+// Must be called while the process has one thread: it forks.
+Result<RunReport> RunTestbed(Topology topology, const RunOptions& options);
+
+}  // namespace weft::testbed

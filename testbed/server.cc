@@ -1,0 +1,426 @@
+// The threading models share one request path (read, before, calls, after, reply) and
+// differ only in which threads run which part of it: see docs/testbed.md.
+#include "testbed/server.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <map>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "testbed/event_loop.h"
+#include "testbed/wire.h"
+
+namespace weft::testbed {
+namespace {
+
+struct Job {
+  std::shared_ptr<Conn> conn;
+  Frame request;
+  Status status;
+};
+
+// A bounded queue: a full queue is refused at once so that overload becomes error replies,
+// as a real server sheds load, rather than unbounded memory.
+class JobQueue {
+ public:
+  explicit JobQueue(size_t capacity) : capacity_(capacity) {}
+  bool TryPush(Job job) {
+    std::lock_guard lock(mu_);
+    if (jobs_.size() >= capacity_) return false;
+    jobs_.push_back(std::move(job));
+    cv_.notify_one();
+    return true;
+  }
+  Job Pop() {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [&] { return !jobs_.empty(); });
+    Job job = std::move(jobs_.front());
+    jobs_.pop_front();
+    return job;
+  }
+
+ private:
+  size_t capacity_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Job> jobs_;
+};
+
+std::mt19937_64& Rng() {
+  thread_local std::mt19937_64 rng(uint64_t(WallNow()) ^ (uint64_t(CurrentThreadId()) << 20));
+  return rng;
+}
+
+class Server {
+ public:
+  Server(const Topology& topo, int tier, int index, std::unique_ptr<TruthLog> log)
+      : topo_(topo), tier_(topo.tiers[tier]), spec_(tier_.servers[index]), log_(std::move(log)),
+        round_robin_(topo.tiers.size()) {}
+
+  [[noreturn]] void Run(int listen_fd);
+
+ private:
+  uint64_t NewCallId() { return (uint64_t(getpid()) << 32) | ++next_call_; }
+  // Reads one frame: a request to serve, one already answered with an error reply, or
+  // the end of the connection (end of stream, reset, or a malformed frame).
+  enum class Read { kRequest, kRejected, kClosed };
+  Read ReadRequest(Conn& conn, Frame* request);
+  void Reply(Conn& conn, const Frame& request, const Status& status);
+  Status Downstream(const Frame& request);
+  Status CallGroup(const Frame& request, const CallSpec& spec, uint32_t count);
+  Result<std::unique_ptr<Conn>> GetConn(int tier);
+  void PutConn(std::unique_ptr<Conn> conn);
+  const RequestType& TypeOf(const Frame& f) const { return tier_.requests[f.request_type]; }
+
+  void ServeConnection(std::shared_ptr<Conn> conn);  // thread per connection
+  [[noreturn]] void RunUdp(int fd);                  // threads sharing one UDP socket
+  void RunPipeline(int listen_fd);                    // dispatcher and stages
+
+  const Topology& topo_;
+  const Tier& tier_;
+  const ServerSpec& spec_;
+  std::unique_ptr<TruthLog> log_;
+  std::atomic<uint32_t> next_call_{0};
+  std::vector<std::atomic<uint32_t>> round_robin_;  // per downstream tier
+  std::mutex pool_mu_;
+  std::map<std::pair<int, int>, std::vector<std::unique_ptr<Conn>>> pool_;  // (tier, server)
+};
+
+Server::Read Server::ReadRequest(Conn& conn, Frame* request) {
+  size_t bytes = 0;
+  Result<std::optional<Frame>> f = ReadConnFrame(conn, &bytes);
+  if (!f.ok()) {
+    fmt::print(stderr, "{}: connection from {}: {}; closing it\n", spec_.name, conn.peer,
+               f.status().message());
+    return Read::kClosed;
+  }
+  if (!f->has_value()) return Read::kClosed;
+  *request = **f;
+  bool known = request->type == FrameType::kRequest && request->request_type < tier_.requests.size();
+  log_->Record(TruthLog::Direction::kRecv, *request, conn, bytes,
+               known ? std::string_view(TypeOf(*request).name) : "?", WallNow());
+  if (!known) {
+    // A well-framed but meaningless request gets an error reply; the connection stays.
+    fmt::print(stderr, "{}: request of type {} kind {} from {} is not served here\n",
+               spec_.name, request->request_type, int(request->type), conn.peer);
+    Frame bad = *request;
+    bad.request_type = 0;
+    Reply(conn, bad, Status::InvalidArgument("unknown request"));
+    return Read::kRejected;
+  }
+  return Read::kRequest;
+}
+
+void Server::Reply(Conn& conn, const Frame& request, const Status& status) {
+  Frame reply = request;
+  reply.type = status.ok() ? FrameType::kReply : FrameType::kError;
+  uint32_t size = status.ok() ? TypeOf(request).reply_bytes : uint32_t(kPayloadHeader);
+  std::string wire = EncodeMessage(reply, size, conn.http);
+  std::lock_guard lock(conn.write_mu);
+  log_->Record(TruthLog::Direction::kSend, reply, conn, wire.size(), "-", WallNow());
+  Status w = WriteAll(conn.fd, wire);
+  if (!w.ok()) fmt::print(stderr, "{}: reply to {}: {}\n", spec_.name, conn.peer, w.message());
+}
+
+Result<std::unique_ptr<Conn>> Server::GetConn(int tier) {
+  const Tier& t = topo_.tiers[tier];
+  int server = int(round_robin_[tier].fetch_add(1) % t.servers.size());
+  if (tier_.pooled) {
+    std::lock_guard lock(pool_mu_);
+    auto& idle = pool_[{tier, server}];
+    if (!idle.empty()) {
+      std::unique_ptr<Conn> c = std::move(idle.back());
+      idle.pop_back();
+      return c;
+    }
+  }
+  WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Conn> c,
+                        ConnectLoopback(t.servers[server].port, topo_.io_timeout, t.udp));
+  c->target = tier * 1000 + server;
+  c->http = t.http;
+  return c;
+}
+
+void Server::PutConn(std::unique_ptr<Conn> conn) {
+  if (!tier_.pooled) return;  // per-request connections close here
+  std::lock_guard lock(pool_mu_);
+  pool_[{conn->target / 1000, conn->target % 1000}].push_back(std::move(conn));
+}
+
+Status Server::CallGroup(const Frame& request, const CallSpec& spec, uint32_t count) {
+  const RequestType& callee = topo_.tiers[spec.tier].requests[spec.request];
+  // A parallel group sends every call before awaiting any reply, each on its own
+  // connection; a sequential group of one is the same code with count 1.
+  std::vector<std::pair<std::unique_ptr<Conn>, Frame>> calls;
+  for (uint32_t k = 0; k < count; ++k) {
+    WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Conn> conn, GetConn(spec.tier));
+    Frame call;
+    call.type = FrameType::kRequest;
+    call.request_type = uint16_t(spec.request);
+    call.request_id = request.request_id;
+    call.call_id = NewCallId();
+    call.parent_call = request.call_id;
+    std::string wire = EncodeMessage(call, callee.request_bytes, conn->http);
+    log_->Record(TruthLog::Direction::kSend, call, *conn, wire.size(), callee.name, WallNow());
+    WEFT_RETURN_IF_ERROR(WriteAll(conn->fd, wire).WithContext(conn->peer));
+    calls.emplace_back(std::move(conn), call);
+  }
+  Status result;
+  for (auto& [conn, call] : calls) {
+    size_t bytes = 0;
+    Result<std::optional<Frame>> reply = ReadConnFrame(*conn, &bytes);
+    if (!reply.ok() || !reply->has_value()) {
+      return Status::IoError("{} from {}", reply.ok() ? "end of stream" : reply.status().message(),
+                             conn->peer);
+    }
+    const Frame& r = **reply;
+    log_->Record(TruthLog::Direction::kRecv, r, *conn, bytes, "-", WallNow());
+    if (r.call_id != call.call_id) {
+      return Status::Corruption("reply for call {:x} while awaiting {:x}", r.call_id, call.call_id);
+    }
+    if (r.type == FrameType::kError && result.ok()) {
+      result = Status::Internal("{} answered with an error", conn->peer);
+    }
+    PutConn(std::move(conn));
+  }
+  return result;
+}
+
+Status Server::Downstream(const Frame& request) {
+  const RequestType& rt = TypeOf(request);
+  bool first = true;
+  for (const CallSpec& spec : rt.calls) {
+    uint32_t n = std::uniform_int_distribution<uint32_t>(spec.min_count, spec.max_count)(Rng());
+    if (spec.parallel) {
+      if (n == 0) continue;
+      if (!first) Serve(rt.between.Sample(Rng()));
+      first = false;
+      WEFT_RETURN_IF_ERROR(CallGroup(request, spec, n));
+      continue;
+    }
+    for (uint32_t k = 0; k < n; ++k) {
+      if (!first) Serve(rt.between.Sample(Rng()));
+      first = false;
+      WEFT_RETURN_IF_ERROR(CallGroup(request, spec, 1));
+    }
+  }
+  return Status::Ok();
+}
+
+void Server::ServeConnection(std::shared_ptr<Conn> conn) {
+  Frame request;
+  while (true) {
+    // Wait for the next request without a timeout (a pooled connection may idle), then
+    // read it under the socket's timeout.
+    pollfd p{conn->fd, POLLIN, 0};
+    if (poll(&p, 1, -1) < 0 && errno != EINTR) return;
+    Read r = ReadRequest(*conn, &request);
+    if (r == Read::kClosed) return;
+    if (r == Read::kRejected) continue;
+    const RequestType& rt = TypeOf(request);
+    Serve(rt.before.Sample(Rng()));
+    Status s = Downstream(request);
+    if (!s.ok()) fmt::print(stderr, "{}: request {:x}: {}\n", spec_.name, request.request_id, s.message());
+    if (s.ok()) Serve(rt.after.Sample(Rng()));
+    Reply(*conn, request, s);
+  }
+}
+
+void Server::RunPipeline(int listen_fd) {
+  // The stages of each model; the last one replies. worker-pool keeps one thread per
+  // request from downstream calls to reply; handoff and staged move it between threads.
+  std::vector<std::function<void(Job&)>> stages;
+  auto before = [this](Job& j) { Serve(TypeOf(j.request).before.Sample(Rng())); };
+  auto calls = [this](Job& j) {
+    j.status = Downstream(j.request);
+    if (!j.status.ok()) {
+      fmt::print(stderr, "{}: request {:x}: {}\n", spec_.name, j.request.request_id,
+                 j.status.message());
+    }
+  };
+  auto reply = [this](Job& j) {
+    if (j.status.ok()) Serve(TypeOf(j.request).after.Sample(Rng()));
+    Reply(*j.conn, j.request, j.status);
+  };
+  switch (spec_.model) {
+    case ThreadingModel::kWorkerPool:
+      stages.push_back([=](Job& j) { before(j); calls(j); reply(j); });
+      break;
+    case ThreadingModel::kHandoff:
+      stages.push_back([=](Job& j) { before(j); calls(j); });
+      stages.push_back(reply);
+      break;
+    default:
+      stages.push_back(before);
+      stages.push_back(calls);
+      stages.push_back(reply);
+      break;
+  }
+  std::vector<std::unique_ptr<JobQueue>> queues;
+  for (size_t i = 0; i < stages.size(); ++i) {
+    queues.push_back(std::make_unique<JobQueue>(spec_.queue_capacity));
+  }
+  auto refuse = [this](Job& j, std::string_view why) {
+    fmt::print(stderr, "{}: request {:x}: {}\n", spec_.name, j.request.request_id, why);
+    Reply(*j.conn, j.request, Status::OutOfRange("{}", why));
+  };
+  for (size_t i = 0; i < stages.size(); ++i) {
+    for (uint32_t w = 0; w < spec_.workers; ++w) {
+      std::thread([&, i] {
+        while (true) {
+          Job job = queues[i]->Pop();
+          if (job.status.ok() || i + 1 == stages.size()) stages[i](job);
+          if (i + 1 < stages.size() && !queues[i + 1]->TryPush(job)) refuse(job, "queue full");
+        }
+      }).detach();
+    }
+  }
+  int ep = epoll_create1(EPOLL_CLOEXEC);
+  std::mutex conns_mu;
+  std::map<int, std::shared_ptr<Conn>> conns;
+  std::thread([&] {
+    while (true) {
+      int fd = accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
+      if (fd < 0) continue;
+      auto conn = std::make_shared<Conn>(fd);
+      conn->http = tier_.http;
+      (void)SetTimeouts(fd, topo_.io_timeout);
+      {
+        std::lock_guard lock(conns_mu);
+        conns[fd] = conn;
+      }
+      epoll_event ev{};
+      ev.events = EPOLLIN;
+      ev.data.fd = fd;
+      epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
+    }
+  }).detach();
+  // The dispatcher: one ready event, one whole frame read, one queued job per turn.
+  epoll_event events[64];
+  while (true) {
+    int n = epoll_wait(ep, events, 64, -1);
+    for (int k = 0; k < n; ++k) {
+      std::shared_ptr<Conn> conn;
+      {
+        std::lock_guard lock(conns_mu);
+        auto it = conns.find(events[k].data.fd);
+        if (it == conns.end()) continue;
+        conn = it->second;
+      }
+      // HTTP reads are buffered: whole requests already read are taken before the next
+      // readiness event, which would not come for them.
+      do {
+        Job job;
+        Read r = ReadRequest(*conn, &job.request);
+        if (r == Read::kRejected) continue;
+        if (r == Read::kClosed) {
+          epoll_ctl(ep, EPOLL_CTL_DEL, conn->fd, nullptr);
+          std::lock_guard lock(conns_mu);
+          conns.erase(conn->fd);
+          break;
+        }
+        job.conn = conn;
+        if (!queues[0]->TryPush(job)) refuse(job, "queue full");
+      } while (conn->http && !conn->rbuf.empty());
+    }
+  }
+}
+
+void Server::RunUdp(int fd) {
+  auto serve = [this, fd] {
+    sockaddr_in self{};
+    socklen_t len = sizeof self;
+    getsockname(fd, reinterpret_cast<sockaddr*>(&self), &len);
+    std::string buf(65536, '\0');
+    while (true) {
+      sockaddr_in peer{};
+      len = sizeof peer;
+      ssize_t r = recvfrom(fd, buf.data(), buf.size(), 0, reinterpret_cast<sockaddr*>(&peer), &len);
+      if (r < 0) continue;
+      Conn from(-1);  // only the endpoints, for the truth log: the socket is shared
+      char ip[INET_ADDRSTRLEN] = {};
+      inet_ntop(AF_INET, &self.sin_addr, ip, sizeof ip);
+      from.local = fmt::format("{}:{}", ip, ntohs(self.sin_port));
+      inet_ntop(AF_INET, &peer.sin_addr, ip, sizeof ip);
+      from.peer = fmt::format("{}:{}", ip, ntohs(peer.sin_port));
+      Result<Frame> f = DecodeDatagram(std::string_view(buf.data(), size_t(r)));
+      if (!f.ok()) {
+        fmt::print(stderr, "{}: datagram from {}: {}\n", spec_.name, from.peer, f.status().message());
+        continue;
+      }
+      Frame request = *f;
+      bool known = request.type == FrameType::kRequest && request.request_type < tier_.requests.size();
+      log_->Record(TruthLog::Direction::kRecv, request, from, size_t(r),
+                   known ? std::string_view(TypeOf(request).name) : "?", WallNow());
+      Status s;
+      if (!known) {
+        request.request_type = 0;
+        s = Status::InvalidArgument("unknown request");
+        fmt::print(stderr, "{}: request of type {} from {} is not served here\n", spec_.name,
+                   f->request_type, from.peer);
+      } else {
+        const RequestType& rt = TypeOf(request);
+        Serve(rt.before.Sample(Rng()));
+        s = Downstream(request);
+        if (!s.ok()) fmt::print(stderr, "{}: request {:x}: {}\n", spec_.name, request.request_id, s.message());
+        if (s.ok()) Serve(rt.after.Sample(Rng()));
+      }
+      Frame reply = request;
+      reply.type = s.ok() ? FrameType::kReply : FrameType::kError;
+      std::string wire = EncodeFrame(reply, s.ok() ? TypeOf(request).reply_bytes : uint32_t(kPayloadHeader));
+      log_->Record(TruthLog::Direction::kSend, reply, from, wire.size(), "-", WallNow());
+      sendto(fd, wire.data(), wire.size(), 0, reinterpret_cast<sockaddr*>(&peer), len);
+    }
+  };
+  for (uint32_t w = 1; w < spec_.workers; ++w) std::thread(serve).detach();
+  serve();
+  std::abort();  // serve() never returns
+}
+
+void Server::Run(int listen_fd) {
+  if (tier_.udp) RunUdp(listen_fd);
+  if (spec_.model != ThreadingModel::kThreadPerConnection) RunPipeline(listen_fd);
+  while (true) {
+    int fd = accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno != EINTR) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      continue;
+    }
+    auto conn = std::make_shared<Conn>(fd);
+    conn->http = tier_.http;
+    (void)SetTimeouts(fd, topo_.io_timeout);
+    std::thread([this, conn] { ServeConnection(conn); }).detach();
+  }
+}
+
+}  // namespace
+
+Status RunServer(const Topology& topology, int tier, int index, int listen_fd,
+                 const std::string& truth_dir) {
+  if (tier < 0 || size_t(tier) >= topology.tiers.size() || index < 0 ||
+      size_t(index) >= topology.tiers[tier].servers.size()) {
+    return Status::InvalidArgument("no server {} in tier {}", index, tier);
+  }
+  WEFT_ASSIGN_OR_RETURN(auto log, TruthLog::Open(truth_dir, topology.tiers[tier].servers[index].name));
+  if (!topology.tiers[tier].udp &&
+      topology.tiers[tier].servers[index].model == ThreadingModel::kEventLoop) {
+    RunEventLoop(topology, tier, index, listen_fd, *log);
+  }
+  Server server(topology, tier, index, std::move(log));
+  server.Run(listen_fd);
+}
+
+}  // namespace weft::testbed

@@ -1,0 +1,90 @@
+// The testbed's topology: tiers of servers, their threading models, and for each request
+// type a stochastic call graph (docs/testbed.md). Loaded from TOML; ports 0 are chosen by
+// the kernel when the runner binds them.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+#include "core/time.h"
+
+namespace weft::testbed {
+
+// How one server turns requests into work. See docs/testbed.md for what each model makes
+// hard for a tracer.
+enum class ThreadingModel : uint8_t {
+  kThreadPerConnection,  // blocking; the thread that reads a request replies to it
+  kWorkerPool,           // dispatcher reads, a worker calls downstream and replies
+  kHandoff,              // one pool calls downstream, another replies
+  kStaged,               // SEDA: read, compute, call and reply stages with their own queues
+  kEventLoop,            // SPED: one thread, non-blocking sockets, epoll, many requests at once
+};
+std::string_view ThreadingModelName(ThreadingModel model);
+
+// A service time: constant, exponential or uniform.
+struct Distribution {
+  enum class Kind : uint8_t { kConstant, kExponential, kUniform } kind = Kind::kConstant;
+  TimeNs a = 0;  // the constant, the mean, or the low end
+  TimeNs b = 0;  // the high end of a uniform
+  TimeNs Sample(std::mt19937_64& rng) const;
+};
+// "2ms", "exp(2ms)", "uniform(1ms,3ms)"; "0" is no time.
+Result<Distribution> ParseDistribution(std::string_view text);
+
+// One downstream call of a request type: `count` calls (uniform in [min_count, max_count])
+// to `tier`'s request `request`, in sequence or all at once.
+struct CallSpec {
+  int tier = -1;
+  int request = -1;
+  uint32_t min_count = 1;
+  uint32_t max_count = 1;
+  bool parallel = false;
+};
+
+struct RequestType {
+  std::string name;
+  double weight = 1;  // share of the client's mix (entry tier only)
+  Distribution before, between, after;
+  uint32_t reply_bytes = 64;
+  uint32_t request_bytes = 64;
+  std::vector<CallSpec> calls;
+};
+
+struct ServerSpec {
+  std::string name;  // "<tier><index>", the node name in traces
+  uint16_t port = 0;
+  ThreadingModel model = ThreadingModel::kThreadPerConnection;
+  uint32_t workers = 8;          // threads per pool or stage
+  uint32_t queue_capacity = 1024;  // per queue; a full queue answers with an error
+};
+
+struct Tier {
+  std::string name;
+  bool pooled = true;  // persistent downstream connections, else one per call
+  // Served over UDP, one frame per datagram, by `workers` threads sharing the socket (a
+  // DNS-like service); the threading model does not apply.
+  bool udp = false;
+  bool http = false;  // HTTP/1.1 messages instead of frames (protocol = "http")
+  std::vector<ServerSpec> servers;
+  std::vector<RequestType> requests;
+};
+
+struct Topology {
+  std::string name;
+  std::vector<Tier> tiers;  // tiers[0] is the entry tier the load client calls
+  bool client_pooled = true;
+  TimeNs think = 0;                      // client think time between requests
+  uint32_t pipeline = 1;  // requests a client session sends before reading their replies
+  TimeNs io_timeout = 5 * kSecond;       // bounds every blocking read and write
+
+  int TierIndex(std::string_view name) const;
+};
+
+Result<Topology> ParseTopology(std::string_view text, std::string_view source);
+Result<Topology> LoadTopology(const std::string& path);
+
+}  // namespace weft::testbed

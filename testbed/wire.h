@@ -1,0 +1,102 @@
+// The testbed's wire protocol, its blocking socket helpers and the ground-truth log.
+//
+// A frame is a 4-byte big-endian payload length, then the payload: type (1 byte), request
+// type index (2), request id (8), call id (8), parent call id (8), then padding up to the
+// message size the topology asks for. Request and call ids travel inside the payload only
+// so that the truth log can record them; inference never reads payloads or truth logs.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "core/status.h"
+#include "core/time.h"
+
+namespace weft::testbed {
+
+enum class FrameType : uint8_t { kRequest = 1, kReply = 2, kError = 3 };
+
+struct Frame {
+  FrameType type = FrameType::kRequest;
+  uint16_t request_type = 0;
+  uint64_t request_id = 0;
+  uint64_t call_id = 0;      // a CALL and its RETURN carry the same call id
+  uint64_t parent_call = 0;  // the call into the sender this call is nested in; 0 for roots
+};
+
+inline constexpr size_t kPayloadHeader = 27;
+inline constexpr uint32_t kMaxPayload = 1 << 20;
+
+// The whole frame on the wire, padded to `payload_bytes` (at least the header).
+std::string EncodeFrame(const Frame& frame, uint32_t payload_bytes);
+
+// The same frame as an HTTP/1.1 message, for tiers with protocol = "http": a request is
+// "POST /r<type> HTTP/1.1", a reply "HTTP/1.1 200 OK" (500 for an error reply); the ids
+// travel in an X-Weft-Ids header, the body is `payload_bytes` of padding.
+std::string EncodeHttp(const Frame& frame, uint32_t payload_bytes);
+inline std::string EncodeMessage(const Frame& frame, uint32_t payload_bytes, bool http) {
+  return http ? EncodeHttp(frame, payload_bytes) : EncodeFrame(frame, payload_bytes);
+}
+// Takes one whole message (a frame, or an HTTP message) from the front of `buf`: true when
+// one was taken, false when `buf` holds only part of one, an error when it is malformed.
+Result<bool> TakeMessage(std::string& buf, bool http, Frame* frame, size_t* wire_bytes);
+Result<Frame> DecodePayload(std::string_view payload);
+
+// A connected socket and its two endpoints as "127.0.0.1:port". Closes on destruction.
+struct Conn {
+  explicit Conn(int fd_in);
+  ~Conn();
+  Conn(const Conn&) = delete;
+  Conn& operator=(const Conn&) = delete;
+
+  int fd;
+  std::string local, peer;
+  std::mutex write_mu;  // replies from several threads on one connection
+  int target = -1;      // for pooled downstream connections: the server index
+  bool datagram = false;  // a connected UDP socket: one frame per datagram
+  bool http = false;      // HTTP/1.1 messages instead of frames
+  std::string rbuf;       // HTTP bytes read past the last message
+};
+
+// Connects to 127.0.0.1:port (TCP, or a connected UDP socket) with send and receive
+// timeouts of `timeout`.
+Result<std::unique_ptr<Conn>> ConnectLoopback(uint16_t port, TimeNs timeout,
+                                              bool datagram = false);
+Status SetTimeouts(int fd, TimeNs timeout);
+
+// Reads one frame. nullopt on a clean end of stream before the frame; an error on a
+// timeout, a reset, a short frame or a malformed payload. `wire_bytes` gets the size.
+Result<std::optional<Frame>> ReadFrame(int fd, size_t* wire_bytes);
+// ReadFrame for a stream, one datagram for a UDP socket, one HTTP message for HTTP.
+Result<std::optional<Frame>> ReadConnFrame(Conn& conn, size_t* wire_bytes);
+// A whole frame received as one datagram.
+Result<Frame> DecodeDatagram(std::string_view datagram);
+Status WriteAll(int fd, std::string_view data);
+
+uint32_t CurrentThreadId();
+TimeNs WallNow();
+// Sleeps for a service time (the testbed simulates work by waiting, not spinning, so that
+// many requests fit on two cores).
+void Serve(TimeNs d);
+
+// One process's ground truth: a line per message sent or received (docs/testbed.md). Each
+// line is one write(2) to an O_APPEND file, so a killed process loses nothing it logged.
+class TruthLog {
+ public:
+  static Result<std::unique_ptr<TruthLog>> Open(const std::string& dir, const std::string& node);
+  ~TruthLog();
+  enum class Direction : char { kSend = 'S', kRecv = 'R' };
+  // `request_name` is the request type's name for calls, "-" for replies.
+  void Record(Direction dir, const Frame& frame, const Conn& conn, size_t bytes,
+              std::string_view request_name, TimeNs when);
+
+ private:
+  explicit TruthLog(int fd) : fd_(fd) {}
+  int fd_;
+};
+
+}  // namespace weft::testbed

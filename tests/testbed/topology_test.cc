@@ -1,0 +1,126 @@
+#include "testbed/topology.h"
+#include "testbed/wire.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+namespace weft::testbed {
+namespace {
+
+constexpr std::string_view kSmall = R"toml(
+[[tier]]
+name = "a"
+model = "handoff"
+workers = 3
+[[tier.request]]
+name = "r"
+before = "exp(1ms)"
+calls = [{ tier = "b", request = "s", count = "1-3", parallel = true }]
+[[tier]]
+name = "b"
+servers = 2
+[[tier.request]]
+name = "s"
+between = "uniform(1ms, 2ms)"
+)toml";
+
+TEST(Topology, ParsesTiersServersAndCallGraph) {
+  Result<Topology> t = ParseTopology(kSmall, "small.toml");
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  ASSERT_EQ(t->tiers.size(), 2u);
+  EXPECT_EQ(t->tiers[0].servers[0].model, ThreadingModel::kHandoff);
+  EXPECT_EQ(t->tiers[0].servers[0].workers, 3u);
+  EXPECT_EQ(t->tiers[1].servers.size(), 2u);
+  EXPECT_EQ(t->tiers[1].servers[1].name, "b1");
+  const CallSpec& c = t->tiers[0].requests[0].calls[0];
+  EXPECT_EQ(c.tier, 1);
+  EXPECT_EQ(c.request, 0);
+  EXPECT_EQ(c.min_count, 1u);
+  EXPECT_EQ(c.max_count, 3u);
+  EXPECT_TRUE(c.parallel);
+  EXPECT_EQ(t->tiers[0].requests[0].before.kind, Distribution::Kind::kExponential);
+  EXPECT_EQ(t->tiers[0].requests[0].before.a, kMillisecond);
+  EXPECT_EQ(t->tiers[1].requests[0].between.b, 2 * kMillisecond);
+}
+
+TEST(Topology, ReportsErrorsWithLine) {
+  std::string unknown(kSmall);
+  unknown.replace(unknown.find("tier = \"b\""), 10, "tier = \"x\"");
+  Result<Topology> t = ParseTopology(unknown, "t.toml");
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.status().message(), "t.toml:9: call to unknown tier 'x'");
+  std::string model(kSmall);
+  model.replace(model.find("handoff"), 7, "fibers!");
+  EXPECT_FALSE(ParseTopology(model, "t.toml").ok());
+  std::string upward(kSmall);
+  upward += "calls = [{ tier = \"a\", request = \"r\" }]\n";
+  t = ParseTopology(upward, "t.toml");
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.status().message().find("only tiers listed after it"), std::string::npos);
+  EXPECT_FALSE(ParseTopology("[[tier]\n", "t.toml").ok());
+  EXPECT_FALSE(ParseDistribution("uniform(3ms,1ms)").ok());
+  EXPECT_FALSE(ParseDistribution("exp(-1ms)").ok());
+}
+
+TEST(Topology, SampleStaysInRange) {
+  std::mt19937_64 rng(1);
+  Distribution u = *ParseDistribution("uniform(1ms,2ms)");
+  for (int i = 0; i < 1000; ++i) {
+    TimeNs v = u.Sample(rng);
+    ASSERT_GE(v, kMillisecond);
+    ASSERT_LE(v, 2 * kMillisecond);
+  }
+  EXPECT_EQ(ParseDistribution("0")->Sample(rng), 0);
+}
+
+TEST(Topology, ShippedTopologiesLoad) {
+  int n = 0;
+  for (const auto& e : std::filesystem::directory_iterator(WEFT_TOPOLOGIES)) {
+    Result<Topology> t = LoadTopology(e.path().string());
+    EXPECT_TRUE(t.ok()) << t.status().message();
+    ++n;
+  }
+  EXPECT_GE(n, 3);
+}
+
+TEST(Wire, FramesAndHttpMessagesRoundTripInPieces) {
+  Frame f;
+  f.type = FrameType::kError;
+  f.request_type = 3;
+  f.request_id = 0x1234567890;
+  f.call_id = 77;
+  f.parent_call = 5;
+  for (bool http : {false, true}) {
+    std::string wire = EncodeMessage(f, 100, http) + EncodeMessage(f, 40, http);
+    std::string buf = wire.substr(0, 20);
+    Frame got;
+    size_t bytes = 0;
+    Result<bool> taken = TakeMessage(buf, http, &got, &bytes);
+    ASSERT_TRUE(taken.ok());
+    EXPECT_FALSE(*taken);  // only part of the first message
+    buf = wire;
+    taken = TakeMessage(buf, http, &got, &bytes);
+    ASSERT_TRUE(taken.ok() && *taken) << taken.status().message();
+    EXPECT_EQ(got.type, FrameType::kError);
+    EXPECT_EQ(got.request_type, 3);
+    EXPECT_EQ(got.request_id, 0x1234567890u);
+    EXPECT_EQ(got.call_id, 77u);
+    EXPECT_EQ(got.parent_call, 5u);
+    EXPECT_EQ(buf.size(), wire.size() - bytes);
+    taken = TakeMessage(buf, http, &got, &bytes);
+    ASSERT_TRUE(taken.ok() && *taken);
+    EXPECT_TRUE(buf.empty());
+  }
+  std::string http = EncodeHttp(f, 10);
+  EXPECT_EQ(http.substr(0, 35), "HTTP/1.1 500 Internal Server Error\r");
+  std::string bad = "GET / HTTP/1.0\r\n\r\n";
+  Frame got;
+  size_t bytes = 0;
+  EXPECT_FALSE(TakeMessage(bad, true, &got, &bytes).ok());
+  std::string frame = std::string("\xff\xff\xff\xff", 4);
+  EXPECT_FALSE(TakeMessage(frame, false, &got, &bytes).ok());
+}
+
+}  // namespace
+}  // namespace weft::testbed
