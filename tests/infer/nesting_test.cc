@@ -153,6 +153,24 @@ TEST(NestingTest, LostReturnDoesNotStretchACall) {
   EXPECT_EQ(set.patterns[0].key, "C:A>B(C:B>C(R:C>B) R:B>A)");
 }
 
+// With receive times, a call sent before the child but queued until after the child
+// left B cannot be its parent (times on B's clock), whatever the send order says.
+TEST(NestingTest, ParentMustArriveBeforeTheChildLeaves) {
+  PathSet set = Infer(Parse(R"(
+1000 CALL_SENT A B p1 recv=10000
+2000 CALL_SENT A B p2 recv=3000
+5000 CALL_SENT B C c recv=5000
+6000 RET_SENT C B c recv=6000
+7000 RET_SENT B A p2 recv=7000
+12000 RET_SENT B A p1 recv=12000
+)"));
+  EXPECT_EQ(set.Counter("candidate_parents"), 1);
+  ASSERT_EQ(set.instance_count(), 2u);
+  // p2 (sent at 2000) carries the child; p1 is a root with no children.
+  EXPECT_EQ(set.patterns[set.pattern[0]].key, "C:A>B(R:B>A)");
+  EXPECT_EQ(set.patterns[set.pattern[1]].key, "C:A>B(C:B>C(R:C>B) R:B>A)");
+}
+
 TEST(NestingTest, RejectsNegativeKnobs) {
   NestingOptions options;
   options.skew_window = -1;

@@ -164,12 +164,21 @@ class Nesting {
     }
     for (const auto& [key, returns] : pending) unmatched_returns_ += int64_t(returns.size());
     for (const Call& c : calls_) unmatched_calls_ += !c.ret.valid();
-    // A candidate that never returned is not a call pair and cannot be a parent.
+    // Now that every pair is known, keep only candidates that returned and that nest
+    // the child on the middle node's own clock, within the skew window: arrived before
+    // the child left and returned after the child's return arrived. The walk above
+    // orders by send times; with receive times a parent can be sent before its child
+    // yet arrive after it, and such an impossible candidate's negative delay would pile
+    // up in bin 0 of the scoreboard and attract every choice. Without receive times this
+    // removes nothing the walk admitted.
     for (Call& c : calls_) {
       if (!c.ret.valid()) continue;
       uint32_t* begin = candidates_.data() + c.candidates_begin;
-      uint32_t* end = std::remove_if(begin, begin + c.candidate_count,
-                                     [&](uint32_t p) { return !calls_[p].ret.valid(); });
+      uint32_t* end = std::remove_if(begin, begin + c.candidate_count, [&](uint32_t p) {
+        const Call& parent = calls_[p];
+        return !parent.ret.valid() || Received(parent.call) > Sent(c.call) + w ||
+               Sent(parent.ret) + w < Received(c.ret);
+      });
       c.candidate_count = uint32_t(end - begin);
     }
   }
