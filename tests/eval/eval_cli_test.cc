@@ -7,6 +7,8 @@
 #include <sstream>
 
 #include <gtest/gtest.h>
+
+#include "weft_cli.h"
 #include <nlohmann/json.hpp>
 
 #include "infer/paths.h"
@@ -15,21 +17,8 @@
 namespace weft {
 namespace {
 
-struct CommandRun {
-  int rc;
-  std::string output;  // stdout then stderr
-};
-
-CommandRun Weft(const std::string& args) {
-  std::string command = std::string(WEFT_BINARY) + " " + args + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  std::string out;
-  char buffer[4096];
-  size_t n;
-  while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) out.append(buffer, n);
-  int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
+using weft::testing::CommandRun;
+using weft::testing::Weft;
 
 // The system ran A→B→C→D twice.
 constexpr std::string_view kTwoChains = R"(1.0 MSG_SENT A B recv=1.1 path=1 msg=1

@@ -1,5 +1,7 @@
 // The gen, skew and drop subcommands end to end: exit codes and their one-line messages.
 #include <gtest/gtest.h>
+
+#include "weft_cli.h"
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -13,21 +15,8 @@
 namespace weft {
 namespace {
 
-struct CommandRun {
-  int code;
-  std::string output;  // stdout and stderr together
-};
-
-CommandRun Weft(const std::string& args) {
-  std::string command = std::string(WEFT_BINARY) + " " + args + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) out.append(buf, n);
-  int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
+using weft::testing::CommandRun;
+using weft::testing::Weft;
 
 class GenCli : public ::testing::Test {
  protected:
@@ -42,17 +31,17 @@ class GenCli : public ::testing::Test {
 
 TEST_F(GenCli, ListsScenariosAndPrintsConfigs) {
   CommandRun list = Weft("gen --list");
-  EXPECT_EQ(list.code, 0);
+  EXPECT_EQ(list.rc, 0);
   EXPECT_EQ(std::count(list.output.begin(), list.output.end(), '\n'), 7);
   EXPECT_EQ(list.output.rfind("multitier ", 0), 0u);
   CommandRun config = Weft("gen multitier-added-delay --print-config");
-  EXPECT_EQ(config.code, 0);
+  EXPECT_EQ(config.rc, 0);
   EXPECT_NE(config.output.find("extra = { WS2 = \"200ms\" }"), std::string::npos);
 }
 
 TEST_F(GenCli, UnknownScenarioListsTheKnownOnes) {
   CommandRun r = Weft("gen multitear -o " + Path("x.trace"));
-  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.rc, 1);
   EXPECT_EQ(r.output,
             "weft gen: unknown scenario 'multitear' (built-in: multitier, multitier-added-delay, "
             "children-parallel, children-0-2, children-d-cc, penalty-breaker, email; or give a "
@@ -62,7 +51,7 @@ TEST_F(GenCli, UnknownScenarioListsTheKnownOnes) {
 TEST_F(GenCli, GenSkewDropRoundTrip) {
   const std::string gen = Path("g.weft"), skew = Path("s.weft"), drop = Path("d.trace");
   CommandRun g = Weft("gen children-0-2 --messages 3000 --seed 9 -o " + gen);
-  ASSERT_EQ(g.code, 0) << g.output;
+  ASSERT_EQ(g.rc, 0) << g.output;
   EXPECT_NE(g.output.find(" messages, "), std::string::npos);
   Result<Trace> t = LoadTrace(gen);
   ASSERT_TRUE(t.ok()) << t.status().message();
@@ -70,22 +59,22 @@ TEST_F(GenCli, GenSkewDropRoundTrip) {
   EXPECT_EQ(g.output.rfind(std::to_string(t->size()) + " messages, ", 0), 0u) << g.output;
 
   CommandRun bad = Weft("skew " + gen + " -o " + skew + " --offset Q=+1ms");
-  EXPECT_EQ(bad.code, 1);
+  EXPECT_EQ(bad.rc, 1);
   EXPECT_EQ(bad.output, "weft skew: unknown node 'Q' (the trace has: A, B, C)\n");
   CommandRun s = Weft("skew " + gen + " -o " + skew + " --offset B=+30ms");
-  ASSERT_EQ(s.code, 0) << s.output;
+  ASSERT_EQ(s.rc, 0) << s.output;
   EXPECT_EQ(s.output, "skewed " + std::to_string(t->size()) +
                           " messages; 1 of 3 nodes shifted: "
                           "B=+30ms\n");
 
   CommandRun d = Weft("drop " + gen + " -o " + drop + " --rate 1e9");
-  ASSERT_EQ(d.code, 0) << d.output;
+  ASSERT_EQ(d.rc, 0) << d.output;
   EXPECT_EQ(
       d.output.rfind("dropped 0 of " + std::to_string(t->size()) + " messages (0.00%); 0 of ", 0),
       0u)
       << d.output;
   CommandRun bad_config = Weft("gen " + Path("missing.toml") + " -o " + gen);
-  EXPECT_EQ(bad_config.code, 1);
+  EXPECT_EQ(bad_config.rc, 1);
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 // weft infer --algo convolution, weft paths, weft eval and weft report --dot as a user runs
 // them on the email scenario (docs/convolution.md): exact lines and one-line errors.
 #include <gtest/gtest.h>
+
+#include "weft_cli.h"
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -10,21 +12,8 @@
 
 namespace {
 
-struct CommandRun {
-  int rc;
-  std::string output;  // stdout then stderr
-};
-
-CommandRun Weft(const std::string& args) {
-  std::string command = std::string(WEFT_BINARY) + " " + args + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  std::string out;
-  char buffer[4096];
-  size_t n;
-  while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) out.append(buffer, n);
-  int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
+using weft::testing::CommandRun;
+using weft::testing::Weft;
 
 std::string FirstLine(const std::string& s) { return s.substr(0, s.find('\n')); }
 
