@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <random>
@@ -17,22 +19,157 @@ namespace weft::testbed {
 
 std::string FormatLoadStats(const LoadStats& s) {
   return fmt::format(
-      "{} requests in {}: {} ok, {} error replies, {} failed; {:.1f} req/s; latency p50 {} "
+      "{} requests in {}: {} ok, {} error replies, {} failed{}; {:.1f} req/s; latency p50 {} "
       "p99 {}",
-      s.sent, FormatDuration(s.elapsed), s.ok, s.errors, s.failed, s.Throughput(),
+      s.sent, FormatDuration(s.elapsed), s.ok, s.errors, s.failed,
+      s.dropped > 0 ? fmt::format(" ({} dropped unsent)", s.dropped) : "", s.Throughput(),
       FormatDuration(s.latency.Quantile(0.5)), FormatDuration(s.latency.Quantile(0.99)));
 }
 
+namespace {
+
+// Open loop: this thread draws Poisson arrivals into a queue, and `concurrency` senders
+// each take the oldest arrival and exchange it on their own connection. Arrivals never
+// wait for replies, so a slow system shows as latency and drops, not as a lower rate.
+LoadStats RunOpenLoop(const Topology& topo, const LoadOptions& options, TruthLog* log) {
+  const Tier& entry = topo.tiers[0];
+  std::vector<double> weights;
+  for (const RequestType& r : entry.requests) weights.push_back(r.weight);
+  Balancer balancer(topo, "client");
+  std::atomic<uint32_t> next_call{0};
+  std::mutex mu;
+  std::condition_variable ready;
+  std::deque<TimeNs> arrivals;  // scheduled send times no sender has taken yet
+  uint32_t in_flight = 0;
+  bool arriving = true;
+  LoadStats total;
+  const TimeNs start = WallNow();
+  const TimeNs end = start + options.duration;
+  auto interrupted = [&] { return options.stop && options.stop->load(); };
+
+  auto sender = [&](uint32_t id) {
+    std::mt19937_64 rng(topo.seed + 1 + id);
+    std::discrete_distribution<int> pick(weights.begin(), weights.end());
+    std::map<int, std::unique_ptr<Conn>> pooled;  // per entry server
+    LoadStats mine;
+    for (;;) {
+      TimeNs scheduled = 0;
+      {
+        std::unique_lock lock(mu);
+        ready.wait(lock, [&] { return !arrivals.empty() || !arriving; });
+        if (arrivals.empty()) break;
+        scheduled = arrivals.front();
+        arrivals.pop_front();
+        ++in_flight;
+      }
+      // An arrival older than io_timeout would time out anyway; after an interrupt the
+      // backlog is not worth waiting for. Either way it is dropped unsent.
+      if (interrupted() || WallNow() - scheduled > topo.io_timeout) {
+        ++mine.failed;
+        ++mine.dropped;
+      } else {
+        int server = balancer.Pick(0);
+        std::unique_ptr<Conn> conn = std::move(pooled[server]);
+        if (!conn) {
+          Result<std::unique_ptr<Conn>> c =
+              ConnectLoopback(entry.servers[server].port, topo.io_timeout, entry.udp);
+          if (c.ok()) {
+            conn = std::move(*c);
+            conn->http = entry.http;
+          }
+        }
+        bool answered = false;
+        if (conn) {
+          Frame call;
+          call.request_type = uint16_t(pick(rng));
+          call.call_id = (uint64_t(getpid()) << 32) | ++next_call;
+          call.request_id = call.call_id;
+          const RequestType& rt = entry.requests[call.request_type];
+          std::string wire = EncodeMessage(call, rt.request_bytes, conn->http);
+          if (log) {
+            log->Record(TruthLog::Direction::kSend, call, *conn, wire.size(), rt.name, WallNow());
+          }
+          if (WriteAll(conn->fd, wire).ok()) {
+            size_t bytes = 0;
+            Result<std::optional<Frame>> reply = ReadConnFrame(*conn, &bytes);
+            TimeNs done = WallNow();
+            if (reply.ok() && reply->has_value() && (*reply)->call_id == call.call_id) {
+              answered = true;
+              if (log) log->Record(TruthLog::Direction::kRecv, **reply, *conn, bytes, "-", done);
+              if ((*reply)->type == FrameType::kReply) {
+                ++mine.ok;
+                mine.latency.Record(done - scheduled);
+              } else {
+                ++mine.errors;
+              }
+            }
+          }
+        }
+        if (!answered) ++mine.failed;
+        if (answered && topo.client_pooled) pooled[server] = std::move(conn);
+      }
+      std::lock_guard lock(mu);
+      --in_flight;
+    }
+    std::lock_guard lock(mu);
+    total.ok += mine.ok;
+    total.errors += mine.errors;
+    total.failed += mine.failed;
+    total.dropped += mine.dropped;
+    total.latency.Merge(mine.latency);
+  };
+  std::vector<std::thread> threads;
+  for (uint32_t i = 0; i < options.concurrency; ++i) threads.emplace_back(sender, i);
+
+  std::mt19937_64 rng(topo.seed);
+  std::exponential_distribution<double> gap(options.rate);  // seconds between arrivals
+  uint64_t sent = 0, dropped = 0;
+  for (TimeNs next = start + TimeNs(gap(rng) * double(kSecond)); next < end && !interrupted();
+       next += TimeNs(gap(rng) * double(kSecond))) {
+    for (TimeNs now = WallNow(); now < next && !interrupted(); now = WallNow()) {
+      std::this_thread::sleep_for(
+          std::chrono::nanoseconds(std::min<TimeNs>(next - now, 10 * kMillisecond)));
+    }
+    if (interrupted()) break;
+    ++sent;
+    std::lock_guard lock(mu);
+    if (arrivals.size() + in_flight >= options.max_outstanding) {
+      ++dropped;
+    } else {
+      arrivals.push_back(next);
+      ready.notify_one();
+    }
+  }
+  {
+    std::lock_guard lock(mu);
+    arriving = false;
+  }
+  ready.notify_all();
+  for (std::thread& t : threads) t.join();
+  total.sent = sent;
+  total.failed += dropped;
+  total.dropped += dropped;
+  total.elapsed = WallNow() - start;
+  return total;
+}
+
+}  // namespace
+
 Result<LoadStats> RunLoad(const Topology& topo, const LoadOptions& options) {
   if (options.concurrency == 0) return Status::InvalidArgument("concurrency must be positive");
+  if (!(options.rate >= 0)) return Status::InvalidArgument("rate must not be negative");
+  if (options.rate > 0 && options.max_outstanding == 0) {
+    return Status::InvalidArgument("max_outstanding must be positive");
+  }
   std::unique_ptr<TruthLog> log;
   if (!options.truth_dir.empty()) {
     WEFT_ASSIGN_OR_RETURN(log, TruthLog::Open(options.truth_dir, "client"));
   }
+  if (options.rate > 0) return RunOpenLoop(topo, options, log.get());
   const Tier& entry = topo.tiers[0];
   std::vector<double> weights;
   for (const RequestType& r : entry.requests) weights.push_back(r.weight);
-  std::atomic<uint32_t> round_robin{0};
+  Balancer balancer(topo, "client");
   std::atomic<uint32_t> next_call{0};
   std::mutex mu;
   LoadStats total;
@@ -49,7 +186,7 @@ Result<LoadStats> RunLoad(const Topology& topo, const LoadOptions& options) {
     LoadStats mine;
     const uint32_t depth = std::max<uint32_t>(1, topo.pipeline);
     while (!stopped()) {
-      int server = int(round_robin.fetch_add(1) % entry.servers.size());
+      int server = balancer.Pick(0);
       std::unique_ptr<Conn> conn = std::move(pooled[server]);
       if (!conn) {
         Result<std::unique_ptr<Conn>> c =

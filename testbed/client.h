@@ -1,6 +1,8 @@
-// The testbed's closed-loop load client: `concurrency` sessions each send a request to the
+// The testbed's load client. Closed loop: `concurrency` sessions each send a request to the
 // entry tier, await its reply, think, and repeat until the duration ends or Stop() is
-// called. The client is a node ("client") with its own truth log.
+// called. Open loop (rate > 0): requests arrive as a Poisson process at `rate` per second,
+// whether or not earlier ones were answered, and `concurrency` senders take them in
+// arrival order. The client is a node ("client") with its own truth log.
 #pragma once
 
 #include <atomic>
@@ -16,6 +18,10 @@ namespace weft::testbed {
 struct LoadOptions {
   TimeNs duration = 10 * kSecond;
   uint32_t concurrency = 1;
+  double rate = 0;  // requests per second of an open loop; 0: closed loop
+  // Open loop: arrivals beyond this many requests waiting or in flight are dropped, so a
+  // stalled system cannot make the client queue without bound.
+  uint32_t max_outstanding = 1024;
   std::string truth_dir;  // empty: no truth log
   const std::atomic<bool>* stop = nullptr;  // ends the run early when set
 };
@@ -24,9 +30,12 @@ struct LoadStats {
   uint64_t sent = 0;       // requests started
   uint64_t ok = 0;         // answered with a reply
   uint64_t errors = 0;     // answered with an error reply
-  uint64_t failed = 0;     // no answer: connection refused, reset or timed out
+  uint64_t failed = 0;     // no answer: connection refused, reset or timed out, or dropped
+  uint64_t dropped = 0;    // open loop: never sent, over max_outstanding or too late
   TimeNs elapsed = 0;
-  LatencyHistogram latency;  // of requests answered ok
+  // Of requests answered ok; in open loop from the arrival (scheduled send) time, so time
+  // spent waiting for a sender counts (no coordinated omission).
+  LatencyHistogram latency;
   double Throughput() const { return elapsed > 0 ? double(ok) * kSecond / double(elapsed) : 0; }
 };
 

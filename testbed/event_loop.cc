@@ -63,7 +63,7 @@ class Loop {
  public:
   Loop(const Topology& topo, int tier, int index, TruthLog& log)
       : topo_(topo), tier_(topo.tiers[tier]), name_(tier_.servers[index].name), log_(log),
-        rng_(uint64_t(WallNow())), round_robin_(topo.tiers.size(), 0) {}
+        rng_(uint64_t(WallNow())), balancer_(topo, name_) {}
 
   [[noreturn]] void Run(int listen_fd);
 
@@ -85,7 +85,7 @@ class Loop {
   std::string name_;
   TruthLog& log_;
   std::mt19937_64 rng_;
-  std::vector<uint32_t> round_robin_;
+  Balancer balancer_;
   uint32_t next_call_ = 0;
   int ep_ = -1, timer_fd_ = -1, listen_fd_ = -1;
   std::map<int, std::shared_ptr<EvConn>> conns_;
@@ -230,7 +230,7 @@ bool Loop::Sleep(const std::shared_ptr<Req>& r, const Distribution& d) {
 
 void Loop::Call(const std::shared_ptr<Req>& r, const CallSpec& spec) {
   const Tier& t = topo_.tiers[spec.tier];
-  int server = int(round_robin_[spec.tier]++ % t.servers.size());
+  int server = balancer_.Pick(spec.tier);
   std::shared_ptr<EvConn> c;
   auto& idle = idle_[{spec.tier, server}];
   while (!idle.empty() && !c) {

@@ -159,6 +159,8 @@ Result<RunReport> RunTestbed(Topology topo, const RunOptions& options) {
   LoadOptions load;
   load.duration = options.duration;
   load.concurrency = options.concurrency;
+  load.rate = options.rate;
+  load.max_outstanding = options.max_outstanding;
   load.truth_dir = options.out_dir;
   load.stop = options.stop;
   Result<LoadStats> stats = RunLoad(topo, load);

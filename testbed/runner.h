@@ -17,6 +17,8 @@ namespace weft::testbed {
 struct RunOptions {
   TimeNs duration = 10 * kSecond;
   uint32_t concurrency = 32;
+  double rate = 0;  // open-loop requests per second; 0: closed loop (see LoadOptions)
+  uint32_t max_outstanding = 1024;
   std::string out_dir;  // truth logs (<node>.truth) and server stderr (<node>.log)
   const std::atomic<bool>* stop = nullptr;
   // Failure injection for tests: SIGKILL the server named `kill_server` after `kill_after`.

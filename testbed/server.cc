@@ -68,7 +68,7 @@ class Server {
  public:
   Server(const Topology& topo, int tier, int index, std::unique_ptr<TruthLog> log)
       : topo_(topo), tier_(topo.tiers[tier]), spec_(tier_.servers[index]), log_(std::move(log)),
-        round_robin_(topo.tiers.size()) {}
+        balancer_(topo, spec_.name) {}
 
   [[noreturn]] void Run(int listen_fd);
 
@@ -94,7 +94,7 @@ class Server {
   const ServerSpec& spec_;
   std::unique_ptr<TruthLog> log_;
   std::atomic<uint32_t> next_call_{0};
-  std::vector<std::atomic<uint32_t>> round_robin_;  // per downstream tier
+  Balancer balancer_;
   std::mutex pool_mu_;
   std::map<std::pair<int, int>, std::vector<std::unique_ptr<Conn>>> pool_;  // (tier, server)
 };
@@ -137,7 +137,7 @@ void Server::Reply(Conn& conn, const Frame& request, const Status& status) {
 
 Result<std::unique_ptr<Conn>> Server::GetConn(int tier) {
   const Tier& t = topo_.tiers[tier];
-  int server = int(round_robin_[tier].fetch_add(1) % t.servers.size());
+  int server = balancer_.Pick(tier);
   if (tier_.pooled) {
     std::lock_guard lock(pool_mu_);
     auto& idle = pool_[{tier, server}];

@@ -156,6 +156,11 @@ Result<Tier> Parser::ParseTier(const toml::table& t) {
   if (protocol != "tcp" && protocol != "udp" && protocol != "http") {
     return Error(LineOf(t), "protocol must be tcp, http or udp, not '{}'", protocol);
   }
+  std::string balance = t["balance"].value_or(std::string("round-robin"));
+  if (balance != "round-robin" && balance != "random") {
+    return Error(LineOf(t), "balance must be round-robin or random, not '{}'", balance);
+  }
+  tier.balance = balance == "random" ? Balance::kRandom : Balance::kRoundRobin;
   tier.udp = protocol == "udp";
   tier.http = protocol == "http";
   WEFT_ASSIGN_OR_RETURN(ServerSpec defaults, ParseServer(t, ServerSpec{}));
@@ -200,6 +205,11 @@ Result<Topology> Parser::Parse(const toml::table& root) {
     Result<TimeNs> d = ParseDuration(*t);
     if (!d.ok() || *d <= 0) return Error(LineOf(*root.get("io_timeout")), "bad io_timeout");
     topo.io_timeout = *d;
+  }
+  if (const toml::node* n = root.get("seed")) {
+    auto v = n->value<int64_t>();
+    if (!v || *v < 0) return Error(LineOf(*n), "seed must be a non-negative integer");
+    topo.seed = uint64_t(*v);
   }
   const toml::array* tiers = root["tier"].as_array();
   if (!tiers || tiers->empty()) return Error(1, "a topology needs at least one [[tier]]");
@@ -293,6 +303,27 @@ int Topology::TierIndex(std::string_view tier_name) const {
     if (tiers[i].name == tier_name) return int(i);
   }
   return -1;
+}
+
+namespace {
+// FNV-1a: std::hash may differ between standard libraries; a seed should not.
+uint64_t HashName(std::string_view s) {
+  uint64_t h = 14695981039346656037ull;
+  for (char c : s) h = (h ^ uint8_t(c)) * 1099511628211ull;
+  return h;
+}
+}  // namespace
+
+Balancer::Balancer(const Topology& topo, std::string_view node)
+    : topo_(topo), round_robin_(topo.tiers.size()), rng_(topo.seed ^ HashName(node)) {}
+
+int Balancer::Pick(int tier) {
+  const size_t n = topo_.tiers[tier].servers.size();
+  if (topo_.tiers[tier].balance == Balance::kRandom) {
+    std::lock_guard lock(mu_);
+    return int(std::uniform_int_distribution<size_t>(0, n - 1)(rng_));
+  }
+  return int(round_robin_[tier].fetch_add(1) % n);
 }
 
 Result<Topology> ParseTopology(std::string_view text, std::string_view source) {

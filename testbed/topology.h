@@ -3,7 +3,9 @@
 // the kernel when the runner binds them.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <mutex>
 #include <random>
 #include <string>
 #include <string_view>
@@ -62,8 +64,12 @@ struct ServerSpec {
   uint32_t queue_capacity = 1024;  // per queue; a full queue answers with an error
 };
 
+// How calls to a tier are spread over its servers (`balance` in the tier's table).
+enum class Balance : uint8_t { kRoundRobin, kRandom };
+
 struct Tier {
   std::string name;
+  Balance balance = Balance::kRoundRobin;
   bool pooled = true;  // persistent downstream connections, else one per call
   // Served over UDP, one frame per datagram, by `workers` threads sharing the socket (a
   // DNS-like service); the threading model does not apply.
@@ -80,8 +86,24 @@ struct Topology {
   TimeNs think = 0;                      // client think time between requests
   uint32_t pipeline = 1;  // requests a client session sends before reading their replies
   TimeNs io_timeout = 5 * kSecond;       // bounds every blocking read and write
+  uint64_t seed = 1;  // seeds random load sharing, so that a run's choices can be repeated
 
   int TierIndex(std::string_view name) const;
+};
+
+// Picks the server of a tier for each call from one node, by the tier's balance. Random
+// choices come from one generator per node seeded by the topology's seed and the node's
+// name: the node's k-th call to a tier goes to the same server in every run. Thread-safe.
+class Balancer {
+ public:
+  Balancer(const Topology& topo, std::string_view node);
+  int Pick(int tier);
+
+ private:
+  const Topology& topo_;
+  std::vector<std::atomic<uint32_t>> round_robin_;  // per tier
+  std::mutex mu_;
+  std::mt19937_64 rng_;
 };
 
 Result<Topology> ParseTopology(std::string_view text, std::string_view source);

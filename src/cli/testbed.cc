@@ -22,7 +22,16 @@ void OnInterrupt(int) { g_stop = true; }
 struct TestbedFlags {
   std::string topology, duration = "10s", out_dir, dir, output, check;
   uint32_t concurrency = 32;
+  double rate = 0;
+  uint32_t max_outstanding = 1024;
 };
+
+// --rate and --max-outstanding, shared by run and load.
+Status CheckOpenLoop(const TestbedFlags& f) {
+  if (!(f.rate >= 0)) return Status::InvalidArgument("--rate must not be negative");
+  if (f.max_outstanding == 0) return Status::InvalidArgument("--max-outstanding must be positive");
+  return Status::Ok();
+}
 
 Status RunRun(const TestbedFlags& f) {
   WEFT_ASSIGN_OR_RETURN(testbed::Topology topo, testbed::LoadTopology(f.topology));
@@ -32,6 +41,9 @@ Status RunRun(const TestbedFlags& f) {
   options.duration = *d;
   if (f.concurrency == 0) return Status::InvalidArgument("--concurrency must be positive");
   options.concurrency = f.concurrency;
+  WEFT_RETURN_IF_ERROR(CheckOpenLoop(f));
+  options.rate = f.rate;
+  options.max_outstanding = f.max_outstanding;
   options.out_dir = f.out_dir;
   if (options.out_dir.empty()) {
     char tmpl[] = "/tmp/weft-testbed-XXXXXX";
@@ -62,6 +74,9 @@ Status RunLoadOnly(const TestbedFlags& f) {
   testbed::LoadOptions options;
   options.duration = *d;
   options.concurrency = f.concurrency;
+  WEFT_RETURN_IF_ERROR(CheckOpenLoop(f));
+  options.rate = f.rate;
+  options.max_outstanding = f.max_outstanding;
   options.truth_dir = f.out_dir;
   options.stop = &g_stop;
   struct sigaction sa {};
@@ -102,13 +117,23 @@ void AddTestbedCommand(CLI::App& app, Status& result) {
   auto* run = cmd->add_subcommand("run", "Start a topology and its load client, then stop all");
   run->add_option("topology", f.topology, "Topology TOML file")->required();
   run->add_option("--duration", f.duration, "How long the client sends load (default 10s)");
-  run->add_option("--concurrency", f.concurrency, "Closed-loop client sessions (default 32)");
+  run->add_option("--concurrency", f.concurrency,
+                 "Closed-loop client sessions, or open-loop senders (default 32)");
+  run->add_option("--rate", f.rate,
+                 "Open loop: Poisson arrivals per second (default 0: closed loop)");
+  run->add_option("--max-outstanding", f.max_outstanding,
+                 "Open loop: drop arrivals beyond this many waiting or in flight (default 1024)");
   run->add_option("-o,--output", f.out_dir, "Directory for truth logs (default: a new one in /tmp)");
   run->callback([&result] { result = RunRun(f); });
   auto* load = cmd->add_subcommand("load", "Only the load client, against running servers");
   load->add_option("topology", f.topology, "Topology TOML file with fixed ports")->required();
   load->add_option("--duration", f.duration, "How long to send load (default 10s)");
-  load->add_option("--concurrency", f.concurrency, "Closed-loop client sessions (default 32)");
+  load->add_option("--concurrency", f.concurrency,
+                 "Closed-loop client sessions, or open-loop senders (default 32)");
+  load->add_option("--rate", f.rate,
+                 "Open loop: Poisson arrivals per second (default 0: closed loop)");
+  load->add_option("--max-outstanding", f.max_outstanding,
+                 "Open loop: drop arrivals beyond this many waiting or in flight (default 1024)");
   load->add_option("-o,--output", f.out_dir, "Directory for the client's truth log (default: none)");
   load->callback([&result] { result = RunLoadOnly(f); });
   auto* truth = cmd->add_subcommand("truth", "Turn a run's truth logs into a trace with ground truth");

@@ -305,6 +305,106 @@ before = "2ms"
   std::filesystem::remove_all(options.out_dir);
 }
 
+// Open loop at a fixed rate: about rate x duration requests, all answered, one tree each.
+TEST(Testbed, OpenLoopSendsAtTheGivenRate) {
+  Result<Topology> topo = LoadTopology(std::string(WEFT_TOPOLOGIES) + "/three-tier.toml");
+  ASSERT_TRUE(topo.ok());
+  RunOptions options;
+  options.duration = 2 * kSecond;
+  options.concurrency = 32;
+  options.rate = 1000;
+  options.out_dir = TempDir("open");
+  Result<RunReport> report = RunTestbed(*topo, options);
+  ExpectNoChildren();
+  ASSERT_TRUE(report.ok()) << report.status().message();
+  const LoadStats& s = report->load;
+  EXPECT_GT(s.sent, 1800u) << FormatLoadStats(s);
+  EXPECT_LT(s.sent, 2200u) << FormatLoadStats(s);
+  EXPECT_EQ(s.ok, s.sent) << FormatLoadStats(s);
+  EXPECT_EQ(s.failed, 0u);
+  EXPECT_EQ(s.dropped, 0u);
+  EXPECT_GT(s.latency.Quantile(0.5), 0);
+  EXPECT_GE(s.latency.Quantile(0.99), s.latency.Quantile(0.5));
+  Result<Trace> trace = BuildTruthTrace(options.out_dir);
+  ASSERT_TRUE(trace.ok()) << trace.status().message();
+  Result<TruthCheck> check = CheckTruth(*trace, report->topology, true);
+  ASSERT_TRUE(check.ok()) << check.status().message();
+  EXPECT_EQ(check->requests, s.sent);
+  EXPECT_EQ(check->shaped, s.sent);
+  std::filesystem::remove_all(options.out_dir);
+}
+
+// Open loop into a system five times too slow: arrivals past the bound are dropped and
+// counted as failed, and latency counts the wait from the scheduled send time.
+TEST(Testbed, OpenLoopDropsBeyondTheOutstandingBound) {
+  Result<Topology> topo = LoadTopology(std::string(WEFT_TOPOLOGIES) + "/three-tier.toml");
+  ASSERT_TRUE(topo.ok());
+  for (RequestType& r : topo->tiers[0].requests) r.before = *ParseDistribution("5ms");
+  RunOptions options;
+  options.duration = 1 * kSecond;
+  options.concurrency = 1;
+  options.rate = 1000;
+  options.max_outstanding = 4;
+  options.out_dir = TempDir("open_drop");
+  Result<RunReport> report = RunTestbed(*topo, options);
+  ExpectNoChildren();
+  ASSERT_TRUE(report.ok()) << report.status().message();
+  const LoadStats& s = report->load;
+  EXPECT_GT(s.dropped, s.sent / 2) << FormatLoadStats(s);
+  EXPECT_EQ(s.failed, s.dropped);
+  EXPECT_EQ(s.ok + s.errors + s.failed, s.sent);
+  EXPECT_GT(s.ok, 20u);
+  // Up to three arrivals wait behind the one being served: the median waits too.
+  EXPECT_GT(s.latency.Quantile(0.5), 10 * kMillisecond) << FormatLoadStats(s);
+  EXPECT_NE(FormatLoadStats(s).find("dropped unsent"), std::string::npos);
+  Result<Trace> trace = BuildTruthTrace(options.out_dir);
+  ASSERT_TRUE(trace.ok()) << trace.status().message();
+  Result<TruthCheck> check = CheckTruth(*trace, report->topology, true);
+  ASSERT_TRUE(check.ok()) << check.status().message();
+  EXPECT_EQ(check->requests, s.sent - s.dropped);
+  EXPECT_EQ(check->shaped, s.ok);
+  std::filesystem::remove_all(options.out_dir);
+}
+
+// Random balance over three app servers: every one gets a fair share of the calls.
+TEST(Testbed, RandomBalanceSpreadsCallsOverATier) {
+  Result<Topology> topo = LoadTopology(std::string(WEFT_TOPOLOGIES) + "/load-balanced.toml");
+  ASSERT_TRUE(topo.ok());
+  int app = topo->TierIndex("app");
+  ASSERT_GE(app, 0);
+  ASSERT_EQ(topo->tiers[app].servers.size(), 3u);
+  topo->tiers[app].balance = Balance::kRandom;
+  RunOptions options;
+  options.duration = 1500 * kMillisecond;
+  options.concurrency = 4;
+  options.out_dir = TempDir("random");
+  Result<RunReport> report = RunTestbed(*topo, options);
+  ExpectNoChildren();
+  ASSERT_TRUE(report.ok()) << report.status().message();
+  const LoadStats& s = report->load;
+  EXPECT_GT(s.ok, 100u);
+  EXPECT_EQ(s.ok, s.sent) << FormatLoadStats(s);
+  int served[3] = {0, 0, 0}, total = 0;
+  for (int i = 0; i < 3; ++i) {
+    std::istringstream log(Slurp(options.out_dir + "/app" + std::to_string(i) + ".truth"));
+    for (std::string line; std::getline(log, line);) {
+      if (line.size() > 7 && line.substr(line.size() - 7) == " render") ++served[i];
+    }
+    total += served[i];
+  }
+  ASSERT_GT(total, 150);
+  for (int n : served) {
+    EXPECT_GT(n, total / 5) << served[0] << " " << served[1] << " " << served[2];
+    EXPECT_LT(n, total / 2) << served[0] << " " << served[1] << " " << served[2];
+  }
+  Result<Trace> trace = BuildTruthTrace(options.out_dir);
+  ASSERT_TRUE(trace.ok()) << trace.status().message();
+  Result<TruthCheck> check = CheckTruth(*trace, report->topology, true);
+  ASSERT_TRUE(check.ok()) << check.status().message();
+  EXPECT_EQ(check->shaped, s.sent);
+  std::filesystem::remove_all(options.out_dir);
+}
+
 TEST(TestbedCli, RunThenTruthThenInfer) {
   std::string dir = TempDir("cli");
   std::string topo = std::string(WEFT_TOPOLOGIES) + "/three-tier.toml";

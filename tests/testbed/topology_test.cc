@@ -74,6 +74,52 @@ TEST(Topology, SampleStaysInRange) {
   EXPECT_EQ(ParseDistribution("0")->Sample(rng), 0);
 }
 
+// Random balance: a fair share for every server, not strict alternation, and the same
+// choices for the same seed and node.
+TEST(Topology, RandomBalanceIsSeededAndSpread) {
+  std::string text = std::string("seed = 7\n") + std::string(kSmall);
+  text.replace(text.find("servers = 2"), 11, "servers = 3\nbalance = \"random\"");
+  Result<Topology> t = ParseTopology(text, "random.toml");
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  EXPECT_EQ(t->seed, 7u);
+  EXPECT_EQ(t->tiers[0].balance, Balance::kRoundRobin);
+  ASSERT_EQ(t->tiers[1].balance, Balance::kRandom);
+  auto picks = [&](std::string_view node) {
+    Balancer b(*t, node);
+    std::vector<int> v;
+    for (int i = 0; i < 3000; ++i) v.push_back(b.Pick(1));
+    return v;
+  };
+  std::vector<int> a = picks("a0");
+  int count[3] = {0, 0, 0}, repeats = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    ASSERT_GE(a[i], 0);
+    ASSERT_LT(a[i], 3);
+    ++count[a[i]];
+    if (i > 0 && a[i] == a[i - 1]) ++repeats;
+  }
+  for (int c : count) {
+    EXPECT_GT(c, 900);
+    EXPECT_LT(c, 1100);
+  }
+  // Strict alternation never repeats a server; independent picks do about a third of the time.
+  EXPECT_GT(repeats, 800);
+  EXPECT_LT(repeats, 1200);
+  EXPECT_EQ(picks("a0"), a);
+  EXPECT_NE(picks("a1"), a);
+  Balancer rr(*t, "client");
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(rr.Pick(0), 0);
+  t->tiers[1].balance = Balance::kRoundRobin;
+  Balancer rr2(*t, "a0");
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(rr2.Pick(1), i % 3);
+
+  text.replace(text.find("\"random\""), 8, "\"least\"");
+  Result<Topology> bad = ParseTopology(text, "bad.toml");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("balance must be round-robin or random"),
+            std::string::npos);
+}
+
 TEST(Topology, ShippedTopologiesLoad) {
   int n = 0;
   for (const auto& e : std::filesystem::directory_iterator(WEFT_TOPOLOGIES)) {
