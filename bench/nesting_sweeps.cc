@@ -80,38 +80,29 @@ void Pathological(uint64_t messages) {
   }
 }
 
-void SweepParallelism(uint64_t messages) {
-  fmt::print("\n## Figure 19: parallelism (x the scenario's loops): false-positive path instances, paper / weft\n\n");
-  const double factors[] = {0.25, 0.5, 1, 2, 4};
-  fmt::print("| scenario |");
-  for (double f : factors) fmt::print(" x{} |", f);
-  fmt::print("\n| --- |");
-  for (size_t i = 0; i < std::size(factors); ++i) fmt::print(" --- |");
-  fmt::print("\n");
-  for (const char* s : kScenarios) {
-    fmt::print("| {} |", s);
-    for (double f : factors) {
-      Trace t = Generate(s, BaseParallelism(s) * f, 1, messages);
-      Cell paper = Score(t, Paper()), weft = Score(t, {});
-      fmt::print(" p={:.2f}: {:.1f}% / {:.1f}% |", paper.parallelism, 100 * paper.fp_rate, 100 * weft.fp_rate);
-    }
-    fmt::print("\n");
-  }
-}
+// One table of a sweep: a row per scenario, a column per factor on one generator knob
+// (Figure 19 scales the loops, Figure 20 every step's standard deviation).
+enum class Knob { kParallelism, kDeviation };
 
-void SweepDeviation(uint64_t messages) {
-  fmt::print("\n## Figure 20: delay deviation (x every step's sd): false-positive path instances, paper / weft\n\n");
+void Sweep(uint64_t messages, Knob knob) {
+  const bool parallelism = knob == Knob::kParallelism;
+  if (parallelism) {
+    fmt::print("\n## Figure 19: parallelism (x the scenario's loops): false-positive path instances, paper / weft\n\n");
+  } else {
+    fmt::print("\n## Figure 20: delay deviation (x every step's sd): false-positive path instances, paper / weft\n\n");
+  }
   const double factors[] = {0.25, 0.5, 1, 2, 4};
   fmt::print("| scenario |");
-  for (double f : factors) fmt::print(" sd x{} |", f);
+  for (double f : factors) fmt::print(" {}{} |", parallelism ? "x" : "sd x", f);
   fmt::print("\n| --- |");
   for (size_t i = 0; i < std::size(factors); ++i) fmt::print(" --- |");
   fmt::print("\n");
   for (const char* s : kScenarios) {
     fmt::print("| {} |", s);
     for (double f : factors) {
-      Trace t = Generate(s, BaseParallelism(s), f, messages);
+      Trace t = parallelism ? Generate(s, BaseParallelism(s) * f, 1, messages) : Generate(s, BaseParallelism(s), f, messages);
       Cell paper = Score(t, Paper()), weft = Score(t, {});
+      if (parallelism) fmt::print(" p={:.2f}:", paper.parallelism);
       fmt::print(" {:.1f}% / {:.1f}% |", 100 * paper.fp_rate, 100 * weft.fp_rate);
     }
     fmt::print("\n");
@@ -194,8 +185,8 @@ int main(int argc, char** argv) {
   }
   fmt::print("# nesting_sweeps: {} messages per trace\n", messages);
   if (only.empty() || only == "cases") weft::Pathological(messages);
-  if (only.empty() || only == "parallelism") weft::SweepParallelism(messages);
-  if (only.empty() || only == "deviation") weft::SweepDeviation(messages);
+  if (only.empty() || only == "parallelism") weft::Sweep(messages, weft::Knob::kParallelism);
+  if (only.empty() || only == "deviation") weft::Sweep(messages, weft::Knob::kDeviation);
   if (only.empty() || only == "loss") weft::SweepLoss(messages);
   if (only.empty() || only == "skew") {
     weft::SweepSkew(messages, true);
