@@ -112,11 +112,7 @@ LoadStats RunOpenLoop(const Topology& topo, const LoadOptions& options, TruthLog
       --in_flight;
     }
     std::lock_guard lock(mu);
-    total.ok += mine.ok;
-    total.errors += mine.errors;
-    total.failed += mine.failed;
-    total.dropped += mine.dropped;
-    total.latency.Merge(mine.latency);
+    total.Add(mine);
   };
   std::vector<std::thread> threads;
   for (uint32_t i = 0; i < options.concurrency; ++i) threads.emplace_back(sender, i);
@@ -245,11 +241,7 @@ Result<LoadStats> RunLoad(const Topology& topo, const LoadOptions& options) {
       if (topo.think > 0) Serve(std::min(topo.think, std::max<TimeNs>(0, end - WallNow())));
     }
     std::lock_guard lock(mu);
-    total.sent += mine.sent;
-    total.ok += mine.ok;
-    total.errors += mine.errors;
-    total.failed += mine.failed;
-    total.latency.Merge(mine.latency);
+    total.Add(mine);
   };
   std::vector<std::thread> threads;
   for (uint32_t i = 0; i < options.concurrency; ++i) threads.emplace_back(session, i);

@@ -37,6 +37,15 @@ struct LoadStats {
   // spent waiting for a sender counts (no coordinated omission).
   LatencyHistogram latency;
   double Throughput() const { return elapsed > 0 ? double(ok) * kSecond / double(elapsed) : 0; }
+  // Adds the counts and latencies of one session or sender (not `elapsed`).
+  void Add(const LoadStats& other) {
+    sent += other.sent;
+    ok += other.ok;
+    errors += other.errors;
+    failed += other.failed;
+    dropped += other.dropped;
+    latency.Merge(other.latency);
+  }
 };
 
 std::string FormatLoadStats(const LoadStats& stats);
