@@ -27,11 +27,13 @@ Result<bool> IsPathsFile(const std::string& path) {
   return first != std::string_view::npos && text[first] == '{';
 }
 
-Result<PathSet> LoadTruth(const std::string& path) {
+// The truth from a paths file, or from a trace's ground truth, its clients named as the
+// inferred paths name them.
+Result<PathSet> LoadTruth(const std::string& path, bool aggregate_clients) {
   WEFT_ASSIGN_OR_RETURN(bool is_paths, IsPathsFile(path));
   if (is_paths) return ReadPaths(path);
   WEFT_ASSIGN_OR_RETURN(Trace trace, LoadTrace(path));
-  Result<PathSet> set = InferFromTruth(trace);
+  Result<PathSet> set = InferFromTruth(trace, aggregate_clients);
   if (!set.ok()) return set.status().WithContext(path);
   return set;
 }
@@ -44,8 +46,8 @@ Status RunEval(const EvalFlags& f) {
     WEFT_ASSIGN_OR_RETURN(PatternOrder order, ParsePatternOrder(f.order));
     options.inferred_order = order;
   }
-  WEFT_ASSIGN_OR_RETURN(PathSet truth, LoadTruth(f.truth));
   WEFT_ASSIGN_OR_RETURN(PathSet inferred, ReadPaths(f.inferred));
+  WEFT_ASSIGN_OR_RETURN(PathSet truth, LoadTruth(f.truth, inferred.clients_aggregated));
   if (!inferred.graph.empty()) {
     // A causal graph (convolution): edges and delays against the truth's graph (§7.5.7).
     Result<GraphEvalReport> report = EvaluateGraph(truth, inferred, f.min_messages);

@@ -4,6 +4,7 @@
 
 #include "cli/command.h"
 #include "infer/convolution/convolution.h"
+#include "infer/linking/linking.h"
 #include "infer/nesting/nesting.h"
 #include "infer/paths.h"
 #include "infer/truth/truth.h"
@@ -21,6 +22,11 @@ struct InferFlags {
   ConvolutionOptions convolution;
   std::string quantum = "10ms", tolerance = "0", max_delay = "0", max_memory = "4GiB";
   bool no_short_path_suppression = false;
+  LinkingOptions linking;
+  std::string window = "2s";
+  bool no_client_aggregation = false;
+  bool linked_trees = false;
+  bool no_rpc = false;
 };
 
 Result<PathSet> RunTruth(const Trace& trace, const InferFlags&) { return InferFromTruth(trace); }
@@ -74,6 +80,22 @@ Result<PathSet> RunConvolution(const Trace& trace, const InferFlags& f) {
   return set;
 }
 
+Result<PathSet> RunLinking(const Trace& trace, const InferFlags& f) {
+  LinkingOptions options = f.linking;
+  WEFT_ASSIGN_OR_RETURN(options.window, ParseDuration(f.window));
+  options.aggregate_clients = !f.no_client_aggregation;
+  options.call_trees = !f.linked_trees;
+  options.use_calls = !f.no_rpc;
+  WEFT_ASSIGN_OR_RETURN(PathSet set, InferLinking(trace, options));
+  fmt::print(stderr,
+             "linking: {} links between {} messages over {} node pairs; {} roots, {} try-both decisions, "
+             "{} trees hit the budget; {} clients aggregated; {} messages without timestamps left out\n",
+             set.Counter("links"), set.Counter("messages"), set.Counter("pairs"), set.Counter("roots"),
+             set.Counter("try_both"), set.Counter("budget_exhausted"), set.Counter("clients"),
+             set.Counter("no_timestamps"));
+  return set;
+}
+
 struct Algorithm {
   std::string_view name;
   Result<PathSet> (*infer)(const Trace& trace, const InferFlags& flags);
@@ -83,6 +105,7 @@ constexpr Algorithm kAlgorithms[] = {
     {"truth", RunTruth},
     {"nesting", RunNesting},
     {"convolution", RunConvolution},
+    {"linking", RunLinking},
 };
 
 std::string AlgorithmNames() {
@@ -175,6 +198,32 @@ void AddInferCommand(CLI::App& app, Status& result) {
   cmd->add_flag("--no-short-path-suppression", flags.no_short_path_suppression,
                 "convolution: keep direct edges that a longer path already explains")
       ->group(convolution);
+  auto* linking = "linking (WAP5 §5.1; docs/linking.md)";
+  cmd->add_option("--window", flags.window, "linking: x, the longest delay a message can have caused another after")
+      ->capture_default_str()->group(linking);
+  cmd->add_option("--spontaneous", flags.linking.spontaneous_delay,
+                  "linking: y, being spontaneous weighs as a cause y mean delays earlier")
+      ->capture_default_str()->group(linking);
+  cmd->add_option("--learn", flags.linking.learning_iterations,
+                  "linking: iterations of the learned delay model (0: WAP5's exponential model only)")
+      ->capture_default_str()->group(linking);
+  cmd->add_option("--try-both", flags.linking.try_both_budget, "linking: try-both decisions allowed per tree")
+      ->capture_default_str()->group(linking);
+  cmd->add_option("--try-both-low", flags.linking.try_both_low, "linking: links from here ...")
+      ->capture_default_str()->group(linking);
+  cmd->add_option("--try-both-high", flags.linking.try_both_high, "linking: ... to here are ambiguous")
+      ->capture_default_str()->group(linking);
+  cmd->add_option("--min-link", flags.linking.min_link, "linking: drop links less likely than this")
+      ->capture_default_str()->group(linking);
+  cmd->add_flag("--no-client-aggregation", flags.no_client_aggregation,
+                "linking: keep every client's own name (WAP5 §2.5.1 aggregates them as CLIENT)")
+      ->group(linking);
+  cmd->add_flag("--no-rpc", flags.no_rpc,
+                "linking: ignore CALL/RETURN kinds and call ids, exactly as WAP5 does")
+      ->group(linking);
+  cmd->add_flag("--linked-trees", flags.linked_trees,
+                "linking: keep trees of \"caused by arrival\" even for calls and returns")
+      ->group(linking);
   cmd->callback([&result] { result = RunInfer(flags); });
 }
 

@@ -85,7 +85,11 @@ void CountInstancesAndMessages(const PathSet& truth, const PathSet& inferred, Ev
   r.instances.false_positives = r.instances.inferred - r.instances.correct;
   r.instances.false_negatives = r.instances.truth - r.instances.correct;
   r.messages.false_negatives = r.messages.truth - r.messages.correct;
-  r.truth_messages_unassigned = r.messages.truth - r.messages.inferred;
+  // Counted by message: probabilistic instances (linking) may share messages.
+  std::vector<bool> assigned(truth.trace_messages, false);
+  for (MessageId m : inferred.messages) assigned[m.value()] = true;
+  r.truth_messages_unassigned = 0;
+  for (MessageId m : truth.messages) r.truth_messages_unassigned += !assigned[m.value()];
 }
 
 void CountPatterns(const PathSet& truth, const PathSet& inferred,

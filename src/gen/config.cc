@@ -23,11 +23,13 @@ namespace weft {
 namespace {
 
 constexpr std::string_view kTopKeys[] = {"seed",        "start",     "duration", "messages",
-                                         "parallelism", "deviation", "tracelet"};
+                                         "parallelism", "deviation", "tracelet",   "network"};
 constexpr std::string_view kTraceletKeys[] = {"name", "instances", "think", "steps", "choose"};
 constexpr std::string_view kStepKeys[] = {"op",    "from", "to",  "delay", "sd",
                                           "after", "id",   "ret", "extra"};
 constexpr std::string_view kDelayKeys[] = {"mean", "sd", "weight"};
+constexpr std::string_view kNetworkKeys[] = {"delay",    "jitter",  "asymmetry",
+                                             "clock_sd", "clients", "untraced"};
 
 int LineOf(const toml::node& node) { return int(node.source().begin.line); }
 
@@ -62,6 +64,7 @@ class ConfigParser {
   Status ParseStep(const toml::node& node, size_t index, Tracelet& tracelet,
                    const absl::flat_hash_map<std::string, uint32_t>& ids);
   Result<std::vector<DelayComponent>> ParseDelay(const toml::table& step);
+  Status ParseNetwork(const toml::node& node);
 
   std::string source_;
   GenConfig config_;
@@ -206,6 +209,8 @@ Result<GenConfig> ConfigParser::Parse(const toml::table& root) {
     }
     config_.tracelets.push_back(std::move(t));
   }
+  // After the tracelets, so that 'untraced' names nodes they use.
+  if (const toml::node* n = root.get("network")) WEFT_RETURN_IF_ERROR(ParseNetwork(*n));
   return std::move(config_);
 }
 
@@ -378,6 +383,59 @@ Result<std::vector<DelayComponent>> ConfigParser::ParseDelay(const toml::table& 
     out.push_back(c);
   }
   return out;
+}
+
+Status ConfigParser::ParseNetwork(const toml::node& node) {
+  const toml::table* table = node.as_table();
+  if (!table) return Error(LineOf(node), "'network' must be a table ([network])");
+  WEFT_RETURN_IF_ERROR(CheckKeys(*table, kNetworkKeys, "[network]"));
+  NetworkConfig& net = config_.network;
+  net.enabled = true;
+  if (const toml::node* n = table->get("delay")) {
+    if (n->is_string()) {
+      WEFT_ASSIGN_OR_RETURN(net.delay_lo, Duration(*n, "delay"));
+      net.delay_hi = net.delay_lo;
+    } else if (const toml::array* a = n->as_array(); a && a->size() == 2) {
+      WEFT_ASSIGN_OR_RETURN(net.delay_lo, Duration(*a->get(0), "delay"));
+      WEFT_ASSIGN_OR_RETURN(net.delay_hi, Duration(*a->get(1), "delay"));
+      if (net.delay_hi < net.delay_lo) return Error(LineOf(*n), "delay = [lo, hi] needs lo <= hi");
+    } else {
+      return Error(LineOf(*n), "network 'delay' must be a duration or [lo, hi]");
+    }
+  }
+  if (const toml::node* n = table->get("jitter")) {
+    WEFT_ASSIGN_OR_RETURN(net.jitter, Duration(*n, "jitter"));
+  }
+  if (const toml::node* n = table->get("clock_sd")) {
+    WEFT_ASSIGN_OR_RETURN(net.clock_sd, Duration(*n, "clock_sd"));
+  }
+  if (const toml::node* n = table->get("asymmetry")) {
+    std::optional<double> v = AsNumber(*n);
+    if (!v || !(*v >= 0 && *v <= 0.9)) {
+      return Error(LineOf(*n), "'asymmetry' must be a number from 0 to 0.9");
+    }
+    net.asymmetry = *v;
+  }
+  if (const toml::node* n = table->get("clients")) {
+    auto i = n->as_integer();
+    if (!i || i->get() < 0 || i->get() > kMaxClients) {
+      return Error(LineOf(*n), "'clients' must be an integer from 0 to {}", kMaxClients);
+    }
+    net.clients = uint32_t(i->get());
+  }
+  if (const toml::node* n = table->get("untraced")) {
+    const toml::array* a = n->as_array();
+    if (!a) return Error(LineOf(*n), "'untraced' must be a list of node names");
+    for (const toml::node& item : *a) {
+      WEFT_ASSIGN_OR_RETURN(std::string_view name, String(item, "untraced"));
+      auto it = node_index_.find(std::string(name));
+      if (it == node_index_.end()) {
+        return Error(LineOf(item), "untraced node '{}' is in no tracelet", name);
+      }
+      net.untraced.push_back(it->second);
+    }
+  }
+  return Status::Ok();
 }
 
 Status ConfigParser::ParseStep(const toml::node& node, size_t index, Tracelet& tracelet,

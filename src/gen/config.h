@@ -70,6 +70,21 @@ struct Tracelet {
   bool has_extra = false;  // some step has an extra delay
 };
 
+// The network between nodes (WAP5 §2.4, §5.2), off unless the config has a [network]
+// table. With it a message is received a network delay after it is sent, each node's clock
+// runs off by its own offset, and untraced nodes leave their timestamps out, so that a
+// trace has two timestamps per message as capture produces them. docs/generator.md.
+struct NetworkConfig {
+  bool enabled = false;
+  TimeNs delay_lo = 0;  // one-way base delay of a node pair, uniform in [lo, hi] per pair
+  TimeNs delay_hi = 0;
+  TimeNs jitter = 0;       // mean of an exponential delay added to each message
+  double asymmetry = 0;    // the two directions of a pair differ by up to this fraction
+  TimeNs clock_sd = 0;     // each node's clock offset is drawn from N(0, clock_sd)
+  uint32_t clients = 0;    // > 0: each instance's root node is one of this many clients
+  std::vector<uint32_t> untraced;  // nodes (indices into GenConfig::nodes) not traced
+};
+
 struct GenConfig {
   std::string source;  // file or scenario name, for messages
   uint64_t seed = 1;
@@ -81,6 +96,7 @@ struct GenConfig {
   double deviation = 1;
   std::vector<std::string> nodes;  // every node name, in order of first mention
   std::vector<Tracelet> tracelets;
+  NetworkConfig network;
 };
 
 // Bounds that keep every computed time far inside 64-bit nanoseconds (1000 steps of
@@ -92,6 +108,7 @@ inline constexpr TimeNs kMaxStart = 4'000'000'000 * kSecond;  // |start|, about 
 inline constexpr size_t kMaxSteps = 1000;                     // per tracelet
 inline constexpr double kMaxParallelism = 10000;
 inline constexpr double kMaxDeviation = 1000;
+inline constexpr uint32_t kMaxClients = 1'000'000;
 
 // Checks the top-level numbers against the bounds above (ParseGenConfig does; call it
 // again after changing them, as the command line does).

@@ -6,6 +6,8 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/status.h"
 #include "core/time.h"
@@ -22,11 +24,16 @@ struct GenSummary {
   TimeNs last = 0;     // time of the last message
   // Time average of the number of path instances between their first and last message.
   double mean_in_flight = 0;
+  // With a [network]: the clock offset of every traced node, the truth that clock offset
+  // estimation is judged against.
+  std::vector<std::pair<std::string, TimeNs>> clock_offsets;
 };
 
 // Generates the trace that `config` describes. Deterministic: the same config (seed
-// included) gives the same trace. Every message is sent and received at the same instant
-// (no network delay), so send and receive clocks agree until `weft skew` shifts them.
+// included) gives the same trace. Without a [network] every message is sent and received
+// at the same instant (no network delay), so send and receive clocks agree until `weft
+// skew` shifts them; with one, messages take time, clocks differ, untraced nodes leave
+// their timestamps out and messages carry endpoints.
 Result<Trace> MakeTrace(const GenConfig& config, GenSummary* summary = nullptr);
 
 // "200412 messages, 21503 paths over 500.6s; 42 loops, 10.3 paths in flight on average"

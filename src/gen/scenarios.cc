@@ -412,6 +412,133 @@ steps = [
 ]
 )toml";
 
+// WAP5 §6 in miniature: Coral/CoDeeN-like content distribution over a wide-area network.
+constexpr std::string_view kWideArea =
+    R"toml(# wide-area: a content distribution network in the manner of Coral and CoDeeN (WAP5 §2.1,
+# §6). Clients (20,000 of them, untraced, named CL-<k>) ask a proxy (P1-P3); a hit is
+# served from the cache; a miss looks up the origin's name in DNS and fetches from an
+# origin server (WEB1, WEB2), directly or through a second proxy (CoDeeN's two hops), or
+# first asks the DHT (D1-D3) iteratively (Coral: each hop answers the proxy, which asks
+# the next), or learns from the DHT that a peer proxy has it and fetches from the peer. Clients, DNS and origin servers are not traced: their messages have one
+# timestamp. Every host has its own clock (offsets ~ N(0, 2 s), as PlanetLab's differed)
+# and each host pair its own one-way delay (5-80 ms, directions differing by up to 10%).
+# A rare path (0.1% of requests: a purge forwarded to every proxy) tests that linking
+# finds rare paths. Delays are per node: cache 1 ms, proxy forwarding 0.5 ms, DNS and
+# origin service time included in their round trips.
+seed = 3
+duration = "300s"
+
+[[tracelet]]
+name = "hit"
+instances = 40
+think = ["1s", "2s"]
+choose.P = { P1 = 5, P2 = 3, P3 = 2 }
+steps = [
+  { op = "call", from = "CL", to = "$P", id = "req" },
+  { op = "ret", ret = "req", delay = "1ms", sd = "0.3ms" },
+]
+
+[[tracelet]]
+name = "miss"
+instances = 12
+think = ["1s", "2s"]
+choose.P = { P1 = 5, P2 = 3, P3 = 2 }
+choose.W = { WEB1 = 3, WEB2 = 1 }
+steps = [
+  { op = "call", from = "CL", to = "$P", id = "req" },
+  { op = "call", from = "$P", to = "DNS", id = "dns", delay = "0.5ms", sd = "0.1ms" },
+  { op = "ret", ret = "dns", delay = "20ms", sd = "5ms" },
+  { op = "call", from = "$P", to = "$W", id = "get", delay = "0.5ms", sd = "0.1ms" },
+  { op = "ret", ret = "get", delay = "30ms", sd = "10ms" },
+  { op = "ret", ret = "req", delay = "0.5ms", sd = "0.1ms" },
+]
+
+[[tracelet]]
+name = "two-hop"
+instances = 6
+think = ["1s", "2s"]
+choose.P = { P1 = 5, P2 = 3 }
+choose.W = { WEB1 = 3, WEB2 = 1 }
+steps = [
+  { op = "call", from = "CL", to = "$P", id = "req" },
+  { op = "call", from = "$P", to = "P3", id = "fwd", delay = "2ms", sd = "0.5ms" },
+  { op = "call", from = "P3", to = "$W", id = "get", delay = "0.5ms", sd = "0.1ms" },
+  { op = "ret", ret = "get", delay = "30ms", sd = "10ms" },
+  { op = "ret", ret = "fwd", delay = "0.5ms", sd = "0.1ms" },
+  { op = "ret", ret = "req", delay = "0.5ms", sd = "0.1ms" },
+]
+
+[[tracelet]]
+name = "dht"
+instances = 5
+think = ["1s", "2s"]
+choose.P = { P1 = 5, P2 = 3, P3 = 2 }
+choose.W = { WEB1 = 3, WEB2 = 1 }
+steps = [
+  { op = "call", from = "CL", to = "$P", id = "req" },
+  { op = "call", from = "$P", to = "D1", id = "h1", delay = "1ms", sd = "0.3ms" },
+  { op = "ret", ret = "h1", delay = "2ms", sd = "0.5ms" },
+  { op = "call", from = "$P", to = "D2", id = "h2", delay = "1ms", sd = "0.3ms" },
+  { op = "ret", ret = "h2", delay = "2ms", sd = "0.5ms" },
+  { op = "call", from = "$P", to = "D3", id = "h3", delay = "1ms", sd = "0.3ms" },
+  { op = "ret", ret = "h3", delay = "2ms", sd = "0.5ms" },
+  { op = "call", from = "$P", to = "$W", id = "get", delay = "0.5ms", sd = "0.1ms" },
+  { op = "ret", ret = "get", delay = "30ms", sd = "10ms" },
+  { op = "ret", ret = "req", delay = "0.5ms", sd = "0.1ms" },
+]
+
+# the DHT names a peer proxy that has the object: fetched from it (Coral)
+[[tracelet]]
+name = "peer"
+instances = 3
+think = ["1s", "2s"]
+choose.P = { P1 = 3, P2 = 2 }
+steps = [
+  { op = "call", from = "CL", to = "$P", id = "req" },
+  { op = "call", from = "$P", to = "D2", id = "h", delay = "1ms", sd = "0.3ms" },
+  { op = "ret", ret = "h", delay = "2ms", sd = "0.5ms" },
+  { op = "call", from = "$P", to = "P3", id = "peer", delay = "0.5ms", sd = "0.1ms" },
+  { op = "ret", ret = "peer", delay = "1ms", sd = "0.3ms" },
+  { op = "ret", ret = "req", delay = "0.5ms", sd = "0.1ms" },
+]
+
+# rare: 0.1% of requests
+[[tracelet]]
+name = "purge"
+instances = 1
+think = ["25s", "30s"]
+steps = [
+  { op = "call", from = "CL", to = "P1", id = "req" },
+  { op = "call", from = "P1", to = "P2", id = "p2", delay = "1ms", sd = "0.3ms" },
+  { op = "ret", ret = "p2", delay = "3ms", sd = "1ms" },
+  { op = "call", from = "P1", to = "P3", id = "p3", delay = "1ms", sd = "0.3ms" },
+  { op = "ret", ret = "p3", delay = "3ms", sd = "1ms" },
+  { op = "ret", ret = "req", delay = "1ms", sd = "0.3ms" },
+]
+
+[network]
+delay = ["5ms", "80ms"]
+jitter = "1ms"
+asymmetry = 0.1
+clock_sd = "2s"
+clients = 20000
+untraced = ["CL", "DNS", "WEB1", "WEB2"]
+)toml";
+
+// multitier-wan: multitier (above) with two timestamps per message.
+constexpr std::string_view kMultitierNetwork = R"toml(
+# Two timestamps per message: 10,000 untraced clients (CLIENT-<k>) and four hosts a
+# LAN apart (0.2-2 ms one way, directions differing by up to 20%), clocks off by
+# N(0, 50 ms).
+[network]
+delay = ["0.2ms", "2ms"]
+jitter = "0.1ms"
+asymmetry = 0.2
+clock_sd = "50ms"
+clients = 10000
+untraced = ["CLIENT"]
+)toml";
+
 constexpr Scenario kScenarios[] = {
     {"multitier",
      "Project 5 Figure 10: CLIENT -> WS1/WS2 -> AUTH, AP1/AP2 -> DB; 42 loops, "
@@ -419,6 +546,12 @@ constexpr Scenario kScenarios[] = {
     {"multitier-added-delay",
      "multitier with 200 ms added at WS2 between the AUTH return and "
      "the AP call; same instances and counts"},
+    {"multitier-wan",
+     "multitier with two timestamps: network delays, clock offsets, 10,000 untraced "
+     "clients"},
+    {"wide-area",
+     "WAP5 §6: a Coral/CoDeeN-like CDN; proxies, DNS, origins, DHT; one-way delays, "
+     "clock offsets, untraced clients and servers; a 0.1% rare path"},
     {"children-parallel", "Figure 18: B calls C twice in parallel"},
     {"children-0-2", "Figure 18: B calls C twice in series, or not at all"},
     {"children-d-cc", "Figure 18: B calls C twice in series, or D once"},
@@ -458,6 +591,15 @@ Result<std::string> ScenarioConfigText(std::string_view name) {
                    "# do not move the loops' schedule, so with the same seed the instances,\n"
                    "# choices and counts equal multitier's exactly.\n");
   }
+  if (name == "multitier-wan") {
+    // At the paper's parallelism (Project 5 Figure 17; docs/nesting.md): 0.28 of
+    // multitier's loops give the per-node parallelism of 1.6 that the paper measured.
+    std::string text = Replace(Replace(kMultitier, "%EXTRA%", ""), "%HEADER%",
+                               "# multitier-wan: multitier with a network (the [network] table at the end),\n"
+                               "# at the paper's parallelism.\nparallelism = 0.28\n");
+    return text + std::string(kMultitierNetwork);
+  }
+  if (name == "wide-area") return std::string(kWideArea);
   if (name == "children-parallel") return std::string(kChildrenParallel);
   if (name == "children-0-2") return std::string(kChildren02);
   if (name == "children-d-cc") return std::string(kChildrenDcc);

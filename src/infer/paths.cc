@@ -182,7 +182,21 @@ PathSetBuilder::PathSetBuilder(const Trace& trace, std::string algorithm) : trac
   set_.parent.reserve(trace.size());
 }
 
+void PathSetBuilder::RenameNodes(NodeTable names, std::vector<NodeId> alias) {
+  set_.nodes = std::move(names);
+  alias_ = std::move(alias);
+  labels_.clear();
+  for (size_t i = 0; i < set_.nodes.size(); ++i) {
+    labels_.push_back(EscapeName(set_.nodes.Get(NodeId(uint32_t(i)))));
+  }
+  label_ids_.clear();
+  label_text_.clear();
+  label_hash_.clear();
+}
+
 uint32_t PathSetBuilder::LabelId(MessageKind kind, NodeId sender, NodeId receiver) {
+  sender = Alias(sender);
+  receiver = Alias(receiver);
   auto [it, inserted] = label_ids_.try_emplace(std::tuple(uint8_t(kind), sender.value(), receiver.value()),
                                                uint32_t(label_text_.size()));
   if (inserted) {
@@ -225,7 +239,7 @@ Status PathSetBuilder::AddInstance(std::span<const MessageId> messages,
       return Status::InvalidArgument("instance {}: message {} is beyond the trace's {} messages", instance,
                                      m.value(), trace_.size());
     }
-    if (used_[m.value()]) {
+    if (used_[m.value()] && !set_.shared_messages) {
       return Status::InvalidArgument("instance {}: message {} is already in another instance", instance, m.value());
     }
     if (seen_stamp_[m.value()] == stamp_) {
@@ -317,7 +331,7 @@ Status PathSetBuilder::AddInstance(std::span<const MessageId> messages,
     for (size_t k = 0; k < n; ++k) {
       uint32_t m = messages[order[k]].value();
       const PatternElement& el = p.elements[k];
-      if (el.kind != c.kind[m] || el.sender != c.sender[m] || el.receiver != c.receiver[m] ||
+      if (el.kind != c.kind[m] || el.sender != Alias(c.sender[m]) || el.receiver != Alias(c.receiver[m]) ||
           el.parent != ordered_parents[k]) {
         return false;
       }
@@ -342,8 +356,8 @@ Status PathSetBuilder::AddInstance(std::span<const MessageId> messages,
     for (size_t k = 0; k < n; ++k) {
       uint32_t m = messages[order[k]].value();
       pattern.elements[k].kind = c.kind[m];
-      pattern.elements[k].sender = c.sender[m];
-      pattern.elements[k].receiver = c.receiver[m];
+      pattern.elements[k].sender = Alias(c.sender[m]);
+      pattern.elements[k].receiver = Alias(c.receiver[m]);
       pattern.elements[k].parent = ordered_parents[k];
     }
     set_.patterns.push_back(std::move(pattern));

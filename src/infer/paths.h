@@ -90,6 +90,13 @@ struct PathSet {
   uint64_t trace_messages = 0;  // size of the trace the MessageIds refer to
   uint64_t trace_fingerprint = 0;  // TraceFingerprint() of that trace
   NodeTable nodes;            // node names, the trace's table (patterns use its ids)
+  // True if `nodes` names clients by role (CLIENT, WAP5 §2.5.1) rather than the trace's
+  // own table: trace node ids then do not index `nodes`, and eval aggregates the truth
+  // the same way before comparing.
+  bool clients_aggregated = false;
+  // True if instances are alternatives (linking's try-both trees): one message may then
+  // be in several instances, each with its probability.
+  bool shared_messages = false;
 
   // Instance i holds messages[instance_begin[i] .. instance_begin[i+1]) in canonical
   // pre-order, element k of the instance matching element k of its pattern; parent[j] is
@@ -135,6 +142,13 @@ class PathSetBuilder {
                      double probability = 1.0);
   void AddCounter(std::string name, int64_t value);
 
+  // For probabilistic algorithms (linking): one message may be in several instances,
+  // the alternatives whose probabilities make up the expected counts.
+  void AllowSharedMessages() { set_.shared_messages = true; }
+  // Names patterns by `names` instead of the trace's nodes: trace node n becomes
+  // names[alias[n]] (client aggregation, WAP5 §2.5.1). Call before the first instance.
+  void RenameNodes(NodeTable names, std::vector<NodeId> alias);
+
   // The set: instances in the order added, patterns in order of first appearance.
   PathSet Finish() &&;
 
@@ -146,6 +160,8 @@ class PathSetBuilder {
 
   std::vector<std::string> labels_;        // per node: its name escaped for keys
   std::vector<bool> used_;                 // per trace message: in some instance already
+  std::vector<NodeId> alias_;              // per trace node: its node in set_.nodes
+  NodeId Alias(NodeId n) const { return alias_.empty() ? n : alias_[n.value()]; }
   std::vector<uint32_t> seen_stamp_;       // per trace message: last AddInstance that saw it
   uint32_t stamp_ = 0;
   absl::flat_hash_map<std::tuple<uint8_t, uint32_t, uint32_t>, uint32_t> label_ids_;

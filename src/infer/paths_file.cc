@@ -326,6 +326,7 @@ Status ParseInstances(const Reader& r, const nlohmann::json& object, PathSet& se
                      fmt::format("is {} but {} instances have this pattern", set.patterns[k].count, count[k]));
     }
   }
+  if (set.shared_messages) return Status::Ok();  // alternatives may share messages
   std::vector<MessageId> sorted(set.messages);
   std::sort(sorted.begin(), sorted.end());
   auto dup = std::adjacent_find(sorted.begin(), sorted.end());
@@ -396,6 +397,13 @@ Result<PathSet> ParseDocument(const Reader& r, const nlohmann::json& doc) {
     WEFT_ASSIGN_OR_RETURN(std::string name, r.String((*f)[i], at));
     if (set.nodes.Intern(name).value() != i) return r.Error(at, fmt::format("node '{}' appears twice", name));
   }
+  for (auto [name, flag] : {std::pair("clients_aggregated", &set.clients_aggregated),
+                             std::pair("shared_messages", &set.shared_messages)}) {
+    auto a = doc.find(name);
+    if (a == doc.end()) continue;
+    if (!a->is_boolean()) return r.Error(name, "expected true or false");
+    *flag = a->get<bool>();
+  }
   WEFT_ASSIGN_OR_RETURN(f, r.Field(doc, "top level", "counters"));
   if (!f->is_array()) return r.Error("counters", "expected an array");
   for (size_t i = 0; i < f->size(); ++i) {
@@ -428,7 +436,10 @@ std::string FormatPaths(const PathSet& set) {
     if (i) out += ',';
     AppendJsonString(out, set.nodes.Get(NodeId(uint32_t(i))));
   }
-  out += "],\n\"counters\":[";
+  out += "]";
+  if (set.clients_aggregated) out += ",\"clients_aggregated\":true";
+  if (set.shared_messages) out += ",\"shared_messages\":true";
+  out += ",\n\"counters\":[";
   for (size_t i = 0; i < set.counters.size(); ++i) {
     if (i) out += ',';
     out += '[';

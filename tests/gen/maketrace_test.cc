@@ -4,9 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 #include <set>
 
 #include "gen_testing.h"
+#include "infer/truth/truth.h"
 
 namespace weft {
 namespace {
@@ -16,6 +18,8 @@ TEST(MakeTrace, EveryScenarioFollowsTheConvention) {
     SCOPED_TRACE(std::string(s.name));
     GenConfig config = MustLoad(std::string(s.name));
     if (s.name != "email") config.messages = 30000;
+    // The tracelets, without the network (MakeTrace.NetworkScenarios checks that).
+    config.network = NetworkConfig{};
     GenSummary summary;
     Trace trace = MustMake(config, &summary);
     EXPECT_GE(trace.size(), s.name == "email" ? 4000u : 30000u);
@@ -25,6 +29,47 @@ TEST(MakeTrace, EveryScenarioFollowsTheConvention) {
     // Every message sent and received at once, until skewed.
     EXPECT_EQ(trace.columns().send_time, trace.columns().recv_time);
   }
+}
+
+// WAP5's setting: two timestamps on different clocks, network delays, untraced nodes.
+TEST(MakeTrace, NetworkScenarios) {
+  GenConfig config = MustLoad("wide-area");
+  config.duration = 60 * kSecond;
+  GenSummary summary;
+  Trace trace = MustMake(config, &summary);
+  const TraceColumns& c = trace.columns();
+  ASSERT_GT(trace.size(), 5000u);
+  std::map<std::string, TimeNs> offset(summary.clock_offsets.begin(), summary.clock_offsets.end());
+  EXPECT_EQ(offset.size(), 6u);  // P1-P3, D1-D3: the traced nodes
+  auto untraced = [&](NodeId n) {
+    std::string_view name = trace.NodeName(n);
+    return name.starts_with("CL-") || name == "DNS" || name.starts_with("WEB");
+  };
+  int both = 0;
+  for (size_t i = 0; i < trace.size(); ++i) {
+    SCOPED_TRACE(i);
+    // Untraced nodes leave their timestamp out; no message runs between two of them.
+    ASSERT_FALSE(untraced(c.sender[i]) && untraced(c.receiver[i]));
+    EXPECT_EQ(c.send_time[i] == kNoTime, untraced(c.sender[i]));
+    EXPECT_EQ(c.recv_time[i] == kNoTime, untraced(c.receiver[i]));
+    EXPECT_TRUE(c.sender_endpoint[i].valid() && c.receiver_endpoint[i].valid());
+    if (c.send_time[i] == kNoTime || c.recv_time[i] == kNoTime) continue;
+    // On true time, a one-way delay of 5-80 ms, up to 10% asymmetric, plus jitter.
+    const TimeNs delay = (c.recv_time[i] - offset[std::string(trace.NodeName(c.receiver[i]))]) -
+                         (c.send_time[i] - offset[std::string(trace.NodeName(c.sender[i]))]);
+    EXPECT_GE(delay, 5 * kMillisecond * 9 / 10);
+    EXPECT_LE(delay, 80 * kMillisecond * 11 / 10 + 50 * kMillisecond);
+    ++both;
+  }
+  EXPECT_GT(both, 1000);
+  // The ground truth still makes trees, now with one client node per instance.
+  Result<PathSet> truth = InferFromTruth(trace);
+  ASSERT_TRUE(truth.ok()) << truth.status().message();
+  EXPECT_EQ(truth->instance_count(), summary.paths);
+  // Aggregated, the clients are one CLIENT node again: 22 patterns, as the tracelets give.
+  Result<PathSet> aggregated = InferFromTruth(trace, true);
+  ASSERT_TRUE(aggregated.ok());
+  EXPECT_EQ(aggregated->patterns.size(), 22u);
 }
 
 TEST(MakeTrace, SameSeedSameTraceOtherSeedOtherTrace) {

@@ -4,13 +4,15 @@
 // is involved and the answer does not depend on the nesting algorithm being right.
 #include "infer/truth/truth.h"
 
+#include "infer/aggregate.h"
+
 #include <algorithm>
 
 #include <absl/container/flat_hash_map.h>
 
 namespace weft {
 
-Result<PathSet> InferFromTruth(const Trace& trace) {
+Result<PathSet> InferFromTruth(const Trace& trace, bool aggregate_clients) {
   const TraceColumns& c = trace.columns();
   if (!trace.HasTruth()) {
     return Status::InvalidArgument("the trace has no ground truth (no message has a path id)");
@@ -50,6 +52,12 @@ Result<PathSet> InferFromTruth(const Trace& trace) {
   }
 
   PathSetBuilder builder(trace, "truth");
+  bool aggregated = false;
+  if (aggregate_clients) {
+    NodeAggregation aggregation = AggregateClients(trace);
+    aggregated = aggregation.clients > 0;
+    if (aggregated) builder.RenameNodes(std::move(aggregation.names), std::move(aggregation.alias));
+  }
   std::vector<int32_t> parents;
   for (size_t p = 0; p < path_ids.size(); ++p) {
     std::span<const MessageId> messages(members.data() + begin[p], begin[p + 1] - begin[p]);
@@ -84,7 +92,9 @@ Result<PathSet> InferFromTruth(const Trace& trace) {
     if (!added.ok()) return added.WithContext(fmt::format("path {}", id));
   }
   builder.AddCounter("messages_without_truth", without_truth);
-  return std::move(builder).Finish();
+  PathSet set = std::move(builder).Finish();
+  set.clients_aggregated = aggregated;
+  return set;
 }
 
 }  // namespace weft

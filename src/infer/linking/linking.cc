@@ -1,0 +1,601 @@
+// Message linking, WAP5 §5.1 (see linking.h). Departures from the paper, each for a
+// reason given where it is made: candidate parents are capped per message
+// (kMaxCandidates) and weak links dropped (min_link); a message whose most likely option
+// is to be spontaneous starts a tree; a message already in a tree is not added again
+// through a second parent; call-and-return paths are re-rooted into call trees.
+#include "infer/linking/linking.h"
+
+#include <absl/container/flat_hash_map.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "core/progress.h"
+#include "infer/aggregate.h"
+
+namespace weft {
+namespace {
+
+constexpr uint32_t kNone = UINT32_MAX;
+// Candidate parents considered per message, latest first. Identical timestamps (a burst
+// logged at one instant) would otherwise make the work quadratic; beyond a few dozen
+// candidates no single one can be likely anyway.
+constexpr uint32_t kMaxCandidates = 64;
+// A tree stops growing at this many messages (a trace that links into one chain).
+constexpr uint32_t kMaxTreeMessages = 100'000;
+
+// Delay bins of the learned model: 0 below 1 us, then log base 1.1 (a tenth of a delay
+// apart), to beyond an hour.
+constexpr int kDelayBins = 240;
+constexpr size_t kModelSize = 2 * kDelayBins;
+// The least a candidate's delay (or gap) weighs in the learned model, against a peak of 1:
+// a rare path's delays are unusual for its pair, and would otherwise be learned as
+// impossible. Spontaneity weighs e^(-y) times the pair's learned share of spontaneous
+// messages, so a pair whose messages always have a cause links even unusual delays.
+constexpr float kMinDelayWeight = 0.05f;
+inline int DelayBin(TimeNs delay) {
+  if (delay < 1000) return 0;
+  const int bin = 1 + int(std::log(double(delay) / 1000.0) * (1 / std::log(1.1)));
+  return std::min(bin, kDelayBins - 1);
+}
+
+// Where and when a message could have been caused. If its sender B was traced: by a
+// message into B that arrived before it was sent, on B's clock. If only the receiver A
+// was traced: by a message from A to B sent before it arrived, on A's clock (WAP5 §5.1:
+// "only allow causality back to the same node", A->B->A).
+struct Site {
+  uint32_t list = kNone;  // index into the candidate lists
+  TimeNs time = kNoTime;
+};
+
+// A time-sorted list of messages per site: CSR over (time, message).
+struct CandidateLists {
+  std::vector<uint32_t> begin;
+  std::vector<std::pair<TimeNs, uint32_t>> entries;
+};
+
+class Linker {
+ public:
+  Linker(const Trace& trace, const LinkingOptions& options) : trace_(trace), c_(trace.columns()), options_(options) {}
+  Result<PathSet> Run();
+
+ private:
+  void PairCalls();
+  void IndexSites();
+  // Calls f(parent, delay, gap) for message m's candidate parents, latest first, until f
+  // returns false: messages into its site within the window, at most kMaxCandidates,
+  // and in RPC mode for a CALL only CALLs that enclose it (see PairCalls) or MSGs.
+  template <typename F>
+  void ForEachCandidate(size_t m, F&& f) const;
+  void EstimateCausalDelays();
+  // Step 2 with the exponential model (learned = false) or the learned one.
+  void ScoreParents(bool learned);
+  void LearnDelays();
+  void InvertLinks();
+  Status BuildTrees(PathSetBuilder& builder);
+  // Step 3's recursion: expands tree_ from message tree_[next] and its child link `link`
+  // on, branching on try-both decisions; emits every finished instance.
+  Status Expand(size_t next, uint32_t link, double probability, uint32_t budget, PathSetBuilder& builder);
+  Status Emit(double probability, PathSetBuilder& builder);
+  // Adds message m to the tree under tree_[parent] (-1: as the root), with its RETURN
+  // under it in RPC mode.
+  void Join(uint32_t m, int32_t parent);
+  // Removes what was added after the tree had `size` messages.
+  void Shrink(size_t size);
+  // The time of candidate `parent` on the clock of message m's site.
+  TimeNs ParentTime(size_t m, uint32_t parent) const {
+    return c_.send_time[m] != kNoTime ? c_.recv_time[parent] : c_.send_time[parent];
+  }
+
+  const Trace& trace_;
+  const TraceColumns& c_;
+  const LinkingOptions& options_;
+  size_t n_ = 0;
+
+  // RPC mode: calls paired with their returns by call id (kNone if unpaired).
+  bool rpc_ = false;
+  std::vector<uint32_t> answer_;    // per CALL: its RETURN
+  std::vector<uint32_t> answers_;   // per RETURN: its CALL
+  int64_t unpaired_returns_ = 0;
+  std::vector<Site> site_;        // per message
+  CandidateLists lists_;          // per site list
+  std::vector<uint32_t> pair_;    // per message: its sender->receiver pair
+  std::vector<double> rate_;      // per pair: lambda = 1/d, per nanosecond
+  // The learned model (see LearnDelays): per pair with candidates, a weight per delay
+  // bin and then one per return-gap bin (kModelSize in all).
+  std::vector<uint32_t> model_of_;   // per pair: index into model_, or kNone
+  std::vector<float> model_;
+  std::vector<float> model_spontaneous_;  // per model: the share of its messages spontaneous
+  int64_t no_timestamps_ = 0;
+
+  // Step 2: per message its parent links (CSR), and its probability of being spontaneous.
+  std::vector<uint32_t> link_begin_;
+  std::vector<uint32_t> link_parent_;
+  std::vector<uint32_t> link_child_;
+  std::vector<float> link_p_;
+  std::vector<float> spontaneous_;
+  std::vector<bool> best_link_;  // per link: its child's most likely option
+  // The same links by parent (the possible-child trees of WAP5 Figure 8).
+  std::vector<uint32_t> child_begin_;
+  std::vector<uint32_t> child_link_;  // link index
+
+  // Step 3 state.
+  std::vector<uint32_t> tree_;        // messages in the tree being built, parents first
+  std::vector<int32_t> tree_parent_;  // index in tree_ of each one's cause
+  std::vector<uint32_t> in_tree_;     // per message: 1 + its index in tree_, or 0
+  std::vector<int32_t> call_parent_;  // scratch for call trees
+  int64_t trees_ = 0, roots_ = 0, try_both_ = 0, exhausted_ = 0, truncated_ = 0;
+  bool hit_budget_ = false;
+};
+
+// RPC mode (weft's addition, docs/linking.md). When messages are CALLs and RETURNs with
+// call ids (as reconcile and gen give them), a RETURN's cause is its CALL, and a CALL's is
+// the CALL into its sender that encloses it: arrived before it was sent and answered
+// after its answer arrived, both ends on the sender's own clock, so clock offsets do not
+// matter. Only the choice among enclosing calls is left to the delay model; everything
+// else is decided, and path instances come out as call trees (paths.h) directly.
+//
+// A return is paired with the latest unpaired call with the same (caller, callee, id)
+// before it on the clock both were seen by: the caller's (call sent, return received)
+// when it was traced, else the callee's (call received, return sent).
+void Linker::PairCalls() {
+  answer_.assign(n_, kNone);
+  answers_.assign(n_, kNone);
+  struct Entry {
+    uint64_t key;
+    TimeNs time;
+    bool is_return;
+    uint32_t message;
+  };
+  std::vector<Entry> entries;
+  for (size_t m = 0; m < n_; ++m) {
+    const MessageKind kind = c_.kind[m];
+    if (kind == MessageKind::kMessage || !c_.call_id[m].valid()) continue;
+    const bool ret = kind == MessageKind::kReturn;
+    const NodeId caller = ret ? c_.receiver[m] : c_.sender[m];
+    const NodeId callee = ret ? c_.sender[m] : c_.receiver[m];
+    // Caller's clock if it has a time here, else the callee's: one clock per key below.
+    const TimeNs at_caller = ret ? c_.recv_time[m] : c_.send_time[m];
+    const TimeNs at_callee = ret ? c_.send_time[m] : c_.recv_time[m];
+    const bool by_caller = at_caller != kNoTime;
+    const uint64_t key = (uint64_t(caller.value()) << 40) ^ (uint64_t(callee.value()) << 20) ^
+                         (uint64_t(c_.call_id[m].value()) << 1) ^ uint64_t(by_caller) ^
+                         (uint64_t(c_.call_id[m].value()) << 44);
+    entries.push_back({key, by_caller ? at_caller : at_callee, ret, uint32_t(m)});
+  }
+  // Calls sort before returns at one instant: a zero-time RPC still pairs.
+  std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
+    return std::tie(a.key, a.time, a.is_return, a.message) < std::tie(b.key, b.time, b.is_return, b.message);
+  });
+  std::vector<uint32_t> open;
+  for (size_t i = 0; i < entries.size();) {
+    size_t j = i;
+    open.clear();
+    for (; j < entries.size() && entries[j].key == entries[i].key; ++j) {
+      const Entry& e = entries[j];
+      const TraceColumns& c = c_;
+      // The hash key could collide: check the fields it mixes.
+      if (!open.empty()) {
+        const uint32_t o = open.back();
+        const bool same = c.call_id[o] == c.call_id[e.message] &&
+                          (e.is_return ? c.receiver[e.message] == c.sender[o] && c.sender[e.message] == c.receiver[o]
+                                       : c.sender[e.message] == c.sender[o] && c.receiver[e.message] == c.receiver[o]);
+        if (!same) open.clear();
+      }
+      if (!e.is_return) {
+        open.push_back(e.message);
+      } else if (!open.empty()) {
+        answer_[open.back()] = e.message;
+        answers_[e.message] = open.back();
+        open.pop_back();
+        rpc_ = true;
+      } else {
+        ++unpaired_returns_;
+      }
+    }
+    i = j;
+  }
+}
+
+template <typename F>
+void Linker::ForEachCandidate(size_t m, F&& f) const {
+  const Site s = site_[m];
+  if (s.list == kNone) return;
+  const bool enclosing_only = rpc_ && c_.kind[m] == MessageKind::kCall && c_.send_time[m] != kNoTime;
+  const uint32_t m_answer = enclosing_only ? answer_[m] : kNone;
+  const TimeNs m_answered = m_answer != kNone ? c_.recv_time[m_answer] : kNoTime;
+  auto first = lists_.entries.begin() + lists_.begin[s.list];
+  auto it = std::upper_bound(first, lists_.entries.begin() + lists_.begin[s.list + 1],
+                             std::pair(s.time, UINT32_MAX));
+  for (uint32_t seen = 0; it != first && seen < kMaxCandidates;) {
+    --it;
+    const uint32_t parent = it->second;
+    if (parent == m) continue;  // a message to itself is not its own cause
+    const TimeNs delay = s.time - it->first;
+    if (delay > options_.window) return;
+    if (enclosing_only) {
+      const MessageKind kind = c_.kind[parent];
+      if (kind == MessageKind::kReturn) continue;
+      if (kind == MessageKind::kCall && m_answered != kNoTime && answer_[parent] != kNone &&
+          c_.send_time[answer_[parent]] != kNoTime && c_.send_time[answer_[parent]] < m_answered) {
+        continue;  // answered before m's answer arrived: does not enclose m
+      }
+    } else if (rpc_ && answers_[m] != kNone) {
+      return;  // a paired RETURN's cause is its call
+    }
+    // The return gap: how long after m's answer arrived the candidate was answered.
+    TimeNs gap = kNoTime;
+    if (enclosing_only && m_answered != kNoTime && c_.kind[parent] == MessageKind::kCall &&
+        answer_[parent] != kNone && c_.send_time[answer_[parent]] != kNoTime) {
+      gap = c_.send_time[answer_[parent]] - m_answered;
+    }
+    ++seen;
+    if (!f(parent, delay, gap)) return;
+  }
+}
+
+void Linker::IndexSites() {
+  // Pairs of (sender, receiver); per message its site: the node whose clock orders it
+  // against its candidate parents, and which list holds those candidates.
+  absl::flat_hash_map<uint64_t, uint32_t> pair_index;
+  absl::flat_hash_map<uint64_t, uint32_t> back_list;  // (A, B) -> list of A->B sends
+  const uint32_t nodes = uint32_t(trace_.nodes().size());
+  pair_.resize(n_);
+  site_.resize(n_);
+  auto key = [](NodeId a, NodeId b) { return uint64_t(a.value()) << 32 | b.value(); };
+  for (size_t m = 0; m < n_; ++m) {
+    pair_[m] = pair_index.try_emplace(key(c_.sender[m], c_.receiver[m]), uint32_t(pair_index.size())).first->second;
+    if (c_.send_time[m] != kNoTime) {
+      site_[m] = {c_.sender[m].value(), c_.send_time[m]};
+    } else if (c_.recv_time[m] != kNoTime) {
+      auto [it, added] = back_list.try_emplace(key(c_.receiver[m], c_.sender[m]), nodes + uint32_t(back_list.size()));
+      site_[m] = {it->second, c_.recv_time[m]};
+    } else {
+      ++no_timestamps_;
+    }
+  }
+  rate_.assign(pair_index.size(), 0);
+  // Lists 0..nodes-1: messages into each node by arrival; then one list per (A, B) whose
+  // B sent messages only A timed: A's sends to B.
+  const size_t lists = nodes + back_list.size();
+  lists_.begin.assign(lists + 1, 0);
+  auto for_each_entry = [&](auto&& f) {
+    for (size_t m = 0; m < n_; ++m) {
+      if (c_.recv_time[m] != kNoTime) f(c_.receiver[m].value(), c_.recv_time[m], m);
+      if (c_.send_time[m] == kNoTime) continue;
+      auto it = back_list.find(key(c_.sender[m], c_.receiver[m]));
+      if (it != back_list.end()) f(it->second, c_.send_time[m], m);
+    }
+  };
+  for_each_entry([&](uint32_t list, TimeNs, size_t) { ++lists_.begin[list + 1]; });
+  std::partial_sum(lists_.begin.begin(), lists_.begin.end(), lists_.begin.begin());
+  lists_.entries.resize(lists_.begin.back());
+  std::vector<uint32_t> fill(lists_.begin.begin(), lists_.begin.end() - 1);
+  for_each_entry([&](uint32_t list, TimeNs t, size_t m) { lists_.entries[fill[list]++] = {t, uint32_t(m)}; });
+  for (size_t l = 0; l < lists; ++l) {
+    std::sort(lists_.entries.begin() + lists_.begin[l], lists_.entries.begin() + lists_.begin[l + 1]);
+  }
+}
+
+// Step 1: d per sender->receiver pair, the mean over its messages of the delay since the
+// latest possible parent, gaps over the window not counted (WAP5 §5.1, step 1).
+void Linker::EstimateCausalDelays() {
+  std::vector<double> sum(rate_.size(), 0);
+  std::vector<uint64_t> count(rate_.size(), 0);
+  for (size_t m = 0; m < n_; ++m) {
+    ForEachCandidate(m, [&](uint32_t, TimeNs delay, TimeNs) {
+      sum[pair_[m]] += double(delay);
+      ++count[pair_[m]];
+      return false;  // the latest only
+    });
+  }
+  for (size_t p = 0; p < rate_.size(); ++p) {
+    // No sample: every message of the pair is spontaneous; the rate only has to be finite.
+    const double d = count[p] ? sum[p] / double(count[p]) : double(options_.window);
+    rate_[p] = 1.0 / std::max(d, 1.0);
+  }
+}
+
+// Step 2: each candidate parent weighs e^(-delay/d), the spontaneous option e^(-y); the
+// weights are normalised to probabilities (WAP5 §5.1, step 2; Figure 6). With the learned
+// model a candidate weighs its delay bin's weight instead (times its return gap's, for
+// RPC), the best possible parent 1 as in the paper's model.
+void Linker::ScoreParents(bool learned) {
+  const double spontaneous_weight = std::exp(-options_.spontaneous_delay);
+  // Candidates beyond this many d weigh under min_link of the spontaneous option alone.
+  const double cutoff = options_.spontaneous_delay + std::log(1.0 / options_.min_link);
+  link_begin_.assign(n_ + 1, 0);
+  link_parent_.clear();
+  link_child_.clear();
+  link_p_.clear();
+  spontaneous_.assign(n_, 1.0f);
+  std::vector<std::pair<uint32_t, double>> candidates;
+  for (size_t m = 0; m < n_; ++m) {
+    link_begin_[m] = uint32_t(link_parent_.size());
+    if (site_[m].list == kNone) continue;
+    const double rate = rate_[pair_[m]];
+    const uint32_t model = model_of_.empty() ? kNone : model_of_[pair_[m]];
+    if (learned && model == kNone) continue;  // no candidate ever: spontaneous
+    const float* weight = learned ? &model_[size_t(model) * kModelSize] : nullptr;
+    candidates.clear();
+    const double spontaneous = learned ? spontaneous_weight * model_spontaneous_[model] : spontaneous_weight;
+    double total = spontaneous;
+    ForEachCandidate(m, [&](uint32_t parent, TimeNs delay, TimeNs gap) {
+      double w;
+      if (learned) {
+        w = std::max(weight[DelayBin(delay)], kMinDelayWeight) *
+            (gap != kNoTime ? std::max(weight[kDelayBins + DelayBin(gap)], kMinDelayWeight) : 1.0f);
+      } else {
+        const double x = double(delay) * rate;
+        if (x > cutoff) return false;
+        w = std::exp(-x);
+      }
+      if (w > 0) {
+        candidates.emplace_back(parent, w);
+        total += w;
+      }
+      return true;
+    });
+    spontaneous_[m] = float(spontaneous / total);
+    for (auto [parent, w] : candidates) {
+      const double p = w / total;
+      if (p < options_.min_link) continue;
+      link_parent_.push_back(parent);
+      link_child_.push_back(uint32_t(m));
+      link_p_.push_back(float(p));
+    }
+  }
+  link_begin_[n_] = uint32_t(link_parent_.size());
+}
+
+// The learned delay model (weft's departure from WAP5's exponential, which always favours
+// the latest candidate and so loses the true parent whenever other messages arrive in
+// between, i.e. at any parallelism). Like Project 5's scoreboard (§5.1.1.2), it learns
+// each pair's delay distribution from the trace: per sender->receiver pair and log-sized
+// delay bin, the expected number of parents found at that delay (the sum of the last
+// iteration's link probabilities) over the number of candidates at that delay. A delay
+// at which candidates usually are the parent weighs near 1; one where they rarely are,
+// near 0. One iteration of this is one EM step; a few suffice.
+void Linker::LearnDelays() {
+  if (model_of_.empty()) model_of_.assign(rate_.size(), kNone);
+  std::vector<float> candidates_at(model_.size(), 0), parents_at(model_.size(), 0);
+  std::vector<float> spontaneous(model_spontaneous_.size(), 0), messages(model_spontaneous_.size(), 0);
+  auto model_for = [&](uint32_t pair) {
+    uint32_t& model = model_of_[pair];
+    if (model == kNone) {
+      model = uint32_t(model_.size() / kModelSize);
+      model_.resize(model_.size() + kModelSize, 0);
+      model_spontaneous_.push_back(0);
+      candidates_at.resize(model_.size(), 0);
+      parents_at.resize(model_.size(), 0);
+      spontaneous.push_back(0);
+      messages.push_back(0);
+    }
+    return size_t(model) * kModelSize;
+  };
+  for (size_t m = 0; m < n_; ++m) {
+    if (site_[m].list == kNone) continue;
+    const size_t base = model_for(pair_[m]);
+    spontaneous[base / kModelSize] += spontaneous_[m];
+    messages[base / kModelSize] += 1;
+    // Candidates by delay and gap; the links' probabilities as expected parents there.
+    ForEachCandidate(m, [&](uint32_t parent, TimeNs delay, TimeNs gap) {
+      float p = 0;
+      for (uint32_t k = link_begin_[m]; k < link_begin_[m + 1]; ++k) {
+        if (link_parent_[k] == parent) p = link_p_[k];
+      }
+      candidates_at[base + DelayBin(delay)] += 1;
+      parents_at[base + DelayBin(delay)] += p;
+      if (gap != kNoTime) {
+        candidates_at[base + kDelayBins + DelayBin(gap)] += 1;
+        parents_at[base + kDelayBins + DelayBin(gap)] += p;
+      }
+      return true;
+    });
+  }
+  // The prior of being spontaneous, per pair, with one pseudo-message that was.
+  for (size_t model = 0; model < model_spontaneous_.size(); ++model) {
+    model_spontaneous_[model] = (spontaneous[model] + 1) / (messages[model] + 1);
+  }
+  for (size_t base = 0; base < model_.size(); base += kDelayBins) {
+    // One pseudo-candidate per bin keeps a bin seen once from weighing as much as one
+    // seen a thousand times. Weights are scaled to a peak of 1.
+    float peak = 0;
+    for (size_t b = base; b < base + kDelayBins; ++b) {
+      model_[b] = parents_at[b] / (candidates_at[b] + 1);
+      peak = std::max(peak, model_[b]);
+    }
+    // Without any parent: no delay is likely; without any gap seen, gaps say nothing.
+    const bool gaps = (base / kDelayBins) % 2 == 1;
+    for (size_t b = base; b < base + kDelayBins; ++b) model_[b] = peak > 0 ? model_[b] / peak : gaps ? 1.0f : 0.0f;
+  }
+}
+
+void Linker::InvertLinks() {
+  // The most likely option of each message, if it is a link.
+  best_link_.assign(link_parent_.size(), false);
+  for (size_t m = 0; m < n_; ++m) {
+    uint32_t best = kNone;
+    float best_p = spontaneous_[m];
+    for (uint32_t l = link_begin_[m]; l < link_begin_[m + 1]; ++l) {
+      if (link_p_[l] > best_p) best = l, best_p = link_p_[l];
+    }
+    if (best != kNone) best_link_[best] = true;
+  }
+  // Inverted: per parent, its links in order of child (time order).
+  child_begin_.assign(n_ + 1, 0);
+  for (uint32_t p : link_parent_) ++child_begin_[p + 1];
+  std::partial_sum(child_begin_.begin(), child_begin_.end(), child_begin_.begin());
+  child_link_.resize(link_parent_.size());
+  std::vector<uint32_t> fill(child_begin_.begin(), child_begin_.end() - 1);
+  for (size_t m = 0; m < n_; ++m) {
+    for (uint32_t l = link_begin_[m]; l < link_begin_[m + 1]; ++l) child_link_[fill[link_parent_[l]]++] = l;
+  }
+}
+
+Status Linker::Emit(double probability, PathSetBuilder& builder) {
+  const size_t size = tree_.size();
+  std::span<const int32_t> parents = tree_parent_;
+  if (options_.call_trees && !rpc_) {
+    // Call trees (paths.h): a CALL's parent is the CALL into its sender that encloses it,
+    // a RETURN's the CALL it answers. Both are "the enclosing call" of the message: its
+    // cause if that is a CALL into the sender; if its cause is a RETURN, the enclosing
+    // call of the CALL that RETURN answers. Every result is an ancestor, so the instance
+    // stays a tree; where the chain breaks (MSG, or no enclosing call) the cause stays.
+    call_parent_.assign(size, -1);
+    for (size_t i = 1; i < size; ++i) {
+      const int32_t cause = tree_parent_[i];
+      const uint32_t m = tree_[i];
+      int32_t parent = cause;
+      if (c_.kind[m] != MessageKind::kMessage) {
+        const MessageKind cause_kind = c_.kind[tree_[size_t(cause)]];
+        if (cause_kind == MessageKind::kReturn) {
+          const int32_t answered = call_parent_[size_t(cause)];
+          const int32_t enclosing = answered >= 0 ? call_parent_[size_t(answered)] : -1;
+          if (enclosing >= 0) parent = enclosing;
+        }
+      }
+      call_parent_[i] = parent;
+    }
+    parents = call_parent_;
+  }
+  std::vector<MessageId> messages(size);
+  for (size_t i = 0; i < size; ++i) messages[i] = MessageId(tree_[i]);
+  return builder.AddInstance(messages, parents, std::max(probability, 1e-300));
+}
+
+void Linker::Join(uint32_t m, int32_t parent) {
+  tree_.push_back(m);
+  tree_parent_.push_back(parent);
+  in_tree_[m] = uint32_t(tree_.size());
+  if (rpc_ && answer_[m] != kNone && !in_tree_[answer_[m]]) {
+    tree_.push_back(answer_[m]);
+    tree_parent_.push_back(int32_t(tree_.size() - 2));
+    in_tree_[answer_[m]] = uint32_t(tree_.size());
+  }
+}
+
+void Linker::Shrink(size_t size) {
+  for (size_t k = size; k < tree_.size(); ++k) in_tree_[tree_[k]] = 0;
+  tree_.resize(size);
+  tree_parent_.resize(size);
+}
+
+Status Linker::Expand(size_t next, uint32_t link, double probability, uint32_t budget, PathSetBuilder& builder) {
+  const size_t entry_size = tree_.size();
+  for (; next < tree_.size(); ++next, link = 0) {
+    const uint32_t m = tree_[next];
+    for (uint32_t j = child_begin_[m] + link; j < child_begin_[m + 1]; ++j) {
+      const uint32_t l = child_link_[j];
+      const uint32_t child = link_child_[l];
+      if (in_tree_[child]) continue;
+      const double p = link_p_[l];
+      const bool ambiguous = best_link_[l] ? p < options_.try_both_high
+                                           : p >= options_.try_both_low && p <= options_.try_both_high;
+      if (ambiguous && budget > 0) {
+        // Try both: with the link (the child joins) and without, each going on from the
+        // next link; both branches emit their instances.
+        ++try_both_;
+        const uint32_t offset = j - child_begin_[m] + 1;
+        const size_t before = tree_.size();
+        Join(child, int32_t(next));
+        Status status = Expand(next, offset, probability * p, budget - 1, builder);
+        Shrink(before);
+        if (status.ok()) status = Expand(next, offset, probability * (1 - p), budget - 1, builder);
+        Shrink(entry_size);
+        return status;
+      }
+      if (ambiguous) hit_budget_ = true;
+      const bool include = ambiguous ? (best_link_[l] || p >= 0.5) : p > options_.try_both_high || best_link_[l];
+      if (include && tree_.size() < kMaxTreeMessages) {
+        Join(child, int32_t(next));
+        probability *= p;
+      } else {
+        if (include) ++truncated_;
+        probability *= 1 - p;
+      }
+    }
+  }
+  Status status = Emit(probability, builder);
+  Shrink(entry_size);
+  return status;
+}
+
+// Step 3: a tree from every message that is probably spontaneous, or for which being
+// spontaneous is its most likely option, or ambiguous (WAP5 §5.1, step 3; Figure 4).
+Status Linker::BuildTrees(PathSetBuilder& builder) {
+  in_tree_.assign(n_, 0);
+  Progress progress("linking", n_, "messages");
+  for (size_t r = 0; r < n_; ++r) {
+    progress.Update(r);
+    if (site_[r].list == kNone) continue;
+    const double ps = spontaneous_[r];
+    bool most_likely = true;
+    for (uint32_t l = link_begin_[r]; l < link_begin_[r + 1]; ++l) most_likely &= link_p_[l] <= ps;
+    if (!(most_likely || ps >= options_.try_both_low)) continue;
+    if (rpc_ && answers_[r] != kNone) continue;  // a paired RETURN is in its call's tree
+    ++roots_;
+    hit_budget_ = false;
+    Join(uint32_t(r), -1);
+    WEFT_RETURN_IF_ERROR(Expand(0, 0, ps, options_.try_both_budget, builder));
+    Shrink(0);
+    exhausted_ += hit_budget_;
+  }
+  return Status::Ok();
+}
+
+Result<PathSet> Linker::Run() {
+  if (!(options_.window > 0)) return Status::InvalidArgument("the linking window x must be positive");
+  if (!(options_.spontaneous_delay > 0)) return Status::InvalidArgument("y (the spontaneous delay) must be positive");
+  if (!(options_.min_link > 0 && options_.min_link < 0.5)) {
+    return Status::InvalidArgument("min_link must be in (0, 0.5)");
+  }
+  if (!(options_.try_both_low >= 0 && options_.try_both_low <= options_.try_both_high &&
+        options_.try_both_high <= 1)) {
+    return Status::InvalidArgument("try-both bounds need 0 <= low <= high <= 1");
+  }
+  if (options_.try_both_budget > 20) return Status::InvalidArgument("a try-both budget over 20 would build 2^20 trees per root");
+  n_ = trace_.size();
+  if (options_.use_calls) PairCalls();
+  IndexSites();
+  EstimateCausalDelays();
+  ScoreParents(false);
+  for (uint32_t i = 0; i < options_.learning_iterations; ++i) {
+    LearnDelays();
+    ScoreParents(true);
+  }
+  InvertLinks();
+  PathSetBuilder builder(trace_, "linking");
+  builder.AllowSharedMessages();
+  int64_t clients = 0;
+  if (options_.aggregate_clients) {
+    NodeAggregation aggregation = AggregateClients(trace_);
+    clients = aggregation.clients;
+    if (clients > 0) builder.RenameNodes(std::move(aggregation.names), std::move(aggregation.alias));
+  }
+  WEFT_RETURN_IF_ERROR(BuildTrees(builder));
+  builder.AddCounter("messages", int64_t(n_));
+  builder.AddCounter("no_timestamps", no_timestamps_);
+  builder.AddCounter("pairs", int64_t(rate_.size()));
+  builder.AddCounter("links", int64_t(link_parent_.size()));
+  builder.AddCounter("roots", roots_);
+  builder.AddCounter("try_both", try_both_);
+  builder.AddCounter("budget_exhausted", exhausted_);
+  builder.AddCounter("truncated", truncated_);
+  builder.AddCounter("clients", clients);
+  builder.AddCounter("rpc", rpc_);
+  builder.AddCounter("unpaired_returns", unpaired_returns_);
+  PathSet set = std::move(builder).Finish();
+  set.clients_aggregated = clients > 0;
+  return set;
+}
+
+}  // namespace
+
+Result<PathSet> InferLinking(const Trace& trace, const LinkingOptions& options) {
+  Linker linker(trace, options);
+  return linker.Run();
+}
+
+}  // namespace weft
