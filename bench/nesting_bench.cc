@@ -6,48 +6,16 @@
 // per-node parallelism, and the baseline in the same invocation: Project 5's CPU seconds
 // for its row (1.7 GHz Pentium 4) scaled to this row's message count.
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cstdlib>
-#include <new>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
 
+#include "heap_accounting.h"
 #include "gen/gen.h"
 #include "infer/nesting/nesting.h"
-
-// Heap accounting: every allocation of the process goes through these.
-namespace {
-std::atomic<int64_t> g_live{0};
-std::atomic<int64_t> g_peak{0};
-
-void* Allocate(size_t n) {
-  void* p = std::malloc(n + 16);
-  if (!p) throw std::bad_alloc();
-  *static_cast<size_t*>(p) = n;
-  int64_t live = g_live.fetch_add(int64_t(n)) + int64_t(n);
-  int64_t peak = g_peak.load();
-  while (live > peak && !g_peak.compare_exchange_weak(peak, live)) {
-  }
-  return static_cast<char*>(p) + 16;
-}
-
-void Free(void* p) {
-  if (!p) return;
-  char* base = static_cast<char*>(p) - 16;
-  g_live.fetch_sub(int64_t(*reinterpret_cast<size_t*>(base)));
-  std::free(base);
-}
-}  // namespace
-
-void* operator new(size_t n) { return Allocate(n); }
-void* operator new[](size_t n) { return Allocate(n); }
-void operator delete(void* p) noexcept { Free(p); }
-void operator delete[](void* p) noexcept { Free(p); }
-void operator delete(void* p, size_t) noexcept { Free(p); }
-void operator delete[](void* p, size_t) noexcept { Free(p); }
 
 namespace weft {
 namespace {
@@ -90,13 +58,12 @@ int Run(int runs, double scale) {
     int64_t peak_bytes = 0;
     double parallelism = 0;
     for (int r = 0; r < runs; ++r) {
-      int64_t before = g_live.load();
-      g_peak.store(before);
+      const int64_t before = bench::StartPeak();
       auto start = std::chrono::steady_clock::now();
       Result<PathSet> set = InferNesting(*trace, NestingOptions{});
       seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
       if (!set.ok()) Die(set.status());
-      peak_bytes = g_peak.load() - before;
+      peak_bytes = bench::PeakSince(before);
       parallelism = double(set->Counter("candidate_parents")) / double(set->Counter("children_with_candidates"));
     }
     std::sort(seconds.begin(), seconds.end());

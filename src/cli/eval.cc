@@ -27,13 +27,14 @@ Result<bool> IsPathsFile(const std::string& path) {
   return first != std::string_view::npos && text[first] == '{';
 }
 
-// The truth from a paths file, or from a trace's ground truth, its clients named as the
-// inferred paths name them.
-Result<PathSet> LoadTruth(const std::string& path, bool aggregate_clients) {
+// The truth from a paths file, or from a trace's ground truth, its clients named and its
+// latencies measured as the inferred paths' are.
+Result<PathSet> LoadTruth(const std::string& path, const PathSet& inferred) {
   WEFT_ASSIGN_OR_RETURN(bool is_paths, IsPathsFile(path));
   if (is_paths) return ReadPaths(path);
   WEFT_ASSIGN_OR_RETURN(Trace trace, LoadTrace(path));
-  Result<PathSet> set = InferFromTruth(trace, aggregate_clients);
+  Result<PathSet> set = InferFromTruth(
+      trace, TruthOptions{.aggregate_clients = inferred.clients_aggregated, .clock_offsets = !inferred.clock_offsets.empty()});
   if (!set.ok()) return set.status().WithContext(path);
   return set;
 }
@@ -47,7 +48,7 @@ Status RunEval(const EvalFlags& f) {
     options.inferred_order = order;
   }
   WEFT_ASSIGN_OR_RETURN(PathSet inferred, ReadPaths(f.inferred));
-  WEFT_ASSIGN_OR_RETURN(PathSet truth, LoadTruth(f.truth, inferred.clients_aggregated));
+  WEFT_ASSIGN_OR_RETURN(PathSet truth, LoadTruth(f.truth, inferred));
   if (!inferred.graph.empty()) {
     // A causal graph (convolution): edges and delays against the truth's graph (§7.5.7).
     Result<GraphEvalReport> report = EvaluateGraph(truth, inferred, f.min_messages);

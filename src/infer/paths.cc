@@ -367,27 +367,50 @@ Status PathSetBuilder::AddInstance(std::span<const MessageId> messages,
   pattern.expected_count += probability;
   pattern.max_probability = std::max(pattern.max_probability, probability);
 
+  // Alternatives (linking) weigh in the histograms by their probability, as WAP5 §5.2
+  // weighs node delays, in units of 1/kProbabilityUnits.
+  const uint64_t weight =
+      set_.shared_messages ? std::max<uint64_t>(1, uint64_t(std::llround(probability * kProbabilityUnits))) : 1;
   TimeNs last_seen = kNoTime;
   for (size_t k = 0; k < n; ++k) {
     uint32_t m = messages[order[k]].value();
     used_[m] = true;
     set_.messages.push_back(MessageId(m));
     set_.parent.push_back(ordered_parents[k]);
-    last_seen = std::max({last_seen, c.send_time[m], c.recv_time[m]});
-    if (k == 0) continue;
+    last_seen = std::max({last_seen, OnReference(c.send_time[m], c.sender[m]), OnReference(c.recv_time[m], c.receiver[m])});
+    if (k == 0) {
+      RecordNetwork(m, pattern.elements[0], weight);
+      continue;
+    }
     // Delay after the parent (paths.h): from the parent's arrival at this sender, or from
     // its send when the arrival was not seen or was elsewhere.
     uint32_t pm = messages[order[size_t(ordered_parents[k])]].value();
     TimeNs from = (c.recv_time[pm] != kNoTime && c.receiver[pm] == c.sender[m]) ? c.recv_time[pm]
                                                                                  : c.send_time[pm];
-    if (c.send_time[m] != kNoTime && from != kNoTime) pattern.elements[k].delay.Record(c.send_time[m] - from);
+    if (c.send_time[m] != kNoTime && from != kNoTime) pattern.elements[k].delay.Record(c.send_time[m] - from, weight);
+    RecordNetwork(m, pattern.elements[k], weight);
   }
   set_.instance_begin.push_back(uint32_t(set_.messages.size()));
   set_.probability.push_back(probability);
   set_.pattern.push_back(pattern_index);
-  TimeNs start = trace_.SortTime(messages[size_t(root)]);
-  if (last_seen != kNoTime) pattern.latency.Record(last_seen - start);
+  const uint32_t r = messages[size_t(root)].value();
+  const TimeNs start = c.send_time[r] != kNoTime ? OnReference(c.send_time[r], c.sender[r])
+                                                 : OnReference(c.recv_time[r], c.receiver[r]);
+  if (last_seen != kNoTime) pattern.latency.Record(last_seen - start, weight);
   return Status::Ok();
+}
+
+TimeNs PathSetBuilder::OnReference(TimeNs t, NodeId node) const {
+  if (t == kNoTime || node_offset_.empty() || node_offset_[node.value()] == kNoTime) return t;
+  return t - node_offset_[node.value()];
+}
+
+void PathSetBuilder::RecordNetwork(uint32_t m, PatternElement& element, uint64_t weight) {
+  if (node_offset_.empty()) return;
+  const TraceColumns& c = trace_.columns();
+  const TimeNs from = node_offset_[c.sender[m].value()], to = node_offset_[c.receiver[m].value()];
+  if (c.send_time[m] == kNoTime || c.recv_time[m] == kNoTime || from == kNoTime || to == kNoTime) return;
+  element.network.Record((c.recv_time[m] - to) - (c.send_time[m] - from), weight);
 }
 
 PathSet PathSetBuilder::Finish() && { return std::move(set_); }

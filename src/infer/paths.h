@@ -50,6 +50,9 @@ struct PatternElement {
   NodeId receiver;  // in PathSet::nodes
   int32_t parent = -1;      // index of the parent element, -1 for the root
   LatencyHistogram delay;   // delay after the parent (see above); empty for the root
+  // One-way network latency (receive - send) with the clock offsets of the PathSet
+  // removed; empty unless the builder was given offsets and both ends were timed.
+  LatencyHistogram network;
 };
 
 struct PathPattern {
@@ -84,6 +87,15 @@ struct CausalGraph {
   bool empty() const { return vertices.empty(); }
 };
 
+// The estimated offset of node b's clock from node a's (WAP5 §5.2; trace/clock_offsets.h).
+struct ClockOffsetRow {
+  std::string a, b;
+  TimeNs offset = 0;
+  uint64_t messages = 0;  // the messages it was estimated from
+};
+
+inline constexpr double kProbabilityUnits = 1024;
+
 // A set of path instances over one trace, and their patterns.
 struct PathSet {
   std::string algorithm;      // "truth", "nesting", ...
@@ -111,6 +123,9 @@ struct PathSet {
   // The convolution algorithm's causal graph; empty for every other algorithm. Stored
   // beside (not instead of) instances and patterns: convolution gives none of those.
   CausalGraph graph;
+
+  // Clock offsets between node pairs, for algorithms that use both timestamps (linking).
+  std::vector<ClockOffsetRow> clock_offsets;
 
   // What the algorithm counted on the way (dropped messages, unmatched returns, ...).
   std::vector<std::pair<std::string, int64_t>> counters;
@@ -143,11 +158,16 @@ class PathSetBuilder {
   void AddCounter(std::string name, int64_t value);
 
   // For probabilistic algorithms (linking): one message may be in several instances,
-  // the alternatives whose probabilities make up the expected counts.
+  // the alternatives whose probabilities make up the expected counts. Each instance then
+  // counts in its pattern's histograms kProbabilityUnits x its probability times.
   void AllowSharedMessages() { set_.shared_messages = true; }
   // Names patterns by `names` instead of the trace's nodes: trace node n becomes
   // names[alias[n]] (client aggregation, WAP5 §2.5.1). Call before the first instance.
   void RenameNodes(NodeTable names, std::vector<NodeId> alias);
+  // Per trace node, its clock's offset (kNoTime: unknown); elements then record their
+  // network latency with the offsets removed, where both ends have one, and end-to-end
+  // latencies compare times on the reference clock.
+  void SetClockOffsets(std::vector<TimeNs> node_offsets) { node_offset_ = std::move(node_offsets); }
 
   // The set: instances in the order added, patterns in order of first appearance.
   PathSet Finish() &&;
@@ -157,10 +177,14 @@ class PathSetBuilder {
   PathSet set_;
   // The label ("C:WS1>AUTH") of a (kind, sender, receiver), interned.
   uint32_t LabelId(MessageKind kind, NodeId sender, NodeId receiver);
+  void RecordNetwork(uint32_t m, PatternElement& element, uint64_t weight);
+  // A time on `node`'s clock moved to the reference clock, where its offset is known.
+  TimeNs OnReference(TimeNs t, NodeId node) const;
 
   std::vector<std::string> labels_;        // per node: its name escaped for keys
   std::vector<bool> used_;                 // per trace message: in some instance already
   std::vector<NodeId> alias_;              // per trace node: its node in set_.nodes
+  std::vector<TimeNs> node_offset_;        // per trace node, or empty
   NodeId Alias(NodeId n) const { return alias_.empty() ? n : alias_[n.value()]; }
   std::vector<uint32_t> seen_stamp_;       // per trace message: last AddInstance that saw it
   uint32_t stamp_ = 0;

@@ -249,6 +249,9 @@ Status ParsePatterns(const Reader& r, const nlohmann::json& array, PathSet& set)
       element.parent = int32_t(parent);
       WEFT_ASSIGN_OR_RETURN(g, r.Field(e, eat, "delay"));
       WEFT_ASSIGN_OR_RETURN(element.delay, r.Histogram(*g, eat + ".delay"));
+      if (auto n = e.find("network"); n != e.end()) {
+        WEFT_ASSIGN_OR_RETURN(element.network, r.Histogram(*n, eat + ".network"));
+      }
       labels.push_back(ElementLabel(set, element));
       parents.push_back(element.parent);
       pattern.elements.push_back(std::move(element));
@@ -414,6 +417,20 @@ Result<PathSet> ParseDocument(const Reader& r, const nlohmann::json& doc) {
     WEFT_ASSIGN_OR_RETURN(int64_t value, r.Signed(c[1], at));
     set.counters.emplace_back(std::move(name), value);
   }
+  if (auto o = doc.find("clock_offsets"); o != doc.end()) {
+    if (!o->is_array()) return r.Error("clock_offsets", "expected an array");
+    for (size_t i = 0; i < o->size(); ++i) {
+      std::string at = fmt::format("clock_offsets[{}]", i);
+      const nlohmann::json& row = (*o)[i];
+      if (!row.is_array() || row.size() != 4) return r.Error(at, "expected [node a, node b, offset, messages]");
+      ClockOffsetRow offset;
+      WEFT_ASSIGN_OR_RETURN(offset.a, r.String(row[0], at));
+      WEFT_ASSIGN_OR_RETURN(offset.b, r.String(row[1], at));
+      WEFT_ASSIGN_OR_RETURN(offset.offset, r.Signed(row[2], at));
+      WEFT_ASSIGN_OR_RETURN(offset.messages, r.Unsigned(row[3], at));
+      set.clock_offsets.push_back(std::move(offset));
+    }
+  }
   if (auto g = doc.find("causal_graph"); g != doc.end()) WEFT_RETURN_IF_ERROR(ParseCausalGraph(r, *g, set));
   WEFT_ASSIGN_OR_RETURN(f, r.Field(doc, "top level", "patterns"));
   if (!f->is_array()) return r.Error("patterns", "expected an array");
@@ -447,6 +464,19 @@ std::string FormatPaths(const PathSet& set) {
     out += fmt::format(",{}]", set.counters[i].second);
   }
   out += "]";
+  if (!set.clock_offsets.empty()) {
+    // [node a, node b, b's clock minus a's in ns, messages] per pair (docs/paths.md).
+    out += ",\n\"clock_offsets\":[";
+    for (size_t i = 0; i < set.clock_offsets.size(); ++i) {
+      const ClockOffsetRow& o = set.clock_offsets[i];
+      out += i ? ",[" : "[";
+      AppendJsonString(out, o.a);
+      out += ',';
+      AppendJsonString(out, o.b);
+      out += fmt::format(",{},{}]", o.offset, o.messages);
+    }
+    out += "]";
+  }
   if (!set.graph.empty() || set.graph.quantum != 0) {
     // The convolution algorithm's causal graph (docs/paths.md): [node, parent, messages,
     // [[delay, count], ...]] per vertex, parents first.
@@ -475,6 +505,10 @@ std::string FormatPaths(const PathSet& set) {
       out += fmt::format("{}\n  {{\"kind\":\"{}\",\"sender\":{},\"receiver\":{},\"parent\":{},\"delay\":", k ? "," : "",
                          MessageKindOp(e.kind), e.sender.value(), e.receiver.value(), e.parent);
       AppendHistogram(out, e.delay);
+      if (!e.network.empty()) {
+        out += ",\"network\":";
+        AppendHistogram(out, e.network);
+      }
       out += '}';
     }
     out += "]}";

@@ -67,7 +67,7 @@ TEST(MakeTrace, NetworkScenarios) {
   ASSERT_TRUE(truth.ok()) << truth.status().message();
   EXPECT_EQ(truth->instance_count(), summary.paths);
   // Aggregated, the clients are one CLIENT node again: 22 patterns, as the tracelets give.
-  Result<PathSet> aggregated = InferFromTruth(trace, true);
+  Result<PathSet> aggregated = InferFromTruth(trace, {.aggregate_clients = true});
   ASSERT_TRUE(aggregated.ok());
   EXPECT_EQ(aggregated->patterns.size(), 22u);
 }

@@ -13,6 +13,7 @@
 
 #include "core/progress.h"
 #include "infer/aggregate.h"
+#include "trace/clock_offsets.h"
 
 namespace weft {
 namespace {
@@ -29,6 +30,8 @@ constexpr uint32_t kMaxTreeMessages = 100'000;
 // apart), to beyond an hour.
 constexpr int kDelayBins = 240;
 constexpr size_t kModelSize = 2 * kDelayBins;
+constexpr uint8_t kNoGap = 255;  // a candidate without a return gap
+static_assert(kDelayBins <= kNoGap);
 // The least a candidate's delay (or gap) weighs in the learned model, against a peak of 1:
 // a rare path's delays are unusual for its pair, and would otherwise be learned as
 // impossible. Spontaneity weighs e^(-y) times the pair's learned share of spontaneous
@@ -68,6 +71,7 @@ class Linker {
   // and in RPC mode for a CALL only CALLs that enclose it (see PairCalls) or MSGs.
   template <typename F>
   void ForEachCandidate(size_t m, F&& f) const;
+  void CollectCandidates();
   void EstimateCausalDelays();
   // Step 2 with the exponential model (learned = false) or the learned one.
   void ScoreParents(bool learned);
@@ -109,6 +113,13 @@ class Linker {
   std::vector<float> model_spontaneous_;  // per model: the share of its messages spontaneous
   int64_t no_timestamps_ = 0;
 
+  // Per message its candidate parents (CSR), latest first: the parent, the delay bin,
+  // the return-gap bin (kNoGap if none), and after step 2 the probability.
+  std::vector<uint32_t> candidate_begin_;
+  std::vector<uint32_t> candidate_parent_;
+  std::vector<uint8_t> candidate_delay_;
+  std::vector<uint8_t> candidate_gap_;
+  std::vector<float> candidate_p_;
   // Step 2: per message its parent links (CSR), and its probability of being spontaneous.
   std::vector<uint32_t> link_begin_;
   std::vector<uint32_t> link_parent_;
@@ -278,17 +289,32 @@ void Linker::IndexSites() {
   }
 }
 
+// Every message's candidate parents, found once: the scans of the time-sorted lists are
+// the costly part, and steps 1 and 2 and every learning iteration read the same ones.
+void Linker::CollectCandidates() {
+  candidate_begin_.assign(n_ + 1, 0);
+  for (size_t m = 0; m < n_; ++m) {
+    candidate_begin_[m] = uint32_t(candidate_parent_.size());
+    ForEachCandidate(m, [&](uint32_t parent, TimeNs delay, TimeNs gap) {
+      candidate_parent_.push_back(parent);
+      candidate_delay_.push_back(uint8_t(DelayBin(delay)));
+      candidate_gap_.push_back(gap == kNoTime ? kNoGap : uint8_t(DelayBin(gap)));
+      return true;
+    });
+  }
+  candidate_begin_[n_] = uint32_t(candidate_parent_.size());
+  candidate_p_.assign(candidate_parent_.size(), 0.0f);
+}
+
 // Step 1: d per sender->receiver pair, the mean over its messages of the delay since the
 // latest possible parent, gaps over the window not counted (WAP5 §5.1, step 1).
 void Linker::EstimateCausalDelays() {
   std::vector<double> sum(rate_.size(), 0);
   std::vector<uint64_t> count(rate_.size(), 0);
   for (size_t m = 0; m < n_; ++m) {
-    ForEachCandidate(m, [&](uint32_t, TimeNs delay, TimeNs) {
-      sum[pair_[m]] += double(delay);
-      ++count[pair_[m]];
-      return false;  // the latest only
-    });
+    if (candidate_begin_[m] == candidate_begin_[m + 1]) continue;
+    sum[pair_[m]] += double(site_[m].time - ParentTime(m, candidate_parent_[candidate_begin_[m]]));
+    ++count[pair_[m]];
   }
   for (size_t p = 0; p < rate_.size(); ++p) {
     // No sample: every message of the pair is spontaneous; the rate only has to be finite.
@@ -300,53 +326,32 @@ void Linker::EstimateCausalDelays() {
 // Step 2: each candidate parent weighs e^(-delay/d), the spontaneous option e^(-y); the
 // weights are normalised to probabilities (WAP5 §5.1, step 2; Figure 6). With the learned
 // model a candidate weighs its delay bin's weight instead (times its return gap's, for
-// RPC), the best possible parent 1 as in the paper's model.
+// RPC), the best possible parent 1 as in the paper's model, and spontaneity e^(-y) times
+// the pair's learned share of spontaneous messages.
 void Linker::ScoreParents(bool learned) {
   const double spontaneous_weight = std::exp(-options_.spontaneous_delay);
-  // Candidates beyond this many d weigh under min_link of the spontaneous option alone.
-  const double cutoff = options_.spontaneous_delay + std::log(1.0 / options_.min_link);
-  link_begin_.assign(n_ + 1, 0);
-  link_parent_.clear();
-  link_child_.clear();
-  link_p_.clear();
   spontaneous_.assign(n_, 1.0f);
-  std::vector<std::pair<uint32_t, double>> candidates;
   for (size_t m = 0; m < n_; ++m) {
-    link_begin_[m] = uint32_t(link_parent_.size());
-    if (site_[m].list == kNone) continue;
-    const double rate = rate_[pair_[m]];
-    const uint32_t model = model_of_.empty() ? kNone : model_of_[pair_[m]];
-    if (learned && model == kNone) continue;  // no candidate ever: spontaneous
+    const uint32_t first = candidate_begin_[m], last = candidate_begin_[m + 1];
+    if (first == last) continue;
+    const uint32_t model = learned ? model_of_[pair_[m]] : kNone;
     const float* weight = learned ? &model_[size_t(model) * kModelSize] : nullptr;
-    candidates.clear();
     const double spontaneous = learned ? spontaneous_weight * model_spontaneous_[model] : spontaneous_weight;
     double total = spontaneous;
-    ForEachCandidate(m, [&](uint32_t parent, TimeNs delay, TimeNs gap) {
+    for (uint32_t k = first; k < last; ++k) {
       double w;
       if (learned) {
-        w = std::max(weight[DelayBin(delay)], kMinDelayWeight) *
-            (gap != kNoTime ? std::max(weight[kDelayBins + DelayBin(gap)], kMinDelayWeight) : 1.0f);
+        w = std::max(weight[candidate_delay_[k]], kMinDelayWeight) *
+            (candidate_gap_[k] != kNoGap ? std::max(weight[kDelayBins + candidate_gap_[k]], kMinDelayWeight) : 1.0f);
       } else {
-        const double x = double(delay) * rate;
-        if (x > cutoff) return false;
-        w = std::exp(-x);
+        w = std::exp(-double(site_[m].time - ParentTime(m, candidate_parent_[k])) * rate_[pair_[m]]);
       }
-      if (w > 0) {
-        candidates.emplace_back(parent, w);
-        total += w;
-      }
-      return true;
-    });
-    spontaneous_[m] = float(spontaneous / total);
-    for (auto [parent, w] : candidates) {
-      const double p = w / total;
-      if (p < options_.min_link) continue;
-      link_parent_.push_back(parent);
-      link_child_.push_back(uint32_t(m));
-      link_p_.push_back(float(p));
+      candidate_p_[k] = float(w);
+      total += w;
     }
+    for (uint32_t k = first; k < last; ++k) candidate_p_[k] = float(candidate_p_[k] / total);
+    spontaneous_[m] = float(spontaneous / total);
   }
-  link_begin_[n_] = uint32_t(link_parent_.size());
 }
 
 // The learned delay model (weft's departure from WAP5's exponential, which always favours
@@ -358,41 +363,32 @@ void Linker::ScoreParents(bool learned) {
 // at which candidates usually are the parent weighs near 1; one where they rarely are,
 // near 0. One iteration of this is one EM step; a few suffice.
 void Linker::LearnDelays() {
-  if (model_of_.empty()) model_of_.assign(rate_.size(), kNone);
+  if (model_of_.empty()) {
+    // A model per pair whose messages have candidates.
+    model_of_.assign(rate_.size(), kNone);
+    uint32_t models = 0;
+    for (size_t m = 0; m < n_; ++m) {
+      if (candidate_begin_[m] != candidate_begin_[m + 1] && model_of_[pair_[m]] == kNone) model_of_[pair_[m]] = models++;
+    }
+    model_.resize(size_t(models) * kModelSize);
+    model_spontaneous_.resize(models);
+  }
   std::vector<float> candidates_at(model_.size(), 0), parents_at(model_.size(), 0);
   std::vector<float> spontaneous(model_spontaneous_.size(), 0), messages(model_spontaneous_.size(), 0);
-  auto model_for = [&](uint32_t pair) {
-    uint32_t& model = model_of_[pair];
-    if (model == kNone) {
-      model = uint32_t(model_.size() / kModelSize);
-      model_.resize(model_.size() + kModelSize, 0);
-      model_spontaneous_.push_back(0);
-      candidates_at.resize(model_.size(), 0);
-      parents_at.resize(model_.size(), 0);
-      spontaneous.push_back(0);
-      messages.push_back(0);
-    }
-    return size_t(model) * kModelSize;
-  };
   for (size_t m = 0; m < n_; ++m) {
-    if (site_[m].list == kNone) continue;
-    const size_t base = model_for(pair_[m]);
-    spontaneous[base / kModelSize] += spontaneous_[m];
-    messages[base / kModelSize] += 1;
-    // Candidates by delay and gap; the links' probabilities as expected parents there.
-    ForEachCandidate(m, [&](uint32_t parent, TimeNs delay, TimeNs gap) {
-      float p = 0;
-      for (uint32_t k = link_begin_[m]; k < link_begin_[m + 1]; ++k) {
-        if (link_parent_[k] == parent) p = link_p_[k];
-      }
-      candidates_at[base + DelayBin(delay)] += 1;
-      parents_at[base + DelayBin(delay)] += p;
-      if (gap != kNoTime) {
-        candidates_at[base + kDelayBins + DelayBin(gap)] += 1;
-        parents_at[base + kDelayBins + DelayBin(gap)] += p;
-      }
-      return true;
-    });
+    const uint32_t first = candidate_begin_[m], last = candidate_begin_[m + 1];
+    if (first == last) continue;
+    const uint32_t model = model_of_[pair_[m]];
+    const size_t base = size_t(model) * kModelSize;
+    for (uint32_t k = first; k < last; ++k) {
+      candidates_at[base + candidate_delay_[k]] += 1;
+      parents_at[base + candidate_delay_[k]] += candidate_p_[k];
+      if (candidate_gap_[k] == kNoGap) continue;
+      candidates_at[base + kDelayBins + candidate_gap_[k]] += 1;
+      parents_at[base + kDelayBins + candidate_gap_[k]] += candidate_p_[k];
+    }
+    spontaneous[model] += spontaneous_[m];
+    messages[model] += 1;
   }
   // The prior of being spontaneous, per pair, with one pseudo-message that was.
   for (size_t model = 0; model < model_spontaneous_.size(); ++model) {
@@ -412,7 +408,20 @@ void Linker::LearnDelays() {
   }
 }
 
+// The links: candidates at least min_link likely (weaker ones would only ever be
+// probably-false decisions with a factor of nearly 1), by child and by parent.
 void Linker::InvertLinks() {
+  link_begin_.assign(n_ + 1, 0);
+  for (size_t m = 0; m < n_; ++m) {
+    link_begin_[m] = uint32_t(link_parent_.size());
+    for (uint32_t k = candidate_begin_[m]; k < candidate_begin_[m + 1]; ++k) {
+      if (candidate_p_[k] < options_.min_link) continue;
+      link_parent_.push_back(candidate_parent_[k]);
+      link_child_.push_back(uint32_t(m));
+      link_p_.push_back(candidate_p_[k]);
+    }
+  }
+  link_begin_[n_] = uint32_t(link_parent_.size());
   // The most likely option of each message, if it is a link.
   best_link_.assign(link_parent_.size(), false);
   for (size_t m = 0; m < n_; ++m) {
@@ -559,6 +568,8 @@ Result<PathSet> Linker::Run() {
   n_ = trace_.size();
   if (options_.use_calls) PairCalls();
   IndexSites();
+  CollectCandidates();
+  lists_ = CandidateLists{};  // no longer needed
   EstimateCausalDelays();
   ScoreParents(false);
   for (uint32_t i = 0; i < options_.learning_iterations; ++i) {
@@ -574,6 +585,9 @@ Result<PathSet> Linker::Run() {
     clients = aggregation.clients;
     if (clients > 0) builder.RenameNodes(std::move(aggregation.names), std::move(aggregation.alias));
   }
+  // Network latency per hop with the clock offsets removed (WAP5 §5.2).
+  const ClockOffsets offsets = EstimateClockOffsets(trace_);
+  builder.SetClockOffsets(offsets.node);
   WEFT_RETURN_IF_ERROR(BuildTrees(builder));
   builder.AddCounter("messages", int64_t(n_));
   builder.AddCounter("no_timestamps", no_timestamps_);
@@ -588,6 +602,9 @@ Result<PathSet> Linker::Run() {
   builder.AddCounter("unpaired_returns", unpaired_returns_);
   PathSet set = std::move(builder).Finish();
   set.clients_aggregated = clients > 0;
+  for (const PairOffset& o : offsets.pairs) {
+    set.clock_offsets.push_back({std::string(trace_.NodeName(o.a)), std::string(trace_.NodeName(o.b)), o.offset, o.messages});
+  }
   return set;
 }
 

@@ -5,6 +5,7 @@
 #include "infer/truth/truth.h"
 
 #include "infer/aggregate.h"
+#include "trace/clock_offsets.h"
 
 #include <algorithm>
 
@@ -12,7 +13,7 @@
 
 namespace weft {
 
-Result<PathSet> InferFromTruth(const Trace& trace, bool aggregate_clients) {
+Result<PathSet> InferFromTruth(const Trace& trace, const TruthOptions& options) {
   const TraceColumns& c = trace.columns();
   if (!trace.HasTruth()) {
     return Status::InvalidArgument("the trace has no ground truth (no message has a path id)");
@@ -53,7 +54,8 @@ Result<PathSet> InferFromTruth(const Trace& trace, bool aggregate_clients) {
 
   PathSetBuilder builder(trace, "truth");
   bool aggregated = false;
-  if (aggregate_clients) {
+  if (options.clock_offsets) builder.SetClockOffsets(EstimateClockOffsets(trace).node);
+  if (options.aggregate_clients) {
     NodeAggregation aggregation = AggregateClients(trace);
     aggregated = aggregation.clients > 0;
     if (aggregated) builder.RenameNodes(std::move(aggregation.names), std::move(aggregation.alias));

@@ -11,8 +11,12 @@ namespace weft {
 
 // Groups messages by ground-truth path id and links them by ground-truth parent. Messages
 // without a path id are counted ("messages_without_truth"), not assigned. An error if the
-// trace has no ground truth at all, or a path is not a tree. With `aggregate_clients`,
-// nodes are named as AggregateClients (infer/aggregate.h) names them, as linking does.
-Result<PathSet> InferFromTruth(const Trace& trace, bool aggregate_clients = false);
+// trace has no ground truth at all, or a path is not a tree. The options make the truth
+// comparable with what linking gives.
+struct TruthOptions {
+  bool aggregate_clients = false;  // name nodes as AggregateClients (infer/aggregate.h) does
+  bool clock_offsets = false;      // measure latencies with estimated clock offsets removed
+};
+Result<PathSet> InferFromTruth(const Trace& trace, const TruthOptions& options = {});
 
 }  // namespace weft
