@@ -24,7 +24,7 @@ struct Req;
 
 struct EvConn {
   std::unique_ptr<Conn> conn;
-  std::string in, out;
+  std::string out;  // what is read waits in conn->rbuf
   bool closed = false;
   bool want_out = false;
   int tier = -1, server = -1;  // outbound only
@@ -150,19 +150,16 @@ void Loop::Flush(const std::shared_ptr<EvConn>& c) {
 }
 
 void Loop::OnReadable(const std::shared_ptr<EvConn>& c) {
-  char buf[65536];
-  ssize_t r = read(c->conn->fd, buf, sizeof buf);
-  if (r < 0 && (errno == EAGAIN || errno == EINTR)) return;
-  if (r <= 0) {
-    if (r < 0) fmt::print(stderr, "{}: read from {}: {}\n", name_, c->conn->peer, std::strerror(errno));
+  Result<bool> open = ReadAvailable(*c->conn);
+  if (!open.ok()) {
+    fmt::print(stderr, "{}: read from {}: {}\n", name_, c->conn->peer, open.status().message());
     Close(c);
     return;
   }
-  c->in.append(buf, size_t(r));
   while (!c->closed) {
     Frame f;
     size_t bytes = 0;
-    Result<bool> taken = TakeMessage(c->in, c->conn->http, &f, &bytes);
+    Result<bool> taken = TakeMessage(c->conn->rbuf, c->conn->http, &f, &bytes);
     if (!taken.ok()) {
       fmt::print(stderr, "{}: connection from {}: {}; closing it\n", name_, c->conn->peer,
                  taken.status().message());
@@ -176,6 +173,7 @@ void Loop::OnReadable(const std::shared_ptr<EvConn>& c) {
       OnRequest(c, f, bytes);
     }
   }
+  if (!*open) Close(c);
 }
 
 void Loop::OnRequest(const std::shared_ptr<EvConn>& c, const Frame& f, size_t bytes) {

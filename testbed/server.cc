@@ -75,9 +75,18 @@ class Server {
  private:
   uint64_t NewCallId() { return (uint64_t(getpid()) << 32) | ++next_call_; }
   // Reads one frame: a request to serve, one already answered with an error reply, or
-  // the end of the connection (end of stream, reset, or a malformed frame).
+  // the end of the connection (end of stream, reset, or a malformed frame). Blocking: for
+  // thread per connection, whose thread has nothing else to do.
   enum class Read { kRequest, kRejected, kClosed };
   Read ReadRequest(Conn& conn, Frame* request);
+  // Logs a request just read; one of an unknown type is answered with an error reply
+  // (kRejected). Never kClosed.
+  Read Admit(Conn& conn, const Frame& request, size_t bytes);
+  // The pool models' dispatcher turn for one readable connection: reads what the socket
+  // holds without blocking and queues every whole request. false when the connection
+  // ended (end of stream, reset, malformed frame) and must be forgotten.
+  bool Dispatch(const std::shared_ptr<Conn>& conn, JobQueue& queue);
+  void Refuse(Job& job, std::string_view why);
   void Reply(Conn& conn, const Frame& request, const Status& status);
   Status Downstream(const Frame& request);
   Status CallGroup(const Frame& request, const CallSpec& spec, uint32_t count);
@@ -109,19 +118,58 @@ Server::Read Server::ReadRequest(Conn& conn, Frame* request) {
   }
   if (!f->has_value()) return Read::kClosed;
   *request = **f;
-  bool known = request->type == FrameType::kRequest && request->request_type < tier_.requests.size();
-  log_->Record(TruthLog::Direction::kRecv, *request, conn, bytes,
-               known ? std::string_view(TypeOf(*request).name) : "?", WallNow());
+  return Admit(conn, *request, bytes);
+}
+
+Server::Read Server::Admit(Conn& conn, const Frame& request, size_t bytes) {
+  bool known = request.type == FrameType::kRequest && request.request_type < tier_.requests.size();
+  log_->Record(TruthLog::Direction::kRecv, request, conn, bytes,
+               known ? std::string_view(TypeOf(request).name) : "?", WallNow());
   if (!known) {
     // A well-framed but meaningless request gets an error reply; the connection stays.
     fmt::print(stderr, "{}: request of type {} kind {} from {} is not served here\n",
-               spec_.name, request->request_type, int(request->type), conn.peer);
-    Frame bad = *request;
+               spec_.name, request.request_type, int(request.type), conn.peer);
+    Frame bad = request;
     bad.request_type = 0;
     Reply(conn, bad, Status::InvalidArgument("unknown request"));
     return Read::kRejected;
   }
   return Read::kRequest;
+}
+
+bool Server::Dispatch(const std::shared_ptr<Conn>& conn, JobQueue& queue) {
+  // Never blocks: a peer that sent half a frame and stalled leaves it in conn->rbuf until
+  // the rest arrives, and the dispatcher serves other connections meanwhile.
+  Result<bool> open = ReadAvailable(*conn);
+  if (!open.ok()) {
+    fmt::print(stderr, "{}: connection from {}: {}; closing it\n", spec_.name, conn->peer,
+               open.status().message());
+    return false;
+  }
+  while (true) {
+    Job job;
+    size_t bytes = 0;
+    Result<bool> taken = TakeMessage(conn->rbuf, conn->http, &job.request, &bytes);
+    if (!taken.ok()) {
+      fmt::print(stderr, "{}: connection from {}: {}; closing it\n", spec_.name, conn->peer,
+                 taken.status().message());
+      return false;
+    }
+    if (!*taken) break;
+    if (Admit(*conn, job.request, bytes) == Read::kRejected) continue;
+    job.conn = conn;
+    if (!queue.TryPush(job)) Refuse(job, "queue full");
+  }
+  if (!*open && !conn->rbuf.empty()) {
+    fmt::print(stderr, "{}: connection from {}: end of stream inside a message ({} bytes)\n",
+               spec_.name, conn->peer, conn->rbuf.size());
+  }
+  return *open;
+}
+
+void Server::Refuse(Job& job, std::string_view why) {
+  fmt::print(stderr, "{}: request {:x}: {}\n", spec_.name, job.request.request_id, why);
+  Reply(*job.conn, job.request, Status::OutOfRange("{}", why));
 }
 
 void Server::Reply(Conn& conn, const Frame& request, const Status& status) {
@@ -273,17 +321,13 @@ void Server::RunPipeline(int listen_fd) {
   for (size_t i = 0; i < stages.size(); ++i) {
     queues.push_back(std::make_unique<JobQueue>(spec_.queue_capacity));
   }
-  auto refuse = [this](Job& j, std::string_view why) {
-    fmt::print(stderr, "{}: request {:x}: {}\n", spec_.name, j.request.request_id, why);
-    Reply(*j.conn, j.request, Status::OutOfRange("{}", why));
-  };
   for (size_t i = 0; i < stages.size(); ++i) {
     for (uint32_t w = 0; w < spec_.workers; ++w) {
       std::thread([&, i] {
         while (true) {
           Job job = queues[i]->Pop();
           if (job.status.ok() || i + 1 == stages.size()) stages[i](job);
-          if (i + 1 < stages.size() && !queues[i + 1]->TryPush(job)) refuse(job, "queue full");
+          if (i + 1 < stages.size() && !queues[i + 1]->TryPush(job)) Refuse(job, "queue full");
         }
       }).detach();
     }
@@ -308,7 +352,8 @@ void Server::RunPipeline(int listen_fd) {
       epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
     }
   }).detach();
-  // The dispatcher: one ready event, one whole frame read, one queued job per turn.
+  // The dispatcher: per ready connection, one non-blocking read and every whole request it
+  // completes queued; a partial message waits in the connection's buffer.
   epoll_event events[64];
   while (true) {
     int n = epoll_wait(ep, events, 64, -1);
@@ -320,21 +365,12 @@ void Server::RunPipeline(int listen_fd) {
         if (it == conns.end()) continue;
         conn = it->second;
       }
-      // HTTP reads are buffered: whole requests already read are taken before the next
-      // readiness event, which would not come for them.
-      do {
-        Job job;
-        Read r = ReadRequest(*conn, &job.request);
-        if (r == Read::kRejected) continue;
-        if (r == Read::kClosed) {
-          epoll_ctl(ep, EPOLL_CTL_DEL, conn->fd, nullptr);
-          std::lock_guard lock(conns_mu);
-          conns.erase(conn->fd);
-          break;
-        }
-        job.conn = conn;
-        if (!queues[0]->TryPush(job)) refuse(job, "queue full");
-      } while (conn->http && !conn->rbuf.empty());
+      if (!Dispatch(conn, *queues[0])) {
+        // Jobs still queued hold the connection, so their replies can still be written.
+        epoll_ctl(ep, EPOLL_CTL_DEL, conn->fd, nullptr);
+        std::lock_guard lock(conns_mu);
+        conns.erase(conn->fd);
+      }
     }
   }
 }

@@ -231,6 +231,21 @@ Result<std::optional<Frame>> ReadConnFrame(Conn& conn, size_t* wire_bytes) {
   return std::optional<Frame>(f);
 }
 
+Result<bool> ReadAvailable(Conn& conn) {
+  char buf[65536];
+  while (true) {
+    ssize_t r = recv(conn.fd, buf, sizeof buf, MSG_DONTWAIT);
+    if (r > 0) {
+      conn.rbuf.append(buf, size_t(r));
+      return true;
+    }
+    if (r == 0) return false;
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return true;
+    return Status::IoError("read: {}", std::strerror(errno));
+  }
+}
+
 Result<std::optional<Frame>> ReadFrame(int fd, size_t* wire_bytes) {
   char len[4];
   int r = ReadExact(fd, len, 4);

@@ -59,7 +59,9 @@ struct Conn {
   int target = -1;      // for pooled downstream connections: the server index
   bool datagram = false;  // a connected UDP socket: one frame per datagram
   bool http = false;      // HTTP/1.1 messages instead of frames
-  std::string rbuf;       // HTTP bytes read past the last message
+  // Bytes read past the last whole message: HTTP reads, and every non-blocking reader
+  // (the pool dispatcher, the event loop) keeps a partial message here between reads.
+  std::string rbuf;
 };
 
 // Connects to 127.0.0.1:port (TCP, or a connected UDP socket) with send and receive
@@ -73,6 +75,11 @@ Status SetTimeouts(int fd, TimeNs timeout);
 Result<std::optional<Frame>> ReadFrame(int fd, size_t* wire_bytes);
 // ReadFrame for a stream, one datagram for a UDP socket, one HTTP message for HTTP.
 Result<std::optional<Frame>> ReadConnFrame(Conn& conn, size_t* wire_bytes);
+// Appends what the socket holds now to conn.rbuf without blocking (one read, at most
+// 64 KiB: a readiness loop calls it again while epoll reports the socket readable). true
+// while the stream is open (also when nothing was there), false at its end; an error on a
+// reset or another read failure.
+Result<bool> ReadAvailable(Conn& conn);
 // A whole frame received as one datagram.
 Result<Frame> DecodeDatagram(std::string_view datagram);
 Status WriteAll(int fd, std::string_view data);

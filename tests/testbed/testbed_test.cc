@@ -19,29 +19,10 @@
 #include "testbed/runner.h"
 #include "testbed/truth.h"
 #include "testbed/wire.h"
+#include "testbed_test_util.h"
 
 namespace weft::testbed {
 namespace {
-
-std::string TempDir(const std::string& name) {
-  std::string dir = ::testing::TempDir() + "weft_testbed_" + name + "_" + std::to_string(getpid());
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir;
-}
-
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-void ExpectNoChildren() {
-  errno = 0;
-  EXPECT_EQ(waitpid(-1, nullptr, WNOHANG), -1);
-  EXPECT_EQ(errno, ECHILD);
-}
 
 struct Case {
   std::string topology;
