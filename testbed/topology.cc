@@ -152,6 +152,16 @@ Result<Tier> Parser::ParseTier(const toml::table& t) {
   }
   tier.name = *name;
   tier.pooled = t["pooled"].value_or(true);
+  WEFT_ASSIGN_OR_RETURN(tier.pipeline, Count(t, "pipeline", 1));
+  if (tier.pipeline == 0 || tier.pipeline > 64) {
+    return Error(LineOf(t), "tier '{}': pipeline must be 1 to 64", tier.name);
+  }
+  if (tier.pipeline > 1 && !tier.pooled) {
+    // Pipelining shares a persistent connection between calls; per-call connections have
+    // nothing to share.
+    return Error(LineOf(t), "tier '{}': pipeline = {} needs pooled = true", tier.name,
+                 tier.pipeline);
+  }
   std::string protocol = t["protocol"].value_or(std::string("tcp"));
   if (protocol != "tcp" && protocol != "udp" && protocol != "http") {
     return Error(LineOf(t), "protocol must be tcp, http or udp, not '{}'", protocol);

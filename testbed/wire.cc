@@ -231,6 +231,27 @@ Result<std::optional<Frame>> ReadConnFrame(Conn& conn, size_t* wire_bytes) {
   return std::optional<Frame>(f);
 }
 
+std::vector<std::pair<Frame, std::string>> ReleaseReply(Conn& conn, uint64_t seq, Frame reply,
+                                                        std::string wire) {
+  std::vector<std::pair<Frame, std::string>> due;
+  if (!conn.http) {
+    due.emplace_back(reply, std::move(wire));
+    return due;
+  }
+  if (seq != conn.next_reply) {
+    conn.held.emplace(seq, std::make_pair(reply, std::move(wire)));
+    return due;
+  }
+  due.emplace_back(reply, std::move(wire));
+  ++conn.next_reply;
+  for (auto it = conn.held.begin(); it != conn.held.end() && it->first == conn.next_reply;
+       it = conn.held.erase(it)) {
+    due.push_back(std::move(it->second));
+    ++conn.next_reply;
+  }
+  return due;
+}
+
 Result<bool> ReadAvailable(Conn& conn) {
   char buf[65536];
   while (true) {

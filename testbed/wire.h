@@ -7,11 +7,14 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "core/status.h"
 #include "core/time.h"
@@ -62,7 +65,20 @@ struct Conn {
   // Bytes read past the last whole message: HTTP reads, and every non-blocking reader
   // (the pool dispatcher, the event loop) keeps a partial message here between reads.
   std::string rbuf;
+  // HTTP/1.1 answers pipelined requests in the order they came (RFC 9112 §9.3.2): the one
+  // reader of a connection numbers each request it takes (next_request, the reader's
+  // own), and ReleaseReply holds a reply finished early until every earlier one is out.
+  uint64_t next_request = 0;
+  uint64_t next_reply = 0;                                  // guarded by write_mu
+  std::map<uint64_t, std::pair<Frame, std::string>> held;  // guarded by write_mu
 };
+
+// The replies to write now on `conn`, in order, once the reply to request number `seq`
+// is ready: none while an earlier reply is still pending (this one is then held), else
+// this one and every held reply that follows it. Framed connections carry call ids and
+// never hold a reply. Call with conn.write_mu held.
+std::vector<std::pair<Frame, std::string>> ReleaseReply(Conn& conn, uint64_t seq, Frame reply,
+                                                        std::string wire);
 
 // Connects to 127.0.0.1:port (TCP, or a connected UDP socket) with send and receive
 // timeouts of `timeout`.

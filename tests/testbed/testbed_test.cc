@@ -62,7 +62,8 @@ INSTANTIATE_TEST_SUITE_P(
     Testbed, ShippedTopology,
     ::testing::Values(Case{"three-tier", 1}, Case{"three-tier", 32}, Case{"load-balanced", 1},
                       Case{"load-balanced", 32}, Case{"every-model", 1},
-                      Case{"every-model", 32}, Case{"dns", 1}, Case{"dns", 32}),
+                      Case{"every-model", 32}, Case{"dns", 1}, Case{"dns", 32},
+                      Case{"pipelined", 1}, Case{"pipelined", 32}),
     [](const auto& param_info) {
       std::string name = param_info.param.topology + "_" + std::to_string(param_info.param.concurrency);
       for (char& ch : name) ch = ch == '-' ? '_' : ch;

@@ -168,5 +168,50 @@ TEST(Wire, FramesAndHttpMessagesRoundTripInPieces) {
   EXPECT_FALSE(TakeMessage(frame, false, &got, &bytes).ok());
 }
 
+TEST(Topology, PipelineIsPerTierAndNeedsPooledConnections) {
+  std::string text(kSmall);
+  text.replace(text.find("workers = 3"), 11, "workers = 3\npipeline = 4");
+  Result<Topology> t = ParseTopology(text, "p.toml");
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  EXPECT_EQ(t->tiers[0].pipeline, 4u);
+  EXPECT_EQ(t->tiers[1].pipeline, 1u);
+  std::string unpooled = text;
+  unpooled.replace(unpooled.find("pipeline = 4"), 12, "pipeline = 4\npooled = false");
+  t = ParseTopology(unpooled, "p.toml");
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.status().message(), "p.toml:2: tier 'a': pipeline = 4 needs pooled = true");
+  text.replace(text.find("pipeline = 4"), 12, "pipeline = 0");
+  t = ParseTopology(text, "p.toml");
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.status().message(), "p.toml:2: tier 'a': pipeline must be 1 to 64");
+}
+
+// HTTP replies leave a connection in request order; framed replies as they are ready.
+TEST(Wire, HttpRepliesAreReleasedInRequestOrder) {
+  Conn conn(-1);
+  conn.http = true;
+  auto reply = [](uint64_t call) {
+    Frame f;
+    f.type = FrameType::kReply;
+    f.call_id = call;
+    return f;
+  };
+  auto calls = [](const std::vector<std::pair<Frame, std::string>>& due) {
+    std::vector<uint64_t> ids;
+    for (const auto& [f, wire] : due) ids.push_back(f.call_id);
+    return ids;
+  };
+  // Requests 0, 1, 2 came in that order; their replies are ready as 2, 1, 0.
+  EXPECT_EQ(calls(ReleaseReply(conn, 2, reply(12), "c")), std::vector<uint64_t>{});
+  EXPECT_EQ(calls(ReleaseReply(conn, 1, reply(11), "b")), std::vector<uint64_t>{});
+  auto due = ReleaseReply(conn, 0, reply(10), "a");
+  EXPECT_EQ(calls(due), (std::vector<uint64_t>{10, 11, 12}));
+  EXPECT_EQ(due[2].second, "c");
+  EXPECT_TRUE(conn.held.empty());
+  EXPECT_EQ(calls(ReleaseReply(conn, 3, reply(13), "d")), std::vector<uint64_t>{13});
+  conn.http = false;
+  EXPECT_EQ(calls(ReleaseReply(conn, 9, reply(19), "e")), std::vector<uint64_t>{19});
+}
+
 }  // namespace
 }  // namespace weft::testbed
