@@ -29,6 +29,10 @@ struct EvConn {
   std::string out;  // what is read waits in conn->rbuf
   bool closed = false;
   bool want_out = false;
+  // Inbound: a request said or got "Connection: close". Nothing more is taken from the
+  // connection, and it closes once that request's reply is flushed (close_when_flushed).
+  bool closing = false;
+  bool close_when_flushed = false;
   int tier = -1, server = -1;  // outbound only
   // Outbound only: the calls awaiting a reply, in the order they went out, and the request
   // that made each.
@@ -145,6 +149,11 @@ void Loop::Flush(const std::shared_ptr<EvConn>& c) {
       return;
     }
   }
+  if (c->out.empty() && c->close_when_flushed) {
+    shutdown(c->conn->fd, SHUT_WR);
+    Close(c);
+    return;
+  }
   bool want = !c->out.empty();
   if (want != c->want_out) {
     c->want_out = want;
@@ -162,7 +171,7 @@ void Loop::OnReadable(const std::shared_ptr<EvConn>& c) {
     Close(c);
     return;
   }
-  while (!c->closed) {
+  while (!c->closed && !c->closing) {
     Frame f;
     size_t bytes = 0;
     Result<bool> taken = TakeMessage(c->conn->rbuf, c->conn->http, &f, &bytes);
@@ -187,6 +196,10 @@ void Loop::OnRequest(const std::shared_ptr<EvConn>& c, const Frame& f, size_t by
   r->from = c;
   r->frame = f;
   r->seq = c->conn->next_request++;
+  if (c->conn->http && tier_.http_close_after > 0 && r->seq + 1 >= tier_.http_close_after) {
+    r->frame.close = true;
+  }
+  c->closing = r->frame.close;
   bool known = f.type == FrameType::kRequest && f.request_type < tier_.requests.size();
   log_.Record(TruthLog::Direction::kRecv, f, *c->conn, bytes,
               known ? std::string_view(tier_.requests[f.request_type].name) : "?", WallNow());
@@ -222,7 +235,8 @@ void Loop::OnReply(const std::shared_ptr<EvConn>& c, const Frame& f, size_t byte
   if (f.type == FrameType::kError && r->status.ok()) {
     r->status = Status::Internal("{} answered with an error", c->conn->peer);
   }
-  if (!tier_.pooled) Close(c);
+  // Not pooled, or the server closes it after this reply (Connection: close).
+  if (!tier_.pooled || f.close) Close(c);
   --r->pending;
   Step(r);
 }
@@ -270,6 +284,7 @@ void Loop::Call(const std::shared_ptr<Req>& r, const CallSpec& spec) {
   call.request_id = r->frame.request_id;
   call.call_id = (uint64_t(getpid()) << 32) | ++next_call_;
   call.parent_call = r->frame.call_id;
+  call.close = !tier_.pooled;  // HTTP: say that this connection closes after the call
   c->waiting.emplace_back(call.call_id, r);
   ++r->pending;
   std::string wire = EncodeMessage(call, callee.request_bytes, c->conn->http);
@@ -338,10 +353,13 @@ void Loop::Reply(const std::shared_ptr<Req>& r) {
   reply.type = r->status.ok() ? FrameType::kReply : FrameType::kError;
   Conn& conn = *r->from->conn;
   std::string wire = EncodeMessage(
-      reply, r->status.ok() ? r->rt->reply_bytes : uint32_t(kPayloadHeader), conn.http);
+      reply, r->status.ok() ? r->rt->reply_bytes : uint32_t(kPayloadHeader), conn.http,
+      tier_.http_chunked);
   std::lock_guard lock(conn.write_mu);  // uncontended: ReleaseReply's contract
   for (auto& [frame, bytes] : ReleaseReply(conn, r->seq, reply, std::move(wire))) {
     log_.Record(TruthLog::Direction::kSend, frame, conn, bytes.size(), "-", WallNow());
+    // The closing reply is the last one: the connection closes once it is flushed.
+    if (frame.close) r->from->close_when_flushed = true;
     Send(r->from, std::move(bytes));
   }
 }

@@ -104,6 +104,11 @@ void PipelinedConn::ReadReplies() {
     waiting_.erase(it);
     --reserved_;
     cv_.notify_all();
+    if (reply.close) {
+      // The server closes the connection after this reply: no more calls on it.
+      FailLocked(Status::IoError("{} closed the connection (Connection: close)", conn_->peer));
+      return;
+    }
   }
 }
 

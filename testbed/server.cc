@@ -83,8 +83,9 @@ class Server {
   Read ReadRequest(Conn& conn, Frame* request, uint64_t* seq);
   // Logs a request just read and numbers it on its connection (`seq`, for in-order HTTP
   // replies); one of an unknown type is answered with an error reply (kRejected). Never
-  // kClosed.
-  Read Admit(Conn& conn, const Frame& request, size_t bytes, uint64_t* seq);
+  // kClosed. Sets request.close on the request after which the server closes the
+  // connection (http_close_after).
+  Read Admit(Conn& conn, Frame& request, size_t bytes, uint64_t* seq);
   // The pool models' dispatcher turn for one readable connection: reads what the socket
   // holds without blocking and queues every whole request. false when the connection
   // ended (end of stream, reset, malformed frame) and must be forgotten.
@@ -135,8 +136,11 @@ Server::Read Server::ReadRequest(Conn& conn, Frame* request, uint64_t* seq) {
   return Admit(conn, *request, bytes, seq);
 }
 
-Server::Read Server::Admit(Conn& conn, const Frame& request, size_t bytes, uint64_t* seq) {
+Server::Read Server::Admit(Conn& conn, Frame& request, size_t bytes, uint64_t* seq) {
   *seq = conn.next_request++;
+  if (conn.http && tier_.http_close_after > 0 && *seq + 1 >= tier_.http_close_after) {
+    request.close = true;
+  }
   bool known = request.type == FrameType::kRequest && request.request_type < tier_.requests.size();
   log_->Record(TruthLog::Direction::kRecv, request, conn, bytes,
                known ? std::string_view(TypeOf(request).name) : "?", WallNow());
@@ -171,9 +175,13 @@ bool Server::Dispatch(const std::shared_ptr<Conn>& conn, JobQueue& queue) {
       return false;
     }
     if (!*taken) break;
-    if (Admit(*conn, job.request, bytes, &job.seq) == Read::kRejected) continue;
+    bool admitted = Admit(*conn, job.request, bytes, &job.seq) == Read::kRequest;
+    // After a request that closes the connection nothing more is read from it: its reply
+    // is the last, and the connection closes when its last reply is out.
+    bool closing = job.request.close;
     job.conn = conn;
-    if (!queue.TryPush(job)) Refuse(job, "queue full");
+    if (admitted && !queue.TryPush(job)) Refuse(job, "queue full");
+    if (closing) return false;
   }
   if (!*open && !conn->rbuf.empty()) {
     fmt::print(stderr, "{}: connection from {}: end of stream inside a message ({} bytes)\n",
@@ -191,12 +199,15 @@ void Server::Reply(Conn& conn, const Frame& request, uint64_t seq, const Status&
   Frame reply = request;
   reply.type = status.ok() ? FrameType::kReply : FrameType::kError;
   uint32_t size = status.ok() ? TypeOf(request).reply_bytes : uint32_t(kPayloadHeader);
-  std::string wire = EncodeMessage(reply, size, conn.http);
+  std::string wire = EncodeMessage(reply, size, conn.http, tier_.http_chunked);
   std::lock_guard lock(conn.write_mu);
   for (const auto& [frame, bytes] : ReleaseReply(conn, seq, reply, std::move(wire))) {
     log_->Record(TruthLog::Direction::kSend, frame, conn, bytes.size(), "-", WallNow());
     Status w = WriteAll(conn.fd, bytes);
     if (!w.ok()) fmt::print(stderr, "{}: reply to {}: {}\n", spec_.name, conn.peer, w.message());
+    // "Connection: close" was the last reply: the peer sees the end of stream at once,
+    // while queued work may still hold the connection open.
+    if (frame.close) shutdown(conn.fd, SHUT_WR);
   }
 }
 
@@ -255,7 +266,7 @@ Status Server::CallGroup(const Frame& request, const CallSpec& spec, uint32_t co
     if (r.type == FrameType::kError && result.ok()) {
       result = Status::Internal("{} answered with an error", conn->peer);
     }
-    PutConn(std::move(conn));
+    if (!r.close) PutConn(std::move(conn));  // the server closes it after this reply
   }
   return result;
 }
@@ -267,6 +278,8 @@ Frame Server::NewCall(const Frame& request, const CallSpec& spec) {
   call.request_id = request.request_id;
   call.call_id = NewCallId();
   call.parent_call = request.call_id;
+  // HTTP: a connection that is not pooled is closed after its call, so say so.
+  call.close = !tier_.pooled;
   return call;
 }
 
@@ -349,7 +362,7 @@ void Server::ServeConnection(std::shared_ptr<Conn> conn) {
       if (poll(&p, 1, -1) < 0 && errno != EINTR) return;
     }
     Read r = ReadRequest(*conn, &request, &seq);
-    if (r == Read::kClosed) return;
+    if (r == Read::kClosed || (r == Read::kRejected && request.close)) return;
     if (r == Read::kRejected) continue;
     const RequestType& rt = TypeOf(request);
     Serve(rt.before.Sample(Rng()));
@@ -357,6 +370,7 @@ void Server::ServeConnection(std::shared_ptr<Conn> conn) {
     if (!s.ok()) fmt::print(stderr, "{}: request {:x}: {}\n", spec_.name, request.request_id, s.message());
     if (s.ok()) Serve(rt.after.Sample(Rng()));
     Reply(*conn, request, seq, s);
+    if (request.close) return;  // Connection: close, from the peer or http_close_after
   }
 }
 

@@ -173,6 +173,13 @@ Result<Tier> Parser::ParseTier(const toml::table& t) {
   tier.balance = balance == "random" ? Balance::kRandom : Balance::kRoundRobin;
   tier.udp = protocol == "udp";
   tier.http = protocol == "http";
+  tier.http_chunked = t["http_chunked"].value_or(false);
+  WEFT_ASSIGN_OR_RETURN(tier.http_close_after, Count(t, "http_close_after", 0));
+  if ((tier.http_chunked || tier.http_close_after > 0) && !tier.http) {
+    return Error(LineOf(t),
+                 "tier '{}': http_chunked and http_close_after need protocol = \"http\"",
+                 tier.name);
+  }
   WEFT_ASSIGN_OR_RETURN(ServerSpec defaults, ParseServer(t, ServerSpec{}));
   defaults.port = 0;
   if (const toml::node* n = t.get("server")) {
@@ -249,8 +256,20 @@ Result<Topology> Parser::Parse(const toml::table& root) {
         CallSpec& spec = topo.tiers[ti].requests[ri].calls[ci];
         spec.tier = to;
         spec.request = req;
+        // Requests pipelined behind the one a server answers with Connection: close would
+        // be lost with the connection.
+        if (topo.tiers[to].http_close_after > 0 && topo.tiers[ti].pipeline > 1) {
+          return Error(p.line,
+                       "tier '{}' pipelines calls to '{}', which closes connections "
+                       "(http_close_after)",
+                       topo.tiers[ti].name, p.tier);
+        }
       }
     }
+  }
+  if (topo.pipeline > 1 && topo.tiers[0].http_close_after > 0) {
+    return Error(1, "the client pipelines into '{}', which closes connections (http_close_after)",
+                 topo.tiers[0].name);
   }
   return topo;
 }

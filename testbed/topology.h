@@ -79,6 +79,10 @@ struct Tier {
   // DNS-like service); the threading model does not apply.
   bool udp = false;
   bool http = false;  // HTTP/1.1 messages instead of frames (protocol = "http")
+  bool http_chunked = false;  // HTTP: this tier's servers send replies in chunked coding
+  // HTTP: a server closes a connection after answering its N-th request, saying
+  // "Connection: close" in that reply (as servers bound keep-alive); 0: never.
+  uint32_t http_close_after = 0;
   std::vector<ServerSpec> servers;
   std::vector<RequestType> requests;
 };

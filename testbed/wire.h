@@ -29,6 +29,9 @@ struct Frame {
   uint64_t request_id = 0;
   uint64_t call_id = 0;      // a CALL and its RETURN carry the same call id
   uint64_t parent_call = 0;  // the call into the sender this call is nested in; 0 for roots
+  // HTTP only ("Connection: close"): the sender closes the connection after this message.
+  // A reply copies it from its request, so a server answers a closing request and closes.
+  bool close = false;
 };
 
 inline constexpr size_t kPayloadHeader = 27;
@@ -37,13 +40,10 @@ inline constexpr uint32_t kMaxPayload = 1 << 20;
 // The whole frame on the wire, padded to `payload_bytes` (at least the header).
 std::string EncodeFrame(const Frame& frame, uint32_t payload_bytes);
 
-// The same frame as an HTTP/1.1 message, for tiers with protocol = "http": a request is
-// "POST /r<type> HTTP/1.1", a reply "HTTP/1.1 200 OK" (500 for an error reply); the ids
-// travel in an X-Weft-Ids header, the body is `payload_bytes` of padding.
-std::string EncodeHttp(const Frame& frame, uint32_t payload_bytes);
-inline std::string EncodeMessage(const Frame& frame, uint32_t payload_bytes, bool http) {
-  return http ? EncodeHttp(frame, payload_bytes) : EncodeFrame(frame, payload_bytes);
-}
+// The frame, or the same fields as an HTTP/1.1 message (testbed/http.h), for tiers with
+// protocol = "http"; `chunked` sends an HTTP body in chunks.
+std::string EncodeMessage(const Frame& frame, uint32_t payload_bytes, bool http,
+                          bool chunked = false);
 // Takes one whole message (a frame, or an HTTP message) from the front of `buf`: true when
 // one was taken, false when `buf` holds only part of one, an error when it is malformed.
 Result<bool> TakeMessage(std::string& buf, bool http, Frame* frame, size_t* wire_bytes);

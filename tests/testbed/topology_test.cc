@@ -1,4 +1,5 @@
 #include "testbed/topology.h"
+#include "testbed/http.h"
 #include "testbed/wire.h"
 
 #include <gtest/gtest.h>
@@ -184,6 +185,30 @@ TEST(Topology, PipelineIsPerTierAndNeedsPooledConnections) {
   t = ParseTopology(text, "p.toml");
   ASSERT_FALSE(t.ok());
   EXPECT_EQ(t.status().message(), "p.toml:2: tier 'a': pipeline must be 1 to 64");
+}
+
+TEST(Topology, HttpOptionsNeedHttpAndNoPipeliningIntoClosingTiers) {
+  std::string text(kSmall);
+  text.replace(text.find("servers = 2"), 11,
+               "servers = 2\nprotocol = \"http\"\nhttp_chunked = true\nhttp_close_after = 7");
+  Result<Topology> t = ParseTopology(text, "h.toml");
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  EXPECT_FALSE(t->tiers[0].http_chunked);
+  EXPECT_TRUE(t->tiers[1].http_chunked);
+  EXPECT_EQ(t->tiers[1].http_close_after, 7u);
+  std::string framed = text;
+  framed.replace(framed.find("protocol = \"http\"\n"), 18, "");
+  t = ParseTopology(framed, "h.toml");
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.status().message(),
+            "h.toml:10: tier 'b': http_chunked and http_close_after need protocol = \"http\"");
+  std::string pipelined = text;
+  pipelined.replace(pipelined.find("workers = 3"), 11, "workers = 3\npipeline = 2");
+  t = ParseTopology(pipelined, "h.toml");
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.status().message(),
+            "h.toml:10: tier 'a' pipelines calls to 'b', which closes connections "
+            "(http_close_after)");
 }
 
 // HTTP replies leave a connection in request order; framed replies as they are ready.
