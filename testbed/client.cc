@@ -78,12 +78,13 @@ LoadStats RunOpenLoop(const Topology& topo, const LoadOptions& options, TruthLog
             conn->http = entry.http;
           }
         }
-        bool answered = false;
+        bool answered = false, server_closes = false;
         if (conn) {
           Frame call;
           call.request_type = uint16_t(pick(rng));
           call.call_id = (uint64_t(getpid()) << 32) | ++next_call;
           call.request_id = call.call_id;
+          call.close = !topo.client_pooled;  // HTTP: Connection: close
           const RequestType& rt = entry.requests[call.request_type];
           std::string wire = EncodeMessage(call, rt.request_bytes, conn->http);
           if (log) {
@@ -95,6 +96,7 @@ LoadStats RunOpenLoop(const Topology& topo, const LoadOptions& options, TruthLog
             TimeNs done = WallNow();
             if (reply.ok() && reply->has_value() && (*reply)->call_id == call.call_id) {
               answered = true;
+              server_closes = (*reply)->close;
               if (log) log->Record(TruthLog::Direction::kRecv, **reply, *conn, bytes, "-", done);
               if ((*reply)->type == FrameType::kReply) {
                 ++mine.ok;
@@ -106,7 +108,7 @@ LoadStats RunOpenLoop(const Topology& topo, const LoadOptions& options, TruthLog
           }
         }
         if (!answered) ++mine.failed;
-        if (answered && topo.client_pooled) pooled[server] = std::move(conn);
+        if (answered && !server_closes && topo.client_pooled) pooled[server] = std::move(conn);
       }
       std::lock_guard lock(mu);
       --in_flight;
@@ -200,11 +202,13 @@ Result<LoadStats> RunLoad(const Topology& topo, const LoadOptions& options) {
       // are matched by call id, since pool and event-loop servers may answer out of order.
       std::map<uint64_t, TimeNs> outstanding;
       bool broken = false;
+      bool server_closes = false;  // a reply said Connection: close
       for (uint32_t k = 0; k < depth && !broken; ++k) {
         Frame call;
         call.request_type = uint16_t(pick(rng));
         call.call_id = (uint64_t(getpid()) << 32) | ++next_call;
         call.request_id = call.call_id;
+        call.close = !topo.client_pooled && k + 1 == depth;  // HTTP: Connection: close
         const RequestType& rt = entry.requests[call.request_type];
         ++mine.sent;
         std::string wire = EncodeMessage(call, rt.request_bytes, conn->http);
@@ -228,6 +232,7 @@ Result<LoadStats> RunLoad(const Topology& topo, const LoadOptions& options) {
           break;
         }
         if (log) log->Record(TruthLog::Direction::kRecv, **reply, *conn, bytes, "-", done);
+        server_closes |= (*reply)->close;
         if ((*reply)->type == FrameType::kReply) {
           ++mine.ok;
           mine.latency.Record(done - it->second);
@@ -237,7 +242,7 @@ Result<LoadStats> RunLoad(const Topology& topo, const LoadOptions& options) {
         outstanding.erase(it);
       }
       mine.failed += outstanding.size();
-      if (topo.client_pooled && !broken) pooled[server] = std::move(conn);
+      if (topo.client_pooled && !broken && !server_closes) pooled[server] = std::move(conn);
       if (topo.think > 0) Serve(std::min(topo.think, std::max<TimeNs>(0, end - WallNow())));
     }
     std::lock_guard lock(mu);

@@ -1,6 +1,7 @@
 // Each request is a small state machine (before timer, calls, after timer, reply) driven by
-// socket readiness and a timerfd. Downstream connections carry one call at a time; an
-// inbound connection may carry many requests at once (replies go out as they finish).
+// socket readiness and a timerfd. Downstream connections carry one call at a time, or up to
+// the tier's `pipeline` calls at once; an inbound connection may carry many requests at
+// once (framed replies go out as they finish, HTTP replies in request order).
 // Downstream connects are blocking: on loopback they complete or fail at once.
 #include "testbed/event_loop.h"
 
@@ -12,6 +13,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <deque>
 #include <map>
 #include <queue>
 
@@ -24,12 +26,17 @@ struct Req;
 
 struct EvConn {
   std::unique_ptr<Conn> conn;
-  std::string in, out;
+  std::string out;  // what is read waits in conn->rbuf
   bool closed = false;
   bool want_out = false;
+  // Inbound: a request said or got "Connection: close". Nothing more is taken from the
+  // connection, and it closes once that request's reply is flushed (close_when_flushed).
+  bool closing = false;
+  bool close_when_flushed = false;
   int tier = -1, server = -1;  // outbound only
-  std::shared_ptr<Req> waiting;  // outbound only: the request awaiting this call's reply
-  uint64_t call_id = 0;
+  // Outbound only: the calls awaiting a reply, in the order they went out, and the request
+  // that made each.
+  std::deque<std::pair<uint64_t, std::shared_ptr<Req>>> waiting;
 };
 
 struct Req {
@@ -42,6 +49,7 @@ struct Req {
   uint32_t left = 0;
   bool sampled = false, first = true, waited = false;
   uint32_t pending = 0;
+  uint64_t seq = 0;  // its number on the inbound connection, for in-order HTTP replies
   Status status;
 };
 
@@ -89,7 +97,9 @@ class Loop {
   uint32_t next_call_ = 0;
   int ep_ = -1, timer_fd_ = -1, listen_fd_ = -1;
   std::map<int, std::shared_ptr<EvConn>> conns_;
-  std::map<std::pair<int, int>, std::vector<std::shared_ptr<EvConn>>> idle_;
+  // Pooled downstream connections per (tier, server); one with fewer than the tier's
+  // `pipeline` calls awaiting a reply takes the next call.
+  std::map<std::pair<int, int>, std::vector<std::shared_ptr<EvConn>>> pool_;
   std::priority_queue<Timer, std::vector<Timer>, std::greater<>> timers_;
   uint64_t timer_seq_ = 0;
 };
@@ -109,13 +119,13 @@ void Loop::Close(const std::shared_ptr<EvConn>& c) {
   c->closed = true;
   epoll_ctl(ep_, EPOLL_CTL_DEL, c->conn->fd, nullptr);
   conns_.erase(c->conn->fd);
-  if (c->waiting) {
-    std::shared_ptr<Req> r = std::move(c->waiting);
+  for (auto& [call, r] : c->waiting) {
     if (r->status.ok()) r->status = Status::IoError("connection to {} lost", c->conn->peer);
     --r->pending;
     // Deferred: Close can run inside a Step of this very request (a failed send).
     timers_.push({0, ++timer_seq_, r, false});
   }
+  c->waiting.clear();
 }
 
 void Loop::Send(const std::shared_ptr<EvConn>& c, std::string data) {
@@ -139,6 +149,11 @@ void Loop::Flush(const std::shared_ptr<EvConn>& c) {
       return;
     }
   }
+  if (c->out.empty() && c->close_when_flushed) {
+    shutdown(c->conn->fd, SHUT_WR);
+    Close(c);
+    return;
+  }
   bool want = !c->out.empty();
   if (want != c->want_out) {
     c->want_out = want;
@@ -150,19 +165,16 @@ void Loop::Flush(const std::shared_ptr<EvConn>& c) {
 }
 
 void Loop::OnReadable(const std::shared_ptr<EvConn>& c) {
-  char buf[65536];
-  ssize_t r = read(c->conn->fd, buf, sizeof buf);
-  if (r < 0 && (errno == EAGAIN || errno == EINTR)) return;
-  if (r <= 0) {
-    if (r < 0) fmt::print(stderr, "{}: read from {}: {}\n", name_, c->conn->peer, std::strerror(errno));
+  Result<bool> open = ReadAvailable(*c->conn);
+  if (!open.ok()) {
+    fmt::print(stderr, "{}: read from {}: {}\n", name_, c->conn->peer, open.status().message());
     Close(c);
     return;
   }
-  c->in.append(buf, size_t(r));
-  while (!c->closed) {
+  while (!c->closed && !c->closing) {
     Frame f;
     size_t bytes = 0;
-    Result<bool> taken = TakeMessage(c->in, c->conn->http, &f, &bytes);
+    Result<bool> taken = TakeMessage(c->conn->rbuf, c->conn->http, &f, &bytes);
     if (!taken.ok()) {
       fmt::print(stderr, "{}: connection from {}: {}; closing it\n", name_, c->conn->peer,
                  taken.status().message());
@@ -176,12 +188,18 @@ void Loop::OnReadable(const std::shared_ptr<EvConn>& c) {
       OnRequest(c, f, bytes);
     }
   }
+  if (!*open) Close(c);
 }
 
 void Loop::OnRequest(const std::shared_ptr<EvConn>& c, const Frame& f, size_t bytes) {
   auto r = std::make_shared<Req>();
   r->from = c;
   r->frame = f;
+  r->seq = c->conn->next_request++;
+  if (c->conn->http && tier_.http_close_after > 0 && r->seq + 1 >= tier_.http_close_after) {
+    r->frame.close = true;
+  }
+  c->closing = r->frame.close;
   bool known = f.type == FrameType::kRequest && f.request_type < tier_.requests.size();
   log_.Record(TruthLog::Direction::kRecv, f, *c->conn, bytes,
               known ? std::string_view(tier_.requests[f.request_type].name) : "?", WallNow());
@@ -200,22 +218,25 @@ void Loop::OnRequest(const std::shared_ptr<EvConn>& c, const Frame& f, size_t by
 
 void Loop::OnReply(const std::shared_ptr<EvConn>& c, const Frame& f, size_t bytes) {
   log_.Record(TruthLog::Direction::kRecv, f, *c->conn, bytes, "-", WallNow());
-  std::shared_ptr<Req> r = std::move(c->waiting);
-  if (!r || f.call_id != c->call_id) {
+  // HTTP/1.1 answers in request order: a reply is the oldest call's. A frame names its
+  // call, and a pool or event-loop server answers as each request finishes.
+  auto it = c->waiting.begin();
+  if (!c->conn->http) {
+    while (it != c->waiting.end() && it->first != f.call_id) ++it;
+  }
+  if (it == c->waiting.end() || it->first != f.call_id) {
     fmt::print(stderr, "{}: unexpected reply for call {:x} from {}\n", name_, f.call_id,
                c->conn->peer);
-    if (r) c->waiting = r;
     Close(c);
     return;
   }
+  std::shared_ptr<Req> r = std::move(it->second);
+  c->waiting.erase(it);
   if (f.type == FrameType::kError && r->status.ok()) {
     r->status = Status::Internal("{} answered with an error", c->conn->peer);
   }
-  if (tier_.pooled) {
-    idle_[{c->tier, c->server}].push_back(c);
-  } else {
-    Close(c);
-  }
+  // Not pooled, or the server closes it after this reply (Connection: close).
+  if (!tier_.pooled || f.close) Close(c);
   --r->pending;
   Step(r);
 }
@@ -232,11 +253,16 @@ void Loop::Call(const std::shared_ptr<Req>& r, const CallSpec& spec) {
   const Tier& t = topo_.tiers[spec.tier];
   int server = balancer_.Pick(spec.tier);
   std::shared_ptr<EvConn> c;
-  auto& idle = idle_[{spec.tier, server}];
-  while (!idle.empty() && !c) {
-    c = std::move(idle.back());
-    idle.pop_back();
-    if (c->closed) c.reset();
+  if (tier_.pooled) {
+    auto& open = pool_[{spec.tier, server}];
+    std::erase_if(open, [](const std::shared_ptr<EvConn>& o) { return o->closed; });
+    // First fit: calls pack onto few connections, so that pipelining really happens.
+    for (const std::shared_ptr<EvConn>& o : open) {
+      if (o->waiting.size() < (t.udp ? 1 : tier_.pipeline)) {
+        c = o;
+        break;
+      }
+    }
   }
   if (!c) {
     Result<std::unique_ptr<Conn>> conn = ConnectLoopback(t.servers[server].port, topo_.io_timeout, t.udp);
@@ -250,6 +276,7 @@ void Loop::Call(const std::shared_ptr<Req>& r, const CallSpec& spec) {
     c->tier = spec.tier;
     c->server = server;
     Watch(c);
+    if (tier_.pooled) pool_[{spec.tier, server}].push_back(c);
   }
   const RequestType& callee = t.requests[spec.request];
   Frame call;
@@ -257,8 +284,8 @@ void Loop::Call(const std::shared_ptr<Req>& r, const CallSpec& spec) {
   call.request_id = r->frame.request_id;
   call.call_id = (uint64_t(getpid()) << 32) | ++next_call_;
   call.parent_call = r->frame.call_id;
-  c->waiting = r;
-  c->call_id = call.call_id;
+  call.close = !tier_.pooled;  // HTTP: say that this connection closes after the call
+  c->waiting.emplace_back(call.call_id, r);
   ++r->pending;
   std::string wire = EncodeMessage(call, callee.request_bytes, c->conn->http);
   log_.Record(TruthLog::Direction::kSend, call, *c->conn, wire.size(), callee.name, WallNow());
@@ -321,13 +348,20 @@ void Loop::Step(const std::shared_ptr<Req>& r) {
 }
 
 void Loop::Reply(const std::shared_ptr<Req>& r) {
+  if (r->from->closed) return;  // the caller went away; nothing to answer
   Frame reply = r->frame;
   reply.type = r->status.ok() ? FrameType::kReply : FrameType::kError;
+  Conn& conn = *r->from->conn;
   std::string wire = EncodeMessage(
-      reply, r->status.ok() ? r->rt->reply_bytes : uint32_t(kPayloadHeader), r->from->conn->http);
-  if (r->from->closed) return;  // the caller went away; nothing to answer
-  log_.Record(TruthLog::Direction::kSend, reply, *r->from->conn, wire.size(), "-", WallNow());
-  Send(r->from, std::move(wire));
+      reply, r->status.ok() ? r->rt->reply_bytes : uint32_t(kPayloadHeader), conn.http,
+      tier_.http_chunked);
+  std::lock_guard lock(conn.write_mu);  // uncontended: ReleaseReply's contract
+  for (auto& [frame, bytes] : ReleaseReply(conn, r->seq, reply, std::move(wire))) {
+    log_.Record(TruthLog::Direction::kSend, frame, conn, bytes.size(), "-", WallNow());
+    // The closing reply is the last one: the connection closes once it is flushed.
+    if (frame.close) r->from->close_when_flushed = true;
+    Send(r->from, std::move(bytes));
+  }
 }
 
 void Loop::Run(int listen_fd) {

@@ -21,6 +21,7 @@
 #include <fmt/format.h>
 
 #include "testbed/event_loop.h"
+#include "testbed/pipelined_conn.h"
 #include "testbed/wire.h"
 
 namespace weft::testbed {
@@ -29,6 +30,7 @@ namespace {
 struct Job {
   std::shared_ptr<Conn> conn;
   Frame request;
+  uint64_t seq = 0;  // the request's number on its connection (Conn::next_request)
   Status status;
 };
 
@@ -75,14 +77,35 @@ class Server {
  private:
   uint64_t NewCallId() { return (uint64_t(getpid()) << 32) | ++next_call_; }
   // Reads one frame: a request to serve, one already answered with an error reply, or
-  // the end of the connection (end of stream, reset, or a malformed frame).
+  // the end of the connection (end of stream, reset, or a malformed frame). Blocking: for
+  // thread per connection, whose thread has nothing else to do.
   enum class Read { kRequest, kRejected, kClosed };
-  Read ReadRequest(Conn& conn, Frame* request);
-  void Reply(Conn& conn, const Frame& request, const Status& status);
+  Read ReadRequest(Conn& conn, Frame* request, uint64_t* seq);
+  // Logs a request just read and numbers it on its connection (`seq`, for in-order HTTP
+  // replies); one of an unknown type is answered with an error reply (kRejected). Never
+  // kClosed. Sets request.close on the request after which the server closes the
+  // connection (http_close_after).
+  Read Admit(Conn& conn, Frame& request, size_t bytes, uint64_t* seq);
+  // The pool models' dispatcher turn for one readable connection: reads what the socket
+  // holds without blocking and queues every whole request. false when the connection
+  // ended (end of stream, reset, malformed frame) and must be forgotten.
+  bool Dispatch(const std::shared_ptr<Conn>& conn, JobQueue& queue);
+  void Refuse(Job& job, std::string_view why);
+  // Answers request number `seq` of `conn`; on HTTP after every earlier request's reply.
+  void Reply(Conn& conn, const Frame& request, uint64_t seq, const Status& status);
   Status Downstream(const Frame& request);
   Status CallGroup(const Frame& request, const CallSpec& spec, uint32_t count);
   Result<std::unique_ptr<Conn>> GetConn(int tier);
   void PutConn(std::unique_ptr<Conn> conn);
+  // A call frame nested in `request`, to `spec`'s request type.
+  Frame NewCall(const Frame& request, const CallSpec& spec);
+  // With tier_.pipeline > 1 calls to TCP tiers share pooled connections, up to
+  // tier_.pipeline calls in flight on each.
+  bool Pipelines(int tier) const { return tier_.pipeline > 1 && !topo_.tiers[tier].udp; }
+  // A pooled connection to a server of `tier` with a slot reserved for one call: the
+  // first open one with room, else a new one.
+  Result<std::shared_ptr<PipelinedConn>> GetPipelined(int tier);
+  Status PipelinedCallGroup(const Frame& request, const CallSpec& spec, uint32_t count);
   const RequestType& TypeOf(const Frame& f) const { return tier_.requests[f.request_type]; }
 
   void ServeConnection(std::shared_ptr<Conn> conn);  // thread per connection
@@ -97,9 +120,10 @@ class Server {
   Balancer balancer_;
   std::mutex pool_mu_;
   std::map<std::pair<int, int>, std::vector<std::unique_ptr<Conn>>> pool_;  // (tier, server)
+  std::map<std::pair<int, int>, std::vector<std::shared_ptr<PipelinedConn>>> pipelined_;
 };
 
-Server::Read Server::ReadRequest(Conn& conn, Frame* request) {
+Server::Read Server::ReadRequest(Conn& conn, Frame* request, uint64_t* seq) {
   size_t bytes = 0;
   Result<std::optional<Frame>> f = ReadConnFrame(conn, &bytes);
   if (!f.ok()) {
@@ -109,30 +133,82 @@ Server::Read Server::ReadRequest(Conn& conn, Frame* request) {
   }
   if (!f->has_value()) return Read::kClosed;
   *request = **f;
-  bool known = request->type == FrameType::kRequest && request->request_type < tier_.requests.size();
-  log_->Record(TruthLog::Direction::kRecv, *request, conn, bytes,
-               known ? std::string_view(TypeOf(*request).name) : "?", WallNow());
+  return Admit(conn, *request, bytes, seq);
+}
+
+Server::Read Server::Admit(Conn& conn, Frame& request, size_t bytes, uint64_t* seq) {
+  *seq = conn.next_request++;
+  if (conn.http && tier_.http_close_after > 0 && *seq + 1 >= tier_.http_close_after) {
+    request.close = true;
+  }
+  bool known = request.type == FrameType::kRequest && request.request_type < tier_.requests.size();
+  log_->Record(TruthLog::Direction::kRecv, request, conn, bytes,
+               known ? std::string_view(TypeOf(request).name) : "?", WallNow());
   if (!known) {
     // A well-framed but meaningless request gets an error reply; the connection stays.
     fmt::print(stderr, "{}: request of type {} kind {} from {} is not served here\n",
-               spec_.name, request->request_type, int(request->type), conn.peer);
-    Frame bad = *request;
+               spec_.name, request.request_type, int(request.type), conn.peer);
+    Frame bad = request;
     bad.request_type = 0;
-    Reply(conn, bad, Status::InvalidArgument("unknown request"));
+    Reply(conn, bad, *seq, Status::InvalidArgument("unknown request"));
     return Read::kRejected;
   }
   return Read::kRequest;
 }
 
-void Server::Reply(Conn& conn, const Frame& request, const Status& status) {
+bool Server::Dispatch(const std::shared_ptr<Conn>& conn, JobQueue& queue) {
+  // Never blocks: a peer that sent half a frame and stalled leaves it in conn->rbuf until
+  // the rest arrives, and the dispatcher serves other connections meanwhile.
+  Result<bool> open = ReadAvailable(*conn);
+  if (!open.ok()) {
+    fmt::print(stderr, "{}: connection from {}: {}; closing it\n", spec_.name, conn->peer,
+               open.status().message());
+    return false;
+  }
+  while (true) {
+    Job job;
+    size_t bytes = 0;
+    Result<bool> taken = TakeMessage(conn->rbuf, conn->http, &job.request, &bytes);
+    if (!taken.ok()) {
+      fmt::print(stderr, "{}: connection from {}: {}; closing it\n", spec_.name, conn->peer,
+                 taken.status().message());
+      return false;
+    }
+    if (!*taken) break;
+    bool admitted = Admit(*conn, job.request, bytes, &job.seq) == Read::kRequest;
+    // After a request that closes the connection nothing more is read from it: its reply
+    // is the last, and the connection closes when its last reply is out.
+    bool closing = job.request.close;
+    job.conn = conn;
+    if (admitted && !queue.TryPush(job)) Refuse(job, "queue full");
+    if (closing) return false;
+  }
+  if (!*open && !conn->rbuf.empty()) {
+    fmt::print(stderr, "{}: connection from {}: end of stream inside a message ({} bytes)\n",
+               spec_.name, conn->peer, conn->rbuf.size());
+  }
+  return *open;
+}
+
+void Server::Refuse(Job& job, std::string_view why) {
+  fmt::print(stderr, "{}: request {:x}: {}\n", spec_.name, job.request.request_id, why);
+  Reply(*job.conn, job.request, job.seq, Status::OutOfRange("{}", why));
+}
+
+void Server::Reply(Conn& conn, const Frame& request, uint64_t seq, const Status& status) {
   Frame reply = request;
   reply.type = status.ok() ? FrameType::kReply : FrameType::kError;
   uint32_t size = status.ok() ? TypeOf(request).reply_bytes : uint32_t(kPayloadHeader);
-  std::string wire = EncodeMessage(reply, size, conn.http);
+  std::string wire = EncodeMessage(reply, size, conn.http, tier_.http_chunked);
   std::lock_guard lock(conn.write_mu);
-  log_->Record(TruthLog::Direction::kSend, reply, conn, wire.size(), "-", WallNow());
-  Status w = WriteAll(conn.fd, wire);
-  if (!w.ok()) fmt::print(stderr, "{}: reply to {}: {}\n", spec_.name, conn.peer, w.message());
+  for (const auto& [frame, bytes] : ReleaseReply(conn, seq, reply, std::move(wire))) {
+    log_->Record(TruthLog::Direction::kSend, frame, conn, bytes.size(), "-", WallNow());
+    Status w = WriteAll(conn.fd, bytes);
+    if (!w.ok()) fmt::print(stderr, "{}: reply to {}: {}\n", spec_.name, conn.peer, w.message());
+    // "Connection: close" was the last reply: the peer sees the end of stream at once,
+    // while queued work may still hold the connection open.
+    if (frame.close) shutdown(conn.fd, SHUT_WR);
+  }
 }
 
 Result<std::unique_ptr<Conn>> Server::GetConn(int tier) {
@@ -161,18 +237,14 @@ void Server::PutConn(std::unique_ptr<Conn> conn) {
 }
 
 Status Server::CallGroup(const Frame& request, const CallSpec& spec, uint32_t count) {
+  if (Pipelines(spec.tier)) return PipelinedCallGroup(request, spec, count);
   const RequestType& callee = topo_.tiers[spec.tier].requests[spec.request];
   // A parallel group sends every call before awaiting any reply, each on its own
   // connection; a sequential group of one is the same code with count 1.
   std::vector<std::pair<std::unique_ptr<Conn>, Frame>> calls;
   for (uint32_t k = 0; k < count; ++k) {
     WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Conn> conn, GetConn(spec.tier));
-    Frame call;
-    call.type = FrameType::kRequest;
-    call.request_type = uint16_t(spec.request);
-    call.request_id = request.request_id;
-    call.call_id = NewCallId();
-    call.parent_call = request.call_id;
+    Frame call = NewCall(request, spec);
     std::string wire = EncodeMessage(call, callee.request_bytes, conn->http);
     log_->Record(TruthLog::Direction::kSend, call, *conn, wire.size(), callee.name, WallNow());
     WEFT_RETURN_IF_ERROR(WriteAll(conn->fd, wire).WithContext(conn->peer));
@@ -194,7 +266,65 @@ Status Server::CallGroup(const Frame& request, const CallSpec& spec, uint32_t co
     if (r.type == FrameType::kError && result.ok()) {
       result = Status::Internal("{} answered with an error", conn->peer);
     }
-    PutConn(std::move(conn));
+    if (!r.close) PutConn(std::move(conn));  // the server closes it after this reply
+  }
+  return result;
+}
+
+Frame Server::NewCall(const Frame& request, const CallSpec& spec) {
+  Frame call;
+  call.type = FrameType::kRequest;
+  call.request_type = uint16_t(spec.request);
+  call.request_id = request.request_id;
+  call.call_id = NewCallId();
+  call.parent_call = request.call_id;
+  // HTTP: a connection that is not pooled is closed after its call, so say so.
+  call.close = !tier_.pooled;
+  return call;
+}
+
+Result<std::shared_ptr<PipelinedConn>> Server::GetPipelined(int tier) {
+  int server = balancer_.Pick(tier);
+  {
+    std::lock_guard lock(pool_mu_);
+    auto& open = pipelined_[{tier, server}];
+    std::erase_if(open, [](const auto& c) { return c->broken(); });
+    // First fit, not least loaded: calls pack onto few connections, as pipelining
+    // clients do, so that connections really carry several calls at once.
+    for (const std::shared_ptr<PipelinedConn>& c : open) {
+      if (c->TryReserve(tier_.pipeline)) return c;
+    }
+  }
+  const Tier& t = topo_.tiers[tier];
+  WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Conn> conn,
+                        ConnectLoopback(t.servers[server].port, topo_.io_timeout));
+  conn->http = t.http;
+  std::shared_ptr<PipelinedConn> c = PipelinedConn::Start(std::move(conn), *log_);
+  (void)c->TryReserve(tier_.pipeline);  // a fresh connection has room
+  std::lock_guard lock(pool_mu_);
+  pipelined_[{tier, server}].push_back(c);
+  return c;
+}
+
+Status Server::PipelinedCallGroup(const Frame& request, const CallSpec& spec, uint32_t count) {
+  const RequestType& callee = topo_.tiers[spec.tier].requests[spec.request];
+  // As CallGroup: every call of a parallel group goes out before any reply is awaited;
+  // here calls may share a connection, their own or another worker's.
+  std::vector<std::pair<std::shared_ptr<PipelinedConn>, std::shared_ptr<PipelinedConn::Pending>>>
+      calls;
+  for (uint32_t k = 0; k < count; ++k) {
+    WEFT_ASSIGN_OR_RETURN(std::shared_ptr<PipelinedConn> conn, GetPipelined(spec.tier));
+    Frame call = NewCall(request, spec);
+    std::string wire = EncodeMessage(call, callee.request_bytes, conn->conn().http);
+    WEFT_ASSIGN_OR_RETURN(auto pending, conn->Send(call, wire, callee.name));
+    calls.emplace_back(std::move(conn), std::move(pending));
+  }
+  Status result;
+  for (auto& [conn, pending] : calls) {
+    WEFT_ASSIGN_OR_RETURN(Frame reply, conn->Await(pending));
+    if (reply.type == FrameType::kError && result.ok()) {
+      result = Status::Internal("{} answered with an error", conn->conn().peer);
+    }
   }
   return result;
 }
@@ -222,20 +352,25 @@ Status Server::Downstream(const Frame& request) {
 
 void Server::ServeConnection(std::shared_ptr<Conn> conn) {
   Frame request;
+  uint64_t seq = 0;
   while (true) {
     // Wait for the next request without a timeout (a pooled connection may idle), then
-    // read it under the socket's timeout.
-    pollfd p{conn->fd, POLLIN, 0};
-    if (poll(&p, 1, -1) < 0 && errno != EINTR) return;
-    Read r = ReadRequest(*conn, &request);
-    if (r == Read::kClosed) return;
+    // read it under the socket's timeout. Pipelined HTTP requests may already sit in the
+    // connection's buffer, with nothing more to come on the socket: no wait for those.
+    if (conn->rbuf.empty()) {
+      pollfd p{conn->fd, POLLIN, 0};
+      if (poll(&p, 1, -1) < 0 && errno != EINTR) return;
+    }
+    Read r = ReadRequest(*conn, &request, &seq);
+    if (r == Read::kClosed || (r == Read::kRejected && request.close)) return;
     if (r == Read::kRejected) continue;
     const RequestType& rt = TypeOf(request);
     Serve(rt.before.Sample(Rng()));
     Status s = Downstream(request);
     if (!s.ok()) fmt::print(stderr, "{}: request {:x}: {}\n", spec_.name, request.request_id, s.message());
     if (s.ok()) Serve(rt.after.Sample(Rng()));
-    Reply(*conn, request, s);
+    Reply(*conn, request, seq, s);
+    if (request.close) return;  // Connection: close, from the peer or http_close_after
   }
 }
 
@@ -253,7 +388,7 @@ void Server::RunPipeline(int listen_fd) {
   };
   auto reply = [this](Job& j) {
     if (j.status.ok()) Serve(TypeOf(j.request).after.Sample(Rng()));
-    Reply(*j.conn, j.request, j.status);
+    Reply(*j.conn, j.request, j.seq, j.status);
   };
   switch (spec_.model) {
     case ThreadingModel::kWorkerPool:
@@ -273,17 +408,13 @@ void Server::RunPipeline(int listen_fd) {
   for (size_t i = 0; i < stages.size(); ++i) {
     queues.push_back(std::make_unique<JobQueue>(spec_.queue_capacity));
   }
-  auto refuse = [this](Job& j, std::string_view why) {
-    fmt::print(stderr, "{}: request {:x}: {}\n", spec_.name, j.request.request_id, why);
-    Reply(*j.conn, j.request, Status::OutOfRange("{}", why));
-  };
   for (size_t i = 0; i < stages.size(); ++i) {
     for (uint32_t w = 0; w < spec_.workers; ++w) {
       std::thread([&, i] {
         while (true) {
           Job job = queues[i]->Pop();
           if (job.status.ok() || i + 1 == stages.size()) stages[i](job);
-          if (i + 1 < stages.size() && !queues[i + 1]->TryPush(job)) refuse(job, "queue full");
+          if (i + 1 < stages.size() && !queues[i + 1]->TryPush(job)) Refuse(job, "queue full");
         }
       }).detach();
     }
@@ -308,7 +439,8 @@ void Server::RunPipeline(int listen_fd) {
       epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
     }
   }).detach();
-  // The dispatcher: one ready event, one whole frame read, one queued job per turn.
+  // The dispatcher: per ready connection, one non-blocking read and every whole request it
+  // completes queued; a partial message waits in the connection's buffer.
   epoll_event events[64];
   while (true) {
     int n = epoll_wait(ep, events, 64, -1);
@@ -320,21 +452,12 @@ void Server::RunPipeline(int listen_fd) {
         if (it == conns.end()) continue;
         conn = it->second;
       }
-      // HTTP reads are buffered: whole requests already read are taken before the next
-      // readiness event, which would not come for them.
-      do {
-        Job job;
-        Read r = ReadRequest(*conn, &job.request);
-        if (r == Read::kRejected) continue;
-        if (r == Read::kClosed) {
-          epoll_ctl(ep, EPOLL_CTL_DEL, conn->fd, nullptr);
-          std::lock_guard lock(conns_mu);
-          conns.erase(conn->fd);
-          break;
-        }
-        job.conn = conn;
-        if (!queues[0]->TryPush(job)) refuse(job, "queue full");
-      } while (conn->http && !conn->rbuf.empty());
+      if (!Dispatch(conn, *queues[0])) {
+        // Jobs still queued hold the connection, so their replies can still be written.
+        epoll_ctl(ep, EPOLL_CTL_DEL, conn->fd, nullptr);
+        std::lock_guard lock(conns_mu);
+        conns.erase(conn->fd);
+      }
     }
   }
 }

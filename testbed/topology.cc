@@ -152,6 +152,16 @@ Result<Tier> Parser::ParseTier(const toml::table& t) {
   }
   tier.name = *name;
   tier.pooled = t["pooled"].value_or(true);
+  WEFT_ASSIGN_OR_RETURN(tier.pipeline, Count(t, "pipeline", 1));
+  if (tier.pipeline == 0 || tier.pipeline > 64) {
+    return Error(LineOf(t), "tier '{}': pipeline must be 1 to 64", tier.name);
+  }
+  if (tier.pipeline > 1 && !tier.pooled) {
+    // Pipelining shares a persistent connection between calls; per-call connections have
+    // nothing to share.
+    return Error(LineOf(t), "tier '{}': pipeline = {} needs pooled = true", tier.name,
+                 tier.pipeline);
+  }
   std::string protocol = t["protocol"].value_or(std::string("tcp"));
   if (protocol != "tcp" && protocol != "udp" && protocol != "http") {
     return Error(LineOf(t), "protocol must be tcp, http or udp, not '{}'", protocol);
@@ -163,6 +173,13 @@ Result<Tier> Parser::ParseTier(const toml::table& t) {
   tier.balance = balance == "random" ? Balance::kRandom : Balance::kRoundRobin;
   tier.udp = protocol == "udp";
   tier.http = protocol == "http";
+  tier.http_chunked = t["http_chunked"].value_or(false);
+  WEFT_ASSIGN_OR_RETURN(tier.http_close_after, Count(t, "http_close_after", 0));
+  if ((tier.http_chunked || tier.http_close_after > 0) && !tier.http) {
+    return Error(LineOf(t),
+                 "tier '{}': http_chunked and http_close_after need protocol = \"http\"",
+                 tier.name);
+  }
   WEFT_ASSIGN_OR_RETURN(ServerSpec defaults, ParseServer(t, ServerSpec{}));
   defaults.port = 0;
   if (const toml::node* n = t.get("server")) {
@@ -239,8 +256,20 @@ Result<Topology> Parser::Parse(const toml::table& root) {
         CallSpec& spec = topo.tiers[ti].requests[ri].calls[ci];
         spec.tier = to;
         spec.request = req;
+        // Requests pipelined behind the one a server answers with Connection: close would
+        // be lost with the connection.
+        if (topo.tiers[to].http_close_after > 0 && topo.tiers[ti].pipeline > 1) {
+          return Error(p.line,
+                       "tier '{}' pipelines calls to '{}', which closes connections "
+                       "(http_close_after)",
+                       topo.tiers[ti].name, p.tier);
+        }
       }
     }
+  }
+  if (topo.pipeline > 1 && topo.tiers[0].http_close_after > 0) {
+    return Error(1, "the client pipelines into '{}', which closes connections (http_close_after)",
+                 topo.tiers[0].name);
   }
   return topo;
 }

@@ -71,10 +71,18 @@ struct Tier {
   std::string name;
   Balance balance = Balance::kRoundRobin;
   bool pooled = true;  // persistent downstream connections, else one per call
+  // Calls one pooled downstream connection of this tier's servers may carry at once
+  // (HTTP/1.1-style pipelining: requests written back to back, replies read back in
+  // order). 1: a connection carries one call at a time. Calls to UDP tiers never pipeline.
+  uint32_t pipeline = 1;
   // Served over UDP, one frame per datagram, by `workers` threads sharing the socket (a
   // DNS-like service); the threading model does not apply.
   bool udp = false;
   bool http = false;  // HTTP/1.1 messages instead of frames (protocol = "http")
+  bool http_chunked = false;  // HTTP: this tier's servers send replies in chunked coding
+  // HTTP: a server closes a connection after answering its N-th request, saying
+  // "Connection: close" in that reply (as servers bound keep-alive); 0: never.
+  uint32_t http_close_after = 0;
   std::vector<ServerSpec> servers;
   std::vector<RequestType> requests;
 };

@@ -247,4 +247,49 @@ Result<TruthCheck> CheckTruth(const Trace& trace, const Topology& topo, bool com
   return check;
 }
 
+std::vector<ConnectionUse> CallsInFlight(const Trace& trace) {
+  const TraceColumns& col = trace.columns();
+  auto text = [&](StringId id) {
+    return id.valid() ? trace.strings().Get(id) : std::string_view();
+  };
+  // A connection is its two endpoints as the caller sees them: (caller's, callee's).
+  struct Event {
+    TimeNs time;
+    int delta;  // -1 sorts first: a reply at the instant of a send frees its slot first
+    bool operator<(const Event& o) const {
+      return time != o.time ? time < o.time : delta < o.delta;
+    }
+  };
+  std::map<std::pair<std::string_view, std::string_view>, std::vector<Event>> events;
+  std::map<std::pair<std::string_view, std::string_view>, std::pair<NodeId, NodeId>> nodes;
+  for (uint32_t m = 0; m < trace.size(); ++m) {
+    bool call = col.kind[m] == MessageKind::kCall;
+    if (!call && col.kind[m] != MessageKind::kReturn) continue;
+    // A CALL goes out from the caller's endpoint, its RETURN comes back to it.
+    std::string_view caller = text(call ? col.sender_endpoint[m] : col.receiver_endpoint[m]);
+    std::string_view callee = text(call ? col.receiver_endpoint[m] : col.sender_endpoint[m]);
+    TimeNs at = call ? col.send_time[m] : col.recv_time[m];
+    if (caller.empty() || callee.empty() || at == kNoTime) continue;
+    events[{caller, callee}].push_back({at, call ? 1 : -1});
+    if (call) nodes[{caller, callee}] = {col.sender[m], col.receiver[m]};
+  }
+  std::map<std::pair<std::string, std::string>, ConnectionUse> by_nodes;
+  for (auto& [conn, ev] : events) {
+    auto n = nodes.find(conn);
+    if (n == nodes.end()) continue;  // replies to calls never logged as sent
+    std::sort(ev.begin(), ev.end());
+    int in_flight = 0, most = 0;
+    for (const Event& e : ev) most = std::max(most, in_flight += e.delta);
+    std::string caller(trace.NodeName(n->second.first)), callee(trace.NodeName(n->second.second));
+    ConnectionUse& use = by_nodes[{caller, callee}];
+    use.caller = caller;
+    use.callee = callee;
+    ++use.connections;
+    use.max_in_flight = std::max(use.max_in_flight, uint32_t(most));
+  }
+  std::vector<ConnectionUse> out;
+  for (auto& [key, use] : by_nodes) out.push_back(std::move(use));
+  return out;
+}
+
 }  // namespace weft::testbed

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/status.h"
 #include "testbed/topology.h"
@@ -29,5 +30,20 @@ struct TruthCheck {
 // answered ok has the shape the topology's call graph allows: per CALL into a tier, the
 // number of nested CALLs to each (tier, request) within the sum of its call specs' counts.
 Result<TruthCheck> CheckTruth(const Trace& trace, const Topology& topology, bool complete);
+
+// How many calls connections carried at once, from the truth alone: per (caller node,
+// callee node), the number of connections the caller used and the most calls awaiting a
+// reply on one of them at any moment. A call counts from its send (logged before the
+// write) to its reply's receipt (logged after the read), a reply at the same instant as a
+// send first, so for answered calls the count never overstates: 2 or more means the caller
+// wrote a request while an earlier one on that connection was still unanswered
+// (pipelining). A call with no logged reply counts until the end. A connection is a pair of
+// endpoints (a port reused later counts once). Sorted by caller, then callee.
+struct ConnectionUse {
+  std::string caller, callee;
+  uint32_t connections = 0;
+  uint32_t max_in_flight = 0;
+};
+std::vector<ConnectionUse> CallsInFlight(const Trace& trace);
 
 }  // namespace weft::testbed

@@ -15,6 +15,8 @@
 
 #include <fmt/format.h>
 
+#include "testbed/http.h"
+
 namespace weft::testbed {
 namespace {
 
@@ -138,15 +140,8 @@ Result<Frame> DecodeDatagram(std::string_view d) {
   return DecodePayload(d.substr(4));
 }
 
-std::string EncodeHttp(const Frame& f, uint32_t payload_bytes) {
-  std::string start = f.type == FrameType::kRequest ? fmt::format("POST /r{} HTTP/1.1\r\nHost: weft-testbed", f.request_type)
-                      : f.type == FrameType::kReply ? std::string("HTTP/1.1 200 OK")
-                                                    : std::string("HTTP/1.1 500 Internal Server Error");
-  std::string s = fmt::format("{}\r\nX-Weft-Ids: {} {} {:x} {:x} {:x}\r\nContent-Length: {}\r\n\r\n",
-                              start, int(f.type), f.request_type, f.request_id, f.call_id,
-                              f.parent_call, payload_bytes);
-  s.append(payload_bytes, '.');
-  return s;
+std::string EncodeMessage(const Frame& frame, uint32_t payload_bytes, bool http, bool chunked) {
+  return http ? EncodeHttp(frame, payload_bytes, chunked) : EncodeFrame(frame, payload_bytes);
 }
 
 Result<bool> TakeMessage(std::string& buf, bool http, Frame* frame, size_t* wire_bytes) {
@@ -163,41 +158,7 @@ Result<bool> TakeMessage(std::string& buf, bool http, Frame* frame, size_t* wire
     buf.erase(0, 4 + n);
     return true;
   }
-  size_t end = buf.find("\r\n\r\n");
-  if (end == std::string::npos) {
-    if (buf.size() > 16384) return Status::Corruption("HTTP header longer than 16384 bytes");
-    return false;
-  }
-  std::string_view head(buf.data(), end + 2);
-  if (head.substr(0, 5) != "POST " && head.substr(0, 9) != "HTTP/1.1 ") {
-    return Status::Corruption("not an HTTP/1.1 request or response");
-  }
-  auto header = [&](std::string_view name) -> std::optional<std::string> {
-    size_t at = head.find(name);
-    if (at == std::string_view::npos) return std::nullopt;
-    size_t eol = head.find("\r\n", at);
-    return std::string(head.substr(at + name.size(), eol - at - name.size()));
-  };
-  std::optional<std::string> ids = header("\r\nX-Weft-Ids: ");
-  std::optional<std::string> length = header("\r\nContent-Length: ");
-  if (!ids || !length) return Status::Corruption("HTTP message without X-Weft-Ids or Content-Length");
-  unsigned type = 0, request_type = 0;
-  unsigned long long request = 0, call = 0, parent = 0, body = 0;
-  if (std::sscanf(ids->c_str(), "%u %u %llx %llx %llx", &type, &request_type, &request, &call,
-                  &parent) != 5 ||
-      std::sscanf(length->c_str(), "%llu", &body) != 1 || type < 1 || type > 3 ||
-      request_type > 65535 || call == 0 || body > kMaxPayload) {
-    return Status::Corruption("malformed X-Weft-Ids or Content-Length header");
-  }
-  if (buf.size() < end + 4 + body) return false;
-  frame->type = FrameType(type);
-  frame->request_type = uint16_t(request_type);
-  frame->request_id = request;
-  frame->call_id = call;
-  frame->parent_call = parent;
-  *wire_bytes = end + 4 + body;
-  buf.erase(0, *wire_bytes);
-  return true;
+  return TakeHttp(buf, frame, wire_bytes);
 }
 
 Result<std::optional<Frame>> ReadConnFrame(Conn& conn, size_t* wire_bytes) {
@@ -229,6 +190,42 @@ Result<std::optional<Frame>> ReadConnFrame(Conn& conn, size_t* wire_bytes) {
   if (wire_bytes) *wire_bytes = size_t(r);
   WEFT_ASSIGN_OR_RETURN(Frame f, DecodeDatagram(std::string_view(buf.data(), size_t(r))));
   return std::optional<Frame>(f);
+}
+
+std::vector<std::pair<Frame, std::string>> ReleaseReply(Conn& conn, uint64_t seq, Frame reply,
+                                                        std::string wire) {
+  std::vector<std::pair<Frame, std::string>> due;
+  if (!conn.http) {
+    due.emplace_back(reply, std::move(wire));
+    return due;
+  }
+  if (seq != conn.next_reply) {
+    conn.held.emplace(seq, std::make_pair(reply, std::move(wire)));
+    return due;
+  }
+  due.emplace_back(reply, std::move(wire));
+  ++conn.next_reply;
+  for (auto it = conn.held.begin(); it != conn.held.end() && it->first == conn.next_reply;
+       it = conn.held.erase(it)) {
+    due.push_back(std::move(it->second));
+    ++conn.next_reply;
+  }
+  return due;
+}
+
+Result<bool> ReadAvailable(Conn& conn) {
+  char buf[65536];
+  while (true) {
+    ssize_t r = recv(conn.fd, buf, sizeof buf, MSG_DONTWAIT);
+    if (r > 0) {
+      conn.rbuf.append(buf, size_t(r));
+      return true;
+    }
+    if (r == 0) return false;
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return true;
+    return Status::IoError("read: {}", std::strerror(errno));
+  }
 }
 
 Result<std::optional<Frame>> ReadFrame(int fd, size_t* wire_bytes) {

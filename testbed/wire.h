@@ -7,11 +7,14 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "core/status.h"
 #include "core/time.h"
@@ -26,6 +29,9 @@ struct Frame {
   uint64_t request_id = 0;
   uint64_t call_id = 0;      // a CALL and its RETURN carry the same call id
   uint64_t parent_call = 0;  // the call into the sender this call is nested in; 0 for roots
+  // HTTP only ("Connection: close"): the sender closes the connection after this message.
+  // A reply copies it from its request, so a server answers a closing request and closes.
+  bool close = false;
 };
 
 inline constexpr size_t kPayloadHeader = 27;
@@ -34,13 +40,10 @@ inline constexpr uint32_t kMaxPayload = 1 << 20;
 // The whole frame on the wire, padded to `payload_bytes` (at least the header).
 std::string EncodeFrame(const Frame& frame, uint32_t payload_bytes);
 
-// The same frame as an HTTP/1.1 message, for tiers with protocol = "http": a request is
-// "POST /r<type> HTTP/1.1", a reply "HTTP/1.1 200 OK" (500 for an error reply); the ids
-// travel in an X-Weft-Ids header, the body is `payload_bytes` of padding.
-std::string EncodeHttp(const Frame& frame, uint32_t payload_bytes);
-inline std::string EncodeMessage(const Frame& frame, uint32_t payload_bytes, bool http) {
-  return http ? EncodeHttp(frame, payload_bytes) : EncodeFrame(frame, payload_bytes);
-}
+// The frame, or the same fields as an HTTP/1.1 message (testbed/http.h), for tiers with
+// protocol = "http"; `chunked` sends an HTTP body in chunks.
+std::string EncodeMessage(const Frame& frame, uint32_t payload_bytes, bool http,
+                          bool chunked = false);
 // Takes one whole message (a frame, or an HTTP message) from the front of `buf`: true when
 // one was taken, false when `buf` holds only part of one, an error when it is malformed.
 Result<bool> TakeMessage(std::string& buf, bool http, Frame* frame, size_t* wire_bytes);
@@ -59,8 +62,23 @@ struct Conn {
   int target = -1;      // for pooled downstream connections: the server index
   bool datagram = false;  // a connected UDP socket: one frame per datagram
   bool http = false;      // HTTP/1.1 messages instead of frames
-  std::string rbuf;       // HTTP bytes read past the last message
+  // Bytes read past the last whole message: HTTP reads, and every non-blocking reader
+  // (the pool dispatcher, the event loop) keeps a partial message here between reads.
+  std::string rbuf;
+  // HTTP/1.1 answers pipelined requests in the order they came (RFC 9112 §9.3.2): the one
+  // reader of a connection numbers each request it takes (next_request, the reader's
+  // own), and ReleaseReply holds a reply finished early until every earlier one is out.
+  uint64_t next_request = 0;
+  uint64_t next_reply = 0;                                  // guarded by write_mu
+  std::map<uint64_t, std::pair<Frame, std::string>> held;  // guarded by write_mu
 };
+
+// The replies to write now on `conn`, in order, once the reply to request number `seq`
+// is ready: none while an earlier reply is still pending (this one is then held), else
+// this one and every held reply that follows it. Framed connections carry call ids and
+// never hold a reply. Call with conn.write_mu held.
+std::vector<std::pair<Frame, std::string>> ReleaseReply(Conn& conn, uint64_t seq, Frame reply,
+                                                        std::string wire);
 
 // Connects to 127.0.0.1:port (TCP, or a connected UDP socket) with send and receive
 // timeouts of `timeout`.
@@ -73,6 +91,11 @@ Status SetTimeouts(int fd, TimeNs timeout);
 Result<std::optional<Frame>> ReadFrame(int fd, size_t* wire_bytes);
 // ReadFrame for a stream, one datagram for a UDP socket, one HTTP message for HTTP.
 Result<std::optional<Frame>> ReadConnFrame(Conn& conn, size_t* wire_bytes);
+// Appends what the socket holds now to conn.rbuf without blocking (one read, at most
+// 64 KiB: a readiness loop calls it again while epoll reports the socket readable). true
+// while the stream is open (also when nothing was there), false at its end; an error on a
+// reset or another read failure.
+Result<bool> ReadAvailable(Conn& conn);
 // A whole frame received as one datagram.
 Result<Frame> DecodeDatagram(std::string_view datagram);
 Status WriteAll(int fd, std::string_view data);

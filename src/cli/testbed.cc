@@ -95,6 +95,11 @@ Status RunTruth(const TestbedFlags& f) {
     WEFT_ASSIGN_OR_RETURN(testbed::TruthCheck c, testbed::CheckTruth(trace, topo, false));
     fmt::print(stderr, "{} requests: {} answered, {} error replies, {} match the call graph\n",
                c.requests, c.answered, c.errors, c.shaped);
+    // How connections were shared: a tracer must be right with reuse and pipelining too.
+    for (const testbed::ConnectionUse& u : testbed::CallsInFlight(trace)) {
+      fmt::print(stderr, "{} -> {}: {} connections, up to {} calls in flight on one\n",
+                 u.caller, u.callee, u.connections, u.max_in_flight);
+    }
   }
   WEFT_RETURN_IF_ERROR(SaveTrace(trace, f.output));
   fmt::print(stderr, "{} messages\n", trace.size());

@@ -19,29 +19,10 @@
 #include "testbed/runner.h"
 #include "testbed/truth.h"
 #include "testbed/wire.h"
+#include "testbed_test_util.h"
 
 namespace weft::testbed {
 namespace {
-
-std::string TempDir(const std::string& name) {
-  std::string dir = ::testing::TempDir() + "weft_testbed_" + name + "_" + std::to_string(getpid());
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir;
-}
-
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-void ExpectNoChildren() {
-  errno = 0;
-  EXPECT_EQ(waitpid(-1, nullptr, WNOHANG), -1);
-  EXPECT_EQ(errno, ECHILD);
-}
 
 struct Case {
   std::string topology;
@@ -81,7 +62,8 @@ INSTANTIATE_TEST_SUITE_P(
     Testbed, ShippedTopology,
     ::testing::Values(Case{"three-tier", 1}, Case{"three-tier", 32}, Case{"load-balanced", 1},
                       Case{"load-balanced", 32}, Case{"every-model", 1},
-                      Case{"every-model", 32}, Case{"dns", 1}, Case{"dns", 32}),
+                      Case{"every-model", 32}, Case{"dns", 1}, Case{"dns", 32},
+                      Case{"pipelined", 1}, Case{"pipelined", 32}),
     [](const auto& param_info) {
       std::string name = param_info.param.topology + "_" + std::to_string(param_info.param.concurrency);
       for (char& ch : name) ch = ch == '-' ? '_' : ch;

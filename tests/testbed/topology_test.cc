@@ -1,4 +1,5 @@
 #include "testbed/topology.h"
+#include "testbed/http.h"
 #include "testbed/wire.h"
 
 #include <gtest/gtest.h>
@@ -166,6 +167,75 @@ TEST(Wire, FramesAndHttpMessagesRoundTripInPieces) {
   EXPECT_FALSE(TakeMessage(bad, true, &got, &bytes).ok());
   std::string frame = std::string("\xff\xff\xff\xff", 4);
   EXPECT_FALSE(TakeMessage(frame, false, &got, &bytes).ok());
+}
+
+TEST(Topology, PipelineIsPerTierAndNeedsPooledConnections) {
+  std::string text(kSmall);
+  text.replace(text.find("workers = 3"), 11, "workers = 3\npipeline = 4");
+  Result<Topology> t = ParseTopology(text, "p.toml");
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  EXPECT_EQ(t->tiers[0].pipeline, 4u);
+  EXPECT_EQ(t->tiers[1].pipeline, 1u);
+  std::string unpooled = text;
+  unpooled.replace(unpooled.find("pipeline = 4"), 12, "pipeline = 4\npooled = false");
+  t = ParseTopology(unpooled, "p.toml");
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.status().message(), "p.toml:2: tier 'a': pipeline = 4 needs pooled = true");
+  text.replace(text.find("pipeline = 4"), 12, "pipeline = 0");
+  t = ParseTopology(text, "p.toml");
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.status().message(), "p.toml:2: tier 'a': pipeline must be 1 to 64");
+}
+
+TEST(Topology, HttpOptionsNeedHttpAndNoPipeliningIntoClosingTiers) {
+  std::string text(kSmall);
+  text.replace(text.find("servers = 2"), 11,
+               "servers = 2\nprotocol = \"http\"\nhttp_chunked = true\nhttp_close_after = 7");
+  Result<Topology> t = ParseTopology(text, "h.toml");
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  EXPECT_FALSE(t->tiers[0].http_chunked);
+  EXPECT_TRUE(t->tiers[1].http_chunked);
+  EXPECT_EQ(t->tiers[1].http_close_after, 7u);
+  std::string framed = text;
+  framed.replace(framed.find("protocol = \"http\"\n"), 18, "");
+  t = ParseTopology(framed, "h.toml");
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.status().message(),
+            "h.toml:10: tier 'b': http_chunked and http_close_after need protocol = \"http\"");
+  std::string pipelined = text;
+  pipelined.replace(pipelined.find("workers = 3"), 11, "workers = 3\npipeline = 2");
+  t = ParseTopology(pipelined, "h.toml");
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.status().message(),
+            "h.toml:10: tier 'a' pipelines calls to 'b', which closes connections "
+            "(http_close_after)");
+}
+
+// HTTP replies leave a connection in request order; framed replies as they are ready.
+TEST(Wire, HttpRepliesAreReleasedInRequestOrder) {
+  Conn conn(-1);
+  conn.http = true;
+  auto reply = [](uint64_t call) {
+    Frame f;
+    f.type = FrameType::kReply;
+    f.call_id = call;
+    return f;
+  };
+  auto calls = [](const std::vector<std::pair<Frame, std::string>>& due) {
+    std::vector<uint64_t> ids;
+    for (const auto& [f, wire] : due) ids.push_back(f.call_id);
+    return ids;
+  };
+  // Requests 0, 1, 2 came in that order; their replies are ready as 2, 1, 0.
+  EXPECT_EQ(calls(ReleaseReply(conn, 2, reply(12), "c")), std::vector<uint64_t>{});
+  EXPECT_EQ(calls(ReleaseReply(conn, 1, reply(11), "b")), std::vector<uint64_t>{});
+  auto due = ReleaseReply(conn, 0, reply(10), "a");
+  EXPECT_EQ(calls(due), (std::vector<uint64_t>{10, 11, 12}));
+  EXPECT_EQ(due[2].second, "c");
+  EXPECT_TRUE(conn.held.empty());
+  EXPECT_EQ(calls(ReleaseReply(conn, 3, reply(13), "d")), std::vector<uint64_t>{13});
+  conn.http = false;
+  EXPECT_EQ(calls(ReleaseReply(conn, 9, reply(19), "e")), std::vector<uint64_t>{19});
 }
 
 }  // namespace

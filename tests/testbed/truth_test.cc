@@ -79,6 +79,40 @@ name = "select"
   EXPECT_FALSE(CheckTruth(*trace, *topo, true).ok());
 }
 
+// web0 sends call 3 while call 2 is unanswered on the same connection (two in flight),
+// then call 4 at the very instant call 3's reply arrives (still two at most).
+TEST_F(TruthTest, CountsCallsInFlightPerConnection) {
+  Write("client.truth",
+        "# weft testbed truth v1 node=client pid=1\n"
+        "100 7 S 1 127.0.0.1:5000 127.0.0.1:80 1 1 0 68 home\n"
+        "900 7 R 2 127.0.0.1:5000 127.0.0.1:80 1 1 0 100 -\n");
+  Write("web0.truth",
+        "# weft testbed truth v1 node=web0 pid=2\n"
+        "110 8 R 1 127.0.0.1:80 127.0.0.1:5000 1 1 0 68 home\n"
+        "200 8 S 1 127.0.0.1:6000 127.0.0.1:90 1 2 1 68 select\n"
+        "210 9 S 1 127.0.0.1:6000 127.0.0.1:90 1 3 1 68 select\n"
+        "500 10 R 2 127.0.0.1:6000 127.0.0.1:90 1 2 0 40 -\n"
+        "520 10 R 2 127.0.0.1:6000 127.0.0.1:90 1 3 0 40 -\n"
+        "520 8 S 1 127.0.0.1:6000 127.0.0.1:90 1 4 1 68 select\n"
+        "600 10 R 2 127.0.0.1:6000 127.0.0.1:90 1 4 0 40 -\n"
+        "610 8 S 1 127.0.0.1:6001 127.0.0.1:90 1 5 1 68 select\n"
+        "700 8 R 2 127.0.0.1:6001 127.0.0.1:90 1 5 0 40 -\n"
+        "800 8 S 2 127.0.0.1:80 127.0.0.1:5000 1 1 0 100 -\n");
+  Result<Trace> trace = BuildTruthTrace(dir_);
+  ASSERT_TRUE(trace.ok()) << trace.status().message();
+  std::vector<ConnectionUse> use = CallsInFlight(*trace);
+  ASSERT_EQ(use.size(), 2u);
+  EXPECT_EQ(use[0].caller, "client");
+  EXPECT_EQ(use[0].callee, "web0");
+  EXPECT_EQ(use[0].connections, 1u);
+  EXPECT_EQ(use[0].max_in_flight, 1u);
+  // db0 never logged: the callee is named by its endpoint.
+  EXPECT_EQ(use[1].caller, "web0");
+  EXPECT_EQ(use[1].callee, "127.0.0.1:90");
+  EXPECT_EQ(use[1].connections, 2u);
+  EXPECT_EQ(use[1].max_in_flight, 2u);
+}
+
 TEST_F(TruthTest, RejectsAMalformedRecord) {
   Write("client.truth", "# weft testbed truth v1 node=client pid=1\nnonsense here\n");
   Result<Trace> trace = BuildTruthTrace(dir_);
