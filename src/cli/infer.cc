@@ -89,10 +89,10 @@ Result<PathSet> RunLinking(const Trace& trace, const InferFlags& f) {
   WEFT_ASSIGN_OR_RETURN(PathSet set, InferLinking(trace, options));
   fmt::print(stderr,
              "linking: {} links between {} messages over {} node pairs; {} roots, {} try-both decisions, "
-             "{} trees hit the budget; {} clients aggregated; {} messages without timestamps left out\n",
+             "{} trees hit the budget; {} clients aggregated{}\n",
              set.Counter("links"), set.Counter("messages"), set.Counter("pairs"), set.Counter("roots"),
              set.Counter("try_both"), set.Counter("budget_exhausted"), set.Counter("clients"),
-             set.Counter("no_timestamps"));
+             set.Counter("rpc") ? "; calls paired with their returns (RPC mode)" : "");
   return set;
 }
 

@@ -111,7 +111,6 @@ class Linker {
   std::vector<uint32_t> model_of_;   // per pair: index into model_, or kNone
   std::vector<float> model_;
   std::vector<float> model_spontaneous_;  // per model: the share of its messages spontaneous
-  int64_t no_timestamps_ = 0;
 
   // Per message its candidate parents (CSR), latest first: the parent, the delay bin,
   // the return-gap bin (kNoGap if none), and after step 2 the probability.
@@ -259,11 +258,9 @@ void Linker::IndexSites() {
     pair_[m] = pair_index.try_emplace(key(c_.sender[m], c_.receiver[m]), uint32_t(pair_index.size())).first->second;
     if (c_.send_time[m] != kNoTime) {
       site_[m] = {c_.sender[m].value(), c_.send_time[m]};
-    } else if (c_.recv_time[m] != kNoTime) {
+    } else {  // a Trace has at least one of the two times
       auto [it, added] = back_list.try_emplace(key(c_.receiver[m], c_.sender[m]), nodes + uint32_t(back_list.size()));
       site_[m] = {it->second, c_.recv_time[m]};
-    } else {
-      ++no_timestamps_;
     }
   }
   rate_.assign(pair_index.size(), 0);
@@ -590,7 +587,6 @@ Result<PathSet> Linker::Run() {
   builder.SetClockOffsets(offsets.node);
   WEFT_RETURN_IF_ERROR(BuildTrees(builder));
   builder.AddCounter("messages", int64_t(n_));
-  builder.AddCounter("no_timestamps", no_timestamps_);
   builder.AddCounter("pairs", int64_t(rate_.size()));
   builder.AddCounter("links", int64_t(link_parent_.size()));
   builder.AddCounter("roots", roots_);

@@ -54,9 +54,10 @@ struct LinkingOptions {
   bool call_trees = true;
 };
 
-// Counters in the result: messages, no_timestamps (neither time known: left out),
-// pairs (sender->receiver pairs with a delay estimate), links, roots, trees, instances,
-// try_both (decisions taken), budget_exhausted (trees that hit the budget), clients.
+// Counters in the result: messages, pairs (sender->receiver pairs), links, roots,
+// try_both (decisions taken), budget_exhausted (trees that hit the budget), truncated
+// (links left out of trees grown to their limit), clients (nodes named CLIENT), rpc (1 if
+// calls were paired), unpaired_returns.
 Result<PathSet> InferLinking(const Trace& trace, const LinkingOptions& options);
 
 }  // namespace weft
