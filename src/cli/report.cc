@@ -1,6 +1,7 @@
 // weft report: views of a paths file. --dot writes one Graphviz file per pattern in the
 // style of Project 5 Figure 8, or for a causal graph (convolution) one file in the style
-// of Figure 9.
+// of Figure 9; --timeline the patterns as WAP5's timelines (text, or SVG files);
+// --node-delays each node's delay distribution (WAP5 Figure 11).
 #include <sys/stat.h>
 
 #include <cerrno>
@@ -12,6 +13,7 @@
 #include "core/file.h"
 #include "infer/paths.h"
 #include "report/dot.h"
+#include "report/timeline.h"
 
 namespace weft::cli {
 namespace {
@@ -19,24 +21,51 @@ namespace {
 struct ReportOptions {
   std::string paths;
   std::string dot;
+  std::string timeline;
+  bool node_delays = false;
   size_t top = 10;
   std::string sort = "count";
   uint64_t min_messages = 0;
 };
+
+Status MakeDirectory(const std::string& dir) {
+  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) return Status::IoError("{}: {}", dir, std::strerror(errno));
+  return Status::Ok();
+}
+
+// Text on stdout for "-", else one SVG per pattern in the directory.
+Status WriteTimelines(const PathSet& set, const std::vector<uint32_t>& ranked, const std::string& where) {
+  if (set.patterns.empty()) return Status::InvalidArgument("the paths file has no patterns to draw");
+  if (where == "-") {
+    std::string all;
+    for (size_t rank = 0; rank < ranked.size(); ++rank) {
+      all += fmt::format("{}{}. {}", rank ? "\n" : "", rank + 1, TimelineText(set, ranked[rank]));
+    }
+    return WriteFile("-", all);
+  }
+  WEFT_RETURN_IF_ERROR(MakeDirectory(where));
+  for (size_t rank = 0; rank < ranked.size(); ++rank) {
+    WEFT_RETURN_IF_ERROR(WriteFile(fmt::format("{}/timeline-{:03}.svg", where, rank + 1), TimelineSvg(set, ranked[rank])));
+  }
+  fmt::print(stderr, "wrote {} timelines to {}/timeline-NNN.svg\n", ranked.size(), where);
+  return Status::Ok();
+}
 
 Status RunReport(const ReportOptions& o) {
   WEFT_ASSIGN_OR_RETURN(PathSet set, ReadPaths(o.paths));
   WEFT_ASSIGN_OR_RETURN(PatternOrder order, ParsePatternOrder(o.sort));
   std::vector<uint32_t> ranked = RankPatterns(set, order);
   if (ranked.size() > o.top) ranked.resize(o.top);
-  if (o.dot.empty()) return Status::InvalidArgument("say what to write: --dot DIR (or --dot - for stdout)");
+  if (o.node_delays) return WriteFile("-", NodeDelayHistograms(set));
+  if (!o.timeline.empty()) return WriteTimelines(set, ranked, o.timeline);
+  if (o.dot.empty()) {
+    return Status::InvalidArgument("say what to write: --dot DIR, --timeline DIR, --timeline - or --node-delays");
+  }
   if (!set.graph.empty()) {
     // A causal graph (convolution): one drawing, Project 5 Figure 9.
     std::string dot = CausalGraphToDot(set, o.min_messages);
     if (o.dot == "-") return WriteFile("-", dot);
-    if (::mkdir(o.dot.c_str(), 0755) != 0 && errno != EEXIST) {
-      return Status::IoError("{}: {}", o.dot, std::strerror(errno));
-    }
+    WEFT_RETURN_IF_ERROR(MakeDirectory(o.dot));
     WEFT_RETURN_IF_ERROR(WriteFile(o.dot + "/causal-graph.dot", dot));
     fmt::print(stderr, "wrote the causal graph to {}/causal-graph.dot (render: dot -Tsvg -O {}/causal-graph.dot)\n",
                o.dot, o.dot);
@@ -47,9 +76,7 @@ Status RunReport(const ReportOptions& o) {
     for (uint32_t p : ranked) all += PatternToDot(set, p);
     return WriteFile("-", all);
   }
-  if (::mkdir(o.dot.c_str(), 0755) != 0 && errno != EEXIST) {
-    return Status::IoError("{}: {}", o.dot, std::strerror(errno));
-  }
+  WEFT_RETURN_IF_ERROR(MakeDirectory(o.dot));
   for (size_t rank = 0; rank < ranked.size(); ++rank) {
     std::string file = fmt::format("{}/pattern-{:03}.dot", o.dot, rank + 1);
     WEFT_RETURN_IF_ERROR(WriteFile(file, PatternToDot(set, ranked[rank])));
@@ -62,13 +89,18 @@ Status RunReport(const ReportOptions& o) {
 }  // namespace
 
 void AddReportCommand(CLI::App& app, Status& result) {
-  auto* cmd = app.add_subcommand("report", "Draw path patterns (Graphviz dot, Project 5 Figure 8)");
+  auto* cmd = app.add_subcommand("report", "Draw path patterns: Graphviz dot, timelines, node delay histograms");
   cmd->footer(
       "Examples:\n  weft report mt.paths.json --dot figs --top 5   # figs/pattern-001.dot ...\n"
-      "  weft report mt.paths.json --dot - --top 1 | dot -Tsvg > top.svg\n");
+      "  weft report mt.paths.json --dot - --top 1 | dot -Tsvg > top.svg\n"
+      "  weft report wa.paths.json --timeline - --top 3 --sort expected   # WAP5 §6.1 as text\n"
+      "  weft report wa.paths.json --timeline figs --top 3                # figs/timeline-001.svg ...\n"
+      "  weft report wa.paths.json --node-delays                          # WAP5 Figure 11\n");
   static ReportOptions o;
   cmd->add_option("paths", o.paths, "Paths file (.paths.json)")->required();
   cmd->add_option("--dot", o.dot, "Directory for one .dot file per pattern, or - for stdout");
+  cmd->add_option("--timeline", o.timeline, "Directory for one timeline .svg per pattern, or - for text (WAP5 §6.1)");
+  cmd->add_flag("--node-delays", o.node_delays, "Each node's delay distribution over all patterns (WAP5 Figure 11)");
   cmd->add_option("--top", o.top, "How many patterns, best first")->capture_default_str();
   cmd->add_option("--sort", o.sort, "Rank by count, latency (count x mean) or expected")
       ->capture_default_str();

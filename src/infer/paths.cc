@@ -387,7 +387,14 @@ Status PathSetBuilder::AddInstance(std::span<const MessageId> messages,
     uint32_t pm = messages[order[size_t(ordered_parents[k])]].value();
     TimeNs from = (c.recv_time[pm] != kNoTime && c.receiver[pm] == c.sender[m]) ? c.recv_time[pm]
                                                                                  : c.send_time[pm];
-    if (c.send_time[m] != kNoTime && from != kNoTime) pattern.elements[k].delay.Record(c.send_time[m] - from, weight);
+    if (c.send_time[m] != kNoTime && from != kNoTime) {
+      pattern.elements[k].delay.Record(c.send_time[m] - from, weight);
+    } else if (c.send_time[m] == kNoTime && c.sender[pm] == c.receiver[m] && c.send_time[pm] != kNoTime) {
+      // From an untraced node back to the one that sent it the parent: the round trip on
+      // that node's clock (WAP5's diamond: the untraced node's time and both hops).
+      pattern.elements[k].delay.Record(c.recv_time[m] - c.send_time[pm], weight);
+      pattern.elements[k].round_trip = true;
+    }
     RecordNetwork(m, pattern.elements[k], weight);
   }
   set_.instance_begin.push_back(uint32_t(set_.messages.size()));

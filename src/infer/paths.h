@@ -16,6 +16,9 @@
 // shape, in pre-order), the distribution of its delay after its parent: the sender's time
 // from the parent's arrival (or send, without a receive time) to this send. For an RPC the
 // delay of a CALL is Project 5's call delay and the delay of a RETURN is the visit latency.
+// A message from an untraced node (no send time) back to the node that sent it its parent
+// has as delay the round trip on that node's clock: the untraced node's time and both
+// network hops, which cannot be told apart (WAP5 §6.1 draws it as a diamond).
 //
 // Canonical order (Project 5 §5.1.1.4, made deterministic): children by SortTime; ties by
 // label "K:sender>receiver" (K = C, R or M); remaining ties (same time, same label) by a
@@ -53,6 +56,9 @@ struct PatternElement {
   // One-way network latency (receive - send) with the clock offsets of the PathSet
   // removed; empty unless the builder was given offsets and both ends were timed.
   LatencyHistogram network;
+  // The sender was not traced: `delay` is the round trip through it, measured by the
+  // parent's sender (see above).
+  bool round_trip = false;
 };
 
 struct PathPattern {

@@ -252,6 +252,10 @@ Status ParsePatterns(const Reader& r, const nlohmann::json& array, PathSet& set)
       if (auto n = e.find("network"); n != e.end()) {
         WEFT_ASSIGN_OR_RETURN(element.network, r.Histogram(*n, eat + ".network"));
       }
+      if (auto t = e.find("round_trip"); t != e.end()) {
+        if (!t->is_boolean()) return r.Error(eat + ".round_trip", "expected true or false");
+        element.round_trip = t->get<bool>();
+      }
       labels.push_back(ElementLabel(set, element));
       parents.push_back(element.parent);
       pattern.elements.push_back(std::move(element));
@@ -509,6 +513,7 @@ std::string FormatPaths(const PathSet& set) {
         out += ",\"network\":";
         AppendHistogram(out, e.network);
       }
+      if (e.round_trip) out += ",\"round_trip\":true";
       out += '}';
     }
     out += "]}";
