@@ -104,6 +104,14 @@ Status RunPaths(const PathsFlags& f) {
   }
   if (shown < rank.size()) fmt::print("({} more patterns; --top 0 shows all)\n", rank.size() - shown);
   for (const auto& [name, value] : set.counters) fmt::print("{}: {}\n", name, value);
+  if (!set.clock_offsets.empty()) {
+    // WAP5 §5.2: per node pair, how far b's clock is ahead of a's (negative: behind).
+    fmt::print("clock offsets (b's clock minus a's, from the smallest delays both ways):\n");
+    for (const ClockOffsetRow& o : set.clock_offsets) {
+      fmt::print("  {:<20} {:<20} {:>12}  ({} messages)\n", o.a, o.b,
+                 (o.offset >= 0 ? "+" : "") + FormatDuration(o.offset), o.messages);
+    }
+  }
   return Status::Ok();
 }
 

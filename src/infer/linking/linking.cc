@@ -32,11 +32,13 @@ constexpr int kDelayBins = 240;
 constexpr size_t kModelSize = 2 * kDelayBins;
 constexpr uint8_t kNoGap = 255;  // a candidate without a return gap
 static_assert(kDelayBins <= kNoGap);
-// The least a candidate's delay (or gap) weighs in the learned model, against a peak of 1:
-// a rare path's delays are unusual for its pair, and would otherwise be learned as
-// impossible. Spontaneity weighs e^(-y) times the pair's learned share of spontaneous
-// messages, so a pair whose messages always have a cause links even unusual delays.
-constexpr float kMinDelayWeight = 0.05f;
+// The least an enclosing call's delay (or gap) weighs in the learned model, against a
+// peak of 1: a rare path's delays are unusual for its pair, and would otherwise be learned
+// as impossible. Spontaneity weighs e^(-y) times the pair's learned share of spontaneous
+// messages, so a pair whose messages always have a cause links even unusual delays. Only
+// for RPC, where enclosing is itself strong evidence and candidates are few: among the
+// dozens of candidates a free-form message can have, such a floor would drown the parent.
+constexpr float kMinEnclosingWeight = 0.05f;
 inline int DelayBin(TimeNs delay) {
   if (delay < 1000) return 0;
   const int bin = 1 + int(std::log(double(delay) / 1000.0) * (1 / std::log(1.1)));
@@ -87,6 +89,10 @@ class Linker {
   void Join(uint32_t m, int32_t parent);
   // Removes what was added after the tree had `size` messages.
   void Shrink(size_t size);
+  // RPC mode: a CALL from a traced node may only be caused by a CALL enclosing it.
+  bool EnclosingOnly(size_t m) const {
+    return rpc_ && c_.kind[m] == MessageKind::kCall && c_.send_time[m] != kNoTime;
+  }
   // The time of candidate `parent` on the clock of message m's site.
   TimeNs ParentTime(size_t m, uint32_t parent) const {
     return c_.send_time[m] != kNoTime ? c_.recv_time[parent] : c_.send_time[parent];
@@ -212,7 +218,7 @@ template <typename F>
 void Linker::ForEachCandidate(size_t m, F&& f) const {
   const Site s = site_[m];
   if (s.list == kNone) return;
-  const bool enclosing_only = rpc_ && c_.kind[m] == MessageKind::kCall && c_.send_time[m] != kNoTime;
+  const bool enclosing_only = EnclosingOnly(m);
   const uint32_t m_answer = enclosing_only ? answer_[m] : kNone;
   const TimeNs m_answered = m_answer != kNone ? c_.recv_time[m_answer] : kNoTime;
   auto first = lists_.entries.begin() + lists_.begin[s.list];
@@ -335,11 +341,12 @@ void Linker::ScoreParents(bool learned) {
     const float* weight = learned ? &model_[size_t(model) * kModelSize] : nullptr;
     const double spontaneous = learned ? spontaneous_weight * model_spontaneous_[model] : spontaneous_weight;
     double total = spontaneous;
+    const float floor = EnclosingOnly(m) ? kMinEnclosingWeight : 0.0f;
     for (uint32_t k = first; k < last; ++k) {
       double w;
       if (learned) {
-        w = std::max(weight[candidate_delay_[k]], kMinDelayWeight) *
-            (candidate_gap_[k] != kNoGap ? std::max(weight[kDelayBins + candidate_gap_[k]], kMinDelayWeight) : 1.0f);
+        w = std::max(weight[candidate_delay_[k]], floor) *
+            (candidate_gap_[k] != kNoGap ? std::max(weight[kDelayBins + candidate_gap_[k]], floor) : 1.0f);
       } else {
         w = std::exp(-double(site_[m].time - ParentTime(m, candidate_parent_[k])) * rate_[pair_[m]]);
       }
