@@ -27,6 +27,8 @@ struct NodeAggregation {
   uint32_t fixed_ports = 0;   // endpoints judged fixed
 };
 
+inline constexpr uint32_t kMaxPeersCounted = 8;  // fixed_port_peers is at most this
+
 NodeAggregation AggregateClients(const Trace& trace, uint32_t fixed_port_peers = 3);
 
 }  // namespace weft

@@ -68,6 +68,7 @@ class Linker {
  private:
   void PairCalls();
   void IndexSites();
+  void ComputeReach();
   // Calls f(parent, delay, gap) for message m's candidate parents, latest first, until f
   // returns false: messages into its site within the window, at most kMaxCandidates,
   // and in RPC mode for a CALL only CALLs that enclose it (see PairCalls) or MSGs.
@@ -108,6 +109,7 @@ class Linker {
   std::vector<uint32_t> answer_;    // per CALL: its RETURN
   std::vector<uint32_t> answers_;   // per RETURN: its CALL
   int64_t unpaired_returns_ = 0;
+  std::vector<TimeNs> reach_;     // per candidate list (see ComputeReach)
   std::vector<Site> site_;        // per message
   CandidateLists lists_;          // per site list
   std::vector<uint32_t> pair_;    // per message: its sender->receiver pair
@@ -221,6 +223,11 @@ void Linker::ForEachCandidate(size_t m, F&& f) const {
   const bool enclosing_only = EnclosingOnly(m);
   const uint32_t m_answer = enclosing_only ? answer_[m] : kNone;
   const TimeNs m_answered = m_answer != kNone ? c_.recv_time[m_answer] : kNoTime;
+  // An enclosing call arrived at most the node's longest visit ago: older ones are
+  // answered already, so the scan stops there (unless the node also gets messages that
+  // are not paired calls, which may be candidates from further back).
+  const TimeNs horizon = enclosing_only && reach_[s.list] != kNoTime ? std::min(options_.window, reach_[s.list])
+                                                                     : options_.window;
   auto first = lists_.entries.begin() + lists_.begin[s.list];
   auto it = std::upper_bound(first, lists_.entries.begin() + lists_.begin[s.list + 1],
                              std::pair(s.time, UINT32_MAX));
@@ -229,7 +236,7 @@ void Linker::ForEachCandidate(size_t m, F&& f) const {
     const uint32_t parent = it->second;
     if (parent == m) continue;  // a message to itself is not its own cause
     const TimeNs delay = s.time - it->first;
-    if (delay > options_.window) return;
+    if (delay > horizon) return;
     if (enclosing_only) {
       const MessageKind kind = c_.kind[parent];
       if (kind == MessageKind::kReturn) continue;
@@ -248,6 +255,30 @@ void Linker::ForEachCandidate(size_t m, F&& f) const {
     }
     ++seen;
     if (!f(parent, delay, gap)) return;
+  }
+}
+
+// Per node, how far back an enclosing call can have arrived: its longest visit (a paired
+// call's arrival to its return's send, both on its clock); kNoTime, no limit, if it also
+// receives calls never answered or free-form messages.
+void Linker::ComputeReach() {
+  const size_t nodes = trace_.nodes().size();
+  reach_.assign(lists_.begin.size() - 1, kNoTime);
+  std::vector<TimeNs> longest(nodes, 0);
+  std::vector<bool> open_ended(nodes, false);
+  for (size_t m = 0; m < n_; ++m) {
+    if (c_.recv_time[m] == kNoTime) continue;
+    const uint32_t node = c_.receiver[m].value();
+    if (c_.kind[m] == MessageKind::kMessage || (c_.kind[m] == MessageKind::kCall && answer_[m] == kNone)) {
+      open_ended[node] = true;
+    } else if (c_.kind[m] == MessageKind::kCall) {
+      const TimeNs answered = c_.send_time[answer_[m]];
+      if (answered == kNoTime) open_ended[node] = true;
+      else longest[node] = std::max(longest[node], answered - c_.recv_time[m]);
+    }
+  }
+  for (size_t node = 0; node < nodes; ++node) {
+    if (!open_ended[node]) reach_[node] = longest[node];
   }
 }
 
@@ -572,6 +603,7 @@ Result<PathSet> Linker::Run() {
   n_ = trace_.size();
   if (options_.use_calls) PairCalls();
   IndexSites();
+  if (rpc_) ComputeReach();
   CollectCandidates();
   lists_ = CandidateLists{};  // no longer needed
   EstimateCausalDelays();

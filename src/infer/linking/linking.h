@@ -35,7 +35,7 @@ struct LinkingOptions {
   uint32_t learning_iterations = 6;
   // Try-both decisions allowed per tree (WAP5's "try-both bits"): a tree yields at most
   // 2^budget instances.
-  uint32_t try_both_budget = 3;
+  uint32_t try_both_budget = 2;
   // A link with probability in [low, high] is ambiguous (try-both while budget lasts);
   // above high it is probably true, below low probably false unless it is the message's
   // most likely cause.
