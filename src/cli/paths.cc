@@ -130,7 +130,7 @@ void AddPathsCommand(CLI::App& app, Status& result) {
   static PathsFlags flags;
   cmd->add_option("paths", flags.input, "Paths file to read (.paths.json; - for stdin)")->required();
   cmd->add_option("--top", flags.top, "Show the first N patterns (0: all)")->capture_default_str();
-  cmd->add_option("--sort", flags.sort, "Rank by count, latency (count x mean latency) or expected")
+  cmd->add_option("--sort", flags.sort, "Rank by count, latency (count x mean latency), expected, probability (expected / count) or expected-sqrt (expected / sqrt(count), WAP5 §6.6)")
       ->capture_default_str();
   cmd->add_flag("--json", flags.json, "Print the ranked patterns as JSON");
   cmd->add_flag("--tree", flags.tree, "Print each pattern's tree with per-message delays");

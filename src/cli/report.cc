@@ -102,7 +102,7 @@ void AddReportCommand(CLI::App& app, Status& result) {
   cmd->add_option("--timeline", o.timeline, "Directory for one timeline .svg per pattern, or - for text (WAP5 §6.1)");
   cmd->add_flag("--node-delays", o.node_delays, "Each node's delay distribution over all patterns (WAP5 Figure 11)");
   cmd->add_option("--top", o.top, "How many patterns, best first")->capture_default_str();
-  cmd->add_option("--sort", o.sort, "Rank by count, latency (count x mean) or expected")
+  cmd->add_option("--sort", o.sort, "Rank by count, latency (count x mean), expected, probability or expected-sqrt (WAP5 §6.6)")
       ->capture_default_str();
   cmd->add_option("--min-messages", o.min_messages,
                   "Causal graphs (convolution): leave out edges with fewer messages")

@@ -23,15 +23,6 @@ struct TruthPlace {
   MessageId parent;
 };
 
-double Score(const PathPattern& p, PatternOrder order) {
-  switch (order) {
-    case PatternOrder::kCount: return double(p.count);
-    case PatternOrder::kLatency: return p.latency.sum();
-    case PatternOrder::kExpected: return p.expected_count;
-  }
-  return 0;
-}
-
 // |inferred - truth| / |truth|; unset when truth is 0 and inferred is not.
 std::optional<double> RelativeError(double truth, double inferred) {
   if (truth == 0) return inferred == 0 ? std::optional<double>(0.0) : std::nullopt;
@@ -120,12 +111,12 @@ void TopNCurve(const PathSet& truth, const PathSet& inferred, const EvalOptions&
     point.n = int(n);
     point.false_negatives.assign(r.tolerances.size(), 0);
     bool has_nth = n <= inferred_rank.size();
-    double nth = has_nth ? Score(inferred.patterns[inferred_rank[n - 1]], r.inferred_order) : 0;
+    double nth = has_nth ? PatternScore(inferred.patterns[inferred_rank[n - 1]], r.inferred_order) : 0;
     for (size_t j = 0; j < std::min(n, truth_rank.size()); ++j) {
       const PathPattern& tp = truth.patterns[truth_rank[j]];
       auto it = position.find(tp.key);
       if (it != position.end() && it->second < n) continue;
-      double score = it == position.end() ? 0 : Score(inferred.patterns[inferred_rank[it->second]], r.inferred_order);
+      double score = it == position.end() ? 0 : PatternScore(inferred.patterns[inferred_rank[it->second]], r.inferred_order);
       for (size_t t = 0; t < r.tolerances.size(); ++t) {
         bool forgiven = r.tolerances[t] > 0 && it != position.end() && has_nth && score >= (1 - r.tolerances[t]) * nth;
         if (!forgiven) ++point.false_negatives[t];

@@ -8,15 +8,6 @@ namespace weft {
 
 namespace {
 
-std::string_view OrderName(PatternOrder order) {
-  switch (order) {
-    case PatternOrder::kCount: return "count";
-    case PatternOrder::kLatency: return "latency";
-    case PatternOrder::kExpected: return "expected";
-  }
-  return "?";
-}
-
 std::string Percent(double fraction) { return fmt::format("{:.2f}%", 100.0 * fraction); }
 
 void AppendCountsRow(std::string& out, std::string_view name, const ErrorCounts& c) {
@@ -52,7 +43,7 @@ std::string FormatEvalReport(const EvalReport& r) {
 
   if (!r.top_n.empty()) {
     out += fmt::format("\ntop-N false negatives (Figure 17): truth ranked by count, inferred by {}\n",
-                       OrderName(r.inferred_order));
+                       PatternOrderName(r.inferred_order));
     out += fmt::format("{:>5}", "N");
     for (double t : r.tolerances) out += fmt::format("{:>12}", t == 0 ? std::string("FN") : "FN " + Percent(t));
     out += fmt::format("{:>10}\n", "FN/N");
@@ -65,7 +56,7 @@ std::string FormatEvalReport(const EvalReport& r) {
   }
   if (!r.missed.empty()) {
     out += fmt::format("\nmissed at N = {} (truth rank, truth count, inferred rank and {}):\n", r.top_n.back().n,
-                       OrderName(r.inferred_order));
+                       PatternOrderName(r.inferred_order));
     for (const MissedPattern& m : r.missed) {
       std::string inferred = m.inferred_rank ? fmt::format("#{} ({:g})", m.inferred_rank, m.inferred_score)
                                              : std::string("not inferred");
@@ -96,7 +87,7 @@ std::string FormatEvalReportJson(const EvalReport& r) {
   j["patterns"] = CountsJson(r.patterns);
   j["instances"] = CountsJson(r.instances);
   j["messages"] = CountsJson(r.messages);
-  j["inferred_order"] = OrderName(r.inferred_order);
+  j["inferred_order"] = PatternOrderName(r.inferred_order);
   j["tolerances"] = r.tolerances;
   nlohmann::ordered_json curve = nlohmann::ordered_json::array();
   for (const TopNPoint& p : r.top_n) curve.push_back({{"n", p.n}, {"false_negatives", p.false_negatives}});

@@ -204,12 +204,17 @@ class PathSetBuilder {
   std::vector<int32_t> position_, ordered_parents_;
 };
 
+// How patterns are ranked. The last two are WAP5 §6.6's composite metrics.
 enum class PatternOrder {
-  kCount,     // most instances first
-  kLatency,   // largest total latency (count x mean end-to-end latency) first
-  kExpected,  // largest expected count first
+  kCount,         // "count": most instances first
+  kLatency,       // "latency": largest total latency (count x mean end-to-end latency) first
+  kExpected,      // "expected": largest expected count first
+  kProbability,   // "probability": expected / count, the mean instance probability
+  kExpectedSqrt,  // "expected-sqrt": expected / sqrt(count)
 };
-Result<PatternOrder> ParsePatternOrder(std::string_view name);  // "count", "latency", "expected"
+Result<PatternOrder> ParsePatternOrder(std::string_view name);
+std::string_view PatternOrderName(PatternOrder order);
+double PatternScore(const PathPattern& pattern, PatternOrder order);  // larger ranks first
 
 // Pattern indices best first; ties broken by key so the ranking is deterministic.
 std::vector<uint32_t> RankPatterns(const PathSet& set, PatternOrder order);

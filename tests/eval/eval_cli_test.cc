@@ -167,7 +167,7 @@ TEST_F(EvalCli, OneLineErrorsAndNonZeroExit) {
 
   CommandRun sort = Weft("paths " + Path("other.paths.json") + " --sort size");
   EXPECT_EQ(sort.rc, 1);
-  EXPECT_EQ(sort.output, "weft paths: unknown order 'size' (available: count, latency, expected)\n");
+  EXPECT_EQ(sort.output, "weft paths: unknown order 'size' (available: count, latency, expected, probability, expected-sqrt)\n");
 
   CommandRun help = Weft("eval --help");
   EXPECT_EQ(help.rc, 0);

@@ -233,7 +233,27 @@ TEST(RankPatterns, TiesBrokenByKey) {
   // All single messages without receive times: every latency is 0, so all tie.
   EXPECT_EQ(RankPatterns(set, PatternOrder::kLatency), (std::vector<uint32_t>{2, 1, 0}));
   EXPECT_TRUE(ParsePatternOrder("expected").ok());
-  EXPECT_EQ(ParsePatternOrder("size").status().message(), "unknown order 'size' (available: count, latency, expected)");
+  EXPECT_EQ(ParsePatternOrder("size").status().message(), "unknown order 'size' (available: count, latency, expected, probability, expected-sqrt)");
+}
+
+// WAP5 §6.6's composite metrics: expected / count favours confident patterns,
+// expected / sqrt(count) confident ones seen often.
+TEST(RankPatterns, CompositeMetrics) {
+  PathSet set;
+  auto add = [&](std::string key, uint64_t count, double expected) {
+    PathPattern p;
+    p.key = std::move(key);
+    p.count = count;
+    p.expected_count = expected;
+    set.patterns.push_back(std::move(p));
+  };
+  add("a", 100, 30);  // probability 0.3, 3.0 per sqrt
+  add("b", 4, 3.6);   // probability 0.9, 1.8 per sqrt
+  add("c", 25, 20);   // probability 0.8, 4.0 per sqrt
+  EXPECT_EQ(RankPatterns(set, PatternOrder::kExpected), (std::vector<uint32_t>{0, 2, 1}));
+  EXPECT_EQ(RankPatterns(set, *ParsePatternOrder("probability")), (std::vector<uint32_t>{1, 2, 0}));
+  EXPECT_EQ(RankPatterns(set, *ParsePatternOrder("expected-sqrt")), (std::vector<uint32_t>{2, 0, 1}));
+  EXPECT_EQ(PatternOrderName(PatternOrder::kExpectedSqrt), "expected-sqrt");
 }
 
 TEST(TraceFingerprint, DependsOnTimesAndNamesNotOnTruth) {
