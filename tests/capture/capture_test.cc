@@ -1,0 +1,330 @@
+// weft capture on real processes (capture_probe.cc): exact event counts and bytes, the two
+// ends of a connection named alike, fork and exec followed, damage and loss accounted for.
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <set>
+
+#include "capture/event_log.h"
+#include "weft_cli.h"
+
+namespace weft::capture {
+namespace {
+
+namespace fs = std::filesystem;
+using weft::testing::Weft;
+
+class CaptureTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::path(::testing::TempDir()) /
+           ("weft-capture-" + std::to_string(getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  weft::testing::CommandRun Capture(const std::string& args) {
+    return Weft("capture -o " + dir_.string() + " -- " + CAPTURE_PROBE + " " + args);
+  }
+
+  // Every log under the capture directory, whole (no damage, end record present).
+  std::vector<EventLog> Logs(bool expect_whole = true) {
+    std::vector<EventLog> logs;
+    auto paths = FindEventLogs(dir_.string());
+    EXPECT_TRUE(paths.ok());
+    for (const std::string& path : *paths) {
+      auto log = ReadEventLog(path);
+      EXPECT_TRUE(log.ok()) << log.status().message();
+      if (!log.ok()) continue;
+      if (expect_whole) {
+        EXPECT_TRUE(log->loss.has_end_record) << path;
+        EXPECT_EQ(log->loss.dropped_events, 0u) << path;
+        EXPECT_EQ(log->loss.truncated_bytes + log->loss.corrupt_bytes, 0u) << path;
+      }
+      logs.push_back(std::move(*log));
+    }
+    return logs;
+  }
+
+  fs::path dir_;
+};
+
+std::vector<const Event*> Calls(const EventLog& log, EventOp op, int fd = -2) {
+  std::vector<const Event*> out;
+  for (const Event& e : log.events) {
+    if (e.op == op && (fd == -2 || e.fd == fd)) out.push_back(&e);
+  }
+  return out;
+}
+
+long Bytes(const std::vector<const Event*>& events) {
+  long sum = 0;
+  for (const Event* e : events) sum += e->result;
+  return sum;
+}
+
+// The endpoint record a call named (the first one on `fd` made by `op`).
+const Endpoint* Named(const EventLog& log, EventOp op, int fd) {
+  for (const Event& e : log.events) {
+    if (e.op == EventOp::kEndpoint && e.arg == int(op) && e.fd == fd) return &log.endpoints[e.endpoint];
+  }
+  return nullptr;
+}
+
+TEST_F(CaptureTest, TcpClientAndServerAgreeOnBytesAndEndpoints) {
+  auto run = Capture("tcp 50");
+  ASSERT_EQ(run.rc, 0) << run.output;
+  EXPECT_NE(run.output.find("tcp 50 round trips, 3825 bytes, child 0\n"), std::string::npos);
+  std::vector<EventLog> logs = Logs();
+  ASSERT_EQ(logs.size(), 2u);
+  // The child's header names the parent; the parent logged the fork with the child's pid.
+  const EventLog& parent = logs[0].header.parent_pid == logs[1].header.pid ? logs[1] : logs[0];
+  const EventLog& child = &parent == &logs[0] ? logs[1] : logs[0];
+  EXPECT_EQ(child.header.parent_pid, parent.header.pid);
+  ASSERT_EQ(Calls(parent, EventOp::kFork).size(), 1u);
+  EXPECT_EQ(Calls(parent, EventOp::kFork)[0]->result, child.header.pid);
+
+  ASSERT_EQ(Calls(child, EventOp::kConnect).size(), 1u);
+  int client_fd = Calls(child, EventOp::kConnect)[0]->fd;
+  ASSERT_EQ(Calls(parent, EventOp::kAccept).size(), 1u);
+  int server_fd = Calls(parent, EventOp::kAccept)[0]->result;
+  // 50 requests of 1..50 bytes one way, answers of twice that the other way, each side
+  // seen call by call (the probe receives with MSG_WAITALL).
+  EXPECT_EQ(Calls(child, EventOp::kSend, client_fd).size(), 50u);
+  EXPECT_EQ(Bytes(Calls(child, EventOp::kSend, client_fd)), 1275);
+  EXPECT_EQ(Calls(parent, EventOp::kRecv, server_fd).size(), 50u);
+  EXPECT_EQ(Bytes(Calls(parent, EventOp::kRecv, server_fd)), 1275);
+  EXPECT_EQ(Bytes(Calls(parent, EventOp::kSend, server_fd)), 2550);
+  EXPECT_EQ(Bytes(Calls(child, EventOp::kRecv, client_fd)), 2550);
+  // Both ends name the connection alike: the local name connect bound is the peer accept
+  // saw (the program passed no buffer to accept), and the listener's port is the peer.
+  const Endpoint* client = Named(child, EventOp::kConnect, client_fd);
+  const Endpoint* server = Named(parent, EventOp::kAccept, server_fd);
+  const Endpoint* listener = Named(parent, EventOp::kListen, Calls(parent, EventOp::kListen)[0]->fd);
+  ASSERT_TRUE(client && server && listener);
+  EXPECT_EQ(FormatAddress(client->local), FormatAddress(server->peer));
+  EXPECT_EQ(FormatAddress(client->peer), FormatAddress(server->local));
+  EXPECT_EQ(client->peer.port, listener->local.port);
+  EXPECT_TRUE(listener->listening);
+  EXPECT_EQ(client->kind, wire::kKindTcp);
+  EXPECT_EQ(FormatAddress(client->local).rfind("127.0.0.1:", 0), 0u);
+  // Exit times never precede entry times, and each thread's events are in time order.
+  for (const EventLog* log : {&parent, &child}) {
+    for (const Event& e : log->events) EXPECT_LE(e.entry_ns, e.exit_ns);
+  }
+
+  // A copy cut 20 bytes short loses exactly the end record's first 20 bytes... and only
+  // those: every event is still read.
+  std::string copy = (dir_ / "cut.wev").string();
+  fs::copy_file(parent.path, copy);
+  fs::resize_file(copy, fs::file_size(copy) - 20);
+  auto cut = ReadEventLog(copy);
+  ASSERT_TRUE(cut.ok());
+  EXPECT_EQ(cut->events.size(), parent.events.size());
+  EXPECT_EQ(cut->loss.truncated_bytes, 20u);
+  EXPECT_FALSE(cut->loss.has_end_record);
+}
+
+TEST_F(CaptureTest, UdpDatagramsCarryHashesAndPeers) {
+  auto run = Capture("udp 20");
+  ASSERT_EQ(run.rc, 0) << run.output;
+  std::vector<EventLog> logs = Logs();
+  ASSERT_EQ(logs.size(), 1u);
+  const EventLog& log = logs[0];
+  auto sends = Calls(log, EventOp::kSendto);
+  auto receives = Calls(log, EventOp::kRecvfrom);
+  ASSERT_EQ(sends.size(), 20u);
+  ASSERT_EQ(receives.size(), 20u);
+  const Endpoint* receiver = Named(log, EventOp::kBind, receives[0]->fd);
+  const Endpoint* sender = Named(log, EventOp::kSendto, sends[0]->fd);  // named by its first send
+  ASSERT_TRUE(receiver && sender);
+  EXPECT_EQ(sender->kind, wire::kKindUdp);
+  for (int i = 0; i < 20; ++i) {
+    std::string datagram = "datagram-" + std::to_string(i);
+    uint64_t hash = XXH3_64bits(datagram.data(), datagram.size());
+    EXPECT_TRUE(sends[i]->datagram);
+    EXPECT_EQ(sends[i]->payload_hash, hash) << i;
+    EXPECT_EQ(receives[i]->payload_hash, hash) << i;
+    EXPECT_EQ(sends[i]->result, int(datagram.size()));
+    EXPECT_EQ(FormatAddress(log.addresses[sends[i]->peer]), FormatAddress(receiver->local));
+    // The source, asked for although the program passed no address to recvfrom.
+    ASSERT_NE(receives[i]->peer, kNone);
+    EXPECT_EQ(log.addresses[receives[i]->peer].port, sender->local.port);
+  }
+}
+
+TEST_F(CaptureTest, UnixSocketPeerPidAndPathAndExitWithoutAtexit) {
+  std::string path = (fs::path(::testing::TempDir()) / ("weft-probe-" + std::to_string(getpid()) + ".sock")).string();
+  auto run = Capture("unix " + path + " 3");
+  ASSERT_EQ(run.rc, 0) << run.output;
+  std::vector<EventLog> logs = Logs();  // the child ended with _exit and still has its end record
+  ASSERT_EQ(logs.size(), 2u);
+  const EventLog& parent = logs[0].header.parent_pid == logs[1].header.pid ? logs[1] : logs[0];
+  const EventLog& child = &parent == &logs[0] ? logs[1] : logs[0];
+  int client_fd = Calls(child, EventOp::kConnect)[0]->fd;
+  int server_fd = Calls(parent, EventOp::kAccept)[0]->result;
+  EXPECT_EQ(Bytes(Calls(child, EventOp::kSend, client_fd)), 12);
+  EXPECT_EQ(Bytes(Calls(parent, EventOp::kRecv, server_fd)), 12);
+  const Endpoint* client = Named(child, EventOp::kConnect, client_fd);
+  const Endpoint* server = Named(parent, EventOp::kAccept, server_fd);
+  ASSERT_TRUE(client && server);
+  EXPECT_EQ(FormatAddress(client->peer), "unix:" + path);
+  EXPECT_EQ(FormatAddress(server->local), "unix:" + path);
+  EXPECT_EQ(server->peer_pid, child.header.pid);
+  EXPECT_EQ(client->peer_pid, parent.header.pid);
+  EXPECT_EQ(server->kind, wire::kKindUnixStream);
+}
+
+TEST_F(CaptureTest, ThreadsThatEndWriteTheirBuffers) {
+  auto run = Capture("threads 8 3000");
+  ASSERT_EQ(run.rc, 0) << run.output;
+  std::vector<EventLog> logs = Logs();
+  ASSERT_EQ(logs.size(), 1u);
+  std::map<int32_t, std::pair<int, int>> per_thread;  // tid -> sends, receives
+  for (const Event& e : logs[0].events) {
+    if (e.op == EventOp::kSend) ++per_thread[e.tid].first;
+    if (e.op == EventOp::kRecv) ++per_thread[e.tid].second;
+  }
+  ASSERT_EQ(per_thread.size(), 8u);
+  for (const auto& [tid, counts] : per_thread) {
+    EXPECT_NE(tid, logs[0].header.pid);
+    EXPECT_EQ(counts.first, 6000) << tid;
+    EXPECT_EQ(counts.second, 6000) << tid;
+  }
+  EXPECT_GT(logs[0].blocks, 8u * 6);  // 12000 records a thread fill several 64 KiB blocks
+}
+
+TEST_F(CaptureTest, ProgramThatDupsOverTheLogDescriptorIsUnharmed) {
+  auto run = Capture("dup2 100");
+  ASSERT_EQ(run.rc, 0) << run.output;
+  EXPECT_NE(run.output.find("dup2 1096 copies, 100 sends\n"), std::string::npos) << run.output;
+  std::vector<EventLog> logs = Logs();
+  ASSERT_EQ(logs.size(), 1u);
+  EXPECT_EQ(Calls(logs[0], EventOp::kDup).size(), 1096u);
+  EXPECT_EQ(Calls(logs[0], EventOp::kClose).size(), 1096u);
+  EXPECT_EQ(Calls(logs[0], EventOp::kSend).size(), 100u);
+  EXPECT_EQ(Calls(logs[0], EventOp::kRecv).size(), 100u);
+}
+
+TEST_F(CaptureTest, ExecWithAnEmptyEnvironmentIsStillTraced) {
+  auto run = Capture("exec");
+  ASSERT_EQ(run.rc, 0) << run.output;
+  EXPECT_NE(run.output.find("exec-target ok\n"), std::string::npos);
+  std::vector<EventLog> logs = Logs();
+  ASSERT_EQ(logs.size(), 2u);
+  const EventLog& before = logs[0].header.exec_index == 0 ? logs[0] : logs[1];
+  const EventLog& after = &before == &logs[0] ? logs[1] : logs[0];
+  EXPECT_EQ(before.header.pid, after.header.pid);
+  EXPECT_EQ(after.header.exec_index, 1u);
+  EXPECT_EQ(after.path, (fs::path(before.path).parent_path() /
+                         (std::to_string(before.header.pid) + ".1.wev")).string());
+  EXPECT_TRUE(before.loss.ended_by_exec);
+  EXPECT_EQ(Calls(before, EventOp::kExec).size(), 1u);
+  EXPECT_EQ(after.header.arguments, (std::vector<std::string>{"capture_probe", "exec-target"}));
+  EXPECT_EQ(Calls(after, EventOp::kSend).size(), 6u);
+  EXPECT_EQ(Calls(after, EventOp::kRecv).size(), 6u);
+}
+
+TEST_F(CaptureTest, KilledProgramLeavesEveryWrittenBlock) {
+  std::string command = std::string(WEFT_BINARY) + " capture -o " + dir_.string() + " -- " +
+                        CAPTURE_PROBE + " kill 200 50";
+  FILE* pipe = popen(command.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  char line[256] = {};
+  ASSERT_NE(fgets(line, sizeof line, pipe), nullptr);
+  EXPECT_STREQ(line, "ready\n");
+  auto paths = FindEventLogs(dir_.string());
+  ASSERT_TRUE(paths.ok());
+  ASSERT_EQ(paths->size(), 1u);
+  pid_t probe = std::stoi(fs::path((*paths)[0]).stem().string());
+  ASSERT_EQ(kill(probe, SIGKILL), 0);
+  int status = pclose(pipe);
+  EXPECT_EQ(WEXITSTATUS(status), 128 + SIGKILL);  // weft capture exits as the program did
+  std::vector<EventLog> logs = Logs(false);
+  ASSERT_EQ(logs.size(), 1u);
+  // 200 sends, then one more a second later: that record found its buffer older than a
+  // second and was written with it; the 50 after it were still buffered when it died.
+  EXPECT_EQ(Calls(logs[0], EventOp::kSend).size(), 201u);
+  EXPECT_FALSE(logs[0].loss.has_end_record);
+  EXPECT_EQ(logs[0].loss.truncated_bytes, 0u);
+  EXPECT_EQ(logs[0].loss.corrupt_bytes, 0u);
+}
+
+TEST_F(CaptureTest, SignalHandlerRecordsAreLoggedOrCountedNeverCorrupt) {
+  auto run = Capture("signals 20000");
+  ASSERT_EQ(run.rc, 0) << run.output;
+  int handler_sends = 0;
+  ASSERT_EQ(std::sscanf(run.output.c_str(), "signals 20000 round trips, %d handler sends",
+                        &handler_sends), 1) << run.output;
+  auto paths = FindEventLogs(dir_.string());
+  ASSERT_TRUE(paths.ok() && paths->size() == 1u);
+  auto log = ReadEventLog((*paths)[0]);
+  ASSERT_TRUE(log.ok());
+  EXPECT_EQ(log->loss.truncated_bytes + log->loss.corrupt_bytes, 0u);
+  ASSERT_TRUE(log->loss.has_end_record);
+  std::map<int, long> sends_by_fd;
+  for (const Event* e : Calls(*log, EventOp::kSend)) ++sends_by_fd[e->fd];
+  auto pairs = Calls(*log, EventOp::kSocketpair);
+  ASSERT_EQ(pairs.size(), 2u);
+  EXPECT_EQ(sends_by_fd[pairs[0]->fd], 20000);  // the main loop's: never dropped
+  // The handler's: logged, or dropped (it interrupted a record on the same thread) and
+  // counted.
+  EXPECT_GT(handler_sends, 0);
+  EXPECT_EQ(sends_by_fd[pairs[1]->fd] + long(log->loss.dropped_events), handler_sends);
+}
+
+TEST_F(CaptureTest, UnwritableDirectoryLeavesTheProgramAlone) {
+  std::string probe = std::string(CAPTURE_PROBE) + " tcp 20";
+  FILE* plain = popen(probe.c_str(), "r");
+  char expected[256] = {};
+  ASSERT_NE(fgets(expected, sizeof expected, plain), nullptr);
+  EXPECT_EQ(WEXITSTATUS(pclose(plain)), 0);
+  // /proc/self refuses new files even to root.
+  std::string preloaded = std::string("LD_PRELOAD=") + PRELOAD_LIBRARY +
+                          " WEFT_CAPTURE_DIR=/proc/self " + probe;
+  FILE* traced = popen(preloaded.c_str(), "r");
+  char got[256] = {};
+  ASSERT_NE(fgets(got, sizeof got, traced), nullptr);
+  EXPECT_EQ(WEXITSTATUS(pclose(traced)), 0);
+  EXPECT_STREQ(got, expected);
+  auto run = Weft("capture -o /proc/self/weft -- " + probe);
+  EXPECT_EQ(run.rc, 0);
+  EXPECT_NE(run.output.find(expected), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("running the program untraced"), std::string::npos);
+}
+
+TEST_F(CaptureTest, LogThatHitsAFileSizeLimitIsCutNotTheProgram) {
+  auto run = Capture("fsize 20000");
+  ASSERT_EQ(run.rc, 0) << run.output;
+  EXPECT_NE(run.output.find("fsize 20000 round trips\n"), std::string::npos);
+  auto paths = FindEventLogs(dir_.string());
+  ASSERT_TRUE(paths.ok() && paths->size() == 1u);
+  EXPECT_EQ(fs::file_size((*paths)[0]), 100u * 1024);
+  auto log = ReadEventLog((*paths)[0]);
+  ASSERT_TRUE(log.ok());
+  // The first block whole, the second cut at the limit and read to its last whole record.
+  EXPECT_FALSE(log->loss.has_end_record);
+  EXPECT_EQ(log->blocks, 2u);
+  EXPECT_GT(log->events.size(), 2047u);
+  EXPECT_LT(log->events.size(), 2u * 2047);
+  EXPECT_LT(log->loss.truncated_bytes, 32u);
+}
+
+TEST_F(CaptureTest, StaticProgramIsRefused) {
+  auto run = Weft("capture -o " + dir_.string() + " -- " + CAPTURE_STATIC_PROBE);
+  EXPECT_EQ(run.rc, 1);
+  EXPECT_EQ(run.output, std::string("weft capture: ") + CAPTURE_STATIC_PROBE +
+                            " is statically linked (no PT_INTERP): LD_PRELOAD cannot trace it; "
+                            "capture needs a dynamically linked program\n");
+}
+
+}  // namespace
+}  // namespace weft::capture
