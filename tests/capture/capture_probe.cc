@@ -10,9 +10,10 @@
 //   capture_probe dup2 N         dup2 a socket over descriptors 3..1100 (the log's too),
 //                                close them, then N round trips
 //   capture_probe exec           exec itself with an empty environment ("exec-target")
-//   capture_probe kill K L       K sends, a pause, one send (flushed by age), "ready", L
+//   capture_probe kill K L       K sends (K + L < 200: nobody reads), a pause, one send (flushed by age), "ready", L
 //                                more sends (still buffered), then waits to be killed
 //   capture_probe signals N      N round trips while a timer signal's handler sends too
+//   capture_probe sigterm N [set-default]   N sends, "ready", then waits for SIGTERM
 //   capture_probe fsize N        N round trips with RLIMIT_FSIZE at 100 KB (log cut short)
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -213,6 +214,21 @@ int Kill(int before, int after) {
   return 0;
 }
 
+// Servers stopped by SIGTERM at its default action: the records must reach the log.
+int Sigterm(int n, bool set_default) {
+  if (set_default) signal(SIGTERM, SIG_DFL);  // as the testbed's servers do
+  struct sigaction current {};
+  sigaction(SIGTERM, nullptr, &current);
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) Die("socketpair");
+  char c = 't';
+  for (int i = 0; i < n; ++i) SendAll(sv[0], &c, 1);
+  std::printf("ready, SIGTERM %s\n", current.sa_handler == SIG_DFL ? "default" : "handled");
+  std::fflush(stdout);
+  pause();
+  return 0;
+}
+
 int g_signal_fd = -1;
 volatile sig_atomic_t g_handler_sends = 0;
 
@@ -257,6 +273,9 @@ int FileSizeLimit(int n) {
 int main(int argc, char** argv) {
   std::string scenario = argc > 1 ? argv[1] : "";
   auto arg = [&](int i) { return argc > i ? std::atoi(argv[i]) : 0; };
+  // A scenario that hangs (a test bug) must not outlive its test. The signals scenario
+  // has the timer (and SIGALRM) for itself.
+  if (scenario != "signals") alarm(60);
   if (scenario == "tcp") return Tcp(arg(2));
   if (scenario == "udp") return Udp(arg(2));
   if (scenario == "unix" && argc > 3) return Unix(argv[2], arg(3));
@@ -270,6 +289,7 @@ int main(int argc, char** argv) {
   }
   if (scenario == "kill") return Kill(arg(2), arg(3));
   if (scenario == "signals") return Signals(arg(2));
+  if (scenario == "sigterm") return Sigterm(arg(2), argc > 3 && std::string(argv[3]) == "set-default");
   if (scenario == "fsize") return FileSizeLimit(arg(2));
   std::fprintf(stderr, "usage: capture_probe tcp|udp|unix|threads|dup2|exec|kill|signals|fsize ...\n");
   return 2;

@@ -233,29 +233,50 @@ TEST_F(CaptureTest, ExecWithAnEmptyEnvironmentIsStillTraced) {
   EXPECT_EQ(Calls(after, EventOp::kRecv).size(), 6u);
 }
 
-TEST_F(CaptureTest, KilledProgramLeavesEveryWrittenBlock) {
-  std::string command = std::string(WEFT_BINARY) + " capture -o " + dir_.string() + " -- " +
-                        CAPTURE_PROBE + " kill 200 50";
+// Runs the probe under weft capture until it prints its first line, then sends `signal`
+// to the probe (found by its log's name). Returns that line and weft capture's status.
+std::pair<std::string, int> RunUntilReadyThenSignal(const fs::path& dir, const std::string& args,
+                                                    int signal) {
+  std::string command = std::string(WEFT_BINARY) + " capture -o " + dir.string() + " -- " +
+                        CAPTURE_PROBE + " " + args;
   FILE* pipe = popen(command.c_str(), "r");
-  ASSERT_NE(pipe, nullptr);
+  if (pipe == nullptr) return {"", -1};
   char line[256] = {};
-  ASSERT_NE(fgets(line, sizeof line, pipe), nullptr);
-  EXPECT_STREQ(line, "ready\n");
-  auto paths = FindEventLogs(dir_.string());
-  ASSERT_TRUE(paths.ok());
-  ASSERT_EQ(paths->size(), 1u);
-  pid_t probe = std::stoi(fs::path((*paths)[0]).stem().string());
-  ASSERT_EQ(kill(probe, SIGKILL), 0);
+  if (fgets(line, sizeof line, pipe) == nullptr) line[0] = '\0';
+  auto paths = FindEventLogs(dir.string());
+  if (paths.ok() && paths->size() == 1) {
+    kill(std::stoi(fs::path((*paths)[0]).stem().string()), signal);
+  }
   int status = pclose(pipe);
-  EXPECT_EQ(WEXITSTATUS(status), 128 + SIGKILL);  // weft capture exits as the program did
+  return {line, WIFEXITED(status) ? WEXITSTATUS(status) : -1};
+}
+
+TEST_F(CaptureTest, KilledProgramLeavesEveryWrittenBlock) {
+  auto [line, rc] = RunUntilReadyThenSignal(dir_, "kill 100 20", SIGKILL);
+  EXPECT_EQ(line, "ready\n");
+  EXPECT_EQ(rc, 128 + SIGKILL);  // weft capture exits as the program did
   std::vector<EventLog> logs = Logs(false);
   ASSERT_EQ(logs.size(), 1u);
-  // 200 sends, then one more a second later: that record found its buffer older than a
-  // second and was written with it; the 50 after it were still buffered when it died.
-  EXPECT_EQ(Calls(logs[0], EventOp::kSend).size(), 201u);
+  // 100 sends, then one more a second later: that record found its buffer older than a
+  // second and was written with it; the 20 after it were still buffered when it died.
+  EXPECT_EQ(Calls(logs[0], EventOp::kSend).size(), 101u);
   EXPECT_FALSE(logs[0].loss.has_end_record);
   EXPECT_EQ(logs[0].loss.truncated_bytes, 0u);
   EXPECT_EQ(logs[0].loss.corrupt_bytes, 0u);
+}
+
+TEST_F(CaptureTest, SigtermAtItsDefaultActionStillWritesTheLog) {
+  for (std::string how : {"", " set-default"}) {
+    fs::remove_all(dir_);
+    auto [line, rc] = RunUntilReadyThenSignal(dir_, "sigterm 100" + how, SIGTERM);
+    // The program sees SIG_DFL and dies of SIGTERM as it would untraced...
+    EXPECT_EQ(line, "ready, SIGTERM default\n") << how;
+    EXPECT_EQ(rc, 128 + SIGTERM) << how;
+    // ...and its 100 buffered sends reached the log first, with the end record.
+    std::vector<EventLog> logs = Logs();
+    ASSERT_EQ(logs.size(), 1u);
+    EXPECT_EQ(Calls(logs[0], EventOp::kSend).size(), 100u) << how;
+  }
 }
 
 TEST_F(CaptureTest, SignalHandlerRecordsAreLoggedOrCountedNeverCorrupt) {

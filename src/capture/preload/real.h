@@ -55,6 +55,8 @@ namespace weft_preload {
   X(execvpe, int, (const char*, char* const*, char* const*))                               \
   X(fexecve, int, (int, char* const*, char* const*))                                       \
   X(_exit, void, (int))                                                                    \
+  X(sigaction, int, (int, const struct sigaction*, struct sigaction*))                     \
+  X(signal, sighandler_t, (int, sighandler_t))                                             \
   X(_Exit, void, (int))                                                                    \
   X(__read_chk, ssize_t, (int, void*, size_t, size_t))                                     \
   X(__recv_chk, ssize_t, (int, void*, size_t, size_t, int))                                \

@@ -299,6 +299,7 @@ __attribute__((constructor(101))) void Start() {
       atexit(AtExit);
       pthread_atfork(BeforeFork, nullptr, AfterForkInChild);
       NameOpenDescriptors();
+      InstallTerminationHandlers();
     }
   }
   errno = saved_errno;

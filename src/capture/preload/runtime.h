@@ -88,6 +88,8 @@ void CountUntracedIo();
 // exec that failed, ResumeAfterFailedExec makes logging go on.
 void EndLog(uint8_t op);
 void ResumeAfterFailedExec();
+// Stands in for SIG_DFL of SIGTERM, SIGINT, SIGHUP and SIGQUIT (signal_calls.cc).
+void InstallTerminationHandlers();
 // Writes the calling thread's buffer now (before fork).
 void FlushThisThread();
 
