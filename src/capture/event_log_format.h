@@ -98,7 +98,7 @@ enum Op : uint8_t {
   kOpPoll = 24,        // poll and ppoll; fd -1, arg = nfds
   kOpSelect = 25,      // select and pselect; fd -1, arg = nfds
   kOpEpollWait = 26,   // epoll_wait and epoll_pwait; fd = the epoll descriptor
-  kOpFork = 27,        // fork and vfork; result = child pid
+  kOpFork = 27,        // fork, vfork (arg 0), posix_spawn (arg 1); result = child pid
   kOpExec = 28,        // written before the exec; a second one with -errno if it failed
   kOpCount = 29,
 };

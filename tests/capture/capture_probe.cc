@@ -10,6 +10,7 @@
 //   capture_probe dup2 N         dup2 a socket over descriptors 3..1100 (the log's too),
 //                                close them, then N round trips
 //   capture_probe exec           exec itself with an empty environment ("exec-target")
+//   capture_probe spawn          posix_spawn itself with an empty environment, and wait
 //   capture_probe kill K L       K sends (K + L < 200: nobody reads), a pause, one send (flushed by age), "ready", L
 //                                more sends (still buffered), then waits to be killed
 //   capture_probe signals N      N round trips while a timer signal's handler sends too
@@ -19,6 +20,7 @@
 #include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
+#include <spawn.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/time.h>
@@ -200,6 +202,18 @@ int Exec(const char* self) {
   return 2;
 }
 
+int Spawn(const char* self) {
+  char* const argv[] = {const_cast<char*>("capture_probe"), const_cast<char*>("exec-target"), nullptr};
+  char* const envp[] = {nullptr};
+  pid_t child = 0;
+  std::fflush(stdout);
+  if (posix_spawn(&child, self, nullptr, nullptr, argv, envp) != 0) Die("posix_spawn");
+  int status = 0;
+  waitpid(child, &status, 0);
+  std::printf("spawned %d, status %d\n", child, WEXITSTATUS(status));
+  return 0;
+}
+
 int Kill(int before, int after) {
   int sv[2];
   if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) Die("socketpair");
@@ -282,6 +296,7 @@ int main(int argc, char** argv) {
   if (scenario == "threads") return Threads(arg(2), arg(3));
   if (scenario == "dup2") return Dup2(arg(2));
   if (scenario == "exec") return Exec(argv[0]);
+  if (scenario == "spawn") return Spawn(argv[0]);
   if (scenario == "exec-target") {
     RoundTrips(3);
     std::printf("exec-target ok\n");

@@ -233,6 +233,22 @@ TEST_F(CaptureTest, ExecWithAnEmptyEnvironmentIsStillTraced) {
   EXPECT_EQ(Calls(after, EventOp::kRecv).size(), 6u);
 }
 
+TEST_F(CaptureTest, PosixSpawnWithAnEmptyEnvironmentIsStillTraced) {
+  auto run = Capture("spawn");
+  ASSERT_EQ(run.rc, 0) << run.output;
+  EXPECT_NE(run.output.find("exec-target ok\n"), std::string::npos);
+  std::vector<EventLog> logs = Logs();
+  ASSERT_EQ(logs.size(), 2u);
+  const EventLog& parent = logs[0].header.parent_pid == logs[1].header.pid ? logs[1] : logs[0];
+  const EventLog& child = &parent == &logs[0] ? logs[1] : logs[0];
+  EXPECT_EQ(child.header.parent_pid, parent.header.pid);
+  ASSERT_EQ(Calls(parent, EventOp::kFork).size(), 1u);
+  EXPECT_EQ(Calls(parent, EventOp::kFork)[0]->result, child.header.pid);
+  EXPECT_EQ(Calls(parent, EventOp::kFork)[0]->arg, 1);  // a spawn
+  EXPECT_EQ(child.header.arguments, (std::vector<std::string>{"capture_probe", "exec-target"}));
+  EXPECT_EQ(Calls(child, EventOp::kSend).size(), 6u);
+}
+
 // Runs the probe under weft capture until it prints its first line, then sends `signal`
 // to the probe (found by its log's name). Returns that line and weft capture's status.
 std::pair<std::string, int> RunUntilReadyThenSignal(const fs::path& dir, const std::string& args,

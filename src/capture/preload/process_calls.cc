@@ -10,6 +10,7 @@
 // after), and the environment keeps LD_PRELOAD and WEFT_* even if the program dropped
 // them, so the new image logs to a new file under the same pid.
 #include <errno.h>
+#include <spawn.h>
 #include <stdarg.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -47,10 +48,11 @@ int Exec(ExecKind kind, const char* file, int fd, char* const* argv, char* const
   if (!Logging()) return call(envp);
   int64_t entry = NowNs();
   LogCall(wire::kOpExec, -1, entry, entry, 0, 0);
-  char* const* env = EnvironmentForExec(envp);
+  ExecEnvironment environment = EnvironmentForExec(envp);
   EndLog(wire::kOpExec);
-  int r = call(env);
+  int r = call(environment.envp);
   int error = errno;  // only reached when the exec failed
+  ReleaseEnvironment(environment);
   ResumeAfterFailedExec();
   LogCall(wire::kOpExec, -1, entry, NowNs(), -error, 0);
   errno = error;
@@ -122,6 +124,35 @@ WEFT_EXPORT int execle(const char* path, const char* arg, ...) noexcept {
   va_start(args, arg);
   int r = ExecList(ExecKind::kPath, path, arg, args, true);
   va_end(args);
+  return r;
+}
+
+// posix_spawn execs inside the C library (not through the wrappers above), so the child
+// image gets the environment put right here; the spawn is logged as a fork.
+WEFT_EXPORT int posix_spawn(pid_t* pid, const char* path, const posix_spawn_file_actions_t* actions,
+                            const posix_spawnattr_t* attributes, char* const argv[],
+                            char* const envp[]) {
+  if (!Logging()) return Real().posix_spawn(pid, path, actions, attributes, argv, envp);
+  pid_t child = 0;
+  int64_t entry = NowNs();
+  ExecEnvironment environment = EnvironmentForExec(envp);
+  int r = Real().posix_spawn(&child, path, actions, attributes, argv, environment.envp);
+  ReleaseEnvironment(environment);
+  LogCall(wire::kOpFork, -1, entry, NowNs(), r == 0 ? child : -r, 1);
+  if (r == 0 && pid != nullptr) *pid = child;
+  return r;
+}
+WEFT_EXPORT int posix_spawnp(pid_t* pid, const char* file, const posix_spawn_file_actions_t* actions,
+                             const posix_spawnattr_t* attributes, char* const argv[],
+                             char* const envp[]) {
+  if (!Logging()) return Real().posix_spawnp(pid, file, actions, attributes, argv, envp);
+  pid_t child = 0;
+  int64_t entry = NowNs();
+  ExecEnvironment environment = EnvironmentForExec(envp);
+  int r = Real().posix_spawnp(&child, file, actions, attributes, argv, environment.envp);
+  ReleaseEnvironment(environment);
+  LogCall(wire::kOpFork, -1, entry, NowNs(), r == 0 ? child : -r, 1);
+  if (r == 0 && pid != nullptr) *pid = child;
   return r;
 }
 

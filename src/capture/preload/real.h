@@ -5,6 +5,7 @@
 #pragma once
 
 #include <poll.h>
+#include <spawn.h>
 #include <signal.h>
 #include <sys/epoll.h>
 #include <sys/select.h>
@@ -54,6 +55,10 @@ namespace weft_preload {
   X(execve, int, (const char*, char* const*, char* const*))                                \
   X(execvpe, int, (const char*, char* const*, char* const*))                               \
   X(fexecve, int, (int, char* const*, char* const*))                                       \
+  X(posix_spawn, int, (pid_t*, const char*, const posix_spawn_file_actions_t*,            \
+                       const posix_spawnattr_t*, char* const*, char* const*))               \
+  X(posix_spawnp, int, (pid_t*, const char*, const posix_spawn_file_actions_t*,           \
+                        const posix_spawnattr_t*, char* const*, char* const*))              \
   X(_exit, void, (int))                                                                    \
   X(sigaction, int, (int, const struct sigaction*, struct sigaction*))                     \
   X(signal, sighandler_t, (int, sighandler_t))                                             \

@@ -510,12 +510,9 @@ void ResumeAfterFailedExec() {
   __atomic_compare_exchange_n(&g_state, &expected, kOn, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
 }
 
-char* const* EnvironmentForExec(char* const* envp) {
-  if (g_settings.dir[0] == '\0') return envp;
-  static char** last = nullptr;
-  static size_t last_size = 0;
-  if (last != nullptr) munmap(last, last_size);
-  last = nullptr;
+ExecEnvironment EnvironmentForExec(char* const* envp) {
+  ExecEnvironment unchanged{envp, nullptr, 0};
+  if (g_settings.dir[0] == '\0') return unchanged;
   const char* preload = g_settings.preload_path;
   size_t count = 0;
   bool has_preload = false, has_dir = false, has_prefix = g_settings.payload_prefix == 0;
@@ -529,14 +526,12 @@ char* const* EnvironmentForExec(char* const* envp) {
     has_dir |= strncmp(e, "WEFT_CAPTURE_DIR=", 17) == 0;
     has_prefix |= strncmp(e, "WEFT_PAYLOAD_PREFIX=", 20) == 0;
   }
-  if (has_preload && has_dir && has_prefix) return envp;
+  if (has_preload && has_dir && has_prefix) return unchanged;
   size_t strings = 3 * 1100 + (preload_index >= 0 ? strlen(envp[preload_index]) : 0);
   size_t size = (count + 4) * sizeof(char*) + strings;
   void* memory = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (memory == MAP_FAILED) return envp;
-  last = static_cast<char**>(memory);
-  last_size = size;
-  char** out = last;
+  if (memory == MAP_FAILED) return unchanged;
+  char** out = static_cast<char**>(memory);
   char* text = reinterpret_cast<char*>(out + count + 4);
   size_t n = 0;
   for (size_t i = 0; i < count; ++i) {
@@ -563,7 +558,11 @@ char* const* EnvironmentForExec(char* const* envp) {
     text += FormatDecimal(text, g_settings.payload_prefix) + 1;
   }
   out[n] = nullptr;
-  return out;
+  return {out, memory, size};
+}
+
+void ReleaseEnvironment(const ExecEnvironment& environment) {
+  if (environment.mapping != nullptr) munmap(environment.mapping, environment.size);
 }
 
 }  // namespace weft_preload

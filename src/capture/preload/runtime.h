@@ -93,10 +93,17 @@ void InstallTerminationHandlers();
 // Writes the calling thread's buffer now (before fork).
 void FlushThisThread();
 
-// Environment for an exec: `envp` with LD_PRELOAD and the WEFT_* variables put back if the
-// program removed them, so the new image is traced too. Returns `envp` itself when nothing
-// is missing; otherwise memory that lives until the exec (or the next call on failure).
-char* const* EnvironmentForExec(char* const* envp);
+// Environment for an exec or spawn: `envp` with LD_PRELOAD and the WEFT_* variables put
+// back if the program removed them, so the new image is traced too. `envp` is `envp`
+// itself when nothing is missing; otherwise it lives in `mapping` until ReleaseEnvironment
+// (after a spawn, or an exec that failed).
+struct ExecEnvironment {
+  char* const* envp;
+  void* mapping;
+  size_t size;
+};
+ExecEnvironment EnvironmentForExec(char* const* envp);
+void ReleaseEnvironment(const ExecEnvironment& environment);
 
 }  // namespace weft_preload
 
