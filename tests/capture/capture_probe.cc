@@ -7,6 +7,7 @@
 //   capture_probe udp N          N datagrams "datagram-<i>" between two bound sockets
 //   capture_probe unix PATH N    fork: the child sends N x "ping" over a Unix socket
 //   capture_probe threads T N    T threads, each N one-byte round trips on its socketpair
+//   capture_probe churn T N      T threads one after another, N round trips each
 //   capture_probe dup2 N         dup2 a socket over descriptors 3..1100 (the log's too),
 //                                close them, then N round trips
 //   capture_probe exec           exec itself with an empty environment ("exec-target")
@@ -172,6 +173,20 @@ int Threads(int threads, int n) {
   return 0;
 }
 
+// Threads one after another: each ends before the next starts (and takes over its buffer).
+int Churn(int threads, int n) {
+  for (int i = 0; i < threads; ++i) {
+    pthread_t id;
+    pthread_create(&id, nullptr, [](void* arg) -> void* {
+      RoundTrips(*static_cast<int*>(arg));
+      return nullptr;
+    }, &n);
+    pthread_join(id, nullptr);
+  }
+  std::printf("churn %d x %d round trips\n", threads, n);
+  return 0;
+}
+
 int Dup2(int n) {
   int sv[2];
   if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) Die("socketpair");
@@ -294,6 +309,7 @@ int main(int argc, char** argv) {
   if (scenario == "udp") return Udp(arg(2));
   if (scenario == "unix" && argc > 3) return Unix(argv[2], arg(3));
   if (scenario == "threads") return Threads(arg(2), arg(3));
+  if (scenario == "churn") return Churn(arg(2), arg(3));
   if (scenario == "dup2") return Dup2(arg(2));
   if (scenario == "exec") return Exec(argv[0]);
   if (scenario == "spawn") return Spawn(argv[0]);

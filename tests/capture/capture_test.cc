@@ -202,6 +202,18 @@ TEST_F(CaptureTest, ThreadsThatEndWriteTheirBuffers) {
   EXPECT_GT(logs[0].blocks, 8u * 6);  // 12000 records a thread fill several 64 KiB blocks
 }
 
+TEST_F(CaptureTest, ThreadsOneAfterAnotherEachKeepTheirOwnRecords) {
+  auto run = Capture("churn 50 10");
+  ASSERT_EQ(run.rc, 0) << run.output;
+  std::vector<EventLog> logs = Logs();
+  ASSERT_EQ(logs.size(), 1u);
+  std::map<int32_t, int> sends;
+  for (const Event& e : logs[0].events) sends[e.tid] += e.op == EventOp::kSend;
+  sends.erase(logs[0].header.pid);
+  ASSERT_EQ(sends.size(), 50u);
+  for (const auto& [tid, n] : sends) EXPECT_EQ(n, 20) << tid;
+}
+
 TEST_F(CaptureTest, ProgramThatDupsOverTheLogDescriptorIsUnharmed) {
   auto run = Capture("dup2 100");
   ASSERT_EQ(run.rc, 0) << run.output;

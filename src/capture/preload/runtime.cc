@@ -62,12 +62,16 @@ struct ThreadBuffer {
   int64_t first_ns;  // time of the oldest record in the buffer
   uint64_t untraced_io;
   int slot;
-  uint8_t padding[28];
+  uint32_t idle;  // 1: its thread ended; the next new thread takes it over
+  uint8_t padding[24];
   uint8_t block[kBlockSize];
 };
 static_assert(sizeof(ThreadBuffer) == 64 + kBlockSize);
 
-ThreadBuffer* g_threads[kMaxThreads];  // every live buffer, for exit and exec
+// Every buffer, for exit and exec. Buffers are never unmapped while the process runs (a
+// thread ending hands its buffer on to the next new thread), so the exit path may touch
+// any of them at any time.
+ThreadBuffer* g_threads[kMaxThreads];
 __thread ThreadBuffer* t_buffer __attribute__((tls_model("initial-exec"))) = nullptr;
 __thread uint64_t t_untraced_io __attribute__((tls_model("initial-exec"))) = 0;
 
@@ -101,19 +105,33 @@ void OnThreadExit(void* p) {
   auto* b = static_cast<ThreadBuffer*>(p);
   if (__atomic_exchange_n(&b->busy, 1, __ATOMIC_ACQUIRE) != 0) return;  // exit flushes it
   FlushLocked(b);
-  __atomic_store_n(&g_threads[b->slot], nullptr, __ATOMIC_RELEASE);
   t_buffer = nullptr;
-  munmap(b, sizeof *b);
+  __atomic_store_n(&b->idle, 1, __ATOMIC_RELEASE);
+  __atomic_store_n(&b->busy, 0, __ATOMIC_RELEASE);
+}
+
+ThreadBuffer* AdoptBuffer(ThreadBuffer* b) {
+  b->tid = SysGetTid();
+  b->untraced_io += t_untraced_io;
+  t_untraced_io = 0;
+  pthread_setspecific(g_thread_key, b);
+  t_buffer = b;
+  return b;
 }
 
 ThreadBuffer* NewThreadBuffer() {
+  for (int i = 0; i < kMaxThreads; ++i) {  // a buffer whose thread ended
+    ThreadBuffer* b = __atomic_load_n(&g_threads[i], __ATOMIC_ACQUIRE);
+    if (b == nullptr) break;
+    uint32_t idle = 1;
+    if (__atomic_compare_exchange_n(&b->idle, &idle, 0, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+      return AdoptBuffer(b);
+    }
+  }
   void* memory = mmap(nullptr, sizeof(ThreadBuffer), PROT_READ | PROT_WRITE,
                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (memory == MAP_FAILED) return nullptr;
   auto* b = static_cast<ThreadBuffer*>(memory);
-  b->tid = SysGetTid();
-  b->untraced_io = t_untraced_io;
-  t_untraced_io = 0;
   b->slot = -1;
   for (int i = 0; i < kMaxThreads && b->slot < 0; ++i) {
     ThreadBuffer* expected = nullptr;
@@ -126,9 +144,7 @@ ThreadBuffer* NewThreadBuffer() {
     munmap(memory, sizeof *b);
     return nullptr;
   }
-  pthread_setspecific(g_thread_key, b);
-  t_buffer = b;
-  return b;
+  return AdoptBuffer(b);
 }
 
 // Appends one record, and optionally a second one that must stay right after it.
@@ -256,17 +272,22 @@ void AfterForkInChild() {
   if (__atomic_load_n(&g_state, __ATOMIC_RELAXED) != kOn) return;
   ResetLogLockAfterFork();
   // The parent's buffers are the parent's to write; only this thread lives on here.
+  // Slots are filled from the front and never emptied, so this thread's buffer moves to
+  // slot 0 and the rest are unmapped (no other thread exists here to use them).
+  ThreadBuffer* own = t_buffer;
   for (int i = 0; i < kMaxThreads; ++i) {
     ThreadBuffer* b = g_threads[i];
-    if (b == nullptr || b == t_buffer) continue;
     g_threads[i] = nullptr;
-    munmap(b, sizeof *b);
+    if (b != nullptr && b != own) munmap(b, sizeof *b);
   }
-  if (ThreadBuffer* b = t_buffer) {
-    b->used = b->records = 0;
-    b->untraced_io = 0;
-    b->busy = 0;
-    b->tid = SysGetTid();
+  if (own != nullptr) {
+    own->used = own->records = 0;
+    own->untraced_io = 0;
+    own->busy = 0;
+    own->idle = 0;
+    own->slot = 0;
+    own->tid = SysGetTid();
+    g_threads[0] = own;
   }
   g_dropped = g_failed_writes = g_untraced_io = 0;
   ForgetLog();
