@@ -47,7 +47,7 @@ ssize_t Read(int fd, void* buffer, size_t n) {
     if (kind == 0) CountUntracedIo();
     return Real().read(fd, buffer, n);
   }
-  int64_t entry = NowNs();
+  int64_t entry = BeginCall();
   ssize_t r = Real().read(fd, buffer, n);
   int error = errno;
   LogTransfer(wire::kOpRead, fd, kind, entry, r, error, 0, buffer, nullptr, 0, nullptr, 0, false);
@@ -58,7 +58,7 @@ ssize_t Read(int fd, void* buffer, size_t n) {
 ssize_t Recv(int fd, void* buffer, size_t n, int flags) {
   uint8_t kind = FdKind(fd);
   if (kind == 0 || !Logging()) return Real().recv(fd, buffer, n, flags);
-  int64_t entry = NowNs();
+  int64_t entry = BeginCall();
   ssize_t r = Real().recv(fd, buffer, n, flags);
   int error = errno;
   size_t got = r > 0 ? (size_t(r) < n ? size_t(r) : n) : 0;  // MSG_TRUNC may return more
@@ -79,7 +79,7 @@ ssize_t RecvFrom(int fd, void* buffer, size_t n, int flags, struct sockaddr* add
   struct sockaddr* source = borrow ? reinterpret_cast<sockaddr*>(&own) : address;
   socklen_t* source_length = borrow ? &own_length : length;
   socklen_t given = source_length != nullptr ? *source_length : 0;
-  int64_t entry = NowNs();
+  int64_t entry = BeginCall();
   ssize_t r = Real().recvfrom(fd, buffer, n, flags, source, source_length);
   int error = errno;
   bool source_whole = r >= 0 && source != nullptr && *source_length <= given;
@@ -93,7 +93,7 @@ ssize_t RecvFrom(int fd, void* buffer, size_t n, int flags, struct sockaddr* add
 ssize_t Send(int fd, const void* buffer, size_t n, int flags) {
   uint8_t kind = FdKind(fd);
   if (kind == 0 || !Logging()) return Real().send(fd, buffer, n, flags);
-  int64_t entry = NowNs();
+  int64_t entry = BeginCall();
   ssize_t r = Real().send(fd, buffer, n, flags);
   int error = errno;
   LogTransfer(wire::kOpSend, fd, kind, entry, r, error, flags, buffer, nullptr, 0, nullptr, 0, true);
@@ -116,7 +116,7 @@ WEFT_EXPORT ssize_t readv(int fd, const struct iovec* iov, int iovcnt) {
     if (kind == 0) CountUntracedIo();
     return Real().readv(fd, iov, iovcnt);
   }
-  int64_t entry = NowNs();
+  int64_t entry = BeginCall();
   ssize_t r = Real().readv(fd, iov, iovcnt);
   int error = errno;
   LogTransfer(wire::kOpReadv, fd, kind, entry, r, error, 0, nullptr, iov, iovcnt, nullptr, 0, false);
@@ -130,7 +130,7 @@ WEFT_EXPORT ssize_t write(int fd, const void* buffer, size_t n) {
     if (kind == 0) CountUntracedIo();
     return Real().write(fd, buffer, n);
   }
-  int64_t entry = NowNs();
+  int64_t entry = BeginCall();
   ssize_t r = Real().write(fd, buffer, n);
   int error = errno;
   LogTransfer(wire::kOpWrite, fd, kind, entry, r, error, 0, buffer, nullptr, 0, nullptr, 0, true);
@@ -144,7 +144,7 @@ WEFT_EXPORT ssize_t writev(int fd, const struct iovec* iov, int iovcnt) {
     if (kind == 0) CountUntracedIo();
     return Real().writev(fd, iov, iovcnt);
   }
-  int64_t entry = NowNs();
+  int64_t entry = BeginCall();
   ssize_t r = Real().writev(fd, iov, iovcnt);
   int error = errno;
   LogTransfer(wire::kOpWritev, fd, kind, entry, r, error, 0, nullptr, iov, iovcnt, nullptr, 0, true);
@@ -160,7 +160,7 @@ WEFT_EXPORT ssize_t sendto(int fd, const void* buffer, size_t n, int flags,
                            const struct sockaddr* address, socklen_t length) {
   uint8_t kind = FdKind(fd);
   if (kind == 0 || !Logging()) return Real().sendto(fd, buffer, n, flags, address, length);
-  int64_t entry = NowNs();
+  int64_t entry = BeginCall();
   ssize_t r = Real().sendto(fd, buffer, n, flags, address, length);
   int error = errno;
   LogTransfer(wire::kOpSendto, fd, kind, entry, r, error, flags, buffer, nullptr, 0, address,
@@ -172,7 +172,7 @@ WEFT_EXPORT ssize_t sendto(int fd, const void* buffer, size_t n, int flags,
 WEFT_EXPORT ssize_t sendmsg(int fd, const struct msghdr* message, int flags) {
   uint8_t kind = FdKind(fd);
   if (kind == 0 || !Logging()) return Real().sendmsg(fd, message, flags);
-  int64_t entry = NowNs();
+  int64_t entry = BeginCall();
   ssize_t r = Real().sendmsg(fd, message, flags);
   int error = errno;
   LogTransfer(wire::kOpSendmsg, fd, kind, entry, r, error, flags, nullptr, message->msg_iov,
@@ -185,7 +185,7 @@ WEFT_EXPORT ssize_t sendmsg(int fd, const struct msghdr* message, int flags) {
 WEFT_EXPORT int sendmmsg(int fd, struct mmsghdr* messages, unsigned int count, int flags) {
   uint8_t kind = FdKind(fd);
   if (kind == 0 || !Logging()) return Real().sendmmsg(fd, messages, count, flags);
-  int64_t entry = NowNs();
+  int64_t entry = BeginCall();
   int r = Real().sendmmsg(fd, messages, count, flags);
   int error = errno;
   if (r < 0) {
@@ -235,7 +235,7 @@ WEFT_EXPORT ssize_t recvmsg(int fd, struct msghdr* message, int flags) {
     message->msg_namelen = sizeof own;
   }
   socklen_t given = message->msg_namelen;
-  int64_t entry = NowNs();
+  int64_t entry = BeginCall();
   ssize_t r = Real().recvmsg(fd, message, flags);
   int error = errno;
   bool source_whole = r >= 0 && message->msg_name != nullptr && message->msg_namelen <= given;
@@ -255,7 +255,7 @@ WEFT_EXPORT int recvmmsg(int fd, struct mmsghdr* messages, unsigned int count, i
                          struct timespec* timeout) {
   uint8_t kind = FdKind(fd);
   if (kind == 0 || !Logging()) return Real().recvmmsg(fd, messages, count, flags, timeout);
-  int64_t entry = NowNs();
+  int64_t entry = BeginCall();
   int r = Real().recvmmsg(fd, messages, count, flags, timeout);
   int error = errno;
   if (r < 0) LogCall(wire::kOpRecvmmsg, fd, entry, NowNs(), -error, 0);
@@ -272,7 +272,7 @@ WEFT_EXPORT int recvmmsg(int fd, struct mmsghdr* messages, unsigned int count, i
 WEFT_EXPORT ssize_t sendfile(int out_fd, int in_fd, off_t* offset, size_t count) noexcept {
   uint8_t kind = FdKind(out_fd);
   if (kind == 0 || !Logging()) return Real().sendfile(out_fd, in_fd, offset, count);
-  int64_t entry = NowNs();
+  int64_t entry = BeginCall();
   ssize_t r = Real().sendfile(out_fd, in_fd, offset, count);
   int error = errno;
   LogCall(wire::kOpSendfile, out_fd, entry, NowNs(), ResultOf(r, error), in_fd);

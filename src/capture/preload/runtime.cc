@@ -45,6 +45,9 @@ constexpr int64_t kMaxBufferAgeNs = 1'000'000'000;  // a quiet thread's records 
 constexpr uint32_t kMaxPayloadPrefix = 4096;
 constexpr int kMaxThreads = 4096;
 
+// kEnded: the end record is written (exit, exec, a terminating signal) but the process
+// still runs: other threads, later exit handlers. Their records are written through, one
+// block each, so that nothing the program does before it is gone is missing.
 enum State : int { kOff = 0, kOn = 1, kEnded = 2 };
 int g_state = kOff;
 uint64_t g_dropped = 0;
@@ -63,7 +66,8 @@ struct ThreadBuffer {
   uint64_t untraced_io;
   int slot;
   uint32_t idle;  // 1: its thread ended; the next new thread takes it over
-  uint8_t padding[24];
+  int64_t call_since;  // entry time of a byte-moving call in progress (BeginCall), or 0
+  uint8_t padding[16];
   uint8_t block[kBlockSize];
 };
 static_assert(sizeof(ThreadBuffer) == 64 + kBlockSize);
@@ -112,6 +116,7 @@ void OnThreadExit(void* p) {
 
 ThreadBuffer* AdoptBuffer(ThreadBuffer* b) {
   b->tid = SysGetTid();
+  b->call_since = 0;
   b->untraced_io += t_untraced_io;
   t_untraced_io = 0;
   pthread_setspecific(g_thread_key, b);
@@ -157,6 +162,7 @@ void Append(const void* first, uint32_t first_size, const void* second, uint32_t
     AddDropped(1);  // a signal handler interrupted a record on this thread
     return;
   }
+  __atomic_store_n(&b->call_since, 0, __ATOMIC_RELAXED);
   if (b->used + first_size + second_size > kRecordCapacity) FlushLocked(b);
   uint8_t* at = b->block + sizeof(wire::BlockHeader) + b->used;
   memcpy(at, first, first_size);
@@ -164,7 +170,10 @@ void Append(const void* first, uint32_t first_size, const void* second, uint32_t
   if (b->records == 0) b->first_ns = time;
   b->used += first_size + second_size;
   b->records += count;
-  if (time - b->first_ns > kMaxBufferAgeNs) FlushLocked(b);
+  if (time - b->first_ns > kMaxBufferAgeNs ||
+      __atomic_load_n(&g_state, __ATOMIC_RELAXED) != kOn) {
+    FlushLocked(b);
+  }
   __atomic_store_n(&b->busy, 0, __ATOMIC_RELEASE);
 }
 
@@ -269,7 +278,9 @@ void NameOpenDescriptors() {
 }
 
 void AfterForkInChild() {
-  if (__atomic_load_n(&g_state, __ATOMIC_RELAXED) != kOn) return;
+  int state = __atomic_load_n(&g_state, __ATOMIC_RELAXED);
+  if (state == kEnded) g_state = kOff;  // forked while exiting: the parent's log is not ours
+  if (state != kOn) return;
   ResetLogLockAfterFork();
   // The parent's buffers are the parent's to write; only this thread lives on here.
   // Slots are filled from the front and never emptied, so this thread's buffer moves to
@@ -285,6 +296,7 @@ void AfterForkInChild() {
     own->untraced_io = 0;
     own->busy = 0;
     own->idle = 0;
+    own->call_since = 0;
     own->slot = 0;
     own->tid = SysGetTid();
     g_threads[0] = own;
@@ -343,8 +355,16 @@ uint8_t SocketKindOf(int domain, int type) {
   return wire::kKindOtherSocket;
 }
 
-bool Logging() { return __atomic_load_n(&g_state, __ATOMIC_RELAXED) == kOn; }
+bool Logging() { return __atomic_load_n(&g_state, __ATOMIC_RELAXED) != kOff; }
 uint32_t PayloadPrefix() { return g_settings.payload_prefix; }
+
+int64_t BeginCall() {
+  int64_t now = NowNs();
+  ThreadBuffer* b = t_buffer;
+  if (__builtin_expect(b == nullptr, 0)) b = NewThreadBuffer();
+  if (b != nullptr) __atomic_store_n(&b->call_since, now, __ATOMIC_RELAXED);
+  return now;
+}
 
 void CountUntracedIo() {
   if (ThreadBuffer* b = t_buffer) {
@@ -497,17 +517,37 @@ void EndLog(uint8_t op) {
     return;
   }
   int saved_errno = errno;
-  // Other threads may still run: a buffer whose owner is writing a record now is left to
-  // it, and its records are counted as dropped.
+  // Other threads may still run. One that is writing a record now (or its buffer to the
+  // log) is done within microseconds: wait for it, up to 50 ms. Only this thread's own
+  // buffer, when the end comes from a signal handler that interrupted a record, cannot be
+  // waited for: its records are counted as dropped.
   for (int i = 0; i < kMaxThreads; ++i) {
     ThreadBuffer* b = __atomic_load_n(&g_threads[i], __ATOMIC_ACQUIRE);
-    if (b == nullptr) continue;
-    if (__atomic_exchange_n(&b->busy, 1, __ATOMIC_ACQUIRE) != 0) {
+    if (b == nullptr) break;
+    bool taken = __atomic_exchange_n(&b->busy, 1, __ATOMIC_ACQUIRE) == 0;
+    for (int64_t deadline = NowNs() + 50'000'000; !taken && b != t_buffer && NowNs() < deadline;) {
+      sched_yield();
+      taken = __atomic_exchange_n(&b->busy, 1, __ATOMIC_ACQUIRE) == 0;
+    }
+    if (!taken) {
       AddDropped(b->records);
       continue;
     }
     FlushLocked(b);
     __atomic_store_n(&b->busy, 0, __ATOMIC_RELEASE);
+  }
+  // Calls that were moving bytes when the end came finish within microseconds (unless
+  // they block, like a receive waiting for data): give them 10 ms to write their records
+  // through, before the end record and before a terminating signal ends the process.
+  int64_t end_start = NowNs();
+  for (int i = 0; i < kMaxThreads; ++i) {
+    ThreadBuffer* b = __atomic_load_n(&g_threads[i], __ATOMIC_ACQUIRE);
+    if (b == nullptr) break;
+    while (b != t_buffer && NowNs() < end_start + 10'000'000) {
+      int64_t since = __atomic_load_n(&b->call_since, __ATOMIC_RELAXED);
+      if (since == 0 || since > end_start) break;
+      sched_yield();
+    }
   }
   __atomic_fetch_add(&g_untraced_io, t_untraced_io, __ATOMIC_RELAXED);
   t_untraced_io = 0;

@@ -63,6 +63,11 @@ bool Logging();
 uint32_t PayloadPrefix();
 // --- records -------------------------------------------------------------------------
 
+// The entry time of a call that moves bytes, marking the thread as inside it until its
+// record is appended: the end of the log (exit, exec, a terminating signal) waits a few
+// milliseconds for such calls, so that bytes that left or reached the process are logged.
+int64_t BeginCall();
+
 // Appends a call record (and, with `data`, a payload record of its first bytes) to the
 // calling thread's buffer. Safe in signal handlers: a record started while another is
 // being written on the same thread is dropped and counted.
