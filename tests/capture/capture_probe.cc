@@ -4,6 +4,7 @@
 //
 //   capture_probe tcp N          fork: the child connects and sends requests of 1..N bytes,
 //                                the parent answers each with twice as many bytes
+//   capture_probe autobind       listen without bind, print the port the kernel chose
 //   capture_probe udp N          N datagrams "datagram-<i>" between two bound sockets
 //   capture_probe unix PATH N    fork: the child sends N x "ping" over a Unix socket
 //   capture_probe threads T N    T threads, each N one-byte round trips on its socketpair
@@ -107,6 +108,18 @@ int Tcp(int n) {
   close(fd);
   close(listener);
   std::printf("tcp %d round trips, %ld bytes, child %d\n", n, bytes, WEXITSTATUS(status));
+  return 0;
+}
+
+// listen without bind: the kernel picks the port, and the log must say which.
+int Autobind() {
+  int listener = socket(AF_INET, SOCK_STREAM, 0);
+  if (listen(listener, 8) != 0) Die("listen");
+  sockaddr_in address{};
+  socklen_t length = sizeof address;
+  getsockname(listener, reinterpret_cast<sockaddr*>(&address), &length);
+  std::printf("listening on port %d\n", ntohs(address.sin_port));
+  close(listener);
   return 0;
 }
 
@@ -307,6 +320,7 @@ int main(int argc, char** argv) {
   if (scenario != "signals") alarm(60);
   if (scenario == "tcp") return Tcp(arg(2));
   if (scenario == "udp") return Udp(arg(2));
+  if (scenario == "autobind") return Autobind();
   if (scenario == "unix" && argc > 3) return Unix(argv[2], arg(3));
   if (scenario == "threads") return Threads(arg(2), arg(3));
   if (scenario == "churn") return Churn(arg(2), arg(3));

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <set>
 
@@ -131,6 +132,43 @@ TEST_F(CaptureTest, TcpClientAndServerAgreeOnBytesAndEndpoints) {
   EXPECT_EQ(cut->events.size(), parent.events.size());
   EXPECT_EQ(cut->loss.truncated_bytes, 20u);
   EXPECT_FALSE(cut->loss.has_end_record);
+}
+
+TEST_F(CaptureTest, PayloadPrefixKeepsTheFirstBytesOfEachCall) {
+  auto run = Weft("capture -o " + dir_.string() + " --payload-prefix 6 -- " + CAPTURE_PROBE +
+                  " tcp 10");
+  ASSERT_EQ(run.rc, 0) << run.output;
+  std::vector<EventLog> logs = Logs();
+  ASSERT_EQ(logs.size(), 2u);
+  const EventLog& parent = logs[0].header.parent_pid == logs[1].header.pid ? logs[1] : logs[0];
+  const EventLog& child = &parent == &logs[0] ? logs[1] : logs[0];
+  EXPECT_EQ(child.header.payload_prefix, 6u);
+  auto requests = Calls(child, EventOp::kSend, Calls(child, EventOp::kConnect)[0]->fd);
+  auto answers = Calls(parent, EventOp::kSend, Calls(parent, EventOp::kAccept)[0]->result);
+  ASSERT_EQ(requests.size(), 10u);
+  ASSERT_EQ(answers.size(), 10u);
+  for (int i = 0; i < 10; ++i) {
+    ASSERT_NE(requests[i]->payload, kNone);
+    EXPECT_EQ(child.payloads[requests[i]->payload], std::string(std::min(i + 1, 6), 'q'));
+    EXPECT_EQ(parent.payloads[answers[i]->payload], std::string(std::min(2 * (i + 1), 6), 'r'));
+  }
+  // Without the flag, nothing of the payload is kept.
+  fs::remove_all(dir_);
+  ASSERT_EQ(Capture("tcp 10").rc, 0);
+  for (const EventLog& log : Logs()) EXPECT_TRUE(log.payloads.empty());
+}
+
+TEST_F(CaptureTest, ListenWithoutBindRecordsThePortTheKernelChose) {
+  auto run = Capture("autobind");
+  ASSERT_EQ(run.rc, 0) << run.output;
+  int port = 0;
+  ASSERT_EQ(std::sscanf(run.output.c_str(), "listening on port %d", &port), 1) << run.output;
+  std::vector<EventLog> logs = Logs();
+  ASSERT_EQ(logs.size(), 1u);
+  const Endpoint* listener = Named(logs[0], EventOp::kListen, Calls(logs[0], EventOp::kListen)[0]->fd);
+  ASSERT_NE(listener, nullptr);
+  EXPECT_EQ(listener->local.port, port);
+  EXPECT_TRUE(listener->listening);
 }
 
 TEST_F(CaptureTest, UdpDatagramsCarryHashesAndPeers) {
@@ -305,6 +343,30 @@ TEST_F(CaptureTest, SigtermAtItsDefaultActionStillWritesTheLog) {
     ASSERT_EQ(logs.size(), 1u);
     EXPECT_EQ(Calls(logs[0], EventOp::kSend).size(), 100u) << how;
   }
+}
+
+// SIGTERM sent to weft capture itself reaches the program (and the program's log is whole).
+TEST_F(CaptureTest, SigtermToWeftCaptureIsForwardedToTheProgram) {
+  std::string command = std::string(WEFT_BINARY) + " capture -o " + dir_.string() + " -- " +
+                        CAPTURE_PROBE + " sigterm 10";
+  FILE* pipe = popen(command.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  char line[256] = {};
+  ASSERT_NE(fgets(line, sizeof line, pipe), nullptr);
+  auto paths = FindEventLogs(dir_.string());
+  ASSERT_TRUE(paths.ok() && paths->size() == 1u);
+  std::string probe = fs::path((*paths)[0]).stem().string();
+  std::ifstream stat("/proc/" + probe + "/stat");
+  std::string pid, name, state;
+  pid_t weft = 0;
+  stat >> pid >> name >> state >> weft;  // the probe's parent: weft capture
+  ASSERT_GT(weft, 0);
+  ASSERT_EQ(kill(weft, SIGTERM), 0);
+  int status = pclose(pipe);
+  EXPECT_EQ(WEXITSTATUS(status), 128 + SIGTERM);
+  std::vector<EventLog> logs = Logs();
+  ASSERT_EQ(logs.size(), 1u);
+  EXPECT_EQ(Calls(logs[0], EventOp::kSend).size(), 10u);
 }
 
 TEST_F(CaptureTest, SignalHandlerRecordsAreLoggedOrCountedNeverCorrupt) {
