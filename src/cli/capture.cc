@@ -122,10 +122,21 @@ Status RunCapture(const CaptureFlags& f) {
   std::vector<char*> argv;
   for (const std::string& a : f.command) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
+  // The signals a user sends to stop the run go to the program. They are blocked from
+  // before the fork until the handler that forwards them is in place, so one that comes
+  // in between (the parent may not run for a while after fork) is forwarded, not fatal.
+  sigset_t forwarded, previous_mask;
+  sigemptyset(&forwarded);
+  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaddset(&forwarded, s);
+  sigprocmask(SIG_BLOCK, &forwarded, &previous_mask);
   std::fflush(nullptr);
   pid_t child = fork();
-  if (child < 0) return Status::IoError("fork: {}", std::strerror(errno));
+  if (child < 0) {
+    sigprocmask(SIG_SETMASK, &previous_mask, nullptr);
+    return Status::IoError("fork: {}", std::strerror(errno));
+  }
   if (child == 0) {
+    sigprocmask(SIG_SETMASK, &previous_mask, nullptr);
     if (traced) {
       const char* old = std::getenv("LD_PRELOAD");
       std::string value = preload + (old != nullptr && *old != '\0' ? std::string(":") + old : "");
@@ -141,6 +152,7 @@ Status RunCapture(const CaptureFlags& f) {
   struct sigaction forward {};
   forward.sa_handler = ForwardSignal;
   for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaction(s, &forward, nullptr);
+  sigprocmask(SIG_SETMASK, &previous_mask, nullptr);
   int status = 0;
   while (waitpid(child, &status, 0) < 0) {
     if (errno != EINTR) return Status::IoError("waitpid: {}", std::strerror(errno));
