@@ -6,7 +6,8 @@
 //                                the parent answers each with twice as many bytes
 //   capture_probe autobind       listen without bind, print the port the kernel chose
 //   capture_probe udp N          N datagrams "datagram-<i>" between two bound sockets
-//   capture_probe unix PATH N    fork: the child sends N x "ping" over a Unix socket
+//   capture_probe unix PATH N    fork: the child sends N x "ping" over a Unix socket, the
+//                                parent answers "pong"
 //   capture_probe threads T N    T threads, each N one-byte round trips on its socketpair
 //   capture_probe churn T N      T threads one after another, N round trips each
 //   capture_probe dup2 N         dup2 a socket over descriptors 3..1100 (the log's too),
@@ -159,12 +160,15 @@ int Unix(const char* path, int n) {
     int fd = socket(AF_UNIX, SOCK_STREAM, 0);
     if (connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) Die("connect");
     for (int i = 0; i < n; ++i) SendAll(fd, "ping", 4);
+    char pong[4];
+    RecvExactly(fd, pong, 4);  // alive until the server has accepted and answered
     close(fd);
     _exit(0);  // _exit skips atexit: the library must still write the child's log
   }
   int fd = accept(listener, nullptr, nullptr);
   char buffer[4];
   for (int i = 0; i < n; ++i) RecvExactly(fd, buffer, 4);
+  SendAll(fd, "pong", 4);
   waitpid(child, nullptr, 0);
   close(fd);
   close(listener);

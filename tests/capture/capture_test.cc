@@ -219,6 +219,13 @@ TEST_F(CaptureTest, UnixSocketPeerPidAndPathAndExitWithoutAtexit) {
   EXPECT_EQ(server->peer_pid, child.header.pid);
   EXPECT_EQ(client->peer_pid, parent.header.pid);
   EXPECT_EQ(server->kind, wire::kKindUnixStream);
+  // The accepted end names the connecting end's inode (sock_diag), so reconcile pairs the
+  // two exactly; at connect the other end had no inode yet.
+  EXPECT_NE(client->inode, 0u);
+  EXPECT_NE(server->inode, 0u);
+  EXPECT_EQ(server->peer_inode, client->inode);
+  EXPECT_EQ(client->peer_inode, 0u);
+  EXPECT_EQ(Bytes(Calls(parent, EventOp::kSend, server_fd)), 4);
 }
 
 TEST_F(CaptureTest, ThreadsThatEndWriteTheirBuffers) {

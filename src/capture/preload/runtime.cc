@@ -458,6 +458,12 @@ void LogEndpoint(uint8_t op, int fd, uint8_t kind, const struct sockaddr* peer,
     }
   }
   if (kind == wire::kKindPipe || kind >= wire::kKindUnixStream) r.inode = InodeOf(fd);
+  // A connected Unix socket: the other end's inode pairs the two exactly. Not at connect:
+  // the other end is an embryo without an inode until the server accepts it.
+  if ((kind == wire::kKindUnixStream || kind == wire::kKindUnixSeqpacket) &&
+      r.peer.family != wire::kFamilyNone && op != wire::kOpConnect) {
+    r.peer_inode = UnixPeerInode(r.inode);
+  }
   int listening = 0;
   socklen_t length = sizeof listening;
   if (kind != wire::kKindPipe &&

@@ -84,6 +84,9 @@ void LogEndpoint(uint8_t op, int fd, uint8_t kind, const struct sockaddr* peer,
                  socklen_t peer_length, int64_t time);
 // The two ends of a socketpair or pipe, each with the other's inode.
 void LogPairEndpoints(uint8_t op, const int fds[2], uint8_t kind, int64_t time);
+// The inode of the other end of the connected Unix socket with `inode` (unix_peer.cc), 0 if
+// the kernel cannot say.
+uint64_t UnixPeerInode(uint64_t inode);
 // read/write family on a descriptor that is not traced: counted, not logged.
 void CountUntracedIo();
 
