@@ -12,6 +12,8 @@
 //   capture_probe churn T N      T threads one after another, N round trips each
 //   capture_probe dup2 N         dup2 a socket over descriptors 3..1100 (the log's too),
 //                                close them, then N round trips
+//   capture_probe nonblock       non-blocking writes until EAGAIN (partial), reads until EAGAIN
+//   capture_probe eintr          a blocking recv interrupted by a signal (EINTR)
 //   capture_probe exec           exec itself with an empty environment ("exec-target")
 //   capture_probe spawn          posix_spawn itself with an empty environment, and wait
 //   capture_probe kill K L       K sends (K + L < 200: nobody reads), a pause, one send (flushed by age), "ready", L
@@ -20,6 +22,7 @@
 //   capture_probe sigterm N [set-default]   N sends, "ready", then waits for SIGTERM
 //   capture_probe fsize N        N round trips with RLIMIT_FSIZE at 100 KB (log cut short)
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
@@ -35,6 +38,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -225,6 +229,60 @@ int Dup2(int n) {
   return 0;
 }
 
+// Non-blocking: writes of 100,000 bytes until the socket is full (the last ones partial,
+// then EAGAIN), then reads of 65,536 until it is empty (EAGAIN).
+int Nonblocking() {
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv) != 0) Die("socketpair");
+  std::vector<char> chunk(100'000, 'n');
+  long written = 0, partial = 0;
+  int write_calls = 0;
+  while (true) {
+    ssize_t r = write(sv[0], chunk.data(), chunk.size());
+    ++write_calls;
+    if (r < 0) {
+      if (errno != EAGAIN) Die("write");
+      break;
+    }
+    written += r;
+    partial += r < ssize_t(chunk.size());
+  }
+  long got = 0;
+  int read_calls = 0;
+  while (true) {
+    ssize_t r = read(sv[1], chunk.data(), 65'536);
+    ++read_calls;
+    if (r < 0) {
+      if (errno != EAGAIN) Die("read");
+      break;
+    }
+    got += r;
+  }
+  std::printf("nonblock %d writes %ld bytes %ld partial, %d reads %ld bytes\n", write_calls,
+              written, partial, read_calls, got);
+  return 0;
+}
+
+// A blocking receive interrupted by a signal whose handler does not restart calls.
+int Interrupted() {
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) Die("socketpair");
+  struct sigaction action {};
+  action.sa_handler = [](int) {};
+  sigaction(SIGUSR1, &action, nullptr);  // no SA_RESTART
+  pthread_t self = pthread_self();
+  std::thread interrupter([self] {
+    usleep(20'000);
+    pthread_kill(self, SIGUSR1);
+  });
+  char c;
+  ssize_t r = recv(sv[1], &c, 1, 0);
+  int error = errno;
+  interrupter.join();
+  std::printf("recv %zd errno %d\n", r, error);
+  return 0;
+}
+
 int Exec(const char* self) {
   char* const argv[] = {const_cast<char*>("capture_probe"), const_cast<char*>("exec-target"), nullptr};
   char* const envp[] = {nullptr};  // no LD_PRELOAD: the library must put itself back
@@ -329,6 +387,8 @@ int main(int argc, char** argv) {
   if (scenario == "threads") return Threads(arg(2), arg(3));
   if (scenario == "churn") return Churn(arg(2), arg(3));
   if (scenario == "dup2") return Dup2(arg(2));
+  if (scenario == "nonblock") return Nonblocking();
+  if (scenario == "eintr") return Interrupted();
   if (scenario == "exec") return Exec(argv[0]);
   if (scenario == "spawn") return Spawn(argv[0]);
   if (scenario == "exec-target") {

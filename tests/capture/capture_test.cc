@@ -271,6 +271,43 @@ TEST_F(CaptureTest, ProgramThatDupsOverTheLogDescriptorIsUnharmed) {
   EXPECT_EQ(Calls(logs[0], EventOp::kRecv).size(), 100u);
 }
 
+TEST_F(CaptureTest, NonBlockingPartialWritesAndEagainAreLoggedAsReturned) {
+  auto run = Capture("nonblock");
+  ASSERT_EQ(run.rc, 0) << run.output;
+  int write_calls = 0, read_calls = 0;
+  long written = 0, partial = 0, got = 0;
+  ASSERT_EQ(std::sscanf(run.output.c_str(), "nonblock %d writes %ld bytes %ld partial, %d reads %ld bytes",
+                        &write_calls, &written, &partial, &read_calls, &got), 5) << run.output;
+  EXPECT_EQ(got, written);
+  std::vector<EventLog> logs = Logs();
+  ASSERT_EQ(logs.size(), 1u);
+  auto writes = Calls(logs[0], EventOp::kWrite);
+  auto reads = Calls(logs[0], EventOp::kRead);
+  ASSERT_EQ(int(writes.size()), write_calls);
+  ASSERT_EQ(int(reads.size()), read_calls);
+  EXPECT_EQ(writes.back()->result, -EAGAIN);
+  EXPECT_EQ(reads.back()->result, -EAGAIN);
+  writes.pop_back();
+  reads.pop_back();
+  EXPECT_EQ(Bytes(writes), written);
+  EXPECT_EQ(Bytes(reads), got);
+  long logged_partial = 0;
+  for (const Event* e : writes) logged_partial += e->result < 100'000;
+  EXPECT_EQ(logged_partial, partial);
+}
+
+TEST_F(CaptureTest, InterruptedCallIsLoggedWithEintrAndItsWholeDuration) {
+  auto run = Capture("eintr");
+  ASSERT_EQ(run.rc, 0) << run.output;
+  EXPECT_NE(run.output.find(fmt::format("recv -1 errno {}\n", EINTR)), std::string::npos) << run.output;
+  std::vector<EventLog> logs = Logs();
+  ASSERT_EQ(logs.size(), 1u);
+  auto receives = Calls(logs[0], EventOp::kRecv);
+  ASSERT_EQ(receives.size(), 1u);
+  EXPECT_EQ(receives[0]->result, -EINTR);
+  EXPECT_GE(receives[0]->exit_ns - receives[0]->entry_ns, 19'000'000);  // blocked ~20 ms
+}
+
 TEST_F(CaptureTest, ExecWithAnEmptyEnvironmentIsStillTraced) {
   auto run = Capture("exec");
   ASSERT_EQ(run.rc, 0) << run.output;
