@@ -18,5 +18,6 @@ void AddPathsCommand(CLI::App& app, Status& result);
 void AddEvalCommand(CLI::App& app, Status& result);
 void AddReportCommand(CLI::App& app, Status& result);
 void AddTestbedCommand(CLI::App& app, Status& result);
+void AddCaptureCommand(CLI::App& app, Status& result);  // capture and events
 
 }  // namespace weft::cli

@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   weft::cli::AddReportCommand(app, result);
   weft::cli::AddEvalCommand(app, result);
   weft::cli::AddTestbedCommand(app, result);
+  weft::cli::AddCaptureCommand(app, result);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,393 @@
+#include "capture/event_log.h"
+
+#include <arpa/inet.h>
+#include <sys/socket.h>
+#include <xxhash.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+
+#include "core/file.h"
+
+namespace weft::capture {
+namespace {
+
+using wire::BlockHeader;
+using wire::FileHeader;
+
+constexpr std::string_view kOpNames[] = {
+    "none",     "socket",   "socketpair", "pipe",      "connect",  "accept",   "bind",
+    "listen",   "close",    "shutdown",   "dup",       "read",     "readv",    "write",
+    "writev",   "send",     "sendto",     "sendmsg",   "sendmmsg", "recv",     "recvfrom",
+    "recvmsg",  "recvmmsg", "sendfile",   "poll",      "select",   "epoll_wait", "fork",
+    "exec"};
+static_assert(std::size(kOpNames) == wire::kOpCount);
+
+template <typename T>
+T Load(const uint8_t* p) {
+  T v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+uint32_t Checksum32(const void* data, size_t size) {
+  return static_cast<uint32_t>(XXH3_64bits(data, size));
+}
+
+bool ValidBlockHeader(std::span<const uint8_t> data, uint64_t at) {
+  if (at + sizeof(BlockHeader) > data.size()) return false;
+  auto h = Load<BlockHeader>(data.data() + at);
+  return h.magic == wire::kBlockMagic && h.payload_size % 8 == 0 &&
+         h.header_checksum == Checksum32(data.data() + at, 28);
+}
+
+Address DecodeAddress(const wire::WireAddress& w, std::string_view path) {
+  Address a;
+  a.family = static_cast<wire::AddressFamily>(w.family);
+  a.port = w.port;
+  a.scope_id = w.scope_id;
+  std::memcpy(a.ip.data(), w.addr, 16);
+  a.path = path;
+  return a;
+}
+
+// Decodes the records of one block's payload into `log`. Stops at the first record that
+// does not fit or makes no sense and returns the bytes it consumed.
+class BlockDecoder {
+ public:
+  BlockDecoder(EventLog& log, int32_t tid) : log_(log), tid_(tid) {}
+
+  uint64_t Decode(const uint8_t* p, uint64_t size) {
+    uint64_t at = 0;
+    while (size - at >= 8) {
+      uint8_t type = p[at];
+      uint16_t record_size = Load<uint16_t>(p + at + 2);
+      if (record_size < 8 || record_size % 8 != 0 || record_size > size - at) break;
+      if (!DecodeRecord(type, p + at, record_size)) break;
+      at += record_size;
+    }
+    return at;
+  }
+
+ private:
+  bool DecodeRecord(uint8_t type, const uint8_t* p, uint16_t size) {
+    switch (type) {
+      case wire::kCallRecord:
+      case wire::kDatagramRecord: {
+        bool datagram = type == wire::kDatagramRecord;
+        if (size < (datagram ? sizeof(wire::DatagramRecord) : sizeof(wire::CallRecord))) {
+          return false;
+        }
+        auto c = Load<wire::CallRecord>(p);
+        if (c.op == wire::kOpNone || c.op >= wire::kOpCount) return false;
+        Event e{.op = static_cast<EventOp>(c.op)};
+        e.tid = tid_;
+        e.fd = c.fd;
+        e.entry_ns = c.entry_ns;
+        e.exit_ns = c.exit_ns;
+        e.result = c.result;
+        e.arg = c.arg;
+        if (datagram) {
+          auto d = Load<wire::DatagramRecord>(p);
+          e.datagram = true;
+          e.payload_hash = d.payload_hash;
+          if (d.peer.family != wire::kFamilyNone) {
+            if (d.peer.family == wire::kFamilyUnix) {
+              if (sizeof d + d.peer.path_length > size) return false;
+              e.peer = Add(log_.addresses, DecodeAddress(d.peer, {reinterpret_cast<const char*>(p) + sizeof d, d.peer.path_length}));
+            } else {
+              e.peer = Add(log_.addresses, DecodeAddress(d.peer, {}));
+            }
+          }
+        }
+        log_.events.push_back(e);
+        last_ = static_cast<int64_t>(log_.events.size()) - 1;
+        return true;
+      }
+      case wire::kEndpointRecord: {
+        if (size < sizeof(wire::EndpointRecord)) return false;
+        auto r = Load<wire::EndpointRecord>(p);
+        uint32_t paths = uint32_t(r.local.path_length) + r.peer.path_length;
+        if (sizeof r + paths > size || r.op >= wire::kOpCount) return false;
+        const char* text = reinterpret_cast<const char*>(p) + sizeof r;
+        Endpoint ep;
+        ep.kind = static_cast<wire::SocketKind>(r.kind);
+        ep.listening = r.listening != 0;
+        ep.peer_pid = r.peer_pid;
+        ep.inode = r.inode;
+        ep.peer_inode = r.peer_inode;
+        ep.local = DecodeAddress(r.local, {text, r.local.path_length});
+        ep.peer = DecodeAddress(r.peer, {text + r.local.path_length, r.peer.path_length});
+        Event e{.op = EventOp::kEndpoint};
+        e.tid = tid_;
+        e.fd = r.fd;
+        e.entry_ns = e.exit_ns = r.time_ns;
+        e.arg = r.op;
+        e.endpoint = Add(log_.endpoints, std::move(ep));
+        log_.events.push_back(e);
+        last_ = -1;  // a payload never follows an endpoint record
+        return true;
+      }
+      case wire::kPayloadRecord: {
+        if (size < sizeof(wire::PayloadRecord)) return false;
+        auto r = Load<wire::PayloadRecord>(p);
+        if (sizeof r + uint64_t(r.length) > size) return false;
+        if (last_ >= 0 && log_.events[last_].payload == kNone) {
+          log_.events[last_].payload =
+              Add(log_.payloads, std::string(reinterpret_cast<const char*>(p) + sizeof r, r.length));
+        }
+        return true;
+      }
+      case wire::kEndRecord: {
+        if (size < sizeof(wire::EndRecord)) return false;
+        auto r = Load<wire::EndRecord>(p);
+        log_.loss.has_end_record = true;
+        log_.loss.ended_by_exec = r.op == wire::kOpExec;
+        log_.loss.dropped_events = r.dropped_events;
+        log_.loss.untraced_io_calls = r.untraced_io_calls;
+        log_.loss.failed_writes = r.failed_writes;
+        return true;
+      }
+      default:
+        return true;  // a later record type: skipped by its size
+    }
+  }
+
+  template <typename T>
+  static int32_t Add(std::vector<T>& v, T item) {
+    v.push_back(std::move(item));
+    return static_cast<int32_t>(v.size() - 1);
+  }
+
+  EventLog& log_;
+  int32_t tid_;
+  int64_t last_ = -1;
+};
+
+Status DecodeHeader(std::span<const uint8_t> data, std::string_view name, EventLog& log) {
+  if (data.size() < 8 || std::memcmp(data.data(), wire::kFileMagic, 8) != 0) {
+    return Status::Corruption("{}: not a weft event log (bad magic at byte 0)", name);
+  }
+  if (data.size() < sizeof(FileHeader)) {
+    return Status::Corruption("{}: truncated: {} bytes, shorter than the {}-byte header", name,
+                              data.size(), sizeof(FileHeader));
+  }
+  auto h = Load<FileHeader>(data.data());
+  if (h.version != wire::kVersion) {
+    return Status::Corruption("{}: unsupported version {} at byte 8 (this weft reads version {})",
+                              name, h.version, wire::kVersion);
+  }
+  uint64_t strings = uint64_t(h.host_length) + h.executable_length + h.arguments_length;
+  if (h.header_size % 8 != 0 || h.header_size < sizeof(FileHeader) + strings) {
+    return Status::Corruption(
+        "{}: header size {} at byte 12 is not a multiple of 8 holding its {} string bytes", name,
+        h.header_size, strings);
+  }
+  if (h.header_size > data.size()) {
+    return Status::Corruption("{}: truncated: the {}-byte header is cut at byte {}", name,
+                              h.header_size, data.size());
+  }
+  std::vector<uint8_t> copy(data.data(), data.data() + h.header_size);
+  std::memset(copy.data() + offsetof(FileHeader, header_checksum), 0, 4);
+  uint32_t computed = Checksum32(copy.data(), copy.size());
+  if (computed != h.header_checksum) {
+    return Status::Corruption("{}: header checksum mismatch (recorded {:08x}, computed {:08x})",
+                              name, h.header_checksum, computed);
+  }
+  EventLogHeader& out = log.header;
+  out.pid = h.pid;
+  out.parent_pid = h.parent_pid;
+  out.exec_index = h.exec_index;
+  out.payload_prefix = h.payload_prefix;
+  out.clock_realtime_ns = h.clock_realtime_ns;
+  out.clock_monotonic_ns = h.clock_monotonic_ns;
+  out.clock_uncertainty_ns = h.clock_uncertainty_ns;
+  std::memcpy(out.boot_id.data(), h.boot_id, 16);
+  out.block_size = h.block_size;
+  const char* text = reinterpret_cast<const char*>(data.data()) + sizeof(FileHeader);
+  out.host.assign(text, h.host_length);
+  out.executable.assign(text + h.host_length, h.executable_length);
+  std::string_view args(text + h.host_length + h.executable_length, h.arguments_length);
+  while (!args.empty()) {
+    size_t end = args.find('\0');
+    out.arguments.emplace_back(args.substr(0, end));
+    args = end == std::string_view::npos ? std::string_view() : args.substr(end + 1);
+  }
+  if (out.arguments.size() != h.argument_count) {
+    return Status::Corruption("{}: header lists {} arguments, records {} at byte 92", name,
+                              out.arguments.size(), h.argument_count);
+  }
+  return Status::Ok();
+}
+
+void Report(Reporter* reporter, uint64_t offset, uint64_t bytes, std::string_view reason) {
+  if (reporter != nullptr) reporter->Lost(offset, bytes, reason);
+}
+
+}  // namespace
+
+std::string_view EventOpName(EventOp op) {
+  if (op == EventOp::kEndpoint) return "endpoint";
+  auto i = static_cast<size_t>(op);
+  return i < std::size(kOpNames) ? kOpNames[i] : "?";
+}
+
+bool IsSendOp(EventOp op) {
+  switch (op) {
+    case EventOp::kWrite: case EventOp::kWritev: case EventOp::kSend: case EventOp::kSendto:
+    case EventOp::kSendmsg: case EventOp::kSendmmsg: case EventOp::kSendfile:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool IsRecvOp(EventOp op) {
+  switch (op) {
+    case EventOp::kRead: case EventOp::kReadv: case EventOp::kRecv: case EventOp::kRecvfrom:
+    case EventOp::kRecvmsg: case EventOp::kRecvmmsg:
+      return true;
+    default:
+      return false;
+  }
+}
+
+std::string FormatAddress(const Address& a) {
+  char text[INET6_ADDRSTRLEN] = {};
+  switch (a.family) {
+    case wire::kFamilyIpv4:
+      inet_ntop(AF_INET, a.ip.data(), text, sizeof text);
+      return fmt::format("{}:{}", text, a.port);
+    case wire::kFamilyIpv6:
+      inet_ntop(AF_INET6, a.ip.data(), text, sizeof text);
+      return fmt::format("[{}]:{}", text, a.port);
+    case wire::kFamilyUnix:
+      if (!a.path.empty() && a.path[0] == '\0') return "unix:@" + a.path.substr(1);
+      return "unix:" + a.path;
+    default:
+      return "-";
+  }
+}
+
+Result<EventLog> DecodeEventLog(std::span<const uint8_t> data, std::string_view name,
+                                Reporter* reporter) {
+  EventLog log;
+  log.path = name;
+  WEFT_RETURN_IF_ERROR(DecodeHeader(data, name, log));
+  uint64_t at = Load<FileHeader>(data.data()).header_size;
+  while (at < data.size()) {
+    uint64_t left = data.size() - at;
+    if (!ValidBlockHeader(data, at)) {
+      if (left < sizeof(BlockHeader)) {
+        log.loss.truncated_bytes += left;
+        Report(reporter, at, left, "log cut short inside a block header");
+        break;
+      }
+      // Damage (or a block cut short by a failed write, then more blocks): skip to the
+      // next valid block header.
+      uint64_t next = at + 1;
+      while (next < data.size() && !ValidBlockHeader(data, next)) ++next;
+      log.loss.corrupt_bytes += next - at;
+      ++log.loss.corrupt_blocks;
+      Report(reporter, at, next - at, "no valid block header; skipped to the next one");
+      at = next;
+      continue;
+    }
+    auto h = Load<BlockHeader>(data.data() + at);
+    const uint8_t* payload = data.data() + at + sizeof(BlockHeader);
+    uint64_t available = left - sizeof(BlockHeader);
+    log.loss.dropped_events = std::max(log.loss.dropped_events, h.dropped_events);
+    if (h.payload_size > available) {
+      // The last block, cut short by a killed process or a full disk: keep its whole
+      // records (they cannot be checked against the checksum of the whole payload).
+      BlockDecoder decoder(log, h.tid);
+      uint64_t used = decoder.Decode(payload, available);
+      ++log.blocks;
+      log.loss.truncated_bytes += available - used;
+      Report(reporter, at + sizeof(BlockHeader) + used, available - used,
+             fmt::format("log cut short: block of {} bytes has {}; bytes after the last whole "
+                         "record lost", h.payload_size, available));
+      break;
+    }
+    uint32_t computed = Checksum32(payload, h.payload_size);
+    if (computed != h.payload_checksum) {
+      uint64_t next = at + 1;
+      while (next < data.size() && !ValidBlockHeader(data, next)) ++next;
+      log.loss.corrupt_bytes += next - at;
+      ++log.loss.corrupt_blocks;
+      Report(reporter, at, next - at,
+             fmt::format("block payload checksum mismatch (recorded {:08x}, computed {:08x})",
+                         h.payload_checksum, computed));
+      at = next;
+      continue;
+    }
+    BlockDecoder decoder(log, h.tid);
+    uint64_t used = decoder.Decode(payload, h.payload_size);
+    ++log.blocks;
+    if (used != h.payload_size) {
+      log.loss.corrupt_bytes += h.payload_size - used;
+      Report(reporter, at + sizeof(BlockHeader) + used, h.payload_size - used,
+             "record that does not fit its block");
+    }
+    at += sizeof(BlockHeader) + h.payload_size;
+  }
+  std::stable_sort(log.events.begin(), log.events.end(),
+                   [](const Event& a, const Event& b) { return a.entry_ns < b.entry_ns; });
+  return log;
+}
+
+Result<EventLog> ReadEventLog(const std::string& path, Reporter* reporter) {
+  WEFT_ASSIGN_OR_RETURN(MappedFile file, MappedFile::Open(path));
+  return DecodeEventLog({file.data(), file.size()}, path, reporter);
+}
+
+Result<std::vector<std::string>> FindEventLogs(const std::string& dir) {
+  std::error_code ec;
+  std::vector<std::string> logs;
+  if (std::filesystem::is_regular_file(dir, ec)) return std::vector<std::string>{dir};
+  std::filesystem::recursive_directory_iterator it(dir, ec), end;
+  if (ec) return Status::NotFound("{}: {}", dir, ec.message());
+  for (; it != end; it.increment(ec)) {
+    if (ec) return Status::IoError("{}: {}", dir, ec.message());
+    if (it->is_regular_file(ec) && it->path().extension() == ".wev") {
+      logs.push_back(it->path().string());
+    }
+  }
+  std::sort(logs.begin(), logs.end());
+  return logs;
+}
+
+std::string FormatEvent(const EventLog& log, const Event& e) {
+  std::string line = fmt::format("{} {}/{} {}", FormatTimestamp(log.ToRealtime(e.entry_ns)),
+                                 log.header.pid, e.tid, EventOpName(e.op));
+  if (e.op == EventOp::kEndpoint) {
+    const Endpoint& ep = log.endpoints[e.endpoint];
+    constexpr std::string_view kKinds[] = {"?",           "tcp",       "udp",  "unix-stream",
+                                           "unix-dgram",  "unix-seqpacket", "pipe", "socket"};
+    line += fmt::format(" fd {} by {} {} {} -> {}", e.fd,
+                        EventOpName(static_cast<EventOp>(e.arg)),
+                        ep.kind < std::size(kKinds) ? kKinds[ep.kind] : "?",
+                        FormatAddress(ep.local), FormatAddress(ep.peer));
+    if (ep.listening) line += " listening";
+    if (ep.peer_pid != 0) line += fmt::format(" peer-pid {}", ep.peer_pid);
+    if (ep.inode != 0) line += fmt::format(" inode {}", ep.inode);
+    if (ep.peer_inode != 0) line += fmt::format(" peer-inode {}", ep.peer_inode);
+    return line;
+  }
+  line += fmt::format(" fd {} = {}", e.fd, e.result);
+  if (e.arg != 0) line += fmt::format(" arg {}", e.arg);
+  line += fmt::format(" [{}]", FormatDuration(e.exit_ns - e.entry_ns));
+  if (e.datagram) line += fmt::format(" hash {:016x}", e.payload_hash);
+  if (e.peer != kNone) line += " peer " + FormatAddress(log.addresses[e.peer]);
+  if (e.payload != kNone) {
+    std::string shown;
+    for (char c : log.payloads[e.payload]) {
+      shown += (c >= 32 && c < 127 && c != '\\') ? std::string(1, c) : fmt::format("\\x{:02x}", uint8_t(c));
+    }
+    line += " payload \"" + shown + "\"";
+  }
+  return line;
+}
+
+}  // namespace weft::capture

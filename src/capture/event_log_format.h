@@ -1,0 +1,199 @@
+// The on-disk layout of a per-process event log (docs/formats.md, "Event log (.wev)"),
+// shared by its one writer (preload/, the LD_PRELOAD library) and its reader
+// (event_log.h). Plain structs of fixed-width integers and nothing else: the preload
+// library includes this header and must not depend on the C++ runtime.
+//
+// What is recorded follows WAP5 §3 / Table 1 (LibSockCap): per call a timestamp, the
+// descriptor, the length or error; per connection both endpoints, the local name bound by
+// connect, the port a listening socket got without bind, the peer pid of Unix sockets;
+// per datagram a payload hash. Unlike LibSockCap, each call has an entry and an exit time
+// (vPath §3.3 needs a receive's completion time, which it had to approximate), and
+// endpoints are logged once per descriptor, not on every send and receive.
+//
+// All integers are little-endian (the writer runs only on little-endian hosts). A log is a
+// FileHeader, then blocks; a block is a BlockHeader and the records one thread buffered.
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+namespace weft::capture::wire {
+
+// "\x89WEV\r\n\x1a\n": not text, survives no line-ending conversion.
+inline constexpr uint8_t kFileMagic[8] = {0x89, 'W', 'E', 'V', '\r', '\n', 0x1a, '\n'};
+inline constexpr uint32_t kVersion = 1;
+inline constexpr uint32_t kBlockMagic = 0x42564557;  // "WEVB" as little-endian bytes
+
+// Fixed part of the file header; the three strings (host, executable, arguments) follow
+// back to back, then zero bytes up to `header_size`, a multiple of 8.
+struct FileHeader {
+  uint8_t magic[8];
+  uint32_t version;
+  uint32_t header_size;      // bytes, this struct + strings + padding; multiple of 8
+  int32_t pid;
+  int32_t parent_pid;
+  uint32_t exec_index;       // 0: first program image logged under this pid; n: after n execs
+  uint32_t payload_prefix;   // payload bytes kept per call (0: none)
+  int64_t clock_realtime_ns;   // CLOCK_REALTIME, read just before `clock_monotonic_ns`
+  int64_t clock_monotonic_ns;  // CLOCK_MONOTONIC: the clock of every time in the log
+  int64_t clock_uncertainty_ns;  // realtime read again after; the pair is this far apart
+  uint8_t boot_id[16];       // /proc/sys/kernel/random/boot_id: monotonic clocks are
+                             // comparable between logs with equal boot ids
+  uint32_t block_size;       // bytes of one thread buffer (largest block the writer makes)
+  uint32_t header_checksum;  // low 32 bits of XXH3-64 of the whole header, this field 0
+  uint32_t host_length;
+  uint32_t executable_length;
+  uint32_t arguments_length;  // argv joined with NUL bytes, as /proc/PID/cmdline
+  uint32_t argument_count;
+};
+static_assert(sizeof(FileHeader) == 96);
+
+struct BlockHeader {
+  uint32_t magic;           // kBlockMagic
+  uint32_t payload_size;    // bytes of records after this header; multiple of 8
+  uint32_t record_count;
+  int32_t tid;              // thread whose records these are; 0 for the end-of-log block
+  uint64_t dropped_events;  // events the process had lost when this block was written
+  uint32_t payload_checksum;  // low 32 bits of XXH3-64 of the payload
+  uint32_t header_checksum;   // low 32 bits of XXH3-64 of bytes 0-27 of this header
+};
+static_assert(sizeof(BlockHeader) == 32);
+
+// Every record starts with these 8 bytes; `size` (a multiple of 8, at least 8) lets a
+// reader skip a type it does not know.
+enum RecordType : uint8_t {
+  kCallRecord = 1,      // CallRecord
+  kDatagramRecord = 2,  // DatagramRecord: a call that moved one datagram
+  kEndpointRecord = 3,  // EndpointRecord: what a descriptor is and where it points
+  kPayloadRecord = 4,   // PayloadRecord: first bytes of the previous record's data
+  kEndRecord = 5,       // EndRecord: the process image ended (exit or exec)
+};
+
+// The socket-API call a record describes. Values are part of the format.
+enum Op : uint8_t {
+  kOpNone = 0,  // endpoint records of descriptors found open when logging started
+  kOpSocket = 1,
+  kOpSocketpair = 2,
+  kOpPipe = 3,
+  kOpConnect = 4,
+  kOpAccept = 5,
+  kOpBind = 6,
+  kOpListen = 7,
+  kOpClose = 8,
+  kOpShutdown = 9,
+  kOpDup = 10,  // dup, dup2, dup3, fcntl(F_DUPFD*): fd is the old one, result the new one
+  kOpRead = 11,
+  kOpReadv = 12,
+  kOpWrite = 13,
+  kOpWritev = 14,
+  kOpSend = 15,
+  kOpSendto = 16,
+  kOpSendmsg = 17,
+  kOpSendmmsg = 18,  // one record per message, arg = its index in the vector
+  kOpRecv = 19,
+  kOpRecvfrom = 20,
+  kOpRecvmsg = 21,
+  kOpRecvmmsg = 22,  // one record per message, arg = its index in the vector
+  kOpSendfile = 23,
+  kOpPoll = 24,        // poll and ppoll; fd -1, arg = nfds
+  kOpSelect = 25,      // select and pselect; fd -1, arg = nfds
+  kOpEpollWait = 26,   // epoll_wait and epoll_pwait; fd = the epoll descriptor
+  kOpFork = 27,        // fork, vfork (arg 0), posix_spawn (arg 1); result = child pid
+  kOpExec = 28,        // written before the exec; a second one with -errno if it failed
+  kOpCount = 29,
+};
+
+// Socket (or pipe) kinds, as the descriptor table and endpoint records know them.
+enum SocketKind : uint8_t {
+  kKindUnknown = 0,
+  kKindTcp = 1,
+  kKindUdp = 2,
+  kKindUnixStream = 3,
+  kKindUnixDatagram = 4,
+  kKindUnixSeqpacket = 5,
+  kKindPipe = 6,
+  kKindOtherSocket = 7,  // raw, netlink, packet, ...
+};
+
+// Address families in records (not the host's AF_ values, so the format is portable).
+enum AddressFamily : uint8_t {
+  kFamilyNone = 0,
+  kFamilyIpv4 = 1,  // first 4 bytes of addr
+  kFamilyIpv6 = 2,
+  kFamilyUnix = 3,  // path bytes follow the record; empty path = unnamed
+};
+
+struct CallRecord {
+  uint8_t type;  // kCallRecord
+  uint8_t op;
+  uint16_t size;  // 32
+  int32_t fd;
+  int64_t entry_ns;  // CLOCK_MONOTONIC when the call was entered
+  int64_t exit_ns;   // and when it returned
+  int32_t result;    // bytes, a descriptor, a count or 0; -errno on failure
+  int32_t arg;       // op-specific: see docs/formats.md
+};
+static_assert(sizeof(CallRecord) == 32);
+
+struct WireAddress {
+  uint8_t family;  // AddressFamily
+  uint8_t path_length;  // kFamilyUnix: bytes of path stored after the record
+  uint16_t port;   // host byte order
+  uint32_t scope_id;
+  uint8_t addr[16];  // network byte order
+};
+static_assert(sizeof(WireAddress) == 24);
+
+struct DatagramRecord {
+  CallRecord call;  // type kDatagramRecord
+  uint64_t payload_hash;  // XXH3-64 (seed 0) of the bytes sent or received
+  WireAddress peer;       // sendto/sendmsg destination or recvfrom/recvmsg source, if any
+};
+static_assert(sizeof(DatagramRecord) == 64);
+
+struct EndpointRecord {
+  uint8_t type;  // kEndpointRecord
+  uint8_t op;    // the call that named the descriptor (kOpNone: open at start)
+  uint16_t size;  // 88 + local and peer path bytes, rounded up to 8
+  int32_t fd;
+  int64_t time_ns;
+  uint8_t kind;  // SocketKind
+  uint8_t listening;  // 1 after a successful listen
+  uint16_t reserved;
+  int32_t peer_pid;   // SO_PEERCRED of Unix sockets; 0 unknown
+  uint64_t inode;       // st_ino of the socket or pipe
+  uint64_t peer_inode;  // socketpair and pipe: the other end's st_ino; 0 unknown
+  WireAddress local;
+  WireAddress peer;
+  // then local.path_length bytes, then peer.path_length bytes, then zeros to `size`
+};
+static_assert(sizeof(EndpointRecord) == 88);
+
+struct PayloadRecord {
+  uint8_t type;  // kPayloadRecord
+  uint8_t op;    // the op of the record it belongs to
+  uint16_t size;  // 16 + length rounded up to 8
+  int32_t fd;
+  uint32_t length;  // bytes stored after this header
+  uint32_t reserved;
+};
+static_assert(sizeof(PayloadRecord) == 16);
+
+struct EndRecord {
+  uint8_t type;  // kEndRecord
+  uint8_t op;    // kOpNone at exit, kOpExec before an exec
+  uint16_t size;  // 40
+  int32_t reserved;
+  int64_t time_ns;
+  uint64_t dropped_events;  // events lost: buffers that could not be written, signals
+                            // that arrived while a record was being written, ...
+  uint64_t untraced_io_calls;  // read/write family calls on files (counted, not logged)
+  uint64_t failed_writes;      // log writes that failed (their events are in dropped)
+};
+static_assert(sizeof(EndRecord) == 40);
+
+inline constexpr uint32_t kMaxRecordSize = 65528;  // fits uint16_t size, multiple of 8
+
+inline constexpr uint32_t RoundUp8(uint32_t n) { return (n + 7u) & ~7u; }
+
+}  // namespace weft::capture::wire

@@ -1,0 +1,580 @@
+// Thread buffers, records and the life of the process for libweft-preload.so (see
+// runtime.h for the cost rules). WAP5 §3: one log per process, fork followed.
+#include "capture/preload/runtime.h"
+
+#include <dirent.h>
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#include "capture/preload/log_file.h"
+#include "capture/preload/real.h"
+
+namespace weft_preload {
+
+uint8_t g_fd_kind[kFdTableSize];
+RealFunctions g_real;
+bool g_real_resolved = false;
+
+void ResolveRealFunctions() {
+#define WEFT_PRELOAD_RESOLVE(name, ret, params) \
+  g_real.name = reinterpret_cast<ret(*) params>(dlsym(RTLD_NEXT, #name));
+  WEFT_PRELOAD_REAL_FUNCTIONS(WEFT_PRELOAD_RESOLVE)
+#undef WEFT_PRELOAD_RESOLVE
+  __atomic_store_n(&g_real_resolved, true, __ATOMIC_RELEASE);
+}
+
+namespace {
+
+constexpr uint32_t kBlockSize = 64 * 1024;  // one thread buffer = the largest block
+constexpr uint32_t kRecordCapacity = kBlockSize - sizeof(wire::BlockHeader);
+constexpr int64_t kMaxBufferAgeNs = 1'000'000'000;  // a quiet thread's records reach the
+                                                    // log within a second of its next one
+constexpr uint32_t kMaxPayloadPrefix = 4096;
+constexpr int kMaxThreads = 4096;
+
+// kEnded: the end record is written (exit, exec, a terminating signal) but the process
+// still runs: other threads, later exit handlers. Their records are written through, one
+// block each, so that nothing the program does before it is gone is missing.
+enum State : int { kOff = 0, kOn = 1, kEnded = 2 };
+int g_state = kOff;
+uint64_t g_dropped = 0;
+uint64_t g_failed_writes = 0;
+uint64_t g_untraced_io = 0;
+pthread_key_t g_thread_key;
+
+// A thread's buffer, at the start of its own mapping; the block (header + records) follows.
+struct ThreadBuffer {
+  uint32_t busy;  // 1 while a record is written or the buffer flushed (owner, signal
+                  // handler on the owner, or the exiting thread at exit/exec)
+  uint32_t used;  // record bytes after the block header
+  uint32_t records;
+  int32_t tid;
+  int64_t first_ns;  // time of the oldest record in the buffer
+  uint64_t untraced_io;
+  int slot;
+  uint32_t idle;  // 1: its thread ended; the next new thread takes it over
+  int64_t call_since;  // entry time of a byte-moving call in progress (BeginCall), or 0
+  uint8_t padding[16];
+  uint8_t block[kBlockSize];
+};
+static_assert(sizeof(ThreadBuffer) == 64 + kBlockSize);
+
+// Every buffer, for exit and exec. Buffers are never unmapped while the process runs (a
+// thread ending hands its buffer on to the next new thread), so the exit path may touch
+// any of them at any time.
+ThreadBuffer* g_threads[kMaxThreads];
+__thread ThreadBuffer* t_buffer __attribute__((tls_model("initial-exec"))) = nullptr;
+__thread uint64_t t_untraced_io __attribute__((tls_model("initial-exec"))) = 0;
+
+void AddDropped(uint64_t n) { __atomic_fetch_add(&g_dropped, n, __ATOMIC_RELAXED); }
+
+// Called with b->busy held.
+void FlushLocked(ThreadBuffer* b) {
+  if (b->untraced_io != 0) {
+    __atomic_fetch_add(&g_untraced_io, b->untraced_io, __ATOMIC_RELAXED);
+    b->untraced_io = 0;
+  }
+  if (b->records == 0) return;
+  wire::BlockHeader h;
+  h.magic = wire::kBlockMagic;
+  h.payload_size = b->used;
+  h.record_count = b->records;
+  h.tid = b->tid;
+  h.dropped_events = __atomic_load_n(&g_dropped, __ATOMIC_RELAXED);
+  h.payload_checksum = uint32_t(XXH3_64bits(b->block + sizeof h, b->used));
+  h.header_checksum = uint32_t(XXH3_64bits(&h, 28));
+  memcpy(b->block, &h, sizeof h);
+  if (!WriteBlock(b->block, sizeof h + b->used)) {
+    AddDropped(b->records);
+    __atomic_fetch_add(&g_failed_writes, 1, __ATOMIC_RELAXED);
+  }
+  b->used = 0;
+  b->records = 0;
+}
+
+void OnThreadExit(void* p) {
+  auto* b = static_cast<ThreadBuffer*>(p);
+  if (__atomic_exchange_n(&b->busy, 1, __ATOMIC_ACQUIRE) != 0) return;  // exit flushes it
+  FlushLocked(b);
+  t_buffer = nullptr;
+  __atomic_store_n(&b->idle, 1, __ATOMIC_RELEASE);
+  __atomic_store_n(&b->busy, 0, __ATOMIC_RELEASE);
+}
+
+ThreadBuffer* AdoptBuffer(ThreadBuffer* b) {
+  b->tid = SysGetTid();
+  b->call_since = 0;
+  b->untraced_io += t_untraced_io;
+  t_untraced_io = 0;
+  pthread_setspecific(g_thread_key, b);
+  t_buffer = b;
+  return b;
+}
+
+ThreadBuffer* NewThreadBuffer() {
+  for (int i = 0; i < kMaxThreads; ++i) {  // a buffer whose thread ended
+    ThreadBuffer* b = __atomic_load_n(&g_threads[i], __ATOMIC_ACQUIRE);
+    if (b == nullptr) break;
+    uint32_t idle = 1;
+    if (__atomic_compare_exchange_n(&b->idle, &idle, 0, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+      return AdoptBuffer(b);
+    }
+  }
+  void* memory = mmap(nullptr, sizeof(ThreadBuffer), PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (memory == MAP_FAILED) return nullptr;
+  auto* b = static_cast<ThreadBuffer*>(memory);
+  b->slot = -1;
+  for (int i = 0; i < kMaxThreads && b->slot < 0; ++i) {
+    ThreadBuffer* expected = nullptr;
+    if (__atomic_compare_exchange_n(&g_threads[i], &expected, b, false, __ATOMIC_ACQ_REL,
+                                    __ATOMIC_RELAXED)) {
+      b->slot = i;
+    }
+  }
+  if (b->slot < 0) {  // more live threads than slots: this one is not logged
+    munmap(memory, sizeof *b);
+    return nullptr;
+  }
+  return AdoptBuffer(b);
+}
+
+// Appends one record, and optionally a second one that must stay right after it.
+void Append(const void* first, uint32_t first_size, const void* second, uint32_t second_size,
+            int64_t time) {
+  ThreadBuffer* b = t_buffer;
+  if (__builtin_expect(b == nullptr, 0)) b = NewThreadBuffer();
+  uint32_t count = second_size != 0 ? 2 : 1;
+  if (b == nullptr || __atomic_exchange_n(&b->busy, 1, __ATOMIC_ACQUIRE) != 0) {
+    AddDropped(1);  // a signal handler interrupted a record on this thread
+    return;
+  }
+  __atomic_store_n(&b->call_since, 0, __ATOMIC_RELAXED);
+  if (b->used + first_size + second_size > kRecordCapacity) FlushLocked(b);
+  uint8_t* at = b->block + sizeof(wire::BlockHeader) + b->used;
+  memcpy(at, first, first_size);
+  if (second_size != 0) memcpy(at + first_size, second, second_size);
+  if (b->records == 0) b->first_ns = time;
+  b->used += first_size + second_size;
+  b->records += count;
+  if (time - b->first_ns > kMaxBufferAgeNs ||
+      __atomic_load_n(&g_state, __ATOMIC_RELAXED) != kOn) {
+    FlushLocked(b);
+  }
+  __atomic_store_n(&b->busy, 0, __ATOMIC_RELEASE);
+}
+
+// The first min(prefix, bytes) bytes of `data` or `iov` as a payload record in `out`.
+uint32_t BuildPayload(uint8_t* out, uint8_t op, int fd, const void* data, const struct iovec* iov,
+                      int iovcnt, size_t bytes) {
+  size_t want = PayloadPrefix();
+  if (want > bytes) want = bytes;
+  uint8_t* text = out + sizeof(wire::PayloadRecord);
+  size_t copied = 0;
+  if (data != nullptr) {
+    memcpy(text, data, want);
+    copied = want;
+  } else {
+    for (int i = 0; i < iovcnt && copied < want; ++i) {
+      size_t n = iov[i].iov_len < want - copied ? iov[i].iov_len : want - copied;
+      memcpy(text + copied, iov[i].iov_base, n);
+      copied += n;
+    }
+  }
+  uint32_t size = wire::RoundUp8(uint32_t(sizeof(wire::PayloadRecord) + copied));
+  memset(text + copied, 0, size - sizeof(wire::PayloadRecord) - copied);
+  wire::PayloadRecord r{wire::kPayloadRecord, op, uint16_t(size), fd, uint32_t(copied), 0};
+  memcpy(out, &r, sizeof r);
+  return size;
+}
+
+// Fills `w` from a socket address; a Unix path goes to `path` (returns its length).
+void FillAddress(wire::WireAddress& w, const struct sockaddr* a, socklen_t length, char* path) {
+  memset(&w, 0, sizeof w);
+  if (a == nullptr || length < sizeof(sa_family_t)) return;
+  if (a->sa_family == AF_INET && length >= sizeof(sockaddr_in)) {
+    auto* in = reinterpret_cast<const sockaddr_in*>(a);
+    w.family = wire::kFamilyIpv4;
+    w.port = ntohs(in->sin_port);
+    memcpy(w.addr, &in->sin_addr, 4);
+  } else if (a->sa_family == AF_INET6 && length >= sizeof(sockaddr_in6)) {
+    auto* in6 = reinterpret_cast<const sockaddr_in6*>(a);
+    w.port = ntohs(in6->sin6_port);
+    if (IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr)) {  // dual-stack: name the IPv4 peer as such
+      w.family = wire::kFamilyIpv4;
+      memcpy(w.addr, in6->sin6_addr.s6_addr + 12, 4);
+    } else {
+      w.family = wire::kFamilyIpv6;
+      w.scope_id = in6->sin6_scope_id;
+      memcpy(w.addr, &in6->sin6_addr, 16);
+    }
+  } else if (a->sa_family == AF_UNIX) {
+    w.family = wire::kFamilyUnix;
+    size_t n = length > offsetof(sockaddr_un, sun_path) ? length - offsetof(sockaddr_un, sun_path) : 0;
+    const char* p = reinterpret_cast<const sockaddr_un*>(a)->sun_path;
+    if (n > sizeof(sockaddr_un::sun_path)) n = sizeof(sockaddr_un::sun_path);
+    if (n > 0 && p[0] != '\0') n = strnlen(p, n);  // a pathname, not an abstract name
+    memcpy(path, p, n);
+    w.path_length = uint8_t(n);
+  }
+}
+
+uint64_t InodeOf(int fd) {
+  struct stat st;
+  return syscall(SYS_fstat, fd, &st) == 0 ? uint64_t(st.st_ino) : 0;
+}
+
+void AtExit() { EndLog(wire::kOpNone); }
+__attribute__((destructor)) void AtUnload() { EndLog(wire::kOpNone); }
+
+void BeforeFork() { FlushThisThread(); }
+
+// Every socket and pipe open now (inherited through fork or exec) gets an endpoint record.
+void NameOpenDescriptors() {
+  int dir = SysOpen("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
+  if (dir < 0) return;
+  alignas(8) char buffer[4096];
+  long n;
+  while ((n = syscall(SYS_getdents64, dir, buffer, sizeof buffer)) > 0) {
+    for (long at = 0; at < n;) {
+      auto* entry = reinterpret_cast<::dirent64*>(buffer + at);
+      at += entry->d_reclen;
+      int fd = 0;
+      const char* p = entry->d_name;
+      if (*p < '0' || *p > '9') continue;
+      for (; *p >= '0' && *p <= '9'; ++p) fd = fd * 10 + (*p - '0');
+      if (fd == dir) continue;
+      struct stat st;
+      if (syscall(SYS_fstat, fd, &st) != 0) continue;
+      uint8_t kind = 0;
+      if (S_ISFIFO(st.st_mode)) {
+        kind = wire::kKindPipe;
+      } else if (S_ISSOCK(st.st_mode)) {
+        int domain = 0, type = 0;
+        socklen_t length = sizeof domain;
+        getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &length);
+        length = sizeof type;
+        getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &length);
+        kind = SocketKindOf(domain, type);
+      }
+      SetFdKind(fd, kind);
+      if (kind != 0) LogEndpoint(wire::kOpNone, fd, kind, nullptr, 0, NowNs());
+    }
+  }
+  SysClose(dir);
+}
+
+void AfterForkInChild() {
+  int state = __atomic_load_n(&g_state, __ATOMIC_RELAXED);
+  if (state == kEnded) g_state = kOff;  // forked while exiting: the parent's log is not ours
+  if (state != kOn) return;
+  ResetLogLockAfterFork();
+  // The parent's buffers are the parent's to write; only this thread lives on here.
+  // Slots are filled from the front and never emptied, so this thread's buffer moves to
+  // slot 0 and the rest are unmapped (no other thread exists here to use them).
+  ThreadBuffer* own = t_buffer;
+  for (int i = 0; i < kMaxThreads; ++i) {
+    ThreadBuffer* b = g_threads[i];
+    g_threads[i] = nullptr;
+    if (b != nullptr && b != own) munmap(b, sizeof *b);
+  }
+  if (own != nullptr) {
+    own->used = own->records = 0;
+    own->untraced_io = 0;
+    own->busy = 0;
+    own->idle = 0;
+    own->call_since = 0;
+    own->slot = 0;
+    own->tid = SysGetTid();
+    g_threads[0] = own;
+  }
+  g_dropped = g_failed_writes = g_untraced_io = 0;
+  ForgetLog();
+  if (!OpenLog(kBlockSize)) {
+    g_state = kOff;
+    return;
+  }
+  NameOpenDescriptors();
+}
+
+__attribute__((constructor(101))) void Start() {
+  int saved_errno = errno;
+  ResolveRealFunctions();
+  const char* dir = getenv("WEFT_CAPTURE_DIR");
+  if (dir != nullptr && dir[0] != '\0' && pthread_key_create(&g_thread_key, OnThreadExit) == 0) {
+    CopyString(g_settings.dir, sizeof g_settings.dir, dir);
+    const char* prefix = getenv("WEFT_PAYLOAD_PREFIX");
+    uint32_t n = 0;
+    for (; prefix != nullptr && *prefix >= '0' && *prefix <= '9'; ++prefix) {
+      n = n * 10 + uint32_t(*prefix - '0');
+      if (n > kMaxPayloadPrefix) n = kMaxPayloadPrefix;
+    }
+    g_settings.payload_prefix = n;
+    Dl_info info;
+    if (dladdr(reinterpret_cast<void*>(&Start), &info) != 0 && info.dli_fname != nullptr) {
+      CopyString(g_settings.preload_path, sizeof g_settings.preload_path, info.dli_fname);
+    }
+    if (OpenLog(kBlockSize)) {
+      __atomic_store_n(&g_state, kOn, __ATOMIC_RELEASE);
+      atexit(AtExit);
+      pthread_atfork(BeforeFork, nullptr, AfterForkInChild);
+      NameOpenDescriptors();
+      InstallTerminationHandlers();
+    }
+  }
+  errno = saved_errno;
+}
+
+}  // namespace
+
+uint8_t SocketKindOf(int domain, int type) {
+  type &= ~(SOCK_NONBLOCK | SOCK_CLOEXEC);
+  if (domain == AF_INET || domain == AF_INET6) {
+    if (type == SOCK_STREAM) return wire::kKindTcp;
+    if (type == SOCK_DGRAM) return wire::kKindUdp;
+    return wire::kKindOtherSocket;
+  }
+  if (domain == AF_UNIX) {
+    if (type == SOCK_STREAM) return wire::kKindUnixStream;
+    if (type == SOCK_DGRAM) return wire::kKindUnixDatagram;
+    if (type == SOCK_SEQPACKET) return wire::kKindUnixSeqpacket;
+  }
+  return wire::kKindOtherSocket;
+}
+
+bool Logging() { return __atomic_load_n(&g_state, __ATOMIC_RELAXED) != kOff; }
+uint32_t PayloadPrefix() { return g_settings.payload_prefix; }
+
+int64_t BeginCall() {
+  int64_t now = NowNs();
+  ThreadBuffer* b = t_buffer;
+  if (__builtin_expect(b == nullptr, 0)) b = NewThreadBuffer();
+  if (b != nullptr) __atomic_store_n(&b->call_since, now, __ATOMIC_RELAXED);
+  return now;
+}
+
+void CountUntracedIo() {
+  if (ThreadBuffer* b = t_buffer) {
+    ++b->untraced_io;
+  } else {
+    ++t_untraced_io;
+  }
+}
+
+void LogCall(uint8_t op, int fd, int64_t entry, int64_t exit, long result, int arg) {
+  wire::CallRecord r{wire::kCallRecord, op, sizeof r, fd, entry, exit, int32_t(result), arg};
+  Append(&r, sizeof r, nullptr, 0, entry);
+}
+
+void LogCallWithPayload(uint8_t op, int fd, int64_t entry, int64_t exit, long result, int arg,
+                        const void* data, const struct iovec* iov, int iovcnt) {
+  wire::CallRecord r{wire::kCallRecord, op, sizeof r, fd, entry, exit, int32_t(result), arg};
+  if (result <= 0 || PayloadPrefix() == 0) {
+    Append(&r, sizeof r, nullptr, 0, entry);
+    return;
+  }
+  alignas(8) uint8_t payload[sizeof(wire::PayloadRecord) + kMaxPayloadPrefix + 8];
+  uint32_t size = BuildPayload(payload, op, fd, data, iov, iovcnt, size_t(result));
+  Append(&r, sizeof r, payload, size, entry);
+}
+
+void LogDatagram(uint8_t op, int fd, int64_t entry, int64_t exit, long result, int arg,
+                 const void* data, const struct iovec* iov, int iovcnt, size_t bytes,
+                 const struct sockaddr* peer, socklen_t peer_length) {
+  alignas(8) uint8_t record[sizeof(wire::DatagramRecord) + sizeof(sockaddr_un)];
+  wire::DatagramRecord r;
+  char path[sizeof(sockaddr_un::sun_path)];
+  FillAddress(r.peer, peer, peer_length, path);
+  uint32_t size = wire::RoundUp8(uint32_t(sizeof r + r.peer.path_length));
+  r.call = {wire::kDatagramRecord, op, uint16_t(size), fd, entry, exit, int32_t(result), arg};
+  r.payload_hash = 0;
+  if (result >= 0) {
+    if (data != nullptr) {
+      r.payload_hash = XXH3_64bits(data, bytes);
+    } else {
+      XXH3_state_t state;
+      XXH3_64bits_reset(&state);
+      size_t left = bytes;
+      for (int i = 0; i < iovcnt && left > 0; ++i) {
+        size_t n = iov[i].iov_len < left ? iov[i].iov_len : left;
+        XXH3_64bits_update(&state, iov[i].iov_base, n);
+        left -= n;
+      }
+      r.payload_hash = XXH3_64bits_digest(&state);
+    }
+  }
+  memcpy(record, &r, sizeof r);
+  memcpy(record + sizeof r, path, r.peer.path_length);
+  memset(record + sizeof r + r.peer.path_length, 0, size - sizeof r - r.peer.path_length);
+  if (result <= 0 || PayloadPrefix() == 0) {
+    Append(record, size, nullptr, 0, entry);
+    return;
+  }
+  alignas(8) uint8_t payload[sizeof(wire::PayloadRecord) + kMaxPayloadPrefix + 8];
+  uint32_t payload_size = BuildPayload(payload, op, fd, data, iov, iovcnt, bytes);
+  Append(record, size, payload, payload_size, entry);
+}
+
+void LogEndpoint(uint8_t op, int fd, uint8_t kind, const struct sockaddr* peer,
+                 socklen_t peer_length, int64_t time) {
+  wire::EndpointRecord r;
+  memset(&r, 0, sizeof r);
+  char local_path[sizeof(sockaddr_un::sun_path)];
+  char peer_path[sizeof(sockaddr_un::sun_path)];
+  if (kind != wire::kKindPipe) {
+    struct sockaddr_storage name;
+    socklen_t length = sizeof name;
+    if (getsockname(fd, reinterpret_cast<sockaddr*>(&name), &length) == 0) {
+      FillAddress(r.local, reinterpret_cast<sockaddr*>(&name), length, local_path);
+    }
+    if (peer != nullptr) {
+      FillAddress(r.peer, peer, peer_length, peer_path);
+    } else {
+      length = sizeof name;
+      if (getpeername(fd, reinterpret_cast<sockaddr*>(&name), &length) == 0) {
+        FillAddress(r.peer, reinterpret_cast<sockaddr*>(&name), length, peer_path);
+      }
+    }
+    if (kind == wire::kKindUnixStream || kind == wire::kKindUnixSeqpacket ||
+        kind == wire::kKindUnixDatagram) {
+      struct ucred credentials;
+      length = sizeof credentials;
+      if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &length) == 0) {
+        r.peer_pid = credentials.pid;
+      }
+    }
+  }
+  if (kind == wire::kKindPipe || kind >= wire::kKindUnixStream) r.inode = InodeOf(fd);
+  // A connected Unix socket: the other end's inode pairs the two exactly. Not at connect:
+  // the other end is an embryo without an inode until the server accepts it.
+  if ((kind == wire::kKindUnixStream || kind == wire::kKindUnixSeqpacket) &&
+      r.peer.family != wire::kFamilyNone && op != wire::kOpConnect) {
+    r.peer_inode = UnixPeerInode(r.inode);
+  }
+  int listening = 0;
+  socklen_t length = sizeof listening;
+  if (kind != wire::kKindPipe &&
+      getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &length) == 0) {
+    r.listening = listening != 0;
+  }
+  uint32_t paths = uint32_t(r.local.path_length) + r.peer.path_length;
+  uint32_t size = wire::RoundUp8(uint32_t(sizeof r) + paths);
+  r.type = wire::kEndpointRecord;
+  r.op = op;
+  r.size = uint16_t(size);
+  r.fd = fd;
+  r.time_ns = time;
+  r.kind = kind;
+  alignas(8) uint8_t record[sizeof r + 2 * sizeof(sockaddr_un::sun_path) + 8];
+  memcpy(record, &r, sizeof r);
+  memcpy(record + sizeof r, local_path, r.local.path_length);
+  memcpy(record + sizeof r + r.local.path_length, peer_path, r.peer.path_length);
+  memset(record + sizeof r + paths, 0, size - sizeof r - paths);
+  Append(record, size, nullptr, 0, time);
+  SetFdKind(fd, uint8_t(kind | kNamedBit));
+}
+
+void LogPairEndpoints(uint8_t op, const int fds[2], uint8_t kind, int64_t time) {
+  uint64_t inodes[2] = {InodeOf(fds[0]), InodeOf(fds[1])};
+  for (int i = 0; i < 2; ++i) {
+    wire::EndpointRecord r;
+    memset(&r, 0, sizeof r);
+    r.type = wire::kEndpointRecord;
+    r.op = op;
+    r.size = sizeof r;
+    r.fd = fds[i];
+    r.time_ns = time;
+    r.kind = kind;
+    r.inode = inodes[i];
+    r.peer_inode = inodes[1 - i];
+    if (kind != wire::kKindPipe) {
+      r.local.family = r.peer.family = wire::kFamilyUnix;  // unnamed
+      r.peer_pid = SysGetPid();
+    }
+    Append(&r, sizeof r, nullptr, 0, time);
+    SetFdKind(fds[i], uint8_t(kind | kNamedBit));
+  }
+}
+
+void FlushThisThread() {
+  ThreadBuffer* b = t_buffer;
+  if (b == nullptr || __atomic_exchange_n(&b->busy, 1, __ATOMIC_ACQUIRE) != 0) return;
+  FlushLocked(b);
+  __atomic_store_n(&b->busy, 0, __ATOMIC_RELEASE);
+}
+
+void EndLog(uint8_t op) {
+  int expected = kOn;
+  if (!__atomic_compare_exchange_n(&g_state, &expected, kEnded, false, __ATOMIC_ACQ_REL,
+                                   __ATOMIC_RELAXED)) {
+    return;
+  }
+  int saved_errno = errno;
+  // Other threads may still run. One that is writing a record now (or its buffer to the
+  // log) is done within microseconds: wait for it, up to 50 ms. Only this thread's own
+  // buffer, when the end comes from a signal handler that interrupted a record, cannot be
+  // waited for: its records are counted as dropped.
+  for (int i = 0; i < kMaxThreads; ++i) {
+    ThreadBuffer* b = __atomic_load_n(&g_threads[i], __ATOMIC_ACQUIRE);
+    if (b == nullptr) break;
+    bool taken = __atomic_exchange_n(&b->busy, 1, __ATOMIC_ACQUIRE) == 0;
+    for (int64_t deadline = NowNs() + 50'000'000; !taken && b != t_buffer && NowNs() < deadline;) {
+      sched_yield();
+      taken = __atomic_exchange_n(&b->busy, 1, __ATOMIC_ACQUIRE) == 0;
+    }
+    if (!taken) {
+      AddDropped(b->records);
+      continue;
+    }
+    FlushLocked(b);
+    __atomic_store_n(&b->busy, 0, __ATOMIC_RELEASE);
+  }
+  // Calls that were moving bytes when the end came finish within microseconds (unless
+  // they block, like a receive waiting for data): give them 10 ms to write their records
+  // through, before the end record and before a terminating signal ends the process.
+  int64_t end_start = NowNs();
+  for (int i = 0; i < kMaxThreads; ++i) {
+    ThreadBuffer* b = __atomic_load_n(&g_threads[i], __ATOMIC_ACQUIRE);
+    if (b == nullptr) break;
+    while (b != t_buffer && NowNs() < end_start + 10'000'000) {
+      int64_t since = __atomic_load_n(&b->call_since, __ATOMIC_RELAXED);
+      if (since == 0 || since > end_start) break;
+      sched_yield();
+    }
+  }
+  __atomic_fetch_add(&g_untraced_io, t_untraced_io, __ATOMIC_RELAXED);
+  t_untraced_io = 0;
+  struct {
+    wire::BlockHeader header;
+    wire::EndRecord end;
+  } block;
+  block.end = {wire::kEndRecord, op, sizeof(wire::EndRecord), 0, NowNs(),
+               __atomic_load_n(&g_dropped, __ATOMIC_RELAXED),
+               __atomic_load_n(&g_untraced_io, __ATOMIC_RELAXED),
+               __atomic_load_n(&g_failed_writes, __ATOMIC_RELAXED)};
+  block.header = {wire::kBlockMagic, sizeof(wire::EndRecord), 1, 0, block.end.dropped_events,
+                  uint32_t(XXH3_64bits(&block.end, sizeof block.end)), 0};
+  block.header.header_checksum = uint32_t(XXH3_64bits(&block.header, 28));
+  WriteBlock(&block, sizeof block);
+  errno = saved_errno;
+}
+
+void ResumeAfterFailedExec() {
+  int expected = kEnded;
+  __atomic_compare_exchange_n(&g_state, &expected, kOn, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+}
+
+}  // namespace weft_preload

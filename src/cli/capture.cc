@@ -1,0 +1,234 @@
+// weft capture: run a program tree with libweft-preload.so preloaded, one event log per
+// process under DIR/<host>/ (docs/formats.md "Event log"); weft events: print logs.
+//
+// Following fork and exec is the preload library's job (it reopens a log in every child
+// and puts itself back into an exec's environment); this command only starts the first
+// program, forwards the signals a user sends to it, and exits with its status.
+#include <elf.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "capture/event_log.h"
+#include "cli/command.h"
+
+namespace weft::cli {
+namespace {
+
+struct CaptureFlags {
+  std::string output;
+  uint32_t payload_prefix = 0;
+  std::vector<std::string> command;
+  std::string path;  // weft events
+};
+
+pid_t g_child = -1;
+void ForwardSignal(int signal) {
+  if (g_child > 0) kill(g_child, signal);
+}
+
+// The program as execvp would find it.
+Result<std::string> FindProgram(const std::string& name) {
+  if (name.find('/') != std::string::npos) {
+    if (access(name.c_str(), X_OK) != 0) return Status::NotFound("{}: {}", name, std::strerror(errno));
+    return name;
+  }
+  const char* path = std::getenv("PATH");
+  std::string_view dirs = path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin";
+  while (true) {
+    size_t colon = dirs.find(':');
+    std::string dir(dirs.substr(0, colon));
+    std::string candidate = (dir.empty() ? "." : dir) + "/" + name;
+    struct stat st;
+    if (stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) && access(candidate.c_str(), X_OK) == 0) {
+      return candidate;
+    }
+    if (colon == std::string_view::npos) break;
+    dirs.remove_prefix(colon + 1);
+  }
+  return Status::NotFound("{}: not found in PATH", name);
+}
+
+// LD_PRELOAD needs the dynamic loader: a program without PT_INTERP (statically linked) runs
+// untraced, so it is refused. A script is judged by its interpreter.
+Status CheckDynamicallyLinked(const std::string& program, int depth = 0) {
+  std::ifstream in(program, std::ios::binary);
+  if (!in) return Status::NotFound("{}: cannot read it", program);
+  char start[256] = {};
+  in.read(start, sizeof start);
+  size_t got = size_t(in.gcount());
+  if (got >= 2 && start[0] == '#' && start[1] == '!' && depth == 0) {
+    std::string line(start + 2, got - 2);
+    line = line.substr(0, line.find('\n'));
+    size_t begin = line.find_first_not_of(" \t");
+    if (begin == std::string::npos) return Status::Ok();
+    std::string interpreter = line.substr(begin, line.find_first_of(" \t", begin) - begin);
+    return CheckDynamicallyLinked(interpreter, depth + 1);
+  }
+  if (got < sizeof(Elf64_Ehdr) || std::memcmp(start, ELFMAG, SELFMAG) != 0) return Status::Ok();
+  if (start[EI_CLASS] != ELFCLASS64) {
+    return Status::InvalidArgument("{} is not a 64-bit program; the preload library is 64-bit",
+                                   program);
+  }
+  Elf64_Ehdr header;
+  std::memcpy(&header, start, sizeof header);
+  for (int i = 0; i < header.e_phnum; ++i) {
+    Elf64_Phdr segment;
+    in.clear();
+    in.seekg(std::streamoff(header.e_phoff + uint64_t(i) * header.e_phentsize));
+    if (!in.read(reinterpret_cast<char*>(&segment), sizeof segment)) break;
+    if (segment.p_type == PT_INTERP) return Status::Ok();
+  }
+  return Status::InvalidArgument(
+      "{} is statically linked (no PT_INTERP): LD_PRELOAD cannot trace it; capture needs a "
+      "dynamically linked program", program);
+}
+
+std::string PreloadLibrary() {
+  if (const char* given = std::getenv("WEFT_PRELOAD")) return given;
+  std::error_code ec;
+  auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return (self.parent_path() / "libweft-preload.so").string();
+}
+
+Status RunCapture(const CaptureFlags& f) {
+  if (f.output.empty()) return Status::InvalidArgument("give the capture directory with -o DIR");
+  if (f.command.empty()) return Status::InvalidArgument("give the program after --");
+  WEFT_ASSIGN_OR_RETURN(std::string program, FindProgram(f.command[0]));
+  WEFT_RETURN_IF_ERROR(CheckDynamicallyLinked(program));
+  std::string preload = std::filesystem::absolute(PreloadLibrary()).string();
+  if (access(preload.c_str(), R_OK) != 0) {
+    return Status::NotFound("{}: {} (build the weft-preload target)", preload, std::strerror(errno));
+  }
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  std::error_code ec;
+  std::filesystem::path dir = std::filesystem::absolute(f.output) / host;
+  std::filesystem::create_directories(dir, ec);
+  bool traced = !ec;
+  if (!traced) {  // the program must not be harmed by where its logs cannot go
+    std::fprintf(stderr, "weft capture: cannot create %s: %s; running the program untraced\n",
+                 dir.c_str(), ec.message().c_str());
+  }
+  std::vector<char*> argv;
+  for (const std::string& a : f.command) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  // The signals a user sends to stop the run go to the program. They are blocked from
+  // before the fork until the handler that forwards them is in place, so one that comes
+  // in between (the parent may not run for a while after fork) is forwarded, not fatal.
+  sigset_t forwarded, previous_mask;
+  sigemptyset(&forwarded);
+  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaddset(&forwarded, s);
+  sigprocmask(SIG_BLOCK, &forwarded, &previous_mask);
+  std::fflush(nullptr);
+  pid_t child = fork();
+  if (child < 0) {
+    sigprocmask(SIG_SETMASK, &previous_mask, nullptr);
+    return Status::IoError("fork: {}", std::strerror(errno));
+  }
+  if (child == 0) {
+    sigprocmask(SIG_SETMASK, &previous_mask, nullptr);
+    if (traced) {
+      const char* old = std::getenv("LD_PRELOAD");
+      std::string value = preload + (old != nullptr && *old != '\0' ? std::string(":") + old : "");
+      setenv("LD_PRELOAD", value.c_str(), 1);
+      setenv("WEFT_CAPTURE_DIR", dir.c_str(), 1);
+      setenv("WEFT_PAYLOAD_PREFIX", std::to_string(f.payload_prefix).c_str(), 1);
+    }
+    execv(program.c_str(), argv.data());
+    std::fprintf(stderr, "weft capture: %s: %s\n", program.c_str(), std::strerror(errno));
+    _exit(127);
+  }
+  g_child = child;
+  struct sigaction forward {};
+  forward.sa_handler = ForwardSignal;
+  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaction(s, &forward, nullptr);
+  sigprocmask(SIG_SETMASK, &previous_mask, nullptr);
+  int status = 0;
+  while (waitpid(child, &status, 0) < 0) {
+    if (errno != EINTR) return Status::IoError("waitpid: {}", std::strerror(errno));
+  }
+  if (traced) {
+    size_t logs = 0;
+    for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+      logs += entry.path().extension() == ".wev";
+    }
+    std::fprintf(stderr, "weft capture: %zu process logs in %s\n", logs, dir.c_str());
+  }
+  std::fflush(nullptr);
+  // The program's status is ours: its exit code, or 128 + the signal that ended it.
+  std::_Exit(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+}
+
+class StderrReporter : public capture::Reporter {
+ public:
+  explicit StderrReporter(std::string path) : path_(std::move(path)) {}
+  void Lost(uint64_t offset, uint64_t bytes, std::string_view reason) override {
+    std::fprintf(stderr, "%s: byte %llu: %llu bytes lost: %.*s\n", path_.c_str(),
+                 static_cast<unsigned long long>(offset), static_cast<unsigned long long>(bytes),
+                 int(reason.size()), reason.data());
+  }
+
+ private:
+  std::string path_;
+};
+
+Status RunEvents(const CaptureFlags& f) {
+  WEFT_ASSIGN_OR_RETURN(std::vector<std::string> logs, capture::FindEventLogs(f.path));
+  if (logs.empty()) return Status::NotFound("{}: no event logs (*.wev)", f.path);
+  for (const std::string& path : logs) {
+    StderrReporter reporter(path);
+    WEFT_ASSIGN_OR_RETURN(capture::EventLog log, capture::ReadEventLog(path, &reporter));
+    std::string args;
+    for (const std::string& a : log.header.arguments) args += (args.empty() ? "" : " ") + a;
+    fmt::print("# {}: host {} pid {} parent {} exec {} {} [{}]\n", path, log.header.host,
+               log.header.pid, log.header.parent_pid, log.header.exec_index,
+               log.header.executable, args);
+    for (const capture::Event& e : log.events) fmt::print("{}\n", capture::FormatEvent(log, e));
+    const capture::EventLogLoss& loss = log.loss;
+    fmt::print("# {} events in {} blocks; {}; dropped {}, truncated {} bytes, corrupt {} bytes, "
+               "file I/O calls {}\n",
+               log.events.size(), log.blocks,
+               loss.has_end_record ? (loss.ended_by_exec ? "ended by exec" : "ended by exit")
+                                   : "no end record (killed or still running)",
+               loss.dropped_events, loss.truncated_bytes, loss.corrupt_bytes,
+               loss.untraced_io_calls);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+void AddCaptureCommand(CLI::App& app, Status& result) {
+  static CaptureFlags f;
+  auto* cmd = app.add_subcommand("capture", "Run a program tree and log its socket calls");
+  cmd->footer(
+      "Every process of the tree writes DIR/<host>/<pid>.wev (see docs/formats.md); fork and\n"
+      "exec are followed. Only dynamically linked programs can be traced.\n\n"
+      "Example:\n"
+      "  weft capture -o run -- ./start-my-services.sh\n"
+      "  weft capture -o run --payload-prefix 16 -- curl -s http://localhost:8080/\n"
+      "  weft events run | head\n");
+  cmd->add_option("-o,--output", f.output, "Capture directory (created)")->required();
+  cmd->add_option("--payload-prefix", f.payload_prefix,
+                  "Keep the first N bytes of every send and receive (default 0: none; at most 4096)")
+      ->check(CLI::Range(0, 4096));
+  cmd->add_option("command", f.command, "The program and its arguments, after --")->required();
+  cmd->callback([&result] { result = RunCapture(f); });
+
+  auto* events = app.add_subcommand("events", "Print event logs, one event per line");
+  events->footer("Example:\n  weft events run/myhost/4242.wev\n  weft events run\n");
+  events->add_option("path", f.path, "A .wev log or a capture directory")->required();
+  events->callback([&result] { result = RunEvents(f); });
+}
+
+}  // namespace weft::cli

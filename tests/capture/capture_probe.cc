@@ -1,0 +1,405 @@
+// A small real program for the capture tests (capture_test.cc runs it under weft capture):
+// each scenario makes a known number of socket calls with known sizes, so the test can
+// assert exact counts and bytes in the logs. It prints one line of results on stdout.
+//
+//   capture_probe tcp N          fork: the child connects and sends requests of 1..N bytes,
+//                                the parent answers each with twice as many bytes
+//   capture_probe autobind       listen without bind, print the port the kernel chose
+//   capture_probe udp N          N datagrams "datagram-<i>" between two bound sockets
+//   capture_probe unix PATH N    fork: the child sends N x "ping" over a Unix socket, the
+//                                parent answers "pong"
+//   capture_probe threads T N    T threads, each N one-byte round trips on its socketpair
+//   capture_probe churn T N      T threads one after another, N round trips each
+//   capture_probe dup2 N         dup2 a socket over descriptors 3..1100 (the log's too),
+//                                close them, then N round trips
+//   capture_probe nonblock       non-blocking writes until EAGAIN (partial), reads until EAGAIN
+//   capture_probe eintr          a blocking recv interrupted by a signal (EINTR)
+//   capture_probe exec           exec itself with an empty environment ("exec-target")
+//   capture_probe spawn          posix_spawn itself with an empty environment, and wait
+//   capture_probe kill K L       K sends (K + L < 200: nobody reads), a pause, one send (flushed by age), "ready", L
+//                                more sends (still buffered), then waits to be killed
+//   capture_probe signals N      N round trips while a timer signal's handler sends too
+//   capture_probe sigterm N [set-default]   N sends, "ready", then waits for SIGTERM
+//   capture_probe fsize N        N round trips with RLIMIT_FSIZE at 100 KB (log cut short)
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+void Die(const char* what) {
+  std::perror(what);
+  std::exit(2);
+}
+
+void SendAll(int fd, const char* data, size_t n) {
+  while (n > 0) {
+    ssize_t r = send(fd, data, n, 0);
+    if (r < 0) Die("send");
+    data += r;
+    n -= size_t(r);
+  }
+}
+
+void RecvExactly(int fd, char* data, size_t n) {
+  ssize_t r = recv(fd, data, n, MSG_WAITALL);
+  if (r != ssize_t(n)) Die("recv");
+}
+
+// One-byte round trips on a socketpair: 2 sends and 2 receives each.
+void RoundTrips(int n) {
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) Die("socketpair");
+  char c = 'x';
+  for (int i = 0; i < n; ++i) {
+    SendAll(sv[0], &c, 1);
+    RecvExactly(sv[1], &c, 1);
+    SendAll(sv[1], &c, 1);
+    RecvExactly(sv[0], &c, 1);
+  }
+  close(sv[0]);
+  close(sv[1]);
+}
+
+int Tcp(int n) {
+  int listener = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) Die("bind");
+  if (listen(listener, 8) != 0) Die("listen");
+  socklen_t length = sizeof address;
+  getsockname(listener, reinterpret_cast<sockaddr*>(&address), &length);
+  pid_t child = fork();
+  if (child == 0) {
+    close(listener);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) Die("connect");
+    std::vector<char> buffer(2 * n);
+    for (int i = 1; i <= n; ++i) {
+      SendAll(fd, std::string(i, 'q').data(), i);
+      RecvExactly(fd, buffer.data(), 2 * i);
+    }
+    close(fd);
+    std::exit(0);
+  }
+  int fd = accept(listener, nullptr, nullptr);  // the peer is recorded all the same
+  if (fd < 0) Die("accept");
+  std::vector<char> buffer(2 * n);
+  long bytes = 0;
+  for (int i = 1; i <= n; ++i) {
+    RecvExactly(fd, buffer.data(), i);
+    SendAll(fd, std::string(2 * i, 'r').data(), 2 * i);
+    bytes += 3 * i;
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  close(fd);
+  close(listener);
+  std::printf("tcp %d round trips, %ld bytes, child %d\n", n, bytes, WEXITSTATUS(status));
+  return 0;
+}
+
+// listen without bind: the kernel picks the port, and the log must say which.
+int Autobind() {
+  int listener = socket(AF_INET, SOCK_STREAM, 0);
+  if (listen(listener, 8) != 0) Die("listen");
+  sockaddr_in address{};
+  socklen_t length = sizeof address;
+  getsockname(listener, reinterpret_cast<sockaddr*>(&address), &length);
+  std::printf("listening on port %d\n", ntohs(address.sin_port));
+  close(listener);
+  return 0;
+}
+
+int Udp(int n) {
+  int a = socket(AF_INET, SOCK_DGRAM, 0), b = socket(AF_INET, SOCK_DGRAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (bind(b, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) Die("bind");
+  socklen_t length = sizeof address;
+  getsockname(b, reinterpret_cast<sockaddr*>(&address), &length);
+  char buffer[64];
+  for (int i = 0; i < n; ++i) {
+    std::string datagram = "datagram-" + std::to_string(i);
+    if (sendto(a, datagram.data(), datagram.size(), 0, reinterpret_cast<sockaddr*>(&address),
+               sizeof address) != ssize_t(datagram.size())) {
+      Die("sendto");
+    }
+    if (recvfrom(b, buffer, sizeof buffer, 0, nullptr, nullptr) != ssize_t(datagram.size())) {
+      Die("recvfrom");
+    }
+  }
+  std::printf("udp %d datagrams\n", n);
+  return 0;
+}
+
+int Unix(const char* path, int n) {
+  unlink(path);
+  int listener = socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  std::strncpy(address.sun_path, path, sizeof address.sun_path - 1);
+  if (bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) Die("bind");
+  if (listen(listener, 8) != 0) Die("listen");
+  pid_t child = fork();
+  if (child == 0) {
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    if (connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) Die("connect");
+    for (int i = 0; i < n; ++i) SendAll(fd, "ping", 4);
+    char pong[4];
+    RecvExactly(fd, pong, 4);  // alive until the server has accepted and answered
+    close(fd);
+    _exit(0);  // _exit skips atexit: the library must still write the child's log
+  }
+  int fd = accept(listener, nullptr, nullptr);
+  char buffer[4];
+  for (int i = 0; i < n; ++i) RecvExactly(fd, buffer, 4);
+  SendAll(fd, "pong", 4);
+  waitpid(child, nullptr, 0);
+  close(fd);
+  close(listener);
+  unlink(path);
+  std::printf("unix %d pings from %d\n", n, child);
+  return 0;
+}
+
+int Threads(int threads, int n) {
+  std::vector<pthread_t> ids(threads);
+  for (pthread_t& id : ids) {
+    pthread_create(&id, nullptr, [](void* arg) -> void* {
+      RoundTrips(*static_cast<int*>(arg));
+      return nullptr;
+    }, &n);
+  }
+  for (pthread_t id : ids) pthread_join(id, nullptr);
+  std::printf("threads %d x %d round trips\n", threads, n);
+  return 0;
+}
+
+// Threads one after another: each ends before the next starts (and takes over its buffer).
+int Churn(int threads, int n) {
+  for (int i = 0; i < threads; ++i) {
+    pthread_t id;
+    pthread_create(&id, nullptr, [](void* arg) -> void* {
+      RoundTrips(*static_cast<int*>(arg));
+      return nullptr;
+    }, &n);
+    pthread_join(id, nullptr);
+  }
+  std::printf("churn %d x %d round trips\n", threads, n);
+  return 0;
+}
+
+int Dup2(int n) {
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) Die("socketpair");
+  int copies = 0;
+  for (int fd = 3; fd <= 1100; ++fd) {
+    if (fd == sv[0] || fd == sv[1]) continue;
+    if (dup2(sv[0], fd) != fd) Die("dup2");
+    ++copies;
+  }
+  for (int fd = 3; fd <= 1100; ++fd) {
+    if (fd != sv[0] && fd != sv[1]) close(fd);
+  }
+  char c = 'd';
+  for (int i = 0; i < n; ++i) {
+    SendAll(sv[0], &c, 1);
+    RecvExactly(sv[1], &c, 1);
+  }
+  std::printf("dup2 %d copies, %d sends\n", copies, n);
+  return 0;
+}
+
+// Non-blocking: writes of 100,000 bytes until the socket is full (the last ones partial,
+// then EAGAIN), then reads of 65,536 until it is empty (EAGAIN).
+int Nonblocking() {
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv) != 0) Die("socketpair");
+  std::vector<char> chunk(100'000, 'n');
+  long written = 0, partial = 0;
+  int write_calls = 0;
+  while (true) {
+    ssize_t r = write(sv[0], chunk.data(), chunk.size());
+    ++write_calls;
+    if (r < 0) {
+      if (errno != EAGAIN) Die("write");
+      break;
+    }
+    written += r;
+    partial += r < ssize_t(chunk.size());
+  }
+  long got = 0;
+  int read_calls = 0;
+  while (true) {
+    ssize_t r = read(sv[1], chunk.data(), 65'536);
+    ++read_calls;
+    if (r < 0) {
+      if (errno != EAGAIN) Die("read");
+      break;
+    }
+    got += r;
+  }
+  std::printf("nonblock %d writes %ld bytes %ld partial, %d reads %ld bytes\n", write_calls,
+              written, partial, read_calls, got);
+  return 0;
+}
+
+// A blocking receive interrupted by a signal whose handler does not restart calls.
+int Interrupted() {
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) Die("socketpair");
+  struct sigaction action {};
+  action.sa_handler = [](int) {};
+  sigaction(SIGUSR1, &action, nullptr);  // no SA_RESTART
+  pthread_t self = pthread_self();
+  std::thread interrupter([self] {
+    usleep(20'000);
+    pthread_kill(self, SIGUSR1);
+  });
+  char c;
+  ssize_t r = recv(sv[1], &c, 1, 0);
+  int error = errno;
+  interrupter.join();
+  std::printf("recv %zd errno %d\n", r, error);
+  return 0;
+}
+
+int Exec(const char* self) {
+  char* const argv[] = {const_cast<char*>("capture_probe"), const_cast<char*>("exec-target"), nullptr};
+  char* const envp[] = {nullptr};  // no LD_PRELOAD: the library must put itself back
+  std::fflush(stdout);
+  execve(self, argv, envp);
+  Die("execve");
+  return 2;
+}
+
+int Spawn(const char* self) {
+  char* const argv[] = {const_cast<char*>("capture_probe"), const_cast<char*>("exec-target"), nullptr};
+  char* const envp[] = {nullptr};
+  pid_t child = 0;
+  std::fflush(stdout);
+  if (posix_spawn(&child, self, nullptr, nullptr, argv, envp) != 0) Die("posix_spawn");
+  int status = 0;
+  waitpid(child, &status, 0);
+  std::printf("spawned %d, status %d\n", child, WEXITSTATUS(status));
+  return 0;
+}
+
+int Kill(int before, int after) {
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) Die("socketpair");
+  char c = 'k';
+  for (int i = 0; i < before; ++i) SendAll(sv[0], &c, 1);
+  usleep(1'100'000);  // the next record finds the buffer older than a second: flushed
+  SendAll(sv[0], &c, 1);
+  for (int i = 0; i < after; ++i) SendAll(sv[0], &c, 1);
+  std::printf("ready\n");
+  std::fflush(stdout);
+  pause();
+  return 0;
+}
+
+// Servers stopped by SIGTERM at its default action: the records must reach the log.
+int Sigterm(int n, bool set_default) {
+  if (set_default) signal(SIGTERM, SIG_DFL);  // as the testbed's servers do
+  struct sigaction current {};
+  sigaction(SIGTERM, nullptr, &current);
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) Die("socketpair");
+  char c = 't';
+  for (int i = 0; i < n; ++i) SendAll(sv[0], &c, 1);
+  std::printf("ready, SIGTERM %s\n", current.sa_handler == SIG_DFL ? "default" : "handled");
+  std::fflush(stdout);
+  pause();
+  return 0;
+}
+
+int g_signal_fd = -1;
+volatile sig_atomic_t g_handler_sends = 0;
+
+int Signals(int n) {
+  int sv[2], handler_sv[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) Die("socketpair");
+  if (socketpair(AF_UNIX, SOCK_DGRAM, 0, handler_sv) != 0) Die("socketpair");
+  g_signal_fd = handler_sv[0];
+  struct sigaction action {};
+  action.sa_handler = [](int) {
+    int saved = errno;
+    send(g_signal_fd, "s", 1, MSG_DONTWAIT);  // EAGAIN once nobody reads: still a call
+    g_handler_sends = g_handler_sends + 1;
+    errno = saved;
+  };
+  action.sa_flags = SA_RESTART;
+  sigaction(SIGALRM, &action, nullptr);
+  itimerval timer{{0, 50}, {0, 50}};
+  setitimer(ITIMER_REAL, &timer, nullptr);
+  char c = 'm';
+  for (int i = 0; i < n; ++i) {
+    SendAll(sv[0], &c, 1);
+    RecvExactly(sv[1], &c, 1);
+  }
+  itimerval off{};
+  setitimer(ITIMER_REAL, &off, nullptr);
+  std::printf("signals %d round trips, %d handler sends\n", n, int(g_handler_sends));
+  return 0;
+}
+
+int FileSizeLimit(int n) {
+  signal(SIGXFSZ, SIG_IGN);  // a write past the limit fails with EFBIG, like a full disk
+  rlimit limit{100 * 1024, 100 * 1024};
+  setrlimit(RLIMIT_FSIZE, &limit);
+  RoundTrips(n);
+  std::printf("fsize %d round trips\n", n);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string scenario = argc > 1 ? argv[1] : "";
+  auto arg = [&](int i) { return argc > i ? std::atoi(argv[i]) : 0; };
+  // A scenario that hangs (a test bug) must not outlive its test. The signals scenario
+  // has the timer (and SIGALRM) for itself.
+  if (scenario != "signals") alarm(60);
+  if (scenario == "tcp") return Tcp(arg(2));
+  if (scenario == "udp") return Udp(arg(2));
+  if (scenario == "autobind") return Autobind();
+  if (scenario == "unix" && argc > 3) return Unix(argv[2], arg(3));
+  if (scenario == "threads") return Threads(arg(2), arg(3));
+  if (scenario == "churn") return Churn(arg(2), arg(3));
+  if (scenario == "dup2") return Dup2(arg(2));
+  if (scenario == "nonblock") return Nonblocking();
+  if (scenario == "eintr") return Interrupted();
+  if (scenario == "exec") return Exec(argv[0]);
+  if (scenario == "spawn") return Spawn(argv[0]);
+  if (scenario == "exec-target") {
+    RoundTrips(3);
+    std::printf("exec-target ok\n");
+    return 0;
+  }
+  if (scenario == "kill") return Kill(arg(2), arg(3));
+  if (scenario == "signals") return Signals(arg(2));
+  if (scenario == "sigterm") return Sigterm(arg(2), argc > 3 && std::string(argv[3]) == "set-default");
+  if (scenario == "fsize") return FileSizeLimit(arg(2));
+  std::fprintf(stderr, "usage: capture_probe tcp|udp|unix|threads|dup2|exec|kill|signals|fsize ...\n");
+  return 2;
+}

@@ -1,0 +1,191 @@
+#include "capture/event_log.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "event_log_writer.h"
+
+namespace weft::capture {
+namespace {
+
+using namespace weft::capture::testing;
+
+struct RecordingReporter : Reporter {
+  std::vector<std::string> lines;
+  uint64_t bytes = 0;
+  void Lost(uint64_t offset, uint64_t n, std::string_view reason) override {
+    lines.push_back(fmt::format("{} {} {}", offset, n, reason));
+    bytes += n;
+  }
+};
+
+Result<EventLog> Decode(const std::string& file, Reporter* reporter = nullptr) {
+  return DecodeEventLog({reinterpret_cast<const uint8_t*>(file.data()), file.size()}, "x.wev",
+                        reporter);
+}
+
+// A log with two threads' blocks and an end record: every field comes back.
+std::string TwoThreadLog() {
+  std::string file = EncodeHeader(TestHeader{});
+  file += Block(101, 0,
+                {CallRecord(w::kOpSocket, 5, 100, 110, 5),
+                 CallRecord(w::kOpConnect, 5, 120, 150, 0),
+                 TcpEndpointRecord(w::kOpConnect, 5, 150, 40000, 8080),
+                 CallRecord(w::kOpSend, 5, 200, 210, 11), PayloadRecord(w::kOpSend, 5, "GET /x\r\n")});
+  file += Block(102, 3,
+                {CallRecord(w::kOpRecv, 7, 190, 400, 17),
+                 DatagramRecord(w::kOpSendto, 9, 300, 64, 0xabcdef0123456789ULL, 53),
+                 UnixEndpointRecord(11, 310, "/run/db.sock", 999)});
+  file += Block(0, 0, {EndRecord(4, 12, 1)});
+  return file;
+}
+
+TEST(EventLogTest, RoundTripsEveryField) {
+  RecordingReporter reporter;
+  auto log = Decode(TwoThreadLog(), &reporter);
+  ASSERT_TRUE(log.ok()) << log.status().message();
+  EXPECT_TRUE(reporter.lines.empty());
+  EXPECT_EQ(log->header.pid, 4242);
+  EXPECT_EQ(log->header.parent_pid, 4241);
+  EXPECT_EQ(log->header.host, "testhost");
+  EXPECT_EQ(log->header.executable, "/usr/bin/probe");
+  EXPECT_EQ(log->header.arguments, (std::vector<std::string>{"probe", "--flag"}));
+  EXPECT_EQ(log->header.boot_id[15], 16);
+  EXPECT_EQ(log->header.clock_uncertainty_ns, 40);
+  EXPECT_EQ(log->ToRealtime(1'000'000'123), 1'700'000'000'000'000'123);
+  EXPECT_EQ(log->blocks, 3u);
+  ASSERT_EQ(log->events.size(), 7u);
+  // Sorted by entry time across the two threads.
+  std::vector<int64_t> entries;
+  for (const Event& e : log->events) entries.push_back(e.entry_ns);
+  EXPECT_EQ(entries, (std::vector<int64_t>{100, 120, 150, 190, 200, 300, 310}));
+  const Event& send = log->events[4];
+  EXPECT_EQ(send.op, EventOp::kSend);
+  EXPECT_EQ(send.tid, 101);
+  EXPECT_EQ(send.result, 11);
+  ASSERT_NE(send.payload, kNone);
+  EXPECT_EQ(log->payloads[send.payload], "GET /x\r\n");
+  const Event& named = log->events[2];
+  ASSERT_EQ(named.op, EventOp::kEndpoint);
+  EXPECT_EQ(named.arg, w::kOpConnect);
+  const Endpoint& ep = log->endpoints[named.endpoint];
+  EXPECT_EQ(FormatAddress(ep.local), "127.0.0.1:40000");
+  EXPECT_EQ(FormatAddress(ep.peer), "127.0.0.1:8080");
+  EXPECT_EQ(ep.kind, w::kKindTcp);
+  EXPECT_EQ(ep.inode, 777u);
+  const Event& datagram = log->events[5];
+  EXPECT_TRUE(datagram.datagram);
+  EXPECT_EQ(datagram.payload_hash, 0xabcdef0123456789ULL);
+  EXPECT_EQ(FormatAddress(log->addresses[datagram.peer]), "127.0.0.1:53");
+  const Endpoint& unix_ep = log->endpoints[log->events[6].endpoint];
+  EXPECT_EQ(FormatAddress(unix_ep.peer), "unix:/run/db.sock");
+  EXPECT_EQ(unix_ep.peer_pid, 999);
+  EXPECT_TRUE(log->loss.has_end_record);
+  EXPECT_EQ(log->loss.dropped_events, 4u);
+  EXPECT_EQ(log->loss.untraced_io_calls, 12u);
+  EXPECT_EQ(log->loss.failed_writes, 1u);
+  EXPECT_EQ(log->loss.truncated_bytes, 0u);
+}
+
+// Cut at every byte after the header: the reader keeps exactly the whole records before
+// the cut and counts every byte after the last of them.
+TEST(EventLogTest, LogCutAnywhereKeepsEveryWholeRecord) {
+  std::string header = EncodeHeader(TestHeader{});
+  std::vector<std::string> records;
+  for (int i = 0; i < 6; ++i) records.push_back(CallRecord(w::kOpSend, 5, 100 + i, 105 + i, i + 1));
+  std::string full = header + Block(7, 0, records);
+  for (size_t cut = header.size(); cut <= full.size(); ++cut) {
+    RecordingReporter reporter;
+    auto log = Decode(full.substr(0, cut), &reporter);
+    ASSERT_TRUE(log.ok()) << cut;
+    size_t payload = cut - header.size();
+    size_t whole = payload < 32 ? 0 : (payload - 32) / 32;
+    EXPECT_EQ(log->events.size(), whole) << "cut at " << cut;
+    size_t lost = payload == 0 ? 0 : (payload < 32 ? payload : (payload - 32) % 32);
+    if (cut == full.size()) lost = 0;
+    EXPECT_EQ(log->loss.truncated_bytes, lost) << "cut at " << cut;
+    EXPECT_EQ(reporter.bytes, lost);
+    for (size_t i = 0; i < whole; ++i) EXPECT_EQ(log->events[i].result, int32_t(i + 1));
+    EXPECT_FALSE(log->loss.has_end_record);
+  }
+}
+
+// A block that fails its checksum (one flipped byte) is skipped; the next one is read.
+TEST(EventLogTest, CorruptBlockIsSkippedAndCounted) {
+  std::string header = EncodeHeader(TestHeader{});
+  std::string first = Block(7, 0, {CallRecord(w::kOpSend, 5, 1, 2, 10), CallRecord(w::kOpSend, 5, 3, 4, 20)});
+  std::string second = Block(7, 2, {CallRecord(w::kOpRecv, 5, 5, 6, 30)});
+  std::string file = header + first + second;
+  file[header.size() + 32 + 24] ^= 0x40;  // the first record's result
+  RecordingReporter reporter;
+  auto log = Decode(file, &reporter);
+  ASSERT_TRUE(log.ok());
+  ASSERT_EQ(log->events.size(), 1u);
+  EXPECT_EQ(log->events[0].result, 30);
+  EXPECT_EQ(log->loss.corrupt_blocks, 1u);
+  EXPECT_EQ(log->loss.corrupt_bytes, first.size());
+  EXPECT_EQ(log->loss.dropped_events, 2u);
+  ASSERT_EQ(reporter.lines.size(), 1u);
+  EXPECT_NE(reporter.lines[0].find("checksum mismatch"), std::string::npos);
+}
+
+// A write cut short in the middle of the file (full disk, then space again): the partial
+// block is skipped up to the next block header.
+TEST(EventLogTest, PartialBlockInTheMiddleIsSkipped) {
+  std::string header = EncodeHeader(TestHeader{});
+  std::string partial = Block(7, 0, {CallRecord(w::kOpSend, 5, 1, 2, 10), CallRecord(w::kOpSend, 5, 3, 4, 20)});
+  partial.resize(50);
+  std::string file = header + partial + Block(8, 2, {CallRecord(w::kOpRecv, 5, 5, 6, 30)});
+  auto log = Decode(file);
+  ASSERT_TRUE(log.ok());
+  ASSERT_EQ(log->events.size(), 1u);
+  EXPECT_EQ(log->events[0].tid, 8);
+  EXPECT_EQ(log->loss.corrupt_bytes, 50u);
+}
+
+TEST(EventLogTest, DamagedHeaderIsAOneLineError) {
+  std::string good = TwoThreadLog();
+  auto message = [](const std::string& file) {
+    auto log = Decode(file);
+    EXPECT_FALSE(log.ok());
+    return log.ok() ? std::string() : log.status().message();
+  };
+  std::string bad_magic = good;
+  bad_magic[1] = 'X';
+  EXPECT_EQ(message(bad_magic), "x.wev: not a weft event log (bad magic at byte 0)");
+  EXPECT_EQ(message(good.substr(0, 40)), "x.wev: truncated: 40 bytes, shorter than the 96-byte header");
+  std::string version = good;
+  version[8] = 9;
+  EXPECT_EQ(message(version), "x.wev: unsupported version 9 at byte 8 (this weft reads version 1)");
+  std::string flipped = good;
+  flipped[17] ^= 1;  // pid
+  EXPECT_EQ(message(flipped).rfind("x.wev: header checksum mismatch (recorded ", 0), 0u);
+  EXPECT_EQ(message(good.substr(0, 100)), "x.wev: truncated: the 136-byte header is cut at byte 100");
+  EXPECT_EQ(message(""), "x.wev: not a weft event log (bad magic at byte 0)");
+}
+
+TEST(EventLogTest, UnknownRecordTypesAreSkippedBySize) {
+  std::string unknown(24, '\0');
+  unknown[0] = 77;
+  unknown[2] = 24;
+  std::string file = EncodeHeader(TestHeader{}) +
+                     Block(3, 0, {unknown, CallRecord(w::kOpClose, 5, 9, 10, 0)});
+  auto log = Decode(file);
+  ASSERT_TRUE(log.ok());
+  ASSERT_EQ(log->events.size(), 1u);
+  EXPECT_EQ(log->events[0].op, EventOp::kClose);
+}
+
+TEST(EventLogTest, FormatEventIsOneLine) {
+  auto log = Decode(TwoThreadLog());
+  ASSERT_TRUE(log.ok());
+  EXPECT_EQ(FormatEvent(*log, log->events[2]),
+            "1699999999.000000150 4242/101 endpoint fd 5 by connect tcp 127.0.0.1:40000 -> "
+            "127.0.0.1:8080 inode 777");
+  EXPECT_EQ(FormatEvent(*log, log->events[4]),
+            "1699999999.000000200 4242/101 send fd 5 = 11 [10ns] payload \"GET /x\\x0d\\x0a\"");
+}
+
+}  // namespace
+}  // namespace weft::capture

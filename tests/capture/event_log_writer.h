@@ -1,0 +1,161 @@
+// An independent writer of the event log layout (docs/formats.md "Event log"), so reader
+// tests and fuzz seeds can build exact logs, damaged ones included, without running the
+// preload library.
+#pragma once
+
+#include <xxhash.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "capture/event_log_format.h"
+
+namespace weft::capture::testing {
+
+namespace w = weft::capture::wire;
+
+inline uint32_t Sum32(const void* p, size_t n) { return static_cast<uint32_t>(XXH3_64bits(p, n)); }
+
+template <typename T>
+void Append(std::string& out, const T& v) {
+  out.append(reinterpret_cast<const char*>(&v), sizeof v);
+}
+
+inline void Pad8(std::string& out) { out.append((8 - out.size() % 8) % 8, '\0'); }
+
+struct TestHeader {
+  int32_t pid = 4242;
+  int32_t parent_pid = 4241;
+  uint32_t exec_index = 0;
+  std::string host = "testhost";
+  std::string executable = "/usr/bin/probe";
+  std::vector<std::string> arguments = {"probe", "--flag"};
+};
+
+inline std::string EncodeHeader(const TestHeader& t) {
+  w::FileHeader h{};
+  std::memcpy(h.magic, w::kFileMagic, 8);
+  h.version = w::kVersion;
+  h.pid = t.pid;
+  h.parent_pid = t.parent_pid;
+  h.exec_index = t.exec_index;
+  h.clock_realtime_ns = 1'700'000'000'000'000'000;
+  h.clock_monotonic_ns = 1'000'000'000;
+  h.clock_uncertainty_ns = 40;
+  for (int i = 0; i < 16; ++i) h.boot_id[i] = uint8_t(i + 1);
+  h.block_size = 65536;
+  std::string args;
+  for (const std::string& a : t.arguments) {
+    if (!args.empty()) args.push_back('\0');
+    args += a;
+  }
+  h.host_length = uint32_t(t.host.size());
+  h.executable_length = uint32_t(t.executable.size());
+  h.arguments_length = uint32_t(args.size());
+  h.argument_count = uint32_t(t.arguments.size());
+  std::string out;
+  Append(out, h);
+  out += t.host + t.executable + args;
+  Pad8(out);
+  uint32_t size = uint32_t(out.size());
+  std::memcpy(out.data() + offsetof(w::FileHeader, header_size), &size, 4);
+  uint32_t sum = Sum32(out.data(), out.size());
+  std::memcpy(out.data() + offsetof(w::FileHeader, header_checksum), &sum, 4);
+  return out;
+}
+
+inline std::string CallRecord(uint8_t op, int32_t fd, int64_t entry, int64_t exit,
+                              int32_t result, int32_t arg = 0) {
+  w::CallRecord r{w::kCallRecord, op, sizeof(w::CallRecord), fd, entry, exit, result, arg};
+  std::string out;
+  Append(out, r);
+  return out;
+}
+
+inline std::string DatagramRecord(uint8_t op, int32_t fd, int64_t entry, int32_t result,
+                                  uint64_t hash, uint16_t port) {
+  w::DatagramRecord r{};
+  r.call = {w::kDatagramRecord, op, sizeof(w::DatagramRecord), fd, entry, entry + 10, result, 0};
+  r.payload_hash = hash;
+  r.peer.family = w::kFamilyIpv4;
+  r.peer.port = port;
+  r.peer.addr[0] = 127;
+  r.peer.addr[3] = 1;
+  std::string out;
+  Append(out, r);
+  return out;
+}
+
+inline std::string TcpEndpointRecord(uint8_t op, int32_t fd, int64_t time, uint16_t local_port,
+                                     uint16_t peer_port) {
+  w::EndpointRecord r{};
+  r.type = w::kEndpointRecord;
+  r.op = op;
+  r.size = sizeof r;
+  r.fd = fd;
+  r.time_ns = time;
+  r.kind = w::kKindTcp;
+  r.inode = 777;
+  r.local.family = w::kFamilyIpv4;
+  r.local.port = local_port;
+  r.local.addr[0] = 127;
+  r.local.addr[3] = 1;
+  r.peer = r.local;
+  r.peer.port = peer_port;
+  std::string out;
+  Append(out, r);
+  return out;
+}
+
+inline std::string UnixEndpointRecord(int32_t fd, int64_t time, const std::string& peer_path,
+                                      int32_t peer_pid) {
+  w::EndpointRecord r{};
+  r.type = w::kEndpointRecord;
+  r.op = w::kOpConnect;
+  r.size = uint16_t(w::RoundUp8(sizeof r + peer_path.size()));
+  r.fd = fd;
+  r.time_ns = time;
+  r.kind = w::kKindUnixStream;
+  r.peer_pid = peer_pid;
+  r.local.family = w::kFamilyUnix;
+  r.peer.family = w::kFamilyUnix;
+  r.peer.path_length = uint8_t(peer_path.size());
+  std::string out;
+  Append(out, r);
+  out += peer_path;
+  Pad8(out);
+  return out;
+}
+
+inline std::string PayloadRecord(uint8_t op, int32_t fd, const std::string& bytes) {
+  w::PayloadRecord r{w::kPayloadRecord, op, uint16_t(w::RoundUp8(16 + bytes.size())), fd,
+                     uint32_t(bytes.size()), 0};
+  std::string out;
+  Append(out, r);
+  out += bytes;
+  Pad8(out);
+  return out;
+}
+
+inline std::string EndRecord(uint64_t dropped, uint64_t untraced, uint64_t failed) {
+  w::EndRecord r{w::kEndRecord, w::kOpNone, sizeof(w::EndRecord), 0, 5'000'000'000, dropped,
+                 untraced, failed};
+  std::string out;
+  Append(out, r);
+  return out;
+}
+
+// One block: header and the records concatenated, with both checksums.
+inline std::string Block(int32_t tid, uint64_t dropped, const std::vector<std::string>& records) {
+  std::string payload;
+  for (const std::string& r : records) payload += r;
+  w::BlockHeader h{w::kBlockMagic, uint32_t(payload.size()), uint32_t(records.size()), tid,
+                   dropped, Sum32(payload.data(), payload.size()), 0};
+  h.header_checksum = Sum32(&h, 28);
+  std::string out;
+  Append(out, h);
+  return out + payload;
+}
+
+}  // namespace weft::capture::testing
