@@ -16,6 +16,8 @@
 #include <cmath>
 #include <optional>
 #include <span>
+#include <tuple>
+#include <utility>
 
 #include "gen/tracelet_check.h"
 
@@ -55,6 +57,8 @@ class ConfigParser {
                    std::string_view where) const;
   Result<std::string_view> String(const toml::node& node, std::string_view key) const;
   Result<TimeNs> Duration(const toml::node& node, std::string_view key) const;
+  // A duration, or [lo, hi] with lo <= hi; one duration gives lo = hi.
+  Result<std::pair<TimeNs, TimeNs>> DurationRange(const toml::node& node, std::string_view key) const;
   Result<uint32_t> NodeIndex(const toml::node& node, std::string_view key);
   Result<uint32_t> NodeIndexOf(std::string_view name, int line, std::string_view key);
   Result<NodeRef> ParseNodeRef(const toml::node& node, std::string_view key,
@@ -100,6 +104,21 @@ Result<TimeNs> ConfigParser::Duration(const toml::node& node, std::string_view k
                  FormatDuration(limit));
   }
   return *d;
+}
+
+Result<std::pair<TimeNs, TimeNs>> ConfigParser::DurationRange(const toml::node& node, std::string_view key) const {
+  if (node.is_string()) {
+    WEFT_ASSIGN_OR_RETURN(TimeNs d, Duration(node, key));
+    return std::pair(d, d);
+  }
+  const toml::array* a = node.as_array();
+  if (!a || a->size() != 2) {
+    return Error(LineOf(node), "'{}' must be a duration or [lo, hi], e.g. [\"0.5s\", \"1s\"]", key);
+  }
+  WEFT_ASSIGN_OR_RETURN(TimeNs lo, Duration(*a->get(0), key));
+  WEFT_ASSIGN_OR_RETURN(TimeNs hi, Duration(*a->get(1), key));
+  if (hi < lo) return Error(LineOf(node), "{} = [lo, hi] needs lo <= hi", key);
+  return std::pair(lo, hi);
 }
 
 Result<uint32_t> ConfigParser::NodeIndex(const toml::node& node, std::string_view key) {
@@ -233,18 +252,8 @@ Result<Tracelet> ConfigParser::ParseTracelet(const toml::node& node) {
     t.instances = uint32_t(i->get());
   }
   if (const toml::node* n = table->get("think")) {
-    if (n->is_string()) {
-      WEFT_ASSIGN_OR_RETURN(t.think_lo, Duration(*n, "think"));
-      t.think_hi = t.think_lo;
-    } else if (const toml::array* a = n->as_array(); a && a->size() == 2) {
-      WEFT_ASSIGN_OR_RETURN(t.think_lo, Duration(*a->get(0), "think"));
-      WEFT_ASSIGN_OR_RETURN(t.think_hi, Duration(*a->get(1), "think"));
-      if (t.think_hi < t.think_lo) {
-        return Error(LineOf(*n), "think = [lo, hi] needs lo <= hi");
-      }
-    } else {
-      return Error(LineOf(*n), "'think' must be a duration or [lo, hi], e.g. [\"0.5s\", \"1s\"]");
-    }
+    WEFT_ASSIGN_OR_RETURN(auto think, DurationRange(*n, "think"));
+    std::tie(t.think_lo, t.think_hi) = think;
   }
   const toml::node* steps = table->get("steps");
   const toml::node* choose = table->get("choose");
@@ -392,16 +401,8 @@ Status ConfigParser::ParseNetwork(const toml::node& node) {
   NetworkConfig& net = config_.network;
   net.enabled = true;
   if (const toml::node* n = table->get("delay")) {
-    if (n->is_string()) {
-      WEFT_ASSIGN_OR_RETURN(net.delay_lo, Duration(*n, "delay"));
-      net.delay_hi = net.delay_lo;
-    } else if (const toml::array* a = n->as_array(); a && a->size() == 2) {
-      WEFT_ASSIGN_OR_RETURN(net.delay_lo, Duration(*a->get(0), "delay"));
-      WEFT_ASSIGN_OR_RETURN(net.delay_hi, Duration(*a->get(1), "delay"));
-      if (net.delay_hi < net.delay_lo) return Error(LineOf(*n), "delay = [lo, hi] needs lo <= hi");
-    } else {
-      return Error(LineOf(*n), "network 'delay' must be a duration or [lo, hi]");
-    }
+    WEFT_ASSIGN_OR_RETURN(auto delay, DurationRange(*n, "delay"));
+    std::tie(net.delay_lo, net.delay_hi) = delay;
   }
   if (const toml::node* n = table->get("jitter")) {
     WEFT_ASSIGN_OR_RETURN(net.jitter, Duration(*n, "jitter"));
