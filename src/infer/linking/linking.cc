@@ -143,7 +143,7 @@ class Linker {
   std::vector<int32_t> tree_parent_;  // index in tree_ of each one's cause
   std::vector<uint32_t> in_tree_;     // per message: 1 + its index in tree_, or 0
   std::vector<int32_t> call_parent_;  // scratch for call trees
-  int64_t trees_ = 0, roots_ = 0, try_both_ = 0, exhausted_ = 0, truncated_ = 0;
+  int64_t roots_ = 0, try_both_ = 0, exhausted_ = 0, truncated_ = 0;
   bool hit_budget_ = false;
 };
 
