@@ -11,141 +11,12 @@
 #include <cmath>
 #include <numeric>
 
-#include "core/progress.h"
 #include "infer/aggregate.h"
+#include "infer/linking/linker.h"
 #include "trace/clock_offsets.h"
 
 namespace weft {
-namespace {
-
-constexpr uint32_t kNone = UINT32_MAX;
-// Candidate parents considered per message, latest first. Identical timestamps (a burst
-// logged at one instant) would otherwise make the work quadratic; beyond a few dozen
-// candidates no single one can be likely anyway.
-constexpr uint32_t kMaxCandidates = 64;
-// A tree stops growing at this many messages (a trace that links into one chain).
-constexpr uint32_t kMaxTreeMessages = 100'000;
-
-// Delay bins of the learned model: 0 below 1 us, then log base 1.1 (a tenth of a delay
-// apart), to beyond an hour.
-constexpr int kDelayBins = 240;
-constexpr size_t kModelSize = 2 * kDelayBins;
-constexpr uint8_t kNoGap = 255;  // a candidate without a return gap
-static_assert(kDelayBins <= kNoGap);
-// The least an enclosing call's delay (or gap) weighs in the learned model, against a
-// peak of 1: a rare path's delays are unusual for its pair, and would otherwise be learned
-// as impossible. Spontaneity weighs e^(-y) times the pair's learned share of spontaneous
-// messages, so a pair whose messages always have a cause links even unusual delays. Only
-// for RPC, where enclosing is itself strong evidence and candidates are few: among the
-// dozens of candidates a free-form message can have, such a floor would drown the parent.
-constexpr float kMinEnclosingWeight = 0.05f;
-inline int DelayBin(TimeNs delay) {
-  if (delay < 1000) return 0;
-  const int bin = 1 + int(std::log(double(delay) / 1000.0) * (1 / std::log(1.1)));
-  return std::min(bin, kDelayBins - 1);
-}
-
-// Where and when a message could have been caused. If its sender B was traced: by a
-// message into B that arrived before it was sent, on B's clock. If only the receiver A
-// was traced: by a message from A to B sent before it arrived, on A's clock (WAP5 §5.1:
-// "only allow causality back to the same node", A->B->A).
-struct Site {
-  uint32_t list = kNone;  // index into the candidate lists
-  TimeNs time = kNoTime;
-};
-
-// A time-sorted list of messages per site: CSR over (time, message).
-struct CandidateLists {
-  std::vector<uint32_t> begin;
-  std::vector<std::pair<TimeNs, uint32_t>> entries;
-};
-
-class Linker {
- public:
-  Linker(const Trace& trace, const LinkingOptions& options) : trace_(trace), c_(trace.columns()), options_(options) {}
-  Result<PathSet> Run();
-
- private:
-  void PairCalls();
-  void IndexSites();
-  void ComputeReach();
-  // Calls f(parent, delay, gap) for message m's candidate parents, latest first, until f
-  // returns false: messages into its site within the window, at most kMaxCandidates,
-  // and in RPC mode for a CALL only CALLs that enclose it (see PairCalls) or MSGs.
-  template <typename F>
-  void ForEachCandidate(size_t m, F&& f) const;
-  void CollectCandidates();
-  void EstimateCausalDelays();
-  // Step 2 with the exponential model (learned = false) or the learned one.
-  void ScoreParents(bool learned);
-  void LearnDelays();
-  void InvertLinks();
-  Status BuildTrees(PathSetBuilder& builder);
-  // Step 3's recursion: expands tree_ from message tree_[next] and its child link `link`
-  // on, branching on try-both decisions; emits every finished instance.
-  Status Expand(size_t next, uint32_t link, double probability, uint32_t budget, PathSetBuilder& builder);
-  Status Emit(double probability, PathSetBuilder& builder);
-  // Adds message m to the tree under tree_[parent] (-1: as the root), with its RETURN
-  // under it in RPC mode.
-  void Join(uint32_t m, int32_t parent);
-  // Removes what was added after the tree had `size` messages.
-  void Shrink(size_t size);
-  // RPC mode: a CALL from a traced node may only be caused by a CALL enclosing it.
-  bool EnclosingOnly(size_t m) const {
-    return rpc_ && c_.kind[m] == MessageKind::kCall && c_.send_time[m] != kNoTime;
-  }
-  // The time of candidate `parent` on the clock of message m's site.
-  TimeNs ParentTime(size_t m, uint32_t parent) const {
-    return c_.send_time[m] != kNoTime ? c_.recv_time[parent] : c_.send_time[parent];
-  }
-
-  const Trace& trace_;
-  const TraceColumns& c_;
-  const LinkingOptions& options_;
-  size_t n_ = 0;
-
-  // RPC mode: calls paired with their returns by call id (kNone if unpaired).
-  bool rpc_ = false;
-  std::vector<uint32_t> answer_;    // per CALL: its RETURN
-  std::vector<uint32_t> answers_;   // per RETURN: its CALL
-  int64_t unpaired_returns_ = 0;
-  std::vector<TimeNs> reach_;     // per candidate list (see ComputeReach)
-  std::vector<Site> site_;        // per message
-  CandidateLists lists_;          // per site list
-  std::vector<uint32_t> pair_;    // per message: its sender->receiver pair
-  std::vector<double> rate_;      // per pair: lambda = 1/d, per nanosecond
-  // The learned model (see LearnDelays): per pair with candidates, a weight per delay
-  // bin and then one per return-gap bin (kModelSize in all).
-  std::vector<uint32_t> model_of_;   // per pair: index into model_, or kNone
-  std::vector<float> model_;
-  std::vector<float> model_spontaneous_;  // per model: the share of its messages spontaneous
-
-  // Per message its candidate parents (CSR), latest first: the parent, the delay bin,
-  // the return-gap bin (kNoGap if none), and after step 2 the probability.
-  std::vector<uint32_t> candidate_begin_;
-  std::vector<uint32_t> candidate_parent_;
-  std::vector<uint8_t> candidate_delay_;
-  std::vector<uint8_t> candidate_gap_;
-  std::vector<float> candidate_p_;
-  // Step 2: per message its parent links (CSR), and its probability of being spontaneous.
-  std::vector<uint32_t> link_begin_;
-  std::vector<uint32_t> link_parent_;
-  std::vector<uint32_t> link_child_;
-  std::vector<float> link_p_;
-  std::vector<float> spontaneous_;
-  std::vector<bool> best_link_;  // per link: its child's most likely option
-  // The same links by parent (the possible-child trees of WAP5 Figure 8).
-  std::vector<uint32_t> child_begin_;
-  std::vector<uint32_t> child_link_;  // link index
-
-  // Step 3 state.
-  std::vector<uint32_t> tree_;        // messages in the tree being built, parents first
-  std::vector<int32_t> tree_parent_;  // index in tree_ of each one's cause
-  std::vector<uint32_t> in_tree_;     // per message: 1 + its index in tree_, or 0
-  std::vector<int32_t> call_parent_;  // scratch for call trees
-  int64_t roots_ = 0, try_both_ = 0, exhausted_ = 0, truncated_ = 0;
-  bool hit_budget_ = false;
-};
+namespace linking {
 
 // RPC mode (weft's addition, docs/linking.md). When messages are CALLs and RETURNs with
 // call ids (as reconcile and gen give them), a RETURN's cause is its CALL, and a CALL's is
@@ -478,117 +349,6 @@ void Linker::InvertLinks() {
   }
 }
 
-Status Linker::Emit(double probability, PathSetBuilder& builder) {
-  const size_t size = tree_.size();
-  std::span<const int32_t> parents = tree_parent_;
-  if (options_.call_trees && !rpc_) {
-    // Call trees (paths.h): a CALL's parent is the CALL into its sender that encloses it,
-    // a RETURN's the CALL it answers. Both are "the enclosing call" of the message: its
-    // cause if that is a CALL into the sender; if its cause is a RETURN, the enclosing
-    // call of the CALL that RETURN answers. Every result is an ancestor, so the instance
-    // stays a tree; where the chain breaks (MSG, or no enclosing call) the cause stays.
-    call_parent_.assign(size, -1);
-    for (size_t i = 1; i < size; ++i) {
-      const int32_t cause = tree_parent_[i];
-      const uint32_t m = tree_[i];
-      int32_t parent = cause;
-      if (c_.kind[m] != MessageKind::kMessage) {
-        const MessageKind cause_kind = c_.kind[tree_[size_t(cause)]];
-        if (cause_kind == MessageKind::kReturn) {
-          const int32_t answered = call_parent_[size_t(cause)];
-          const int32_t enclosing = answered >= 0 ? call_parent_[size_t(answered)] : -1;
-          if (enclosing >= 0) parent = enclosing;
-        }
-      }
-      call_parent_[i] = parent;
-    }
-    parents = call_parent_;
-  }
-  std::vector<MessageId> messages(size);
-  for (size_t i = 0; i < size; ++i) messages[i] = MessageId(tree_[i]);
-  return builder.AddInstance(messages, parents, std::max(probability, 1e-300));
-}
-
-void Linker::Join(uint32_t m, int32_t parent) {
-  tree_.push_back(m);
-  tree_parent_.push_back(parent);
-  in_tree_[m] = uint32_t(tree_.size());
-  if (rpc_ && answer_[m] != kNone && !in_tree_[answer_[m]]) {
-    tree_.push_back(answer_[m]);
-    tree_parent_.push_back(int32_t(tree_.size() - 2));
-    in_tree_[answer_[m]] = uint32_t(tree_.size());
-  }
-}
-
-void Linker::Shrink(size_t size) {
-  for (size_t k = size; k < tree_.size(); ++k) in_tree_[tree_[k]] = 0;
-  tree_.resize(size);
-  tree_parent_.resize(size);
-}
-
-Status Linker::Expand(size_t next, uint32_t link, double probability, uint32_t budget, PathSetBuilder& builder) {
-  const size_t entry_size = tree_.size();
-  for (; next < tree_.size(); ++next, link = 0) {
-    const uint32_t m = tree_[next];
-    for (uint32_t j = child_begin_[m] + link; j < child_begin_[m + 1]; ++j) {
-      const uint32_t l = child_link_[j];
-      const uint32_t child = link_child_[l];
-      if (in_tree_[child]) continue;
-      const double p = link_p_[l];
-      const bool ambiguous = best_link_[l] ? p < options_.try_both_high
-                                           : p >= options_.try_both_low && p <= options_.try_both_high;
-      if (ambiguous && budget > 0) {
-        // Try both: with the link (the child joins) and without, each going on from the
-        // next link; both branches emit their instances.
-        ++try_both_;
-        const uint32_t offset = j - child_begin_[m] + 1;
-        const size_t before = tree_.size();
-        Join(child, int32_t(next));
-        Status status = Expand(next, offset, probability * p, budget - 1, builder);
-        Shrink(before);
-        if (status.ok()) status = Expand(next, offset, probability * (1 - p), budget - 1, builder);
-        Shrink(entry_size);
-        return status;
-      }
-      if (ambiguous) hit_budget_ = true;
-      const bool include = ambiguous ? (best_link_[l] || p >= 0.5) : p > options_.try_both_high || best_link_[l];
-      if (include && tree_.size() < kMaxTreeMessages) {
-        Join(child, int32_t(next));
-        probability *= p;
-      } else {
-        if (include) ++truncated_;
-        probability *= 1 - p;
-      }
-    }
-  }
-  Status status = Emit(probability, builder);
-  Shrink(entry_size);
-  return status;
-}
-
-// Step 3: a tree from every message that is probably spontaneous, or for which being
-// spontaneous is its most likely option, or ambiguous (WAP5 §5.1, step 3; Figure 4).
-Status Linker::BuildTrees(PathSetBuilder& builder) {
-  in_tree_.assign(n_, 0);
-  Progress progress("linking", n_, "messages");
-  for (size_t r = 0; r < n_; ++r) {
-    progress.Update(r);
-    if (site_[r].list == kNone) continue;
-    const double ps = spontaneous_[r];
-    bool most_likely = true;
-    for (uint32_t l = link_begin_[r]; l < link_begin_[r + 1]; ++l) most_likely &= link_p_[l] <= ps;
-    if (!(most_likely || ps >= options_.try_both_low)) continue;
-    if (rpc_ && answers_[r] != kNone) continue;  // a paired RETURN is in its call's tree
-    ++roots_;
-    hit_budget_ = false;
-    Join(uint32_t(r), -1);
-    WEFT_RETURN_IF_ERROR(Expand(0, 0, ps, options_.try_both_budget, builder));
-    Shrink(0);
-    exhausted_ += hit_budget_;
-  }
-  return Status::Ok();
-}
-
 Result<PathSet> Linker::Run() {
   if (!(options_.window > 0)) return Status::InvalidArgument("the linking window x must be positive");
   if (!(options_.spontaneous_delay > 0)) return Status::InvalidArgument("y (the spontaneous delay) must be positive");
@@ -643,10 +403,10 @@ Result<PathSet> Linker::Run() {
   return set;
 }
 
-}  // namespace
+}  // namespace linking
 
 Result<PathSet> InferLinking(const Trace& trace, const LinkingOptions& options) {
-  Linker linker(trace, options);
+  linking::Linker linker(trace, options);
   return linker.Run();
 }
 
