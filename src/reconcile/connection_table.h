@@ -1,0 +1,62 @@
+// Descriptor -> TCP connection end, per event log (docs/capture.md "For reconcile").
+//
+// Walks one log's events in order: an endpoint record names a descriptor from then on,
+// close ends the name, dup copies it (a dup2/dup3 onto a named descriptor ends that name
+// first). A connection end lives while any descriptor names it. Descriptors inherited
+// through fork or exec are named by records with op "none" at the start of the child's
+// log; MergeInheritedEnds folds those into the parent's end, so the bytes both processes
+// moved on one socket form one stream (vPath §3.1 follows a socket, not a process).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <array>
+#include <vector>
+
+#include "capture/event_log.h"
+#include "core/time.h"
+
+namespace weft::reconcile {
+
+enum class Opener : uint8_t { kConnect, kAccept, kUnknown };
+
+// One send or receive on a connection end that moved at least one byte.
+struct StreamIo {
+  TimeNs entry_ns = 0;  // realtime (epoch) nanoseconds
+  TimeNs exit_ns = 0;
+  int64_t bytes = 0;
+  int32_t tid = 0;
+  uint32_t log = 0;  // which log (process image) did it
+  bool send = false;
+};
+
+// One end of a TCP connection as the processes on one side saw it.
+struct ConnectionEnd {
+  std::string local;  // "ip:port"
+  std::string peer;
+  std::array<uint8_t, 16> boot_id{};
+  Opener opener = Opener::kUnknown;
+  uint32_t log = 0;          // the log that named it first
+  TimeNs open_ns = 0;        // realtime
+  TimeNs close_ns = kNoTime; // realtime of the last close; kNoTime if never closed
+  std::vector<StreamIo> io;  // in entry order
+  bool merged_away = false;  // folded into another end (inherited descriptor)
+};
+
+struct ConnectionTableCounts {
+  uint64_t events = 0;
+  uint64_t skipped_io = 0;  // I/O on UDP, Unix and pipe descriptors
+  uint64_t unnamed_io = 0;  // I/O on descriptors no record named
+};
+
+// `realtime_offset_ns` maps the log's monotonic times to the epoch (added to them).
+// Appends the TCP connection ends of `log` (number `log_index`) to `ends`.
+void CollectConnectionEnds(const capture::EventLog& log, uint32_t log_index,
+                           TimeNs realtime_offset_ns, std::vector<ConnectionEnd>& ends,
+                           ConnectionTableCounts& counts);
+
+// Folds each end named by inheritance (opener unknown, op "none") into an end on the same
+// boot with the same 4-tuple that was open when it appeared; marks it merged_away.
+void MergeInheritedEnds(std::vector<ConnectionEnd>& ends);
+
+}  // namespace weft::reconcile
