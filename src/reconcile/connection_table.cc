@@ -106,6 +106,7 @@ class DescriptorWalker {
                               .bytes = e.result,
                               .tid = e.tid,
                               .log = log_index_,
+                              .payload = e.payload,
                               .send = capture::IsSendOp(e.op)});
   }
 

@@ -27,6 +27,7 @@ struct StreamIo {
   int64_t bytes = 0;
   int32_t tid = 0;
   uint32_t log = 0;  // which log (process image) did it
+  int32_t payload = capture::kNone;  // index into that log's payloads (--payload-prefix)
   bool send = false;
 };
 

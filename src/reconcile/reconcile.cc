@@ -117,10 +117,24 @@ struct ConnectionPair {
   const ConnectionEnd* server = nullptr;
 };
 
+// The first bytes of a message as lowercase hex, from the payload prefix logged with the
+// io that starts it (the sender's first send, or the receiver's first read when the sender
+// was not traced); "" when none was logged.
+std::string PayloadHex(std::span<const capture::EventLog> logs, const StreamIo& io) {
+  if (io.payload < 0) return "";
+  const std::string& bytes = logs[io.log].payloads[size_t(io.payload)];
+  std::string hex;
+  hex.reserve(bytes.size() * 2);
+  for (unsigned char b : bytes) hex += fmt::format("{:02x}", b);
+  return hex;
+}
+
 class MessageEmitter {
  public:
-  MessageEmitter(NodeNamer& namer, TraceBuilder& builder, ReconcileSummary& summary)
-      : namer_(namer), builder_(builder), summary_(summary) {}
+  MessageEmitter(std::span<const capture::EventLog> logs, NodeNamer& namer, TraceBuilder& builder,
+                 ReconcileSummary& summary)
+      : logs_(logs), namer_(namer), builder_(builder), summary_(summary),
+        payload_key_(builder.String(kPayloadAttribute)) {}
 
   void Emit(const ConnectionPair& pair, uint32_t connection) {
     EmitDirection(pair.client, pair.server, MessageKind::kCall, connection);
@@ -139,6 +153,7 @@ class MessageEmitter {
     ReadCursor cursor(sender != nullptr ? receiver : nullptr);
     uint32_t sequence = 0;
     for (const MessageSpan& span : spans) {
+      std::string payload = PayloadHex(logs_, definer->io[span.first]);
       MessageRecord record;
       record.kind = kind;
       record.call_id = builder_.String(fmt::format("c{}.{}", connection, ++sequence));
@@ -168,7 +183,8 @@ class MessageEmitter {
         record.receiver = namer_.Traced(last.log, last.tid);
         record.sender = namer_.Untraced(receiver->peer);
       }
-      builder_.Add(record);
+      uint32_t row = builder_.Add(record);
+      if (!payload.empty()) builder_.AddAttribute(row, payload_key_, builder_.String(payload));
       ++summary_.messages;
       summary_.bytes += uint64_t(record.bytes);
     }
@@ -179,9 +195,11 @@ class MessageEmitter {
     }
   }
 
+  std::span<const capture::EventLog> logs_;
   NodeNamer& namer_;
   TraceBuilder& builder_;
   ReconcileSummary& summary_;
+  StringId payload_key_;
 };
 
 // Pairs each end with the end whose 4-tuple is its reverse and whose lifetime overlaps it
@@ -293,7 +311,7 @@ Result<Trace> Reconcile(std::span<const capture::EventLog> logs, const Reconcile
   });
   TraceBuilder builder;
   NodeNamer namer(logs, options.nodes, builder);
-  MessageEmitter emitter(namer, builder, s);
+  MessageEmitter emitter(logs, namer, builder, s);
   uint32_t number = 0;
   for (const ConnectionPair& pair : pairs) {
     bool both = pair.client != nullptr && pair.server != nullptr;

@@ -33,6 +33,10 @@ enum class NodeNaming : uint8_t {
 };
 Result<NodeNaming> ParseNodeNaming(std::string_view name);  // "host", "process", "thread"
 
+// Attribute holding a message's first bytes in hex, when capture logged a payload prefix
+// (weft capture --payload-prefix N).
+inline constexpr std::string_view kPayloadAttribute = "payload.prefix";
+
 struct ReconcileOptions {
   NodeNaming nodes = NodeNaming::kHost;
 };

@@ -229,6 +229,26 @@ TEST(Reconcile, ThreadNamingAndLosses) {
       "a/100.wev: no end record (killed or still running: its last buffers are missing); 3 events dropped by the writer"}));
 }
 
+// The payload prefix of a message's first send becomes its payload.prefix attribute; with
+// an untraced sender, that of the receiver's first read of the message.
+TEST(Reconcile, PayloadPrefixBecomesAnAttribute) {
+  std::vector<capture::EventLog> logs = {
+      LogBuilder("b", "/srv/server", 200)
+          .Tcp(4, 60, w::kOpAccept, kServer, kClient)
+          .Recv(4, 201, 90, 110, 4).Payload("GET ").Recv(4, 201, 111, 112, 6).Payload("/x\r\n")
+          .Send(4, 201, 120, 121, 3).Payload(std::string("ok\0", 3))
+          .Build(),
+  };
+  Trace trace = MustReconcile(logs, nullptr);
+  ASSERT_EQ(trace.attributes().size(), 2u);
+  std::vector<std::string> values;
+  for (const Attribute& a : trace.attributes()) {
+    EXPECT_EQ(trace.strings().Get(a.key), kPayloadAttribute);
+    values.push_back(fmt::format("{} {}", a.message.value(), trace.strings().Get(a.value)));
+  }
+  EXPECT_EQ(values, (std::vector<std::string>{"0 47455420", "1 6f6b00"}));
+}
+
 TEST(Reconcile, ParseNodeNaming) {
   EXPECT_EQ(ParseNodeNaming("thread").value(), NodeNaming::kThread);
   EXPECT_EQ(ParseNodeNaming("pod").status().message(),

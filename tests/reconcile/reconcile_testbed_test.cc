@@ -13,6 +13,7 @@
 #include <string>
 #include <tuple>
 
+#include "reconcile/reconcile.h"
 #include "trace/io.h"
 #include "weft_cli.h"
 
@@ -39,6 +40,22 @@ std::map<std::pair<std::string, std::string>, int64_t> BytesByDirection(const Tr
            std::string(trace.strings().Get(c.receiver_endpoint[i]))}] += c.bytes[i];
   }
   return bytes;
+}
+
+// The testbed frame's call id (wire.h: 4-byte length, type, request type (2), request id
+// (8), call id (8), all big-endian) from a message's payload.prefix attribute in hex, or
+// "" if the message does not start with a frame (an HTTP tier).
+std::string FrameCallId(const Trace& trace, MessageId m) {
+  for (const Attribute& a : trace.AttributesOf(m)) {
+    if (trace.strings().Get(a.key) != kPayloadAttribute) continue;
+    std::string_view hex = trace.strings().Get(a.value);
+    if (hex.size() < 2 * 23) return "";
+    uint64_t type = std::stoull(std::string(hex.substr(8, 2)), nullptr, 16);
+    if (type < 1 || type > 3) return "";
+    uint64_t call = std::stoull(std::string(hex.substr(30, 16)), nullptr, 16);
+    return fmt::format("{:x}", call);
+  }
+  return "";
 }
 
 std::map<MessageKey, int> CountByEndpoints(const Trace& trace) {
@@ -140,6 +157,31 @@ class ReconcileTestbedTest : public ::testing::Test {
       EXPECT_EQ(trace_tiers, truth_tiers);
     }
     EXPECT_EQ(both_times, int(trace->size()));
+
+    // The call id in each message's first frame names a truth message with the same kind
+    // and the same two endpoints: every message went to the right sender and receiver.
+    std::map<std::pair<std::string, MessageKind>, std::pair<std::string, std::string>> truth_by_call;
+    for (size_t i = 0; i < truth->size(); ++i) {
+      truth_by_call[{std::string(truth->strings().Get(t.call_id[i])), t.kind[i]}] = {
+          std::string(truth->strings().Get(t.sender_endpoint[i])),
+          std::string(truth->strings().Get(t.receiver_endpoint[i]))};
+    }
+    int identified = 0, right = 0;
+    for (size_t i = 0; i < trace->size(); ++i) {
+      std::string call = FrameCallId(*trace, MessageId(uint32_t(i)));
+      if (call.empty()) continue;
+      ++identified;
+      auto it = truth_by_call.find({call, c.kind[i]});
+      right += it != truth_by_call.end() &&
+               it->second == std::make_pair(std::string(trace->strings().Get(c.sender_endpoint[i])),
+                                            std::string(trace->strings().Get(c.receiver_endpoint[i])));
+    }
+    EXPECT_EQ(right, identified);
+    if (pipelined) {
+      EXPECT_GT(identified, 0);  // the framed tiers; HTTP messages carry no frame
+    } else {
+      EXPECT_EQ(identified, int(trace->size()));
+    }
   }
 
   fs::path base_;

@@ -6,6 +6,7 @@
 #include <arpa/inet.h>
 
 #include <algorithm>
+#include <cstring>
 #include <string>
 
 #include "capture/event_log.h"
@@ -70,6 +71,12 @@ class LogBuilder {
   LogBuilder& Dup(int32_t old_fd, int32_t new_fd, TimeNs t) {
     return Add({.op = capture::EventOp::kDup, .tid = log_.header.pid, .fd = old_fd, .entry_ns = t,
                 .exit_ns = t, .result = new_fd});
+  }
+  // The payload prefix logged with the last event added.
+  LogBuilder& Payload(std::string bytes) {
+    log_.payloads.push_back(std::move(bytes));
+    log_.events.back().payload = int32_t(log_.payloads.size() - 1);
+    return *this;
   }
   LogBuilder& ParentPid(int32_t pid) {
     log_.header.parent_pid = pid;
