@@ -47,28 +47,53 @@ class DescriptorWalker {
   void Name(const Event& e) {
     if (e.endpoint < 0 || size_t(e.endpoint) >= log_.endpoints.size()) return;
     const capture::Endpoint& endpoint = log_.endpoints[size_t(e.endpoint)];
+    auto cause = capture::wire::Op(e.arg);
+    if (NamesSameConnection(e.fd, endpoint)) return;
     // A second record for a descriptor (socket, then connect) replaces the first name.
     Unname(e.fd, e.exit_ns);
     DescriptorName& name = names_[e.fd];
     bool connected_tcp = endpoint.kind == capture::wire::kKindTcp && !endpoint.listening &&
                          IsInternet(endpoint.peer) && endpoint.peer.port != 0;
-    if (!connected_tcp) {
+    // A Unix stream socket is a connection end once connect, accept or socketpair made it
+    // one, or when found connected at start (its peer's inode known).
+    bool unix_stream = endpoint.kind == capture::wire::kKindUnixStream ||
+                       endpoint.kind == capture::wire::kKindUnixSeqpacket;
+    bool connected_unix =
+        unix_stream && !endpoint.listening && endpoint.inode != 0 &&
+        (cause == capture::wire::kOpConnect || cause == capture::wire::kOpAccept ||
+         cause == capture::wire::kOpSocketpair || endpoint.peer_inode != 0);
+    if (!connected_tcp && !connected_unix) {
       name.other = true;
       return;
     }
     ConnectionEnd end;
     end.local = capture::FormatAddress(endpoint.local);
     end.peer = capture::FormatAddress(endpoint.peer);
+    end.unix_socket = connected_unix;
+    if (connected_unix) {
+      end.inode = endpoint.inode;
+      end.peer_inode = endpoint.peer_inode;
+    }
     end.boot_id = log_.header.boot_id;
-    auto cause = capture::wire::Op(e.arg);
-    end.opener = cause == capture::wire::kOpConnect  ? Opener::kConnect
-                 : cause == capture::wire::kOpAccept ? Opener::kAccept
-                                            : Opener::kUnknown;
+    end.opener = cause == capture::wire::kOpConnect      ? Opener::kConnect
+                 : cause == capture::wire::kOpAccept     ? Opener::kAccept
+                 : cause == capture::wire::kOpSocketpair ? Opener::kSocketpair
+                                                         : Opener::kUnknown;
     end.log = log_index_;
     end.open_ns = e.exit_ns + offset_;
     name.end = int32_t(ends_.size());
     ends_.push_back(std::move(end));
     references_[name.end] = 1;
+  }
+
+  // True if `fd` already names the connection `endpoint` describes (a repeated record).
+  bool NamesSameConnection(int32_t fd, const capture::Endpoint& endpoint) const {
+    auto it = names_.find(fd);
+    if (it == names_.end() || it->second.end < 0) return false;
+    const ConnectionEnd& end = ends_[size_t(it->second.end)];
+    if (end.unix_socket) return endpoint.inode == end.inode;
+    return capture::FormatAddress(endpoint.local) == end.local &&
+           capture::FormatAddress(endpoint.peer) == end.peer;
   }
 
   void Unname(int32_t fd, TimeNs when) {
@@ -137,7 +162,8 @@ void MergeInheritedEnds(std::vector<ConnectionEnd>& ends) {
   std::vector<size_t> merged_into_me;
   for (size_t i : order) {
     ConnectionEnd& end = ends[i];
-    auto key = std::make_tuple(end.boot_id, end.local, end.peer);
+    auto key = end.unix_socket ? std::make_tuple(end.boot_id, std::to_string(end.inode), std::string("unix"))
+                               : std::make_tuple(end.boot_id, end.local, end.peer);
     auto it = owner.find(key);
     bool inherited = end.opener == Opener::kUnknown && it != owner.end() &&
                      (ends[it->second].close_ns == kNoTime || ends[it->second].close_ns >= end.open_ns) &&

@@ -18,7 +18,7 @@
 
 namespace weft::reconcile {
 
-enum class Opener : uint8_t { kConnect, kAccept, kUnknown };
+enum class Opener : uint8_t { kConnect, kAccept, kSocketpair, kUnknown };
 
 // One send or receive on a connection end that moved at least one byte.
 struct StreamIo {
@@ -31,10 +31,14 @@ struct StreamIo {
   bool send = false;
 };
 
-// One end of a TCP connection as the processes on one side saw it.
+// One end of a TCP connection or of a connected Unix stream socket (or socketpair) as the
+// processes on one side saw it.
 struct ConnectionEnd {
-  std::string local;  // "ip:port"
+  std::string local;  // "ip:port", "unix:/path", "unix:" (unnamed)
   std::string peer;
+  bool unix_socket = false;
+  uint64_t inode = 0;       // Unix: this end's socket inode
+  uint64_t peer_inode = 0;  // Unix: the other end's, 0 where not logged (the connecting end)
   std::array<uint8_t, 16> boot_id{};
   Opener opener = Opener::kUnknown;
   uint32_t log = 0;          // the log that named it first
@@ -46,7 +50,7 @@ struct ConnectionEnd {
 
 struct ConnectionTableCounts {
   uint64_t events = 0;
-  uint64_t skipped_io = 0;  // I/O on UDP, Unix and pipe descriptors
+  uint64_t skipped_io = 0;  // I/O on UDP, Unix datagram and pipe descriptors
   uint64_t unnamed_io = 0;  // I/O on descriptors no record named
 };
 
@@ -57,7 +61,8 @@ void CollectConnectionEnds(const capture::EventLog& log, uint32_t log_index,
                            ConnectionTableCounts& counts);
 
 // Folds each end named by inheritance (opener unknown, op "none") into an end on the same
-// boot with the same 4-tuple that was open when it appeared; marks it merged_away.
+// boot with the same 4-tuple (Unix: the same inode) that was open when it appeared; marks
+// it merged_away.
 void MergeInheritedEnds(std::vector<ConnectionEnd>& ends);
 
 }  // namespace weft::reconcile

@@ -12,6 +12,7 @@
 #include <map>
 #include <string>
 #include <tuple>
+#include <unordered_map>
 #include <utility>
 
 #include <fmt/format.h>
@@ -34,27 +35,41 @@ class NodeNamer {
       : logs_(logs), naming_(naming), builder_(builder) {}
 
   NodeId Traced(uint32_t log_index, int32_t tid) {
+    if (naming_ != NodeNaming::kThread) tid = 0;
+    uint64_t key = uint64_t(log_index) << 32 | uint32_t(tid);
+    auto [it, inserted] = cache_.try_emplace(key);
+    if (inserted) it->second = Name(log_index, tid);
+    return it->second;
+  }
+  NodeId Untraced(const std::string& endpoint) { return builder_.Node(endpoint); }
+
+ private:
+  NodeId Name(uint32_t log_index, int32_t tid) {
     const capture::EventLog& log = logs_[log_index];
     std::string name = log.header.host + ":" + ProgramName(log);
     if (naming_ == NodeNaming::kProcess) name += fmt::format("[{}]", log.header.pid);
     if (naming_ == NodeNaming::kThread) name += fmt::format("[{}/{}]", log.header.pid, tid);
     return builder_.Node(name);
   }
-  NodeId Untraced(const std::string& endpoint) { return builder_.Node(endpoint); }
 
- private:
   std::span<const capture::EventLog> logs_;
   NodeNaming naming_;
   TraceBuilder& builder_;
+  std::unordered_map<uint64_t, NodeId> cache_;  // (log, tid) -> node
 };
 
-// The client end decides CALL vs RETURN. An end named by inheritance on both sides falls
-// back to ports: the end with the higher local port is taken as the (ephemeral) client.
-bool IsClient(const ConnectionEnd& end, const ConnectionEnd* other) {
-  if (end.opener != Opener::kUnknown) return end.opener == Opener::kConnect;
-  if (other != nullptr && other->opener != Opener::kUnknown) return other->opener == Opener::kAccept;
+// The client end decides CALL vs RETURN. A TCP connection whose ends were both named by
+// inheritance falls back to ports: the end with the higher local port is taken as the
+// (ephemeral) client. A socketpair has no client: its messages are MSG both ways.
+enum class Role : uint8_t { kClient, kServer, kNeither };
+Role RoleOf(const ConnectionEnd& end, const ConnectionEnd* other) {
+  if (end.opener == Opener::kConnect) return Role::kClient;
+  if (end.opener == Opener::kAccept) return Role::kServer;
+  if (other != nullptr && other->opener == Opener::kConnect) return Role::kServer;
+  if (other != nullptr && other->opener == Opener::kAccept) return Role::kClient;
+  if (end.unix_socket) return Role::kNeither;
   auto port = [](const std::string& s) { return std::stoi(s.substr(s.rfind(':') + 1)); };
-  return port(end.local) > port(end.peer);
+  return port(end.local) > port(end.peer) ? Role::kClient : Role::kServer;
 }
 
 // One message: a run of io entries on the end that defined it.
@@ -115,6 +130,7 @@ class ReadCursor {
 struct ConnectionPair {
   const ConnectionEnd* client = nullptr;  // either may be null (untraced), not both
   const ConnectionEnd* server = nullptr;
+  bool symmetric = false;  // socketpair: neither end is a client (MSG both ways)
 };
 
 // The first bytes of a message as lowercase hex, from the payload prefix logged with the
@@ -137,8 +153,10 @@ class MessageEmitter {
         payload_key_(builder.String(kPayloadAttribute)) {}
 
   void Emit(const ConnectionPair& pair, uint32_t connection) {
-    EmitDirection(pair.client, pair.server, MessageKind::kCall, connection);
-    EmitDirection(pair.server, pair.client, MessageKind::kReturn, connection);
+    EmitDirection(pair.client, pair.server, pair.symmetric ? MessageKind::kMessage : MessageKind::kCall,
+                  connection);
+    EmitDirection(pair.server, pair.client, pair.symmetric ? MessageKind::kMessage : MessageKind::kReturn,
+                  connection);
   }
 
  private:
@@ -202,27 +220,45 @@ class MessageEmitter {
   StringId payload_key_;
 };
 
-// Pairs each end with the end whose 4-tuple is its reverse and whose lifetime overlaps it
-// most closely (nearest open time): a reused port gives one pair per lifetime (vPath §3.3).
+// Pairs each end with its other end: for TCP the end whose 4-tuple is its reverse and whose
+// lifetime overlaps it, nearest in open time, so a reused port gives one pair per lifetime
+// (vPath §3.3); for Unix sockets the end with the inode it names as its peer (exact, however
+// many connections join the same two processes on one path).
 std::vector<ConnectionPair> PairEnds(const std::vector<ConnectionEnd>& ends) {
   std::map<std::pair<std::string, std::string>, std::vector<size_t>> by_tuple;
+  std::map<std::pair<std::array<uint8_t, 16>, uint64_t>, std::vector<size_t>> by_inode;
   for (size_t i = 0; i < ends.size(); ++i) {
-    if (!ends[i].merged_away) by_tuple[{ends[i].local, ends[i].peer}].push_back(i);
+    if (ends[i].merged_away) continue;
+    if (ends[i].unix_socket) {
+      by_inode[{ends[i].boot_id, ends[i].inode}].push_back(i);
+    } else {
+      by_tuple[{ends[i].local, ends[i].peer}].push_back(i);
+    }
   }
   auto overlaps = [](const ConnectionEnd& a, const ConnectionEnd& b) {
     bool a_before_b = a.close_ns != kNoTime && a.close_ns < b.open_ns;
     bool b_before_a = b.close_ns != kNoTime && b.close_ns < a.open_ns;
     return !a_before_b && !b_before_a;
   };
+  static const std::vector<size_t> kNoCandidates;
+  auto candidates = [&](const ConnectionEnd& end) -> const std::vector<size_t>& {
+    if (end.unix_socket) {
+      // The connecting end does not know its peer's inode; its peer finds it.
+      if (end.peer_inode == 0) return kNoCandidates;
+      auto it = by_inode.find({end.boot_id, end.peer_inode});
+      return it != by_inode.end() ? it->second : kNoCandidates;
+    }
+    auto it = by_tuple.find({end.peer, end.local});
+    return it != by_tuple.end() ? it->second : kNoCandidates;
+  };
   std::vector<int64_t> partner(ends.size(), -1);
   for (size_t i = 0; i < ends.size(); ++i) {
     if (ends[i].merged_away || partner[i] >= 0) continue;
-    auto it = by_tuple.find({ends[i].peer, ends[i].local});
-    if (it == by_tuple.end()) continue;
     int64_t best = -1;
     TimeNs best_distance = 0;
-    for (size_t j : it->second) {
+    for (size_t j : candidates(ends[i])) {
       if (j == i || partner[j] >= 0 || !overlaps(ends[i], ends[j])) continue;
+      if (ends[j].unix_socket && ends[j].peer_inode != 0 && ends[j].peer_inode != ends[i].inode) continue;
       TimeNs distance = std::abs(ends[j].open_ns - ends[i].open_ns);
       if (best < 0 || distance < best_distance) {
         best = int64_t(j);
@@ -239,8 +275,11 @@ std::vector<ConnectionPair> PairEnds(const std::vector<ConnectionEnd>& ends) {
     if (ends[i].merged_away) continue;
     const ConnectionEnd* other = partner[i] >= 0 ? &ends[size_t(partner[i])] : nullptr;
     if (other != nullptr && size_t(partner[i]) < i) continue;  // emitted with its partner
-    bool client = IsClient(ends[i], other);
-    pairs.push_back(client ? ConnectionPair{&ends[i], other} : ConnectionPair{other, &ends[i]});
+    switch (RoleOf(ends[i], other)) {
+      case Role::kClient: pairs.push_back({&ends[i], other, false}); break;
+      case Role::kServer: pairs.push_back({other, &ends[i], false}); break;
+      case Role::kNeither: pairs.push_back({&ends[i], other, true}); break;
+    }
   }
   return pairs;
 }
@@ -269,9 +308,9 @@ Result<NodeNaming> ParseNodeNaming(std::string_view name) {
 
 std::string ReconcileSummary::OneLine() const {
   return fmt::format(
-      "{} events, {} TCP connection ends ({} paired, {} half-traced), {} messages, {} bytes, "
-      "{} bytes never read, {} UDP/Unix/pipe I/O events skipped, {} I/O events on unnamed "
-      "descriptors, {} logs with losses",
+      "{} events, {} connection ends ({} paired, {} half-traced), {} messages, {} bytes, "
+      "{} bytes never read, {} UDP/Unix datagram/pipe I/O events skipped, {} I/O events on "
+      "unnamed descriptors, {} logs with losses",
       events, connections, matched, half_traced, messages, bytes, unmatched_bytes, skipped_io,
       unnamed_io, losses.size());
 }

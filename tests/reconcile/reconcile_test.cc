@@ -229,6 +229,53 @@ TEST(Reconcile, ThreadNamingAndLosses) {
       "a/100.wev: no end record (killed or still running: its last buffers are missing); 3 events dropped by the writer"}));
 }
 
+// Two Unix stream connections between the same two processes on one path pair by inode:
+// the accepted end names the connecting end's inode (docs/capture.md), whatever the order
+// of the accepts.
+TEST(Reconcile, UnixStreamConnectionsPairByInode) {
+  std::vector<capture::EventLog> logs = {
+      LogBuilder("a", "/usr/bin/client", 100)
+          .Unix(3, 50, w::kOpConnect, "", "/run/db.sock", 401, 0)
+          .Unix(4, 55, w::kOpConnect, "", "/run/db.sock", 402, 0)
+          .Send(3, 101, 100, 101, 10).Send(4, 102, 102, 103, 20)
+          .Recv(3, 101, 104, 150, 1).Recv(4, 102, 105, 160, 2)
+          .Build(),
+      LogBuilder("a", "/usr/sbin/db", 200)
+          .Unix(5, 52, w::kOpAccept, "/run/db.sock", "", 501, 402)
+          .Unix(6, 57, w::kOpAccept, "/run/db.sock", "", 502, 401)
+          .Recv(5, 205, 90, 110, 20).Recv(6, 206, 91, 111, 10)
+          .Send(5, 205, 140, 141, 2).Send(6, 206, 130, 131, 1)
+          .Build(),
+  };
+  ReconcileSummary summary;
+  EXPECT_EQ(Lines(MustReconcile(logs, &summary)), (std::vector<std::string>{
+      "CALL_SENT a:client -> a:db c1.1 10B send=100 recv=111 tid 101->206 unix:->unix:/run/db.sock",
+      "CALL_SENT a:client -> a:db c2.1 20B send=102 recv=110 tid 102->205 unix:->unix:/run/db.sock",
+      "RET_SENT a:db -> a:client c1.1 1B send=130 recv=150 tid 206->101 unix:/run/db.sock->unix:",
+      "RET_SENT a:db -> a:client c2.1 2B send=140 recv=160 tid 205->102 unix:/run/db.sock->unix:",
+  }));
+  EXPECT_EQ(summary.matched, 2u);
+  EXPECT_EQ(summary.half_traced, 0u);
+}
+
+// A socketpair has no client: each direction's messages are MSG_SENT.
+TEST(Reconcile, SocketpairMessagesAreMsg) {
+  std::vector<capture::EventLog> logs = {
+      LogBuilder("a", "/usr/bin/worker", 100)
+          .Unix(7, 50, w::kOpSocketpair, "", "", 601, 602)
+          .Unix(8, 50, w::kOpSocketpair, "", "", 602, 601)
+          .Send(7, 101, 100, 101, 5).Recv(8, 102, 99, 120, 5)
+          .Send(8, 102, 130, 131, 2).Recv(7, 101, 129, 140, 2)
+          .Build(),
+  };
+  ReconcileSummary summary;
+  EXPECT_EQ(Lines(MustReconcile(logs, &summary, NodeNaming::kThread)), (std::vector<std::string>{
+      "MSG_SENT a:worker[100/101] -> a:worker[100/102] c1.1 5B send=100 recv=120 tid 101->102 unix:->unix:",
+      "MSG_SENT a:worker[100/102] -> a:worker[100/101] c1.1 2B send=130 recv=140 tid 102->101 unix:->unix:",
+  }));
+  EXPECT_EQ(summary.matched, 1u);
+}
+
 // The payload prefix of a message's first send becomes its payload.prefix attribute; with
 // an untraced sender, that of the receiver's first read of the message.
 TEST(Reconcile, PayloadPrefixBecomesAnAttribute) {

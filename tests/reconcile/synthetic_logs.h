@@ -28,6 +28,13 @@ inline capture::Address Ipv4(const char* ip, uint16_t port) {
   return a;
 }
 
+inline capture::Address UnixPath(std::string path) {
+  capture::Address a;
+  a.family = w::kFamilyUnix;
+  a.path = std::move(path);
+  return a;
+}
+
 class LogBuilder {
  public:
   LogBuilder(std::string host, std::string executable, int32_t pid, uint8_t boot = 1) {
@@ -49,6 +56,23 @@ class LogBuilder {
     endpoint.kind = w::kKindTcp;
     endpoint.local = local;
     endpoint.peer = peer;
+    log_.endpoints.push_back(endpoint);
+    capture::Event e{.op = capture::EventOp::kEndpoint, .tid = log_.header.pid, .fd = fd,
+                     .entry_ns = t, .exit_ns = t};
+    e.arg = cause;
+    e.endpoint = int32_t(log_.endpoints.size() - 1);
+    return Add(e);
+  }
+  // An endpoint record naming `fd` as a Unix stream socket with its inode and, where the
+  // kernel told it, the other end's.
+  LogBuilder& Unix(int32_t fd, TimeNs t, w::Op cause, std::string local_path, std::string peer_path,
+                   uint64_t inode, uint64_t peer_inode) {
+    capture::Endpoint endpoint;
+    endpoint.kind = w::kKindUnixStream;
+    endpoint.local = UnixPath(std::move(local_path));
+    endpoint.peer = UnixPath(std::move(peer_path));
+    endpoint.inode = inode;
+    endpoint.peer_inode = peer_inode;
     log_.endpoints.push_back(endpoint);
     capture::Event e{.op = capture::EventOp::kEndpoint, .tid = log_.header.pid, .fd = fd,
                      .entry_ns = t, .exit_ns = t};
