@@ -19,15 +19,18 @@ bool IsInternet(const capture::Address& a) {
 
 // What a descriptor currently names.
 struct DescriptorName {
-  int32_t end = -1;     // index into ends: a connected TCP socket
-  bool other = false;   // named, but not a connected TCP socket (listener, UDP, Unix, pipe)
+  int32_t end = -1;     // index into ends: a connected TCP or Unix stream socket
+  int32_t udp = -1;     // index into the UDP sockets
+  bool other = false;   // named, but neither (listener, Unix datagram, pipe)
 };
 
 class DescriptorWalker {
  public:
   DescriptorWalker(const capture::EventLog& log, uint32_t log_index, TimeNs offset,
-                   std::vector<ConnectionEnd>& ends, ConnectionTableCounts& counts)
-      : log_(log), log_index_(log_index), offset_(offset), ends_(ends), counts_(counts) {}
+                   std::vector<ConnectionEnd>& ends, std::vector<UdpSocket>& udp_sockets,
+                   std::vector<Datagram>& datagrams, ConnectionTableCounts& counts)
+      : log_(log), log_index_(log_index), offset_(offset), ends_(ends), udp_sockets_(udp_sockets),
+        datagrams_(datagrams), counts_(counts) {}
 
   void Walk() {
     for (const Event& e : log_.events) {
@@ -49,6 +52,10 @@ class DescriptorWalker {
     const capture::Endpoint& endpoint = log_.endpoints[size_t(e.endpoint)];
     auto cause = capture::wire::Op(e.arg);
     if (NamesSameConnection(e.fd, endpoint)) return;
+    if (endpoint.kind == capture::wire::kKindUdp) {
+      NameUdp(e.fd, endpoint, cause);
+      return;
+    }
     // A second record for a descriptor (socket, then connect) replaces the first name.
     Unname(e.fd, e.exit_ns);
     DescriptorName& name = names_[e.fd];
@@ -86,6 +93,52 @@ class DescriptorWalker {
     references_[name.end] = 1;
   }
 
+  // A UDP socket keeps one entry from socket() on; bind, connect and the record after its
+  // first send fill in its names.
+  void NameUdp(int32_t fd, const capture::Endpoint& endpoint, capture::wire::Op cause) {
+    auto it = names_.find(fd);
+    if (it == names_.end() || it->second.udp < 0) {
+      Unname(fd, 0);
+      names_[fd].udp = int32_t(udp_sockets_.size());
+      udp_sockets_.push_back(UdpSocket{.log = log_index_});
+      it = names_.find(fd);
+    }
+    UdpSocket& socket = udp_sockets_[size_t(it->second.udp)];
+    if (endpoint.local.port != 0) {
+      socket.local = capture::FormatAddress(endpoint.local);
+      socket.local_port = endpoint.local.port;
+    }
+    if (IsInternet(endpoint.peer) && endpoint.peer.port != 0) {
+      socket.peer = capture::FormatAddress(endpoint.peer);
+      socket.peer_port = endpoint.peer.port;
+    }
+    // It serves if it was bound explicitly, or inherited already bound (a server whose
+    // socket its parent bound before forking, as the testbed's runner does).
+    if (cause == capture::wire::kOpBind || (cause == capture::wire::kOpNone && endpoint.local.port != 0)) {
+      socket.bound = true;
+    }
+  }
+
+  void AddDatagram(const Event& e, int32_t udp) {
+    const UdpSocket& socket = udp_sockets_[size_t(udp)];
+    reconcile::Datagram d{.socket = uint32_t(udp),
+                          .entry_ns = e.entry_ns + offset_,
+                          .exit_ns = e.exit_ns + offset_,
+                          .bytes = e.result,
+                          .hash = e.payload_hash,
+                          .peer = socket.peer,
+                          .peer_port = socket.peer_port,
+                          .tid = e.tid,
+                          .log = log_index_,
+                          .payload = e.payload,
+                          .send = capture::IsSendOp(e.op)};
+    if (e.peer >= 0 && size_t(e.peer) < log_.addresses.size() && IsInternet(log_.addresses[size_t(e.peer)])) {
+      d.peer = capture::FormatAddress(log_.addresses[size_t(e.peer)]);
+      d.peer_port = log_.addresses[size_t(e.peer)].port;
+    }
+    datagrams_.push_back(std::move(d));
+  }
+
   // True if `fd` already names the connection `endpoint` describes (a repeated record).
   bool NamesSameConnection(int32_t fd, const capture::Endpoint& endpoint) const {
     auto it = names_.find(fd);
@@ -121,6 +174,10 @@ class DescriptorWalker {
       ++counts_.unnamed_io;
       return;
     }
+    if (it->second.udp >= 0 && e.datagram) {
+      AddDatagram(e, it->second.udp);
+      return;
+    }
     if (it->second.end < 0) {
       ++counts_.skipped_io;
       return;
@@ -139,6 +196,8 @@ class DescriptorWalker {
   uint32_t log_index_;
   TimeNs offset_;
   std::vector<ConnectionEnd>& ends_;
+  std::vector<UdpSocket>& udp_sockets_;
+  std::vector<reconcile::Datagram>& datagrams_;
   ConnectionTableCounts& counts_;
   std::unordered_map<int32_t, DescriptorName> names_;
   std::unordered_map<int32_t, int32_t> references_;  // end -> descriptors naming it
@@ -148,8 +207,9 @@ class DescriptorWalker {
 
 void CollectConnectionEnds(const capture::EventLog& log, uint32_t log_index,
                            TimeNs realtime_offset_ns, std::vector<ConnectionEnd>& ends,
+                           std::vector<UdpSocket>& udp_sockets, std::vector<Datagram>& datagrams,
                            ConnectionTableCounts& counts) {
-  DescriptorWalker(log, log_index, realtime_offset_ns, ends, counts).Walk();
+  DescriptorWalker(log, log_index, realtime_offset_ns, ends, udp_sockets, datagrams, counts).Walk();
 }
 
 void MergeInheritedEnds(std::vector<ConnectionEnd>& ends) {

@@ -48,16 +48,46 @@ struct ConnectionEnd {
   bool merged_away = false;  // folded into another end (inherited descriptor)
 };
 
+// A UDP socket as its endpoint records named it. Its local port may be named only after
+// its first send (the kernel bound it then), so datagrams refer to the socket by index and
+// read the port once the whole log has been walked.
+struct UdpSocket {
+  std::string local;        // "0.0.0.0:53", "127.0.0.1:40000"
+  uint16_t local_port = 0;
+  std::string peer;         // a connected UDP socket's peer; "" if not connected
+  uint16_t peer_port = 0;
+  bool bound = false;       // bound explicitly, or inherited bound: it serves a known port
+  uint32_t log = 0;
+};
+
+// One datagram sent or received (sendto/recvfrom family, or send/recv on a connected UDP
+// socket), with the XXH3-64 of its bytes.
+struct Datagram {
+  uint32_t socket = 0;  // index into the UDP sockets
+  TimeNs entry_ns = 0;  // realtime
+  TimeNs exit_ns = 0;
+  int64_t bytes = 0;
+  uint64_t hash = 0;
+  std::string peer;     // sent to / came from; the socket's peer if the call gave none
+  uint16_t peer_port = 0;
+  int32_t tid = 0;
+  uint32_t log = 0;
+  int32_t payload = capture::kNone;
+  bool send = false;
+};
+
 struct ConnectionTableCounts {
   uint64_t events = 0;
-  uint64_t skipped_io = 0;  // I/O on UDP, Unix datagram and pipe descriptors
+  uint64_t skipped_io = 0;  // I/O on Unix datagram and pipe descriptors
   uint64_t unnamed_io = 0;  // I/O on descriptors no record named
 };
 
 // `realtime_offset_ns` maps the log's monotonic times to the epoch (added to them).
 // Appends the TCP connection ends of `log` (number `log_index`) to `ends`.
+// Appends its UDP sockets and datagrams to `udp_sockets` and `datagrams`.
 void CollectConnectionEnds(const capture::EventLog& log, uint32_t log_index,
                            TimeNs realtime_offset_ns, std::vector<ConnectionEnd>& ends,
+                           std::vector<UdpSocket>& udp_sockets, std::vector<Datagram>& datagrams,
                            ConnectionTableCounts& counts);
 
 // Folds each end named by inheritance (opener unknown, op "none") into an end on the same

@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 
 #include "reconcile/connection_table.h"
+#include "reconcile/datagram_matcher.h"
 
 namespace weft::reconcile {
 namespace {
@@ -134,11 +135,10 @@ struct ConnectionPair {
 };
 
 // The first bytes of a message as lowercase hex, from the payload prefix logged with the
-// io that starts it (the sender's first send, or the receiver's first read when the sender
-// was not traced); "" when none was logged.
-std::string PayloadHex(std::span<const capture::EventLog> logs, const StreamIo& io) {
-  if (io.payload < 0) return "";
-  const std::string& bytes = logs[io.log].payloads[size_t(io.payload)];
+// call that starts it; "" when none was logged.
+std::string PayloadHex(std::span<const capture::EventLog> logs, uint32_t log, int32_t payload) {
+  if (payload < 0) return "";
+  const std::string& bytes = logs[log].payloads[size_t(payload)];
   std::string hex;
   hex.reserve(bytes.size() * 2);
   for (unsigned char b : bytes) hex += fmt::format("{:02x}", b);
@@ -171,7 +171,9 @@ class MessageEmitter {
     ReadCursor cursor(sender != nullptr ? receiver : nullptr);
     uint32_t sequence = 0;
     for (const MessageSpan& span : spans) {
-      std::string payload = PayloadHex(logs_, definer->io[span.first]);
+      // The sender's first send, or the receiver's first read when the sender was not traced.
+      const StreamIo& opening = definer->io[span.first];
+      std::string payload = PayloadHex(logs_, opening.log, opening.payload);
       MessageRecord record;
       record.kind = kind;
       record.call_id = builder_.String(fmt::format("c{}.{}", connection, ++sequence));
@@ -284,6 +286,72 @@ std::vector<ConnectionPair> PairEnds(const std::vector<ConnectionEnd>& ends) {
   return pairs;
 }
 
+// One message per datagram. A socket that was bound explicitly serves a well-known port:
+// datagrams to it are CALLs, from it RETURNs; between two such (or two unbound) sockets
+// they are MSG. Call ids pair the k-th CALL and the k-th RETURN of a (client, server)
+// endpoint pair: "u<flow>.<k>".
+class DatagramEmitter {
+ public:
+  DatagramEmitter(std::span<const capture::EventLog> logs, std::span<const UdpSocket> sockets,
+                  NodeNamer& namer, TraceBuilder& builder, ReconcileSummary& summary)
+      : logs_(logs), sockets_(sockets), namer_(namer), builder_(builder), summary_(summary),
+        payload_key_(builder.String(kPayloadAttribute)) {}
+
+  void Emit(const DatagramMessage& m) {
+    const Datagram* first = m.send != nullptr ? m.send : m.recv;
+    MessageRecord record;
+    record.bytes = first->bytes;
+    // Endpoints as the receiver saw the source (the real address, never 0.0.0.0).
+    std::string source = m.recv != nullptr ? m.recv->peer : sockets_[m.send->socket].local;
+    std::string destination = m.send != nullptr ? m.send->peer : sockets_[m.recv->socket].local;
+    record.sender_endpoint = builder_.String(source);
+    record.receiver_endpoint = builder_.String(destination);
+    if (m.send != nullptr) {
+      record.send_time = m.send->entry_ns;
+      record.sender_thread = uint32_t(m.send->tid);
+      record.sender = namer_.Traced(m.send->log, m.send->tid);
+    } else {
+      record.sender = namer_.Untraced(source);
+    }
+    if (m.recv != nullptr) {
+      record.recv_time = m.recv->exit_ns;
+      record.receiver_thread = uint32_t(m.recv->tid);
+      record.receiver = namer_.Traced(m.recv->log, m.recv->tid);
+    } else {
+      record.receiver = namer_.Untraced(destination);
+    }
+    // Untraced sides are taken to be the opposite of the traced side.
+    bool sender_serves = m.send != nullptr ? sockets_[m.send->socket].bound : !sockets_[m.recv->socket].bound;
+    bool receiver_serves = m.recv != nullptr ? sockets_[m.recv->socket].bound : !sender_serves;
+    if (sender_serves != receiver_serves) {
+      record.kind = receiver_serves ? MessageKind::kCall : MessageKind::kReturn;
+      auto flow_key = receiver_serves ? std::make_pair(source, destination) : std::make_pair(destination, source);
+      auto [it, inserted] = flows_.try_emplace(flow_key, Flow{uint32_t(flows_.size() + 1), 0, 0});
+      uint32_t& count = receiver_serves ? it->second.calls : it->second.returns;
+      record.call_id = builder_.String(fmt::format("u{}.{}", it->second.number, ++count));
+    }
+    uint32_t row = builder_.Add(record);
+    std::string payload = PayloadHex(logs_, first->log, first->payload);
+    if (!payload.empty()) builder_.AddAttribute(row, payload_key_, builder_.String(payload));
+    ++summary_.messages;
+    ++summary_.datagrams;
+    summary_.datagrams_matched += m.send != nullptr && m.recv != nullptr;
+    summary_.bytes += uint64_t(record.bytes);
+  }
+
+ private:
+  struct Flow {
+    uint32_t number, calls, returns;
+  };
+  std::span<const capture::EventLog> logs_;
+  std::span<const UdpSocket> sockets_;
+  NodeNamer& namer_;
+  TraceBuilder& builder_;
+  ReconcileSummary& summary_;
+  StringId payload_key_;
+  std::map<std::pair<std::string, std::string>, Flow> flows_;
+};
+
 // Turns the reader's reports into lines naming the file and byte offset.
 class LossCollector : public capture::Reporter {
  public:
@@ -309,10 +377,10 @@ Result<NodeNaming> ParseNodeNaming(std::string_view name) {
 std::string ReconcileSummary::OneLine() const {
   return fmt::format(
       "{} events, {} connection ends ({} paired, {} half-traced), {} messages, {} bytes, "
-      "{} bytes never read, {} UDP/Unix datagram/pipe I/O events skipped, {} I/O events on "
-      "unnamed descriptors, {} logs with losses",
-      events, connections, matched, half_traced, messages, bytes, unmatched_bytes, skipped_io,
-      unnamed_io, losses.size());
+      "{} bytes never read, {} UDP datagrams ({} seen at both ends), {} Unix datagram/pipe I/O "
+      "events skipped, {} I/O events on unnamed descriptors, {} logs with losses",
+      events, connections, matched, half_traced, messages, bytes, unmatched_bytes, datagrams,
+      datagrams_matched, skipped_io, unnamed_io, losses.size());
 }
 
 Result<Trace> Reconcile(std::span<const capture::EventLog> logs, const ReconcileOptions& options,
@@ -324,12 +392,14 @@ Result<Trace> Reconcile(std::span<const capture::EventLog> logs, const Reconcile
   // boot, since they share CLOCK_MONOTONIC exactly.
   std::map<std::array<uint8_t, 16>, TimeNs> boot_offsets;
   std::vector<ConnectionEnd> ends;
+  std::vector<UdpSocket> udp_sockets;
+  std::vector<Datagram> datagrams;
   ConnectionTableCounts counts;
   for (uint32_t i = 0; i < logs.size(); ++i) {
     const capture::EventLog& log = logs[i];
     auto [it, inserted] = boot_offsets.try_emplace(
         log.header.boot_id, log.header.clock_realtime_ns - log.header.clock_monotonic_ns);
-    CollectConnectionEnds(log, i, it->second, ends, counts);
+    CollectConnectionEnds(log, i, it->second, ends, udp_sockets, datagrams, counts);
     std::string loss = DescribeLoss(log);
     if (!loss.empty()) s.losses.push_back(std::move(loss));
   }
@@ -362,6 +432,13 @@ Result<Trace> Reconcile(std::span<const capture::EventLog> logs, const Reconcile
     }
     emitter.Emit(pair, ++number);
   }
+  // Datagrams in time order of their first observed side, for stable call ids.
+  std::vector<DatagramMessage> datagram_messages = MatchDatagrams(udp_sockets, datagrams);
+  auto first_time = [](const DatagramMessage& m) { return m.send != nullptr ? m.send->entry_ns : m.recv->exit_ns; };
+  std::stable_sort(datagram_messages.begin(), datagram_messages.end(),
+                   [&](const DatagramMessage& a, const DatagramMessage& b) { return first_time(a) < first_time(b); });
+  DatagramEmitter datagram_emitter(logs, udp_sockets, namer, builder, s);
+  for (const DatagramMessage& m : datagram_messages) datagram_emitter.Emit(m);
   return std::move(builder).Finish();
 }
 

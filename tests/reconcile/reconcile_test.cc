@@ -276,6 +276,43 @@ TEST(Reconcile, SocketpairMessagesAreMsg) {
   EXPECT_EQ(summary.matched, 1u);
 }
 
+// UDP: one message per datagram, paired by ports, size and payload hash (two identical
+// queries pair in order); the bound socket serves, so queries are CALLs and answers
+// RETURNs; a query to an untraced server keeps only its send.
+TEST(Reconcile, DatagramsPairByPortsAndHash) {
+  const capture::Address any_53 = Ipv4("0.0.0.0", 53), any_5000 = Ipv4("0.0.0.0", 5000);
+  const capture::Address server = Ipv4("10.0.0.2", 53), client = Ipv4("10.0.0.1", 5000);
+  std::vector<capture::EventLog> logs = {
+      LogBuilder("a", "/usr/bin/dig", 100)
+          .Udp(3, 50, w::kOpSocket, Ipv4("0.0.0.0", 0))
+          .Datagram(true, 3, 101, 100, 101, 30, 0xaaa, server)
+          .Udp(3, 101, w::kOpSendto, any_5000)
+          .Datagram(false, 3, 101, 102, 200, 60, 0xbbb, server)
+          .Datagram(true, 3, 101, 300, 301, 30, 0xaaa, server)
+          .Datagram(false, 3, 101, 302, 400, 60, 0xbbb, server)
+          .Datagram(true, 3, 101, 500, 501, 30, 0xccc, Ipv4("10.0.0.9", 53))
+          .Build(),
+      LogBuilder("b", "/usr/sbin/dnsd", 200)
+          .Udp(4, 10, w::kOpBind, any_53)
+          .Datagram(false, 4, 201, 20, 150, 30, 0xaaa, client)
+          .Datagram(true, 4, 201, 160, 161, 60, 0xbbb, client)
+          .Datagram(false, 4, 201, 162, 350, 30, 0xaaa, client)
+          .Datagram(true, 4, 201, 360, 361, 60, 0xbbb, client)
+          .Build(),
+  };
+  ReconcileSummary summary;
+  EXPECT_EQ(Lines(MustReconcile(logs, &summary)), (std::vector<std::string>{
+      "CALL_SENT a:dig -> b:dnsd u1.1 30B send=100 recv=150 tid 101->201 10.0.0.1:5000->10.0.0.2:53",
+      "RET_SENT b:dnsd -> a:dig u1.1 60B send=160 recv=200 tid 201->101 10.0.0.2:53->10.0.0.1:5000",
+      "CALL_SENT a:dig -> b:dnsd u1.2 30B send=300 recv=350 tid 101->201 10.0.0.1:5000->10.0.0.2:53",
+      "RET_SENT b:dnsd -> a:dig u1.2 60B send=360 recv=400 tid 201->101 10.0.0.2:53->10.0.0.1:5000",
+      "CALL_SENT a:dig -> 10.0.0.9:53 u2.1 30B send=500 recv=- tid 101->0 0.0.0.0:5000->10.0.0.9:53",
+  }));
+  EXPECT_EQ(summary.datagrams, 5u);
+  EXPECT_EQ(summary.datagrams_matched, 4u);
+  EXPECT_EQ(summary.skipped_io, 0u);
+}
+
 // The payload prefix of a message's first send becomes its payload.prefix attribute; with
 // an untraced sender, that of the receiver's first read of the message.
 TEST(Reconcile, PayloadPrefixBecomesAnAttribute) {

@@ -189,6 +189,8 @@ class ReconcileTestbedTest : public ::testing::Test {
 
 TEST_F(ReconcileTestbedTest, ThreeTierMatchesTruth) { CheckAgainstTruth("three-tier.toml", false); }
 TEST_F(ReconcileTestbedTest, PipelinedMatchesTruth) { CheckAgainstTruth("pipelined.toml", true); }
+// UDP tiers: one message per datagram, paired by ports and payload hash.
+TEST_F(ReconcileTestbedTest, DnsOverUdpMatchesTruth) { CheckAgainstTruth("dns.toml", false); }
 TEST_F(ReconcileTestbedTest, EveryModelMatchesTruth) { CheckAgainstTruth("every-model.toml", false); }
 
 }  // namespace

@@ -80,6 +80,30 @@ class LogBuilder {
     e.endpoint = int32_t(log_.endpoints.size() - 1);
     return Add(e);
   }
+  // An endpoint record naming `fd` as a UDP socket (cause socket, bind, or the send after
+  // which the kernel's port was logged).
+  LogBuilder& Udp(int32_t fd, TimeNs t, w::Op cause, const capture::Address& local) {
+    capture::Endpoint endpoint;
+    endpoint.kind = w::kKindUdp;
+    endpoint.local = local;
+    log_.endpoints.push_back(endpoint);
+    capture::Event e{.op = capture::EventOp::kEndpoint, .tid = log_.header.pid, .fd = fd,
+                     .entry_ns = t, .exit_ns = t};
+    e.arg = cause;
+    e.endpoint = int32_t(log_.endpoints.size() - 1);
+    return Add(e);
+  }
+  // A datagram sent to / received from `peer`, with the hash of its bytes.
+  LogBuilder& Datagram(bool send, int32_t fd, int32_t tid, TimeNs entry, TimeNs exit, int32_t bytes,
+                       uint64_t hash, const capture::Address& peer) {
+    log_.addresses.push_back(peer);
+    capture::Event e{.op = send ? capture::EventOp::kSendto : capture::EventOp::kRecvfrom, .tid = tid,
+                     .fd = fd, .entry_ns = entry, .exit_ns = exit, .result = bytes};
+    e.peer = int32_t(log_.addresses.size() - 1);
+    e.datagram = true;
+    e.payload_hash = hash;
+    return Add(e);
+  }
   LogBuilder& Send(int32_t fd, int32_t tid, TimeNs entry, TimeNs exit, int32_t bytes) {
     return Add({.op = capture::EventOp::kSend, .tid = tid, .fd = fd, .entry_ns = entry,
                 .exit_ns = exit, .result = bytes});
