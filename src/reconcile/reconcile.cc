@@ -1,4 +1,4 @@
-// Event logs -> message trace. vPath §3 (ATC'09): per-connection send/recv streams,
+// Event logs -> message trace (UDP: datagram_matcher.h). vPath §3 (ATC'09): per-connection send/recv streams,
 // normalised into messages at direction turns (§3.2) and paired across the two ends of a
 // connection by 4-tuple and lifetime (§3.3); WAP5 §4 (WWW'06) calls the result "fat
 // messages". Two departures from vPath, both because weft's logs hold more:
@@ -8,6 +8,8 @@
 #include "reconcile/reconcile.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <string>
