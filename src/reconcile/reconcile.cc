@@ -141,9 +141,12 @@ struct ConnectionPair {
 std::string PayloadHex(std::span<const capture::EventLog> logs, uint32_t log, int32_t payload) {
   if (payload < 0) return "";
   const std::string& bytes = logs[log].payloads[size_t(payload)];
-  std::string hex;
-  hex.reserve(bytes.size() * 2);
-  for (unsigned char b : bytes) hex += fmt::format("{:02x}", b);
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string hex(bytes.size() * 2, '0');
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    hex[2 * i] = kDigits[uint8_t(bytes[i]) >> 4];
+    hex[2 * i + 1] = kDigits[uint8_t(bytes[i]) & 0xf];
+  }
   return hex;
 }
 
