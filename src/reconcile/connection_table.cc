@@ -69,7 +69,8 @@ class DescriptorWalker {
         unix_stream && !endpoint.listening && endpoint.inode != 0 &&
         (cause == capture::wire::kOpConnect || cause == capture::wire::kOpAccept ||
          cause == capture::wire::kOpSocketpair || endpoint.peer_inode != 0);
-    if (!connected_tcp && !connected_unix) {
+    bool pipe = endpoint.kind == capture::wire::kKindPipe && endpoint.inode != 0;
+    if (!connected_tcp && !connected_unix && !pipe) {
       name.other = true;
       return;
     }
@@ -77,6 +78,11 @@ class DescriptorWalker {
     end.local = capture::FormatAddress(endpoint.local);
     end.peer = capture::FormatAddress(endpoint.peer);
     end.unix_socket = connected_unix;
+    end.pipe = pipe;
+    if (pipe) {
+      end.inode = endpoint.inode;
+      end.local = end.peer = "pipe:" + std::to_string(endpoint.inode);
+    }
     if (connected_unix) {
       end.inode = endpoint.inode;
       end.peer_inode = endpoint.peer_inode;
@@ -144,7 +150,7 @@ class DescriptorWalker {
     auto it = names_.find(fd);
     if (it == names_.end() || it->second.end < 0) return false;
     const ConnectionEnd& end = ends_[size_t(it->second.end)];
-    if (end.unix_socket) return endpoint.inode == end.inode;
+    if (end.unix_socket || end.pipe) return endpoint.inode == end.inode;
     return capture::FormatAddress(endpoint.local) == end.local &&
            capture::FormatAddress(endpoint.peer) == end.peer;
   }
@@ -222,12 +228,17 @@ void MergeInheritedEnds(std::vector<ConnectionEnd>& ends) {
   std::vector<size_t> merged_into_me;
   for (size_t i : order) {
     ConnectionEnd& end = ends[i];
-    auto key = end.unix_socket ? std::make_tuple(end.boot_id, std::to_string(end.inode), std::string("unix"))
-                               : std::make_tuple(end.boot_id, end.local, end.peer);
+    auto key = end.unix_socket || end.pipe
+                   ? std::make_tuple(end.boot_id, std::to_string(end.inode), std::string(end.pipe ? "pipe" : "unix"))
+                   : std::make_tuple(end.boot_id, end.local, end.peer);
     auto it = owner.find(key);
-    bool inherited = end.opener == Opener::kUnknown && it != owner.end() &&
-                     (ends[it->second].close_ns == kNoTime || ends[it->second].close_ns >= end.open_ns) &&
-                     ends[it->second].log != end.log;
+    // A pipe's read and write descriptors, in whichever processes hold them, are one
+    // stream: writes are its sends, reads its receives.
+    bool same_pipe = end.pipe && it != owner.end();
+    bool inherited = same_pipe ||
+                     (end.opener == Opener::kUnknown && it != owner.end() &&
+                      (ends[it->second].close_ns == kNoTime || ends[it->second].close_ns >= end.open_ns) &&
+                      ends[it->second].log != end.log);
     if (!inherited) {
       owner[key] = i;
       continue;

@@ -37,6 +37,7 @@ struct ConnectionEnd {
   std::string local;  // "ip:port", "unix:/path", "unix:" (unnamed)
   std::string peer;
   bool unix_socket = false;
+  bool pipe = false;        // a pipe: both its descriptors, in every process, form one end
   uint64_t inode = 0;       // Unix: this end's socket inode
   uint64_t peer_inode = 0;  // Unix: the other end's, 0 where not logged (the connecting end)
   std::array<uint8_t, 16> boot_id{};
@@ -78,7 +79,7 @@ struct Datagram {
 
 struct ConnectionTableCounts {
   uint64_t events = 0;
-  uint64_t skipped_io = 0;  // I/O on Unix datagram and pipe descriptors
+  uint64_t skipped_io = 0;  // I/O on Unix datagram descriptors
   uint64_t unnamed_io = 0;  // I/O on descriptors no record named
 };
 

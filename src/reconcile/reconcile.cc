@@ -157,6 +157,60 @@ class MessageEmitter {
       : logs_(logs), namer_(namer), builder_(builder), summary_(summary),
         payload_key_(builder.String(kPayloadAttribute)) {}
 
+  // A pipe flows one way, so it has no direction turns: a message is a run of writes that
+  // ends when the reader has drained the pipe (a read completes exactly at the last byte
+  // written so far) before the next write. With the reader untraced every write is a
+  // message; with the writer untraced every read is.
+  void EmitPipe(const ConnectionEnd& pipe, uint32_t number) {
+    std::vector<size_t> writes, reads;
+    for (size_t i = 0; i < pipe.io.size(); ++i) (pipe.io[i].send ? writes : reads).push_back(i);
+    StringId endpoint = builder_.String(pipe.local);
+    uint32_t sequence = 0;
+    auto add = [&](const StreamIo* first_write, const StreamIo* completing_read, int64_t bytes) {
+      MessageRecord record;
+      record.kind = MessageKind::kMessage;
+      record.call_id = builder_.String(fmt::format("p{}.{}", number, ++sequence));
+      record.bytes = bytes;
+      record.sender_endpoint = record.receiver_endpoint = endpoint;
+      record.sender = first_write != nullptr ? namer_.Traced(first_write->log, first_write->tid)
+                                             : namer_.Untraced(pipe.local);
+      record.receiver = completing_read != nullptr ? namer_.Traced(completing_read->log, completing_read->tid)
+                                                   : namer_.Untraced(pipe.local);
+      if (first_write != nullptr) {
+        record.send_time = first_write->entry_ns;
+        record.sender_thread = uint32_t(first_write->tid);
+      }
+      if (completing_read != nullptr) {
+        record.recv_time = completing_read->exit_ns;
+        record.receiver_thread = uint32_t(completing_read->tid);
+      }
+      builder_.Add(record);
+      ++summary_.messages;
+      summary_.bytes += uint64_t(bytes);
+    };
+    if (writes.empty()) {
+      for (size_t r : reads) add(nullptr, &pipe.io[r], pipe.io[r].bytes);
+      return;
+    }
+    ReadCursor cursor(reads.empty() ? nullptr : &pipe);
+    int64_t written = 0, message_start = 0;
+    size_t first_of_message = writes[0], next_read = 0, read_end = 0;
+    for (size_t w = 0; w < writes.size(); ++w) {
+      if (written == message_start) first_of_message = writes[w];
+      written += pipe.io[writes[w]].bytes;
+      // Has the reader drained the pipe before the next write?
+      bool drained = reads.empty();
+      while (next_read < reads.size() && int64_t(read_end) < written) read_end += size_t(pipe.io[reads[next_read++]].bytes);
+      if (!reads.empty() && int64_t(read_end) == written && next_read > 0) {
+        TimeNs next_write = w + 1 < writes.size() ? pipe.io[writes[w + 1]].entry_ns : INT64_MAX;
+        drained = pipe.io[reads[next_read - 1]].exit_ns <= next_write;
+      }
+      if (!drained && w + 1 < writes.size()) continue;
+      add(&pipe.io[first_of_message], cursor.ReadHolding(written - 1), written - message_start);
+      message_start = written;
+    }
+  }
+
   void Emit(const ConnectionPair& pair, uint32_t connection) {
     EmitDirection(pair.client, pair.server, pair.symmetric ? MessageKind::kMessage : MessageKind::kCall,
                   connection);
@@ -235,7 +289,7 @@ std::vector<ConnectionPair> PairEnds(const std::vector<ConnectionEnd>& ends) {
   std::map<std::pair<std::string, std::string>, std::vector<size_t>> by_tuple;
   std::map<std::pair<std::array<uint8_t, 16>, uint64_t>, std::vector<size_t>> by_inode;
   for (size_t i = 0; i < ends.size(); ++i) {
-    if (ends[i].merged_away) continue;
+    if (ends[i].merged_away || ends[i].pipe) continue;
     if (ends[i].unix_socket) {
       by_inode[{ends[i].boot_id, ends[i].inode}].push_back(i);
     } else {
@@ -260,7 +314,7 @@ std::vector<ConnectionPair> PairEnds(const std::vector<ConnectionEnd>& ends) {
   };
   std::vector<int64_t> partner(ends.size(), -1);
   for (size_t i = 0; i < ends.size(); ++i) {
-    if (ends[i].merged_away || partner[i] >= 0) continue;
+    if (ends[i].merged_away || ends[i].pipe || partner[i] >= 0) continue;
     int64_t best = -1;
     TimeNs best_distance = 0;
     for (size_t j : candidates(ends[i])) {
@@ -279,7 +333,7 @@ std::vector<ConnectionPair> PairEnds(const std::vector<ConnectionEnd>& ends) {
   }
   std::vector<ConnectionPair> pairs;
   for (size_t i = 0; i < ends.size(); ++i) {
-    if (ends[i].merged_away) continue;
+    if (ends[i].merged_away || ends[i].pipe) continue;
     const ConnectionEnd* other = partner[i] >= 0 ? &ends[size_t(partner[i])] : nullptr;
     if (other != nullptr && size_t(partner[i]) < i) continue;  // emitted with its partner
     switch (RoleOf(ends[i], other)) {
@@ -382,10 +436,10 @@ Result<NodeNaming> ParseNodeNaming(std::string_view name) {
 std::string ReconcileSummary::OneLine() const {
   return fmt::format(
       "{} events, {} connection ends ({} paired, {} half-traced), {} messages, {} bytes, "
-      "{} bytes never read, {} UDP datagrams ({} seen at both ends), {} Unix datagram/pipe I/O "
-      "events skipped, {} I/O events on unnamed descriptors, {} logs with losses",
+      "{} bytes never read, {} UDP datagrams ({} seen at both ends), {} pipes, {} Unix datagram "
+      "I/O events skipped, {} I/O events on unnamed descriptors, {} logs with losses",
       events, connections, matched, half_traced, messages, bytes, unmatched_bytes, datagrams,
-      datagrams_matched, skipped_io, unnamed_io, losses.size());
+      datagrams_matched, pipes, skipped_io, unnamed_io, losses.size());
 }
 
 Result<Trace> Reconcile(std::span<const capture::EventLog> logs, const ReconcileOptions& options,
@@ -426,7 +480,12 @@ Result<Trace> Reconcile(std::span<const capture::EventLog> logs, const Reconcile
   TraceBuilder builder;
   NodeNamer namer(logs, options.nodes, builder);
   MessageEmitter emitter(logs, namer, builder, s);
-  uint32_t number = 0;
+  uint32_t number = 0, pipes = 0;
+  for (const ConnectionEnd& end : ends) {
+    if (!end.pipe || end.merged_away || end.io.empty()) continue;
+    ++s.pipes;
+    emitter.EmitPipe(end, ++pipes);
+  }
   for (const ConnectionPair& pair : pairs) {
     bool both = pair.client != nullptr && pair.server != nullptr;
     s.connections += both ? 2 : 1;

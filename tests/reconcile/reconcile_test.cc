@@ -313,6 +313,38 @@ TEST(Reconcile, DatagramsPairByPortsAndHash) {
   EXPECT_EQ(summary.skipped_io, 0u);
 }
 
+// A pipe between a parent and the child that inherited its read end: writes made before
+// the reader drained the pipe are one message; an unread pipe of a third process gives
+// one message per write to an untraced reader.
+TEST(Reconcile, PipeMessagesEndWhenTheReaderDrainsIt) {
+  std::vector<capture::EventLog> logs = {
+      LogBuilder("a", "/bin/sh", 100)
+          .Pipe(3, 40, w::kOpPipe, 77).Pipe(4, 40, w::kOpPipe, 77)
+          .Close(3, 45)
+          .Send(4, 100, 100, 101, 5).Send(4, 100, 102, 103, 7)   // one message: not drained between
+          .Send(4, 100, 200, 201, 3)
+          .Build(),
+      LogBuilder("a", "/usr/bin/sort", 150).ParentPid(100)
+          .Pipe(3, 42, w::kOpNone, 77)
+          .Recv(3, 150, 90, 110, 4).Recv(3, 150, 111, 130, 8).Recv(3, 150, 131, 210, 3)
+          .Build(),
+      LogBuilder("a", "/usr/bin/tee", 300)
+          .Pipe(1, 10, w::kOpNone, 88)
+          .Send(1, 300, 400, 401, 9).Send(1, 300, 402, 403, 2)
+          .Build(),
+  };
+  ReconcileSummary summary;
+  EXPECT_EQ(Lines(MustReconcile(logs, &summary, NodeNaming::kProcess)), (std::vector<std::string>{
+      "MSG_SENT a:sh[100] -> a:sort[150] p1.1 12B send=100 recv=130 tid 100->150 pipe:77->pipe:77",
+      "MSG_SENT a:sh[100] -> a:sort[150] p1.2 3B send=200 recv=210 tid 100->150 pipe:77->pipe:77",
+      "MSG_SENT a:tee[300] -> pipe:88 p2.1 9B send=400 recv=- tid 300->0 pipe:88->pipe:88",
+      "MSG_SENT a:tee[300] -> pipe:88 p2.2 2B send=402 recv=- tid 300->0 pipe:88->pipe:88",
+  }));
+  EXPECT_EQ(summary.pipes, 2u);
+  EXPECT_EQ(summary.messages, 4u);
+  EXPECT_EQ(summary.skipped_io, 0u);
+}
+
 // The payload prefix of a message's first send becomes its payload.prefix attribute; with
 // an untraced sender, that of the receiver's first read of the message.
 TEST(Reconcile, PayloadPrefixBecomesAnAttribute) {

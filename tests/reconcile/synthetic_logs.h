@@ -104,6 +104,19 @@ class LogBuilder {
     e.payload_hash = hash;
     return Add(e);
   }
+  // An endpoint record naming `fd` as one end of the pipe `inode`.
+  LogBuilder& Pipe(int32_t fd, TimeNs t, w::Op cause, uint64_t inode) {
+    capture::Endpoint endpoint;
+    endpoint.kind = w::kKindPipe;
+    endpoint.inode = inode;
+    endpoint.peer_inode = inode;
+    log_.endpoints.push_back(endpoint);
+    capture::Event e{.op = capture::EventOp::kEndpoint, .tid = log_.header.pid, .fd = fd,
+                     .entry_ns = t, .exit_ns = t};
+    e.arg = cause;
+    e.endpoint = int32_t(log_.endpoints.size() - 1);
+    return Add(e);
+  }
   LogBuilder& Send(int32_t fd, int32_t tid, TimeNs entry, TimeNs exit, int32_t bytes) {
     return Add({.op = capture::EventOp::kSend, .tid = tid, .fd = fd, .entry_ns = entry,
                 .exit_ns = exit, .result = bytes});
