@@ -14,10 +14,12 @@ void AddReconcileCommand(CLI::App& app, Status& result) {
   auto* cmd = app.add_subcommand("reconcile", "Turn the event logs of `weft capture` into a message trace");
   cmd->footer(
       "Reads every DIR/<host>/*.wev, pairs the two ends of each TCP connection by 4-tuple\n"
-      "and lifetime, cuts each direction into messages where it turns (vPath §3.2), and lines\n"
-      "the two sides up by byte offset. Peers that were not traced are named by endpoint.\n"
-      "Prints a one-line summary and one line per log that lost something. UDP, Unix\n"
-      "sockets and pipes are not reconciled yet (counted as skipped).\n\n"
+      "and lifetime (Unix stream sockets by inode), cuts each direction into messages where\n"
+      "it turns (vPath §3.2), and lines the two sides up by byte offset. UDP datagrams pair\n"
+      "by ports, size and payload hash; a pipe's message ends when its reader drains it.\n"
+      "Peers that were not traced are named by endpoint. Prints a one-line summary and one\n"
+      "line per log that lost something. Unix datagram sockets are not reconciled yet\n"
+      "(counted as skipped). See docs/reconcile.md.\n\n"
       "Example:\n"
       "  weft capture -o run -- ./start-my-services.sh\n"
       "  weft reconcile run -o run.weft --nodes process\n");
