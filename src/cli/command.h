@@ -19,5 +19,6 @@ void AddEvalCommand(CLI::App& app, Status& result);
 void AddReportCommand(CLI::App& app, Status& result);
 void AddTestbedCommand(CLI::App& app, Status& result);
 void AddCaptureCommand(CLI::App& app, Status& result);  // capture and events
+void AddReconcileCommand(CLI::App& app, Status& result);
 
 }  // namespace weft::cli

@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
   weft::cli::AddEvalCommand(app, result);
   weft::cli::AddTestbedCommand(app, result);
   weft::cli::AddCaptureCommand(app, result);
+  weft::cli::AddReconcileCommand(app, result);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,258 @@
+// Descriptor tracking per log; see connection_table.h.
+#include "reconcile/connection_table.h"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+#include <unordered_map>
+#include <utility>
+
+namespace weft::reconcile {
+namespace {
+
+using capture::Event;
+using capture::EventOp;
+
+bool IsInternet(const capture::Address& a) {
+  return a.family == capture::wire::kFamilyIpv4 || a.family == capture::wire::kFamilyIpv6;
+}
+
+// What a descriptor currently names.
+struct DescriptorName {
+  int32_t end = -1;     // index into ends: a connected TCP or Unix stream socket
+  int32_t udp = -1;     // index into the UDP sockets
+  bool other = false;   // named, but neither (listener, Unix datagram, pipe)
+};
+
+class DescriptorWalker {
+ public:
+  DescriptorWalker(const capture::EventLog& log, uint32_t log_index, TimeNs offset,
+                   std::vector<ConnectionEnd>& ends, std::vector<UdpSocket>& udp_sockets,
+                   std::vector<Datagram>& datagrams, ConnectionTableCounts& counts)
+      : log_(log), log_index_(log_index), offset_(offset), ends_(ends), udp_sockets_(udp_sockets),
+        datagrams_(datagrams), counts_(counts) {}
+
+  void Walk() {
+    for (const Event& e : log_.events) {
+      ++counts_.events;
+      switch (e.op) {
+        case EventOp::kEndpoint: Name(e); break;
+        case EventOp::kClose: Unname(e.fd, e.exit_ns); break;
+        case EventOp::kDup: Dup(e); break;
+        default:
+          if (capture::IsSendOp(e.op) || capture::IsRecvOp(e.op)) Io(e);
+          break;
+      }
+    }
+  }
+
+ private:
+  void Name(const Event& e) {
+    if (e.endpoint < 0 || size_t(e.endpoint) >= log_.endpoints.size()) return;
+    const capture::Endpoint& endpoint = log_.endpoints[size_t(e.endpoint)];
+    auto cause = capture::wire::Op(e.arg);
+    if (NamesSameConnection(e.fd, endpoint)) return;
+    if (endpoint.kind == capture::wire::kKindUdp) {
+      NameUdp(e.fd, endpoint, cause);
+      return;
+    }
+    // A second record for a descriptor (socket, then connect) replaces the first name.
+    Unname(e.fd, e.exit_ns);
+    DescriptorName& name = names_[e.fd];
+    bool connected_tcp = endpoint.kind == capture::wire::kKindTcp && !endpoint.listening &&
+                         IsInternet(endpoint.peer) && endpoint.peer.port != 0;
+    // A Unix stream socket is a connection end once connect, accept or socketpair made it
+    // one, or when found connected at start (its peer's inode known).
+    bool unix_stream = endpoint.kind == capture::wire::kKindUnixStream ||
+                       endpoint.kind == capture::wire::kKindUnixSeqpacket;
+    bool connected_unix =
+        unix_stream && !endpoint.listening && endpoint.inode != 0 &&
+        (cause == capture::wire::kOpConnect || cause == capture::wire::kOpAccept ||
+         cause == capture::wire::kOpSocketpair || endpoint.peer_inode != 0);
+    bool pipe = endpoint.kind == capture::wire::kKindPipe && endpoint.inode != 0;
+    if (!connected_tcp && !connected_unix && !pipe) {
+      name.other = true;
+      return;
+    }
+    ConnectionEnd end;
+    end.local = capture::FormatAddress(endpoint.local);
+    end.peer = capture::FormatAddress(endpoint.peer);
+    end.unix_socket = connected_unix;
+    end.pipe = pipe;
+    if (pipe) {
+      end.inode = endpoint.inode;
+      end.local = end.peer = "pipe:" + std::to_string(endpoint.inode);
+    }
+    if (connected_unix) {
+      end.inode = endpoint.inode;
+      end.peer_inode = endpoint.peer_inode;
+    }
+    end.boot_id = log_.header.boot_id;
+    end.opener = cause == capture::wire::kOpConnect      ? Opener::kConnect
+                 : cause == capture::wire::kOpAccept     ? Opener::kAccept
+                 : cause == capture::wire::kOpSocketpair ? Opener::kSocketpair
+                                                         : Opener::kUnknown;
+    end.log = log_index_;
+    end.open_ns = e.exit_ns + offset_;
+    name.end = int32_t(ends_.size());
+    ends_.push_back(std::move(end));
+    references_[name.end] = 1;
+  }
+
+  // A UDP socket keeps one entry from socket() on; bind, connect and the record after its
+  // first send fill in its names.
+  void NameUdp(int32_t fd, const capture::Endpoint& endpoint, capture::wire::Op cause) {
+    auto it = names_.find(fd);
+    if (it == names_.end() || it->second.udp < 0) {
+      Unname(fd, 0);
+      names_[fd].udp = int32_t(udp_sockets_.size());
+      udp_sockets_.push_back(UdpSocket{.log = log_index_});
+      it = names_.find(fd);
+    }
+    UdpSocket& socket = udp_sockets_[size_t(it->second.udp)];
+    if (endpoint.local.port != 0) {
+      socket.local = capture::FormatAddress(endpoint.local);
+      socket.local_port = endpoint.local.port;
+    }
+    if (IsInternet(endpoint.peer) && endpoint.peer.port != 0) {
+      socket.peer = capture::FormatAddress(endpoint.peer);
+      socket.peer_port = endpoint.peer.port;
+    }
+    // It serves if it was bound explicitly, or inherited already bound (a server whose
+    // socket its parent bound before forking, as the testbed's runner does).
+    if (cause == capture::wire::kOpBind || (cause == capture::wire::kOpNone && endpoint.local.port != 0)) {
+      socket.bound = true;
+    }
+  }
+
+  void AddDatagram(const Event& e, int32_t udp) {
+    const UdpSocket& socket = udp_sockets_[size_t(udp)];
+    reconcile::Datagram d{.socket = uint32_t(udp),
+                          .entry_ns = e.entry_ns + offset_,
+                          .exit_ns = e.exit_ns + offset_,
+                          .bytes = e.result,
+                          .hash = e.payload_hash,
+                          .peer = socket.peer,
+                          .peer_port = socket.peer_port,
+                          .tid = e.tid,
+                          .log = log_index_,
+                          .payload = e.payload,
+                          .send = capture::IsSendOp(e.op)};
+    if (e.peer >= 0 && size_t(e.peer) < log_.addresses.size() && IsInternet(log_.addresses[size_t(e.peer)])) {
+      d.peer = capture::FormatAddress(log_.addresses[size_t(e.peer)]);
+      d.peer_port = log_.addresses[size_t(e.peer)].port;
+    }
+    datagrams_.push_back(std::move(d));
+  }
+
+  // True if `fd` already names the connection `endpoint` describes (a repeated record).
+  bool NamesSameConnection(int32_t fd, const capture::Endpoint& endpoint) const {
+    auto it = names_.find(fd);
+    if (it == names_.end() || it->second.end < 0) return false;
+    const ConnectionEnd& end = ends_[size_t(it->second.end)];
+    if (end.unix_socket || end.pipe) return endpoint.inode == end.inode;
+    return capture::FormatAddress(endpoint.local) == end.local &&
+           capture::FormatAddress(endpoint.peer) == end.peer;
+  }
+
+  void Unname(int32_t fd, TimeNs when) {
+    auto it = names_.find(fd);
+    if (it == names_.end()) return;
+    if (it->second.end >= 0 && --references_[it->second.end] == 0) {
+      ends_[size_t(it->second.end)].close_ns = when + offset_;
+    }
+    names_.erase(it);
+  }
+
+  void Dup(const Event& e) {
+    if (e.result < 0 || e.result == e.fd) return;
+    Unname(e.result, e.exit_ns);  // dup2/dup3 close the target first
+    auto it = names_.find(e.fd);
+    if (it == names_.end()) return;
+    names_[e.result] = it->second;
+    if (it->second.end >= 0) ++references_[it->second.end];
+  }
+
+  void Io(const Event& e) {
+    if (e.result <= 0) return;  // failed, or end of stream
+    auto it = names_.find(e.fd);
+    if (it == names_.end()) {
+      ++counts_.unnamed_io;
+      return;
+    }
+    if (it->second.udp >= 0 && e.datagram) {
+      AddDatagram(e, it->second.udp);
+      return;
+    }
+    if (it->second.end < 0) {
+      ++counts_.skipped_io;
+      return;
+    }
+    ConnectionEnd& end = ends_[size_t(it->second.end)];
+    end.io.push_back(StreamIo{.entry_ns = e.entry_ns + offset_,
+                              .exit_ns = e.exit_ns + offset_,
+                              .bytes = e.result,
+                              .tid = e.tid,
+                              .log = log_index_,
+                              .payload = e.payload,
+                              .send = capture::IsSendOp(e.op)});
+  }
+
+  const capture::EventLog& log_;
+  uint32_t log_index_;
+  TimeNs offset_;
+  std::vector<ConnectionEnd>& ends_;
+  std::vector<UdpSocket>& udp_sockets_;
+  std::vector<reconcile::Datagram>& datagrams_;
+  ConnectionTableCounts& counts_;
+  std::unordered_map<int32_t, DescriptorName> names_;
+  std::unordered_map<int32_t, int32_t> references_;  // end -> descriptors naming it
+};
+
+}  // namespace
+
+void CollectConnectionEnds(const capture::EventLog& log, uint32_t log_index,
+                           TimeNs realtime_offset_ns, std::vector<ConnectionEnd>& ends,
+                           std::vector<UdpSocket>& udp_sockets, std::vector<Datagram>& datagrams,
+                           ConnectionTableCounts& counts) {
+  DescriptorWalker(log, log_index, realtime_offset_ns, ends, udp_sockets, datagrams, counts).Walk();
+}
+
+void MergeInheritedEnds(std::vector<ConnectionEnd>& ends) {
+  std::vector<size_t> order(ends.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return ends[a].open_ns < ends[b].open_ns; });
+  // (boot, local, peer) -> the end that currently owns that socket.
+  std::map<std::tuple<std::array<uint8_t, 16>, std::string, std::string>, size_t> owner;
+  std::vector<size_t> merged_into_me;
+  for (size_t i : order) {
+    ConnectionEnd& end = ends[i];
+    auto key = end.unix_socket || end.pipe
+                   ? std::make_tuple(end.boot_id, std::to_string(end.inode), std::string(end.pipe ? "pipe" : "unix"))
+                   : std::make_tuple(end.boot_id, end.local, end.peer);
+    auto it = owner.find(key);
+    // A pipe's read and write descriptors, in whichever processes hold them, are one
+    // stream: writes are its sends, reads its receives.
+    bool same_pipe = end.pipe && it != owner.end();
+    bool inherited = same_pipe ||
+                     (end.opener == Opener::kUnknown && it != owner.end() &&
+                      (ends[it->second].close_ns == kNoTime || ends[it->second].close_ns >= end.open_ns) &&
+                      ends[it->second].log != end.log);
+    if (!inherited) {
+      owner[key] = i;
+      continue;
+    }
+    ConnectionEnd& parent = ends[it->second];
+    parent.io.insert(parent.io.end(), end.io.begin(), end.io.end());
+    std::stable_sort(parent.io.begin(), parent.io.end(),
+                     [](const StreamIo& a, const StreamIo& b) { return a.entry_ns < b.entry_ns; });
+    if (parent.close_ns != kNoTime && (end.close_ns == kNoTime || end.close_ns > parent.close_ns)) {
+      parent.close_ns = end.close_ns;
+    }
+    end.io.clear();
+    end.merged_away = true;
+  }
+}
+
+}  // namespace weft::reconcile

@@ -1,0 +1,99 @@
+// Descriptor -> TCP connection end, per event log (docs/capture.md "For reconcile").
+//
+// Walks one log's events in order: an endpoint record names a descriptor from then on,
+// close ends the name, dup copies it (a dup2/dup3 onto a named descriptor ends that name
+// first). A connection end lives while any descriptor names it. Descriptors inherited
+// through fork or exec are named by records with op "none" at the start of the child's
+// log; MergeInheritedEnds folds those into the parent's end, so the bytes both processes
+// moved on one socket form one stream (vPath §3.1 follows a socket, not a process).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <array>
+#include <vector>
+
+#include "capture/event_log.h"
+#include "core/time.h"
+
+namespace weft::reconcile {
+
+enum class Opener : uint8_t { kConnect, kAccept, kSocketpair, kUnknown };
+
+// One send or receive on a connection end that moved at least one byte.
+struct StreamIo {
+  TimeNs entry_ns = 0;  // realtime (epoch) nanoseconds
+  TimeNs exit_ns = 0;
+  int64_t bytes = 0;
+  int32_t tid = 0;
+  uint32_t log = 0;  // which log (process image) did it
+  int32_t payload = capture::kNone;  // index into that log's payloads (--payload-prefix)
+  bool send = false;
+};
+
+// One end of a TCP connection or of a connected Unix stream socket (or socketpair) as the
+// processes on one side saw it.
+struct ConnectionEnd {
+  std::string local;  // "ip:port", "unix:/path", "unix:" (unnamed)
+  std::string peer;
+  bool unix_socket = false;
+  bool pipe = false;        // a pipe: both its descriptors, in every process, form one end
+  uint64_t inode = 0;       // Unix: this end's socket inode
+  uint64_t peer_inode = 0;  // Unix: the other end's, 0 where not logged (the connecting end)
+  std::array<uint8_t, 16> boot_id{};
+  Opener opener = Opener::kUnknown;
+  uint32_t log = 0;          // the log that named it first
+  TimeNs open_ns = 0;        // realtime
+  TimeNs close_ns = kNoTime; // realtime of the last close; kNoTime if never closed
+  std::vector<StreamIo> io;  // in entry order
+  bool merged_away = false;  // folded into another end (inherited descriptor)
+};
+
+// A UDP socket as its endpoint records named it. Its local port may be named only after
+// its first send (the kernel bound it then), so datagrams refer to the socket by index and
+// read the port once the whole log has been walked.
+struct UdpSocket {
+  std::string local;        // "0.0.0.0:53", "127.0.0.1:40000"
+  uint16_t local_port = 0;
+  std::string peer;         // a connected UDP socket's peer; "" if not connected
+  uint16_t peer_port = 0;
+  bool bound = false;       // bound explicitly, or inherited bound: it serves a known port
+  uint32_t log = 0;
+};
+
+// One datagram sent or received (sendto/recvfrom family, or send/recv on a connected UDP
+// socket), with the XXH3-64 of its bytes.
+struct Datagram {
+  uint32_t socket = 0;  // index into the UDP sockets
+  TimeNs entry_ns = 0;  // realtime
+  TimeNs exit_ns = 0;
+  int64_t bytes = 0;
+  uint64_t hash = 0;
+  std::string peer;     // sent to / came from; the socket's peer if the call gave none
+  uint16_t peer_port = 0;
+  int32_t tid = 0;
+  uint32_t log = 0;
+  int32_t payload = capture::kNone;
+  bool send = false;
+};
+
+struct ConnectionTableCounts {
+  uint64_t events = 0;
+  uint64_t skipped_io = 0;  // I/O on Unix datagram descriptors
+  uint64_t unnamed_io = 0;  // I/O on descriptors no record named
+};
+
+// `realtime_offset_ns` maps the log's monotonic times to the epoch (added to them).
+// Appends the TCP connection ends of `log` (number `log_index`) to `ends`.
+// Appends its UDP sockets and datagrams to `udp_sockets` and `datagrams`.
+void CollectConnectionEnds(const capture::EventLog& log, uint32_t log_index,
+                           TimeNs realtime_offset_ns, std::vector<ConnectionEnd>& ends,
+                           std::vector<UdpSocket>& udp_sockets, std::vector<Datagram>& datagrams,
+                           ConnectionTableCounts& counts);
+
+// Folds each end named by inheritance (opener unknown, op "none") into an end on the same
+// boot with the same 4-tuple (Unix: the same inode) that was open when it appeared; marks
+// it merged_away.
+void MergeInheritedEnds(std::vector<ConnectionEnd>& ends);
+
+}  // namespace weft::reconcile

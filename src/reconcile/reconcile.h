@@ -1,0 +1,80 @@
+// reconcile: per-process event logs (capture/) -> one message trace (trace/).
+//
+// Takes the EventLogs of a capture run and gives a Trace whose messages carry both
+// timestamps, both threads, bytes, CALL/RETURN and a call id. What it does, following
+// vPath §3 (ATC'09) and WAP5 §4 (WWW'06):
+//   - descriptor -> endpoint, per log, from endpoint records, close and dup
+//     (connection_table.h);
+//   - the two ends of a TCP connection are paired by reversed 4-tuple and lifetime, so a
+//     reused port pairs with the right instance (vPath §3.3);
+//   - a message is a run of sends in one direction until the direction turns (vPath §3.2
+//     normalisation, WAP5's "fat messages"), and the two sides are lined up by byte offset,
+//     so reads and writes of different sizes still match exactly.
+// TCP, Unix stream sockets (paired by inode), pipes (by inode) and UDP (each datagram a
+// message, paired by ports and payload hash) are reconciled; Unix datagram sockets are not
+// yet, and their I/O is counted as skipped.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "capture/event_log.h"
+#include "core/status.h"
+#include "trace/trace.h"
+
+namespace weft::reconcile {
+
+// How traced processes are named as nodes.
+enum class NodeNaming : uint8_t {
+  kHost,     // "host:program" (program = basename of the executable)
+  kProcess,  // "host:program[pid]"
+  kThread,   // "host:program[pid/tid]"
+};
+Result<NodeNaming> ParseNodeNaming(std::string_view name);  // "host", "process", "thread"
+
+// Attribute holding a message's first bytes in hex, when capture logged a payload prefix
+// (weft capture --payload-prefix N).
+inline constexpr std::string_view kPayloadAttribute = "payload.prefix";
+
+struct ReconcileOptions {
+  NodeNaming nodes = NodeNaming::kHost;
+};
+
+struct ReconcileSummary {
+  uint64_t events = 0;        // events read from all logs
+  uint64_t connections = 0;   // TCP and Unix stream connection ends seen (one per side)
+  uint64_t matched = 0;       // connections whose two ends were both traced and paired
+  uint64_t half_traced = 0;   // connections with only one end traced (peer named by endpoint)
+  uint64_t messages = 0;
+  uint64_t bytes = 0;         // bytes in all messages
+  uint64_t datagrams = 0;          // UDP messages
+  uint64_t datagrams_matched = 0;  // of them, seen at both ends
+  uint64_t pipes = 0;              // pipes with I/O (each one stream, whoever holds its ends)
+  uint64_t skipped_io = 0;    // I/O on Unix datagram descriptors: not yet reconciled
+  uint64_t unnamed_io = 0;    // I/O events on descriptors no endpoint record named
+  uint64_t unmatched_bytes = 0;  // bytes one end sent that the traced other end never read
+  std::vector<std::string> losses;  // one line per log that lost something
+
+  std::string OneLine() const;  // "12345 events, 40 connections (18 matched, ...), ..."
+};
+
+// Builds the trace. `summary` may be null. Logs sharing a boot id share one monotonic
+// clock; all of them are mapped to the epoch through the first such log's reference, so
+// their order is kept exactly.
+Result<Trace> Reconcile(std::span<const capture::EventLog> logs, const ReconcileOptions& options,
+                        ReconcileSummary* summary);
+
+// Reads every `*.wev` under `dir` (recursively: one folder per host). Damage inside a log
+// is not an error: each piece is appended to `losses` (may be null) as one line naming the
+// file and byte offset, and reading goes on; a missing directory, an empty one, or a
+// foreign file header is. What each log lost overall is told by Reconcile's summary.
+Result<std::vector<capture::EventLog>> ReadCaptureDirectory(const std::string& dir,
+                                                            std::vector<std::string>* losses);
+
+// One line describing what `log` lost, or "" if nothing.
+std::string DescribeLoss(const capture::EventLog& log);
+
+}  // namespace weft::reconcile

@@ -1,0 +1,375 @@
+#include "reconcile/reconcile.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "synthetic_logs.h"
+
+namespace weft::reconcile {
+namespace {
+
+using namespace weft::reconcile::testing;
+
+const capture::Address kClient = Ipv4("10.0.0.1", 40000);
+const capture::Address kServer = Ipv4("10.0.0.2", 80);
+
+// One line per message, times relative to kEpoch ("-" when not observed).
+std::vector<std::string> Lines(const Trace& trace) {
+  std::vector<std::string> lines;
+  const TraceColumns& c = trace.columns();
+  auto time = [](TimeNs t) { return t == kNoTime ? std::string("-") : std::to_string(t - kEpoch); };
+  for (size_t i = 0; i < trace.size(); ++i) {
+    lines.push_back(fmt::format("{} {} -> {} {} {}B send={} recv={} tid {}->{} {}->{}",
+                                MessageKindOp(c.kind[i]), trace.NodeName(c.sender[i]),
+                                trace.NodeName(c.receiver[i]), trace.strings().Get(c.call_id[i]),
+                                c.bytes[i], time(c.send_time[i]), time(c.recv_time[i]),
+                                c.sender_thread[i], c.receiver_thread[i],
+                                trace.strings().Get(c.sender_endpoint[i]),
+                                trace.strings().Get(c.receiver_endpoint[i])));
+  }
+  return lines;
+}
+
+Trace MustReconcile(const std::vector<capture::EventLog>& logs, ReconcileSummary* summary,
+                    NodeNaming naming = NodeNaming::kHost) {
+  Result<Trace> trace = Reconcile(logs, ReconcileOptions{.nodes = naming}, summary);
+  EXPECT_TRUE(trace.ok()) << trace.status().message();
+  return trace.ok() ? std::move(trace).value() : Trace();
+}
+
+// A 10-byte request written as 4 + 6 and read as 3 + 7; a 20-byte reply written once and
+// read as 5 + 15: one CALL and one RETURN, received when the last byte was read.
+TEST(Reconcile, SizesSplitDifferentlyOnTheTwoSides) {
+  std::vector<capture::EventLog> logs = {
+      LogBuilder("a", "/usr/bin/client", 100)
+          .Tcp(3, 50, w::kOpConnect, kClient, kServer)
+          .Send(3, 101, 100, 105, 4).Send(3, 101, 110, 115, 6)
+          .Recv(3, 101, 116, 210, 5).Recv(3, 101, 211, 220, 15)
+          .Close(3, 300).Build(),
+      LogBuilder("b", "/srv/server", 200, 2)
+          .Tcp(4, 60, w::kOpAccept, kServer, kClient)
+          .Recv(4, 201, 90, 120, 3).Recv(4, 201, 121, 130, 7)
+          .Send(4, 202, 200, 205, 20)
+          .Recv(4, 201, 206, 310, 0)  // end of stream: no message
+          .Close(4, 311).Build(),
+  };
+  ReconcileSummary summary;
+  Trace trace = MustReconcile(logs, &summary);
+  EXPECT_EQ(Lines(trace), (std::vector<std::string>{
+      "CALL_SENT a:client -> b:server c1.1 10B send=100 recv=130 tid 101->201 10.0.0.1:40000->10.0.0.2:80",
+      "RET_SENT b:server -> a:client c1.1 20B send=200 recv=220 tid 202->101 10.0.0.2:80->10.0.0.1:40000",
+  }));
+  EXPECT_EQ(summary.events, 12u);  // 6 per log
+  EXPECT_EQ(summary.connections, 2u);
+  EXPECT_EQ(summary.matched, 1u);
+  EXPECT_EQ(summary.half_traced, 0u);
+  EXPECT_EQ(summary.messages, 2u);
+  EXPECT_EQ(summary.bytes, 30u);
+  EXPECT_EQ(summary.unmatched_bytes, 0u);
+  EXPECT_TRUE(summary.losses.empty());
+}
+
+// Two requests written back to back before any reply are one fat message (WAP5 §4), and
+// so are the two replies; the next exchange is the connection's second call.
+TEST(Reconcile, PipelinedRequestsFormOneMessagePerDirectionTurn) {
+  std::vector<capture::EventLog> logs = {
+      LogBuilder("a", "/usr/bin/client", 100)
+          .Tcp(3, 50, w::kOpConnect, kClient, kServer)
+          .Send(3, 101, 100, 101, 10).Send(3, 101, 102, 103, 12)
+          .Recv(3, 101, 104, 240, 11)
+          .Send(3, 101, 300, 301, 7).Recv(3, 101, 302, 420, 3)
+          .Build(),
+      LogBuilder("b", "/srv/server", 200)
+          .Tcp(4, 60, w::kOpAccept, kServer, kClient)
+          .Recv(4, 201, 90, 150, 22)
+          .Send(4, 201, 200, 201, 5).Send(4, 201, 202, 203, 6)
+          .Recv(4, 201, 204, 310, 7).Send(4, 201, 400, 401, 3)
+          .Build(),
+  };
+  ReconcileSummary summary;
+  Trace trace = MustReconcile(logs, &summary);
+  EXPECT_EQ(Lines(trace), (std::vector<std::string>{
+      "CALL_SENT a:client -> b:server c1.1 22B send=100 recv=150 tid 101->201 10.0.0.1:40000->10.0.0.2:80",
+      "RET_SENT b:server -> a:client c1.1 11B send=200 recv=240 tid 201->101 10.0.0.2:80->10.0.0.1:40000",
+      "CALL_SENT a:client -> b:server c1.2 7B send=300 recv=310 tid 101->201 10.0.0.1:40000->10.0.0.2:80",
+      "RET_SENT b:server -> a:client c1.2 3B send=400 recv=420 tid 201->101 10.0.0.2:80->10.0.0.1:40000",
+  }));
+  EXPECT_EQ(summary.messages, 4u);
+  EXPECT_EQ(summary.bytes, 43u);
+}
+
+// The same 4-tuple used by two connections one after the other (vPath §3.3): each end pairs
+// with the end whose lifetime it overlaps, even when listed out of order.
+TEST(Reconcile, ReusedPortPairsByLifetime) {
+  std::vector<capture::EventLog> logs = {
+      LogBuilder("a", "/usr/bin/client", 100)
+          .Tcp(3, 50, w::kOpConnect, kClient, kServer)
+          .Send(3, 101, 100, 101, 10).Recv(3, 101, 102, 130, 1).Close(3, 140)
+          .Tcp(3, 1050, w::kOpConnect, kClient, kServer)
+          .Send(3, 101, 1100, 1101, 20).Recv(3, 101, 1102, 1130, 2).Close(3, 1140)
+          .Build(),
+      LogBuilder("b", "/srv/server", 200)
+          .Tcp(5, 1060, w::kOpAccept, kServer, kClient)
+          .Recv(5, 202, 1090, 1110, 20).Send(5, 202, 1120, 1121, 2).Close(5, 1150)
+          .Tcp(4, 60, w::kOpAccept, kServer, kClient)
+          .Recv(4, 201, 90, 110, 10).Send(4, 201, 120, 121, 1).Close(4, 150)
+          .Build(),
+  };
+  ReconcileSummary summary;
+  Trace trace = MustReconcile(logs, &summary);
+  EXPECT_EQ(Lines(trace), (std::vector<std::string>{
+      "CALL_SENT a:client -> b:server c1.1 10B send=100 recv=110 tid 101->201 10.0.0.1:40000->10.0.0.2:80",
+      "RET_SENT b:server -> a:client c1.1 1B send=120 recv=130 tid 201->101 10.0.0.2:80->10.0.0.1:40000",
+      "CALL_SENT a:client -> b:server c2.1 20B send=1100 recv=1110 tid 101->202 10.0.0.1:40000->10.0.0.2:80",
+      "RET_SENT b:server -> a:client c2.1 2B send=1120 recv=1130 tid 202->101 10.0.0.2:80->10.0.0.1:40000",
+  }));
+  EXPECT_EQ(summary.connections, 4u);
+  EXPECT_EQ(summary.matched, 2u);
+  EXPECT_EQ(summary.unmatched_bytes, 0u);
+}
+
+// Only one end traced: the other is named by its endpoint and the messages keep the one
+// timestamp that was observed. An untraced client is defined by the server's reads.
+TEST(Reconcile, UntracedPeerIsNamedByEndpoint) {
+  std::vector<capture::EventLog> client_only = {
+      LogBuilder("a", "/usr/bin/client", 100)
+          .Tcp(3, 50, w::kOpConnect, kClient, kServer)
+          .Send(3, 101, 100, 101, 10).Recv(3, 101, 102, 130, 4).Recv(3, 101, 131, 140, 6)
+          .Build(),
+  };
+  ReconcileSummary summary;
+  EXPECT_EQ(Lines(MustReconcile(client_only, &summary)), (std::vector<std::string>{
+      "CALL_SENT a:client -> 10.0.0.2:80 c1.1 10B send=100 recv=- tid 101->0 10.0.0.1:40000->10.0.0.2:80",
+      "RET_SENT 10.0.0.2:80 -> a:client c1.1 10B send=- recv=140 tid 0->101 10.0.0.2:80->10.0.0.1:40000",
+  }));
+  EXPECT_EQ(summary.connections, 1u);
+  EXPECT_EQ(summary.matched, 0u);
+  EXPECT_EQ(summary.half_traced, 1u);
+
+  std::vector<capture::EventLog> server_only = {
+      LogBuilder("b", "/srv/server", 200)
+          .Tcp(4, 60, w::kOpAccept, kServer, kClient)
+          .Recv(4, 201, 90, 110, 4).Recv(4, 201, 111, 112, 6).Send(4, 201, 120, 121, 3)
+          .Build(),
+  };
+  EXPECT_EQ(Lines(MustReconcile(server_only, &summary)), (std::vector<std::string>{
+      "CALL_SENT 10.0.0.1:40000 -> b:server c1.1 10B send=- recv=112 tid 0->201 10.0.0.1:40000->10.0.0.2:80",
+      "RET_SENT b:server -> 10.0.0.1:40000 c1.1 3B send=120 recv=- tid 201->0 10.0.0.2:80->10.0.0.1:40000",
+  }));
+  EXPECT_EQ(summary.half_traced, 1u);
+}
+
+// A connection used through a dup of its descriptor after the original was closed; a dup2
+// onto that descriptor later ends its name, so the I/O after it belongs to no connection.
+TEST(Reconcile, DupdDescriptorKeepsTheConnection) {
+  std::vector<capture::EventLog> logs = {
+      LogBuilder("a", "/usr/bin/client", 100)
+          .Tcp(3, 50, w::kOpConnect, kClient, kServer)
+          .Dup(3, 7, 60).Close(3, 70)
+          .Send(7, 101, 100, 101, 10).Recv(7, 101, 102, 130, 5)
+          .Dup(9, 7, 200)  // 9 was never named: 7 now names nothing
+          .Send(7, 101, 210, 211, 99)
+          .Build(),
+      LogBuilder("b", "/srv/server", 200)
+          .Tcp(4, 60, w::kOpAccept, kServer, kClient)
+          .Recv(4, 201, 90, 110, 10).Send(4, 201, 120, 121, 5)
+          .Build(),
+  };
+  ReconcileSummary summary;
+  EXPECT_EQ(Lines(MustReconcile(logs, &summary)), (std::vector<std::string>{
+      "CALL_SENT a:client -> b:server c1.1 10B send=100 recv=110 tid 101->201 10.0.0.1:40000->10.0.0.2:80",
+      "RET_SENT b:server -> a:client c1.1 5B send=120 recv=130 tid 201->101 10.0.0.2:80->10.0.0.1:40000",
+  }));
+  EXPECT_EQ(summary.unnamed_io, 1u);
+  EXPECT_EQ(summary.matched, 1u);
+}
+
+// A forked server child inherits the accepted socket (endpoint record with op "none") and
+// writes the reply: the bytes of both processes form one stream, and --nodes process
+// names the child.
+TEST(Reconcile, ForkedChildContinuesTheParentsConnection) {
+  std::vector<capture::EventLog> logs = {
+      LogBuilder("a", "/usr/bin/client", 100)
+          .Tcp(3, 50, w::kOpConnect, kClient, kServer)
+          .Send(3, 101, 100, 101, 10).Recv(3, 101, 102, 130, 5)
+          .Build(),
+      LogBuilder("b", "/srv/server", 200)
+          .Tcp(4, 60, w::kOpAccept, kServer, kClient)
+          .Recv(4, 200, 90, 110, 10).Close(4, 115)
+          .Build(),
+      LogBuilder("b", "/srv/server", 250).ParentPid(200)
+          .Tcp(4, 112, w::kOpNone, kServer, kClient)
+          .Send(4, 250, 120, 121, 5)
+          .Build(),
+  };
+  ReconcileSummary summary;
+  EXPECT_EQ(Lines(MustReconcile(logs, &summary, NodeNaming::kProcess)), (std::vector<std::string>{
+      "CALL_SENT a:client[100] -> b:server[200] c1.1 10B send=100 recv=110 tid 101->200 10.0.0.1:40000->10.0.0.2:80",
+      "RET_SENT b:server[250] -> a:client[100] c1.1 5B send=120 recv=130 tid 250->101 10.0.0.2:80->10.0.0.1:40000",
+  }));
+  EXPECT_EQ(summary.matched, 1u);
+  EXPECT_EQ(summary.connections, 2u);
+}
+
+TEST(Reconcile, ThreadNamingAndLosses) {
+  capture::EventLog killed = LogBuilder("a", "/usr/bin/client", 100)
+                                 .Tcp(3, 50, w::kOpConnect, kClient, kServer)
+                                 .Send(3, 107, 100, 101, 10)
+                                 .Build();
+  killed.loss.has_end_record = false;
+  killed.loss.dropped_events = 3;
+  std::vector<capture::EventLog> logs = {killed};
+  ReconcileSummary summary;
+  EXPECT_EQ(Lines(MustReconcile(logs, &summary, NodeNaming::kThread)), (std::vector<std::string>{
+      "CALL_SENT a:client[100/107] -> 10.0.0.2:80 c1.1 10B send=100 recv=- tid 107->0 10.0.0.1:40000->10.0.0.2:80",
+  }));
+  EXPECT_EQ(summary.losses, (std::vector<std::string>{
+      "a/100.wev: no end record (killed or still running: its last buffers are missing); 3 events dropped by the writer"}));
+}
+
+// Two Unix stream connections between the same two processes on one path pair by inode:
+// the accepted end names the connecting end's inode (docs/capture.md), whatever the order
+// of the accepts.
+TEST(Reconcile, UnixStreamConnectionsPairByInode) {
+  std::vector<capture::EventLog> logs = {
+      LogBuilder("a", "/usr/bin/client", 100)
+          .Unix(3, 50, w::kOpConnect, "", "/run/db.sock", 401, 0)
+          .Unix(4, 55, w::kOpConnect, "", "/run/db.sock", 402, 0)
+          .Send(3, 101, 100, 101, 10).Send(4, 102, 102, 103, 20)
+          .Recv(3, 101, 104, 150, 1).Recv(4, 102, 105, 160, 2)
+          .Build(),
+      LogBuilder("a", "/usr/sbin/db", 200)
+          .Unix(5, 52, w::kOpAccept, "/run/db.sock", "", 501, 402)
+          .Unix(6, 57, w::kOpAccept, "/run/db.sock", "", 502, 401)
+          .Recv(5, 205, 90, 110, 20).Recv(6, 206, 91, 111, 10)
+          .Send(5, 205, 140, 141, 2).Send(6, 206, 130, 131, 1)
+          .Build(),
+  };
+  ReconcileSummary summary;
+  EXPECT_EQ(Lines(MustReconcile(logs, &summary)), (std::vector<std::string>{
+      "CALL_SENT a:client -> a:db c1.1 10B send=100 recv=111 tid 101->206 unix:->unix:/run/db.sock",
+      "CALL_SENT a:client -> a:db c2.1 20B send=102 recv=110 tid 102->205 unix:->unix:/run/db.sock",
+      "RET_SENT a:db -> a:client c1.1 1B send=130 recv=150 tid 206->101 unix:/run/db.sock->unix:",
+      "RET_SENT a:db -> a:client c2.1 2B send=140 recv=160 tid 205->102 unix:/run/db.sock->unix:",
+  }));
+  EXPECT_EQ(summary.matched, 2u);
+  EXPECT_EQ(summary.half_traced, 0u);
+}
+
+// A socketpair has no client: each direction's messages are MSG_SENT.
+TEST(Reconcile, SocketpairMessagesAreMsg) {
+  std::vector<capture::EventLog> logs = {
+      LogBuilder("a", "/usr/bin/worker", 100)
+          .Unix(7, 50, w::kOpSocketpair, "", "", 601, 602)
+          .Unix(8, 50, w::kOpSocketpair, "", "", 602, 601)
+          .Send(7, 101, 100, 101, 5).Recv(8, 102, 99, 120, 5)
+          .Send(8, 102, 130, 131, 2).Recv(7, 101, 129, 140, 2)
+          .Build(),
+  };
+  ReconcileSummary summary;
+  EXPECT_EQ(Lines(MustReconcile(logs, &summary, NodeNaming::kThread)), (std::vector<std::string>{
+      "MSG_SENT a:worker[100/101] -> a:worker[100/102] c1.1 5B send=100 recv=120 tid 101->102 unix:->unix:",
+      "MSG_SENT a:worker[100/102] -> a:worker[100/101] c1.1 2B send=130 recv=140 tid 102->101 unix:->unix:",
+  }));
+  EXPECT_EQ(summary.matched, 1u);
+}
+
+// UDP: one message per datagram, paired by ports, size and payload hash (two identical
+// queries pair in order); the bound socket serves, so queries are CALLs and answers
+// RETURNs; a query to an untraced server keeps only its send.
+TEST(Reconcile, DatagramsPairByPortsAndHash) {
+  const capture::Address any_53 = Ipv4("0.0.0.0", 53), any_5000 = Ipv4("0.0.0.0", 5000);
+  const capture::Address server = Ipv4("10.0.0.2", 53), client = Ipv4("10.0.0.1", 5000);
+  std::vector<capture::EventLog> logs = {
+      LogBuilder("a", "/usr/bin/dig", 100)
+          .Udp(3, 50, w::kOpSocket, Ipv4("0.0.0.0", 0))
+          .Datagram(true, 3, 101, 100, 101, 30, 0xaaa, server)
+          .Udp(3, 101, w::kOpSendto, any_5000)
+          .Datagram(false, 3, 101, 102, 200, 60, 0xbbb, server)
+          .Datagram(true, 3, 101, 300, 301, 30, 0xaaa, server)
+          .Datagram(false, 3, 101, 302, 400, 60, 0xbbb, server)
+          .Datagram(true, 3, 101, 500, 501, 30, 0xccc, Ipv4("10.0.0.9", 53))
+          .Build(),
+      LogBuilder("b", "/usr/sbin/dnsd", 200)
+          .Udp(4, 10, w::kOpBind, any_53)
+          .Datagram(false, 4, 201, 20, 150, 30, 0xaaa, client)
+          .Datagram(true, 4, 201, 160, 161, 60, 0xbbb, client)
+          .Datagram(false, 4, 201, 162, 350, 30, 0xaaa, client)
+          .Datagram(true, 4, 201, 360, 361, 60, 0xbbb, client)
+          .Build(),
+  };
+  ReconcileSummary summary;
+  EXPECT_EQ(Lines(MustReconcile(logs, &summary)), (std::vector<std::string>{
+      "CALL_SENT a:dig -> b:dnsd u1.1 30B send=100 recv=150 tid 101->201 10.0.0.1:5000->10.0.0.2:53",
+      "RET_SENT b:dnsd -> a:dig u1.1 60B send=160 recv=200 tid 201->101 10.0.0.2:53->10.0.0.1:5000",
+      "CALL_SENT a:dig -> b:dnsd u1.2 30B send=300 recv=350 tid 101->201 10.0.0.1:5000->10.0.0.2:53",
+      "RET_SENT b:dnsd -> a:dig u1.2 60B send=360 recv=400 tid 201->101 10.0.0.2:53->10.0.0.1:5000",
+      "CALL_SENT a:dig -> 10.0.0.9:53 u2.1 30B send=500 recv=- tid 101->0 0.0.0.0:5000->10.0.0.9:53",
+  }));
+  EXPECT_EQ(summary.datagrams, 5u);
+  EXPECT_EQ(summary.datagrams_matched, 4u);
+  EXPECT_EQ(summary.skipped_io, 0u);
+}
+
+// A pipe between a parent and the child that inherited its read end: writes made before
+// the reader drained the pipe are one message; an unread pipe of a third process gives
+// one message per write to an untraced reader.
+TEST(Reconcile, PipeMessagesEndWhenTheReaderDrainsIt) {
+  std::vector<capture::EventLog> logs = {
+      LogBuilder("a", "/bin/sh", 100)
+          .Pipe(3, 40, w::kOpPipe, 77).Pipe(4, 40, w::kOpPipe, 77)
+          .Close(3, 45)
+          .Send(4, 100, 100, 101, 5).Send(4, 100, 102, 103, 7)   // one message: not drained between
+          .Send(4, 100, 200, 201, 3)
+          .Build(),
+      LogBuilder("a", "/usr/bin/sort", 150).ParentPid(100)
+          .Pipe(3, 42, w::kOpNone, 77)
+          .Recv(3, 150, 90, 110, 4).Recv(3, 150, 111, 130, 8).Recv(3, 150, 131, 210, 3)
+          .Build(),
+      LogBuilder("a", "/usr/bin/tee", 300)
+          .Pipe(1, 10, w::kOpNone, 88)
+          .Send(1, 300, 400, 401, 9).Send(1, 300, 402, 403, 2)
+          .Build(),
+  };
+  ReconcileSummary summary;
+  EXPECT_EQ(Lines(MustReconcile(logs, &summary, NodeNaming::kProcess)), (std::vector<std::string>{
+      "MSG_SENT a:sh[100] -> a:sort[150] p1.1 12B send=100 recv=130 tid 100->150 pipe:77->pipe:77",
+      "MSG_SENT a:sh[100] -> a:sort[150] p1.2 3B send=200 recv=210 tid 100->150 pipe:77->pipe:77",
+      "MSG_SENT a:tee[300] -> pipe:88 p2.1 9B send=400 recv=- tid 300->0 pipe:88->pipe:88",
+      "MSG_SENT a:tee[300] -> pipe:88 p2.2 2B send=402 recv=- tid 300->0 pipe:88->pipe:88",
+  }));
+  EXPECT_EQ(summary.pipes, 2u);
+  EXPECT_EQ(summary.messages, 4u);
+  EXPECT_EQ(summary.skipped_io, 0u);
+}
+
+// The payload prefix of a message's first send becomes its payload.prefix attribute; with
+// an untraced sender, that of the receiver's first read of the message.
+TEST(Reconcile, PayloadPrefixBecomesAnAttribute) {
+  std::vector<capture::EventLog> logs = {
+      LogBuilder("b", "/srv/server", 200)
+          .Tcp(4, 60, w::kOpAccept, kServer, kClient)
+          .Recv(4, 201, 90, 110, 4).Payload("GET ").Recv(4, 201, 111, 112, 6).Payload("/x\r\n")
+          .Send(4, 201, 120, 121, 3).Payload(std::string("ok\0", 3))
+          .Build(),
+  };
+  Trace trace = MustReconcile(logs, nullptr);
+  ASSERT_EQ(trace.attributes().size(), 2u);
+  std::vector<std::string> values;
+  for (const Attribute& a : trace.attributes()) {
+    EXPECT_EQ(trace.strings().Get(a.key), kPayloadAttribute);
+    values.push_back(fmt::format("{} {}", a.message.value(), trace.strings().Get(a.value)));
+  }
+  EXPECT_EQ(values, (std::vector<std::string>{"0 47455420", "1 6f6b00"}));
+}
+
+TEST(Reconcile, ParseNodeNaming) {
+  EXPECT_EQ(ParseNodeNaming("thread").value(), NodeNaming::kThread);
+  EXPECT_EQ(ParseNodeNaming("pod").status().message(),
+            "node naming 'pod': expected host, process or thread");
+}
+
+}  // namespace
+}  // namespace weft::reconcile

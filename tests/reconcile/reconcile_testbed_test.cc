@@ -1,0 +1,197 @@
+// weft capture + weft reconcile on the testbed's real servers, checked against the truth
+// logs the servers write themselves (docs/testbed.md): every message the truth knows is
+// reconciled between the same two endpoints, in the same direction, with the same size,
+// and the processes behind each endpoint are the truth's nodes.
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <set>
+#include <string>
+#include <tuple>
+
+#include "reconcile/reconcile.h"
+#include "trace/io.h"
+#include "weft_cli.h"
+
+namespace weft::reconcile {
+namespace {
+
+namespace fs = std::filesystem;
+using weft::testing::Weft;
+
+// "web0" -> "web", "client" -> "client".
+std::string TierOf(std::string_view node) {
+  while (!node.empty() && node.back() >= '0' && node.back() <= '9') node.remove_suffix(1);
+  return std::string(node);
+}
+
+using MessageKey = std::tuple<MessageKind, std::string, std::string, int64_t>;
+
+// Bytes per direction of each connection (sender endpoint, receiver endpoint).
+std::map<std::pair<std::string, std::string>, int64_t> BytesByDirection(const Trace& trace) {
+  std::map<std::pair<std::string, std::string>, int64_t> bytes;
+  const TraceColumns& c = trace.columns();
+  for (size_t i = 0; i < trace.size(); ++i) {
+    bytes[{std::string(trace.strings().Get(c.sender_endpoint[i])),
+           std::string(trace.strings().Get(c.receiver_endpoint[i]))}] += c.bytes[i];
+  }
+  return bytes;
+}
+
+// The testbed frame's call id (wire.h: 4-byte length, type, request type (2), request id
+// (8), call id (8), all big-endian) from a message's payload.prefix attribute in hex, or
+// "" if the message does not start with a frame (an HTTP tier).
+std::string FrameCallId(const Trace& trace, MessageId m) {
+  for (const Attribute& a : trace.AttributesOf(m)) {
+    if (trace.strings().Get(a.key) != kPayloadAttribute) continue;
+    std::string_view hex = trace.strings().Get(a.value);
+    if (hex.size() < 2 * 23) return "";
+    uint64_t type = std::stoull(std::string(hex.substr(8, 2)), nullptr, 16);
+    if (type < 1 || type > 3) return "";
+    uint64_t call = std::stoull(std::string(hex.substr(30, 16)), nullptr, 16);
+    return fmt::format("{:x}", call);
+  }
+  return "";
+}
+
+std::map<MessageKey, int> CountByEndpoints(const Trace& trace) {
+  std::map<MessageKey, int> counts;
+  const TraceColumns& c = trace.columns();
+  for (size_t i = 0; i < trace.size(); ++i) {
+    ++counts[{c.kind[i], std::string(trace.strings().Get(c.sender_endpoint[i])),
+              std::string(trace.strings().Get(c.receiver_endpoint[i])), c.bytes[i]}];
+  }
+  return counts;
+}
+
+class ReconcileTestbedTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    base_ = fs::path(::testing::TempDir()) /
+            ("weft-reconcile-" + std::to_string(getpid()) + "-" +
+             ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(base_);
+    fs::create_directories(base_);
+  }
+  void TearDown() override { fs::remove_all(base_); }
+
+  // Runs the topology traced, reconciles, and compares with the truth. With pipelining,
+  // requests written back to back are one message (a direction turn ends a message), so
+  // only the bytes of each direction of each connection are compared, and the count of
+  // messages is at most the truth's.
+  void CheckAgainstTruth(const std::string& topology, bool pipelined) {
+#if defined(__SANITIZE_ADDRESS__)
+    GTEST_SKIP() << "weft is built with AddressSanitizer, which refuses a preloaded library";
+#endif
+    std::string capture = (base_ / "capture").string(), truth_dir = (base_ / "truth").string();
+    auto run = Weft("capture -o " + capture + " --payload-prefix 32 -- " + WEFT_BINARY +
+                    " testbed run " + WEFT_TOPOLOGIES + "/" + topology +
+                    " --duration 2s --concurrency 8 -o " + truth_dir);
+    ASSERT_EQ(run.rc, 0) << run.output;
+    std::string truth_file = (base_ / "truth.weft").string(), run_file = (base_ / "run.weft").string();
+    auto truth_run = Weft("testbed truth " + truth_dir + " -o " + truth_file);
+    ASSERT_EQ(truth_run.rc, 0) << truth_run.output;
+    auto reconciled = Weft("reconcile " + capture + " -o " + run_file + " --nodes process");
+    ASSERT_EQ(reconciled.rc, 0) << reconciled.output;
+    std::cerr << reconciled.output;
+    Result<Trace> truth = LoadTrace(truth_file);
+    Result<Trace> trace = LoadTrace(run_file);
+    ASSERT_TRUE(truth.ok()) << truth.status().message();
+    ASSERT_TRUE(trace.ok()) << trace.status().message();
+    ASSERT_GT(truth->size(), 1000u);
+
+    EXPECT_EQ(BytesByDirection(*trace), BytesByDirection(*truth));
+    if (pipelined) {
+      EXPECT_LT(trace->size(), truth->size());
+    } else {
+      // Same messages, endpoint for endpoint, direction and size.
+      EXPECT_EQ(trace->size(), truth->size());
+      EXPECT_EQ(CountByEndpoints(*trace), CountByEndpoints(*truth));
+    }
+
+    // A server's listening endpoint names one truth node for the whole run (client ports
+    // are reused across connections, so only the server side is used). Each reconciled
+    // process must be exactly one truth node; the one that never serves is the client.
+    // Then the number of messages between each pair of tiers is the truth's.
+    const TraceColumns& t = truth->columns();
+    std::map<std::string, std::string> server_of_endpoint;
+    std::map<std::pair<std::string, std::string>, int> truth_tiers, trace_tiers;
+    for (size_t i = 0; i < truth->size(); ++i) {
+      bool call = t.kind[i] == MessageKind::kCall;
+      std::string_view endpoint = truth->strings().Get(call ? t.receiver_endpoint[i] : t.sender_endpoint[i]);
+      server_of_endpoint[std::string(endpoint)] = truth->NodeName(call ? t.receiver[i] : t.sender[i]);
+      ++truth_tiers[{TierOf(truth->NodeName(t.sender[i])), TierOf(truth->NodeName(t.receiver[i]))}];
+    }
+    const TraceColumns& c = trace->columns();
+    std::map<std::string, std::set<std::string>> truth_nodes_of_process;
+    for (size_t i = 0; i < trace->size(); ++i) {
+      bool call = c.kind[i] == MessageKind::kCall;
+      std::string endpoint(trace->strings().Get(call ? c.receiver_endpoint[i] : c.sender_endpoint[i]));
+      std::string process(trace->NodeName(call ? c.receiver[i] : c.sender[i]));
+      ASSERT_TRUE(server_of_endpoint.count(endpoint)) << endpoint << " serves nothing in the truth";
+      truth_nodes_of_process[process].insert(server_of_endpoint[endpoint]);
+    }
+    std::map<std::string, std::string> truth_node_of_process;
+    for (const auto& [process, nodes] : truth_nodes_of_process) {
+      EXPECT_EQ(nodes.size(), 1u) << process << " is " << nodes.size() << " truth nodes";
+      truth_node_of_process[process] = *nodes.begin();
+    }
+    int both_times = 0, clients = 0;
+    for (size_t i = 0; i < trace->size(); ++i) {
+      auto node = [&](NodeId n) {
+        auto it = truth_node_of_process.find(std::string(trace->NodeName(n)));
+        return it != truth_node_of_process.end() ? it->second : std::string("client");
+      };
+      ++trace_tiers[{TierOf(node(c.sender[i])), TierOf(node(c.receiver[i]))}];
+      both_times += c.send_time[i] != kNoTime && c.recv_time[i] != kNoTime;
+    }
+    for (size_t n = 0; n < trace->nodes().size(); ++n) {
+      clients += !truth_node_of_process.count(std::string(trace->NodeName(NodeId(uint32_t(n)))));
+    }
+    EXPECT_EQ(clients, 1);  // the load client: the only process that serves nothing
+    if (!pipelined) {
+      EXPECT_EQ(trace_tiers, truth_tiers);
+    }
+    EXPECT_EQ(both_times, int(trace->size()));
+
+    // The call id in each message's first frame names a truth message with the same kind
+    // and the same two endpoints: every message went to the right sender and receiver.
+    std::map<std::pair<std::string, MessageKind>, std::pair<std::string, std::string>> truth_by_call;
+    for (size_t i = 0; i < truth->size(); ++i) {
+      truth_by_call[{std::string(truth->strings().Get(t.call_id[i])), t.kind[i]}] = {
+          std::string(truth->strings().Get(t.sender_endpoint[i])),
+          std::string(truth->strings().Get(t.receiver_endpoint[i]))};
+    }
+    int identified = 0, right = 0;
+    for (size_t i = 0; i < trace->size(); ++i) {
+      std::string call = FrameCallId(*trace, MessageId(uint32_t(i)));
+      if (call.empty()) continue;
+      ++identified;
+      auto it = truth_by_call.find({call, c.kind[i]});
+      right += it != truth_by_call.end() &&
+               it->second == std::make_pair(std::string(trace->strings().Get(c.sender_endpoint[i])),
+                                            std::string(trace->strings().Get(c.receiver_endpoint[i])));
+    }
+    EXPECT_EQ(right, identified);
+    if (pipelined) {
+      EXPECT_GT(identified, 0);  // the framed tiers; HTTP messages carry no frame
+    } else {
+      EXPECT_EQ(identified, int(trace->size()));
+    }
+  }
+
+  fs::path base_;
+};
+
+TEST_F(ReconcileTestbedTest, ThreeTierMatchesTruth) { CheckAgainstTruth("three-tier.toml", false); }
+TEST_F(ReconcileTestbedTest, PipelinedMatchesTruth) { CheckAgainstTruth("pipelined.toml", true); }
+// UDP tiers: one message per datagram, paired by ports and payload hash.
+TEST_F(ReconcileTestbedTest, DnsOverUdpMatchesTruth) { CheckAgainstTruth("dns.toml", false); }
+TEST_F(ReconcileTestbedTest, EveryModelMatchesTruth) { CheckAgainstTruth("every-model.toml", false); }
+
+}  // namespace
+}  // namespace weft::reconcile

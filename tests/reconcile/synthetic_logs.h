@@ -1,0 +1,162 @@
+// Builds EventLogs in memory for reconcile's unit tests, the way falcosecurity's
+// sinsp_with_test_input feeds synthetic syscalls through the real parser: each helper adds
+// the events the preload library would log for one call.
+#pragma once
+
+#include <arpa/inet.h>
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "capture/event_log.h"
+
+namespace weft::reconcile::testing {
+
+namespace w = capture::wire;
+
+// Epoch of monotonic time 0 in every synthetic log.
+inline constexpr TimeNs kEpoch = 1'700'000'000'000'000'000;
+
+inline capture::Address Ipv4(const char* ip, uint16_t port) {
+  capture::Address a;
+  a.family = w::kFamilyIpv4;
+  a.port = port;
+  in_addr addr{};
+  inet_pton(AF_INET, ip, &addr);
+  std::memcpy(a.ip.data(), &addr, 4);
+  return a;
+}
+
+inline capture::Address UnixPath(std::string path) {
+  capture::Address a;
+  a.family = w::kFamilyUnix;
+  a.path = std::move(path);
+  return a;
+}
+
+class LogBuilder {
+ public:
+  LogBuilder(std::string host, std::string executable, int32_t pid, uint8_t boot = 1) {
+    log_.path = host + "/" + std::to_string(pid) + ".wev";
+    log_.header.host = std::move(host);
+    log_.header.executable = std::move(executable);
+    log_.header.pid = pid;
+    log_.header.boot_id[0] = boot;
+    log_.header.clock_monotonic_ns = 0;
+    log_.header.clock_realtime_ns = kEpoch;
+    log_.loss.has_end_record = true;
+  }
+
+  // An endpoint record naming `fd` as a TCP connection, caused by `cause` (connect,
+  // accept, or kOpNone for a descriptor inherited at start).
+  LogBuilder& Tcp(int32_t fd, TimeNs t, w::Op cause, const capture::Address& local,
+                  const capture::Address& peer) {
+    capture::Endpoint endpoint;
+    endpoint.kind = w::kKindTcp;
+    endpoint.local = local;
+    endpoint.peer = peer;
+    log_.endpoints.push_back(endpoint);
+    capture::Event e{.op = capture::EventOp::kEndpoint, .tid = log_.header.pid, .fd = fd,
+                     .entry_ns = t, .exit_ns = t};
+    e.arg = cause;
+    e.endpoint = int32_t(log_.endpoints.size() - 1);
+    return Add(e);
+  }
+  // An endpoint record naming `fd` as a Unix stream socket with its inode and, where the
+  // kernel told it, the other end's.
+  LogBuilder& Unix(int32_t fd, TimeNs t, w::Op cause, std::string local_path, std::string peer_path,
+                   uint64_t inode, uint64_t peer_inode) {
+    capture::Endpoint endpoint;
+    endpoint.kind = w::kKindUnixStream;
+    endpoint.local = UnixPath(std::move(local_path));
+    endpoint.peer = UnixPath(std::move(peer_path));
+    endpoint.inode = inode;
+    endpoint.peer_inode = peer_inode;
+    log_.endpoints.push_back(endpoint);
+    capture::Event e{.op = capture::EventOp::kEndpoint, .tid = log_.header.pid, .fd = fd,
+                     .entry_ns = t, .exit_ns = t};
+    e.arg = cause;
+    e.endpoint = int32_t(log_.endpoints.size() - 1);
+    return Add(e);
+  }
+  // An endpoint record naming `fd` as a UDP socket (cause socket, bind, or the send after
+  // which the kernel's port was logged).
+  LogBuilder& Udp(int32_t fd, TimeNs t, w::Op cause, const capture::Address& local) {
+    capture::Endpoint endpoint;
+    endpoint.kind = w::kKindUdp;
+    endpoint.local = local;
+    log_.endpoints.push_back(endpoint);
+    capture::Event e{.op = capture::EventOp::kEndpoint, .tid = log_.header.pid, .fd = fd,
+                     .entry_ns = t, .exit_ns = t};
+    e.arg = cause;
+    e.endpoint = int32_t(log_.endpoints.size() - 1);
+    return Add(e);
+  }
+  // A datagram sent to / received from `peer`, with the hash of its bytes.
+  LogBuilder& Datagram(bool send, int32_t fd, int32_t tid, TimeNs entry, TimeNs exit, int32_t bytes,
+                       uint64_t hash, const capture::Address& peer) {
+    log_.addresses.push_back(peer);
+    capture::Event e{.op = send ? capture::EventOp::kSendto : capture::EventOp::kRecvfrom, .tid = tid,
+                     .fd = fd, .entry_ns = entry, .exit_ns = exit, .result = bytes};
+    e.peer = int32_t(log_.addresses.size() - 1);
+    e.datagram = true;
+    e.payload_hash = hash;
+    return Add(e);
+  }
+  // An endpoint record naming `fd` as one end of the pipe `inode`.
+  LogBuilder& Pipe(int32_t fd, TimeNs t, w::Op cause, uint64_t inode) {
+    capture::Endpoint endpoint;
+    endpoint.kind = w::kKindPipe;
+    endpoint.inode = inode;
+    endpoint.peer_inode = inode;
+    log_.endpoints.push_back(endpoint);
+    capture::Event e{.op = capture::EventOp::kEndpoint, .tid = log_.header.pid, .fd = fd,
+                     .entry_ns = t, .exit_ns = t};
+    e.arg = cause;
+    e.endpoint = int32_t(log_.endpoints.size() - 1);
+    return Add(e);
+  }
+  LogBuilder& Send(int32_t fd, int32_t tid, TimeNs entry, TimeNs exit, int32_t bytes) {
+    return Add({.op = capture::EventOp::kSend, .tid = tid, .fd = fd, .entry_ns = entry,
+                .exit_ns = exit, .result = bytes});
+  }
+  LogBuilder& Recv(int32_t fd, int32_t tid, TimeNs entry, TimeNs exit, int32_t bytes) {
+    return Add({.op = capture::EventOp::kRead, .tid = tid, .fd = fd, .entry_ns = entry,
+                .exit_ns = exit, .result = bytes});
+  }
+  LogBuilder& Close(int32_t fd, TimeNs t) {
+    return Add({.op = capture::EventOp::kClose, .tid = log_.header.pid, .fd = fd, .entry_ns = t,
+                .exit_ns = t});
+  }
+  LogBuilder& Dup(int32_t old_fd, int32_t new_fd, TimeNs t) {
+    return Add({.op = capture::EventOp::kDup, .tid = log_.header.pid, .fd = old_fd, .entry_ns = t,
+                .exit_ns = t, .result = new_fd});
+  }
+  // The payload prefix logged with the last event added.
+  LogBuilder& Payload(std::string bytes) {
+    log_.payloads.push_back(std::move(bytes));
+    log_.events.back().payload = int32_t(log_.payloads.size() - 1);
+    return *this;
+  }
+  LogBuilder& ParentPid(int32_t pid) {
+    log_.header.parent_pid = pid;
+    return *this;
+  }
+
+  capture::EventLog Build() const {
+    capture::EventLog log = log_;
+    std::stable_sort(log.events.begin(), log.events.end(),
+                     [](const capture::Event& a, const capture::Event& b) { return a.entry_ns < b.entry_ns; });
+    return log;
+  }
+
+ private:
+  LogBuilder& Add(const capture::Event& e) {
+    log_.events.push_back(e);
+    return *this;
+  }
+  capture::EventLog log_;
+};
+
+}  // namespace weft::reconcile::testing
