@@ -13,6 +13,11 @@
 namespace weft::capture {
 namespace {
 
+// A time the log can hold: non-negative and below 2^62 ns (146 years), so that a clock
+// reference and an event time add and subtract without overflow. A damaged record or
+// header outside it is corrupt.
+bool PlausibleTime(int64_t t) { return t >= 0 && t < (int64_t(1) << 62); }
+
 using wire::BlockHeader;
 using wire::FileHeader;
 
@@ -81,6 +86,7 @@ class BlockDecoder {
         }
         auto c = Load<wire::CallRecord>(p);
         if (c.op == wire::kOpNone || c.op >= wire::kOpCount) return false;
+        if (!PlausibleTime(c.entry_ns) || !PlausibleTime(c.exit_ns)) return false;
         Event e{.op = static_cast<EventOp>(c.op)};
         e.tid = tid_;
         e.fd = c.fd;
@@ -109,7 +115,7 @@ class BlockDecoder {
         if (size < sizeof(wire::EndpointRecord)) return false;
         auto r = Load<wire::EndpointRecord>(p);
         uint32_t paths = uint32_t(r.local.path_length) + r.peer.path_length;
-        if (sizeof r + paths > size || r.op >= wire::kOpCount) return false;
+        if (sizeof r + paths > size || r.op >= wire::kOpCount || !PlausibleTime(r.time_ns)) return false;
         const char* text = reinterpret_cast<const char*>(p) + sizeof r;
         Endpoint ep;
         ep.kind = static_cast<wire::SocketKind>(r.kind);
@@ -194,6 +200,10 @@ Status DecodeHeader(std::span<const uint8_t> data, std::string_view name, EventL
   if (computed != h.header_checksum) {
     return Status::Corruption("{}: header checksum mismatch (recorded {:08x}, computed {:08x})",
                               name, h.header_checksum, computed);
+  }
+  if (!PlausibleTime(h.clock_realtime_ns) || !PlausibleTime(h.clock_monotonic_ns)) {
+    return Status::Corruption("{}: clock reference out of range (realtime {}, monotonic {})", name,
+                              h.clock_realtime_ns, h.clock_monotonic_ns);
   }
   EventLogHeader& out = log.header;
   out.pid = h.pid;
@@ -377,7 +387,7 @@ std::string FormatEvent(const EventLog& log, const Event& e) {
   }
   line += fmt::format(" fd {} = {}", e.fd, e.result);
   if (e.arg != 0) line += fmt::format(" arg {}", e.arg);
-  line += fmt::format(" [{}]", FormatDuration(e.exit_ns - e.entry_ns));
+  line += fmt::format(" [{}]", FormatDuration(TimeNs(uint64_t(e.exit_ns) - uint64_t(e.entry_ns))));
   if (e.datagram) line += fmt::format(" hash {:016x}", e.payload_hash);
   if (e.peer != kNone) line += " peer " + FormatAddress(log.addresses[e.peer]);
   if (e.payload != kNone) {

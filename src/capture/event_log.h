@@ -142,8 +142,10 @@ struct EventLog {
   EventLogLoss loss;
   uint64_t blocks = 0;
 
+  // In unsigned arithmetic: a damaged header's clock reference may be any 64-bit value,
+  // and a meaningless time is better than undefined behaviour.
   TimeNs ToRealtime(TimeNs monotonic_ns) const {
-    return monotonic_ns - header.clock_monotonic_ns + header.clock_realtime_ns;
+    return TimeNs(uint64_t(monotonic_ns) - uint64_t(header.clock_monotonic_ns) + uint64_t(header.clock_realtime_ns));
   }
 };
 
