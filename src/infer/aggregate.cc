@@ -49,7 +49,6 @@ NodeAggregation AggregateClients(const Trace& trace, uint32_t fixed_port_peers) 
     return e.valid() && slot[e.value()] >= 0 && peers[size_t(slot[e.value()])].count >= fixed_port_peers;
   };
   NodeAggregation out;
-  for (const Peers& p : peers) out.fixed_ports += p.count >= fixed_port_peers;
   const size_t nodes = trace.nodes().size();
   std::vector<bool> has_endpoint(nodes, false), server(nodes, false);
   for (size_t i = 0; i < trace.size(); ++i) {

@@ -24,7 +24,6 @@ struct NodeAggregation {
   NodeTable names;           // the aggregated node names
   std::vector<NodeId> alias;  // per trace node: its id in `names`
   uint32_t clients = 0;       // trace nodes named CLIENT
-  uint32_t fixed_ports = 0;   // endpoints judged fixed
 };
 
 inline constexpr uint32_t kMaxPeersCounted = 8;  // fixed_port_peers is at most this

@@ -34,7 +34,6 @@ std::vector<TimelineEvent> LayOutTimeline(const PathSet& set, uint32_t pattern) 
   for (size_t k = 0; k < elements.size(); ++k) {
     const PatternElement& e = elements[k];
     TimelineEvent& ev = events[k];
-    ev.element = int32_t(k);
     ev.network_known = !e.network.empty();
     ev.network = e.network.mean();
     ev.node_delay_known = !e.delay.empty();

@@ -18,9 +18,8 @@
 
 namespace weft {
 
-// One element of a pattern placed on the mean timeline.
+// One element of a pattern placed on the mean timeline (events[k] is element k).
 struct TimelineEvent {
-  int32_t element = 0;
   double send = 0;         // ns after the root's send
   double arrive = 0;       // ns after the root's send
   double node_delay = 0;   // the sender's own mean time before sending: since the latest
