@@ -1,0 +1,96 @@
+// Protocol processors (BorderPatrol §3.3 and §5.2, EuroSys'08): they find where messages
+// end in a byte stream and pick out what a user asks about (URL, SQL text, Redis
+// command), knowing a protocol's envelope and little more. Capture uses them to log
+// message boundaries and attributes, and event isolation (weft capture --isolate) to
+// stop reads at a boundary.
+//
+// This code is compiled into libweft-preload.so as well as into weft_capture, so it
+// follows the preload library's rules: no allocation, no exceptions, no C++ library, no
+// virtual functions. A parser is a fixed-size struct the caller owns; dispatch is a
+// switch on its protocol.
+//
+// BorderPatrol's interface has four functions (init, read, write, shutdown); weft's has
+// one that serves both sides: Consume says where the current message ends, whether the
+// bytes are being read (isolation shortens the read there) or written (capture logs the
+// boundary and goes on). Shutdown has nothing to free.
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+namespace weft::capture::protocols {
+
+enum Protocol : uint8_t {
+  kNone = 0,      // no processor: messages end where the direction turns (reconcile)
+  kHttp = 1,      // HTTP/1.0 and 1.1: pipelining, Content-Length and chunked bodies
+  kTestbed = 2,   // the testbed's frames (testbed/wire.h): 4-byte big-endian length
+  kPostgres = 3,  // PostgreSQL frontend/backend protocol v3: simple and extended query
+  kRedis = 4,     // Redis RESP2/RESP3 and inline commands
+  kDns = 5,       // DNS: one message per UDP datagram, 2-byte length prefix over TCP
+  kLine = 6,      // any protocol whose messages end with '\n'
+  kOneShot = 7,   // one request and one reply per connection: the stream is one message
+  kProtocolCount = 8,
+};
+
+// "none", "http", "testbed", "postgres", "redis", "dns", "line", "oneshot".
+const char* ProtocolName(Protocol protocol);
+// The protocol named by the `length` bytes at `name`; false if none is.
+bool ParseProtocol(const char* name, size_t length, Protocol* protocol);
+
+// Which way bytes go: requests from the side that connected (the client) to the side
+// that accepted (the server), responses back. A parser reads one direction of one
+// connection.
+enum class Direction : uint8_t { kRequest = 0, kResponse = 1 };
+
+// What a processor found out about the message that ended: at most kMaxAttributes
+// key=value pairs, each value cut to kMaxValue bytes. Keys are string literals
+// ("http.method", "http.url", "http.status", "sql", "redis.command", "redis.key",
+// "dns.id", "dns.name", "testbed.request").
+inline constexpr int kMaxAttributes = 4;
+inline constexpr int kMaxValue = 120;
+struct Attribute {
+  const char* key;
+  uint8_t length;
+  char value[kMaxValue];
+};
+struct Attributes {
+  uint8_t count;
+  Attribute items[kMaxAttributes];
+};
+
+// The per-protocol part of a parser's state: opaque to callers, large enough for every
+// processor (protocols.cc checks with static_assert).
+inline constexpr size_t kParserStateBytes = 192;
+
+// One direction of one connection. Zero-initialised memory is not a valid parser: call
+// Init first.
+struct Parser {
+  Protocol protocol;
+  Direction direction;
+  bool failed;        // the bytes broke the protocol: no more boundaries are reported
+  uint64_t consumed;  // bytes consumed so far (the stream offset of the next byte)
+  uint64_t messages;  // messages that ended so far
+  Attributes attributes;  // of the message that ended last (valid after Consume ends one)
+  alignas(8) uint8_t state[kParserStateBytes];
+};
+
+void Init(Parser* parser, Protocol protocol, Direction direction);
+
+// Consumes a prefix of the `length` bytes at `data`. If the current message ends within
+// them, consumes up to and including its last byte, sets *ended and fills
+// parser->attributes; otherwise consumes them all and clears *ended. Never reads past
+// `length`, never fails: bytes that break the protocol set parser->failed, after which
+// every call consumes everything and reports no end (reconcile then falls back to
+// direction turns). kNone and kOneShot never report an end. Call it again with what is
+// left to find further ends. A `length` of 0 consumes nothing.
+size_t Consume(Parser* parser, const uint8_t* data, size_t length, bool* ended);
+
+// One datagram is one message: fills parser->attributes from it (DNS: id and name).
+void ConsumeDatagram(Parser* parser, const uint8_t* data, size_t length);
+
+// Guesses a stream's protocol from the first bytes of its first request, where they are
+// unambiguous (an HTTP method and a space, "*<digit>" for RESP, a PostgreSQL startup or
+// SSL request, a testbed frame header); kNone otherwise.
+Protocol Detect(const uint8_t* data, size_t length);
+
+}  // namespace weft::capture::protocols
