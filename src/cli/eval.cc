@@ -3,16 +3,20 @@
 
 #include "cli/command.h"
 #include "core/file.h"
+#include "eval/align.h"
 #include "eval/eval.h"
 #include "infer/paths.h"
 #include "infer/truth/truth.h"
+#include "testbed/truth.h"
 #include "trace/io.h"
+
+#include <filesystem>
 
 namespace weft::cli {
 namespace {
 
 struct EvalFlags {
-  std::string truth, inferred, order = "auto";
+  std::string truth, inferred, order = "auto", run;
   int top = 30;
   bool json = false;
   uint64_t min_messages = 100;
@@ -29,10 +33,24 @@ Result<bool> IsPathsFile(const std::string& path) {
 
 // The truth from a paths file, or from a trace's ground truth, its clients named and its
 // latencies measured as the inferred paths' are.
-Result<PathSet> LoadTruth(const std::string& path, const PathSet& inferred) {
-  WEFT_ASSIGN_OR_RETURN(bool is_paths, IsPathsFile(path));
-  if (is_paths) return ReadPaths(path);
-  WEFT_ASSIGN_OR_RETURN(Trace trace, LoadTrace(path));
+// With `run` (the trace the paths were inferred from, --trace), the truth trace or testbed
+// truth directory at `path` is first copied onto the run (eval/align.h).
+Result<PathSet> LoadTruth(const std::string& path, const PathSet& inferred, const std::string& run) {
+  Trace trace;
+  if (!run.empty()) {
+    Result<Trace> truth = std::filesystem::is_directory(path) ? testbed::BuildTruthTrace(path) : LoadTrace(path);
+    if (!truth.ok()) return truth.status().WithContext(path);
+    WEFT_ASSIGN_OR_RETURN(Trace run_trace, LoadTrace(run));
+    AlignSummary aligned;
+    Result<Trace> labelled = CopyTruth(*truth, run_trace, &aligned);
+    if (!labelled.ok()) return labelled.status().WithContext(fmt::format("{} onto {}", path, run));
+    fmt::print(stderr, "truth from {} onto {}: {}\n", path, run, aligned.OneLine());
+    trace = std::move(*labelled);
+  } else {
+    WEFT_ASSIGN_OR_RETURN(bool is_paths, IsPathsFile(path));
+    if (is_paths) return ReadPaths(path);
+    WEFT_ASSIGN_OR_RETURN(trace, LoadTrace(path));
+  }
   Result<PathSet> set = InferFromTruth(
       trace, TruthOptions{.aggregate_clients = inferred.clients_aggregated, .clock_offsets = !inferred.clock_offsets.empty()});
   if (!set.ok()) return set.status().WithContext(path);
@@ -48,7 +66,7 @@ Status RunEval(const EvalFlags& f) {
     options.inferred_order = order;
   }
   WEFT_ASSIGN_OR_RETURN(PathSet inferred, ReadPaths(f.inferred));
-  WEFT_ASSIGN_OR_RETURN(PathSet truth, LoadTruth(f.truth, inferred));
+  WEFT_ASSIGN_OR_RETURN(PathSet truth, LoadTruth(f.truth, inferred, f.run));
   if (!inferred.graph.empty()) {
     // A causal graph (convolution): edges and delays against the truth's graph (§7.5.7).
     Result<GraphEvalReport> report = EvaluateGraph(truth, inferred, f.min_messages);
@@ -70,15 +88,21 @@ void AddEvalCommand(CLI::App& app, Status& result) {
       "False positives and negatives counted by path patterns, by path instances and by\n"
       "messages; the top-N false-negative curve (Project 5 Figure 17) at 0, 2% and 6%\n"
       "tolerance; the latency error of correctly inferred patterns. --truth is a trace with\n"
-      "ground truth (path= and parent=) or a paths file; docs/eval.md defines every number.\n\n"
+      "ground truth (path= and parent=) or a paths file; docs/eval.md defines every number.\n"
+      "With --trace (the trace the paths came from, e.g. a reconciled capture), --truth is a\n"
+      "separate record of the same run, a trace or the testbed's truth directory, matched\n"
+      "to the run message by message (endpoints and byte offsets).\n\n"
       "Examples:\n"
       "  weft gen multitier -o mt.weft\n"
       "  weft infer mt.weft --algo truth -o truth.paths.json\n"
       "  weft eval --truth mt.weft truth.paths.json\n"
-      "  weft eval --truth truth.paths.json other.paths.json --top 10 --json\n");
+      "  weft eval --truth truth.paths.json other.paths.json --top 10 --json\n"
+      "  weft eval --truth testbed-truth/ --trace run.weft thread.paths.json\n");
   static EvalFlags flags;
   cmd->add_option("paths", flags.inferred, "Inferred paths file (.paths.json; - for stdin)")->required();
-  cmd->add_option("--truth", flags.truth, "Trace with ground truth, or a paths file")->required();
+  cmd->add_option("--truth", flags.truth, "Trace with ground truth, a paths file, or (with --trace) a testbed truth directory")->required();
+  cmd->add_option("--trace", flags.run,
+                  "The trace the paths were inferred from, when --truth is a separate record of the run");
   cmd->add_option("--top", flags.top, "Largest N of the top-N curve")->capture_default_str();
   cmd->add_option("--order", flags.order,
                   "Rank inferred patterns by count or expected (auto: expected when some instance has "

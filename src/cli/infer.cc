@@ -7,6 +7,8 @@
 #include "infer/linking/linking.h"
 #include "infer/nesting/nesting.h"
 #include "infer/paths.h"
+#include "infer/fragment/fragment.h"
+#include "infer/thread/thread.h"
 #include "infer/truth/truth.h"
 #include "trace/io.h"
 
@@ -96,6 +98,21 @@ Result<PathSet> RunLinking(const Trace& trace, const InferFlags& f) {
   return set;
 }
 
+Result<PathSet> RunThread(const Trace& trace, const InferFlags&) {
+  WEFT_ASSIGN_OR_RETURN(PathSet set, InferThread(trace));
+  fmt::print(stderr, "thread: {} requests; {} calls sent outside any request the thread replied to, {} returns "
+                     "without their call\n",
+             set.Counter("instances"), set.Counter("calls_outside_requests"), set.Counter("returns_without_call"));
+  return set;
+}
+
+Result<PathSet> RunFragment(const Trace& trace, const InferFlags&) {
+  WEFT_ASSIGN_OR_RETURN(PathSet set, InferFragment(trace));
+  fmt::print(stderr, "fragment: {} requests; {} messages sent outside any fragment started them\n",
+             set.Counter("instances"), set.Counter("outputs_starting_requests"));
+  return set;
+}
+
 struct Algorithm {
   std::string_view name;
   Result<PathSet> (*infer)(const Trace& trace, const InferFlags& flags);
@@ -106,6 +123,8 @@ constexpr Algorithm kAlgorithms[] = {
     {"nesting", RunNesting},
     {"convolution", RunConvolution},
     {"linking", RunLinking},
+    {"thread", RunThread},
+    {"fragment", RunFragment},
 };
 
 std::string AlgorithmNames() {
@@ -141,6 +160,7 @@ void AddInferCommand(CLI::App& app, Status& result) {
       "  weft infer mt.weft --algo nesting -o nesting.paths.json\n"
       "  weft infer skewed.weft --algo nesting --skew-window 30ms --smooth 2 -o n.paths.json\n"
       "  weft infer email.weft --algo convolution --quantum 1s --tolerance 500ms -o c.paths.json\n"
+      "  weft infer run.weft --algo thread -o thread.paths.json     (a reconciled capture)\n"
       "  weft paths nesting.paths.json --top 10\n",
       AlgorithmNames()));
   static InferFlags flags;

@@ -83,6 +83,56 @@ void CountInstancesAndMessages(const PathSet& truth, const PathSet& inferred, Ev
   for (MessageId m : truth.messages) r.truth_messages_unassigned += !assigned[m.value()];
 }
 
+void CountRequests(const PathSet& truth, const PathSet& inferred, EvalReport& r) {
+  // Each message's inferred instance (the most probable one holding it) and parent there.
+  constexpr uint32_t kNone = UINT32_MAX;
+  std::vector<uint32_t> instance_of(inferred.trace_messages, kNone);
+  std::vector<MessageId> parent_of(inferred.trace_messages);
+  for (size_t i = 0; i < inferred.instance_count(); ++i) {
+    auto msgs = inferred.InstanceMessages(i);
+    auto parents = inferred.InstanceParents(i);
+    for (size_t k = 0; k < msgs.size(); ++k) {
+      uint32_t& held = instance_of[msgs[k].value()];
+      if (held != kNone && inferred.probability[held] >= inferred.probability[i]) continue;
+      held = uint32_t(i);
+      parent_of[msgs[k].value()] = parents[k] < 0 ? MessageId() : msgs[size_t(parents[k])];
+    }
+  }
+  // Which request each inferred instance holds messages of (kMixed: more than one).
+  constexpr uint32_t kMixed = UINT32_MAX - 1;
+  std::vector<uint32_t> request_of(inferred.instance_count(), kNone);
+  for (size_t t = 0; t < truth.instance_count(); ++t) {
+    for (MessageId m : truth.InstanceMessages(t)) {
+      uint32_t i = instance_of[m.value()];
+      if (i == kNone) continue;
+      request_of[i] = request_of[i] == kNone || request_of[i] == t ? uint32_t(t) : kMixed;
+    }
+  }
+  r.requests.requests = truth.instance_count();
+  for (size_t t = 0; t < truth.instance_count(); ++t) {
+    auto msgs = truth.InstanceMessages(t);
+    auto parents = truth.InstanceParents(t);
+    bool mixed = false, spread = false, same_parents = true;
+    uint32_t first = instance_of[msgs[0].value()];
+    for (size_t k = 0; k < msgs.size(); ++k) {
+      uint32_t i = instance_of[msgs[k].value()];
+      spread = spread || i == kNone || i != first;
+      mixed = mixed || (i != kNone && request_of[i] == kMixed);
+      MessageId parent = parents[k] < 0 ? MessageId() : msgs[size_t(parents[k])];
+      same_parents = same_parents && parent_of[msgs[k].value()] == parent;
+    }
+    if (mixed) {
+      ++r.requests.mis_stitched;
+    } else if (spread || inferred.InstanceMessages(first).size() != msgs.size()) {
+      ++r.requests.orphaned;  // the instance also holds messages without ground truth
+    } else if (same_parents) {
+      ++r.requests.exact;
+    } else {
+      ++r.requests.wrong_parents;
+    }
+  }
+}
+
 void CountPatterns(const PathSet& truth, const PathSet& inferred,
                    const absl::flat_hash_map<std::string_view, uint32_t>& inferred_by_key, EvalReport& r) {
   r.patterns.truth = truth.patterns.size();
@@ -209,6 +259,7 @@ Result<EvalReport> Evaluate(const PathSet& truth, const PathSet& inferred, const
 
   CountPatterns(truth, inferred, inferred_by_key, r);
   CountInstancesAndMessages(truth, inferred, r);
+  CountRequests(truth, inferred, r);
   TopNCurve(truth, inferred, options, r);
   if (r.missed.size() > size_t(std::max(options.max_listed, 0))) r.missed.resize(size_t(std::max(options.max_listed, 0)));
   LatencyErrors(truth, inferred, inferred_by_key, r);

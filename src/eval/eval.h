@@ -65,6 +65,19 @@ struct PatternLatencyError {
   double max_delay_error = 0;            // over its elements with a defined error
 };
 
+// Per request (truth instance, issue 8): is its whole tree inferred exactly, with the same
+// messages and parents, or broken apart, or joined with another request's messages? The
+// inferred instance of a message is the most probable one holding it.
+struct RequestOutcomes {
+  uint64_t requests = 0;       // truth instances
+  uint64_t exact = 0;          // one inferred instance, the same messages and parents
+  uint64_t wrong_parents = 0;  // one inferred instance, the same messages, a parent differs
+  uint64_t orphaned = 0;       // spread over several inferred instances, or partly in none,
+                               // but never with another request's messages
+  uint64_t mis_stitched = 0;   // some of its messages share an instance with another request's
+  double Share(uint64_t n) const { return requests ? double(n) / double(requests) : 0.0; }
+};
+
 struct EvalReport {
   std::string truth_algorithm;
   std::string inferred_algorithm;
@@ -76,6 +89,7 @@ struct EvalReport {
   ErrorCounts patterns;
   ErrorCounts instances;
   ErrorCounts messages;
+  RequestOutcomes requests;
 
   std::vector<double> tolerances;
   PatternOrder inferred_order = PatternOrder::kCount;

@@ -40,6 +40,12 @@ std::string FormatEvalReport(const EvalReport& r) {
   AppendCountsRow(out, "path patterns", r.patterns);
   AppendCountsRow(out, "path instances", r.instances);
   AppendCountsRow(out, "messages", r.messages);
+  const RequestOutcomes& q = r.requests;
+  out += fmt::format("\nrequests (whole trees): {} exact ({}), {} wrong parents ({}), {} orphaned ({}), "
+                     "{} mis-stitched ({}) of {}\n",
+                     q.exact, Percent(q.Share(q.exact)), q.wrong_parents, Percent(q.Share(q.wrong_parents)),
+                     q.orphaned, Percent(q.Share(q.orphaned)), q.mis_stitched, Percent(q.Share(q.mis_stitched)),
+                     q.requests);
 
   if (!r.top_n.empty()) {
     out += fmt::format("\ntop-N false negatives (Figure 17): truth ranked by count, inferred by {}\n",
@@ -87,6 +93,9 @@ std::string FormatEvalReportJson(const EvalReport& r) {
   j["patterns"] = CountsJson(r.patterns);
   j["instances"] = CountsJson(r.instances);
   j["messages"] = CountsJson(r.messages);
+  j["requests"] = {{"requests", r.requests.requests},         {"exact", r.requests.exact},
+                   {"wrong_parents", r.requests.wrong_parents}, {"orphaned", r.requests.orphaned},
+                   {"mis_stitched", r.requests.mis_stitched}};
   j["inferred_order"] = PatternOrderName(r.inferred_order);
   j["tolerances"] = r.tolerances;
   nlohmann::ordered_json curve = nlohmann::ordered_json::array();

@@ -125,6 +125,9 @@ TEST_F(EvalCli, EvalOfAWrongInference) {
             "path instances           2         3         1         2         1   66.67%   50.00%\n"
             "messages                 6         5         3         2         3   40.00%   50.00%\n"
             "\n"
+            "requests (whole trees): 1 exact (50.00%), 0 wrong parents (0.00%), 1 orphaned (50.00%), 0 mis-stitched "
+            "(0.00%) of 2\n"
+            "\n"
             "top-N false negatives (Figure 17): truth ranked by count, inferred by count\n"
             "    N          FN    FN 2.00%    FN 6.00%      FN/N\n"
             "    1           1           0           0   100.00%\n"
@@ -138,7 +141,7 @@ TEST_F(EvalCli, EvalOfAWrongInference) {
 TEST_F(EvalCli, OneLineErrorsAndNonZeroExit) {
   CommandRun unknown = Weft("infer " + Path("run.trace") + " --algo nesting2 -o " + Path("x.paths.json"));
   EXPECT_EQ(unknown.rc, 1);
-  EXPECT_EQ(unknown.output, "weft infer: unknown algorithm 'nesting2' (available: truth, nesting, convolution, linking)\n");
+  EXPECT_EQ(unknown.output, "weft infer: unknown algorithm 'nesting2' (available: truth, nesting, convolution, linking, thread, fragment)\n");
 
   std::ofstream(Path("other.trace")) << "1.0 MSG_SENT A B path=1\n";
   ASSERT_EQ(Weft("infer " + Path("other.trace") + " --algo truth -o " + Path("other.paths.json")).rc, 0);

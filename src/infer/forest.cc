@@ -1,0 +1,65 @@
+#include "infer/forest.h"
+
+#include <absl/container/flat_hash_map.h>
+
+namespace weft {
+
+std::vector<MessageId> CallsAnswered(const Trace& trace) {
+  const TraceColumns& c = trace.columns();
+  std::vector<MessageId> call_of(trace.size());
+  // Messages are in time order: the CALL an id names when its RETURN comes is the latest.
+  absl::flat_hash_map<StringId, MessageId> open_call;
+  for (size_t i = 0; i < trace.size(); ++i) {
+    if (!c.call_id[i].valid()) continue;
+    if (c.kind[i] == MessageKind::kCall) {
+      open_call[c.call_id[i]] = MessageId(uint32_t(i));
+    } else if (c.kind[i] == MessageKind::kReturn) {
+      auto it = open_call.find(c.call_id[i]);
+      if (it != open_call.end()) call_of[i] = it->second;
+    }
+  }
+  return call_of;
+}
+
+Result<uint64_t> AddForest(const Trace& trace, std::span<const MessageId> parent, PathSetBuilder& builder) {
+  const size_t n = trace.size();
+  // Children lists by counting sort, in time order.
+  std::vector<uint32_t> child_begin(n + 1, 0), children(n);
+  for (size_t i = 0; i < n; ++i) {
+    if (parent[i].valid()) ++child_begin[parent[i].value() + 1];
+  }
+  for (size_t i = 0; i < n; ++i) child_begin[i + 1] += child_begin[i];
+  {
+    std::vector<uint32_t> fill(child_begin.begin(), child_begin.end() - 1);
+    for (size_t i = 0; i < n; ++i) {
+      if (parent[i].valid()) children[fill[parent[i].value()]++] = uint32_t(i);
+    }
+  }
+  std::vector<MessageId> members;
+  std::vector<int32_t> parents;
+  std::vector<std::pair<uint32_t, int32_t>> stack;  // (message, index of its parent)
+  uint64_t placed = 0, instances = 0;
+  for (size_t root = 0; root < n; ++root) {
+    if (parent[root].valid()) continue;
+    members.clear();
+    parents.clear();
+    stack.assign(1, {uint32_t(root), -1});
+    while (!stack.empty()) {  // depth first
+      auto [m, p] = stack.back();
+      stack.pop_back();
+      int32_t index = int32_t(members.size());
+      members.push_back(MessageId(m));
+      parents.push_back(p);
+      for (uint32_t k = child_begin[m]; k < child_begin[m + 1]; ++k) stack.push_back({children[k], index});
+    }
+    Status added = builder.AddInstance(members, parents);
+    if (!added.ok()) return added.WithContext(fmt::format("the instance rooted at message {}", root));
+    placed += members.size();
+    ++instances;
+  }
+  builder.AddCounter("instances", int64_t(instances));
+  builder.AddCounter("messages_in_instances", int64_t(placed));
+  return n - placed;
+}
+
+}  // namespace weft

@@ -1,0 +1,35 @@
+// --algo fragment: BorderPatrol's forward scan (Koskinen and Jannotti, EuroSys'08, §4 and
+// §5.5).
+//
+// A module's work is a sequence of fragments: a fragment begins at each input event and
+// carries that input's request, and every output until the next input belongs to it
+// (rules 1 and 2 of §5.5). The scan goes forward in time over each node's receives and
+// sends, keeping per thread the request it is working on (the "module designation"):
+//   - receiving a CALL starts a fragment for that call;
+//   - receiving a RETURN resumes the request that made the call it answers (the reply
+//     from a downstream server continues the upstream request, §4's SPED handlers);
+//   - receiving the RETURN of a root call (a client's own request) ends the request there:
+//     the client's next CALL starts a new path;
+//   - a CALL or free-form message sent belongs to the sender's current fragment; a
+//     RETURN to the CALL it answers.
+// The assumptions are BorderPatrol's: modules are immediate (an input is handled before
+// the next is read) and independent (no hidden work queue between threads). Event
+// isolation (weft capture --isolate) makes single-threaded event loops immediate; a
+// dispatcher that reads requests and hands them to workers is a hidden work queue, and
+// the workers' calls land in the wrong request (docs/precise.md measures it).
+//
+// Departures: the module is a thread of a node, not a process (threads of one process
+// each keep their own designation, which multi-threaded servers need); fork/exec and
+// witnesses through untraced modules are not used yet (the trace has no fork events).
+#pragma once
+
+#include "core/status.h"
+#include "infer/paths.h"
+#include "trace/trace.h"
+
+namespace weft {
+
+// An error if no message has a thread (the trace was not reconciled from a capture).
+Result<PathSet> InferFragment(const Trace& trace);
+
+}  // namespace weft

@@ -1,0 +1,90 @@
+// vPath §3.3, on reconciled messages: every message has the thread that sent it and the
+// thread that received it, and receive times are the exit times of the reads (the
+// completion times §3.3 had to approximate; capture logs them).
+#include "infer/thread/thread.h"
+
+#include <algorithm>
+#include <tuple>
+
+#include <absl/container/flat_hash_map.h>
+
+#include "infer/forest.h"
+
+namespace weft {
+namespace {
+
+// A thread of a node: (node, thread id). Thread ids are unique per host, and a node is at
+// most one host, so the pair names one thread.
+using ThreadKey = std::pair<uint32_t, uint32_t>;
+
+struct Reply {
+  TimeNs sent;
+  MessageId request;  // the CALL it answers
+};
+
+bool HasThreads(const TraceColumns& c) {
+  for (size_t i = 0; i < c.size(); ++i) {
+    if (c.sender_thread[i] != 0 || c.receiver_thread[i] != 0) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+Result<PathSet> InferThread(const Trace& trace) {
+  const TraceColumns& c = trace.columns();
+  if (!trace.empty() && !HasThreads(c)) {
+    return Status::InvalidArgument(
+        "no message names its threads: the thread algorithm needs a trace reconciled from a capture "
+        "(weft capture, weft reconcile)");
+  }
+  const std::vector<MessageId> call_of = CallsAnswered(trace);
+
+  // The replies each thread sent, in time order (messages are in time order already).
+  absl::flat_hash_map<ThreadKey, std::vector<Reply>> replies;
+  for (size_t i = 0; i < trace.size(); ++i) {
+    if (c.kind[i] != MessageKind::kReturn || !call_of[i].valid() || c.send_time[i] == kNoTime ||
+        c.sender_thread[i] == 0) {
+      continue;
+    }
+    replies[{c.sender[i].value(), c.sender_thread[i]}].push_back({c.send_time[i], call_of[i]});
+  }
+
+  std::vector<MessageId> parent(trace.size());
+  int64_t roots = 0, unplaced_calls = 0, unanswered_returns = 0;
+  for (size_t i = 0; i < trace.size(); ++i) {
+    if (c.kind[i] == MessageKind::kReturn) {
+      parent[i] = call_of[i];
+      unanswered_returns += !call_of[i].valid();
+      continue;
+    }
+    if (c.kind[i] != MessageKind::kCall || c.send_time[i] == kNoTime || c.sender_thread[i] == 0) {
+      ++roots;  // sent by an untraced node, or not a call: starts a path
+      continue;
+    }
+    const TimeNs sent = c.send_time[i];
+    auto it = replies.find(ThreadKey{c.sender[i].value(), c.sender_thread[i]});
+    if (it == replies.end()) {
+      ++roots;  // a thread that never replies: a client
+      continue;
+    }
+    const std::vector<Reply>& r = it->second;
+    auto next = std::lower_bound(r.begin(), r.end(), sent, [](const Reply& a, TimeNs t) { return a.sent < t; });
+    const TimeNs arrived = next == r.end() ? kNoTime : c.recv_time[next->request.value()];
+    if (next != r.end() && arrived != kNoTime && arrived <= sent) {
+      parent[i] = next->request;
+    } else {
+      ++unplaced_calls;  // the thread's next reply answers a later request
+    }
+  }
+
+  PathSetBuilder builder(trace, "thread");
+  WEFT_ASSIGN_OR_RETURN(uint64_t in_cycles, AddForest(trace, parent, builder));
+  builder.AddCounter("root_calls", roots);
+  builder.AddCounter("calls_outside_requests", unplaced_calls);
+  builder.AddCounter("returns_without_call", unanswered_returns);
+  builder.AddCounter("messages_in_cycles", int64_t(in_cycles));
+  return std::move(builder).Finish();
+}
+
+}  // namespace weft

@@ -1,0 +1,30 @@
+// --algo thread: vPath's precise paths from threads and connections (Tak et al., ATC'09,
+// §2.2-2.3 and §3.3).
+//
+// vPath assumes synchronous request/reply connections and that the thread which sends a
+// reply is the thread that did all the request's work in between (a dispatcher may have
+// read the request: only the last thread of the chain counts). Then, per node:
+//   - a request and its reply are paired per connection, in order (reconcile's call ids);
+//   - a CALL sent by thread T belongs to the request whose reply T sends next, if that
+//     request had arrived by then (otherwise, and if T never replies again, it is a root:
+//     a client's request, or work the assumption cannot place);
+//   - a RETURN belongs to the CALL it answers.
+// Across nodes the connection carries the request on. Each request is its own instance
+// with probability 1, so one slow request can be looked at by itself.
+//
+// Where the assumption breaks, vPath gives wrong paths, not none: a hand-off pool (one
+// thread calls downstream, another replies), a SEDA stage that calls downstream before the
+// reply stage, an event loop with many requests on one thread, and calls made in parallel
+// by helper threads (docs/precise.md measures each).
+#pragma once
+
+#include "core/status.h"
+#include "infer/paths.h"
+#include "trace/trace.h"
+
+namespace weft {
+
+// An error if no message has a thread (the trace was not reconciled from a capture).
+Result<PathSet> InferThread(const Trace& trace);
+
+}  // namespace weft

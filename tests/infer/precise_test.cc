@@ -1,0 +1,116 @@
+// The precise algorithms (thread: vPath; fragment: BorderPatrol's forward scan) on small
+// traces with threads, each a threading model in miniature, scored per request by eval.
+#include <gtest/gtest.h>
+
+#include "eval/eval.h"
+#include "infer/fragment/fragment.h"
+#include "infer/thread/thread.h"
+#include "infer/truth/truth.h"
+
+namespace weft {
+namespace {
+
+// Two requests from a client C through server A to server B. Times are microseconds;
+// who sends and receives on which thread is the threading model under test.
+class TwoRequests {
+ public:
+  // One message with its ground truth (`parent_row` -1 for a root).
+  uint32_t Add(MessageKind kind, const char* from, uint32_t from_thread, const char* to, uint32_t to_thread,
+               int send_us, int recv_us, const char* call, uint32_t path, int parent_row) {
+    MessageRecord r;
+    r.kind = kind;
+    r.sender = b_.Node(from);
+    r.receiver = b_.Node(to);
+    r.sender_thread = from_thread;
+    r.receiver_thread = to_thread;
+    r.send_time = TimeNs(send_us) * 1000;
+    r.recv_time = TimeNs(recv_us) * 1000;
+    r.call_id = b_.String(call);
+    r.truth_path = PathId(path);
+    uint32_t row = b_.Add(r);
+    if (parent_row >= 0) b_.SetParent(row, uint32_t(parent_row));
+    return row;
+  }
+  // A request of path `path`: C calls A, A calls B once, B replies, A replies. `a_in` is the
+  // thread of A that reads the request, `a_work` the one that calls B and replies; `t` the
+  // times of the eight events (send, receive of each message).
+  void Request(uint32_t path, uint32_t client_thread, uint32_t a_in, uint32_t a_work, uint32_t a_reply_in,
+               const int (&t)[8]) {
+    std::string c = "c" + std::to_string(path), b = "b" + std::to_string(path);
+    uint32_t call = Add(MessageKind::kCall, "C", client_thread, "A", a_in, t[0], t[1], c.c_str(), path, -1);
+    uint32_t down = Add(MessageKind::kCall, "A", a_work, "B", 20 + path, t[2], t[3], b.c_str(), path, int(call));
+    Add(MessageKind::kReturn, "B", 20 + path, "A", a_reply_in, t[4], t[5], b.c_str(), path, int(down));
+    Add(MessageKind::kReturn, "A", a_work, "C", client_thread, t[6], t[7], c.c_str(), path, int(call));
+  }
+  RequestOutcomes Score(Result<PathSet> (*infer)(const Trace&)) {
+    Result<Trace> trace = TraceBuilder(b_).Finish();
+    EXPECT_TRUE(trace.ok()) << trace.status().message();
+    Result<PathSet> inferred = infer(*trace);
+    EXPECT_TRUE(inferred.ok()) << inferred.status().message();
+    Result<PathSet> truth = InferFromTruth(*trace);
+    Result<EvalReport> report = Evaluate(*truth, *inferred);
+    EXPECT_TRUE(report.ok()) << report.status().message();
+    EXPECT_EQ(report->requests.requests, 2u);
+    return report->requests;
+  }
+
+ private:
+  TraceBuilder b_;
+};
+
+// Thread per connection: each request read, worked on and answered by one thread of A.
+TEST(PreciseAlgorithms, ThreadPerConnection) {
+  TwoRequests r;
+  r.Request(1, 1, 11, 11, 11, {0, 10, 20, 30, 40, 50, 60, 70});
+  r.Request(2, 2, 12, 12, 12, {15, 25, 35, 45, 55, 65, 75, 85});
+  EXPECT_EQ(r.Score(InferThread).exact, 2u);
+  EXPECT_EQ(r.Score(InferFragment).exact, 2u);
+}
+
+// A dispatcher thread (10) reads both requests and hands each to a worker, which calls
+// B and replies: vPath's dispatcher-worker model. The hand-off is a hidden work queue:
+// the forward scan sees the workers send calls before any input started a fragment.
+TEST(PreciseAlgorithms, DispatcherAndWorkers) {
+  TwoRequests r;
+  r.Request(1, 1, 10, 11, 11, {0, 10, 20, 30, 40, 50, 60, 70});
+  r.Request(2, 2, 10, 12, 12, {15, 25, 35, 45, 55, 65, 75, 85});
+  EXPECT_EQ(r.Score(InferThread).exact, 2u);
+  RequestOutcomes fragment = r.Score(InferFragment);
+  EXPECT_EQ(fragment.orphaned, 2u);
+}
+
+// A single-threaded event loop (thread 10) with both requests in flight at once, each
+// handled immediately on its input: the forward scan is exact, vPath puts the second
+// request's call under the first (the thread's next reply answers the first request).
+TEST(PreciseAlgorithms, EventLoop) {
+  TwoRequests r;
+  r.Request(1, 1, 10, 10, 10, {0, 10, 11, 20, 40, 50, 51, 60});
+  r.Request(2, 2, 10, 10, 10, {12, 15, 16, 25, 60, 70, 71, 80});
+  EXPECT_EQ(r.Score(InferFragment).exact, 2u);
+  RequestOutcomes thread = r.Score(InferThread);
+  EXPECT_EQ(thread.exact, 0u);
+  EXPECT_EQ(thread.mis_stitched, 2u);
+}
+
+TEST(PreciseAlgorithms, NeedThreads) {
+  TraceBuilder b;
+  MessageRecord m;
+  m.sender = b.Node("a");
+  m.receiver = b.Node("b");
+  m.send_time = 1;
+  b.Add(m);
+  Result<Trace> trace = std::move(b).Finish();
+  ASSERT_TRUE(trace.ok());
+  Result<PathSet> thread = InferThread(*trace);
+  ASSERT_FALSE(thread.ok());
+  EXPECT_NE(thread.status().message().find("no message names its threads"), std::string::npos);
+  EXPECT_FALSE(InferFragment(*trace).ok());
+  // An empty trace is no error: no requests.
+  Result<Trace> empty = TraceBuilder().Finish();
+  ASSERT_TRUE(empty.ok());
+  EXPECT_EQ(InferThread(*empty)->instance_count(), 0u);
+  EXPECT_EQ(InferFragment(*empty)->instance_count(), 0u);
+}
+
+}  // namespace
+}  // namespace weft
