@@ -244,6 +244,10 @@ void Loop::OnReply(const std::shared_ptr<EvConn>& c, const Frame& f, size_t byte
 bool Loop::Sleep(const std::shared_ptr<Req>& r, const Distribution& d) {
   TimeNs t = d.Sample(rng_);
   if (t <= 0) return false;
+  if (tier_.inline_service) {
+    Serve(t);  // the loop computes: nothing else runs meanwhile
+    return false;
+  }
   timers_.push({MonoNow() + t, ++timer_seq_, r, true});
   r->sleeping = true;
   return true;

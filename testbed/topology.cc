@@ -180,6 +180,11 @@ Result<Tier> Parser::ParseTier(const toml::table& t) {
                  "tier '{}': http_chunked and http_close_after need protocol = \"http\"",
                  tier.name);
   }
+  std::string service = t["service"].value_or(std::string("timer"));
+  if (service != "timer" && service != "inline") {
+    return Error(LineOf(t), "tier '{}': service must be timer or inline, not '{}'", tier.name, service);
+  }
+  tier.inline_service = service == "inline";
   WEFT_ASSIGN_OR_RETURN(ServerSpec defaults, ParseServer(t, ServerSpec{}));
   defaults.port = 0;
   if (const toml::node* n = t.get("server")) {

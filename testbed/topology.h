@@ -83,6 +83,10 @@ struct Tier {
   // HTTP: a server closes a connection after answering its N-th request, saying
   // "Connection: close" in that reply (as servers bound keep-alive); 0: never.
   uint32_t http_close_after = 0;
+  // Event-loop servers: service times are spent in the loop itself, as a single-threaded
+  // server computes (BorderPatrol's "immediate" modules), instead of on timers, as when it
+  // waits for asynchronous I/O. Other models ignore it.
+  bool inline_service = false;
   std::vector<ServerSpec> servers;
   std::vector<RequestType> requests;
 };

@@ -113,6 +113,37 @@ Result<PathSet> RunFragment(const Trace& trace, const InferFlags&) {
   return set;
 }
 
+// --algo auto: the most precise algorithm whose assumptions the trace does not contradict
+// (docs/precise.md): thread (vPath) when no thread took in a request while it owed the
+// reply to another and every call a thread sent lies inside a request it answered; else
+// fragment (BorderPatrol) when no server sent a call outside every fragment; else
+// linking (WAP5), which assumes nothing of threads. Without threads in the trace: linking.
+Result<PathSet> RunAuto(const Trace& trace, const InferFlags& f) {
+  Result<PathSet> thread = InferThread(trace);
+  if (!thread.ok()) {
+    fmt::print(stderr, "auto: the trace names no threads, so neither precise algorithm applies: linking (WAP5)\n");
+    return RunLinking(trace, f);
+  }
+  const int64_t overlapping = thread->Counter("overlapping_requests"), outside = thread->Counter("calls_outside_requests");
+  if (overlapping == 0 && outside == 0) {
+    fmt::print(stderr, "auto: thread (vPath): every thread worked on one request at a time and every call lies "
+                       "inside a request its thread answered\n");
+    return RunThread(trace, f);
+  }
+  WEFT_ASSIGN_OR_RETURN(PathSet fragment, InferFragment(trace));
+  const int64_t hidden = fragment.Counter("server_calls_outside_fragments");
+  std::string why = fmt::format("not thread: {} requests were taken in by a thread that still owed a reply, {} calls "
+                                "lie outside the requests their thread answered",
+                                overlapping, outside);
+  if (hidden == 0) {
+    fmt::print(stderr, "auto: fragment (BorderPatrol): {}; every call a server sent follows an input\n", why);
+    return RunFragment(trace, f);
+  }
+  fmt::print(stderr, "auto: linking (WAP5): {}; not fragment: servers sent {} calls before any input of theirs "
+                     "(a hidden hand-off)\n", why, hidden);
+  return RunLinking(trace, f);
+}
+
 struct Algorithm {
   std::string_view name;
   Result<PathSet> (*infer)(const Trace& trace, const InferFlags& flags);
@@ -125,6 +156,7 @@ constexpr Algorithm kAlgorithms[] = {
     {"linking", RunLinking},
     {"thread", RunThread},
     {"fragment", RunFragment},
+    {"auto", RunAuto},
 };
 
 std::string AlgorithmNames() {
@@ -161,6 +193,7 @@ void AddInferCommand(CLI::App& app, Status& result) {
       "  weft infer skewed.weft --algo nesting --skew-window 30ms --smooth 2 -o n.paths.json\n"
       "  weft infer email.weft --algo convolution --quantum 1s --tolerance 500ms -o c.paths.json\n"
       "  weft infer run.weft --algo thread -o thread.paths.json     (a reconciled capture)\n"
+      "  weft infer run.weft --algo auto -o run.paths.json   (the most precise one that fits)\n"
       "  weft paths nesting.paths.json --top 10\n",
       AlgorithmNames()));
   static InferFlags flags;

@@ -5,15 +5,30 @@
 
 #include "cli/command.h"
 #include "infer/paths.h"
+#include "report/requests.h"
+#include "trace/io.h"
 
 namespace weft::cli {
 namespace {
 
 struct PathsFlags {
   std::string input, sort = "count";
-  size_t top = 20;
+  size_t top = 20, requests = 0;
+  std::string trace;
   bool json = false, tree = false;
 };
+
+// --requests N: the N slowest requests, each as its own tree (report/requests.h).
+Status PrintSlowestRequests(const PathSet& set, const PathsFlags& f) {
+  if (f.trace.empty()) return Status::InvalidArgument("--requests needs --trace, the trace the paths came from");
+  WEFT_ASSIGN_OR_RETURN(Trace trace, LoadTrace(f.trace));
+  Result<std::vector<RequestTiming>> slowest = SlowestRequests(set, trace, f.requests);
+  if (!slowest.ok()) return slowest.status().WithContext(f.trace);
+  fmt::print("the {} slowest of {} requests ({} paths over {}):\n", slowest->size(), set.instance_count(),
+             set.algorithm, f.trace);
+  for (const RequestTiming& r : *slowest) fmt::print("\n{}", FormatRequest(set, trace, r));
+  return Status::Ok();
+}
 
 std::string_view ShortKind(MessageKind kind) {
   switch (kind) {
@@ -46,6 +61,7 @@ std::string FormatTree(const PathSet& set, const PathPattern& p, std::string_vie
 Status RunPaths(const PathsFlags& f) {
   WEFT_ASSIGN_OR_RETURN(PatternOrder order, ParsePatternOrder(f.sort));
   WEFT_ASSIGN_OR_RETURN(PathSet set, ReadPaths(f.input));
+  if (f.requests > 0) return PrintSlowestRequests(set, f);
   std::vector<uint32_t> rank = RankPatterns(set, order);
   const size_t shown = f.top == 0 ? rank.size() : std::min(f.top, rank.size());
   const double instances = double(set.instance_count());
@@ -126,7 +142,8 @@ void AddPathsCommand(CLI::App& app, Status& result) {
       "Examples:\n"
       "  weft paths mt.paths.json --top 10\n"
       "  weft paths mt.paths.json --sort latency --tree\n"
-      "  weft paths mt.paths.json --json | jq '.[0]'\n");
+      "  weft paths mt.paths.json --json | jq '.[0]'\n"
+      "  weft paths thread.paths.json --requests 3 --trace run.weft   # the 3 slowest requests\n");
   static PathsFlags flags;
   cmd->add_option("paths", flags.input, "Paths file to read (.paths.json; - for stdin)")->required();
   cmd->add_option("--top", flags.top, "Show the first N patterns (0: all)")->capture_default_str();
@@ -134,6 +151,9 @@ void AddPathsCommand(CLI::App& app, Status& result) {
       ->capture_default_str();
   cmd->add_flag("--json", flags.json, "Print the ranked patterns as JSON");
   cmd->add_flag("--tree", flags.tree, "Print each pattern's tree with per-message delays");
+  cmd->add_option("--requests", flags.requests,
+                  "Instead of patterns, show the N slowest requests (path instances) one by one; needs --trace");
+  cmd->add_option("--trace", flags.trace, "The trace the paths were inferred from (for --requests)");
   cmd->callback([&result] { result = RunPaths(flags); });
 }
 

@@ -141,7 +141,7 @@ TEST_F(EvalCli, EvalOfAWrongInference) {
 TEST_F(EvalCli, OneLineErrorsAndNonZeroExit) {
   CommandRun unknown = Weft("infer " + Path("run.trace") + " --algo nesting2 -o " + Path("x.paths.json"));
   EXPECT_EQ(unknown.rc, 1);
-  EXPECT_EQ(unknown.output, "weft infer: unknown algorithm 'nesting2' (available: truth, nesting, convolution, linking, thread, fragment)\n");
+  EXPECT_EQ(unknown.output, "weft infer: unknown algorithm 'nesting2' (available: truth, nesting, convolution, linking, thread, fragment, auto)\n");
 
   std::ofstream(Path("other.trace")) << "1.0 MSG_SENT A B path=1\n";
   ASSERT_EQ(Weft("infer " + Path("other.trace") + " --algo truth -o " + Path("other.paths.json")).rc, 0);

@@ -112,3 +112,22 @@ TEST_F(PreciseTestbedTest, WorkerPoolIsExactForThread) {
 
 }  // namespace
 }  // namespace weft
+
+namespace weft {
+namespace {
+
+// A single-threaded event loop that computes in the loop (service = "inline"): every
+// input is handled before the next is read, so the forward scan is exact with no
+// isolation needed (each connection carries one request at a time). vPath's assumption
+// fails: one thread answers every request, and calls go to the wrong ones.
+TEST_F(PreciseTestbedTest, EventLoopIsExactForFragment) {
+  SKIP_UNDER_ASAN();
+  Trace trace = CaptureRun("event-loop");
+  RequestOutcomes fragment = Score(trace, InferFragment);
+  EXPECT_EQ(fragment.exact, fragment.requests);
+  RequestOutcomes thread = Score(trace, InferThread);
+  EXPECT_LT(thread.exact, thread.requests / 10);
+}
+
+}  // namespace
+}  // namespace weft

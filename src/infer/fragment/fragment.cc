@@ -53,7 +53,14 @@ Result<PathSet> InferFragment(const Trace& trace) {
   std::vector<MessageId> parent(trace.size());
   // Per (node, thread): the message its current fragment works for (invalid: none).
   absl::flat_hash_map<std::pair<uint32_t, uint32_t>, MessageId> designation;
-  int64_t outputs_without_request = 0;
+  // A server (a node that is called) sending a call outside every fragment had the work
+  // handed to it through something capture cannot see, such as a dispatcher's queue:
+  // BorderPatrol's independence assumption fails there. Counted for --algo auto.
+  std::vector<bool> serves(trace.nodes().size(), false);
+  for (size_t i = 0; i < trace.size(); ++i) {
+    if (c.kind[i] == MessageKind::kCall) serves[c.receiver[i].value()] = true;
+  }
+  int64_t outputs_without_request = 0, server_calls_outside = 0;
   for (const ThreadEvent& e : events) {
     const MessageKind kind = c.kind[e.message];
     MessageId& current = designation[{e.node, e.thread}];
@@ -73,6 +80,7 @@ Result<PathSet> InferFragment(const Trace& trace) {
     } else {
       parent[e.message] = current;  // rule 2
       outputs_without_request += !current.valid();
+      server_calls_outside += !current.valid() && kind == MessageKind::kCall && serves[e.node];
     }
   }
   // RETURNs whose sender was not traced still answer their CALL.
@@ -83,6 +91,7 @@ Result<PathSet> InferFragment(const Trace& trace) {
   PathSetBuilder builder(trace, "fragment");
   WEFT_ASSIGN_OR_RETURN(uint64_t in_cycles, AddForest(trace, parent, builder));
   builder.AddCounter("outputs_starting_requests", outputs_without_request);
+  builder.AddCounter("server_calls_outside_fragments", server_calls_outside);
   builder.AddCounter("messages_in_cycles", int64_t(in_cycles));
   return std::move(builder).Finish();
 }

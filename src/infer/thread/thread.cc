@@ -50,6 +50,28 @@ Result<PathSet> InferThread(const Trace& trace) {
     replies[{c.sender[i].value(), c.sender_thread[i]}].push_back({c.send_time[i], call_of[i]});
   }
 
+  // The requests each thread read itself, by arrival. A thread that reads a request while
+  // it still owes the reply to one it read before works on two at once, which vPath's
+  // assumption rules out (an event loop): counted, so a user (and --algo auto) can tell.
+  absl::flat_hash_map<ThreadKey, std::vector<TimeNs>> read_requests;
+  for (size_t i = 0; i < trace.size(); ++i) {
+    if (c.kind[i] == MessageKind::kCall && c.recv_time[i] != kNoTime && c.receiver_thread[i] != 0) {
+      read_requests[{c.receiver[i].value(), c.receiver_thread[i]}].push_back(c.recv_time[i]);
+    }
+  }
+  for (auto& [thread, times] : read_requests) std::sort(times.begin(), times.end());
+  int64_t overlapping = 0;
+  for (const auto& [thread, owed] : replies) {
+    auto it = read_requests.find(thread);
+    if (it == read_requests.end()) continue;
+    for (const Reply& r : owed) {
+      const TimeNs arrived = c.recv_time[r.request.value()];
+      if (arrived == kNoTime || c.receiver_thread[r.request.value()] != thread.second) continue;
+      auto first = std::upper_bound(it->second.begin(), it->second.end(), arrived);
+      overlapping += std::lower_bound(first, it->second.end(), r.sent) != first;
+    }
+  }
+
   std::vector<MessageId> parent(trace.size());
   int64_t roots = 0, unplaced_calls = 0, unanswered_returns = 0;
   for (size_t i = 0; i < trace.size(); ++i) {
@@ -83,6 +105,7 @@ Result<PathSet> InferThread(const Trace& trace) {
   builder.AddCounter("root_calls", roots);
   builder.AddCounter("calls_outside_requests", unplaced_calls);
   builder.AddCounter("returns_without_call", unanswered_returns);
+  builder.AddCounter("overlapping_requests", overlapping);
   builder.AddCounter("messages_in_cycles", int64_t(in_cycles));
   return std::move(builder).Finish();
 }
