@@ -137,6 +137,8 @@ Result<RunReport> RunTestbed(Topology topo, const RunOptions& options) {
     }
     children[k].pid = pid;
   }
+  std::vector<std::pair<std::string, int>> server_pids;
+  for (const Child& c : children) server_pids.emplace_back(c.name, c.pid);
   // The servers hold their listening sockets now; connections queue in the kernel until
   // each server accepts, so the client may start at once.
   for (Child& c : children) {
@@ -182,7 +184,7 @@ Result<RunReport> RunTestbed(Topology topo, const RunOptions& options) {
     return Status::Internal("server {} exited during the run (see {}/{}.log)", died,
                             options.out_dir, died);
   }
-  return RunReport{std::move(*stats), std::move(topo)};
+  return RunReport{std::move(*stats), std::move(topo), std::move(server_pids)};
 }
 
 }  // namespace weft::testbed

@@ -7,6 +7,8 @@
 #include <atomic>
 #include <functional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/status.h"
 #include "testbed/client.h"
@@ -32,6 +34,9 @@ struct RunOptions {
 struct RunReport {
   LoadStats load;
   Topology topology;  // with the ports that were bound
+  // Each server's process id: a capture of the run names processes by pid
+  // (weft reconcile --nodes process), and every server is the same program.
+  std::vector<std::pair<std::string, int>> server_pids;
 };
 
 // A socket bound to 127.0.0.1:port (0: a free port), listening unless `udp`; `bound` gets

@@ -57,6 +57,9 @@ Status RunRun(const TestbedFlags& f) {
   sigaction(SIGTERM, &sa, nullptr);
   WEFT_ASSIGN_OR_RETURN(testbed::RunReport report, testbed::RunTestbed(topo, options));
   fmt::print("{}\n", testbed::FormatLoadStats(report.load));
+  std::string servers;
+  for (const auto& [name, pid] : report.server_pids) servers += fmt::format("{}{} = pid {}", servers.empty() ? "" : ", ", name, pid);
+  fmt::print("servers: {}\n", servers);
   fmt::print("truth logs in {} (weft testbed truth {} -o truth.weft)\n", options.out_dir,
              options.out_dir);
   return Status::Ok();
