@@ -1,13 +1,16 @@
 // Datagram pairing; see datagram_matcher.h.
 //
-// Sends are sorted once by (key, entry time) into one flat vector; each receive finds its
-// key's run by binary search and takes the run's next unpaired send. Nearly every key is
-// unique (the hash covers the bytes), so a container per key would cost an allocation per
-// datagram; this costs none.
+// Sends are sorted once by (key, entry time) into one flat vector, and a hash table maps
+// each key to the first send of its run; a receive takes its run's next unpaired send.
+// Nearly every key is unique (the hash covers the bytes), so a container per key would
+// cost an allocation per datagram; this costs none, and a lookup is one probe, where a
+// binary search over the sends missed the cache at every step.
 #include "reconcile/datagram_matcher.h"
 
 #include <algorithm>
 #include <tuple>
+
+#include <absl/container/flat_hash_map.h>
 
 namespace weft::reconcile {
 namespace {
@@ -16,6 +19,14 @@ using Key = std::tuple<uint16_t, uint16_t, int64_t, uint64_t>;  // src port, dst
 
 struct KeyedSend {
   Key key;
+  const Datagram* send;
+};
+
+// A key's run of sends [next, end) in `sends`, and the next one's entry time and
+// datagram, so that pairing a receive touches the table alone.
+struct Run {
+  uint32_t next, end;
+  int64_t entry_ns;
   const Datagram* send;
 };
 
@@ -37,24 +48,28 @@ std::vector<DatagramMessage> MatchDatagrams(std::span<const UdpSocket> sockets,
   });
   std::stable_sort(recvs.begin(), recvs.end(),
                    [](const Datagram* a, const Datagram* b) { return a->exit_ns < b->exit_ns; });
-  // next_unpaired[i]: for the first send of a key's run, the index of its next unpaired send.
-  std::vector<uint32_t> next_unpaired(sends.size());
-  for (size_t i = 0; i < sends.size(); ++i) next_unpaired[i] = uint32_t(i);
+  absl::flat_hash_map<Key, Run> runs;
+  runs.reserve(sends.size());
+  for (size_t i = 0; i < sends.size();) {
+    size_t end = i + 1;
+    while (end < sends.size() && sends[end].key == sends[i].key) ++end;
+    runs[sends[i].key] = {uint32_t(i), uint32_t(end), sends[i].send->entry_ns, sends[i].send};
+    i = end;
+  }
   std::vector<bool> paired(sends.size(), false);
   std::vector<DatagramMessage> messages;
   messages.reserve(sends.size() + recvs.size());
   for (const Datagram* r : recvs) {
     Key key{r->peer_port, sockets[r->socket].local_port, r->bytes, r->hash};
-    auto run = std::lower_bound(sends.begin(), sends.end(), key,
-                                [](const KeyedSend& s, const Key& k) { return s.key < k; });
     const Datagram* send = nullptr;
-    if (run != sends.end() && run->key == key) {
-      size_t first = size_t(run - sends.begin());
-      size_t next = next_unpaired[first];
-      if (next < sends.size() && sends[next].key == key && sends[next].send->entry_ns <= r->exit_ns) {
-        send = sends[next].send;
-        paired[next] = true;
-        next_unpaired[first] = uint32_t(next + 1);
+    auto it = runs.find(key);
+    if (it != runs.end() && it->second.next < it->second.end && it->second.entry_ns <= r->exit_ns) {
+      Run& run = it->second;
+      send = run.send;
+      paired[run.next] = true;
+      if (++run.next < run.end) {
+        run.send = sends[run.next].send;
+        run.entry_ns = run.send->entry_ns;
       }
     }
     messages.push_back({send, r});

@@ -17,6 +17,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include <absl/container/flat_hash_map.h>
 #include <fmt/format.h>
 
 #include "reconcile/connection_table.h"
@@ -361,8 +362,8 @@ class DatagramEmitter {
     MessageRecord record;
     record.bytes = first->bytes;
     // Endpoints as the receiver saw the source (the real address, never 0.0.0.0).
-    std::string source = m.recv != nullptr ? m.recv->peer : sockets_[m.send->socket].local;
-    std::string destination = m.send != nullptr ? m.send->peer : sockets_[m.recv->socket].local;
+    const std::string& source = m.recv != nullptr ? m.recv->peer : sockets_[m.send->socket].local;
+    const std::string& destination = m.send != nullptr ? m.send->peer : sockets_[m.recv->socket].local;
     record.sender_endpoint = builder_.String(source);
     record.receiver_endpoint = builder_.String(destination);
     if (m.send != nullptr) {
@@ -384,7 +385,8 @@ class DatagramEmitter {
     bool receiver_serves = m.recv != nullptr ? sockets_[m.recv->socket].bound : !sender_serves;
     if (sender_serves != receiver_serves) {
       record.kind = receiver_serves ? MessageKind::kCall : MessageKind::kReturn;
-      auto flow_key = receiver_serves ? std::make_pair(source, destination) : std::make_pair(destination, source);
+      auto flow_key = receiver_serves ? std::make_pair(record.sender_endpoint, record.receiver_endpoint)
+                                      : std::make_pair(record.receiver_endpoint, record.sender_endpoint);
       auto [it, inserted] = flows_.try_emplace(flow_key, Flow{uint32_t(flows_.size() + 1), 0, 0});
       uint32_t& count = receiver_serves ? it->second.calls : it->second.returns;
       record.call_id = builder_.String(fmt::format("u{}.{}", it->second.number, ++count));
@@ -408,7 +410,7 @@ class DatagramEmitter {
   TraceBuilder& builder_;
   ReconcileSummary& summary_;
   StringId payload_key_;
-  std::map<std::pair<std::string, std::string>, Flow> flows_;
+  absl::flat_hash_map<std::pair<StringId, StringId>, Flow> flows_;  // (client, server) endpoints
 };
 
 // Turns the reader's reports into lines naming the file and byte offset.
