@@ -12,27 +12,47 @@ namespace weft {
 namespace {
 
 // Where a message lies in its direction of its connection: (sender endpoint, receiver
-// endpoint, kind, first byte's offset).
-using Place = std::tuple<std::string, std::string, uint8_t, int64_t>;
+// endpoint, kind, first byte's offset), endpoints numbered in a table both traces share.
+using Place = std::tuple<uint32_t, uint32_t, uint8_t, int64_t>;
+
+class Endpoints {
+ public:
+  // Per endpoint string id of `trace`, its number in the shared table.
+  std::vector<uint32_t> Number(const Trace& trace) {
+    std::vector<uint32_t> number(trace.strings().size(), UINT32_MAX);
+    const TraceColumns& c = trace.columns();
+    for (const auto* column : {&c.sender_endpoint, &c.receiver_endpoint}) {
+      for (StringId id : *column) {
+        if (!id.valid() || number[id.value()] != UINT32_MAX) continue;
+        auto [it, inserted] = table_.try_emplace(std::string(trace.strings().Get(id)), uint32_t(table_.size()));
+        number[id.value()] = it->second;
+      }
+    }
+    return number;
+  }
+
+ private:
+  absl::flat_hash_map<std::string, uint32_t> table_;
+};
 
 // Each message's place and size, in time order. Messages of unknown size end the count of
 // their direction: later ones get no place.
-absl::flat_hash_map<Place, std::pair<uint32_t, int64_t>> Places(const Trace& trace) {
+absl::flat_hash_map<Place, std::pair<uint32_t, int64_t>> Places(const Trace& trace, Endpoints& endpoints) {
   const TraceColumns& c = trace.columns();
-  absl::flat_hash_map<std::pair<uint32_t, uint32_t>, int64_t> offset;  // endpoint ids -> bytes so far
+  const std::vector<uint32_t> number = endpoints.Number(trace);
+  absl::flat_hash_map<std::pair<uint32_t, uint32_t>, int64_t> offset;  // bytes so far per direction
   absl::flat_hash_map<Place, std::pair<uint32_t, int64_t>> places;
   places.reserve(trace.size());
   for (size_t i = 0; i < trace.size(); ++i) {
     if (!c.sender_endpoint[i].valid() || !c.receiver_endpoint[i].valid()) continue;
-    int64_t& at = offset[{c.sender_endpoint[i].value(), c.receiver_endpoint[i].value()}];
+    const uint32_t from = number[c.sender_endpoint[i].value()], to = number[c.receiver_endpoint[i].value()];
+    int64_t& at = offset[{from, to}];
     if (at < 0) continue;
     if (c.bytes[i] < 0) {
       at = -1;
       continue;
     }
-    places[{std::string(trace.strings().Get(c.sender_endpoint[i])),
-            std::string(trace.strings().Get(c.receiver_endpoint[i])), uint8_t(c.kind[i]), at}] = {uint32_t(i),
-                                                                                                   c.bytes[i]};
+    places[{from, to, uint8_t(c.kind[i]), at}] = {uint32_t(i), c.bytes[i]};
     at += c.bytes[i];
   }
   return places;
@@ -53,8 +73,9 @@ Result<Trace> CopyTruth(const Trace& truth, const Trace& run, AlignSummary* summ
   // Truth message -> run message.
   std::vector<uint32_t> counterpart(truth.size(), UINT32_MAX);
   {
-    auto run_places = Places(run);
-    for (const auto& [place, where] : Places(truth)) {
+    Endpoints endpoints;
+    auto run_places = Places(run, endpoints);
+    for (const auto& [place, where] : Places(truth, endpoints)) {
       auto it = run_places.find(place);
       if (it == run_places.end() || it->second.second != where.second) continue;
       counterpart[where.first] = it->second.first;
