@@ -47,10 +47,10 @@ Number NumberByte(NumberLine* n, uint8_t c) {
     n->negative = true;
     return Number::kMore;
   }
-  if (!IsDigit(c) || n->value > kMaxBulk) return Number::kBad;
+  if (!IsDigit(c)) return Number::kBad;
   n->digits = true;
-  n->value = n->value * 10 + (c - '0');
-  return Number::kMore;
+  n->value = n->value * 10 + (c - '0');  // at most 10 * kMaxBulk + 9: no overflow
+  return n->value > kMaxBulk ? Number::kBad : Number::kMore;
 }
 int64_t NumberValue(const NumberLine& n) { return n.negative ? -n.value : n.value; }
 
