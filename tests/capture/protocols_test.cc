@@ -123,6 +123,17 @@ TEST(HttpTest, ResponseWithoutLengthEndsAtClose) {
   EXPECT_FALSE(run.failed);
 }
 
+// The documented limitation: a response to HEAD carries Content-Length without a body,
+// and the response direction alone cannot tell; the next response's first bytes are
+// taken as its body, and the rest of that response fails the parser.
+TEST(HttpTest, HeadResponseIsTakenToHaveABody) {
+  std::string head_reply = "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n";
+  std::string next = "HTTP/1.1 204 No Content\r\n\r\n";
+  Stream run = Feed(kHttp, kResponse, head_reply + next);
+  EXPECT_TRUE(run.failed);
+  EXPECT_EQ(run.ends, (std::vector<End>{{head_reply.size() + 10, "http.status=200"}}));
+}
+
 TEST(HttpTest, SwitchingProtocolsEndsBoundaries) {
   std::string stream = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n"
                        "\x81\x05hello HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
@@ -297,10 +308,28 @@ TEST(DetectTest, TooFewOrAmbiguousBytes) {
 
 TEST(OneShotTest, NeverEnds) {
   for (Protocol p : {kOneShot, kNone}) {
-    Stream run = Feed(p, kRequest, "GET / HTTP/1.1\r\n\r\nGET / HTTP/1.1\r\n\r\n", {3, 20});
+    std::string stream = "GET / HTTP/1.1\r\n\r\nGET / HTTP/1.1\r\n\r\n";
+    Stream run = Feed(p, kRequest, stream, {3, 20});
     EXPECT_TRUE(run.ends.empty());
     EXPECT_FALSE(run.failed);
+    Parser parser;
+    Init(&parser, p, kRequest);
+    ConsumeDatagram(&parser, reinterpret_cast<const uint8_t*>(stream.data()), stream.size());
+    EXPECT_EQ(parser.attributes.count, 0);
+    EXPECT_EQ(parser.messages, 1u);
   }
+}
+
+// Init starts over: a parser that failed is usable again.
+TEST(ProtocolsTest, InitResetsAFailedParser) {
+  Parser parser;
+  Init(&parser, kHttp, kRequest);
+  Feed(&parser, "NOT HTTP\r\n\r\n");
+  EXPECT_TRUE(parser.failed);
+  Init(&parser, kHttp, kRequest);
+  Stream run = Feed(&parser, "GET / HTTP/1.1\r\n\r\n");
+  EXPECT_FALSE(run.failed);
+  EXPECT_EQ(run.ends, (std::vector<End>{{18, "http.method=GET|http.url=/"}}));
 }
 
 }  // namespace
