@@ -3,6 +3,8 @@
 // giving the same, and failure on malformed input.
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -130,6 +132,72 @@ TEST(PostgresTest, MalformedMessagesFail) {
   Stream run = Feed(kPostgres, kResponse, Pg('Q', Z("x")));  // a frontend type from the server
   EXPECT_TRUE(run.failed);
   EXPECT_TRUE(run.ends.empty());
+}
+
+// Real sessions recorded between psql or pgbench and PostgreSQL 15 (tests/data/protocols).
+std::string ReadData(const std::string& name) {
+  std::ifstream in(std::string(WEFT_TEST_DATA) + "/protocols/" + name, std::ios::binary);
+  EXPECT_TRUE(in.good()) << name;
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+TEST(PostgresTest, RecordedPsqlSessions) {
+  std::string request = ReadData("psql_session.req");
+  Stream run = Feed(kPostgres, kRequest, request);
+  EXPECT_FALSE(run.failed);
+  EXPECT_EQ(run.ends, (std::vector<End>{{8, ""},
+                                        {71, ""},
+                                        {85, "sql=select 1"},
+                                        {135, "sql=create table if not exists t(id int, v text)"},
+                                        {177, "sql=insert into t values (1,'a'),(2,'b')"},
+                                        {211, "sql=select * from t where id = 1"},
+                                        {216, ""}}));
+  ExpectSplitInvariant(kPostgres, kRequest, request);
+  std::string response = ReadData("psql_session.resp");
+  run = Feed(kPostgres, kResponse, response);
+  EXPECT_FALSE(run.failed);
+  EXPECT_EQ(run.ends, (std::vector<End>{{1, ""},
+                                        {415, "pg.status=I"},
+                                        {481, "pg.status=I"},
+                                        {505, "pg.status=I"},
+                                        {527, "pg.status=I"},
+                                        {612, "pg.status=I"}}));
+  ExpectSplitInvariant(kPostgres, kResponse, response);
+
+  // COPY FROM STDIN: the query, then the data up to CopyDone; the server's CopyInResponse
+  // ends the response in between.
+  run = Feed(kPostgres, kRequest, ReadData("psql_copy.req"));
+  EXPECT_EQ(run.ends, (std::vector<End>{{8, ""}, {71, ""}, {94, "sql=copy t from stdin"},
+                                        {112, ""}, {117, ""}}));
+  run = Feed(kPostgres, kResponse, ReadData("psql_copy.resp"));
+  EXPECT_EQ(run.ends, (std::vector<End>{{1, ""}, {415, "pg.status=I"}, {427, ""},
+                                        {445, "pg.status=I"}}));
+}
+
+TEST(PostgresTest, RecordedPgbenchPreparedStatements) {
+  std::string request = ReadData("pgbench_prepared.req");
+  Stream requests = Feed(kPostgres, kRequest, request);
+  EXPECT_FALSE(requests.failed);
+  ASSERT_EQ(requests.ends.size(), 80u);
+  EXPECT_EQ(requests.ends[2], (End{97, "sql=BEGIN;"}));
+  EXPECT_EQ(requests.ends[3], (End{137, ""}));  // a prepared statement bound again: no Parse
+  int with_sql = 0;
+  for (const End& e : requests.ends) with_sql += e.attributes.starts_with("sql=");
+  EXPECT_EQ(with_sql, 7);  // each of pgbench's statements parsed once
+  ExpectSplitInvariant(kPostgres, kRequest, request, 0);
+
+  std::string response = ReadData("pgbench_prepared.resp");
+  Stream responses = Feed(kPostgres, kResponse, response);
+  EXPECT_FALSE(responses.failed);
+  ASSERT_EQ(responses.ends.size(), 79u);  // every request but Terminate is answered
+  int idle = 0, in_transaction = 0;
+  for (const End& e : responses.ends) {
+    idle += e.attributes == "pg.status=I";
+    in_transaction += e.attributes == "pg.status=T";
+  }
+  EXPECT_EQ(idle, 12);
+  EXPECT_EQ(in_transaction, 66);
+  ExpectSplitInvariant(kPostgres, kResponse, response, 0);
 }
 
 // --- Redis -------------------------------------------------------------------------------
