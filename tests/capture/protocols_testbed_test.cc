@@ -48,7 +48,7 @@ std::vector<Piece> Messages(bool http, bool requests, bool chunked) {
   return pieces;
 }
 
-TEST(TestbedWireTest, ProcessorsEndWhereTheTestbedReaderTakes) {
+TEST(TestbedWireProcessorTest, ProcessorsEndWhereTheTestbedReaderTakes) {
   for (bool http : {false, true}) {
     for (bool chunked : {false, true}) {
       if (!http && chunked) continue;
