@@ -1,0 +1,449 @@
+// HTTP/1.0 and 1.1 processor (BorderPatrol §3.3, Figure 3; message syntax RFC 9112, "HTTP/1.1",
+// §2–§7). A request is a request line, header fields up to the empty line, and a body
+// framed by Transfer-Encoding: chunked or Content-Length, none otherwise (§6.3). A response
+// is a status line, header fields and a body framed the same way, none for 1xx, 204 and
+// 304, and to the close of the connection when neither framing is given (such a response
+// never ends here). Pipelined messages need nothing special: Consume stops at each end.
+//
+// Departures, all on the lenient side except where RFC 9112 says to reject: a CR anywhere
+// in the head is ignored, so bare LF ends lines (§2.2 allows it); empty lines before a
+// start line are skipped (§2.2); obsolete line folding is skipped as a continuation.
+// Rejected (parser->failed): a malformed start line, whitespace or a non-token byte in a
+// field name, a bad or conflicting Content-Length, a request Transfer-Encoding whose last
+// coding is not chunked (§6.3 item 4), a bad chunk size, and a head over kMaxHeadBytes.
+//
+// Limitation: a response to HEAD has a Content-Length but no body, and only the request
+// says so; the response direction alone cannot see it and waits for a body that does not
+// come. Likewise a 2xx response to CONNECT and a 101 response turn the connection into a
+// tunnel: after a 101 the response parser reports no more ends; a tunnel after CONNECT is
+// not recognised (its bytes are likely to fail the parser, which then reports no ends).
+#include "capture/protocols/processors.h"
+
+namespace weft::capture::protocols::internal {
+
+namespace {
+
+// Real servers refuse heads far smaller (8–64 KiB); past this the stream is not HTTP.
+constexpr uint32_t kMaxHeadBytes = 1u << 20;
+constexpr int kMaxMethod = 16;
+constexpr uint64_t kMaxLength = uint64_t(1) << 62;
+
+enum Phase : uint8_t {
+  kStartLine,
+  kHeaderLineStart,
+  kHeaderName,
+  kHeaderValue,
+  kSkipLine,  // an obs-fold continuation line, not looked at
+  kBody,      // Content-Length bytes still to come
+  kChunkSize,
+  kChunkExtension,
+  kChunkData,
+  kChunkDataEnd,  // the CRLF after a chunk's data
+  kTrailerLineStart,
+  kTrailerLine,
+  kUntilClose,  // the rest of the stream belongs to this message (or to a tunnel)
+};
+
+// Which of the two header fields that frame a body the name being read can still be.
+enum HeaderMatch : uint8_t { kContentLength = 1, kTransferEncoding = 2 };
+constexpr const char kContentLengthName[] = "content-length";
+constexpr const char kTransferEncodingName[] = "transfer-encoding";
+constexpr const char kChunkedName[] = "chunked";
+
+struct HttpState {
+  Phase phase;
+  uint8_t part;          // start line: 0, 1, 2 for the three space-separated parts
+  uint8_t version_pos;   // bytes of "HTTP/1.x" matched
+  uint8_t method_length;
+  uint8_t url_length;
+  uint8_t status_digits;
+  uint16_t status;
+  uint8_t name_length;   // of the field name being read, saturating at 255
+  uint8_t name_match;    // HeaderMatch bits still possible; after ':' the field's kind
+  uint8_t value_state;   // Content-Length: 0 before digits, 1 in them, 2 after them
+  uint8_t token_pos;     // Transfer-Encoding: bytes of "chunked" matched in the last coding
+  bool token_match;      // the last coding can still be "chunked"
+  bool token_done;       // whitespace ended the last coding's name
+  bool content_length_seen;
+  bool transfer_encoding_seen;
+  bool chunked;          // the last transfer coding seen is chunked
+  bool chunk_digits;     // a chunk size has at least one digit
+  bool chunk_cr;         // the CR after a chunk's data was seen
+  uint32_t head_bytes;
+  uint64_t value;        // the Content-Length being read, or the chunk size
+  uint64_t content_length;
+  uint64_t remaining;    // body or chunk bytes still to come
+  char method[kMaxMethod];
+  char url[kMaxValue];
+};
+
+// RFC 9110 §5.6.2 tchar.
+bool IsTokenChar(uint8_t c) {
+  if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || IsDigit(c)) return true;
+  switch (c) {
+    case '!': case '#': case '$': case '%': case '&': case '\'': case '*': case '+':
+    case '-': case '.': case '^': case '_': case '`': case '|': case '~':
+      return true;
+    default:
+      return false;
+  }
+}
+
+int HexValue(uint8_t c) {
+  if (IsDigit(c)) return c - '0';
+  c = ToLower(c);
+  return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+bool IsResponse(const Parser* parser) { return parser->direction == Direction::kResponse; }
+
+// One byte of the start line; false if the line is malformed. A request line is
+// method SP target SP HTTP/1.x, a status line HTTP/1.x SP 3DIGIT [SP reason].
+bool StartLineByte(const Parser* parser, HttpState* s, uint8_t c) {
+  // "HTTP/1." then a digit: the version, first in a status line and last in a request line.
+  auto version_byte = [s](uint8_t b) {
+    static constexpr char kPrefix[] = "HTTP/1.";
+    if (s->version_pos < 7) {
+      if (b != uint8_t(kPrefix[s->version_pos])) return false;
+    } else if (s->version_pos > 7 || !IsDigit(b)) {
+      return false;
+    }
+    ++s->version_pos;
+    return true;
+  };
+  if (!IsResponse(parser)) {
+    switch (s->part) {
+      case 0:
+        if (c == ' ') {
+          if (s->method_length == 0) return false;
+          s->part = 1;
+          return true;
+        }
+        if (!IsTokenChar(c)) return false;
+        if (s->method_length < kMaxMethod) s->method[s->method_length] = char(c);
+        // Counted past kMaxMethod only to know the method is not empty; cut when logged.
+        if (s->method_length < 255) ++s->method_length;
+        return true;
+      case 1:
+        if (c == ' ') {
+          if (s->url_length == 0) return false;
+          s->part = 2;
+          return true;
+        }
+        if (c < 0x21 || c == 0x7f) return false;
+        if (s->url_length < kMaxValue) s->url[s->url_length++] = char(c);
+        return true;
+      default:
+        return version_byte(c);
+    }
+  }
+  switch (s->part) {
+    case 0:
+      if (c == ' ' && s->version_pos == 8) {
+        s->part = 1;
+        return true;
+      }
+      return version_byte(c);
+    case 1:
+      if (c == ' ' && s->status_digits == 3) {
+        s->part = 2;
+        return true;
+      }
+      if (!IsDigit(c) || s->status_digits == 3) return false;
+      s->status = uint16_t(s->status * 10 + (c - '0'));
+      ++s->status_digits;
+      return true;
+    default:
+      return true;  // the reason phrase
+  }
+}
+
+// The start line's LF: false unless it was complete.
+bool StartLineComplete(const Parser* parser, const HttpState* s) {
+  if (IsResponse(parser)) return s->version_pos == 8 && s->status_digits == 3;
+  return s->part == 2 && s->version_pos == 8;
+}
+
+// One byte of a header field value (not CR or LF); false if it breaks the field.
+bool ValueByte(HttpState* s, uint8_t c) {
+  bool space = c == ' ' || c == '\t';
+  if (s->name_match == kContentLength) {
+    if (space) {
+      if (s->value_state == 1) s->value_state = 2;
+      return true;
+    }
+    if (!IsDigit(c) || s->value_state == 2) return false;
+    s->value_state = 1;
+    s->value = s->value * 10 + (c - '0');
+    return s->value <= kMaxLength;
+  }
+  if (s->name_match == kTransferEncoding) {
+    if (c == ',') {
+      s->token_pos = 0;
+      s->token_match = true;
+      s->token_done = false;
+    } else if (space) {
+      if (s->token_pos > 0) s->token_done = true;
+    } else if (s->token_done || s->token_pos >= 7 || ToLower(c) != uint8_t(kChunkedName[s->token_pos])) {
+      s->token_match = false;
+      s->token_pos = 7;
+    } else {
+      ++s->token_pos;
+    }
+  }
+  return true;
+}
+
+// The LF that ends a header field line; false if the field is malformed.
+bool ValueComplete(HttpState* s) {
+  if (s->name_match == kContentLength) {
+    if (s->value_state == 0) return false;
+    if (s->content_length_seen && s->content_length != s->value) return false;
+    s->content_length_seen = true;
+    s->content_length = s->value;
+  } else if (s->name_match == kTransferEncoding) {
+    s->transfer_encoding_seen = true;
+    s->chunked = s->token_match && s->token_pos == 7;
+  }
+  return true;
+}
+
+// The empty line after the header fields: where the body begins and how it is framed.
+enum class Body { kNone, kLength, kChunked, kUntilClose, kInvalid };
+Body Framing(const Parser* parser, const HttpState* s) {
+  if (IsResponse(parser)) {
+    if ((s->status >= 100 && s->status < 200) || s->status == 204 || s->status == 304) {
+      return Body::kNone;
+    }
+    if (s->transfer_encoding_seen) return s->chunked ? Body::kChunked : Body::kUntilClose;
+    if (s->content_length_seen) return s->content_length ? Body::kLength : Body::kNone;
+    return Body::kUntilClose;
+  }
+  if (s->transfer_encoding_seen) return s->chunked ? Body::kChunked : Body::kInvalid;
+  if (s->content_length_seen && s->content_length) return Body::kLength;
+  return Body::kNone;
+}
+
+// The message is complete: its attributes, and a fresh state for the next one.
+size_t EndMessage(Parser* parser, HttpState* s, size_t consumed, bool* ended) {
+  ClearAttributes(parser);
+  if (IsResponse(parser)) {
+    AddDecimalAttribute(parser, "http.status", s->status);
+  } else {
+    AddAttribute(parser, "http.method", s->method,
+                 s->method_length < kMaxMethod ? s->method_length : kMaxMethod);
+    AddAttribute(parser, "http.url", s->url, s->url_length);
+  }
+  // 101 Switching Protocols: what follows is another protocol, a tunnel to this parser.
+  bool switched = IsResponse(parser) && s->status == 101;
+  s = InitState<HttpState>(parser);
+  if (switched) s->phase = kUntilClose;
+  *ended = true;
+  return consumed;
+}
+
+// Skips to the next LF; true if one was found (i is then just past it).
+bool SkipLine(const uint8_t* data, size_t length, size_t* i) {
+  const void* lf = memchr(data + *i, '\n', length - *i);
+  if (lf == nullptr) {
+    *i = length;
+    return false;
+  }
+  *i = size_t(static_cast<const uint8_t*>(lf) - data) + 1;
+  return true;
+}
+
+}  // namespace
+
+void InitHttp(Parser* parser) { InitState<HttpState>(parser); }
+
+size_t ConsumeHttp(Parser* parser, const uint8_t* data, size_t length, bool* ended) {
+  HttpState* s = StateOf<HttpState>(parser);
+  size_t i = 0;
+  while (i < length) {
+    // Bulk phases first: they take many bytes at a time and never look at them.
+    switch (s->phase) {
+      case kUntilClose:
+        return length;
+      case kBody: {
+        size_t take = Min(length - i, s->remaining);
+        s->remaining -= take;
+        i += take;
+        if (s->remaining == 0) return EndMessage(parser, s, i, ended);
+        continue;
+      }
+      case kChunkData: {
+        size_t take = Min(length - i, s->remaining);
+        s->remaining -= take;
+        i += take;
+        if (s->remaining == 0) s->phase = kChunkDataEnd;
+        continue;
+      }
+      case kChunkExtension:
+      case kTrailerLine:
+      case kSkipLine: {
+        size_t start = i;
+        bool found = SkipLine(data, length, &i);
+        if (s->phase == kSkipLine) {
+          s->head_bytes += uint32_t(i - start);
+          if (s->head_bytes > kMaxHeadBytes) return Fail(parser, length, ended);
+        }
+        if (!found) continue;
+        if (s->phase == kSkipLine) {
+          s->phase = kHeaderLineStart;
+        } else if (s->phase == kTrailerLine) {
+          s->phase = kTrailerLineStart;
+        } else if (s->value == 0) {
+          s->phase = kTrailerLineStart;  // the last chunk
+        } else {
+          s->phase = kChunkData;
+          s->remaining = s->value;
+        }
+        continue;
+      }
+      default:
+        break;
+    }
+
+    uint8_t c = data[i++];
+    switch (s->phase) {
+      case kStartLine:
+      case kHeaderLineStart:
+      case kHeaderName:
+      case kHeaderValue:
+        if (++s->head_bytes > kMaxHeadBytes) return Fail(parser, length, ended);
+        break;
+      default:
+        break;
+    }
+    switch (s->phase) {
+      case kStartLine:
+        if (c == '\r') break;
+        if (c == '\n') {
+          bool empty = s->part == 0 && s->method_length == 0 && s->version_pos == 0;
+          if (empty) break;  // an empty line before the start line
+          if (!StartLineComplete(parser, s)) return Fail(parser, length, ended);
+          s->phase = kHeaderLineStart;
+          break;
+        }
+        if (!StartLineByte(parser, s, c)) return Fail(parser, length, ended);
+        break;
+
+      case kHeaderLineStart:
+        if (c == '\r') break;
+        if (c == ' ' || c == '\t') {
+          s->phase = kSkipLine;
+          break;
+        }
+        if (c == '\n') {
+          switch (Framing(parser, s)) {
+            case Body::kNone:
+              return EndMessage(parser, s, i, ended);
+            case Body::kLength:
+              s->phase = kBody;
+              s->remaining = s->content_length;
+              break;
+            case Body::kChunked:
+              s->phase = kChunkSize;
+              s->value = 0;
+              s->chunk_digits = false;
+              break;
+            case Body::kUntilClose:
+              s->phase = kUntilClose;
+              break;
+            case Body::kInvalid:
+              return Fail(parser, length, ended);
+          }
+          break;
+        }
+        s->phase = kHeaderName;
+        s->name_length = 0;
+        s->name_match = kContentLength | kTransferEncoding;
+        [[fallthrough]];
+      case kHeaderName:
+        if (c == ':') {
+          if (s->name_length == 0) return Fail(parser, length, ended);
+          if (s->name_length != sizeof(kContentLengthName) - 1) s->name_match &= ~kContentLength;
+          if (s->name_length != sizeof(kTransferEncodingName) - 1) {
+            s->name_match &= ~kTransferEncoding;
+          }
+          s->phase = kHeaderValue;
+          s->value_state = 0;
+          s->value = 0;
+          s->token_pos = 0;
+          s->token_match = true;
+          s->token_done = false;
+          break;
+        }
+        if (!IsTokenChar(c)) return Fail(parser, length, ended);
+        if (s->name_length >= sizeof(kContentLengthName) - 1 ||
+            ToLower(c) != uint8_t(kContentLengthName[s->name_length])) {
+          s->name_match &= ~kContentLength;
+        }
+        if (s->name_length >= sizeof(kTransferEncodingName) - 1 ||
+            ToLower(c) != uint8_t(kTransferEncodingName[s->name_length])) {
+          s->name_match &= ~kTransferEncoding;
+        }
+        if (s->name_length < 255) ++s->name_length;
+        break;
+
+      case kHeaderValue:
+        if (c == '\r') break;
+        if (c == '\n') {
+          if (!ValueComplete(s)) return Fail(parser, length, ended);
+          s->phase = kHeaderLineStart;
+          break;
+        }
+        if (!ValueByte(s, c)) return Fail(parser, length, ended);
+        break;
+
+      case kChunkSize: {
+        if (c == '\r') break;
+        int hex = HexValue(c);
+        if (hex >= 0) {
+          if (s->value >= (kMaxLength >> 4)) return Fail(parser, length, ended);
+          s->value = s->value * 16 + uint64_t(hex);
+          s->chunk_digits = true;
+          break;
+        }
+        if (!s->chunk_digits) return Fail(parser, length, ended);
+        if (c == ';' || c == ' ' || c == '\t') {
+          s->phase = kChunkExtension;
+          break;
+        }
+        if (c != '\n') return Fail(parser, length, ended);
+        if (s->value == 0) {
+          s->phase = kTrailerLineStart;
+        } else {
+          s->phase = kChunkData;
+          s->remaining = s->value;
+        }
+        break;
+      }
+
+      case kChunkDataEnd:
+        if (c == '\r' && !s->chunk_cr) {
+          s->chunk_cr = true;
+          break;
+        }
+        if (c != '\n') return Fail(parser, length, ended);
+        s->phase = kChunkSize;
+        s->value = 0;
+        s->chunk_digits = false;
+        s->chunk_cr = false;
+        break;
+
+      case kTrailerLineStart:
+        if (c == '\r') break;
+        if (c == '\n') return EndMessage(parser, s, i, ended);
+        s->phase = kTrailerLine;
+        break;
+
+      default:
+        break;
+    }
+  }
+  return length;
+}
+
+}  // namespace weft::capture::protocols::internal
