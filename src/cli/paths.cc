@@ -41,6 +41,7 @@ std::string_view ShortKind(MessageKind kind) {
 
 // One line per element, indented by depth: kind, sender→receiver, delay after the parent.
 std::string FormatTree(const PathSet& set, const PathPattern& p, std::string_view indent) {
+  // Attributes (http.url=..., sql=...) after the delays, from the protocol processors.
   std::string out;
   std::vector<int> depth(p.elements.size(), 0);
   for (size_t k = 0; k < p.elements.size(); ++k) {
@@ -53,7 +54,8 @@ std::string FormatTree(const PathSet& set, const PathPattern& p, std::string_vie
                                                       FormatDuration(TimeNs(e.delay.mean())),
                                                       FormatDuration(e.delay.Quantile(0.5)),
                                                       FormatDuration(e.delay.Quantile(0.99)));
-    out += fmt::format("{}{:<40} {}\n", indent, what, delay);
+    std::string attributes = DescribeAttributes(e, p.count);
+    out += fmt::format("{}{:<40} {}{}{}\n", indent, what, delay, attributes.empty() ? "" : "  ", attributes);
   }
   return out;
 }

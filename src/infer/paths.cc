@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <tuple>
 
 #include <xxhash.h>
 
@@ -85,6 +86,19 @@ uint64_t TraceFingerprint(const Trace& trace) {
   uint64_t h = XXH3_64bits_digest(state);
   XXH3_freeState(state);
   return h;
+}
+
+std::string DescribeAttributes(const PatternElement& element, uint64_t instances, size_t max_value) {
+  std::string out;
+  std::vector<std::string_view> keys;  // attributes are most frequent first: the first of a key is its top
+  for (const AttributeCount& a : element.attributes) {
+    if (std::find(keys.begin(), keys.end(), a.key) != keys.end()) continue;
+    keys.push_back(a.key);
+    std::string value = a.value.size() > max_value ? a.value.substr(0, max_value) + "..." : a.value;
+    out += fmt::format("{}{}={}", out.empty() ? "" : " ", a.key, value);
+    if (a.count < instances) out += fmt::format(" ({:.0f}%)", 100.0 * double(a.count) / double(instances));
+  }
+  return out;
 }
 
 std::string ElementLabel(const PathSet& set, const PatternElement& element) {
@@ -375,6 +389,7 @@ Status PathSetBuilder::AddInstance(std::span<const MessageId> messages,
   for (size_t k = 0; k < n; ++k) {
     uint32_t m = messages[order[k]].value();
     used_[m] = true;
+    if (!trace_.attributes().empty()) CountAttributes(pattern_index, uint32_t(k), MessageId(m));
     set_.messages.push_back(MessageId(m));
     set_.parent.push_back(ordered_parents[k]);
     last_seen = std::max({last_seen, OnReference(c.send_time[m], c.sender[m]), OnReference(c.recv_time[m], c.receiver[m])});
@@ -420,7 +435,33 @@ void PathSetBuilder::RecordNetwork(uint32_t m, PatternElement& element, uint64_t
   element.network.Record((c.recv_time[m] - to) - (c.send_time[m] - from), weight);
 }
 
-PathSet PathSetBuilder::Finish() && { return std::move(set_); }
+void PathSetBuilder::CountAttributes(uint32_t pattern, uint32_t element, MessageId m) {
+  for (const Attribute& a : trace_.AttributesOf(m)) {
+    if (trace_.strings().Get(a.key).starts_with("payload.")) continue;  // bytes, not meaning
+    ++attribute_counts_[{pattern, element, a.key.value(), a.value.value()}];
+  }
+}
+
+PathSet PathSetBuilder::Finish() && {
+  for (const auto& [where, count] : attribute_counts_) {
+    const auto& [pattern, element, key, value] = where;
+    set_.patterns[pattern].elements[element].attributes.push_back(
+        {std::string(trace_.strings().Get(StringId(key))), std::string(trace_.strings().Get(StringId(value))), count});
+  }
+  for (PathPattern& pattern : set_.patterns) {
+    for (PatternElement& element : pattern.elements) {
+      auto& a = element.attributes;
+      auto order = [](const AttributeCount& x, const AttributeCount& y) {
+        if (x.count != y.count) return x.count > y.count;
+        return std::tie(x.key, x.value) < std::tie(y.key, y.value);
+      };
+      size_t kept = std::min(a.size(), kMaxElementAttributes);
+      std::partial_sort(a.begin(), a.begin() + ptrdiff_t(kept), a.end(), order);
+      a.resize(kept);
+    }
+  }
+  return std::move(set_);
+}
 
 constexpr PatternOrder kOrders[] = {PatternOrder::kCount, PatternOrder::kLatency, PatternOrder::kExpected,
                                     PatternOrder::kProbability, PatternOrder::kExpectedSqrt};

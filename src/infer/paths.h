@@ -46,6 +46,14 @@
 
 namespace weft {
 
+// A protocol attribute (http.url=/x, sql=..., redis.command=GET: capture/protocols) on
+// an element's messages, and in how many of the pattern's instances it was.
+struct AttributeCount {
+  std::string key, value;
+  uint64_t count = 0;
+};
+inline constexpr size_t kMaxElementAttributes = 5;  // kept per element, most frequent first
+
 // One message position in a pattern's canonical tree.
 struct PatternElement {
   MessageKind kind = MessageKind::kMessage;
@@ -59,6 +67,9 @@ struct PatternElement {
   // The sender was not traced: `delay` is the round trip through it, measured by the
   // parent's sender (see above).
   bool round_trip = false;
+  // The most frequent attributes of its messages (at most kMaxElementAttributes; ties by
+  // key, then value). Payload bytes (payload.*) are left out.
+  std::vector<AttributeCount> attributes;
 };
 
 struct PathPattern {
@@ -192,6 +203,9 @@ class PathSetBuilder {
   std::vector<NodeId> alias_;              // per trace node: its node in set_.nodes
   std::vector<TimeNs> node_offset_;        // per trace node, or empty
   NodeId Alias(NodeId n) const { return alias_.empty() ? n : alias_[n.value()]; }
+  // (pattern, element, key, value) -> instances with that attribute there.
+  absl::flat_hash_map<std::tuple<uint32_t, uint32_t, uint32_t, uint32_t>, uint64_t> attribute_counts_;
+  void CountAttributes(uint32_t pattern, uint32_t element, MessageId m);
   std::vector<uint32_t> seen_stamp_;       // per trace message: last AddInstance that saw it
   uint32_t stamp_ = 0;
   absl::flat_hash_map<std::tuple<uint8_t, uint32_t, uint32_t>, uint32_t> label_ids_;
@@ -218,6 +232,11 @@ double PatternScore(const PathPattern& pattern, PatternOrder order);  // larger 
 
 // Pattern indices best first; ties broken by key so the ranking is deterministic.
 std::vector<uint32_t> RankPatterns(const PathSet& set, PatternOrder order);
+
+// An element's attributes for a table or a graph: for each key, its most frequent value,
+// with its share of the pattern's `instances` when not all of them had it:
+// "http.method=GET http.url=/home (75%)". Values are cut to `max_value` bytes; "" if none.
+std::string DescribeAttributes(const PatternElement& element, uint64_t instances, size_t max_value = 48);
 
 // The key text of one element's label: "C:client>WS1" (names escaped: '%', '(', ')',
 // '>', space and control bytes as %XX).

@@ -256,6 +256,23 @@ Status ParsePatterns(const Reader& r, const nlohmann::json& array, PathSet& set)
         if (!t->is_boolean()) return r.Error(eat + ".round_trip", "expected true or false");
         element.round_trip = t->get<bool>();
       }
+      if (auto list = e.find("attributes"); list != e.end()) {
+        if (!list->is_array() || list->size() > kMaxElementAttributes) {
+          return r.Error(eat + ".attributes", fmt::format("expected an array of at most {}", kMaxElementAttributes));
+        }
+        for (size_t j = 0; j < list->size(); ++j) {
+          std::string aat = fmt::format("{}.attributes[{}]", eat, j);
+          AttributeCount a;
+          if (!(*list)[j].is_object()) return r.Error(aat, "expected an object");
+          WEFT_ASSIGN_OR_RETURN(g, r.Field((*list)[j], aat, "key"));
+          WEFT_ASSIGN_OR_RETURN(a.key, r.String(*g, aat + ".key"));
+          WEFT_ASSIGN_OR_RETURN(g, r.Field((*list)[j], aat, "value"));
+          WEFT_ASSIGN_OR_RETURN(a.value, r.String(*g, aat + ".value"));
+          WEFT_ASSIGN_OR_RETURN(g, r.Field((*list)[j], aat, "count"));
+          WEFT_ASSIGN_OR_RETURN(a.count, r.Unsigned(*g, aat + ".count"));
+          element.attributes.push_back(std::move(a));
+        }
+      }
       labels.push_back(ElementLabel(set, element));
       parents.push_back(element.parent);
       pattern.elements.push_back(std::move(element));
@@ -514,6 +531,17 @@ std::string FormatPaths(const PathSet& set) {
         AppendHistogram(out, e.network);
       }
       if (e.round_trip) out += ",\"round_trip\":true";
+      if (!e.attributes.empty()) {
+        out += ",\"attributes\":[";
+        for (size_t j = 0; j < e.attributes.size(); ++j) {
+          out += j ? ",{\"key\":" : "{\"key\":";
+          AppendJsonString(out, e.attributes[j].key);
+          out += ",\"value\":";
+          AppendJsonString(out, e.attributes[j].value);
+          out += fmt::format(",\"count\":{}}}", e.attributes[j].count);
+        }
+        out += ']';
+      }
       out += '}';
     }
     out += "]}";

@@ -9,9 +9,14 @@
 namespace weft {
 namespace {
 
+// A quoted Graphviz string; a '\n' in `s` becomes a line break of the label.
 std::string Quote(std::string_view s) {
   std::string out = "\"";
   for (char c : s) {
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
     if (c == '"' || c == '\\') out += '\\';
     out += c;
   }
@@ -37,10 +42,11 @@ std::string PatternToDot(const PathSet& set, uint32_t index) {
   for (size_t e = 0; e < p.elements.size(); ++e) {
     const PatternElement& el = p.elements[e];
     if (el.kind == MessageKind::kReturn) continue;  // drawn as its call's latency
-    // Graphviz reads \n inside a quoted label as a line break.
-    std::string label = Quote(set.nodes.Get(el.receiver));
-    if (visit_latency[e]) label.insert(label.size() - 1, "\\n" + FormatDuration(Mean(*visit_latency[e])));
-    fmt::format_to(it, "  e{} [label={}];\n", e, label);
+    std::string label(set.nodes.Get(el.receiver));
+    if (visit_latency[e]) label += "\n" + FormatDuration(Mean(*visit_latency[e]));
+    // What the call asked for (http.url, sql, ...), from the protocol processors.
+    if (std::string what = DescribeAttributes(el, p.count, 32); !what.empty()) label += "\n" + what;
+    fmt::format_to(it, "  e{} [label={}];\n", e, Quote(label));
     std::string from = el.parent < 0 ? "root" : fmt::format("e{}", el.parent);
     std::string edge;
     if (el.parent < 0) {

@@ -268,3 +268,43 @@ TEST(TraceFingerprint, DependsOnTimesAndNamesNotOnTruth) {
 
 }  // namespace
 }  // namespace weft
+
+namespace weft {
+namespace {
+
+// Protocol attributes of an element's messages are counted per pattern, most frequent
+// first; payload bytes are not; the paths file keeps them.
+TEST(PathSetBuilder, CountsAttributesPerElement) {
+  Trace trace = Parse(R"(
+1.0 CALL_SENT client WS1 a http.method=GET http.url=/a payload.prefix=4745
+1.1 RET_SENT WS1 client a http.status=200
+2.0 CALL_SENT client WS1 b http.method=GET http.url=/a
+2.1 RET_SENT WS1 client b http.status=200
+3.0 CALL_SENT client WS1 c http.method=GET http.url=/b
+3.1 RET_SENT WS1 client c http.status=404
+)");
+  PathSetBuilder builder(trace, "test");
+  const std::vector<int32_t> parents = {-1, 0};
+  for (uint32_t call : {0u, 2u, 4u}) ASSERT_TRUE(builder.AddInstance(Ids({call, call + 1}), parents).ok());
+  PathSet set = std::move(builder).Finish();
+  ASSERT_EQ(set.patterns.size(), 1u);
+  const PatternElement& call = set.patterns[0].elements[0];
+  ASSERT_EQ(call.attributes.size(), 3u);
+  EXPECT_EQ(call.attributes[0].key, "http.method");
+  EXPECT_EQ(call.attributes[0].value, "GET");
+  EXPECT_EQ(call.attributes[0].count, 3u);
+  EXPECT_EQ(call.attributes[1].value, "/a");
+  EXPECT_EQ(call.attributes[1].count, 2u);
+  EXPECT_EQ(call.attributes[2].value, "/b");
+  EXPECT_EQ(DescribeAttributes(call, 3), "http.method=GET http.url=/a (67%)");
+  EXPECT_EQ(DescribeAttributes(set.patterns[0].elements[1], 3), "http.status=200 (67%)");
+
+  Result<PathSet> back = ParsePaths(FormatPaths(set), "test");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(FormatPaths(*back), FormatPaths(set));
+  ASSERT_EQ(back->patterns[0].elements[0].attributes.size(), 3u);
+  EXPECT_EQ(back->patterns[0].elements[0].attributes[2].value, "/b");
+}
+
+}  // namespace
+}  // namespace weft
