@@ -1,6 +1,8 @@
 // Descriptor tracking per log; see connection_table.h.
 #include "reconcile/connection_table.h"
 
+#include <sys/socket.h>
+
 #include <algorithm>
 #include <map>
 #include <tuple>
@@ -39,6 +41,7 @@ class DescriptorWalker {
         case EventOp::kEndpoint: Name(e); break;
         case EventOp::kClose: Unname(e.fd, e.exit_ns); break;
         case EventOp::kDup: Dup(e); break;
+        case EventOp::kBoundary: Boundary(e); break;
         default:
           if (capture::IsSendOp(e.op) || capture::IsRecvOp(e.op)) Io(e);
           break;
@@ -142,6 +145,7 @@ class DescriptorWalker {
       d.peer = capture::FormatAddress(log_.addresses[size_t(e.peer)]);
       d.peer_port = log_.addresses[size_t(e.peer)].port;
     }
+    last_datagram_[udp] = datagrams_.size();
     datagrams_.push_back(std::move(d));
   }
 
@@ -173,8 +177,32 @@ class DescriptorWalker {
     if (it->second.end >= 0) ++references_[it->second.end];
   }
 
+  // A protocol message ended: on a stream, where in it; on a UDP socket, in the datagram
+  // its call just moved (the record follows that call's).
+  void Boundary(const Event& e) {
+    if (e.boundary < 0 || size_t(e.boundary) >= log_.boundaries.size()) return;
+    const capture::Boundary& b = log_.boundaries[size_t(e.boundary)];
+    auto it = names_.find(e.fd);
+    if (it == names_.end()) return;
+    if (it->second.udp >= 0) {
+      auto last = last_datagram_.find(it->second.udp);
+      if (last != last_datagram_.end() && datagrams_[last->second].entry_ns == e.entry_ns + offset_ &&
+          datagrams_[last->second].send == b.sent) {
+        datagrams_[last->second].boundary = e.boundary;
+      }
+      return;
+    }
+    if (it->second.end < 0) return;
+    ends_[size_t(it->second.end)].boundaries.push_back(StreamBoundary{
+        .offset = int64_t(b.offset), .send = b.sent, .request = b.request,
+        .protocol = b.protocol, .log = log_index_, .boundary = e.boundary});
+  }
+
   void Io(const Event& e) {
     if (e.result <= 0) return;  // failed, or end of stream
+    // A peek leaves the bytes in the socket: the next receive moves them.
+    bool flags_arg = e.op == EventOp::kRecv || e.op == EventOp::kRecvfrom || e.op == EventOp::kRecvmsg;
+    if (flags_arg && (e.arg & MSG_PEEK) != 0) return;
     auto it = names_.find(e.fd);
     if (it == names_.end()) {
       ++counts_.unnamed_io;
@@ -207,6 +235,7 @@ class DescriptorWalker {
   ConnectionTableCounts& counts_;
   std::unordered_map<int32_t, DescriptorName> names_;
   std::unordered_map<int32_t, int32_t> references_;  // end -> descriptors naming it
+  std::unordered_map<int32_t, size_t> last_datagram_;  // UDP socket -> its latest datagram
 };
 
 }  // namespace
@@ -245,6 +274,8 @@ void MergeInheritedEnds(std::vector<ConnectionEnd>& ends) {
     }
     ConnectionEnd& parent = ends[it->second];
     parent.io.insert(parent.io.end(), end.io.begin(), end.io.end());
+    parent.boundaries.insert(parent.boundaries.end(), end.boundaries.begin(), end.boundaries.end());
+    end.boundaries.clear();
     std::stable_sort(parent.io.begin(), parent.io.end(),
                      [](const StreamIo& a, const StreamIo& b) { return a.entry_ns < b.entry_ns; });
     if (parent.close_ns != kNoTime && (end.close_ns == kNoTime || end.close_ns > parent.close_ns)) {
