@@ -216,5 +216,33 @@ TEST(ReconcileProtocols, OutOfOrderProtocolKeepsCallIdsOfRuns) {
   EXPECT_EQ(summary.protocol_messages, (std::map<std::string, uint64_t>{{"testbed", 5}}));
 }
 
+// A DNS query and its answer over UDP: the DNS processor's record after each datagram's
+// call gives the message its attributes, from the sender's log when it has one.
+TEST(ReconcileProtocols, DatagramsCarryTheDnsProcessorsAttributes) {
+  constexpr uint8_t kDns = 5;
+  const capture::Address server = Ipv4("10.0.0.2", 53), client = Ipv4("10.0.0.1", 5000);
+  std::vector<capture::EventLog> logs = {
+      LogBuilder("a", "/usr/bin/dig", 100)
+          .Udp(3, 50, w::kOpSocket, client)
+          .Datagram(true, 3, 101, 100, 101, 30, 0xaaa, server)
+          .Boundary(3, 101, 100, 101, 0, true, true, Attrs{{"dns.id", "7"}, {"dns.name", "example.com"}}, kDns)
+          .Datagram(false, 3, 101, 102, 200, 60, 0xbbb, server)
+          .Build(),
+      LogBuilder("b", "/usr/sbin/dnsd", 200)
+          .Udp(4, 10, w::kOpBind, server)
+          .Datagram(false, 4, 201, 20, 150, 30, 0xaaa, client)
+          .Boundary(4, 201, 20, 150, 0, false, true, Attrs{{"dns.id", "7"}}, kDns)
+          .Datagram(true, 4, 201, 160, 161, 60, 0xbbb, client)
+          .Boundary(4, 201, 160, 161, 0, true, false, Attrs{{"dns.id", "7"}, {"dns.name", "example.com"}}, kDns)
+          .Build(),
+  };
+  ReconcileSummary summary;
+  std::vector<std::string> lines = Lines(MustReconcile(logs, &summary));
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_NE(lines[0].find(" protocol=dns dns.id=7 dns.name=example.com"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[1].find(" protocol=dns dns.id=7 dns.name=example.com"), std::string::npos) << lines[1];
+  EXPECT_EQ(summary.protocol_messages, (std::map<std::string, uint64_t>{{"dns", 2}}));
+}
+
 }  // namespace
 }  // namespace weft::reconcile

@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "capture/preload/protocol_streams.h"
 #include "capture/preload/real.h"
 #include "capture/preload/runtime.h"
 
@@ -36,8 +37,22 @@ void LogTransfer(uint8_t op, int fd, uint8_t kind, int64_t entry, long r, int er
     LogDatagram(op, fd, entry, exit, ResultOf(r, error), arg, data, iov, iovcnt,
                 r > 0 ? size_t(r) : 0, peer, peer_length);
     if (sending && r >= 0) NameIfNeeded(op, fd, kind, exit);
+    if (r > 0 && kind == wire::kKindUdp && ProtocolsEnabled()) {
+      FeedDatagram(fd, sending, entry, exit, data, iov, iovcnt, size_t(r), peer, peer_length);
+    }
   } else {
     LogCallWithPayload(op, fd, entry, exit, ResultOf(r, error), arg, data, iov, iovcnt);
+    if (__builtin_expect(FdHasProtocol(fd), 0) && r > 0) {
+      // recv, recvfrom, recvmsg: arg is the flags. A peek moves nothing (the next receive
+      // moves the bytes again); MSG_TRUNC on a stream drops them unseen.
+      bool flags_arg = op == wire::kOpRecv || op == wire::kOpRecvfrom || op == wire::kOpRecvmsg;
+      if (flags_arg && (arg & MSG_PEEK) != 0) return;
+      if (flags_arg && (arg & MSG_TRUNC) != 0) {
+        AbandonStream(fd, false);
+        return;
+      }
+      FeedStream(fd, sending, entry, exit, data, iov, iovcnt, size_t(r));
+    }
   }
 }
 
@@ -276,6 +291,7 @@ WEFT_EXPORT ssize_t sendfile(int out_fd, int in_fd, off_t* offset, size_t count)
   ssize_t r = Real().sendfile(out_fd, in_fd, offset, count);
   int error = errno;
   LogCall(wire::kOpSendfile, out_fd, entry, NowNs(), ResultOf(r, error), in_fd);
+  if (r > 0 && FdHasProtocol(out_fd)) AbandonStream(out_fd, true);  // bytes the library never sees
   errno = error;
   return r;
 }
