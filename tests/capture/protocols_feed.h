@@ -48,6 +48,27 @@ inline std::string Format(const Attributes& a) {
   return s;
 }
 
+// A stream as consecutive messages, each with its expected attributes.
+struct Piece {
+  std::string bytes;
+  std::string attributes;
+};
+inline std::string Concat(const std::vector<Piece>& pieces) {
+  std::string s;
+  for (const Piece& p : pieces) s += p.bytes;
+  return s;
+}
+// The ends those messages should give.
+inline std::vector<End> Ends(const std::vector<Piece>& pieces) {
+  std::vector<End> ends;
+  uint64_t offset = 0;
+  for (const Piece& p : pieces) {
+    offset += p.bytes.size();
+    ends.push_back({offset, p.attributes});
+  }
+  return ends;
+}
+
 // Feeds `bytes` cut at the increasing offsets `cuts`, calling Consume until each piece is
 // used up, as the preload library does. End offsets are the parser's stream offsets;
 // `consumed` counts this call's bytes.

@@ -15,34 +15,17 @@
 namespace weft::capture::protocols {
 namespace {
 
+using testing::Concat;
 using testing::End;
+using testing::Ends;
 using testing::ExpectSplitInvariant;
 using testing::Feed;
 using testing::Format;
+using testing::Piece;
 using testing::Stream;
 
 constexpr Direction kRequest = Direction::kRequest;
 constexpr Direction kResponse = Direction::kResponse;
-
-// The ends of consecutive messages: each message's bytes and expected attributes.
-struct Piece {
-  std::string bytes;
-  std::string attributes;
-};
-std::string Concat(const std::vector<Piece>& pieces) {
-  std::string s;
-  for (const Piece& p : pieces) s += p.bytes;
-  return s;
-}
-std::vector<End> Ends(const std::vector<Piece>& pieces) {
-  std::vector<End> ends;
-  uint64_t offset = 0;
-  for (const Piece& p : pieces) {
-    offset += p.bytes.size();
-    ends.push_back({offset, p.attributes});
-  }
-  return ends;
-}
 
 // --- names -------------------------------------------------------------------------------
 
