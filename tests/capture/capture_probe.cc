@@ -21,6 +21,8 @@
 //   capture_probe signals N      N round trips while a timer signal's handler sends too
 //   capture_probe sigterm N [set-default]   N sends, "ready", then waits for SIGTERM
 //   capture_probe fsize N        N round trips with RLIMIT_FSIZE at 100 KB (log cut short)
+//   capture_probe dns PORT       a DNS query for example.com (id 4660) to a socket bound to
+//                                127.0.0.1:PORT, and its answer
 //   capture_probe http N         fork: the child writes N pipelined HTTP requests in one
 //                                write; the parent reads them 7 bytes at a time, and answers
 //                                all N in one write through a dup of the accepted socket
@@ -416,6 +418,41 @@ int Http(int n) {
   return 0;
 }
 
+// A query for example.com, type A, class IN, with `id` (RFC 1035 §4.1); as an answer with
+// the response bit set and no records.
+std::string DnsMessage(uint16_t id, bool answer) {
+  std::string m = {char(id >> 8), char(id & 0xff), char(answer ? 0x81 : 0x01), char(answer ? 0x80 : 0x00),
+                   0, 1, 0, 0, 0, 0, 0, 0};
+  m += std::string("\x07" "example" "\x03" "com", 12) + std::string(1, '\0');
+  m += std::string("\x00\x01\x00\x01", 4);
+  return m;
+}
+
+int Dns(int port) {
+  int server = socket(AF_INET, SOCK_DGRAM, 0), client = socket(AF_INET, SOCK_DGRAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  address.sin_port = htons(uint16_t(port));
+  if (bind(server, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) Die("bind");
+  std::string query = DnsMessage(4660, false), answer = DnsMessage(4660, true);
+  if (sendto(client, query.data(), query.size(), 0, reinterpret_cast<sockaddr*>(&address),
+             sizeof address) != ssize_t(query.size())) {
+    Die("sendto");
+  }
+  char buffer[512];
+  sockaddr_in from{};
+  socklen_t length = sizeof from;
+  ssize_t n = recvfrom(server, buffer, sizeof buffer, 0, reinterpret_cast<sockaddr*>(&from), &length);
+  if (n != ssize_t(query.size())) Die("recvfrom");
+  sendto(server, answer.data(), answer.size(), 0, reinterpret_cast<sockaddr*>(&from), length);
+  n = recv(client, buffer, sizeof buffer, 0);
+  close(client);
+  close(server);
+  std::printf("dns %zd-byte answer\n", n);
+  return 0;
+}
+
 int FileSizeLimit(int n) {
   signal(SIGXFSZ, SIG_IGN);  // a write past the limit fails with EFBIG, like a full disk
   rlimit limit{100 * 1024, 100 * 1024};
@@ -454,6 +491,7 @@ int main(int argc, char** argv) {
   if (scenario == "sigterm") return Sigterm(arg(2), argc > 3 && std::string(argv[3]) == "set-default");
   if (scenario == "fsize") return FileSizeLimit(arg(2));
   if (scenario == "http") return Http(arg(2));
+  if (scenario == "dns") return Dns(arg(2));
   std::fprintf(stderr, "usage: capture_probe tcp|udp|unix|threads|dup2|exec|kill|signals|fsize ...\n");
   return 2;
 }

@@ -124,6 +124,24 @@ TEST_F(CaptureProtocolsTest, ProgramNameSelectsTheProtocol) {
   EXPECT_EQ(logs[1].boundaries.size(), 6u);
 }
 
+// DNS over UDP: each datagram to or from the port named for dns is one message with the
+// query's id and name, on both sockets (the client's unbound one, the server's bound one).
+TEST_F(CaptureProtocolsTest, DnsDatagramsCarryIdAndName) {
+  auto run = Weft("capture -o " + dir_.string() + " --protocols dns=53053 -- " + CAPTURE_PROBE + " dns 53053");
+  ASSERT_EQ(run.rc, 0) << run.output;
+  ASSERT_NE(run.output.find("dns 29-byte answer"), std::string::npos) << run.output;
+  auto paths = FindEventLogs(dir_.string());
+  ASSERT_TRUE(paths.ok() && paths->size() == 1u);
+  auto log = ReadEventLog(paths->front());
+  ASSERT_TRUE(log.ok()) << log.status().message();
+  EXPECT_EQ(Boundaries(*log), (std::vector<std::string>{
+      "5 sent request 0 dns.id=4660 dns.name=example.com",
+      "5 received request 0 dns.id=4660 dns.name=example.com",
+      "5 sent response 0 dns.id=4660 dns.name=example.com",
+      "5 received response 0 dns.id=4660 dns.name=example.com",
+  }));
+}
+
 TEST_F(CaptureProtocolsTest, BadSpecIsRefusedWithOneLine) {
   auto run = Weft("capture -o " + dir_.string() + " --protocols gopher=70 -- /bin/true");
   EXPECT_NE(run.rc, 0);

@@ -448,6 +448,9 @@ void FeedDatagram(int fd, bool sending, int64_t entry, int64_t exit, const void*
   uint16_t peer_port = PortOf(peer, peer_length);
   if (peer_port != 0 && IsDnsPort(peer_port)) {
     request = sending;
+    // A socket that sent a query is a resolver's: answers it receives without asking
+    // for their source (recv, read) are DNS too.
+    if (sending && marker == 0) AttachDatagramProtocol(fd, peer_port, false);
   } else if (marker == kDnsServerSocket || marker == kDnsClientSocket) {
     request = (marker == kDnsClientSocket) == sending;
   } else {
