@@ -39,7 +39,10 @@ class DescriptorWalker {
       ++counts_.events;
       switch (e.op) {
         case EventOp::kEndpoint: Name(e); break;
-        case EventOp::kClose: Unname(e.fd, e.exit_ns); break;
+        case EventOp::kClose:
+          DropUnnamedDatagrams(e.fd);
+          Unname(e.fd, e.exit_ns);
+          break;
         case EventOp::kDup: Dup(e); break;
         case EventOp::kBoundary: Boundary(e); break;
         default:
@@ -47,6 +50,7 @@ class DescriptorWalker {
           break;
       }
     }
+    for (const auto& [fd, pending] : unnamed_datagrams_) counts_.unnamed_io += pending.size();
   }
 
  private:
@@ -126,6 +130,22 @@ class DescriptorWalker {
     if (cause == capture::wire::kOpBind || (cause == capture::wire::kOpNone && endpoint.local.port != 0)) {
       socket.bound = true;
     }
+    // The datagram whose send made the kernel bind the socket came before this record.
+    auto pending = unnamed_datagrams_.find(fd);
+    if (pending != unnamed_datagrams_.end()) {
+      for (const PendingDatagram& d : pending->second) {
+        AddDatagram(d.event, it->second.udp);
+        datagrams_.back().boundary = d.boundary;
+      }
+      unnamed_datagrams_.erase(pending);
+    }
+  }
+
+  void DropUnnamedDatagrams(int32_t fd) {
+    auto pending = unnamed_datagrams_.find(fd);
+    if (pending == unnamed_datagrams_.end()) return;
+    counts_.unnamed_io += pending->second.size();
+    unnamed_datagrams_.erase(pending);
   }
 
   void AddDatagram(const Event& e, int32_t udp) {
@@ -183,7 +203,13 @@ class DescriptorWalker {
     if (e.boundary < 0 || size_t(e.boundary) >= log_.boundaries.size()) return;
     const capture::Boundary& b = log_.boundaries[size_t(e.boundary)];
     auto it = names_.find(e.fd);
-    if (it == names_.end()) return;
+    if (it == names_.end()) {
+      auto pending = unnamed_datagrams_.find(e.fd);
+      if (pending != unnamed_datagrams_.end() && pending->second.back().event.entry_ns == e.entry_ns) {
+        pending->second.back().boundary = e.boundary;
+      }
+      return;
+    }
     if (it->second.udp >= 0) {
       auto last = last_datagram_.find(it->second.udp);
       if (last != last_datagram_.end() && datagrams_[last->second].entry_ns == e.entry_ns + offset_ &&
@@ -205,7 +231,13 @@ class DescriptorWalker {
     if (flags_arg && (e.arg & MSG_PEEK) != 0) return;
     auto it = names_.find(e.fd);
     if (it == names_.end()) {
-      ++counts_.unnamed_io;
+      // The first datagram sent on a socket nobody bound is named by the endpoint record
+      // that follows it (the kernel bound the socket at that send): kept until then.
+      if (e.datagram) {
+        unnamed_datagrams_[e.fd].push_back({e, capture::kNone});
+      } else {
+        ++counts_.unnamed_io;
+      }
       return;
     }
     if (it->second.udp >= 0 && e.datagram) {
@@ -236,6 +268,11 @@ class DescriptorWalker {
   std::unordered_map<int32_t, DescriptorName> names_;
   std::unordered_map<int32_t, int32_t> references_;  // end -> descriptors naming it
   std::unordered_map<int32_t, size_t> last_datagram_;  // UDP socket -> its latest datagram
+  struct PendingDatagram {
+    Event event;
+    int32_t boundary;
+  };
+  std::unordered_map<int32_t, std::vector<PendingDatagram>> unnamed_datagrams_;  // fd -> ...
 };
 
 }  // namespace

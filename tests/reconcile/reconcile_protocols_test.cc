@@ -217,15 +217,17 @@ TEST(ReconcileProtocols, OutOfOrderProtocolKeepsCallIdsOfRuns) {
 }
 
 // A DNS query and its answer over UDP: the DNS processor's record after each datagram's
-// call gives the message its attributes, from the sender's log when it has one.
+// call gives the message its attributes, from the sender's log when it has one. The
+// resolver's socket was never bound: as capture logs it, its first datagram comes before
+// the endpoint record that names it (the kernel bound the socket at that send).
 TEST(ReconcileProtocols, DatagramsCarryTheDnsProcessorsAttributes) {
   constexpr uint8_t kDns = 5;
   const capture::Address server = Ipv4("10.0.0.2", 53), client = Ipv4("10.0.0.1", 5000);
   std::vector<capture::EventLog> logs = {
       LogBuilder("a", "/usr/bin/dig", 100)
-          .Udp(3, 50, w::kOpSocket, client)
           .Datagram(true, 3, 101, 100, 101, 30, 0xaaa, server)
           .Boundary(3, 101, 100, 101, 0, true, true, Attrs{{"dns.id", "7"}, {"dns.name", "example.com"}}, kDns)
+          .Udp(3, 101, w::kOpSendto, client)
           .Datagram(false, 3, 101, 102, 200, 60, 0xbbb, server)
           .Build(),
       LogBuilder("b", "/usr/sbin/dnsd", 200)
@@ -242,6 +244,8 @@ TEST(ReconcileProtocols, DatagramsCarryTheDnsProcessorsAttributes) {
   EXPECT_NE(lines[0].find(" protocol=dns dns.id=7 dns.name=example.com"), std::string::npos) << lines[0];
   EXPECT_NE(lines[1].find(" protocol=dns dns.id=7 dns.name=example.com"), std::string::npos) << lines[1];
   EXPECT_EQ(summary.protocol_messages, (std::map<std::string, uint64_t>{{"dns", 2}}));
+  EXPECT_EQ(summary.datagrams_matched, 2u);
+  EXPECT_EQ(summary.unnamed_io, 0u);
 }
 
 }  // namespace

@@ -70,21 +70,8 @@ ssize_t Read(int fd, void* buffer, size_t n) {
   return r;
 }
 
-ssize_t Recv(int fd, void* buffer, size_t n, int flags) {
-  uint8_t kind = FdKind(fd);
-  if (kind == 0 || !Logging()) return Real().recv(fd, buffer, n, flags);
-  int64_t entry = BeginCall();
-  ssize_t r = Real().recv(fd, buffer, n, flags);
-  int error = errno;
-  size_t got = r > 0 ? (size_t(r) < n ? size_t(r) : n) : 0;  // MSG_TRUNC may return more
-  LogTransfer(wire::kOpRecv, fd, kind, entry, r < 0 ? r : long(got), error, flags, buffer,
-              nullptr, 0, nullptr, 0, false);
-  errno = error;
-  return r;
-}
-
 ssize_t RecvFrom(int fd, void* buffer, size_t n, int flags, struct sockaddr* address,
-                 socklen_t* length) {
+                 socklen_t* length, uint8_t op = wire::kOpRecvfrom) {
   uint8_t kind = FdKind(fd);
   if (kind == 0 || !Logging()) return Real().recvfrom(fd, buffer, n, flags, address, length);
   // A datagram's source is recorded even when the program does not ask for it.
@@ -98,9 +85,24 @@ ssize_t RecvFrom(int fd, void* buffer, size_t n, int flags, struct sockaddr* add
   ssize_t r = Real().recvfrom(fd, buffer, n, flags, source, source_length);
   int error = errno;
   bool source_whole = r >= 0 && source != nullptr && *source_length <= given;
-  LogTransfer(wire::kOpRecvfrom, fd, kind, entry, r < 0 ? r : long(size_t(r) < n ? r : long(n)),
+  LogTransfer(op, fd, kind, entry, r < 0 ? r : long(size_t(r) < n ? r : long(n)),
               error, flags, buffer, nullptr, 0, source_whole ? source : nullptr,
               source_whole ? *source_length : 0, false);
+  errno = error;
+  return r;
+}
+
+ssize_t Recv(int fd, void* buffer, size_t n, int flags) {
+  uint8_t kind = FdKind(fd);
+  if (kind == 0 || !Logging()) return Real().recv(fd, buffer, n, flags);
+  // A datagram's source is recorded even from recv (it is recvfrom without an address).
+  if (IsDatagramKind(kind)) return RecvFrom(fd, buffer, n, flags, nullptr, nullptr, wire::kOpRecv);
+  int64_t entry = BeginCall();
+  ssize_t r = Real().recv(fd, buffer, n, flags);
+  int error = errno;
+  size_t got = r > 0 ? (size_t(r) < n ? size_t(r) : n) : 0;  // MSG_TRUNC may return more
+  LogTransfer(wire::kOpRecv, fd, kind, entry, r < 0 ? r : long(got), error, flags, buffer,
+              nullptr, 0, nullptr, 0, false);
   errno = error;
   return r;
 }
