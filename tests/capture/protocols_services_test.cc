@@ -3,6 +3,8 @@
 // giving the same, and failure on malformed input.
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -42,7 +44,7 @@ std::string PgUntyped(uint32_t code, const std::string& body) {
 }
 const std::string kSslRequest = PgUntyped(80877103, "");
 
-TEST(PostgresTest, StartupSimpleAndExtendedQueryAndCopy) {
+TEST(PostgresProcessorTest, StartupSimpleAndExtendedQueryAndCopy) {
   std::string query = "SELECT * FROM questions WHERE id = $1";
   std::string parse = Pg('P', Z("") + Z(query.c_str()) + std::string("\0\1\0\0\0\x17", 6));
   std::string bind = Pg('B', Z("") + Z("") + std::string("\0\0\0\1\0\0\0\3" "521\0\0", 13));
@@ -96,7 +98,7 @@ TEST(PostgresTest, StartupSimpleAndExtendedQueryAndCopy) {
   ExpectSplitInvariant(kPostgres, kResponse, stream);
 }
 
-TEST(PostgresTest, SslRequestAcceptedThenEncrypted) {
+TEST(PostgresProcessorTest, SslRequestAcceptedThenEncrypted) {
   std::string tls("\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03", 11);
   // The client's TLS bytes are not PostgreSQL: after the SSLRequest nothing more ends.
   Stream run = Feed(kPostgres, kRequest, kSslRequest + tls);
@@ -112,7 +114,7 @@ TEST(PostgresTest, SslRequestAcceptedThenEncrypted) {
   EXPECT_FALSE(run.failed);
 }
 
-TEST(PostgresTest, MalformedMessagesFail) {
+TEST(PostgresProcessorTest, MalformedMessagesFail) {
   std::string startup = PgUntyped(196608, Z("user") + Z("u") + Z(""));
   const std::string bad_requests[] = {
       PgUntyped(12345, ""),                       // no such code
@@ -132,9 +134,75 @@ TEST(PostgresTest, MalformedMessagesFail) {
   EXPECT_TRUE(run.ends.empty());
 }
 
+// Real sessions recorded between psql or pgbench and PostgreSQL 15 (tests/data/protocols).
+std::string ReadData(const std::string& name) {
+  std::ifstream in(std::string(WEFT_TEST_DATA) + "/protocols/" + name, std::ios::binary);
+  EXPECT_TRUE(in.good()) << name;
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+TEST(PostgresProcessorTest, RecordedPsqlSessions) {
+  std::string request = ReadData("psql_session.req");
+  Stream run = Feed(kPostgres, kRequest, request);
+  EXPECT_FALSE(run.failed);
+  EXPECT_EQ(run.ends, (std::vector<End>{{8, ""},
+                                        {71, ""},
+                                        {85, "sql=select 1"},
+                                        {135, "sql=create table if not exists t(id int, v text)"},
+                                        {177, "sql=insert into t values (1,'a'),(2,'b')"},
+                                        {211, "sql=select * from t where id = 1"},
+                                        {216, ""}}));
+  ExpectSplitInvariant(kPostgres, kRequest, request);
+  std::string response = ReadData("psql_session.resp");
+  run = Feed(kPostgres, kResponse, response);
+  EXPECT_FALSE(run.failed);
+  EXPECT_EQ(run.ends, (std::vector<End>{{1, ""},
+                                        {415, "pg.status=I"},
+                                        {481, "pg.status=I"},
+                                        {505, "pg.status=I"},
+                                        {527, "pg.status=I"},
+                                        {612, "pg.status=I"}}));
+  ExpectSplitInvariant(kPostgres, kResponse, response);
+
+  // COPY FROM STDIN: the query, then the data up to CopyDone; the server's CopyInResponse
+  // ends the response in between.
+  run = Feed(kPostgres, kRequest, ReadData("psql_copy.req"));
+  EXPECT_EQ(run.ends, (std::vector<End>{{8, ""}, {71, ""}, {94, "sql=copy t from stdin"},
+                                        {112, ""}, {117, ""}}));
+  run = Feed(kPostgres, kResponse, ReadData("psql_copy.resp"));
+  EXPECT_EQ(run.ends, (std::vector<End>{{1, ""}, {415, "pg.status=I"}, {427, ""},
+                                        {445, "pg.status=I"}}));
+}
+
+TEST(PostgresProcessorTest, RecordedPgbenchPreparedStatements) {
+  std::string request = ReadData("pgbench_prepared.req");
+  Stream requests = Feed(kPostgres, kRequest, request);
+  EXPECT_FALSE(requests.failed);
+  ASSERT_EQ(requests.ends.size(), 80u);
+  EXPECT_EQ(requests.ends[2], (End{97, "sql=BEGIN;"}));
+  EXPECT_EQ(requests.ends[3], (End{137, ""}));  // a prepared statement bound again: no Parse
+  int with_sql = 0;
+  for (const End& e : requests.ends) with_sql += e.attributes.starts_with("sql=");
+  EXPECT_EQ(with_sql, 7);  // each of pgbench's statements parsed once
+  ExpectSplitInvariant(kPostgres, kRequest, request, 0);
+
+  std::string response = ReadData("pgbench_prepared.resp");
+  Stream responses = Feed(kPostgres, kResponse, response);
+  EXPECT_FALSE(responses.failed);
+  ASSERT_EQ(responses.ends.size(), 79u);  // every request but Terminate is answered
+  int idle = 0, in_transaction = 0;
+  for (const End& e : responses.ends) {
+    idle += e.attributes == "pg.status=I";
+    in_transaction += e.attributes == "pg.status=T";
+  }
+  EXPECT_EQ(idle, 12);
+  EXPECT_EQ(in_transaction, 66);
+  ExpectSplitInvariant(kPostgres, kResponse, response, 0);
+}
+
 // --- Redis -------------------------------------------------------------------------------
 
-TEST(RedisTest, PipelinedCommands) {
+TEST(RedisProcessorTest, PipelinedCommands) {
   std::vector<Piece> requests = {
       {"*3\r\n$3\r\nSET\r\n$5\r\nmykey\r\n$5\r\nhello\r\n", "redis.command=SET|redis.key=mykey"},
       {"*2\r\n$3\r\nget\r\n$5\r\nmykey\r\n", "redis.command=GET|redis.key=mykey"},
@@ -156,7 +224,7 @@ TEST(RedisTest, PipelinedCommands) {
   ExpectSplitInvariant(kRedis, kRequest, stream, 2000);
 }
 
-TEST(RedisTest, NestedResp2AndResp3Replies) {
+TEST(RedisProcessorTest, NestedResp2AndResp3Replies) {
   std::vector<Piece> replies = {
       {"+OK\r\n", ""},
       {"$5\r\nhello\r\n", ""},
@@ -181,7 +249,7 @@ TEST(RedisTest, NestedResp2AndResp3Replies) {
   ExpectSplitInvariant(kRedis, kResponse, stream);
 }
 
-TEST(RedisTest, DepthLimitAndMalformedInput) {
+TEST(RedisProcessorTest, DepthLimitAndMalformedInput) {
   std::string deep;
   for (int i = 0; i < 16; ++i) deep += "*1\r\n";
   Stream run = Feed(kRedis, kResponse, deep + ":1\r\n");
@@ -230,7 +298,7 @@ std::string DatagramAttributes(Direction direction, const std::string& datagram)
   return Format(parser.attributes);
 }
 
-TEST(DnsTest, DatagramIdAndName) {
+TEST(DnsProcessorTest, DatagramIdAndName) {
   EXPECT_EQ(DatagramAttributes(kRequest, DnsQuery(0x1234, kWwwExample)),
             "dns.id=4660|dns.name=www.example.com");
   // A response: the answer's name is a compression pointer to the question's.
@@ -245,7 +313,7 @@ TEST(DnsTest, DatagramIdAndName) {
             "dns.id=8|dns.name=" + (std::string(63, 'a') + "." + std::string(63, 'a')).substr(0, kMaxValue));
 }
 
-TEST(DnsTest, CompressionLoopsAndTruncationLogNoName) {
+TEST(DnsProcessorTest, CompressionLoopsAndTruncationLogNoName) {
   // A pointer to itself, a label and a pointer back to it, a pointer forward, a reserved
   // label type, a name cut short: the id is logged, the name is not, and it is quick.
   for (std::string qname : {std::string("\xc0\x0c", 2), std::string("\x03www\xc0\x0c", 6),
@@ -265,7 +333,7 @@ std::string Tcp(const std::string& message) {
   return std::string{char(message.size() >> 8), char(message.size() & 0xff)} + message;
 }
 
-TEST(DnsTest, TcpStreamOfLengthPrefixedMessages) {
+TEST(DnsProcessorTest, TcpStreamOfLengthPrefixedMessages) {
   std::string padding(400, 'p');  // past what the processor keeps of a message
   std::vector<Piece> messages = {
       {Tcp(DnsQuery(1, kWwwExample)), "dns.id=1|dns.name=www.example.com"},
@@ -285,7 +353,7 @@ TEST(DnsTest, TcpStreamOfLengthPrefixedMessages) {
 
 // --- line-oriented -----------------------------------------------------------------------
 
-TEST(LineTest, EachNewlineEndsAMessage) {
+TEST(LineProcessorTest, EachNewlineEndsAMessage) {
   std::string long_line(300, 'x');
   std::vector<Piece> lines = {
       {"get key1\r\n", "line=get key1"},
