@@ -23,8 +23,8 @@
 //   capture_probe fsize N        N round trips with RLIMIT_FSIZE at 100 KB (log cut short)
 //   capture_probe dns PORT       a DNS query for example.com (id 4660) to a socket bound to
 //                                127.0.0.1:PORT, and its answer
-//   capture_probe http N         fork: the child writes N pipelined HTTP requests in one
-//                                write; the parent reads them 7 bytes at a time, and answers
+//   capture_probe http N [C]     fork: the child writes N pipelined HTTP requests in one
+//                                write; the parent reads them C (7) bytes at a time, answers
 //                                all N in one write through a dup of the accepted socket
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -373,7 +373,7 @@ int Signals(int n) {
 std::string HttpRequest(int i) { return "GET /" + std::to_string(i) + " HTTP/1.1\r\nHost: probe\r\n\r\n"; }
 constexpr char kHttpResponse[] = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
 
-int Http(int n) {
+int Http(int n, size_t chunk_size) {
   int listener = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in address{};
   address.sin_family = AF_INET;
@@ -400,9 +400,10 @@ int Http(int n) {
   }
   int fd = accept(listener, nullptr, nullptr);
   if (fd < 0) Die("accept");
-  char chunk[7];
+  char chunk[64];
+  chunk_size = std::min(chunk_size, sizeof chunk);
   for (size_t got = 0; got < requests.size();) {
-    ssize_t r = read(fd, chunk, std::min(sizeof chunk, requests.size() - got));
+    ssize_t r = read(fd, chunk, std::min(chunk_size, requests.size() - got));
     if (r <= 0) Die("read");
     got += size_t(r);
   }
@@ -490,7 +491,7 @@ int main(int argc, char** argv) {
   if (scenario == "signals") return Signals(arg(2));
   if (scenario == "sigterm") return Sigterm(arg(2), argc > 3 && std::string(argv[3]) == "set-default");
   if (scenario == "fsize") return FileSizeLimit(arg(2));
-  if (scenario == "http") return Http(arg(2));
+  if (scenario == "http") return Http(arg(2), argc > 3 ? size_t(arg(3)) : 7);
   if (scenario == "dns") return Dns(arg(2));
   std::fprintf(stderr, "usage: capture_probe tcp|udp|unix|threads|dup2|exec|kill|signals|fsize ...\n");
   return 2;

@@ -29,11 +29,12 @@ class CaptureProtocolsTest : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
 
-  // Runs `capture_probe http 3` with `protocols` (none: the default, auto) and returns the
-  // logs, the client's (the child's) first.
-  std::vector<EventLog> CaptureHttp(const std::string& protocols) {
+  // Runs `capture_probe http 3 CHUNK` with `protocols` (none: the default, auto) and
+  // returns the logs, the client's (the child's) first.
+  std::vector<EventLog> CaptureHttp(const std::string& protocols, int chunk = 7) {
     std::string flag = protocols.empty() ? "" : " --protocols " + protocols;
-    auto run = Weft("capture -o " + dir_.string() + flag + " -- " + CAPTURE_PROBE + " http 3");
+    auto run = Weft("capture -o " + dir_.string() + flag + " -- " + CAPTURE_PROBE + " http 3 " +
+                    std::to_string(chunk));
     EXPECT_EQ(run.rc, 0) << run.output;
     EXPECT_NE(run.output.find("http 3 requests, 96 + 120 bytes, child 0"), std::string::npos) << run.output;
     std::vector<EventLog> logs;
@@ -101,6 +102,21 @@ TEST_F(CaptureProtocolsTest, HttpMessagesEndWhereverTheCallsSplitThem) {
       EXPECT_EQ(log.events[call].exit_ns, log.events[i].exit_ns);
     }
   }
+}
+
+// A server that reads 2 bytes at a time: "GE" cannot tell, so the first request bytes are
+// kept until there are enough (16) and then fed to the processor from offset 0.
+TEST_F(CaptureProtocolsTest, DetectionWaitsForEnoughFirstBytes) {
+  std::vector<EventLog> logs = CaptureHttp("", 2);
+  ASSERT_EQ(logs.size(), 2u);
+  EXPECT_EQ(Boundaries(logs[1]), (std::vector<std::string>{
+      "1 received request 32 http.method=GET http.url=/0",
+      "1 received request 64 http.method=GET http.url=/1",
+      "1 received request 96 http.method=GET http.url=/2",
+      "1 sent response 40 http.status=200",
+      "1 sent response 80 http.status=200",
+      "1 sent response 120 http.status=200",
+  }));
 }
 
 TEST_F(CaptureProtocolsTest, NoneAndOtherProtocolsLogNoBoundaries) {

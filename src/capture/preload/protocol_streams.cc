@@ -27,6 +27,9 @@ namespace {
 constexpr int kMaxRules = 32;
 constexpr size_t kMaxPath = sizeof(sockaddr_un::sun_path);
 constexpr size_t kDetectBytes = 64;  // Detect looks at most this far into a stream
+// Fewer first request bytes than this (a server reading a 4-byte length first) are kept
+// for the next call when Detect cannot tell; at this many it decides.
+constexpr size_t kEarlyBytes = 16;
 
 struct Rule {
   protocols::Protocol protocol;
@@ -136,6 +139,8 @@ struct ProtocolStream {
   bool client;          // this process connected: it writes requests, reads responses
   uint8_t padding[2];
   uint64_t offset[2];   // bytes moved so far per direction (the boundary record's offset)
+  uint8_t early[16];    // detecting: request bytes of earlier calls, too few to tell yet
+  uint32_t early_length;
   protocols::Parser parsers[2];
 };
 
@@ -221,6 +226,7 @@ void Start(int fd, protocols::Protocol protocol, bool client) {
   s->references = 1;
   s->broken[0] = s->broken[1] = 0;
   s->offset[0] = s->offset[1] = 0;
+  s->early_length = 0;
   s->client = client;
   s->state = protocol == protocols::kNone ? kDetecting : kActive;
   protocols::Init(&s->parsers[0], protocol, protocols::Direction::kRequest);
@@ -246,23 +252,38 @@ void ForEachSegment(const void* data, const struct iovec* iov, int iovcnt, size_
   }
 }
 
-// Decides a detecting stream's protocol from the first bytes of its first request.
-void Decide(ProtocolStream* s, const void* data, const struct iovec* iov, int iovcnt, size_t bytes) {
+// Decides a detecting stream's protocol from the first bytes of its first request: those
+// kept from earlier calls and this call's. False when they are too few to tell: this
+// call's bytes are then kept too (the stream stays detecting).
+bool Decide(ProtocolStream* s, const void* data, const struct iovec* iov, int iovcnt, size_t bytes) {
   uint8_t first[kDetectBytes];
-  size_t have = 0;
+  size_t have = s->early_length;
+  memcpy(first, s->early, have);
   ForEachSegment(data, iov, iovcnt, bytes, [&](const uint8_t* p, size_t n) {
     size_t take = n < kDetectBytes - have ? n : kDetectBytes - have;
     memcpy(first + have, p, take);
     have += take;
   });
   protocols::Protocol protocol = protocols::Detect(first, have);
-  if (protocol == protocols::kNone || (g_selection.detect & (1u << protocol)) == 0) {
+  bool allowed = protocol != protocols::kNone && (g_selection.detect & (1u << protocol)) != 0;
+  if (!allowed && have < kEarlyBytes) {
+    memcpy(s->early, first, have);
+    s->early_length = uint32_t(have);
+    return false;
+  }
+  uint8_t expected = kDetecting;
+  if (!__atomic_compare_exchange_n(&s->state, &expected, uint8_t(kDeciding), false,
+                                   __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+    return true;  // the server spoke first meanwhile: off
+  }
+  if (!allowed) {
     __atomic_store_n(&s->state, uint8_t(kOff), __ATOMIC_RELEASE);
-    return;
+    return true;
   }
   protocols::Init(&s->parsers[0], protocol, protocols::Direction::kRequest);
   protocols::Init(&s->parsers[1], protocol, protocols::Direction::kResponse);
   __atomic_store_n(&s->state, uint8_t(kActive), __ATOMIC_RELEASE);
+  return true;
 }
 
 bool IsDnsPort(uint16_t port) {
@@ -381,12 +402,16 @@ void FeedStream(int fd, bool sending, int64_t entry, int64_t exit, const void* d
     return;
   }
   uint8_t state = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
+  size_t early = 0;  // request bytes of earlier calls to feed before this call's
   if (state == kDetecting) {
     uint8_t expected = kDetecting;
-    if (d == 0 && __atomic_compare_exchange_n(&s->state, &expected, uint8_t(kDeciding), false,
-                                              __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-      Decide(s, data, iov, iovcnt, bytes);
-    } else if (d == 1) {
+    if (d == 0) {
+      if (!Decide(s, data, iov, iovcnt, bytes)) {
+        __atomic_store_n(&s->busy[d], 0, __ATOMIC_RELEASE);
+        return;
+      }
+      early = s->early_length;
+    } else {
       // The server spoke first: not a protocol Detect knows.
       __atomic_compare_exchange_n(&s->state, &expected, uint8_t(kOff), false, __ATOMIC_ACQ_REL,
                                   __ATOMIC_ACQUIRE);
@@ -403,7 +428,7 @@ void FeedStream(int fd, bool sending, int64_t entry, int64_t exit, const void* d
     return;
   }
   protocols::Parser* parser = &s->parsers[d];
-  ForEachSegment(data, iov, iovcnt, bytes, [&](const uint8_t* p, size_t n) {
+  auto feed = [&](const uint8_t* p, size_t n) {
     int stalls = 0;
     while (n > 0) {
       bool ended = false;
@@ -418,12 +443,16 @@ void FeedStream(int fd, bool sending, int64_t entry, int64_t exit, const void* d
       s->offset[d] += used;
       p += used;
       n -= used;
+      // A message that ended in the kept bytes is logged with this call's times: only its
+      // offset matters to reconcile.
       if (ended) {
         LogBoundary(fd, uint8_t(parser->protocol), sending, d == 0, entry, exit, s->offset[d],
                     &parser->attributes);
       }
     }
-  });
+  };
+  if (early > 0) feed(s->early, early);
+  if (__atomic_load_n(&s->broken[d], __ATOMIC_RELAXED) == 0) ForEachSegment(data, iov, iovcnt, bytes, feed);
   __atomic_store_n(&s->busy[d], 0, __ATOMIC_RELEASE);
 }
 
