@@ -208,7 +208,7 @@ class MessageEmitter {
       MessageRecord record;
       record.kind = kind;
       ++sequence;
-      record.call_id = builder_.String(fmt::format("c{}.{}", connection, ordered ? sequence : span.run + 1));
+      record.call_id = builder_.String(CallId(connection, ordered, sequence, span));
       record.bytes = span.end - span.begin;
       record.sender_endpoint = sender_endpoint;
       record.receiver_endpoint = receiver_endpoint;
@@ -245,6 +245,32 @@ class MessageEmitter {
       int64_t sent = spans.empty() ? 0 : spans.back().end;
       int64_t read = cursor.BytesRead();
       if (sent > read) summary_.unmatched_bytes += uint64_t(sent - read);
+    }
+  }
+
+  // The call id of a message of connection `connection` (docs/reconcile.md, 5.): by
+  // position where replies come in order; else by the processor's witness when it logged
+  // one (the DNS id; a request's and its reply's are equal: "c3.w4660"); else the
+  // direction-turn run's number.
+  std::string CallId(uint32_t connection, bool ordered, uint32_t sequence, const MessageSpan& span) const {
+    if (ordered) return fmt::format("c{}.{}", connection, sequence);
+    if (span.boundary != nullptr && span.boundary->boundary >= 0) {
+      std::string_view witness = WitnessKey(span.boundary->protocol);
+      for (const auto& [key, value] : logs_[span.boundary->log].boundaries[size_t(span.boundary->boundary)].attributes) {
+        if (!witness.empty() && key == witness) return fmt::format("c{}.w{}", connection, value);
+      }
+    }
+    return fmt::format("c{}.{}", connection, span.run + 1);
+  }
+
+  // The attribute that names the same exchange in a request and its reply, for protocols
+  // that may answer out of order: DNS's id (RFC 1035 §4.1.1), and the testbed frame's
+  // call id should its processor log one ("testbed.call"); "" for none.
+  static std::string_view WitnessKey(uint8_t protocol) {
+    switch (capture::protocols::Protocol(protocol)) {
+      case capture::protocols::kDns: return "dns.id";
+      case capture::protocols::kTestbed: return "testbed.call";
+      default: return "";
     }
   }
 

@@ -216,6 +216,30 @@ TEST(ReconcileProtocols, OutOfOrderProtocolKeepsCallIdsOfRuns) {
   EXPECT_EQ(summary.protocol_messages, (std::map<std::string, uint64_t>{{"testbed", 5}}));
 }
 
+// DNS over TCP may answer pipelined queries in any order (RFC 7766 §6.2.1.1): the query
+// id the processor logs in both directions is the witness that pairs them.
+TEST(ReconcileProtocols, WitnessPairsOutOfOrderReplies) {
+  constexpr uint8_t kDns = 5;
+  std::vector<capture::EventLog> logs = {
+      LogBuilder("a", "/usr/bin/resolver", 100)
+          .Tcp(3, 50, w::kOpConnect, kClient, kServer)
+          .Send(3, 101, 100, 101, 60)
+          .Boundary(3, 101, 100, 101, 30, true, true, Attrs{{"dns.id", "1"}}, kDns)
+          .Boundary(3, 101, 100, 101, 60, true, true, Attrs{{"dns.id", "2"}}, kDns)
+          .Recv(3, 101, 102, 240, 90)
+          .Boundary(3, 101, 102, 240, 50, false, false, Attrs{{"dns.id", "2"}}, kDns)
+          .Boundary(3, 101, 102, 240, 90, false, false, Attrs{{"dns.id", "1"}}, kDns)
+          .Build(),
+  };
+  Trace trace = MustReconcile(logs, nullptr);
+  EXPECT_EQ(Lines(trace), (std::vector<std::string>{
+      "CALL_SENT a:resolver -> 10.0.0.2:80 c1.w1 30B send=100 recv=- tid 101->0 protocol=dns dns.id=1",
+      "CALL_SENT a:resolver -> 10.0.0.2:80 c1.w2 30B send=100 recv=- tid 101->0 protocol=dns dns.id=2",
+      "RET_SENT 10.0.0.2:80 -> a:resolver c1.w2 50B send=- recv=240 tid 0->101 protocol=dns dns.id=2",
+      "RET_SENT 10.0.0.2:80 -> a:resolver c1.w1 40B send=- recv=240 tid 0->101 protocol=dns dns.id=1",
+  }));
+}
+
 // A DNS query and its answer over UDP: the DNS processor's record after each datagram's
 // call gives the message its attributes, from the sender's log when it has one. The
 // resolver's socket was never bound: as capture logs it, its first datagram comes before
