@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "capture/protocols/protocol.h"
 #include "core/file.h"
 
 namespace weft::capture {
@@ -145,6 +146,42 @@ class BlockDecoder {
         }
         return true;
       }
+      case wire::kBoundaryRecord: {
+        if (size < sizeof(wire::BoundaryRecord)) return false;
+        auto r = Load<wire::BoundaryRecord>(p);
+        if (sizeof r + uint64_t(r.attributes_length) > size || r.protocol == protocols::kNone ||
+            r.protocol >= protocols::kProtocolCount || r.direction > wire::kBoundaryReceived ||
+            r.message > wire::kBoundaryResponse || !PlausibleTime(r.entry_ns) ||
+            !PlausibleTime(r.exit_ns) || r.offset > uint64_t(INT64_MAX)) {
+          return false;
+        }
+        Boundary b;
+        b.protocol = r.protocol;
+        b.sent = r.direction == wire::kBoundarySent;
+        b.request = r.message == wire::kBoundaryRequest;
+        b.offset = r.offset;
+        // "key=value" entries, each ended by NUL; an entry without '=' or an unended one
+        // is damage.
+        std::string_view text(reinterpret_cast<const char*>(p) + sizeof r, r.attributes_length);
+        while (!text.empty()) {
+          size_t end = text.find('\0');
+          size_t equals = text.substr(0, end).find('=');
+          if (end == std::string_view::npos || equals == std::string_view::npos || equals == 0) {
+            return false;
+          }
+          b.attributes.emplace_back(text.substr(0, equals), text.substr(equals + 1, end - equals - 1));
+          text.remove_prefix(end + 1);
+        }
+        Event e{.op = EventOp::kBoundary};
+        e.tid = tid_;
+        e.fd = r.fd;
+        e.entry_ns = r.entry_ns;
+        e.exit_ns = r.exit_ns;
+        e.boundary = Add(log_.boundaries, std::move(b));
+        log_.events.push_back(e);
+        last_ = -1;  // a payload belongs to a call record, never to a boundary
+        return true;
+      }
       case wire::kEndRecord: {
         if (size < sizeof(wire::EndRecord)) return false;
         auto r = Load<wire::EndRecord>(p);
@@ -231,6 +268,15 @@ Status DecodeHeader(std::span<const uint8_t> data, std::string_view name, EventL
   return Status::Ok();
 }
 
+// Bytes as printable ASCII, others (and the backslash) as \\xNN.
+std::string Escaped(std::string_view bytes) {
+  std::string shown;
+  for (char c : bytes) {
+    shown += (c >= 32 && c < 127 && c != '\\') ? std::string(1, c) : fmt::format("\\x{:02x}", uint8_t(c));
+  }
+  return shown;
+}
+
 void Report(Reporter* reporter, uint64_t offset, uint64_t bytes, std::string_view reason) {
   if (reporter != nullptr) reporter->Lost(offset, bytes, reason);
 }
@@ -239,6 +285,7 @@ void Report(Reporter* reporter, uint64_t offset, uint64_t bytes, std::string_vie
 
 std::string_view EventOpName(EventOp op) {
   if (op == EventOp::kEndpoint) return "endpoint";
+  if (op == EventOp::kBoundary) return "boundary";
   auto i = static_cast<size_t>(op);
   return i < std::size(kOpNames) ? kOpNames[i] : "?";
 }
@@ -385,17 +432,22 @@ std::string FormatEvent(const EventLog& log, const Event& e) {
     if (ep.peer_inode != 0) line += fmt::format(" peer-inode {}", ep.peer_inode);
     return line;
   }
+  if (e.op == EventOp::kBoundary) {
+    const Boundary& b = log.boundaries[e.boundary];
+    line += fmt::format(" fd {} {} {} {} ends at {}", e.fd,
+                        protocols::ProtocolName(protocols::Protocol(b.protocol)),
+                        b.request ? "request" : "response", b.sent ? "sent" : "received",
+                        b.offset);
+    for (const auto& [key, value] : b.attributes) line += fmt::format(" {}=\"{}\"", key, Escaped(value));
+    return line;
+  }
   line += fmt::format(" fd {} = {}", e.fd, e.result);
   if (e.arg != 0) line += fmt::format(" arg {}", e.arg);
   line += fmt::format(" [{}]", FormatDuration(TimeNs(uint64_t(e.exit_ns) - uint64_t(e.entry_ns))));
   if (e.datagram) line += fmt::format(" hash {:016x}", e.payload_hash);
   if (e.peer != kNone) line += " peer " + FormatAddress(log.addresses[e.peer]);
   if (e.payload != kNone) {
-    std::string shown;
-    for (char c : log.payloads[e.payload]) {
-      shown += (c >= 32 && c < 127 && c != '\\') ? std::string(1, c) : fmt::format("\\x{:02x}", uint8_t(c));
-    }
-    line += " payload \"" + shown + "\"";
+    line += " payload \"" + Escaped(log.payloads[e.payload]) + "\"";
   }
   return line;
 }

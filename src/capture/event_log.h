@@ -21,6 +21,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "capture/event_log_format.h"
@@ -59,6 +60,7 @@ enum class EventOp : uint8_t {
   kFork = wire::kOpFork,
   kExec = wire::kOpExec,
   kEndpoint = 100,  // not a call: an endpoint record (Event::endpoint says which)
+  kBoundary = 101,  // not a call: a protocol message ended (Event::boundary says which)
 };
 
 // "send", "recvmsg", "endpoint", ...
@@ -86,6 +88,16 @@ struct Endpoint {
   Address local, peer;
 };
 
+// A protocol message that ended in a stream (or a datagram): where, and what the
+// protocol processor saw in it (event_log_format.h, BoundaryRecord).
+struct Boundary {
+  uint8_t protocol = 0;  // capture::protocols::Protocol
+  bool sent = false;     // the process sent the message (else received it)
+  bool request = false;  // a request, client to server (else a response)
+  uint64_t offset = 0;   // stream offset just past the message's last byte; 0: datagram
+  std::vector<std::pair<std::string, std::string>> attributes;  // in the processor's order
+};
+
 inline constexpr int32_t kNone = -1;
 
 struct Event {
@@ -97,6 +109,7 @@ struct Event {
   int32_t result = 0;   // bytes, new descriptor, count, child pid; -errno on failure
   int32_t arg = 0;      // op-specific (docs/formats.md): cause op of kEndpoint, ...
   int32_t endpoint = kNone;  // kEndpoint: index into EventLog::endpoints
+  int32_t boundary = kNone;  // kBoundary: index into EventLog::boundaries
   int32_t peer = kNone;      // datagrams: index into EventLog::addresses (sent to/came from)
   int32_t payload = kNone;   // index into EventLog::payloads (--payload-prefix)
   bool datagram = false;     // payload_hash is set
@@ -139,6 +152,7 @@ struct EventLog {
   std::vector<Endpoint> endpoints;
   std::vector<Address> addresses;
   std::vector<std::string> payloads;
+  std::vector<Boundary> boundaries;
   EventLogLoss loss;
   uint64_t blocks = 0;
 

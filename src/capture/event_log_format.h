@@ -67,6 +67,7 @@ enum RecordType : uint8_t {
   kEndpointRecord = 3,  // EndpointRecord: what a descriptor is and where it points
   kPayloadRecord = 4,   // PayloadRecord: first bytes of the previous record's data
   kEndRecord = 5,       // EndRecord: the process image ended (exit or exec)
+  kBoundaryRecord = 6,  // BoundaryRecord: a protocol message ended in a stream
 };
 
 // The socket-API call a record describes. Values are part of the format.
@@ -191,6 +192,39 @@ struct EndRecord {
   uint64_t failed_writes;      // log writes that failed (their events are in dropped)
 };
 static_assert(sizeof(EndRecord) == 40);
+
+// A protocol processor (capture/protocols/, BorderPatrol §3.3) found the end of a
+// message in the bytes a call moved on a stream (TCP, Unix stream) or in one datagram.
+// Written right after the call's record (and its payload record), one per message that
+// ended in the call, in stream order.
+//
+// `offset` is the stream offset just past the message's last byte: the number of bytes
+// moved in `direction` on this connection, counted from 0 when it was set up (the connect
+// or accept that named the descriptor, whose endpoint record reconcile starts counting
+// at), through every descriptor sharing the open file description (dup, fork), up to and
+// including the message's last byte. Reconcile counts the same bytes: the results of the
+// send or receive calls on the connection, in order. Datagrams: 0 (the datagram is the
+// message). Receives with MSG_PEEK move nothing and are not counted.
+//
+// Attributes follow as text: "key=value" entries, each ended by a NUL byte
+// (`attributes_length` bytes in all, NUL bytes of a value replaced by '?'), then zeros to
+// `size`. Keys are the processors' (http.method, http.url, sql, redis.command, dns.id, ...).
+enum BoundaryDirection : uint8_t { kBoundarySent = 0, kBoundaryReceived = 1 };
+enum BoundaryMessage : uint8_t { kBoundaryRequest = 0, kBoundaryResponse = 1 };
+struct BoundaryRecord {
+  uint8_t type;      // kBoundaryRecord
+  uint8_t protocol;  // capture::protocols::Protocol (1 http, 2 testbed, 3 postgres, ...)
+  uint16_t size;     // 40 + attributes_length, rounded up to 8
+  int32_t fd;
+  int64_t entry_ns;  // entry and exit of the call that moved the message's last byte
+  int64_t exit_ns;
+  uint64_t offset;   // stream offset just past the message's last byte (0 for datagrams)
+  uint8_t direction;  // BoundaryDirection: the process sent or received the message
+  uint8_t message;    // BoundaryMessage: a request (client to server) or a response
+  uint16_t attributes_length;
+  uint32_t reserved;
+};
+static_assert(sizeof(BoundaryRecord) == 40);
 
 inline constexpr uint32_t kMaxRecordSize = 65528;  // fits uint16_t size, multiple of 8
 

@@ -19,6 +19,7 @@
 #include <fstream>
 
 #include "capture/event_log.h"
+#include "capture/protocols/protocol.h"
 #include "cli/command.h"
 
 namespace weft::cli {
@@ -27,6 +28,7 @@ namespace {
 struct CaptureFlags {
   std::string output;
   uint32_t payload_prefix = 0;
+  std::string protocols = "auto";
   std::vector<std::string> command;
   std::string path;  // weft events
 };
@@ -143,6 +145,7 @@ Status RunCapture(const CaptureFlags& f) {
       setenv("LD_PRELOAD", value.c_str(), 1);
       setenv("WEFT_CAPTURE_DIR", dir.c_str(), 1);
       setenv("WEFT_PAYLOAD_PREFIX", std::to_string(f.payload_prefix).c_str(), 1);
+      setenv("WEFT_PROTOCOLS", f.protocols.c_str(), 1);
     }
     execv(program.c_str(), argv.data());
     std::fprintf(stderr, "weft capture: %s: %s\n", program.c_str(), std::strerror(errno));
@@ -206,6 +209,45 @@ Status RunEvents(const CaptureFlags& f) {
   return Status::Ok();
 }
 
+// --protocols: "auto", "none", or a comma list of "auto" and PROTO=SELECTOR items (the
+// preload library parses it again and ignores what it does not understand, so it is
+// checked here, where a mistake can be told).
+Status CheckProtocolSpec(const std::string& spec) {
+  if (spec.empty()) return Status::InvalidArgument("--protocols: empty (use 'none' for no processors)");
+  if (spec.size() >= 512) return Status::InvalidArgument("--protocols: longer than 511 bytes");
+  std::string_view rest = spec;
+  while (true) {
+    size_t comma = rest.find(',');
+    std::string_view item = rest.substr(0, comma);
+    if (item != "auto" && item != "none") {
+      size_t equals = item.find('=');
+      capture::protocols::Protocol protocol;
+      if (equals == std::string_view::npos || equals + 1 == item.size()) {
+        return Status::InvalidArgument(
+            "--protocols: '{}': expected auto, none, or PROTOCOL=PORT|/PATH|@NAME|auto|PROGRAM", item);
+      }
+      if (!capture::protocols::ParseProtocol(item.data(), equals, &protocol) ||
+          protocol == capture::protocols::kNone) {
+        return Status::InvalidArgument(
+            "--protocols: '{}': unknown protocol (http, testbed, postgres, redis, dns, line, oneshot)",
+            item.substr(0, equals));
+      }
+      std::string_view value = item.substr(equals + 1);
+      bool digits = value.find_first_not_of("0123456789") == std::string_view::npos;
+      if (digits && (value.size() > 5 || std::stoul(std::string(value)) == 0 ||
+                     std::stoul(std::string(value)) > 65535)) {
+        return Status::InvalidArgument("--protocols: '{}': port out of range", item);
+      }
+      if ((value[0] == '/' || value[0] == '@') && value.size() > 108) {
+        return Status::InvalidArgument("--protocols: '{}': a Unix path has at most 108 bytes", item);
+      }
+    }
+    if (comma == std::string_view::npos) break;
+    rest.remove_prefix(comma + 1);
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 void AddCaptureCommand(CLI::App& app, Status& result) {
@@ -217,13 +259,24 @@ void AddCaptureCommand(CLI::App& app, Status& result) {
       "Example:\n"
       "  weft capture -o run -- ./start-my-services.sh\n"
       "  weft capture -o run --payload-prefix 16 -- curl -s http://localhost:8080/\n"
+      "  weft capture -o run --protocols http=8080,redis=/run/redis.sock,testbed=auto -- ./start.sh\n"
       "  weft events run | head\n");
   cmd->add_option("-o,--output", f.output, "Capture directory (created)")->required();
   cmd->add_option("--payload-prefix", f.payload_prefix,
                   "Keep the first N bytes of every send and receive (default 0: none; at most 4096)")
       ->check(CLI::Range(0, 4096));
+  cmd->add_option("--protocols", f.protocols,
+                  "Protocol processors that log message boundaries and attributes (URL, SQL, "
+                  "Redis command) on stream connections: 'auto' (default: PostgreSQL on 5432, "
+                  "Redis on 6379, DNS on 53, and detection from each connection's first request "
+                  "bytes), 'none', or a comma list of auto, PROTO=PORT, PROTO=/unix/path, "
+                  "PROTO=@abstract, PROTO=auto (detect it), PROTO=PROGRAM (every stream of that "
+                  "program); PROTO is http, testbed, postgres, redis, dns, line or oneshot");
   cmd->add_option("command", f.command, "The program and its arguments, after --")->required();
-  cmd->callback([&result] { result = RunCapture(f); });
+  cmd->callback([&result] {
+    result = CheckProtocolSpec(f.protocols);
+    if (result.ok()) result = RunCapture(f);
+  });
 
   auto* events = app.add_subcommand("events", "Print event logs, one event per line");
   events->footer("Example:\n  weft events run/myhost/4242.wev\n  weft events run\n");

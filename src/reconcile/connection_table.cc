@@ -1,6 +1,8 @@
 // Descriptor tracking per log; see connection_table.h.
 #include "reconcile/connection_table.h"
 
+#include <sys/socket.h>
+
 #include <algorithm>
 #include <map>
 #include <tuple>
@@ -37,13 +39,18 @@ class DescriptorWalker {
       ++counts_.events;
       switch (e.op) {
         case EventOp::kEndpoint: Name(e); break;
-        case EventOp::kClose: Unname(e.fd, e.exit_ns); break;
+        case EventOp::kClose:
+          DropUnnamedDatagrams(e.fd);
+          Unname(e.fd, e.exit_ns);
+          break;
         case EventOp::kDup: Dup(e); break;
+        case EventOp::kBoundary: Boundary(e); break;
         default:
           if (capture::IsSendOp(e.op) || capture::IsRecvOp(e.op)) Io(e);
           break;
       }
     }
+    for (const auto& [fd, pending] : unnamed_datagrams_) counts_.unnamed_io += pending.size();
   }
 
  private:
@@ -123,6 +130,22 @@ class DescriptorWalker {
     if (cause == capture::wire::kOpBind || (cause == capture::wire::kOpNone && endpoint.local.port != 0)) {
       socket.bound = true;
     }
+    // The datagram whose send made the kernel bind the socket came before this record.
+    auto pending = unnamed_datagrams_.find(fd);
+    if (pending != unnamed_datagrams_.end()) {
+      for (const PendingDatagram& d : pending->second) {
+        AddDatagram(d.event, it->second.udp);
+        datagrams_.back().boundary = d.boundary;
+      }
+      unnamed_datagrams_.erase(pending);
+    }
+  }
+
+  void DropUnnamedDatagrams(int32_t fd) {
+    auto pending = unnamed_datagrams_.find(fd);
+    if (pending == unnamed_datagrams_.end()) return;
+    counts_.unnamed_io += pending->second.size();
+    unnamed_datagrams_.erase(pending);
   }
 
   void AddDatagram(const Event& e, int32_t udp) {
@@ -142,6 +165,7 @@ class DescriptorWalker {
       d.peer = capture::FormatAddress(log_.addresses[size_t(e.peer)]);
       d.peer_port = log_.addresses[size_t(e.peer)].port;
     }
+    last_datagram_[udp] = datagrams_.size();
     datagrams_.push_back(std::move(d));
   }
 
@@ -173,11 +197,47 @@ class DescriptorWalker {
     if (it->second.end >= 0) ++references_[it->second.end];
   }
 
-  void Io(const Event& e) {
-    if (e.result <= 0) return;  // failed, or end of stream
+  // A protocol message ended: on a stream, where in it; on a UDP socket, in the datagram
+  // its call just moved (the record follows that call's).
+  void Boundary(const Event& e) {
+    if (e.boundary < 0 || size_t(e.boundary) >= log_.boundaries.size()) return;
+    const capture::Boundary& b = log_.boundaries[size_t(e.boundary)];
     auto it = names_.find(e.fd);
     if (it == names_.end()) {
-      ++counts_.unnamed_io;
+      auto pending = unnamed_datagrams_.find(e.fd);
+      if (pending != unnamed_datagrams_.end() && pending->second.back().event.entry_ns == e.entry_ns) {
+        pending->second.back().boundary = e.boundary;
+      }
+      return;
+    }
+    if (it->second.udp >= 0) {
+      auto last = last_datagram_.find(it->second.udp);
+      if (last != last_datagram_.end() && datagrams_[last->second].entry_ns == e.entry_ns + offset_ &&
+          datagrams_[last->second].send == b.sent) {
+        datagrams_[last->second].boundary = e.boundary;
+      }
+      return;
+    }
+    if (it->second.end < 0) return;
+    ends_[size_t(it->second.end)].boundaries.push_back(StreamBoundary{
+        .offset = int64_t(b.offset), .send = b.sent, .request = b.request,
+        .protocol = b.protocol, .log = log_index_, .boundary = e.boundary});
+  }
+
+  void Io(const Event& e) {
+    if (e.result <= 0) return;  // failed, or end of stream
+    // A peek leaves the bytes in the socket: the next receive moves them.
+    bool flags_arg = e.op == EventOp::kRecv || e.op == EventOp::kRecvfrom || e.op == EventOp::kRecvmsg;
+    if (flags_arg && (e.arg & MSG_PEEK) != 0) return;
+    auto it = names_.find(e.fd);
+    if (it == names_.end()) {
+      // The first datagram sent on a socket nobody bound is named by the endpoint record
+      // that follows it (the kernel bound the socket at that send): kept until then.
+      if (e.datagram) {
+        unnamed_datagrams_[e.fd].push_back({e, capture::kNone});
+      } else {
+        ++counts_.unnamed_io;
+      }
       return;
     }
     if (it->second.udp >= 0 && e.datagram) {
@@ -207,6 +267,12 @@ class DescriptorWalker {
   ConnectionTableCounts& counts_;
   std::unordered_map<int32_t, DescriptorName> names_;
   std::unordered_map<int32_t, int32_t> references_;  // end -> descriptors naming it
+  std::unordered_map<int32_t, size_t> last_datagram_;  // UDP socket -> its latest datagram
+  struct PendingDatagram {
+    Event event;
+    int32_t boundary;
+  };
+  std::unordered_map<int32_t, std::vector<PendingDatagram>> unnamed_datagrams_;  // fd -> ...
 };
 
 }  // namespace
@@ -245,6 +311,8 @@ void MergeInheritedEnds(std::vector<ConnectionEnd>& ends) {
     }
     ConnectionEnd& parent = ends[it->second];
     parent.io.insert(parent.io.end(), end.io.begin(), end.io.end());
+    parent.boundaries.insert(parent.boundaries.end(), end.boundaries.begin(), end.boundaries.end());
+    end.boundaries.clear();
     std::stable_sort(parent.io.begin(), parent.io.end(),
                      [](const StreamIo& a, const StreamIo& b) { return a.entry_ns < b.entry_ns; });
     if (parent.close_ns != kNoTime && (end.close_ns == kNoTime || end.close_ns > parent.close_ns)) {

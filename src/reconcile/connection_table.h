@@ -31,6 +31,17 @@ struct StreamIo {
   bool send = false;
 };
 
+// The end of a protocol message that a protocol processor found in this end's stream
+// (capture's boundary records, BorderPatrol §3.3).
+struct StreamBoundary {
+  int64_t offset = 0;     // stream offset just past the message's last byte
+  bool send = false;      // in this end's sending direction (else its receiving one)
+  bool request = false;   // a request (client to server), else a response
+  uint8_t protocol = 0;   // capture::protocols::Protocol
+  uint32_t log = 0;       // the log that holds it
+  int32_t boundary = capture::kNone;  // index into that log's boundaries (attributes)
+};
+
 // One end of a TCP connection or of a connected Unix stream socket (or socketpair) as the
 // processes on one side saw it.
 struct ConnectionEnd {
@@ -46,6 +57,7 @@ struct ConnectionEnd {
   TimeNs open_ns = 0;        // realtime
   TimeNs close_ns = kNoTime; // realtime of the last close; kNoTime if never closed
   std::vector<StreamIo> io;  // in entry order
+  std::vector<StreamBoundary> boundaries;  // in log order (offsets rise per direction)
   bool merged_away = false;  // folded into another end (inherited descriptor)
 };
 
@@ -74,6 +86,7 @@ struct Datagram {
   int32_t tid = 0;
   uint32_t log = 0;
   int32_t payload = capture::kNone;
+  int32_t boundary = capture::kNone;  // the DNS processor's record for it (attributes)
   bool send = false;
 };
 

@@ -20,8 +20,10 @@
 #include <absl/container/flat_hash_map.h>
 #include <fmt/format.h>
 
+#include "capture/protocols/protocol.h"
 #include "reconcile/connection_table.h"
 #include "reconcile/datagram_matcher.h"
+#include "reconcile/message_splitter.h"
 
 namespace weft::reconcile {
 namespace {
@@ -76,61 +78,6 @@ Role RoleOf(const ConnectionEnd& end, const ConnectionEnd* other) {
   return port(end.local) > port(end.peer) ? Role::kClient : Role::kServer;
 }
 
-// One message: a run of io entries on the end that defined it.
-struct MessageSpan {
-  size_t first = 0, last = 0;  // indices into that end's io, both sends (or both receives)
-  int64_t begin = 0, end = 0;  // byte offsets in the direction's stream
-};
-
-// Splits an end's sends (`sends` true) or receives into runs ended by an io of the other
-// direction: vPath §3.2's normalisation.
-std::vector<MessageSpan> SplitAtDirectionTurns(const ConnectionEnd& end, bool sends) {
-  std::vector<MessageSpan> spans;
-  int64_t offset = 0;
-  bool in_run = false;
-  for (size_t i = 0; i < end.io.size(); ++i) {
-    const StreamIo& io = end.io[i];
-    if (io.send != sends) {
-      in_run = false;
-      continue;
-    }
-    if (!in_run) spans.push_back(MessageSpan{.first = i, .last = i, .begin = offset, .end = offset});
-    in_run = true;
-    spans.back().last = i;
-    offset += io.bytes;
-    spans.back().end = offset;
-  }
-  return spans;
-}
-
-// Walks the receiving end's reads in offset order to find the read holding a given byte.
-class ReadCursor {
- public:
-  explicit ReadCursor(const ConnectionEnd* end) : end_(end) {}
-  // The read that delivered byte `offset`, or null if the reads stop before it.
-  const StreamIo* ReadHolding(int64_t offset) {
-    if (end_ == nullptr) return nullptr;
-    while (index_ < end_->io.size()) {
-      const StreamIo& io = end_->io[index_];
-      if (!io.send) {
-        if (offset < read_ + io.bytes) return &io;
-        read_ += io.bytes;
-      }
-      ++index_;
-    }
-    return nullptr;
-  }
-  int64_t BytesRead() {
-    ReadHolding(INT64_MAX);
-    return read_;
-  }
-
- private:
-  const ConnectionEnd* end_;
-  size_t index_ = 0;
-  int64_t read_ = 0;
-};
-
 struct ConnectionPair {
   const ConnectionEnd* client = nullptr;  // either may be null (untraced), not both
   const ConnectionEnd* server = nullptr;
@@ -139,9 +86,13 @@ struct ConnectionPair {
 
 // The first bytes of a message as lowercase hex, from the payload prefix logged with the
 // call that starts it; "" when none was logged.
-std::string PayloadHex(std::span<const capture::EventLog> logs, uint32_t log, int32_t payload) {
+// `skip` bytes of the prefix are left out (a message that begins inside the call).
+std::string PayloadHex(std::span<const capture::EventLog> logs, uint32_t log, int32_t payload,
+                       int64_t skip = 0) {
   if (payload < 0) return "";
-  const std::string& bytes = logs[log].payloads[size_t(payload)];
+  const std::string& all = logs[log].payloads[size_t(payload)];
+  if (skip < 0 || uint64_t(skip) >= all.size()) return "";
+  std::string_view bytes = std::string_view(all).substr(size_t(skip));
   static constexpr char kDigits[] = "0123456789abcdef";
   std::string hex(bytes.size() * 2, '0');
   for (size_t i = 0; i < bytes.size(); ++i) {
@@ -213,30 +164,52 @@ class MessageEmitter {
   }
 
   void Emit(const ConnectionPair& pair, uint32_t connection) {
+    bool ordered = AnswersInOrder(pair);
     EmitDirection(pair.client, pair.server, pair.symmetric ? MessageKind::kMessage : MessageKind::kCall,
-                  connection);
+                  connection, ordered);
     EmitDirection(pair.server, pair.client, pair.symmetric ? MessageKind::kMessage : MessageKind::kReturn,
-                  connection);
+                  connection, ordered);
   }
 
  private:
+  // Whether the k-th reply on a connection answers its k-th request, so that call ids can
+  // pair messages by position: HTTP/1.1 (RFC 9112 §9.3.2), Redis and PostgreSQL answer
+  // pipelined requests in order. The testbed's frames (answered by call id, out of order
+  // on an event loop), DNS over TCP (RFC 7766 allows any order) and the generic processors
+  // promise nothing: their messages keep the call id of their direction-turn run, which
+  // is what they had before protocols were split (and all a run of requests and the run
+  // of replies after it are known to share).
+  static bool AnswersInOrder(const ConnectionPair& pair) {
+    for (const ConnectionEnd* end : {pair.client, pair.server}) {
+      if (end == nullptr || end->boundaries.empty()) continue;
+      auto protocol = capture::protocols::Protocol(end->boundaries.front().protocol);
+      return protocol == capture::protocols::kHttp || protocol == capture::protocols::kRedis ||
+             protocol == capture::protocols::kPostgres;
+    }
+    return true;  // no boundaries: one message per run, so position and run agree
+  }
+
   void EmitDirection(const ConnectionEnd* sender, const ConnectionEnd* receiver, MessageKind kind,
-                     uint32_t connection) {
+                     uint32_t connection, bool ordered) {
     // Message boundaries come from the sender's own order of sends and receives when it
-    // was traced, else from the receiver's.
+    // was traced, else from the receiver's; protocol boundaries from the sender's log if
+    // it has any for this direction, else from the receiver's (message_splitter.h).
     const ConnectionEnd* definer = sender != nullptr ? sender : receiver;
-    std::vector<MessageSpan> spans = SplitAtDirectionTurns(*definer, sender != nullptr);
+    std::vector<const StreamBoundary*> boundaries = DirectionBoundaries(sender, receiver);
+    std::vector<MessageSpan> spans = SplitMessages(*definer, sender != nullptr, boundaries);
     StringId sender_endpoint = builder_.String(sender != nullptr ? sender->local : receiver->peer);
     StringId receiver_endpoint = builder_.String(receiver != nullptr ? receiver->local : sender->peer);
     ReadCursor cursor(sender != nullptr ? receiver : nullptr);
     uint32_t sequence = 0;
     for (const MessageSpan& span : spans) {
-      // The sender's first send, or the receiver's first read when the sender was not traced.
+      // The sender's first send, or the receiver's first read when the sender was not
+      // traced; its payload prefix from the message's first byte, if it reaches that far.
       const StreamIo& opening = definer->io[span.first];
-      std::string payload = PayloadHex(logs_, opening.log, opening.payload);
+      std::string payload = PayloadHex(logs_, opening.log, opening.payload, span.begin - span.first_begin);
       MessageRecord record;
       record.kind = kind;
-      record.call_id = builder_.String(fmt::format("c{}.{}", connection, ++sequence));
+      ++sequence;
+      record.call_id = builder_.String(CallId(connection, ordered, sequence, span));
       record.bytes = span.end - span.begin;
       record.sender_endpoint = sender_endpoint;
       record.receiver_endpoint = receiver_endpoint;
@@ -265,6 +238,7 @@ class MessageEmitter {
       }
       uint32_t row = builder_.Add(record);
       if (!payload.empty()) builder_.AddAttribute(row, payload_key_, builder_.String(payload));
+      if (span.boundary != nullptr) AddProtocolAttributes(row, *span.boundary);
       ++summary_.messages;
       summary_.bytes += uint64_t(record.bytes);
     }
@@ -275,11 +249,50 @@ class MessageEmitter {
     }
   }
 
+  // The call id of a message of connection `connection` (docs/reconcile.md, 5.): by
+  // position where replies come in order; else by the processor's witness when it logged
+  // one (the DNS id; a request's and its reply's are equal: "c3.w4660"); else the
+  // direction-turn run's number.
+  std::string CallId(uint32_t connection, bool ordered, uint32_t sequence, const MessageSpan& span) const {
+    if (ordered) return fmt::format("c{}.{}", connection, sequence);
+    if (span.boundary != nullptr && span.boundary->boundary >= 0) {
+      std::string_view witness = WitnessKey(span.boundary->protocol);
+      for (const auto& [key, value] : logs_[span.boundary->log].boundaries[size_t(span.boundary->boundary)].attributes) {
+        if (!witness.empty() && key == witness) return fmt::format("c{}.w{}", connection, value);
+      }
+    }
+    return fmt::format("c{}.{}", connection, span.run + 1);
+  }
+
+  // The attribute that names the same exchange in a request and its reply, for protocols
+  // that may answer out of order: DNS's id (RFC 1035 §4.1.1), and the testbed frame's
+  // call id should its processor log one ("testbed.call"); "" for none.
+  static std::string_view WitnessKey(uint8_t protocol) {
+    switch (capture::protocols::Protocol(protocol)) {
+      case capture::protocols::kDns: return "dns.id";
+      case capture::protocols::kTestbed: return "testbed.call";
+      default: return "";
+    }
+  }
+
+  // "protocol" and what the processor logged (http.method, http.url, sql, ...) on the
+  // message that ended at `b`.
+  void AddProtocolAttributes(uint32_t row, const StreamBoundary& b) {
+    std::string_view protocol = capture::protocols::ProtocolName(capture::protocols::Protocol(b.protocol));
+    builder_.AddAttribute(row, protocol_key_, builder_.String(protocol));
+    ++summary_.protocol_messages[std::string(protocol)];
+    if (b.boundary < 0) return;
+    for (const auto& [key, value] : logs_[b.log].boundaries[size_t(b.boundary)].attributes) {
+      builder_.AddAttribute(row, builder_.String(key), builder_.String(value));
+    }
+  }
+
   std::span<const capture::EventLog> logs_;
   NodeNamer& namer_;
   TraceBuilder& builder_;
   ReconcileSummary& summary_;
   StringId payload_key_;
+  StringId protocol_key_ = builder_.String(kProtocolAttribute);
 };
 
 // Pairs each end with its other end: for TCP the end whose 4-tuple is its reverse and whose
@@ -394,6 +407,17 @@ class DatagramEmitter {
     uint32_t row = builder_.Add(record);
     std::string payload = PayloadHex(logs_, first->log, first->payload);
     if (!payload.empty()) builder_.AddAttribute(row, payload_key_, builder_.String(payload));
+    // What the DNS processor read in the datagram, from the sender's log if it has it.
+    const Datagram* described = m.send != nullptr && m.send->boundary >= 0 ? m.send : m.recv;
+    if (described != nullptr && described->boundary >= 0) {
+      const capture::Boundary& b = logs_[described->log].boundaries[size_t(described->boundary)];
+      std::string_view protocol = capture::protocols::ProtocolName(capture::protocols::Protocol(b.protocol));
+      builder_.AddAttribute(row, builder_.String(kProtocolAttribute), builder_.String(protocol));
+      ++summary_.protocol_messages[std::string(protocol)];
+      for (const auto& [key, value] : b.attributes) {
+        builder_.AddAttribute(row, builder_.String(key), builder_.String(value));
+      }
+    }
     ++summary_.messages;
     ++summary_.datagrams;
     summary_.datagrams_matched += m.send != nullptr && m.recv != nullptr;
@@ -441,7 +465,18 @@ std::string ReconcileSummary::OneLine() const {
       "{} bytes never read, {} UDP datagrams ({} seen at both ends), {} pipes, {} Unix datagram "
       "I/O events skipped, {} I/O events on unnamed descriptors, {} logs with losses",
       events, connections, matched, half_traced, messages, bytes, unmatched_bytes, datagrams,
-      datagrams_matched, pipes, skipped_io, unnamed_io, losses.size());
+      datagrams_matched, pipes, skipped_io, unnamed_io, losses.size()) + ProtocolPart();
+}
+
+std::string ReconcileSummary::ProtocolPart() const {
+  if (protocol_messages.empty()) return "";
+  uint64_t total = 0;
+  std::vector<std::string> parts;
+  for (const auto& [protocol, count] : protocol_messages) {
+    total += count;
+    parts.push_back(fmt::format("{} {}", protocol, count));
+  }
+  return fmt::format(", {} messages ended at protocol boundaries ({})", total, fmt::join(parts, ", "));
 }
 
 Result<Trace> Reconcile(std::span<const capture::EventLog> logs, const ReconcileOptions& options,

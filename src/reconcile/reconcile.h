@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <span>
 #include <string>
 #include <string_view>
@@ -39,6 +40,10 @@ Result<NodeNaming> ParseNodeNaming(std::string_view name);  // "host", "process"
 // (weft capture --payload-prefix N).
 inline constexpr std::string_view kPayloadAttribute = "payload.prefix";
 
+// Attribute naming the protocol whose processor found a message's end ("http", "redis",
+// ...); the processor's own attributes (http.method, http.url, sql, ...) come with it.
+inline constexpr std::string_view kProtocolAttribute = "protocol";
+
 struct ReconcileOptions {
   NodeNaming nodes = NodeNaming::kHost;
 };
@@ -56,9 +61,14 @@ struct ReconcileSummary {
   uint64_t skipped_io = 0;    // I/O on Unix datagram descriptors: not yet reconciled
   uint64_t unnamed_io = 0;    // I/O events on descriptors no endpoint record named
   uint64_t unmatched_bytes = 0;  // bytes one end sent that the traced other end never read
+  // Stream messages that ended at a protocol boundary (capture --protocols), by protocol
+  // name; the rest ended where the direction turned.
+  std::map<std::string, uint64_t> protocol_messages;
   std::vector<std::string> losses;  // one line per log that lost something
 
   std::string OneLine() const;  // "12345 events, 40 connections (18 matched, ...), ..."
+  // ", 120 messages ended at protocol boundaries (http 80, redis 40)", or "" if none did.
+  std::string ProtocolPart() const;
 };
 
 // Builds the trace. `summary` may be null. Logs sharing a boot id share one monotonic

@@ -21,6 +21,11 @@
 //   capture_probe signals N      N round trips while a timer signal's handler sends too
 //   capture_probe sigterm N [set-default]   N sends, "ready", then waits for SIGTERM
 //   capture_probe fsize N        N round trips with RLIMIT_FSIZE at 100 KB (log cut short)
+//   capture_probe dns PORT       a DNS query for example.com (id 4660) to a socket bound to
+//                                127.0.0.1:PORT, and its answer
+//   capture_probe http N [C]     fork: the child writes N pipelined HTTP requests in one
+//                                write; the parent reads them C (7) bytes at a time, answers
+//                                all N in one write through a dup of the accepted socket
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -34,6 +39,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -363,6 +369,91 @@ int Signals(int n) {
   return 0;
 }
 
+// "GET /<i> HTTP/1.1\r\nHost: probe\r\n\r\n": 33 bytes for i < 10.
+std::string HttpRequest(int i) { return "GET /" + std::to_string(i) + " HTTP/1.1\r\nHost: probe\r\n\r\n"; }
+constexpr char kHttpResponse[] = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+
+int Http(int n, size_t chunk_size) {
+  int listener = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) Die("bind");
+  if (listen(listener, 8) != 0) Die("listen");
+  socklen_t length = sizeof address;
+  getsockname(listener, reinterpret_cast<sockaddr*>(&address), &length);
+  std::string requests, responses;
+  for (int i = 0; i < n; ++i) {
+    requests += HttpRequest(i);
+    responses += kHttpResponse;
+  }
+  pid_t child = fork();
+  if (child == 0) {
+    close(listener);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) Die("connect");
+    SendAll(fd, requests.data(), requests.size());
+    std::vector<char> buffer(responses.size());
+    RecvExactly(fd, buffer.data(), buffer.size());
+    close(fd);
+    std::exit(0);
+  }
+  int fd = accept(listener, nullptr, nullptr);
+  if (fd < 0) Die("accept");
+  char chunk[64];
+  chunk_size = std::min(chunk_size, sizeof chunk);
+  for (size_t got = 0; got < requests.size();) {
+    ssize_t r = read(fd, chunk, std::min(chunk_size, requests.size() - got));
+    if (r <= 0) Die("read");
+    got += size_t(r);
+  }
+  int copy = dup(fd);  // the copy shares the connection, and its protocol state
+  close(fd);
+  SendAll(copy, responses.data(), responses.size());
+  int status = 0;
+  waitpid(child, &status, 0);
+  close(copy);
+  close(listener);
+  std::printf("http %d requests, %zu + %zu bytes, child %d\n", n, requests.size(), responses.size(),
+              WEXITSTATUS(status));
+  return 0;
+}
+
+// A query for example.com, type A, class IN, with `id` (RFC 1035 §4.1); as an answer with
+// the response bit set and no records.
+std::string DnsMessage(uint16_t id, bool answer) {
+  std::string m = {char(id >> 8), char(id & 0xff), char(answer ? 0x81 : 0x01), char(answer ? 0x80 : 0x00),
+                   0, 1, 0, 0, 0, 0, 0, 0};
+  m += std::string("\x07" "example" "\x03" "com", 12) + std::string(1, '\0');
+  m += std::string("\x00\x01\x00\x01", 4);
+  return m;
+}
+
+int Dns(int port) {
+  int server = socket(AF_INET, SOCK_DGRAM, 0), client = socket(AF_INET, SOCK_DGRAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  address.sin_port = htons(uint16_t(port));
+  if (bind(server, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) Die("bind");
+  std::string query = DnsMessage(4660, false), answer = DnsMessage(4660, true);
+  if (sendto(client, query.data(), query.size(), 0, reinterpret_cast<sockaddr*>(&address),
+             sizeof address) != ssize_t(query.size())) {
+    Die("sendto");
+  }
+  char buffer[512];
+  sockaddr_in from{};
+  socklen_t length = sizeof from;
+  ssize_t n = recvfrom(server, buffer, sizeof buffer, 0, reinterpret_cast<sockaddr*>(&from), &length);
+  if (n != ssize_t(query.size())) Die("recvfrom");
+  sendto(server, answer.data(), answer.size(), 0, reinterpret_cast<sockaddr*>(&from), length);
+  n = recv(client, buffer, sizeof buffer, 0);
+  close(client);
+  close(server);
+  std::printf("dns %zd-byte answer\n", n);
+  return 0;
+}
+
 int FileSizeLimit(int n) {
   signal(SIGXFSZ, SIG_IGN);  // a write past the limit fails with EFBIG, like a full disk
   rlimit limit{100 * 1024, 100 * 1024};
@@ -400,6 +491,8 @@ int main(int argc, char** argv) {
   if (scenario == "signals") return Signals(arg(2));
   if (scenario == "sigterm") return Sigterm(arg(2), argc > 3 && std::string(argv[3]) == "set-default");
   if (scenario == "fsize") return FileSizeLimit(arg(2));
+  if (scenario == "http") return Http(arg(2), argc > 3 ? size_t(arg(3)) : 7);
+  if (scenario == "dns") return Dns(arg(2));
   std::fprintf(stderr, "usage: capture_probe tcp|udp|unix|threads|dup2|exec|kill|signals|fsize ...\n");
   return 2;
 }

@@ -177,6 +177,67 @@ TEST(EventLogTest, UnknownRecordTypesAreSkippedBySize) {
   EXPECT_EQ(log->events[0].op, EventOp::kClose);
 }
 
+// Boundary records (a protocol message ended) come back with their attributes, each right
+// after the call that moved the message's last byte.
+TEST(EventLogTest, BoundaryRecordsRoundTrip) {
+  std::string attributes("http.method=GET\0http.url=/a?b=c\0", 32);
+  std::string file = EncodeHeader(TestHeader{}) +
+                     Block(7, 0, {CallRecord(w::kOpRecv, 5, 100, 120, 60),
+                                  BoundaryRecord(5, 100, 120, 25, 1, false, true, attributes),
+                                  BoundaryRecord(5, 100, 120, 60, 1, false, true, ""),
+                                  CallRecord(w::kOpSend, 5, 90, 95, 10)});
+  RecordingReporter reporter;
+  auto log = Decode(file, &reporter);
+  ASSERT_TRUE(log.ok()) << log.status().message();
+  EXPECT_TRUE(reporter.lines.empty());
+  ASSERT_EQ(log->events.size(), 4u);
+  EXPECT_EQ(log->events[0].op, EventOp::kSend);
+  EXPECT_EQ(log->events[1].op, EventOp::kRecv);
+  ASSERT_EQ(log->events[2].op, EventOp::kBoundary);
+  ASSERT_EQ(log->events[3].op, EventOp::kBoundary);
+  EXPECT_EQ(log->events[2].fd, 5);
+  EXPECT_EQ(log->events[2].entry_ns, 100);
+  EXPECT_EQ(log->events[2].exit_ns, 120);
+  ASSERT_EQ(log->boundaries.size(), 2u);
+  const Boundary& b = log->boundaries[size_t(log->events[2].boundary)];
+  EXPECT_EQ(b.protocol, 1);
+  EXPECT_FALSE(b.sent);
+  EXPECT_TRUE(b.request);
+  EXPECT_EQ(b.offset, 25u);
+  EXPECT_EQ(b.attributes, (std::vector<std::pair<std::string, std::string>>{
+                              {"http.method", "GET"}, {"http.url", "/a?b=c"}}));
+  EXPECT_TRUE(log->boundaries[size_t(log->events[3].boundary)].attributes.empty());
+  EXPECT_EQ(FormatEvent(*log, log->events[2]),
+            "1699999999.000000100 4242/7 boundary fd 5 http request received ends at 25 "
+            "http.method=\"GET\" http.url=\"/a?b=c\"");
+}
+
+// A boundary record that makes no sense (attributes without '=', an unknown protocol, a
+// direction out of range) is damage: the rest of its block is reported, as for any record.
+TEST(EventLogTest, DamagedBoundaryRecordIsReported) {
+  auto damaged = [](std::string record) {
+    std::string file = EncodeHeader(TestHeader{}) +
+                       Block(7, 0, {CallRecord(w::kOpRecv, 5, 100, 120, 60), record,
+                                    CallRecord(w::kOpClose, 5, 130, 140, 0)});
+    RecordingReporter reporter;
+    auto log = Decode(file, &reporter);
+    EXPECT_TRUE(log.ok());
+    EXPECT_EQ(log->events.size(), 1u);
+    EXPECT_EQ(log->loss.corrupt_bytes, record.size() + 32);
+    return reporter.lines.size();
+  };
+  EXPECT_EQ(damaged(BoundaryRecord(5, 100, 120, 25, 1, false, true, std::string("novalue\0", 8))), 1u);
+  EXPECT_EQ(damaged(BoundaryRecord(5, 100, 120, 25, 1, false, true, std::string("unended=x", 9))), 1u);
+  EXPECT_EQ(damaged(BoundaryRecord(5, 100, 120, 25, 0, false, true, "")), 1u);   // protocol none
+  EXPECT_EQ(damaged(BoundaryRecord(5, 100, 120, 25, 200, false, true, "")), 1u);  // unknown
+  std::string direction = BoundaryRecord(5, 100, 120, 25, 1, false, true, "");
+  direction[offsetof(w::BoundaryRecord, direction)] = 2;
+  EXPECT_EQ(damaged(direction), 1u);
+  std::string overlong = BoundaryRecord(5, 100, 120, 25, 1, false, true, "");
+  overlong[offsetof(w::BoundaryRecord, attributes_length)] = 9;  // past the record's size
+  EXPECT_EQ(damaged(overlong), 1u);
+}
+
 TEST(EventLogTest, FormatEventIsOneLine) {
   auto log = Decode(TwoThreadLog());
   ASSERT_TRUE(log.ok());

@@ -138,6 +138,28 @@ inline std::string PayloadRecord(uint8_t op, int32_t fd, const std::string& byte
   return out;
 }
 
+// `attributes` as they go on the wire: "key=value\0key=value\0".
+inline std::string BoundaryRecord(int32_t fd, int64_t entry, int64_t exit, uint64_t offset,
+                                  uint8_t protocol, bool sent, bool request,
+                                  const std::string& attributes) {
+  w::BoundaryRecord r{};
+  r.type = w::kBoundaryRecord;
+  r.protocol = protocol;
+  r.size = uint16_t(w::RoundUp8(uint32_t(sizeof r + attributes.size())));
+  r.fd = fd;
+  r.entry_ns = entry;
+  r.exit_ns = exit;
+  r.offset = offset;
+  r.direction = sent ? w::kBoundarySent : w::kBoundaryReceived;
+  r.message = request ? w::kBoundaryRequest : w::kBoundaryResponse;
+  r.attributes_length = uint16_t(attributes.size());
+  std::string out;
+  Append(out, r);
+  out += attributes;
+  Pad8(out);
+  return out;
+}
+
 inline std::string EndRecord(uint64_t dropped, uint64_t untraced, uint64_t failed) {
   w::EndRecord r{w::kEndRecord, w::kOpNone, sizeof(w::EndRecord), 0, 5'000'000'000, dropped,
                  untraced, failed};

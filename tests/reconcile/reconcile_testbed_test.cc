@@ -1,7 +1,9 @@
 // weft capture + weft reconcile on the testbed's real servers, checked against the truth
 // logs the servers write themselves (docs/testbed.md): every message the truth knows is
 // reconciled between the same two endpoints, in the same direction, with the same size,
-// and the processes behind each endpoint are the truth's nodes.
+// and the processes behind each endpoint are the truth's nodes. Pipelined connections too:
+// capture's protocol processors (on by default) mark where each frame or HTTP message
+// ends, and reconcile cuts messages there.
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -10,6 +12,7 @@
 #include <iostream>
 #include <map>
 #include <set>
+#include <sstream>
 #include <string>
 #include <tuple>
 
@@ -42,20 +45,42 @@ std::map<std::pair<std::string, std::string>, int64_t> BytesByDirection(const Tr
   return bytes;
 }
 
-// The testbed frame's call id (wire.h: 4-byte length, type, request type (2), request id
-// (8), call id (8), all big-endian) from a message's payload.prefix attribute in hex, or
-// "" if the message does not start with a frame (an HTTP tier).
-std::string FrameCallId(const Trace& trace, MessageId m) {
+std::string_view AttributeOf(const Trace& trace, MessageId m, std::string_view key) {
   for (const Attribute& a : trace.AttributesOf(m)) {
-    if (trace.strings().Get(a.key) != kPayloadAttribute) continue;
-    std::string_view hex = trace.strings().Get(a.value);
-    if (hex.size() < 2 * 23) return "";
-    uint64_t type = std::stoull(std::string(hex.substr(8, 2)), nullptr, 16);
-    if (type < 1 || type > 3) return "";
-    uint64_t call = std::stoull(std::string(hex.substr(30, 16)), nullptr, 16);
-    return fmt::format("{:x}", call);
+    if (trace.strings().Get(a.key) == key) return trace.strings().Get(a.value);
   }
-  return "";
+  return {};
+}
+
+// What a message's payload prefix (hex, --payload-prefix) says about it: the testbed call
+// id it carries, from a frame (wire.h: 4-byte length, type, request type (2), request id
+// (8), call id (8), all big-endian) or from an HTTP message's "X-Weft-Ids: type
+// request-type request-id call-id parent" header (testbed/http.cc); empty if neither.
+struct PayloadIds {
+  std::string call;          // hex, as the truth's call ids
+  std::string request_type;  // HTTP only: decimal, the "/r<type>" of the request's URL
+};
+PayloadIds IdsOf(const Trace& trace, MessageId m) {
+  std::string_view hex = AttributeOf(trace, m, kPayloadAttribute);
+  std::string bytes;
+  for (size_t i = 0; i + 1 < hex.size(); i += 2) {
+    bytes.push_back(char(std::stoi(std::string(hex.substr(i, 2)), nullptr, 16)));
+  }
+  PayloadIds ids;
+  if (bytes.rfind("POST ", 0) == 0 || bytes.rfind("HTTP/", 0) == 0) {
+    size_t at = bytes.find("X-Weft-Ids: ");
+    size_t end = at == std::string::npos ? at : bytes.find("\r\n", at);
+    if (end == std::string::npos) return ids;
+    std::istringstream fields(bytes.substr(at + 12, end - at - 12));
+    std::string type, request_id, parent;
+    fields >> type >> ids.request_type >> request_id >> ids.call >> parent;
+    return ids;
+  }
+  if (bytes.size() < 23 || bytes[4] < 1 || bytes[4] > 3) return ids;
+  uint64_t call = 0;
+  for (int i = 15; i < 23; ++i) call = call << 8 | uint8_t(bytes[size_t(i)]);
+  ids.call = fmt::format("{:x}", call);
+  return ids;
 }
 
 std::map<MessageKey, int> CountByEndpoints(const Trace& trace) {
@@ -79,16 +104,17 @@ class ReconcileTestbedTest : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(base_); }
 
-  // Runs the topology traced, reconciles, and compares with the truth. With pipelining,
-  // requests written back to back are one message (a direction turn ends a message), so
-  // only the bytes of each direction of each connection are compared, and the count of
-  // messages is at most the truth's.
-  void CheckAgainstTruth(const std::string& topology, bool pipelined) {
+  // Runs the topology traced (protocol processors on, as by default: every testbed
+  // connection is detected as frames or HTTP from its first request), reconciles, and
+  // compares with the truth: the same messages, one for one, pipelined or not, since each
+  // message ends at the boundary the protocol processor found. `http` topologies have
+  // HTTP tiers, whose CALLs must carry the request's method and URL as attributes.
+  void CheckAgainstTruth(const std::string& topology, bool http) {
 #if defined(__SANITIZE_ADDRESS__)
     GTEST_SKIP() << "weft is built with AddressSanitizer, which refuses a preloaded library";
 #endif
     std::string capture = (base_ / "capture").string(), truth_dir = (base_ / "truth").string();
-    auto run = Weft("capture -o " + capture + " --payload-prefix 32 -- " + WEFT_BINARY +
+    auto run = Weft("capture -o " + capture + " --payload-prefix 128 -- " + WEFT_BINARY +
                     " testbed run " + WEFT_TOPOLOGIES + "/" + topology +
                     " --duration 2s --concurrency 8 -o " + truth_dir);
     ASSERT_EQ(run.rc, 0) << run.output;
@@ -105,13 +131,9 @@ class ReconcileTestbedTest : public ::testing::Test {
     ASSERT_GT(truth->size(), 1000u);
 
     EXPECT_EQ(BytesByDirection(*trace), BytesByDirection(*truth));
-    if (pipelined) {
-      EXPECT_LT(trace->size(), truth->size());
-    } else {
-      // Same messages, endpoint for endpoint, direction and size.
-      EXPECT_EQ(trace->size(), truth->size());
-      EXPECT_EQ(CountByEndpoints(*trace), CountByEndpoints(*truth));
-    }
+    // Same messages, endpoint for endpoint, direction and size.
+    EXPECT_EQ(trace->size(), truth->size());
+    EXPECT_EQ(CountByEndpoints(*trace), CountByEndpoints(*truth));
 
     // A server's listening endpoint names one truth node for the whole run (client ports
     // are reused across connections, so only the server side is used). Each reconciled
@@ -153,41 +175,57 @@ class ReconcileTestbedTest : public ::testing::Test {
       clients += !truth_node_of_process.count(std::string(trace->NodeName(NodeId(uint32_t(n)))));
     }
     EXPECT_EQ(clients, 1);  // the load client: the only process that serves nothing
-    if (!pipelined) {
-      EXPECT_EQ(trace_tiers, truth_tiers);
-    }
+    EXPECT_EQ(trace_tiers, truth_tiers);
     EXPECT_EQ(both_times, int(trace->size()));
 
-    // The call id in each message's first frame names a truth message with the same kind
-    // and the same two endpoints: every message went to the right sender and receiver.
+    // The call id in each message's payload (its frame, or its X-Weft-Ids header) names a
+    // truth message with the same kind and the same two endpoints: every message went to
+    // the right sender and receiver. Each HTTP CALL carries the request's method and URL.
     std::map<std::pair<std::string, MessageKind>, std::pair<std::string, std::string>> truth_by_call;
     for (size_t i = 0; i < truth->size(); ++i) {
       truth_by_call[{std::string(truth->strings().Get(t.call_id[i])), t.kind[i]}] = {
           std::string(truth->strings().Get(t.sender_endpoint[i])),
           std::string(truth->strings().Get(t.receiver_endpoint[i]))};
     }
-    int identified = 0, right = 0;
+    int identified = 0, right = 0, http_calls = 0, http_attributes_right = 0, with_protocol = 0;
     for (size_t i = 0; i < trace->size(); ++i) {
-      std::string call = FrameCallId(*trace, MessageId(uint32_t(i)));
-      if (call.empty()) continue;
+      MessageId m{uint32_t(i)};
+      with_protocol += !AttributeOf(*trace, m, kProtocolAttribute).empty();
+      PayloadIds ids = IdsOf(*trace, m);
+      if (ids.call.empty()) continue;
       ++identified;
-      auto it = truth_by_call.find({call, c.kind[i]});
+      auto it = truth_by_call.find({ids.call, c.kind[i]});
       right += it != truth_by_call.end() &&
                it->second == std::make_pair(std::string(trace->strings().Get(c.sender_endpoint[i])),
                                             std::string(trace->strings().Get(c.receiver_endpoint[i])));
+      if (!ids.request_type.empty() && c.kind[i] == MessageKind::kCall) {
+        ++http_calls;
+        http_attributes_right += AttributeOf(*trace, m, kProtocolAttribute) == "http" &&
+                                 AttributeOf(*trace, m, "http.method") == "POST" &&
+                                 AttributeOf(*trace, m, "http.url") == "/r" + ids.request_type;
+      }
     }
+    EXPECT_EQ(identified, int(trace->size()));
     EXPECT_EQ(right, identified);
-    if (pipelined) {
-      EXPECT_GT(identified, 0);  // the framed tiers; HTTP messages carry no frame
-    } else {
-      EXPECT_EQ(identified, int(trace->size()));
+    EXPECT_EQ(http_attributes_right, http_calls);
+    if (http) {
+      EXPECT_GT(http_calls, 0);
     }
+    // Every stream message ended at a protocol boundary (datagrams are each one message).
+    if (topology != "dns.toml") {
+      EXPECT_EQ(with_protocol, int(trace->size()));
+    }
+    std::cerr << topology << ": truth " << truth->size() << " messages, reconciled " << trace->size()
+              << ", identified by payload " << identified << " (" << right << " right), HTTP calls "
+              << http_calls << " (" << http_attributes_right << " with the right method and URL)\n";
   }
 
   fs::path base_;
 };
 
 TEST_F(ReconcileTestbedTest, ThreeTierMatchesTruth) { CheckAgainstTruth("three-tier.toml", false); }
+// Pipelined calls (up to 8 in flight per connection, written back to back; HTTP answered in
+// order, frames out of order by the event loop) are one message each, as in the truth.
 TEST_F(ReconcileTestbedTest, PipelinedMatchesTruth) { CheckAgainstTruth("pipelined.toml", true); }
 // UDP tiers: one message per datagram, paired by ports and payload hash.
 TEST_F(ReconcileTestbedTest, DnsOverUdpMatchesTruth) { CheckAgainstTruth("dns.toml", false); }

@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "capture/event_log.h"
 
@@ -132,6 +134,20 @@ class LogBuilder {
   LogBuilder& Dup(int32_t old_fd, int32_t new_fd, TimeNs t) {
     return Add({.op = capture::EventOp::kDup, .tid = log_.header.pid, .fd = old_fd, .entry_ns = t,
                 .exit_ns = t, .result = new_fd});
+  }
+  // A boundary record: a `protocol` message ended at stream `offset` in the call
+  // [entry, exit] on `fd` (sent or received by this process), with its attributes.
+  LogBuilder& Boundary(int32_t fd, int32_t tid, TimeNs entry, TimeNs exit, uint64_t offset,
+                       bool sent, bool request,
+                       std::vector<std::pair<std::string, std::string>> attributes = {},
+                       uint8_t protocol = 1 /* http */) {
+    log_.boundaries.push_back(capture::Boundary{.protocol = protocol, .sent = sent,
+                                                .request = request, .offset = offset,
+                                                .attributes = std::move(attributes)});
+    capture::Event e{.op = capture::EventOp::kBoundary, .tid = tid, .fd = fd, .entry_ns = entry,
+                     .exit_ns = exit};
+    e.boundary = int32_t(log_.boundaries.size() - 1);
+    return Add(e);
   }
   // The payload prefix logged with the last event added.
   LogBuilder& Payload(std::string bytes) {

@@ -15,6 +15,7 @@ ExecEnvironment EnvironmentForExec(char* const* envp) {
   const char* preload = g_settings.preload_path;
   size_t count = 0;
   bool has_preload = false, has_dir = false, has_prefix = g_settings.payload_prefix == 0;
+  bool has_protocols = g_settings.protocols[0] == '\0';
   int preload_index = -1;
   for (; envp != nullptr && envp[count] != nullptr; ++count) {
     const char* e = envp[count];
@@ -24,14 +25,15 @@ ExecEnvironment EnvironmentForExec(char* const* envp) {
     }
     has_dir |= strncmp(e, "WEFT_CAPTURE_DIR=", 17) == 0;
     has_prefix |= strncmp(e, "WEFT_PAYLOAD_PREFIX=", 20) == 0;
+    has_protocols |= strncmp(e, "WEFT_PROTOCOLS=", 15) == 0;
   }
-  if (has_preload && has_dir && has_prefix) return unchanged;
-  size_t strings = 3 * 1100 + (preload_index >= 0 ? strlen(envp[preload_index]) : 0);
-  size_t size = (count + 4) * sizeof(char*) + strings;
+  if (has_preload && has_dir && has_prefix && has_protocols) return unchanged;
+  size_t strings = 4 * 1100 + (preload_index >= 0 ? strlen(envp[preload_index]) : 0);
+  size_t size = (count + 5) * sizeof(char*) + strings;
   void* memory = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (memory == MAP_FAILED) return unchanged;
   char** out = static_cast<char**>(memory);
-  char* text = reinterpret_cast<char*>(out + count + 4);
+  char* text = reinterpret_cast<char*>(out + count + 5);
   size_t n = 0;
   for (size_t i = 0; i < count; ++i) {
     if (int(i) != preload_index || has_preload) out[n++] = envp[i];
@@ -55,6 +57,11 @@ ExecEnvironment EnvironmentForExec(char* const* envp) {
     out[n++] = text;
     text += CopyString(text, 1100, "WEFT_PAYLOAD_PREFIX=");
     text += FormatDecimal(text, g_settings.payload_prefix) + 1;
+  }
+  if (!has_protocols) {
+    out[n++] = text;
+    text += CopyString(text, 1100, "WEFT_PROTOCOLS=");
+    text += CopyString(text, 1100, g_settings.protocols) + 1;
   }
   out[n] = nullptr;
   return {out, memory, size};

@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "capture/preload/protocol_streams.h"
 #include "capture/preload/real.h"
 #include "capture/preload/runtime.h"
 
@@ -36,8 +37,22 @@ void LogTransfer(uint8_t op, int fd, uint8_t kind, int64_t entry, long r, int er
     LogDatagram(op, fd, entry, exit, ResultOf(r, error), arg, data, iov, iovcnt,
                 r > 0 ? size_t(r) : 0, peer, peer_length);
     if (sending && r >= 0) NameIfNeeded(op, fd, kind, exit);
+    if (r > 0 && kind == wire::kKindUdp && ProtocolsEnabled()) {
+      FeedDatagram(fd, sending, entry, exit, data, iov, iovcnt, size_t(r), peer, peer_length);
+    }
   } else {
     LogCallWithPayload(op, fd, entry, exit, ResultOf(r, error), arg, data, iov, iovcnt);
+    if (__builtin_expect(FdHasProtocol(fd), 0) && r > 0) {
+      // recv, recvfrom, recvmsg: arg is the flags. A peek moves nothing (the next receive
+      // moves the bytes again); MSG_TRUNC on a stream drops them unseen.
+      bool flags_arg = op == wire::kOpRecv || op == wire::kOpRecvfrom || op == wire::kOpRecvmsg;
+      if (flags_arg && (arg & MSG_PEEK) != 0) return;
+      if (flags_arg && (arg & MSG_TRUNC) != 0) {
+        AbandonStream(fd, false);
+        return;
+      }
+      FeedStream(fd, sending, entry, exit, data, iov, iovcnt, size_t(r));
+    }
   }
 }
 
@@ -55,21 +70,8 @@ ssize_t Read(int fd, void* buffer, size_t n) {
   return r;
 }
 
-ssize_t Recv(int fd, void* buffer, size_t n, int flags) {
-  uint8_t kind = FdKind(fd);
-  if (kind == 0 || !Logging()) return Real().recv(fd, buffer, n, flags);
-  int64_t entry = BeginCall();
-  ssize_t r = Real().recv(fd, buffer, n, flags);
-  int error = errno;
-  size_t got = r > 0 ? (size_t(r) < n ? size_t(r) : n) : 0;  // MSG_TRUNC may return more
-  LogTransfer(wire::kOpRecv, fd, kind, entry, r < 0 ? r : long(got), error, flags, buffer,
-              nullptr, 0, nullptr, 0, false);
-  errno = error;
-  return r;
-}
-
 ssize_t RecvFrom(int fd, void* buffer, size_t n, int flags, struct sockaddr* address,
-                 socklen_t* length) {
+                 socklen_t* length, uint8_t op = wire::kOpRecvfrom) {
   uint8_t kind = FdKind(fd);
   if (kind == 0 || !Logging()) return Real().recvfrom(fd, buffer, n, flags, address, length);
   // A datagram's source is recorded even when the program does not ask for it.
@@ -83,9 +85,24 @@ ssize_t RecvFrom(int fd, void* buffer, size_t n, int flags, struct sockaddr* add
   ssize_t r = Real().recvfrom(fd, buffer, n, flags, source, source_length);
   int error = errno;
   bool source_whole = r >= 0 && source != nullptr && *source_length <= given;
-  LogTransfer(wire::kOpRecvfrom, fd, kind, entry, r < 0 ? r : long(size_t(r) < n ? r : long(n)),
+  LogTransfer(op, fd, kind, entry, r < 0 ? r : long(size_t(r) < n ? r : long(n)),
               error, flags, buffer, nullptr, 0, source_whole ? source : nullptr,
               source_whole ? *source_length : 0, false);
+  errno = error;
+  return r;
+}
+
+ssize_t Recv(int fd, void* buffer, size_t n, int flags) {
+  uint8_t kind = FdKind(fd);
+  if (kind == 0 || !Logging()) return Real().recv(fd, buffer, n, flags);
+  // A datagram's source is recorded even from recv (it is recvfrom without an address).
+  if (IsDatagramKind(kind)) return RecvFrom(fd, buffer, n, flags, nullptr, nullptr, wire::kOpRecv);
+  int64_t entry = BeginCall();
+  ssize_t r = Real().recv(fd, buffer, n, flags);
+  int error = errno;
+  size_t got = r > 0 ? (size_t(r) < n ? size_t(r) : n) : 0;  // MSG_TRUNC may return more
+  LogTransfer(wire::kOpRecv, fd, kind, entry, r < 0 ? r : long(got), error, flags, buffer,
+              nullptr, 0, nullptr, 0, false);
   errno = error;
   return r;
 }
@@ -276,6 +293,7 @@ WEFT_EXPORT ssize_t sendfile(int out_fd, int in_fd, off_t* offset, size_t count)
   ssize_t r = Real().sendfile(out_fd, in_fd, offset, count);
   int error = errno;
   LogCall(wire::kOpSendfile, out_fd, entry, NowNs(), ResultOf(r, error), in_fd);
+  if (r > 0 && FdHasProtocol(out_fd)) AbandonStream(out_fd, true);  // bytes the library never sees
   errno = error;
   return r;
 }

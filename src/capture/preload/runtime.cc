@@ -20,6 +20,7 @@
 #include <xxhash.h>
 
 #include "capture/preload/log_file.h"
+#include "capture/preload/protocol_streams.h"
 #include "capture/preload/real.h"
 
 namespace weft_preload {
@@ -270,7 +271,8 @@ void NameOpenDescriptors() {
         getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &length);
         kind = SocketKindOf(domain, type);
       }
-      SetFdKind(fd, kind);
+      // A forked child keeps the parent's protocol streams (their memory was copied).
+      SetFdKind(fd, uint8_t(kind | (FdEntry(fd) & kProtocolBit)));
       if (kind != 0) LogEndpoint(wire::kOpNone, fd, kind, nullptr, 0, NowNs());
     }
   }
@@ -302,6 +304,7 @@ void AfterForkInChild() {
     g_threads[0] = own;
   }
   g_dropped = g_failed_writes = g_untraced_io = 0;
+  ResetProtocolsAfterFork();
   ForgetLog();
   if (!OpenLog(kBlockSize)) {
     g_state = kOff;
@@ -323,6 +326,10 @@ __attribute__((constructor(101))) void Start() {
       if (n > kMaxPayloadPrefix) n = kMaxPayloadPrefix;
     }
     g_settings.payload_prefix = n;
+    if (const char* spec = getenv("WEFT_PROTOCOLS")) {
+      CopyString(g_settings.protocols, sizeof g_settings.protocols, spec);
+    }
+    ConfigureProtocols(g_settings.protocols);
     Dl_info info;
     if (dladdr(reinterpret_cast<void*>(&Start), &info) != 0 && info.dli_fname != nullptr) {
       CopyString(g_settings.preload_path, sizeof g_settings.preload_path, info.dli_fname);
@@ -429,7 +436,7 @@ void LogDatagram(uint8_t op, int fd, int64_t entry, int64_t exit, long result, i
 }
 
 void LogEndpoint(uint8_t op, int fd, uint8_t kind, const struct sockaddr* peer,
-                 socklen_t peer_length, int64_t time) {
+                 socklen_t peer_length, int64_t time, EndpointNames* names) {
   wire::EndpointRecord r;
   memset(&r, 0, sizeof r);
   char local_path[sizeof(sockaddr_un::sun_path)];
@@ -484,7 +491,17 @@ void LogEndpoint(uint8_t op, int fd, uint8_t kind, const struct sockaddr* peer,
   memcpy(record + sizeof r + r.local.path_length, peer_path, r.peer.path_length);
   memset(record + sizeof r + paths, 0, size - sizeof r - paths);
   Append(record, size, nullptr, 0, time);
-  SetFdKind(fd, uint8_t(kind | kNamedBit));
+  SetFdKind(fd, uint8_t(kind | kNamedBit | (FdEntry(fd) & kProtocolBit)));
+  if (names != nullptr) {
+    names->local = r.local;
+    names->peer = r.peer;
+    memcpy(names->local_path, local_path, r.local.path_length);
+    memcpy(names->peer_path, peer_path, r.peer.path_length);
+  }
+}
+
+void AppendRecord(const void* record, uint32_t size, int64_t time) {
+  Append(record, size, nullptr, 0, time);
 }
 
 void LogPairEndpoints(uint8_t op, const int fds[2], uint8_t kind, int64_t time) {

@@ -40,11 +40,15 @@ extern uint8_t g_fd_kind[kFdTableSize];       // wire::SocketKind per descriptor
 
 // Bit 7 of an entry: the descriptor has had an endpoint record since it got its number.
 inline constexpr uint8_t kNamedBit = 0x80;
+// Bit 6: the bytes it moves go to a protocol processor (protocol_streams.h). Tested on the
+// common path with the entry already loaded, so streams without one pay nothing more.
+inline constexpr uint8_t kProtocolBit = 0x40;
 
 inline uint8_t FdEntry(int fd) {
   return (fd >= 0 && fd < kFdTableSize) ? __atomic_load_n(&g_fd_kind[fd], __ATOMIC_RELAXED) : 0;
 }
-inline uint8_t FdKind(int fd) { return FdEntry(fd) & uint8_t(~kNamedBit); }
+inline uint8_t FdKind(int fd) { return FdEntry(fd) & uint8_t(~(kNamedBit | kProtocolBit)); }
+inline bool FdHasProtocol(int fd) { return (FdEntry(fd) & kProtocolBit) != 0; }
 inline bool FdNamed(int fd) { return (FdEntry(fd) & kNamedBit) != 0; }
 // Sets the whole entry (kind, and the named bit if given).
 inline void SetFdKind(int fd, uint8_t entry) {
@@ -78,10 +82,22 @@ void LogCallWithPayload(uint8_t op, int fd, int64_t entry, int64_t exit, long re
 void LogDatagram(uint8_t op, int fd, int64_t entry, int64_t exit, long result, int arg,
                  const void* data, const struct iovec* iov, int iovcnt, size_t bytes,
                  const struct sockaddr* peer, socklen_t peer_length);
+// The names an endpoint record gave a descriptor (for protocol selection).
+struct EndpointNames {
+  wire::WireAddress local, peer;
+  char local_path[108], peer_path[108];  // local.path_length and peer.path_length bytes
+};
 // Names `fd` with an endpoint record: kind, local and peer name (asked of the kernel;
 // `peer` when given is used instead of getpeername), inode and peer pid where they apply.
+// The names go to `names` too when it is given.
 void LogEndpoint(uint8_t op, int fd, uint8_t kind, const struct sockaddr* peer,
-                 socklen_t peer_length, int64_t time);
+                 socklen_t peer_length, int64_t time, EndpointNames* names = nullptr);
+// Appends one whole record (protocol_streams.cc builds boundary records).
+void AppendRecord(const void* record, uint32_t size, int64_t time);
+// A protocol message ended (protocol_streams.cc): a boundary record with the processor's
+// attributes (a weft::capture::protocols::Attributes).
+void LogBoundary(int fd, uint8_t protocol, bool sent, bool request, int64_t entry, int64_t exit,
+                 uint64_t offset, const void* attributes);
 // The two ends of a socketpair or pipe, each with the other's inode.
 void LogPairEndpoints(uint8_t op, const int fds[2], uint8_t kind, int64_t time);
 // The inode of the other end of the connected Unix socket with `inode` (unix_peer.cc), 0 if

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "capture/preload/log_file.h"
+#include "capture/preload/protocol_streams.h"
 #include "capture/preload/real.h"
 #include "capture/preload/runtime.h"
 
@@ -59,8 +60,15 @@ int Accept(int fd, struct sockaddr* address, socklen_t* length, int flags, bool 
   }
   LogCall(wire::kOpAccept, fd, entry, exit, ResultOf(r, error), flags);
   if (r >= 0) {
+    if (HasProtocolStream(r)) DetachProtocol(r);  // a number closed behind the library's back
     SetFdKind(r, kind);
-    LogEndpoint(wire::kOpAccept, r, kind, reinterpret_cast<sockaddr*>(&peer), peer_length, exit);
+    EndpointNames names;
+    LogEndpoint(wire::kOpAccept, r, kind, reinterpret_cast<sockaddr*>(&peer), peer_length, exit,
+                &names);
+    // The server side: the listener's port or path says which protocol it serves.
+    if (ProtocolsEnabled()) {
+      AttachProtocol(r, kind, false, names.local.port, names.local_path, names.local.path_length);
+    }
   }
   errno = error;
   return r;
@@ -85,7 +93,13 @@ int Duplicated(int old_fd, int new_fd_before, int r, int error, int64_t entry, i
   int64_t exit = NowNs();
   uint8_t entry_old = FdEntry(old_fd);
   bool replaced = new_fd_before >= 0 && new_fd_before != old_fd && FdKind(new_fd_before) != 0;
-  if (r >= 0 && r != old_fd) SetFdKind(r, entry_old);
+  if (r >= 0 && r != old_fd) {
+    // The new descriptor shares the old one's open file description, and with it the
+    // protocol stream; one that dup2 replaced drops its own first.
+    if (HasProtocolStream(r)) DetachProtocol(r);
+    if (HasProtocolStream(old_fd)) ShareProtocol(old_fd, r);
+    SetFdKind(r, entry_old);
+  }
   if ((entry_old != 0 || replaced) && Logging()) {
     LogCall(wire::kOpDup, old_fd, entry, exit, ResultOf(r, error), variant);
   }
@@ -139,7 +153,16 @@ WEFT_EXPORT int connect(int fd, const struct sockaddr* address, socklen_t length
   // A non-blocking connect (EINPROGRESS) or an interrupted one (EINTR) goes on in the
   // kernel: the local name is already bound, so it is recorded now.
   if (kind != 0 && (r == 0 || error == EINPROGRESS || error == EINTR)) {
-    LogEndpoint(wire::kOpConnect, fd, kind, address, length, exit);
+    EndpointNames names;
+    LogEndpoint(wire::kOpConnect, fd, kind, address, length, exit, &names);
+    // The client side: the port or path connected to says which protocol it speaks.
+    if (ProtocolsEnabled()) {
+      if (kind == wire::kKindUdp) {
+        AttachDatagramProtocol(fd, names.peer.port, false);
+      } else {
+        AttachProtocol(fd, kind, true, names.peer.port, names.peer_path, names.peer.path_length);
+      }
+    }
   }
   errno = error;
   return r;
@@ -162,6 +185,9 @@ WEFT_EXPORT int bind(int fd, const struct sockaddr* address, socklen_t length) n
   int64_t exit = NowNs();
   LogCall(wire::kOpBind, fd, entry, exit, ResultOf(r, error), 0);
   if (r == 0 && kind != 0) LogEndpoint(wire::kOpBind, fd, kind, nullptr, 0, exit);
+  if (r == 0 && kind == wire::kKindUdp && ProtocolsEnabled()) {
+    AttachDatagramProtocol(fd, PortOf(address, length), true);  // a DNS server's socket
+  }
   errno = error;
   return r;
 }
@@ -186,6 +212,7 @@ WEFT_EXPORT int close(int fd) {
   if (kind == 0) return Real().close(fd);
   // Forget the descriptor before the kernel may hand its number to another thread.
   SetFdKind(fd, 0);
+  if (HasProtocolStream(fd)) DetachProtocol(fd);
   if (!Logging()) return Real().close(fd);
   int64_t entry = NowNs();
   int r = Real().close(fd);

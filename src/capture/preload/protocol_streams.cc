@@ -1,0 +1,516 @@
+// Protocol processors on the program's streams; see protocol_streams.h for the contract
+// and the cost.
+#include "capture/preload/protocol_streams.h"
+
+#include <netinet/in.h>
+#include <sched.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "capture/preload/log_file.h"
+#include "capture/preload/runtime.h"
+#include "capture/protocols/protocol.h"
+
+namespace weft_preload {
+
+namespace protocols = weft::capture::protocols;
+
+uint32_t g_fd_stream[kFdTableSize];
+
+namespace {
+
+// --- the selection ---------------------------------------------------------------------
+
+constexpr int kMaxRules = 32;
+constexpr size_t kMaxPath = sizeof(sockaddr_un::sun_path);
+constexpr size_t kDetectBytes = 64;  // Detect looks at most this far into a stream
+// Fewer first request bytes than this (a server reading a 4-byte length first) are kept
+// for the next call when Detect cannot tell; at this many it decides.
+constexpr size_t kEarlyBytes = 16;
+
+struct Rule {
+  protocols::Protocol protocol;
+  uint16_t port;  // 0: a path rule
+  uint8_t path_length;
+  char path[kMaxPath];
+};
+
+constexpr int kMaxDnsPorts = 8;
+// g_fd_stream values of UDP sockets whose datagrams go to the DNS processor (no slot).
+constexpr uint32_t kDnsServerSocket = 0xfffffffe;  // bound to a DNS port: receives queries
+constexpr uint32_t kDnsClientSocket = 0xffffffff;  // connected to one: sends queries
+
+struct Selection {
+  bool enabled;
+  int dns_port_count;
+  uint16_t dns_ports[kMaxDnsPorts];  // datagrams to or from these are DNS
+  uint32_t detect;  // bit p: Detect may pick protocol p
+  protocols::Protocol program;  // every stream of this program, kNone if no program rule
+  int rule_count;
+  Rule rules[kMaxRules];
+};
+Selection g_selection;
+
+void AddPortRule(protocols::Protocol protocol, uint16_t port) {
+  if (protocol == protocols::kDns && g_selection.dns_port_count < kMaxDnsPorts) {
+    g_selection.dns_ports[g_selection.dns_port_count++] = port;
+  }
+  if (g_selection.rule_count == kMaxRules) return;
+  Rule& r = g_selection.rules[g_selection.rule_count++];
+  r.protocol = protocol;
+  r.port = port;
+  r.path_length = 0;
+}
+
+// The basename of this program's executable (reconcile names nodes by it too).
+size_t ProgramName(char* out, size_t capacity) {
+  char path[1024];
+  long n = syscall(SYS_readlink, "/proc/self/exe", path, sizeof path);
+  if (n <= 0) return 0;
+  long start = n;
+  while (start > 0 && path[start - 1] != '/') --start;
+  size_t length = size_t(n - start) < capacity ? size_t(n - start) : capacity;
+  memcpy(out, path + start, length);
+  return length;
+}
+
+// One item of the list: "auto", "PROTO=PORT", "PROTO=/path", "PROTO=@name", "PROTO=auto",
+// "PROTO=PROGRAM".
+void AddItem(const char* item, size_t length) {
+  if (length == 4 && memcmp(item, "auto", 4) == 0) {
+    AddPortRule(protocols::kPostgres, 5432);
+    AddPortRule(protocols::kRedis, 6379);
+    AddPortRule(protocols::kDns, 53);
+    g_selection.detect = ~0u;
+    return;
+  }
+  size_t equals = 0;
+  while (equals < length && item[equals] != '=') ++equals;
+  protocols::Protocol protocol;
+  if (equals == length || !protocols::ParseProtocol(item, equals, &protocol) ||
+      protocol == protocols::kNone) {
+    return;
+  }
+  const char* value = item + equals + 1;
+  size_t value_length = length - equals - 1;
+  if (value_length == 0) return;
+  if (value_length == 4 && memcmp(value, "auto", 4) == 0) {
+    g_selection.detect |= 1u << protocol;
+    return;
+  }
+  if (value[0] >= '0' && value[0] <= '9') {
+    uint32_t port = 0;
+    for (size_t i = 0; i < value_length && port <= 65535; ++i) {
+      if (value[i] < '0' || value[i] > '9') return;
+      port = port * 10 + uint32_t(value[i] - '0');
+    }
+    if (port == 0 || port > 65535) return;
+    AddPortRule(protocol, uint16_t(port));
+    return;
+  }
+  if (value[0] == '/' || value[0] == '@') {
+    if (g_selection.rule_count == kMaxRules || value_length > kMaxPath) return;
+    Rule& r = g_selection.rules[g_selection.rule_count++];
+    r.protocol = protocol;
+    r.port = 0;
+    r.path_length = uint8_t(value_length);
+    memcpy(r.path, value, value_length);
+    if (r.path[0] == '@') r.path[0] = '\0';  // the abstract namespace, as the kernel names it
+    return;
+  }
+  char program[256];
+  size_t n = ProgramName(program, sizeof program);
+  if (n == value_length && memcmp(program, value, n) == 0) g_selection.program = protocol;
+}
+
+// --- the streams -----------------------------------------------------------------------
+
+enum StreamState : uint8_t { kDetecting = 0, kDeciding = 1, kActive = 2, kOff = 3 };
+
+struct ProtocolStream {
+  uint32_t references;  // descriptors naming it (dup shares, close drops)
+  uint32_t busy[2];     // per direction (0 requests, 1 responses): a feed is running
+  uint32_t broken[2];   // bytes went by unparsed (contention, sendfile): no more boundaries
+  uint32_t next_free;   // free list link (slot id)
+  uint8_t state;        // StreamState
+  bool client;          // this process connected: it writes requests, reads responses
+  uint8_t padding[2];
+  uint64_t offset[2];   // bytes moved so far per direction (the boundary record's offset)
+  uint8_t early[16];    // detecting: request bytes of earlier calls, too few to tell yet
+  uint32_t early_length;
+  protocols::Parser parsers[2];
+};
+
+// Slabs mapped when the pool runs dry, never unmapped (a racing feed may still hold a
+// pointer into one). Slot ids start at 1: 0 in g_fd_stream means none.
+constexpr size_t kSlabBytes = 256 * 1024;
+constexpr uint32_t kPerSlab = uint32_t(kSlabBytes / sizeof(ProtocolStream));
+constexpr int kMaxSlabs = 1024;
+ProtocolStream* g_slabs[kMaxSlabs];
+int g_slab_count = 0;
+uint32_t g_slots_used = 0;   // ids handed out from the slabs so far
+uint32_t g_free = 0;         // head of the free list
+int g_pool_lock = 0;         // tid of the holder; only connection setup and close take it
+
+bool LockPool() {
+  int self = SysGetTid();
+  for (int spins = 0;; ++spins) {
+    int expected = 0;
+    if (__atomic_compare_exchange_n(&g_pool_lock, &expected, self, false, __ATOMIC_ACQUIRE,
+                                    __ATOMIC_RELAXED)) {
+      return true;
+    }
+    if (expected == self) return false;  // a signal handler on the holder's thread
+    if (spins > 50) sched_yield();
+  }
+}
+void UnlockPool() { __atomic_store_n(&g_pool_lock, 0, __ATOMIC_RELEASE); }
+
+ProtocolStream* StreamAt(uint32_t id) {
+  if (id == 0) return nullptr;
+  uint32_t index = id - 1;
+  if (index / kPerSlab >= uint32_t(kMaxSlabs)) return nullptr;  // a datagram marker
+  ProtocolStream* slab = __atomic_load_n(&g_slabs[index / kPerSlab], __ATOMIC_ACQUIRE);
+  return slab != nullptr ? &slab[index % kPerSlab] : nullptr;
+}
+
+uint32_t TakeSlot() {
+  if (!LockPool()) return 0;
+  uint32_t id = g_free;
+  if (id != 0) {
+    g_free = StreamAt(id)->next_free;
+  } else if (g_slots_used < uint32_t(g_slab_count) * kPerSlab) {
+    id = ++g_slots_used;
+  } else if (g_slab_count < kMaxSlabs) {
+    void* memory = mmap(nullptr, kSlabBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (memory != MAP_FAILED) {
+      __atomic_store_n(&g_slabs[g_slab_count++], static_cast<ProtocolStream*>(memory), __ATOMIC_RELEASE);
+      id = ++g_slots_used;
+    }
+  }
+  UnlockPool();
+  return id;
+}
+
+void FreeSlot(uint32_t id) {
+  if (!LockPool()) return;  // a signal handler closing inside a close: the slot is lost
+  StreamAt(id)->next_free = g_free;
+  g_free = id;
+  UnlockPool();
+}
+
+// Waits (briefly) for a feed that still runs on a reused slot; false if it does not end.
+bool TakeBoth(ProtocolStream* s) {
+  for (int d = 0; d < 2; ++d) {
+    int spins = 0;
+    while (__atomic_exchange_n(&s->busy[d], 1, __ATOMIC_ACQUIRE) != 0) {
+      if (++spins > 1000) {
+        if (d == 1) __atomic_store_n(&s->busy[0], 0, __ATOMIC_RELEASE);
+        return false;
+      }
+      sched_yield();
+    }
+  }
+  return true;
+}
+
+void Start(int fd, protocols::Protocol protocol, bool client) {
+  if (__atomic_load_n(&g_fd_stream[fd], __ATOMIC_RELAXED) != 0) DetachProtocol(fd);  // stale
+  uint32_t id = TakeSlot();
+  ProtocolStream* s = StreamAt(id);
+  if (s == nullptr) return;
+  if (!TakeBoth(s)) return;  // leaked: a feed on a stale descriptor never ended
+  s->references = 1;
+  s->broken[0] = s->broken[1] = 0;
+  s->offset[0] = s->offset[1] = 0;
+  s->early_length = 0;
+  s->client = client;
+  s->state = protocol == protocols::kNone ? kDetecting : kActive;
+  protocols::Init(&s->parsers[0], protocol, protocols::Direction::kRequest);
+  protocols::Init(&s->parsers[1], protocol, protocols::Direction::kResponse);
+  __atomic_store_n(&s->busy[1], 0, __ATOMIC_RELEASE);
+  __atomic_store_n(&s->busy[0], 0, __ATOMIC_RELEASE);
+  // The table entry before the bit: a wrapper that sees the bit finds the stream.
+  __atomic_store_n(&g_fd_stream[fd], id, __ATOMIC_RELEASE);
+  __atomic_fetch_or(&g_fd_kind[fd], kProtocolBit, __ATOMIC_RELEASE);
+}
+
+// The bytes of one call, segment by segment: `data` or the first `bytes` of `iov`.
+template <typename Visit>
+void ForEachSegment(const void* data, const struct iovec* iov, int iovcnt, size_t bytes, Visit visit) {
+  if (data != nullptr) {
+    visit(static_cast<const uint8_t*>(data), bytes);
+    return;
+  }
+  for (int i = 0; i < iovcnt && bytes > 0; ++i) {
+    size_t n = iov[i].iov_len < bytes ? iov[i].iov_len : bytes;
+    if (n > 0) visit(static_cast<const uint8_t*>(iov[i].iov_base), n);
+    bytes -= n;
+  }
+}
+
+// Decides a detecting stream's protocol from the first bytes of its first request: those
+// kept from earlier calls and this call's. False when they are too few to tell: this
+// call's bytes are then kept too (the stream stays detecting).
+bool Decide(ProtocolStream* s, const void* data, const struct iovec* iov, int iovcnt, size_t bytes) {
+  uint8_t first[kDetectBytes];
+  size_t have = s->early_length;
+  memcpy(first, s->early, have);
+  ForEachSegment(data, iov, iovcnt, bytes, [&](const uint8_t* p, size_t n) {
+    size_t take = n < kDetectBytes - have ? n : kDetectBytes - have;
+    memcpy(first + have, p, take);
+    have += take;
+  });
+  protocols::Protocol protocol = protocols::Detect(first, have);
+  bool allowed = protocol != protocols::kNone && (g_selection.detect & (1u << protocol)) != 0;
+  if (!allowed && have < kEarlyBytes) {
+    memcpy(s->early, first, have);
+    s->early_length = uint32_t(have);
+    return false;
+  }
+  uint8_t expected = kDetecting;
+  if (!__atomic_compare_exchange_n(&s->state, &expected, uint8_t(kDeciding), false,
+                                   __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+    return true;  // the server spoke first meanwhile: off
+  }
+  if (!allowed) {
+    __atomic_store_n(&s->state, uint8_t(kOff), __ATOMIC_RELEASE);
+    return true;
+  }
+  protocols::Init(&s->parsers[0], protocol, protocols::Direction::kRequest);
+  protocols::Init(&s->parsers[1], protocol, protocols::Direction::kResponse);
+  __atomic_store_n(&s->state, uint8_t(kActive), __ATOMIC_RELEASE);
+  return true;
+}
+
+bool IsDnsPort(uint16_t port) {
+  for (int i = 0; i < g_selection.dns_port_count; ++i) {
+    if (g_selection.dns_ports[i] == port) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+uint16_t PortOf(const struct sockaddr* a, socklen_t length) {
+  if (a == nullptr) return 0;
+  if (a->sa_family == AF_INET && length >= sizeof(sockaddr_in)) {
+    return ntohs(reinterpret_cast<const sockaddr_in*>(a)->sin_port);
+  }
+  if (a->sa_family == AF_INET6 && length >= sizeof(sockaddr_in6)) {
+    return ntohs(reinterpret_cast<const sockaddr_in6*>(a)->sin6_port);
+  }
+  return 0;
+}
+
+void LogBoundary(int fd, uint8_t protocol, bool sent, bool request, int64_t entry, int64_t exit,
+                 uint64_t offset, const void* attributes) {
+  constexpr size_t kMaxKey = 64;
+  constexpr size_t kMaxText = protocols::kMaxAttributes * (kMaxKey + 1 + protocols::kMaxValue + 1);
+  alignas(8) uint8_t record[sizeof(wire::BoundaryRecord) + kMaxText + 8];
+  char* text = reinterpret_cast<char*>(record + sizeof(wire::BoundaryRecord));
+  size_t used = 0;
+  const auto* a = static_cast<const protocols::Attributes*>(attributes);
+  int count = a->count < protocols::kMaxAttributes ? a->count : protocols::kMaxAttributes;
+  for (int i = 0; i < count; ++i) {
+    const protocols::Attribute& item = a->items[i];
+    if (item.key == nullptr) continue;
+    size_t key_length = strnlen(item.key, kMaxKey);
+    if (key_length == 0) continue;
+    size_t value_length = item.length < protocols::kMaxValue ? item.length : protocols::kMaxValue;
+    memcpy(text + used, item.key, key_length);
+    used += key_length;
+    text[used++] = '=';
+    for (size_t j = 0; j < value_length; ++j) {  // NUL ends an entry: not inside a value
+      text[used++] = item.value[j] != '\0' ? item.value[j] : '?';
+    }
+    text[used++] = '\0';
+  }
+  uint32_t size = wire::RoundUp8(uint32_t(sizeof(wire::BoundaryRecord) + used));
+  memset(text + used, 0, size - sizeof(wire::BoundaryRecord) - used);
+  wire::BoundaryRecord r{wire::kBoundaryRecord, protocol, uint16_t(size), fd, entry, exit, offset,
+                         uint8_t(sent ? wire::kBoundarySent : wire::kBoundaryReceived),
+                         uint8_t(request ? wire::kBoundaryRequest : wire::kBoundaryResponse),
+                         uint16_t(used), 0};
+  memcpy(record, &r, sizeof r);
+  AppendRecord(record, size, entry);
+}
+
+void ConfigureProtocols(const char* spec) {
+  memset(&g_selection, 0, sizeof g_selection);
+  if (spec == nullptr || spec[0] == '\0') return;
+  for (const char* p = spec; *p != '\0';) {
+    const char* end = p;
+    while (*end != '\0' && *end != ',') ++end;
+    if (!(end - p == 4 && memcmp(p, "none", 4) == 0)) AddItem(p, size_t(end - p));
+    p = *end == ',' ? end + 1 : end;
+  }
+  g_selection.enabled = g_selection.rule_count > 0 || g_selection.dns_port_count > 0 || g_selection.detect != 0 ||
+                        g_selection.program != protocols::kNone;
+}
+
+bool ProtocolsEnabled() { return g_selection.enabled; }
+
+void AttachProtocol(int fd, uint8_t kind, bool client, uint16_t port, const char* path,
+                    size_t path_length) {
+  if (!g_selection.enabled || fd < 0 || fd >= kFdTableSize) return;
+  if (kind != wire::kKindTcp && kind != wire::kKindUnixStream) return;
+  protocols::Protocol protocol = g_selection.program;
+  for (int i = 0; i < g_selection.rule_count && protocol == protocols::kNone; ++i) {
+    const Rule& r = g_selection.rules[i];
+    bool match = r.port != 0 ? kind == wire::kKindTcp && r.port == port
+                             : kind == wire::kKindUnixStream && path != nullptr &&
+                                   r.path_length == path_length && memcmp(r.path, path, path_length) == 0;
+    if (match) protocol = r.protocol;
+  }
+  if (protocol == protocols::kNone && g_selection.detect == 0) return;
+  Start(fd, protocol, client);
+}
+
+void DetachProtocol(int fd) {
+  if (fd < 0 || fd >= kFdTableSize) return;
+  __atomic_fetch_and(&g_fd_kind[fd], uint8_t(~kProtocolBit), __ATOMIC_RELAXED);
+  uint32_t id = __atomic_exchange_n(&g_fd_stream[fd], 0, __ATOMIC_ACQ_REL);
+  ProtocolStream* s = StreamAt(id);
+  if (s == nullptr) return;
+  if (__atomic_sub_fetch(&s->references, 1, __ATOMIC_ACQ_REL) == 0) FreeSlot(id);
+}
+
+void ShareProtocol(int old_fd, int new_fd) {
+  if (old_fd < 0 || old_fd >= kFdTableSize || new_fd < 0 || new_fd >= kFdTableSize) return;
+  uint32_t id = __atomic_load_n(&g_fd_stream[old_fd], __ATOMIC_ACQUIRE);
+  ProtocolStream* s = StreamAt(id);
+  if (s == nullptr) return;
+  __atomic_add_fetch(&s->references, 1, __ATOMIC_ACQ_REL);
+  __atomic_store_n(&g_fd_stream[new_fd], id, __ATOMIC_RELEASE);
+}
+
+void FeedStream(int fd, bool sending, int64_t entry, int64_t exit, const void* data,
+                const struct iovec* iov, int iovcnt, size_t bytes) {
+  if (bytes == 0 || fd < 0 || fd >= kFdTableSize) return;
+  ProtocolStream* s = StreamAt(__atomic_load_n(&g_fd_stream[fd], __ATOMIC_ACQUIRE));
+  if (s == nullptr) return;
+  int d = sending == s->client ? 0 : 1;  // the client sends requests, the server receives them
+  if (__atomic_load_n(&s->broken[d], __ATOMIC_RELAXED) != 0) return;
+  // Two threads moving bytes the same way at once: which went first is not known here,
+  // so the direction's parser stops rather than guess.
+  if (__atomic_exchange_n(&s->busy[d], 1, __ATOMIC_ACQUIRE) != 0) {
+    __atomic_store_n(&s->broken[d], 1, __ATOMIC_RELAXED);
+    return;
+  }
+  uint8_t state = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
+  size_t early = 0;  // request bytes of earlier calls to feed before this call's
+  if (state == kDetecting) {
+    uint8_t expected = kDetecting;
+    if (d == 0) {
+      if (!Decide(s, data, iov, iovcnt, bytes)) {
+        __atomic_store_n(&s->busy[d], 0, __ATOMIC_RELEASE);
+        return;
+      }
+      early = s->early_length;
+    } else {
+      // The server spoke first: not a protocol Detect knows.
+      __atomic_compare_exchange_n(&s->state, &expected, uint8_t(kOff), false, __ATOMIC_ACQ_REL,
+                                  __ATOMIC_ACQUIRE);
+    }
+    state = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
+  }
+  if (state != kActive) {
+    if (state == kOff) {
+      __atomic_fetch_and(&g_fd_kind[fd], uint8_t(~kProtocolBit), __ATOMIC_RELAXED);
+    } else {
+      __atomic_store_n(&s->broken[d], 1, __ATOMIC_RELAXED);  // bytes went by mid-decision
+    }
+    __atomic_store_n(&s->busy[d], 0, __ATOMIC_RELEASE);
+    return;
+  }
+  protocols::Parser* parser = &s->parsers[d];
+  auto feed = [&](const uint8_t* p, size_t n) {
+    int stalls = 0;
+    while (n > 0) {
+      bool ended = false;
+      size_t used = protocols::Consume(parser, p, n, &ended);
+      if (used > n) used = n;  // defensive: never walk past the caller's bytes
+      // A processor that takes nothing (twice, if it says a message ended) would loop
+      // forever: the rest goes by unparsed and the direction stops.
+      if (used == 0 && (!ended || ++stalls > 1)) {
+        __atomic_store_n(&s->broken[d], 1, __ATOMIC_RELAXED);
+        break;
+      }
+      s->offset[d] += used;
+      p += used;
+      n -= used;
+      // A message that ended in the kept bytes is logged with this call's times: only its
+      // offset matters to reconcile.
+      if (ended) {
+        LogBoundary(fd, uint8_t(parser->protocol), sending, d == 0, entry, exit, s->offset[d],
+                    &parser->attributes);
+      }
+    }
+  };
+  if (early > 0) feed(s->early, early);
+  if (__atomic_load_n(&s->broken[d], __ATOMIC_RELAXED) == 0) ForEachSegment(data, iov, iovcnt, bytes, feed);
+  __atomic_store_n(&s->busy[d], 0, __ATOMIC_RELEASE);
+}
+
+void AbandonStream(int fd, bool sending) {
+  if (fd < 0 || fd >= kFdTableSize) return;
+  ProtocolStream* s = StreamAt(__atomic_load_n(&g_fd_stream[fd], __ATOMIC_ACQUIRE));
+  if (s != nullptr) __atomic_store_n(&s->broken[sending == s->client ? 0 : 1], 1, __ATOMIC_RELAXED);
+}
+
+void AttachDatagramProtocol(int fd, uint16_t port, bool bound) {
+  if (fd < 0 || fd >= kFdTableSize || !IsDnsPort(port)) return;
+  __atomic_store_n(&g_fd_stream[fd], bound ? kDnsServerSocket : kDnsClientSocket, __ATOMIC_RELEASE);
+  __atomic_fetch_or(&g_fd_kind[fd], kProtocolBit, __ATOMIC_RELEASE);
+}
+
+void FeedDatagram(int fd, bool sending, int64_t entry, int64_t exit, const void* data,
+                  const struct iovec* iov, int iovcnt, size_t bytes,
+                  const struct sockaddr* peer, socklen_t peer_length) {
+  if (g_selection.dns_port_count == 0 || fd < 0 || fd >= kFdTableSize) return;
+  uint32_t marker = __atomic_load_n(&g_fd_stream[fd], __ATOMIC_RELAXED);
+  bool request;  // a query: to a DNS port, or arriving at a socket bound to one
+  uint16_t peer_port = PortOf(peer, peer_length);
+  if (peer_port != 0 && IsDnsPort(peer_port)) {
+    request = sending;
+    // A socket that sent a query is a resolver's: answers it receives without asking
+    // for their source (recv, read) are DNS too.
+    if (sending && marker == 0) AttachDatagramProtocol(fd, peer_port, false);
+  } else if (marker == kDnsServerSocket || marker == kDnsClientSocket) {
+    request = (marker == kDnsClientSocket) == sending;
+  } else {
+    return;
+  }
+  uint8_t copy[1500];  // the usual datagram fits; a longer one is read in its first 1500 bytes
+  size_t have = 0;
+  ForEachSegment(data, iov, iovcnt, bytes, [&](const uint8_t* p, size_t n) {
+    size_t take = n < sizeof copy - have ? n : sizeof copy - have;
+    memcpy(copy + have, p, take);
+    have += take;
+  });
+  protocols::Parser parser;
+  protocols::Init(&parser, protocols::kDns,
+                  request ? protocols::Direction::kRequest : protocols::Direction::kResponse);
+  protocols::ConsumeDatagram(&parser, copy, have);
+  LogBoundary(fd, protocols::kDns, sending, request, entry, exit, 0, &parser.attributes);
+}
+
+void ResetProtocolsAfterFork() {
+  g_pool_lock = 0;
+  // Feeds other threads were running at the fork never end here.
+  for (uint32_t id = 1; id <= g_slots_used; ++id) {
+    ProtocolStream* s = StreamAt(id);
+    for (int d = 0; d < 2; ++d) {
+      if (s->busy[d] != 0) {
+        s->busy[d] = 0;
+        s->broken[d] = 1;
+      }
+    }
+  }
+}
+
+}  // namespace weft_preload

@@ -1,0 +1,171 @@
+// weft capture --protocols on a real process (capture_probe http): the preload library
+// finds each HTTP message's end in the bytes of every call, on both sides of a connection,
+// whatever the calls' sizes, and logs it as a boundary record with the processor's
+// attributes; a dup of the descriptor goes on with the same stream.
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "capture/event_log.h"
+#include "weft_cli.h"
+
+namespace weft::capture {
+namespace {
+
+namespace fs = std::filesystem;
+using weft::testing::Weft;
+
+class CaptureProtocolsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::path(::testing::TempDir()) /
+           ("weft-capture-protocols-" + std::to_string(getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // Runs `capture_probe http 3 CHUNK` with `protocols` (none: the default, auto) and
+  // returns the logs, the client's (the child's) first.
+  std::vector<EventLog> CaptureHttp(const std::string& protocols, int chunk = 7) {
+    std::string flag = protocols.empty() ? "" : " --protocols " + protocols;
+    auto run = Weft("capture -o " + dir_.string() + flag + " -- " + CAPTURE_PROBE + " http 3 " +
+                    std::to_string(chunk));
+    EXPECT_EQ(run.rc, 0) << run.output;
+    EXPECT_NE(run.output.find("http 3 requests, 96 + 120 bytes, child 0"), std::string::npos) << run.output;
+    std::vector<EventLog> logs;
+    auto paths = FindEventLogs(dir_.string());
+    EXPECT_TRUE(paths.ok());
+    if (!paths.ok()) return logs;
+    for (const std::string& path : *paths) {
+      auto log = ReadEventLog(path);
+      EXPECT_TRUE(log.ok()) << log.status().message();
+      if (!log.ok()) continue;
+      EXPECT_EQ(log->loss.corrupt_bytes + log->loss.truncated_bytes, 0u);
+      logs.push_back(std::move(*log));
+    }
+    if (logs.size() == 2 && logs[0].header.parent_pid != logs[1].header.pid) std::swap(logs[0], logs[1]);
+    return logs;
+  }
+
+  fs::path dir_;
+};
+
+// "sent request 32 http.method=GET http.url=/0", one line per boundary in log order.
+std::vector<std::string> Boundaries(const EventLog& log) {
+  std::vector<std::string> lines;
+  for (const Event& e : log.events) {
+    if (e.op != EventOp::kBoundary) continue;
+    const Boundary& b = log.boundaries[size_t(e.boundary)];
+    std::string line = fmt::format("{} {} {} {}", b.protocol, b.sent ? "sent" : "received",
+                                   b.request ? "request" : "response", b.offset);
+    for (const auto& [key, value] : b.attributes) line += " " + key + "=" + value;
+    lines.push_back(line);
+  }
+  return lines;
+}
+
+// Detected from the first request's bytes (the default, auto): three 32-byte requests in
+// one write, read 7 bytes at a time, so two of the server's boundaries fall inside a read;
+// three 40-byte replies in one write through a dup of the accepted socket.
+TEST_F(CaptureProtocolsTest, HttpMessagesEndWhereverTheCallsSplitThem) {
+  std::vector<EventLog> logs = CaptureHttp("");
+  ASSERT_EQ(logs.size(), 2u);
+  EXPECT_EQ(Boundaries(logs[0]), (std::vector<std::string>{
+      "1 sent request 32 http.method=GET http.url=/0",
+      "1 sent request 64 http.method=GET http.url=/1",
+      "1 sent request 96 http.method=GET http.url=/2",
+      "1 received response 40 http.status=200",
+      "1 received response 80 http.status=200",
+      "1 received response 120 http.status=200",
+  }));
+  EXPECT_EQ(Boundaries(logs[1]), (std::vector<std::string>{
+      "1 received request 32 http.method=GET http.url=/0",
+      "1 received request 64 http.method=GET http.url=/1",
+      "1 received request 96 http.method=GET http.url=/2",
+      "1 sent response 40 http.status=200",
+      "1 sent response 80 http.status=200",
+      "1 sent response 120 http.status=200",
+  }));
+  // Each boundary comes right after the call that moved its last byte, with its times.
+  for (const EventLog& log : logs) {
+    for (size_t i = 0; i < log.events.size(); ++i) {
+      if (log.events[i].op != EventOp::kBoundary) continue;
+      size_t call = i;
+      while (call > 0 && log.events[call].op == EventOp::kBoundary) --call;
+      EXPECT_TRUE(IsSendOp(log.events[call].op) || IsRecvOp(log.events[call].op));
+      EXPECT_EQ(log.events[call].entry_ns, log.events[i].entry_ns);
+      EXPECT_EQ(log.events[call].exit_ns, log.events[i].exit_ns);
+    }
+  }
+}
+
+// A server that reads 2 bytes at a time: "GE" cannot tell, so the first request bytes are
+// kept until there are enough (16) and then fed to the processor from offset 0.
+TEST_F(CaptureProtocolsTest, DetectionWaitsForEnoughFirstBytes) {
+  std::vector<EventLog> logs = CaptureHttp("", 2);
+  ASSERT_EQ(logs.size(), 2u);
+  EXPECT_EQ(Boundaries(logs[1]), (std::vector<std::string>{
+      "1 received request 32 http.method=GET http.url=/0",
+      "1 received request 64 http.method=GET http.url=/1",
+      "1 received request 96 http.method=GET http.url=/2",
+      "1 sent response 40 http.status=200",
+      "1 sent response 80 http.status=200",
+      "1 sent response 120 http.status=200",
+  }));
+}
+
+TEST_F(CaptureProtocolsTest, NoneAndOtherProtocolsLogNoBoundaries) {
+  for (std::string spec : {"none", "redis=auto,postgres=5432"}) {
+    std::vector<EventLog> logs = CaptureHttp(spec);
+    ASSERT_EQ(logs.size(), 2u) << spec;
+    EXPECT_TRUE(logs[0].boundaries.empty()) << spec;
+    EXPECT_TRUE(logs[1].boundaries.empty()) << spec;
+    fs::remove_all(dir_);
+  }
+  std::vector<EventLog> logs = CaptureHttp("http=auto");
+  ASSERT_EQ(logs.size(), 2u);
+  EXPECT_EQ(logs[0].boundaries.size(), 6u);
+}
+
+// The program name selects too: every stream of capture_probe is HTTP.
+TEST_F(CaptureProtocolsTest, ProgramNameSelectsTheProtocol) {
+  std::string program = fs::path(CAPTURE_PROBE).filename().string();
+  std::vector<EventLog> logs = CaptureHttp("http=" + program);
+  ASSERT_EQ(logs.size(), 2u);
+  EXPECT_EQ(logs[1].boundaries.size(), 6u);
+}
+
+// DNS over UDP: each datagram to or from the port named for dns is one message with the
+// query's id and name, on both sockets (the client's unbound one, the server's bound one).
+TEST_F(CaptureProtocolsTest, DnsDatagramsCarryIdAndName) {
+  auto run = Weft("capture -o " + dir_.string() + " --protocols dns=53053 -- " + CAPTURE_PROBE + " dns 53053");
+  ASSERT_EQ(run.rc, 0) << run.output;
+  ASSERT_NE(run.output.find("dns 29-byte answer"), std::string::npos) << run.output;
+  auto paths = FindEventLogs(dir_.string());
+  ASSERT_TRUE(paths.ok() && paths->size() == 1u);
+  auto log = ReadEventLog(paths->front());
+  ASSERT_TRUE(log.ok()) << log.status().message();
+  EXPECT_EQ(Boundaries(*log), (std::vector<std::string>{
+      "5 sent request 0 dns.id=4660 dns.name=example.com",
+      "5 received request 0 dns.id=4660 dns.name=example.com",
+      "5 sent response 0 dns.id=4660 dns.name=example.com",
+      "5 received response 0 dns.id=4660 dns.name=example.com",
+  }));
+}
+
+TEST_F(CaptureProtocolsTest, BadSpecIsRefusedWithOneLine) {
+  auto run = Weft("capture -o " + dir_.string() + " --protocols gopher=70 -- /bin/true");
+  EXPECT_NE(run.rc, 0);
+  EXPECT_NE(run.output.find("--protocols: 'gopher': unknown protocol"), std::string::npos) << run.output;
+  run = Weft("capture -o " + dir_.string() + " --protocols http=99999 -- /bin/true");
+  EXPECT_NE(run.rc, 0);
+  EXPECT_NE(run.output.find("port out of range"), std::string::npos) << run.output;
+}
+
+}  // namespace
+}  // namespace weft::capture
