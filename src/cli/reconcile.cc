@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <iterator>
 
 #include "cli/command.h"
 #include "reconcile/reconcile.h"
@@ -19,12 +20,16 @@ void AddReconcileCommand(CLI::App& app, Status& result) {
       "by ports, size and payload hash; a pipe's message ends when its reader drains it.\n"
       "Peers that were not traced are named by endpoint. Prints a one-line summary and one\n"
       "line per log that lost something. Unix datagram sockets are not reconciled yet\n"
-      "(counted as skipped). See docs/reconcile.md.\n\n"
-      "Example:\n"
+      "(counted as skipped). Several directories (one per host) merge into one trace: each\n"
+      "host keeps its own clock, and how far the hosts' clocks disagree is estimated from\n"
+      "the messages between them (WAP5 §5.2) and printed. See docs/reconcile.md.\n\n"
+      "Examples:\n"
       "  weft capture -o run -- ./start-my-services.sh\n"
-      "  weft reconcile run -o run.weft --nodes process\n");
-  static std::string directory, output, nodes = "host";
-  cmd->add_option("dir", directory, "Capture directory (weft capture -o DIR)")->required();
+      "  weft reconcile run -o run.weft --nodes process\n"
+      "  weft reconcile web-host/run db-host/run -o both.weft\n");
+  static std::vector<std::string> directories;
+  static std::string output, nodes = "host";
+  cmd->add_option("dir", directories, "Capture directories (weft capture -o DIR), one or more")->required();
   cmd->add_option("-o,--output", output, "Trace to write (.weft, text, or - for stdout)")->required();
   cmd->add_option("--nodes", nodes,
                   "Node names: host (host:program, default), process (host:program[pid]), "
@@ -34,8 +39,12 @@ void AddReconcileCommand(CLI::App& app, Status& result) {
       WEFT_ASSIGN_OR_RETURN(reconcile::NodeNaming naming, reconcile::ParseNodeNaming(nodes));
       std::vector<std::string> read_losses;
       auto start = std::chrono::steady_clock::now();
-      WEFT_ASSIGN_OR_RETURN(std::vector<capture::EventLog> logs,
-                            reconcile::ReadCaptureDirectory(directory, &read_losses));
+      std::vector<capture::EventLog> logs;
+      for (const std::string& directory : directories) {
+        WEFT_ASSIGN_OR_RETURN(std::vector<capture::EventLog> more,
+                              reconcile::ReadCaptureDirectory(directory, &read_losses));
+        std::move(more.begin(), more.end(), std::back_inserter(logs));
+      }
       auto read_done = std::chrono::steady_clock::now();
       reconcile::ReconcileSummary summary;
       WEFT_ASSIGN_OR_RETURN(Trace trace, reconcile::Reconcile(logs, {.nodes = naming}, &summary));
@@ -45,6 +54,7 @@ void AddReconcileCommand(CLI::App& app, Status& result) {
       double read_s = std::chrono::duration<double>(read_done - start).count();
       fmt::print(stderr, "{} logs: {} (read {:.3f} s, reconciled in {:.3f} s)\n", logs.size(),
                  summary.OneLine(), read_s, reconcile_s);
+      if (std::string clocks = summary.HostClocks(); !clocks.empty()) fmt::print(stderr, "{}\n", clocks);
       for (const std::string& line : read_losses) fmt::print(stderr, "lost: {}\n", line);
       for (const std::string& line : summary.losses) fmt::print(stderr, "lost: {}\n", line);
       return Status::Ok();

@@ -22,6 +22,7 @@
 
 #include "capture/protocols/protocol.h"
 #include "reconcile/connection_table.h"
+#include "trace/clock_offsets.h"
 #include "reconcile/datagram_matcher.h"
 #include "reconcile/message_splitter.h"
 
@@ -35,19 +36,31 @@ std::string ProgramName(const capture::EventLog& log) {
 }
 
 // A traced process (or thread) as a node name, or the endpoint for an untraced one.
+// Also keeps each node's clock: the boot (host) whose monotonic clock its times are on.
 class NodeNamer {
  public:
-  NodeNamer(std::span<const capture::EventLog> logs, NodeNaming naming, TraceBuilder& builder)
-      : logs_(logs), naming_(naming), builder_(builder) {}
+  NodeNamer(std::span<const capture::EventLog> logs, std::span<const uint32_t> clock_of_log, NodeNaming naming,
+            TraceBuilder& builder)
+      : logs_(logs), clock_of_log_(clock_of_log), naming_(naming), builder_(builder) {}
 
   NodeId Traced(uint32_t log_index, int32_t tid) {
     if (naming_ != NodeNaming::kThread) tid = 0;
     uint64_t key = uint64_t(log_index) << 32 | uint32_t(tid);
     auto [it, inserted] = cache_.try_emplace(key);
-    if (inserted) it->second = Name(log_index, tid);
+    if (inserted) {
+      it->second = Name(log_index, tid);
+      // A node name shared by two boots (a host that rebooted) keeps the first clock.
+      if (ClockSlot(it->second) == kNoClock) ClockSlot(it->second) = clock_of_log_[log_index];
+    }
     return it->second;
   }
   NodeId Untraced(const std::string& endpoint) { return builder_.Node(endpoint); }
+
+  // Per node of the builder, its clock, or kNoClock for an untraced peer.
+  std::vector<uint32_t> ClockOfNode() {
+    clock_of_node_.resize(builder_.nodes().size(), kNoClock);
+    return clock_of_node_;
+  }
 
  private:
   NodeId Name(uint32_t log_index, int32_t tid) {
@@ -58,10 +71,17 @@ class NodeNamer {
     return builder_.Node(name);
   }
 
+  uint32_t& ClockSlot(NodeId node) {
+    if (clock_of_node_.size() <= node.value()) clock_of_node_.resize(node.value() + 1, kNoClock);
+    return clock_of_node_[node.value()];
+  }
+
   std::span<const capture::EventLog> logs_;
+  std::span<const uint32_t> clock_of_log_;
   NodeNaming naming_;
   TraceBuilder& builder_;
   std::unordered_map<uint64_t, NodeId> cache_;  // (log, tid) -> node
+  std::vector<uint32_t> clock_of_node_;
 };
 
 // The client end decides CALL vs RETURN. A TCP connection whose ends were both named by
@@ -468,6 +488,15 @@ std::string ReconcileSummary::OneLine() const {
       datagrams_matched, pipes, skipped_io, unnamed_io, losses.size()) + ProtocolPart();
 }
 
+std::string ReconcileSummary::HostClocks() const {
+  std::vector<std::string> parts;
+  for (const HostOffset& h : host_offsets) {
+    parts.push_back(fmt::format("{} is {}{} ahead of {} ({} messages)", h.b, h.offset >= 0 ? "" : "-",
+                                FormatDuration(h.offset >= 0 ? h.offset : -h.offset), h.a, h.messages));
+  }
+  return parts.empty() ? "" : fmt::format("host clocks: {}", fmt::join(parts, "; "));
+}
+
 std::string ReconcileSummary::ProtocolPart() const {
   if (protocol_messages.empty()) return "";
   uint64_t total = 0;
@@ -487,6 +516,9 @@ Result<Trace> Reconcile(std::span<const capture::EventLog> logs, const Reconcile
   // One epoch mapping per boot: the first log's reference is used for every log of that
   // boot, since they share CLOCK_MONOTONIC exactly.
   std::map<std::array<uint8_t, 16>, TimeNs> boot_offsets;
+  std::map<std::array<uint8_t, 16>, uint32_t> boot_number;  // clocks, in order of first log
+  std::vector<uint32_t> clock_of_log(logs.size());
+  std::vector<std::string> host_of_clock;
   std::vector<ConnectionEnd> ends;
   std::vector<UdpSocket> udp_sockets;
   std::vector<Datagram> datagrams;
@@ -495,6 +527,9 @@ Result<Trace> Reconcile(std::span<const capture::EventLog> logs, const Reconcile
     const capture::EventLog& log = logs[i];
     auto [it, inserted] = boot_offsets.try_emplace(
         log.header.boot_id, log.header.clock_realtime_ns - log.header.clock_monotonic_ns);
+    auto [number, first] = boot_number.try_emplace(log.header.boot_id, uint32_t(host_of_clock.size()));
+    if (first) host_of_clock.push_back(log.header.host);
+    clock_of_log[i] = number->second;
     CollectConnectionEnds(log, i, it->second, ends, udp_sockets, datagrams, counts);
     std::string loss = DescribeLoss(log);
     if (!loss.empty()) s.losses.push_back(std::move(loss));
@@ -515,7 +550,7 @@ Result<Trace> Reconcile(std::span<const capture::EventLog> logs, const Reconcile
     return open_time(a) < open_time(b);
   });
   TraceBuilder builder;
-  NodeNamer namer(logs, options.nodes, builder);
+  NodeNamer namer(logs, clock_of_log, options.nodes, builder);
   MessageEmitter emitter(logs, namer, builder, s);
   uint32_t number = 0, pipes = 0;
   for (const ConnectionEnd& end : ends) {
@@ -540,7 +575,18 @@ Result<Trace> Reconcile(std::span<const capture::EventLog> logs, const Reconcile
                    [&](const DatagramMessage& a, const DatagramMessage& b) { return first_time(a) < first_time(b); });
   DatagramEmitter datagram_emitter(logs, udp_sockets, namer, builder, s);
   for (const DatagramMessage& m : datagram_messages) datagram_emitter.Emit(m);
-  return std::move(builder).Finish();
+  std::vector<uint32_t> clock_of_node = namer.ClockOfNode();
+  WEFT_ASSIGN_OR_RETURN(Trace trace, std::move(builder).Finish());
+  if (host_of_clock.size() > 1) {
+    // Hosts: their times are on their own clocks, mapped to the epoch by their realtime
+    // clocks; how far those disagree is estimated from the messages between them (WAP5
+    // §5.2), reported, and left in the data: times are never shifted.
+    ClockOffsets offsets = EstimateClockOffsets(trace, clock_of_node, uint32_t(host_of_clock.size()));
+    for (const PairOffset& p : offsets.pairs) {
+      s.host_offsets.push_back({host_of_clock[p.a.value()], host_of_clock[p.b.value()], p.offset, p.messages});
+    }
+  }
+  return trace;
 }
 
 std::string DescribeLoss(const capture::EventLog& log) {

@@ -65,6 +65,16 @@ struct ReconcileSummary {
   // name; the rest ended where the direction turned.
   std::map<std::string, uint64_t> protocol_messages;
   std::vector<std::string> losses;  // one line per log that lost something
+  // Logs from several hosts (boot ids): per pair of hosts that exchanged messages timed at
+  // both ends in both directions, b's clock minus a's, estimated as WAP5 §5.2 does
+  // (trace/clock_offsets.h). The trace's times stay on each host's own clock.
+  struct HostOffset {
+    std::string a, b;
+    TimeNs offset = 0;
+    uint64_t messages = 0;
+  };
+  std::vector<HostOffset> host_offsets;
+  std::string HostClocks() const;  // "host clocks: b is 3.01s ahead of a (1234 messages)", or ""
 
   std::string OneLine() const;  // "12345 events, 40 connections (18 matched, ...), ..."
   // ", 120 messages ended at protocol boundaries (http 80, redis 40)", or "" if none did.

@@ -10,6 +10,12 @@
 namespace weft {
 
 ClockOffsets EstimateClockOffsets(const Trace& trace) {
+  std::vector<uint32_t> own(trace.nodes().size());
+  for (uint32_t n = 0; n < own.size(); ++n) own[n] = n;
+  return EstimateClockOffsets(trace, own, uint32_t(own.size()));
+}
+
+ClockOffsets EstimateClockOffsets(const Trace& trace, std::span<const uint32_t> clock_of_node, uint32_t clocks) {
   const TraceColumns& c = trace.columns();
   struct Minima {
     TimeNs ab = std::numeric_limits<TimeNs>::max();
@@ -17,12 +23,14 @@ ClockOffsets EstimateClockOffsets(const Trace& trace) {
     uint64_t messages = 0;
   };
   absl::flat_hash_map<uint64_t, Minima> minima;
-  std::vector<uint64_t> messages(trace.nodes().size(), 0);
+  std::vector<uint64_t> messages(clocks, 0);
   for (size_t i = 0; i < trace.size(); ++i) {
-    if (c.send_time[i] == kNoTime || c.recv_time[i] == kNoTime || c.sender[i] == c.receiver[i]) continue;
+    if (c.send_time[i] == kNoTime || c.recv_time[i] == kNoTime) continue;
+    const uint32_t from = clock_of_node[c.sender[i].value()], to = clock_of_node[c.receiver[i].value()];
+    if (from == kNoClock || to == kNoClock || from == to) continue;
     const TimeNs apparent = c.recv_time[i] - c.send_time[i];
-    const bool forward = c.sender[i] < c.receiver[i];
-    const NodeId a = forward ? c.sender[i] : c.receiver[i], b = forward ? c.receiver[i] : c.sender[i];
+    const bool forward = from < to;
+    const NodeId a(forward ? from : to), b(forward ? to : from);
     Minima& m = minima[uint64_t(a.value()) << 32 | b.value()];
     TimeNs& slot = forward ? m.ab : m.ba;
     slot = std::min(slot, apparent);
@@ -40,7 +48,7 @@ ClockOffsets EstimateClockOffsets(const Trace& trace) {
   });
   // Per node, through a spanning tree of each group: breadth first from its busiest node,
   // over the pairs with most messages first (their minima are the most trustworthy).
-  const size_t nodes = trace.nodes().size();
+  const size_t nodes = clocks;
   std::vector<std::vector<std::pair<uint32_t, size_t>>> adjacent(nodes);  // (node, pair)
   for (size_t p = 0; p < out.pairs.size(); ++p) {
     adjacent[out.pairs[p].a.value()].emplace_back(out.pairs[p].b.value(), p);

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "core/id.h"
@@ -32,5 +33,12 @@ struct ClockOffsets {
 };
 
 ClockOffsets EstimateClockOffsets(const Trace& trace);
+
+// The same with nodes that share a clock taken together (the processes of one host, in
+// reconcile): `clock_of_node[n]` is node n's clock, numbered from 0 to `clocks` - 1, or
+// kNoClock for a node whose times are not its own (an untraced peer). PairOffset's `a`
+// and `b` and the result's `node` are then clock numbers.
+inline constexpr uint32_t kNoClock = UINT32_MAX;
+ClockOffsets EstimateClockOffsets(const Trace& trace, std::span<const uint32_t> clock_of_node, uint32_t clocks);
 
 }  // namespace weft

@@ -64,6 +64,24 @@ TEST_F(ReconcileCliTest, KilledShellIsReportedAndItsPipeStillReconciled) {
   EXPECT_GE(trace->size(), 1u);
 }
 
+// Several capture directories (one per host, usually) make one trace.
+TEST_F(ReconcileCliTest, SeveralDirectoriesMerge) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "weft is built with AddressSanitizer, which refuses a preloaded library";
+#endif
+  std::string one = (dir_ / "one").string(), two = (dir_ / "two").string(), trace_file = (dir_ / "run.weft").string();
+  ASSERT_EQ(Weft("capture -o " + one + " -- sh -c 'dd if=/dev/zero bs=1000 count=3 status=none | wc -c'").rc, 0);
+  ASSERT_EQ(Weft("capture -o " + two + " -- sh -c 'dd if=/dev/zero bs=1000 count=4 status=none | wc -c'").rc, 0);
+  auto reconciled = Weft("reconcile " + one + " " + two + " -o " + trace_file + " --nodes process");
+  ASSERT_EQ(reconciled.rc, 0) << reconciled.output;
+  Result<Trace> trace = LoadTrace(trace_file);
+  ASSERT_TRUE(trace.ok()) << trace.status().message();
+  int64_t bytes = 0;
+  for (int64_t b : trace->columns().bytes) bytes += b;
+  EXPECT_EQ(bytes, 7000);  // both pipes
+  EXPECT_EQ(CountLines(reconciled.output, ", 2 pipes,"), 1) << reconciled.output;
+}
+
 TEST_F(ReconcileCliTest, Errors) {
   auto missing = Weft("reconcile /nonexistent-weft-dir -o " + (dir_ / "x.weft").string());
   EXPECT_EQ(missing.rc, 1);

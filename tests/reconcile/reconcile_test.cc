@@ -373,3 +373,40 @@ TEST(Reconcile, ParseNodeNaming) {
 
 }  // namespace
 }  // namespace weft::reconcile
+
+namespace weft::reconcile {
+namespace {
+
+using testing::LogBuilder;
+
+// Two hosts (two boot ids) whose realtime clocks disagree by 3 s: each keeps its own
+// clock in the trace, and the summary says how far apart they are, from the smallest
+// one-way delays both ways (WAP5 §5.2): 100 us each way here, so the estimate is exact.
+TEST(Reconcile, EstimatesHowFarTheHostsClocksAreApart) {
+  const TimeNs second = 1'000'000'000;
+  capture::EventLog client = LogBuilder("a", "/usr/bin/client", 100, 1)
+                                 .Tcp(3, 50, w::kOpConnect, kClient, kServer)
+                                 .Send(3, 101, 1000, 1010, 10).Recv(3, 101, 1020, 300'100, 20)
+                                 .Send(3, 101, 400'000, 400'010, 10).Recv(3, 101, 400'020, 700'100, 20)
+                                 .Build();
+  // Host b's realtime clock reads 3 s ahead: its times map to the epoch 3 s later.
+  capture::EventLog server = LogBuilder("b", "/srv/server", 200, 2)
+                                 .Tcp(4, 60, w::kOpAccept, kServer, kClient)
+                                 .Recv(4, 201, 900, 1100, 10).Send(4, 201, 300'000, 300'010, 20)
+                                 .Recv(4, 201, 300'020, 400'100, 10).Send(4, 201, 700'000, 700'010, 20)
+                                 .Build();
+  server.header.clock_realtime_ns += 3 * second;
+  ReconcileSummary summary;
+  Trace trace = MustReconcile({client, server}, &summary);
+  ASSERT_EQ(trace.size(), 4u);
+  EXPECT_EQ(trace.columns().recv_time[0] - trace.columns().send_time[0], 3 * second + 100);  // not shifted
+  ASSERT_EQ(summary.host_offsets.size(), 1u);
+  EXPECT_EQ(summary.host_offsets[0].a, "a");
+  EXPECT_EQ(summary.host_offsets[0].b, "b");
+  EXPECT_EQ(summary.host_offsets[0].offset, 3 * second);
+  EXPECT_EQ(summary.host_offsets[0].messages, 4u);
+  EXPECT_EQ(summary.HostClocks(), "host clocks: b is 3s ahead of a (4 messages)");
+}
+
+}  // namespace
+}  // namespace weft::reconcile
