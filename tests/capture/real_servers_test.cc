@@ -205,6 +205,168 @@ TEST_F(RealServersTest, RedisBenchmarkMessagesMatchCommandStats) {
 }
 
 // ---------------------------------------------------------------------------------------
+// PostgreSQL and pgbench. postgres forks a backend per connection; with --nodes process
+// each backend is a node of its own, and all of a connection's messages must be between
+// pgbench and that one backend.
+
+// The TPC-B-like script pgbench runs per transaction (pgbench's "tpcb-like" builtin), one
+// simple-protocol Query message per statement, each answered before the next is sent.
+const std::vector<std::string> kTpcbStatements = {
+    "BEGIN;", "UPDATE pgbench_accounts ", "SELECT abalance ", "UPDATE pgbench_tellers ",
+    "UPDATE pgbench_branches ", "INSERT INTO pgbench_history ", "END;"};
+
+// The SQL of a simple Query message ('Q', 4-byte length, text, NUL), "" if not one.
+std::string QueryText(const std::string& prefix) {
+  if (prefix.size() < 6 || prefix[0] != 'Q') return "";
+  return prefix.substr(5, prefix.find('\0', 5) - 5);
+}
+
+void CheckSqlAttributes(const Trace& trace, const std::vector<MessageId>& queries) {
+  int carried = 0;
+  for (MessageId m : queries) {
+    std::string sql;
+    if (!testing::AttributeOf(trace, m, "sql", &sql)) continue;
+    ++carried;
+    std::string text = QueryText(PayloadPrefix(trace, m));
+    EXPECT_EQ(sql.substr(0, 40), text.substr(0, 40));
+  }
+  std::cerr << "sql on " << carried << " of " << queries.size() << " queries\n";
+  if (kProtocolAttributesInTrace) {
+    EXPECT_EQ(carried, int(queries.size()));
+  }
+}
+
+TEST_F(RealServersTest, PgbenchQueriesReachTheirBackend) {
+  std::string bin = kPgBin;
+  if (!Installed(bin + "/postgres") || !Installed(bin + "/pgbench") || !Installed(bin + "/initdb")) {
+    GTEST_SKIP() << "PostgreSQL 15 not installed in " << bin << " (scripts/install-deps)";
+  }
+  // initdb and postgres refuse to run as root: as root, run them as the postgres user.
+  uid_t uid = 0;
+  gid_t gid = 0;
+  std::string as_user;
+  if (getuid() == 0) {
+    passwd* pw = getpwnam("postgres");
+    if (pw == nullptr) GTEST_SKIP() << "running as root and there is no postgres user";
+    uid = pw->pw_uid;
+    gid = pw->pw_gid;
+    as_user = "runuser -u postgres -- ";
+  }
+  constexpr int kClients = 2, kTransactions = 100;
+  std::string data = Path("pgdata"), sockets = Path("pgsock");
+  fs::create_directories(data);
+  fs::create_directories(sockets);
+  if (uid != 0) {
+    ASSERT_EQ(chown(data.c_str(), uid, gid), 0);
+    ASSERT_EQ(chown(sockets.c_str(), uid, gid), 0);
+  }
+  auto [init_rc, init_out] = testing::Shell(as_user + bin + "/initdb -D " + data + " -A trust -U postgres --no-sync");
+  ASSERT_EQ(init_rc, 0) << init_out;
+  uint16_t port = testing::FreePort();
+  ASSERT_NE(port, 0);
+  pid_t server = StartCaptured("postgres",
+                               {bin + "/postgres", "-D", data, "-p", std::to_string(port), "-c",
+                                "listen_addresses=127.0.0.1", "-c", "unix_socket_directories=" + sockets, "-c",
+                                "fsync=off", "-c", "autovacuum=off"},
+                               uid, gid);
+  ASSERT_TRUE(testing::WaitForLog(Path("postgres.out"), "ready to accept connections"))
+      << testing::ReadFile(Path("postgres.out"));
+  // No SSL or GSSAPI negotiation first: the startup packet is the first message.
+  setenv("PGSSLMODE", "disable", 1);
+  setenv("PGGSSENCMODE", "disable", 1);
+  std::string connect = " -h 127.0.0.1 -p " + std::to_string(port) + " -U postgres ";
+  // The tables are made untraced: the server logs that session with an untraced peer.
+  auto [setup_rc, setup_out] = testing::Shell(bin + "/pgbench" + connect + "-i -s 1 -q postgres");
+  ASSERT_EQ(setup_rc, 0) << setup_out;
+  auto bench = Weft(Capture("pgbench", bin + "/pgbench" + connect + "-n -c " + std::to_string(kClients) + " -t " +
+                                           std::to_string(kTransactions) + " --protocol=simple postgres"));
+  ASSERT_EQ(bench.rc, 0) << bench.output;
+  std::cerr << bench.output;
+  ASSERT_NE(bench.output.find("number of transactions actually processed: " +
+                              std::to_string(kClients * kTransactions) + "/"),
+            std::string::npos);
+  int status = background_->Stop(server, SIGINT);  // fast shutdown
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << testing::ReadFile(Path("postgres.out"));
+
+  Trace trace = Reconcile();
+  std::cerr << testing::FormatCounts(testing::CountByNodes(trace));
+  const TraceColumns& c = trace.columns();
+  // Per connection (call id "c<connection>.<n>"): the postgres processes it talked to,
+  // its CALLs by first byte, and the call ids answered.
+  struct Connection {
+    std::set<std::string> servers;
+    std::map<char, int> calls;  // 'Q' query, 'X' terminate, '\0' startup packet
+    std::set<std::string> answered;
+    std::vector<std::string> call_ids;
+  };
+  std::map<std::string, Connection> connections;
+  std::set<std::string> clients;
+  std::vector<MessageId> queries;
+  std::map<std::string, int> statements;
+  for (size_t i = 0; i < trace.size(); ++i) {
+    std::string from(trace.NodeName(c.sender[i])), to(trace.NodeName(c.receiver[i]));
+    bool call = c.kind[i] == MessageKind::kCall;
+    if (ProgramOf(call ? from : to) != "pgbench") continue;
+    clients.insert(call ? from : to);
+    std::string server_node = call ? to : from;
+    EXPECT_EQ(ProgramOf(server_node), "postgres");
+    std::string id(trace.strings().Get(c.call_id[i]));
+    Connection& conn = connections[id.substr(0, id.find('.'))];
+    conn.servers.insert(server_node);
+    MessageId m{uint32_t(i)};
+    std::string prefix = PayloadPrefix(trace, m);
+    EXPECT_NE(c.send_time[i], kNoTime);
+    EXPECT_NE(c.recv_time[i], kNoTime);
+    if (!call) {
+      conn.answered.insert(id);
+      continue;
+    }
+    conn.call_ids.push_back(id);
+    ASSERT_FALSE(prefix.empty());
+    if (prefix[0] == 'Q') {
+      queries.push_back(m);
+      std::string sql = QueryText(prefix);
+      for (const std::string& statement : kTpcbStatements) statements[statement] += sql.starts_with(statement);
+    } else if (prefix[0] != 'X') {
+      // StartupMessage: length, then protocol 3.0 (0x00030000), no type byte.
+      ASSERT_GE(prefix.size(), 8u);
+      EXPECT_EQ(prefix.substr(4, 4), std::string("\0\3\0\0", 4)) << "neither Q, X nor a startup packet";
+    }
+    ++conn.calls[prefix[0] == 'Q' || prefix[0] == 'X' ? prefix[0] : '\0'];
+  }
+  ASSERT_EQ(clients.size(), 1u);
+  // pgbench opens one connection to look at the tables (2 queries: the scale from
+  // pgbench_branches, then its partitioning) and one per client for the transactions.
+  ASSERT_EQ(connections.size(), size_t(kClients + 1));
+  std::set<std::string> backends;
+  int benchmark_connections = 0;
+  for (const auto& [id, conn] : connections) {
+    // One backend per connection, a different one each time.
+    EXPECT_EQ(conn.servers.size(), 1u) << id << " went to " << conn.servers.size() << " processes";
+    backends.insert(*conn.servers.begin());
+    EXPECT_EQ(conn.calls.at('\0'), 1) << id;  // the startup packet
+    EXPECT_EQ(conn.calls.at('X'), 1) << id;   // Terminate: the only CALL with no answer
+    EXPECT_EQ(conn.answered.size(), conn.call_ids.size() - 1) << id;
+    for (const std::string& call : conn.call_ids) {
+      EXPECT_TRUE(conn.answered.count(call) || call == conn.call_ids.back()) << call << " has no RETURN";
+    }
+    int q = conn.calls.count('Q') ? conn.calls.at('Q') : 0;
+    if (q == 7 * kTransactions) {
+      ++benchmark_connections;
+    } else {
+      EXPECT_EQ(q, 2) << id;
+    }
+  }
+  EXPECT_EQ(backends.size(), connections.size());
+  EXPECT_EQ(benchmark_connections, kClients);
+  for (const std::string& statement : kTpcbStatements) {
+    EXPECT_EQ(statements[statement], kClients * kTransactions) << statement;
+  }
+  EXPECT_EQ(int(queries.size()), 7 * kClients * kTransactions + 2);
+  CheckSqlAttributes(trace, queries);
+}
+
+// ---------------------------------------------------------------------------------------
 // nginx as a reverse proxy in front of the testbed: load client -> nginx -> web0 (HTTP,
 // thread per connection) -> db0 (framed). The testbed's truth logs know the client's
 // requests as calls to web0; the trace has each one twice, client -> nginx and nginx ->
