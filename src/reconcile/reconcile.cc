@@ -426,24 +426,6 @@ class LossCollector : public capture::Reporter {
   std::vector<std::string>* lines_;
 };
 
-}  // namespace
-
-Result<NodeNaming> ParseNodeNaming(std::string_view name) {
-  if (name == "host") return NodeNaming::kHost;
-  if (name == "process") return NodeNaming::kProcess;
-  if (name == "thread") return NodeNaming::kThread;
-  return Status::InvalidArgument("node naming '{}': expected host, process or thread", name);
-}
-
-std::string ReconcileSummary::OneLine() const {
-  return fmt::format(
-      "{} events, {} connection ends ({} paired, {} half-traced), {} messages, {} bytes, "
-      "{} bytes never read, {} UDP datagrams ({} seen at both ends), {} pipes, {} Unix datagram "
-      "I/O events skipped, {} I/O events on unnamed descriptors, {} logs with losses",
-      events, connections, matched, half_traced, messages, bytes, unmatched_bytes, datagrams,
-      datagrams_matched, pipes, skipped_io, unnamed_io, losses.size());
-}
-
 // A child's inherited descriptors exist from its fork on, but its log names them only once
 // the child runs. A parent that closes its copy right after forking (postgres's postmaster
 // closes each accepted socket as soon as the backend is forked) has often closed it by
@@ -474,6 +456,24 @@ void DateInheritedEndsFromFork(std::span<const capture::EventLog> logs,
     }
     if (forked != kNoTime) end.open_ns = forked;
   }
+}
+
+}  // namespace
+
+Result<NodeNaming> ParseNodeNaming(std::string_view name) {
+  if (name == "host") return NodeNaming::kHost;
+  if (name == "process") return NodeNaming::kProcess;
+  if (name == "thread") return NodeNaming::kThread;
+  return Status::InvalidArgument("node naming '{}': expected host, process or thread", name);
+}
+
+std::string ReconcileSummary::OneLine() const {
+  return fmt::format(
+      "{} events, {} connection ends ({} paired, {} half-traced), {} messages, {} bytes, "
+      "{} bytes never read, {} UDP datagrams ({} seen at both ends), {} pipes, {} Unix datagram "
+      "I/O events skipped, {} I/O events on unnamed descriptors, {} logs with losses",
+      events, connections, matched, half_traced, messages, bytes, unmatched_bytes, datagrams,
+      datagrams_matched, pipes, skipped_io, unnamed_io, losses.size());
 }
 
 Result<Trace> Reconcile(std::span<const capture::EventLog> logs, const ReconcileOptions& options,
