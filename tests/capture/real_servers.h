@@ -102,22 +102,23 @@ inline std::pair<int, std::string> Shell(const std::string& command) {
 
 // The processes a test started in the background. Each is the leader of its own process
 // group, so that whatever it forked (a traced server, nginx's worker) can be killed with
-// it; the destructor kills and reaps whatever is left, so a failed test leaves nothing.
+// it. The destructor stops whatever a failed test left running, with its stop signal
+// first (postgres's children leave the group with setsid; a fast shutdown ends them),
+// then kills each group, so a failed test leaves nothing behind.
 class Background {
  public:
   Background() = default;
   Background(const Background&) = delete;
   Background& operator=(const Background&) = delete;
   ~Background() {
-    for (pid_t pid : running_) {
-      kill(-pid, SIGKILL);
-      waitpid(pid, nullptr, 0);
-    }
+    std::vector<std::pair<pid_t, int>> left = running_;
+    for (const auto& [pid, signal] : left) Stop(pid, signal, std::chrono::seconds(10), false);
   }
 
   // Runs argv[0] (a path) with stdout and stderr to `log`, as `uid`/`gid` if given.
-  pid_t Start(const std::vector<std::string>& argv, const std::string& log, uid_t uid = 0,
-              gid_t gid = 0) {
+  // `stop_signal` is what the destructor stops it with if the test did not.
+  pid_t Start(const std::vector<std::string>& argv, const std::string& log, int stop_signal = SIGTERM,
+              uid_t uid = 0, gid_t gid = 0) {
     std::vector<char*> args;
     for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
@@ -136,32 +137,36 @@ class Background {
     }
     if (pid > 0) {
       setpgid(pid, pid);  // also here: the child may not have run yet when we signal it
-      running_.push_back(pid);
+      running_.push_back({pid, stop_signal});
     }
     return pid;
   }
 
   // Sends `signal` to `pid` alone (weft capture passes it on to the program it runs) and
   // waits for it; after `timeout` kills its whole group. Returns the wait status.
-  int Stop(pid_t pid, int signal, std::chrono::seconds timeout = std::chrono::seconds(15)) {
+  // `must_stop`: failing to stop in time is a test failure (not so for the destructor's
+  // clean-up after a failure). Whatever is left of the group is killed either way.
+  int Stop(pid_t pid, int signal, std::chrono::seconds timeout = std::chrono::seconds(15),
+           bool must_stop = true) {
     kill(pid, signal);
     auto deadline = std::chrono::steady_clock::now() + timeout;
     int status = 0;
     while (waitpid(pid, &status, WNOHANG) == 0) {
       if (std::chrono::steady_clock::now() > deadline) {
-        ADD_FAILURE() << "pid " << pid << " did not stop; killing its process group";
+        if (must_stop) ADD_FAILURE() << "pid " << pid << " did not stop; killing its process group";
         kill(-pid, SIGKILL);
         waitpid(pid, &status, 0);
         break;
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
-    std::erase(running_, pid);
+    kill(-pid, SIGKILL);  // anything of the group that outlived its leader
+    std::erase_if(running_, [pid](const std::pair<pid_t, int>& p) { return p.first == pid; });
     return status;
   }
 
  private:
-  std::vector<pid_t> running_;
+  std::vector<std::pair<pid_t, int>> running_;  // pid, stop signal
 };
 
 // "vm:redis-benchmark[123]" (--nodes process) -> "redis-benchmark".
@@ -246,11 +251,12 @@ class RealServersTest : public ::testing::Test {
   std::string Path(const std::string& name) const { return (base_ / name).string(); }
 
   // `weft capture` of argv in the background, logs under capture/<sub>.
-  pid_t StartCaptured(const std::string& sub, std::vector<std::string> argv, uid_t uid = 0, gid_t gid = 0) {
+  pid_t StartCaptured(const std::string& sub, std::vector<std::string> argv, int stop_signal = SIGTERM,
+                      uid_t uid = 0, gid_t gid = 0) {
     std::vector<std::string> full = {WEFT_BINARY, "capture", "-o", Path("capture/" + sub),
                                      "--payload-prefix", std::to_string(kPrefix), "--"};
     full.insert(full.end(), argv.begin(), argv.end());
-    return background_->Start(full, Path(sub + ".out"), uid, gid);
+    return background_->Start(full, Path(sub + ".out"), stop_signal, uid, gid);
   }
 
   std::string Capture(const std::string& sub, const std::string& command) const {

@@ -221,7 +221,7 @@ TEST_F(RealServersTest, PgbenchQueriesReachTheirBackend) {
                                {bin + "/postgres", "-D", data, "-p", std::to_string(port), "-c",
                                 "listen_addresses=127.0.0.1", "-c", "unix_socket_directories=" + sockets, "-c",
                                 "fsync=off", "-c", "autovacuum=off"},
-                               uid, gid);
+                               SIGINT, uid, gid);  // SIGINT: fast shutdown
   ASSERT_TRUE(testing::WaitForLog(Path("postgres.out"), "ready to accept connections"))
       << testing::ReadFile(Path("postgres.out"));
   // No SSL or GSSAPI negotiation first: the startup packet is the first message.
