@@ -182,7 +182,7 @@ TEST_F(RealServersTest, NginxInFrontOfTestbedReconcilesEveryRequest) {
   ASSERT_TRUE(testing::WaitForPort(db) && testing::WaitForPort(web) && testing::WaitForPort(front))
       << testing::ReadFile(prefix + "/error.log");
   auto load = Weft(Capture("client", std::string(WEFT_BINARY) + " testbed load " + topology + " --entry-port " +
-                                         std::to_string(front) + " --duration 2s --concurrency 4 -o " + truth_dir));
+                                         std::to_string(front) + " --duration 1s --concurrency 4 -o " + truth_dir));
   ASSERT_EQ(load.rc, 0) << load.output;
   std::cerr << load.output;
   for (pid_t pid : {nginx, web0, db0}) {
