@@ -11,15 +11,15 @@
 // direction until the direction turns. What the processors will add (one message per
 // pipelined request; attributes http.url, sql, redis.command) is checked, where present,
 // by the Check*Attributes functions, and is a hard requirement only with
-// kProtocolAttributesInTrace set (see the comment there).
+// kProtocolAttributesInTrace set (real_servers.h says what it switches on).
 #include <pwd.h>
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <iostream>
-#include <set>
 #include <regex>
+#include <set>
 
 #include "capture/real_servers.h"
 #include "weft_cli.h"
@@ -28,7 +28,6 @@ namespace weft {
 namespace {
 
 namespace fs = std::filesystem;
-using testing::Background;
 using testing::kProtocolAttributesInTrace;
 using testing::PayloadPrefix;
 using testing::ProgramOf;
