@@ -470,6 +470,38 @@ class LossCollector : public capture::Reporter {
   std::vector<std::string>* lines_;
 };
 
+// A child's inherited descriptors exist from its fork on, but its log names them only once
+// the child runs. A parent that closes its copy right after forking (postgres's postmaster
+// closes each accepted socket as soon as the backend is forked) has often closed it by
+// then, and the child's end would no longer fold into the parent's. So an end inherited by
+// a forked child (first image of its pid) is dated from the parent's fork call: the latest
+// fork of that pid on the same boot before the child named it.
+void DateInheritedEndsFromFork(std::span<const capture::EventLog> logs,
+                               const std::map<std::array<uint8_t, 16>, TimeNs>& boot_offsets,
+                               std::vector<ConnectionEnd>& ends) {
+  std::map<std::pair<std::array<uint8_t, 16>, int32_t>, std::vector<TimeNs>> forks;  // (boot, child)
+  for (const capture::EventLog& log : logs) {
+    TimeNs offset = boot_offsets.at(log.header.boot_id);
+    for (const capture::Event& e : log.events) {
+      if (e.op == capture::EventOp::kFork && e.result > 0) {
+        forks[{log.header.boot_id, e.result}].push_back(e.entry_ns + offset);
+      }
+    }
+  }
+  if (forks.empty()) return;
+  for (ConnectionEnd& end : ends) {
+    const capture::EventLogHeader& header = logs[end.log].header;
+    if (end.opener != Opener::kUnknown || header.exec_index != 0) continue;
+    auto it = forks.find({header.boot_id, header.pid});
+    if (it == forks.end()) continue;
+    TimeNs forked = kNoTime;
+    for (TimeNs t : it->second) {
+      if (t <= end.open_ns && (forked == kNoTime || t > forked)) forked = t;
+    }
+    if (forked != kNoTime) end.open_ns = forked;
+  }
+}
+
 }  // namespace
 
 Result<NodeNaming> ParseNodeNaming(std::string_view name) {
@@ -534,6 +566,7 @@ Result<Trace> Reconcile(std::span<const capture::EventLog> logs, const Reconcile
     std::string loss = DescribeLoss(log);
     if (!loss.empty()) s.losses.push_back(std::move(loss));
   }
+  DateInheritedEndsFromFork(logs, boot_offsets, ends);
   MergeInheritedEnds(ends);
   s.events = counts.events;
   s.skipped_io = counts.skipped_io;

@@ -213,6 +213,33 @@ TEST(Reconcile, ForkedChildContinuesTheParentsConnection) {
   EXPECT_EQ(summary.connections, 2u);
 }
 
+// postgres's postmaster: accept, fork the backend, close its copy at once. The backend
+// names the inherited socket only when it runs, after that close; it still continues the
+// postmaster's connection, dated from the fork.
+TEST(Reconcile, ChildNamingItsSocketAfterTheParentClosedItStillContinuesIt) {
+  std::vector<capture::EventLog> logs = {
+      LogBuilder("a", "/usr/bin/client", 100)
+          .Tcp(3, 50, w::kOpConnect, kClient, kServer)
+          .Send(3, 101, 100, 101, 10).Recv(3, 101, 102, 130, 5)
+          .Build(),
+      LogBuilder("b", "/srv/server", 200)
+          .Tcp(4, 60, w::kOpAccept, kServer, kClient)
+          .Fork(250, 70, 80).Close(4, 81)
+          .Build(),
+      LogBuilder("b", "/srv/server", 250).ParentPid(200)
+          .Tcp(4, 95, w::kOpNone, kServer, kClient)
+          .Recv(4, 250, 96, 110, 10).Send(4, 250, 120, 121, 5)
+          .Build(),
+  };
+  ReconcileSummary summary;
+  EXPECT_EQ(Lines(MustReconcile(logs, &summary, NodeNaming::kProcess)), (std::vector<std::string>{
+      "CALL_SENT a:client[100] -> b:server[250] c1.1 10B send=100 recv=110 tid 101->250 10.0.0.1:40000->10.0.0.2:80",
+      "RET_SENT b:server[250] -> a:client[100] c1.1 5B send=120 recv=130 tid 250->101 10.0.0.2:80->10.0.0.1:40000",
+  }));
+  EXPECT_EQ(summary.matched, 1u);
+  EXPECT_EQ(summary.half_traced, 0u);
+}
+
 TEST(Reconcile, ThreadNamingAndLosses) {
   capture::EventLog killed = LogBuilder("a", "/usr/bin/client", 100)
                                  .Tcp(3, 50, w::kOpConnect, kClient, kServer)

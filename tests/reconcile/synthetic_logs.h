@@ -155,6 +155,11 @@ class LogBuilder {
     log_.events.back().payload = int32_t(log_.payloads.size() - 1);
     return *this;
   }
+  // fork() returning `child` in the parent.
+  LogBuilder& Fork(int32_t child, TimeNs entry, TimeNs exit) {
+    return Add({.op = capture::EventOp::kFork, .tid = log_.header.pid, .fd = -1, .entry_ns = entry,
+                .exit_ns = exit, .result = child});
+  }
   LogBuilder& ParentPid(int32_t pid) {
     log_.header.parent_pid = pid;
     return *this;

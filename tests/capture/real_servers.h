@@ -1,0 +1,276 @@
+// The fixture and helpers of tests/capture/real_servers_test.cc and
+// real_servers_nginx_test.cc: starting real servers (redis-server, postgres, nginx, the
+// testbed's own) under `weft capture` as process groups of their own, stopping them for
+// sure, and reading the reconciled trace by process and payload prefix.
+#pragma once
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "reconcile/reconcile.h"
+#include "trace/io.h"
+#include "trace/trace.h"
+#include "weft_cli.h"
+
+namespace weft::testing {
+
+// A free TCP port on 127.0.0.1: bound to port 0, read back, closed. A server started right
+// after takes it (loopback ports are not handed out again that soon).
+inline uint16_t FreePort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+    if (fd >= 0) close(fd);
+    return 0;
+  }
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
+// Waits until something accepts on 127.0.0.1:port. The probe connects and closes without
+// writing, so the traced server logs an accept and a close but no message.
+inline bool WaitForPort(uint16_t port, std::chrono::seconds timeout = std::chrono::seconds(20)) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(port);
+    bool up = connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+    close(fd);
+    if (up) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
+inline std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Waits until `path` (a server's log) contains `text`.
+inline bool WaitForLog(const std::string& path, const std::string& text,
+                       std::chrono::seconds timeout = std::chrono::seconds(20)) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (ReadFile(path).find(text) != std::string::npos) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
+// A shell command's exit code (-1 if killed) and its stdout and stderr together.
+inline std::pair<int, std::string> Shell(const std::string& command) {
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  if (pipe == nullptr) return {-1, "popen failed"};
+  std::string out;
+  char buffer[4096];
+  size_t n;
+  while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) out.append(buffer, n);
+  int status = pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+// The processes a test started in the background. Each is the leader of its own process
+// group, so that whatever it forked (a traced server, nginx's worker) can be killed with
+// it. The destructor stops whatever a failed test left running, with its stop signal
+// first (postgres's children leave the group with setsid; a fast shutdown ends them),
+// then kills each group, so a failed test leaves nothing behind.
+class Background {
+ public:
+  Background() = default;
+  Background(const Background&) = delete;
+  Background& operator=(const Background&) = delete;
+  ~Background() {
+    std::vector<std::pair<pid_t, int>> left = running_;
+    for (const auto& [pid, signal] : left) Stop(pid, signal, std::chrono::seconds(10), false);
+  }
+
+  // Runs argv[0] (a path) with stdout and stderr to `log`, as `uid`/`gid` if given.
+  // `stop_signal` is what the destructor stops it with if the test did not.
+  pid_t Start(const std::vector<std::string>& argv, const std::string& log, int stop_signal = SIGTERM,
+              uid_t uid = 0, gid_t gid = 0) {
+    std::vector<char*> args;
+    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    std::fflush(nullptr);
+    pid_t pid = fork();
+    if (pid == 0) {
+      setpgid(0, 0);
+      int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      if (fd >= 0) {
+        dup2(fd, 1);
+        dup2(fd, 2);
+      }
+      if (uid != 0 && (setgid(gid) != 0 || setuid(uid) != 0)) _exit(126);
+      execv(args[0], args.data());
+      _exit(127);
+    }
+    if (pid > 0) {
+      setpgid(pid, pid);  // also here: the child may not have run yet when we signal it
+      running_.push_back({pid, stop_signal});
+    }
+    return pid;
+  }
+
+  // Sends `signal` to `pid` alone (weft capture passes it on to the program it runs) and
+  // waits for it; after `timeout` kills its whole group. Returns the wait status.
+  // `must_stop`: failing to stop in time is a test failure (not so for the destructor's
+  // clean-up after a failure). Whatever is left of the group is killed either way.
+  int Stop(pid_t pid, int signal, std::chrono::seconds timeout = std::chrono::seconds(15),
+           bool must_stop = true) {
+    kill(pid, signal);
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    int status = 0;
+    while (waitpid(pid, &status, WNOHANG) == 0) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        if (must_stop) ADD_FAILURE() << "pid " << pid << " did not stop; killing its process group";
+        kill(-pid, SIGKILL);
+        waitpid(pid, &status, 0);
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    kill(-pid, SIGKILL);  // anything of the group that outlived its leader
+    std::erase_if(running_, [pid](const std::pair<pid_t, int>& p) { return p.first == pid; });
+    return status;
+  }
+
+ private:
+  std::vector<std::pair<pid_t, int>> running_;  // pid, stop signal
+};
+
+// "vm:redis-benchmark[123]" (--nodes process) -> "redis-benchmark".
+inline std::string ProgramOf(std::string_view node) {
+  size_t colon = node.find(':'), bracket = node.rfind('[');
+  if (colon == std::string_view::npos || bracket == std::string_view::npos || bracket < colon) return "";
+  return std::string(node.substr(colon + 1, bracket - colon - 1));
+}
+
+// A message's payload.prefix attribute as bytes ("" without one).
+inline std::string PayloadPrefix(const Trace& trace, MessageId m) {
+  for (const Attribute& a : trace.AttributesOf(m)) {
+    if (trace.strings().Get(a.key) != reconcile::kPayloadAttribute) continue;
+    std::string_view hex = trace.strings().Get(a.value);
+    std::string bytes;
+    for (size_t i = 0; i + 1 < hex.size(); i += 2) {
+      bytes.push_back(char(std::stoi(std::string(hex.substr(i, 2)), nullptr, 16)));
+    }
+    return bytes;
+  }
+  return "";
+}
+
+// The value of attribute `key` on message m, or nullptr-like "" with found = false.
+inline bool AttributeOf(const Trace& trace, MessageId m, std::string_view key, std::string* value) {
+  for (const Attribute& a : trace.AttributesOf(m)) {
+    if (trace.strings().Get(a.key) == key) {
+      *value = std::string(trace.strings().Get(a.value));
+      return true;
+    }
+  }
+  return false;
+}
+
+// Messages counted by (kind, sender node, receiver node).
+using PairCounts = std::map<std::tuple<MessageKind, std::string, std::string>, int>;
+inline PairCounts CountByNodes(const Trace& trace) {
+  PairCounts counts;
+  const TraceColumns& c = trace.columns();
+  for (size_t i = 0; i < trace.size(); ++i) {
+    ++counts[{c.kind[i], std::string(trace.NodeName(c.sender[i])), std::string(trace.NodeName(c.receiver[i]))}];
+  }
+  return counts;
+}
+
+inline std::string FormatCounts(const PairCounts& counts) {
+  std::string s;
+  for (const auto& [key, n] : counts) {
+    const auto& [kind, from, to] = key;
+    s += "  " + std::string(MessageKindOp(kind)) + " " + from + " -> " + to + ": " + std::to_string(n) + "\n";
+  }
+  return s;
+}
+
+class RealServersTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+#if defined(__SANITIZE_ADDRESS__)
+    GTEST_SKIP() << "weft is built with AddressSanitizer, which refuses a preloaded library";
+#endif
+    base_ = std::filesystem::path(::testing::TempDir()) /
+            ("weft-real-" + std::to_string(getpid()) + "-" +
+             ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(base_);
+    std::filesystem::create_directories(base_ / "capture");
+    // Servers that drop root (postgres runs as its own user) write their logs here too.
+    std::filesystem::permissions(base_, std::filesystem::perms::all);
+    std::filesystem::permissions(base_ / "capture", std::filesystem::perms::all);
+  }
+  void TearDown() override {
+    background_.reset();  // kills and reaps whatever a failed test left running
+    if (!base_.empty()) std::filesystem::remove_all(base_);  // empty when skipped in SetUp
+  }
+
+  std::string Path(const std::string& name) const { return (base_ / name).string(); }
+
+  // `weft capture` of argv in the background, logs under capture/<sub>.
+  pid_t StartCaptured(const std::string& sub, std::vector<std::string> argv, int stop_signal = SIGTERM,
+                      uid_t uid = 0, gid_t gid = 0) {
+    std::vector<std::string> full = {WEFT_BINARY, "capture", "-o", Path("capture/" + sub),
+                                     "--payload-prefix", std::to_string(kPrefix), "--"};
+    full.insert(full.end(), argv.begin(), argv.end());
+    return background_->Start(full, Path(sub + ".out"), stop_signal, uid, gid);
+  }
+
+  std::string Capture(const std::string& sub, const std::string& command) const {
+    return "capture -o " + Path("capture/" + sub) + " --payload-prefix " + std::to_string(kPrefix) +
+           " -- " + command;
+  }
+
+  Trace Reconcile() {
+    auto run = Weft("reconcile " + Path("capture") + " -o " + Path("run.weft") + " --nodes process");
+    EXPECT_EQ(run.rc, 0) << run.output;
+    std::cerr << run.output;
+    Result<Trace> trace = LoadTrace(Path("run.weft"));
+    EXPECT_TRUE(trace.ok()) << trace.status().message();
+    return trace.ok() ? std::move(*trace) : Trace();
+  }
+
+  static bool Installed(const std::string& path) { return access(path.c_str(), X_OK) == 0; }
+
+  static constexpr int kPrefix = 512;
+  std::filesystem::path base_;
+  std::unique_ptr<Background> background_ = std::make_unique<Background>();
+};
+
+}  // namespace weft::testing

