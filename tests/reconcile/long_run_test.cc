@@ -1,7 +1,9 @@
 // Issue 7's acceptance run: every message of a 60-second testbed run at concurrency 32,
 // captured and reconciled, matched one for one with the truth the servers logged (by
 // endpoints and byte offsets, eval/align.h): the right sender and receiver, both
-// timestamps, connections reused for thousands of requests each.
+// timestamps, on connections reused for thousands of requests and pipelined (the
+// pipelined topology: up to 8 calls in flight on one connection, HTTP and framed tiers;
+// capture's protocol processors cut one message per request).
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -31,7 +33,7 @@ TEST(LongCapturedRun, EveryMessageOfSixtySecondsAtConcurrency32) {
   std::string capture = (base / "capture").string(), truth_dir = (base / "truth").string(),
               run = (base / "run.weft").string();
   auto traced = Weft("capture -o " + capture + " -- " + WEFT_BINARY + " testbed run " + WEFT_TOPOLOGIES +
-                     "/three-tier.toml --duration 60s --concurrency 32 -o " + truth_dir);
+                     "/pipelined.toml --duration 60s --concurrency 32 -o " + truth_dir);
   ASSERT_EQ(traced.rc, 0) << traced.output;
   auto reconciled = Weft("reconcile " + capture + " -o " + run + " --nodes process");
   ASSERT_EQ(reconciled.rc, 0) << reconciled.output;
@@ -45,7 +47,7 @@ TEST(LongCapturedRun, EveryMessageOfSixtySecondsAtConcurrency32) {
   Result<Trace> labelled = CopyTruth(*truth, *trace, &aligned);
   ASSERT_TRUE(labelled.ok()) << labelled.status().message();
   std::cerr << aligned.OneLine() << "\n";
-  EXPECT_GT(aligned.requests, 60'000u);
+  EXPECT_GT(aligned.requests, 20'000u);
   EXPECT_EQ(aligned.matched, aligned.truth_messages);  // every truth message, in place and size
   EXPECT_EQ(aligned.run_messages, aligned.truth_messages);  // and nothing else
   EXPECT_EQ(aligned.labelled, aligned.requests);
