@@ -294,14 +294,16 @@ TEST(Testbed, OpenLoopSendsAtTheGivenRate) {
   RunOptions options;
   options.duration = 2 * kSecond;
   options.concurrency = 32;
-  options.rate = 1000;
+  // Well below what the machine serves even when loaded (a run at 1000 req/s fell behind
+  // and dropped arrivals while other tests ran beside it).
+  options.rate = 250;
   options.out_dir = TempDir("open");
   Result<RunReport> report = RunTestbed(*topo, options);
   ExpectNoChildren();
   ASSERT_TRUE(report.ok()) << report.status().message();
   const LoadStats& s = report->load;
-  EXPECT_GT(s.sent, 1800u) << FormatLoadStats(s);
-  EXPECT_LT(s.sent, 2200u) << FormatLoadStats(s);
+  EXPECT_GT(s.sent, 450u) << FormatLoadStats(s);
+  EXPECT_LT(s.sent, 550u) << FormatLoadStats(s);
   EXPECT_EQ(s.ok, s.sent) << FormatLoadStats(s);
   EXPECT_EQ(s.failed, 0u);
   EXPECT_EQ(s.dropped, 0u);
