@@ -141,6 +141,7 @@ struct ProtocolStream {
   uint64_t offset[2];   // bytes moved so far per direction (the boundary record's offset)
   uint8_t early[16];    // detecting: request bytes of earlier calls, too few to tell yet
   uint32_t early_length;
+  HeldBytes held;       // event isolation: input bytes read but not yet given (isolation.cc)
   protocols::Parser parsers[2];
 };
 
@@ -227,6 +228,7 @@ void Start(int fd, protocols::Protocol protocol, bool client) {
   s->broken[0] = s->broken[1] = 0;
   s->offset[0] = s->offset[1] = 0;
   s->early_length = 0;
+  s->held.start = s->held.length = 0;  // a mapping left by a stream freed while busy is reused
   s->client = client;
   s->state = protocol == protocols::kNone ? kDetecting : kActive;
   protocols::Init(&s->parsers[0], protocol, protocols::Direction::kRequest);
@@ -376,7 +378,20 @@ void DetachProtocol(int fd) {
   uint32_t id = __atomic_exchange_n(&g_fd_stream[fd], 0, __ATOMIC_ACQ_REL);
   ProtocolStream* s = StreamAt(id);
   if (s == nullptr) return;
-  if (__atomic_sub_fetch(&s->references, 1, __ATOMIC_ACQ_REL) == 0) FreeSlot(id);
+  if (__atomic_sub_fetch(&s->references, 1, __ATOMIC_ACQ_REL) == 0) {
+    // Held bytes die with the open file description (as unread bytes in the kernel do).
+    int d = s->client ? 1 : 0;
+    if (s->held.data != nullptr && __atomic_exchange_n(&s->busy[d], 1, __ATOMIC_ACQUIRE) == 0) {
+      if (s->held.length != 0) __atomic_sub_fetch(&g_held_streams, 1, __ATOMIC_RELAXED);
+      munmap(s->held.data, s->held.capacity);
+      s->held = HeldBytes{};
+      __atomic_store_n(&s->busy[d], 0, __ATOMIC_RELEASE);
+    } else if (s->held.length != 0) {  // a read still runs: the mapping stays with the slot
+      __atomic_sub_fetch(&g_held_streams, 1, __ATOMIC_RELAXED);
+      s->held.length = 0;
+    }
+    FreeSlot(id);
+  }
 }
 
 void ShareProtocol(int old_fd, int new_fd) {
@@ -388,19 +403,11 @@ void ShareProtocol(int old_fd, int new_fd) {
   __atomic_store_n(&g_fd_stream[new_fd], id, __ATOMIC_RELEASE);
 }
 
-void FeedStream(int fd, bool sending, int64_t entry, int64_t exit, const void* data,
-                const struct iovec* iov, int iovcnt, size_t bytes) {
-  if (bytes == 0 || fd < 0 || fd >= kFdTableSize) return;
-  ProtocolStream* s = StreamAt(__atomic_load_n(&g_fd_stream[fd], __ATOMIC_ACQUIRE));
-  if (s == nullptr) return;
-  int d = sending == s->client ? 0 : 1;  // the client sends requests, the server receives them
-  if (__atomic_load_n(&s->broken[d], __ATOMIC_RELAXED) != 0) return;
-  // Two threads moving bytes the same way at once: which went first is not known here,
-  // so the direction's parser stops rather than guess.
-  if (__atomic_exchange_n(&s->busy[d], 1, __ATOMIC_ACQUIRE) != 0) {
-    __atomic_store_n(&s->broken[d], 1, __ATOMIC_RELAXED);
-    return;
-  }
+namespace {
+
+// FeedStream's work with direction `d` of `s` taken (busy); leaves it taken.
+void FeedTaken(ProtocolStream* s, int d, int fd, bool sending, int64_t entry, int64_t exit,
+               const void* data, const struct iovec* iov, int iovcnt, size_t bytes) {
   uint8_t state = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
   size_t early = 0;  // request bytes of earlier calls to feed before this call's
   if (state == kDetecting) {
@@ -424,7 +431,6 @@ void FeedStream(int fd, bool sending, int64_t entry, int64_t exit, const void* d
     } else {
       __atomic_store_n(&s->broken[d], 1, __ATOMIC_RELAXED);  // bytes went by mid-decision
     }
-    __atomic_store_n(&s->busy[d], 0, __ATOMIC_RELEASE);
     return;
   }
   protocols::Parser* parser = &s->parsers[d];
@@ -453,7 +459,96 @@ void FeedStream(int fd, bool sending, int64_t entry, int64_t exit, const void* d
   };
   if (early > 0) feed(s->early, early);
   if (__atomic_load_n(&s->broken[d], __ATOMIC_RELAXED) == 0) ForEachSegment(data, iov, iovcnt, bytes, feed);
+}
+
+}  // namespace
+
+void FeedStream(int fd, bool sending, int64_t entry, int64_t exit, const void* data,
+                const struct iovec* iov, int iovcnt, size_t bytes) {
+  if (bytes == 0 || fd < 0 || fd >= kFdTableSize) return;
+  ProtocolStream* s = StreamAt(__atomic_load_n(&g_fd_stream[fd], __ATOMIC_ACQUIRE));
+  if (s == nullptr) return;
+  int d = sending == s->client ? 0 : 1;  // the client sends requests, the server receives them
+  if (__atomic_load_n(&s->broken[d], __ATOMIC_RELAXED) != 0) return;
+  // Two threads moving bytes the same way at once: which went first is not known here,
+  // so the direction's parser stops rather than guess.
+  if (__atomic_exchange_n(&s->busy[d], 1, __ATOMIC_ACQUIRE) != 0) {
+    __atomic_store_n(&s->broken[d], 1, __ATOMIC_RELAXED);
+    return;
+  }
+  FeedTaken(s, d, fd, sending, entry, exit, data, iov, iovcnt, bytes);
   __atomic_store_n(&s->busy[d], 0, __ATOMIC_RELEASE);
+}
+
+// --- event isolation's access to a stream's input side (isolation.cc) -------------------
+
+uint32_t g_held_streams = 0;
+
+bool LockInput(int fd, InputSide* side) {
+  if (fd < 0 || fd >= kFdTableSize) return false;
+  ProtocolStream* s = StreamAt(__atomic_load_n(&g_fd_stream[fd], __ATOMIC_ACQUIRE));
+  if (s == nullptr) return false;
+  int d = s->client ? 1 : 0;  // a client reads responses, a server requests
+  // Holders never block (a copy, a parse, a record), so a short wait is enough; one that
+  // does not end is a signal handler reading inside a read on this thread: no isolation.
+  for (int spins = 0; __atomic_exchange_n(&s->busy[d], 1, __ATOMIC_ACQUIRE) != 0; ++spins) {
+    if (spins > 1000) return false;
+    sched_yield();
+  }
+  side->stream = s;
+  side->direction = d;
+  side->held = &s->held;
+  return true;
+}
+
+void UnlockInput(const InputSide& side) {
+  auto* s = static_cast<ProtocolStream*>(side.stream);
+  __atomic_store_n(&s->busy[side.direction], 0, __ATOMIC_RELEASE);
+}
+
+size_t InputBoundary(const InputSide& side, const void* data, const struct iovec* iov, int iovcnt,
+                     size_t n) {
+  auto* s = static_cast<ProtocolStream*>(side.stream);
+  int d = side.direction;
+  if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) != kActive ||
+      __atomic_load_n(&s->broken[d], __ATOMIC_RELAXED) != 0) {
+    return n;
+  }
+  // A copy of the parser finds the end without logging it: the bytes are fed (and the
+  // boundary logged) after the call's record, once the program gets them.
+  protocols::Parser copy = s->parsers[d];
+  size_t at = 0;
+  bool done = false, found = false;
+  ForEachSegment(data, iov, iovcnt, n, [&](const uint8_t* p, size_t length) {
+    size_t i = 0;
+    while (!done && i < length) {
+      bool ended = false;
+      size_t used = protocols::Consume(&copy, p + i, length - i, &ended);
+      if (used > length - i) used = length - i;
+      i += used;
+      at += used;
+      // An end with no byte before it in this call gives nothing to stop at.
+      if (ended && at > 0) {
+        found = done = true;
+      } else if (used == 0) {
+        done = true;  // a stalled processor: no end to stop at
+      }
+    }
+  });
+  return found ? at : n;
+}
+
+void FeedInputTaken(const InputSide& side, int fd, int64_t entry, int64_t exit, const void* data,
+                    const struct iovec* iov, int iovcnt, size_t bytes) {
+  auto* s = static_cast<ProtocolStream*>(side.stream);
+  if (bytes == 0 || __atomic_load_n(&s->broken[side.direction], __ATOMIC_RELAXED) != 0) return;
+  FeedTaken(s, side.direction, fd, false, entry, exit, data, iov, iovcnt, bytes);
+}
+
+bool FdHasHeld(int fd) {
+  if (fd < 0 || fd >= kFdTableSize) return false;
+  ProtocolStream* s = StreamAt(__atomic_load_n(&g_fd_stream[fd], __ATOMIC_ACQUIRE));
+  return s != nullptr && __atomic_load_n(&s->held.length, __ATOMIC_RELAXED) != 0;
 }
 
 void AbandonStream(int fd, bool sending) {
