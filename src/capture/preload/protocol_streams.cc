@@ -510,13 +510,36 @@ size_t InputBoundary(const InputSide& side, const void* data, const struct iovec
                      size_t n) {
   auto* s = static_cast<ProtocolStream*>(side.stream);
   int d = side.direction;
-  if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) != kActive ||
-      __atomic_load_n(&s->broken[d], __ATOMIC_RELAXED) != 0) {
-    return n;
-  }
+  if (__atomic_load_n(&s->broken[d], __ATOMIC_RELAXED) != 0) return n;
+  uint8_t state = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
   // A copy of the parser finds the end without logging it: the bytes are fed (and the
   // boundary logged) after the call's record, once the program gets them.
-  protocols::Parser copy = s->parsers[d];
+  protocols::Parser copy;
+  if (state == kActive) {
+    copy = s->parsers[d];
+  } else if (state == kDetecting && d == 0) {
+    // The first request of a detected stream: decide as FeedStream will (Decide), on a
+    // parser of our own that has seen the bytes kept from earlier calls.
+    uint8_t first[kDetectBytes];
+    size_t have = s->early_length;
+    memcpy(first, s->early, have);
+    ForEachSegment(data, iov, iovcnt, n, [&](const uint8_t* p, size_t length) {
+      size_t take = length < kDetectBytes - have ? length : kDetectBytes - have;
+      memcpy(first + have, p, take);
+      have += take;
+    });
+    protocols::Protocol protocol = protocols::Detect(first, have);
+    if (protocol == protocols::kNone || (g_selection.detect & (1u << protocol)) == 0) return n;
+    protocols::Init(&copy, protocol, protocols::Direction::kRequest);
+    for (size_t i = 0; i < s->early_length;) {
+      bool ended = false;
+      size_t used = protocols::Consume(&copy, s->early + i, s->early_length - i, &ended);
+      if (used == 0) return n;
+      i += used;
+    }
+  } else {
+    return n;
+  }
   size_t at = 0;
   bool done = false, found = false;
   ForEachSegment(data, iov, iovcnt, n, [&](const uint8_t* p, size_t length) {
