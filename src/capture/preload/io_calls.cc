@@ -69,14 +69,14 @@ void LogTransfer(uint8_t op, int fd, uint8_t kind, int64_t entry, long r, int er
 ssize_t Read(int fd, void* buffer, size_t n) {
   uint8_t e = FdEntry(fd);
   uint8_t kind = KindOf(e);
-  if (kind == 0 || !Logging()) {
-    if (kind == 0) CountUntracedIo();
-    return Real().read(fd, buffer, n);
-  }
   if (Isolated(e)) {
     struct iovec one = {buffer, n};
     ssize_t r;
     if (IsolatedRead(wire::kOpRead, fd, &one, 1, 0, nullptr, nullptr, nullptr, &r)) return r;
+  }
+  if (kind == 0 || !Logging()) {
+    if (kind == 0) CountUntracedIo();
+    return Real().read(fd, buffer, n);
   }
   int64_t entry = BeginCall();
   ssize_t r = Real().read(fd, buffer, n);
@@ -90,12 +90,12 @@ ssize_t RecvFrom(int fd, void* buffer, size_t n, int flags, struct sockaddr* add
                  socklen_t* length, uint8_t op = wire::kOpRecvfrom) {
   uint8_t e = FdEntry(fd);
   uint8_t kind = KindOf(e);
-  if (kind == 0 || !Logging()) return Real().recvfrom(fd, buffer, n, flags, address, length);
   if (Isolated(e)) {
     struct iovec one = {buffer, n};
     ssize_t r;
     if (IsolatedRead(op, fd, &one, 1, flags, nullptr, address, length, &r)) return r;
   }
+  if (kind == 0 || !Logging()) return Real().recvfrom(fd, buffer, n, flags, address, length);
   // A datagram's source is recorded even when the program does not ask for it.
   struct sockaddr_storage own;
   socklen_t own_length = sizeof own;
@@ -117,14 +117,14 @@ ssize_t RecvFrom(int fd, void* buffer, size_t n, int flags, struct sockaddr* add
 ssize_t Recv(int fd, void* buffer, size_t n, int flags) {
   uint8_t e = FdEntry(fd);
   uint8_t kind = KindOf(e);
-  if (kind == 0 || !Logging()) return Real().recv(fd, buffer, n, flags);
-  // A datagram's source is recorded even from recv (it is recvfrom without an address).
-  if (IsDatagramKind(kind)) return RecvFrom(fd, buffer, n, flags, nullptr, nullptr, wire::kOpRecv);
   if (Isolated(e)) {
     struct iovec one = {buffer, n};
     ssize_t r;
     if (IsolatedRead(wire::kOpRecv, fd, &one, 1, flags, nullptr, nullptr, nullptr, &r)) return r;
   }
+  if (kind == 0 || !Logging()) return Real().recv(fd, buffer, n, flags);
+  // A datagram's source is recorded even from recv (it is recvfrom without an address).
+  if (IsDatagramKind(kind)) return RecvFrom(fd, buffer, n, flags, nullptr, nullptr, wire::kOpRecv);
   int64_t entry = BeginCall();
   ssize_t r = Real().recv(fd, buffer, n, flags);
   int error = errno;
@@ -158,13 +158,13 @@ WEFT_EXPORT ssize_t __read_chk(int fd, void* buffer, size_t n, size_t buffer_siz
 WEFT_EXPORT ssize_t readv(int fd, const struct iovec* iov, int iovcnt) {
   uint8_t e = FdEntry(fd);
   uint8_t kind = KindOf(e);
-  if (kind == 0 || !Logging()) {
-    if (kind == 0) CountUntracedIo();
-    return Real().readv(fd, iov, iovcnt);
-  }
   if (Isolated(e) && iovcnt > 0) {
     ssize_t r;
     if (IsolatedRead(wire::kOpReadv, fd, iov, iovcnt, 0, nullptr, nullptr, nullptr, &r)) return r;
+  }
+  if (kind == 0 || !Logging()) {
+    if (kind == 0) CountUntracedIo();
+    return Real().readv(fd, iov, iovcnt);
   }
   int64_t entry = BeginCall();
   ssize_t r = Real().readv(fd, iov, iovcnt);
@@ -276,7 +276,6 @@ WEFT_EXPORT ssize_t __recvfrom_chk(int fd, void* buffer, size_t n, size_t buffer
 WEFT_EXPORT ssize_t recvmsg(int fd, struct msghdr* message, int flags) {
   uint8_t e = FdEntry(fd);
   uint8_t kind = KindOf(e);
-  if (kind == 0 || !Logging()) return Real().recvmsg(fd, message, flags);
   if (Isolated(e) && message->msg_iovlen > 0 && message->msg_iovlen <= 1024) {
     ssize_t r;
     if (IsolatedRead(wire::kOpRecvmsg, fd, message->msg_iov, int(message->msg_iovlen), flags,
@@ -284,6 +283,7 @@ WEFT_EXPORT ssize_t recvmsg(int fd, struct msghdr* message, int flags) {
       return r;
     }
   }
+  if (kind == 0 || !Logging()) return Real().recvmsg(fd, message, flags);
   // A datagram's source is recorded even when the program does not ask for it; the
   // program's msghdr is given back as it was.
   struct sockaddr_storage own;

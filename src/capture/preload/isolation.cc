@@ -140,7 +140,14 @@ bool IsolatedRead(uint8_t op, int fd, const struct iovec* iov, int iovcnt, int f
   InputSide side;
   if (!LockInput(fd, &side)) return false;
   HeldBytes* held = side.held;
-  int64_t entry = BeginCall();
+  // Once the log is closed (the image is ending) nothing is isolated or logged any more,
+  // but bytes already held are still the program's: they are served first.
+  bool logging = Logging();
+  if (!logging && held->length == 0) {
+    UnlockInput(side);
+    return false;
+  }
+  int64_t entry = logging ? BeginCall() : 0;
 
   if (held->length > 0) {
     // Served from the held bytes (§5.2: "the processor considers the cached data first").
@@ -157,13 +164,18 @@ bool IsolatedRead(uint8_t op, int fd, const struct iovec* iov, int iovcnt, int f
       }
     }
     ClearReceiveDetails(message, length);
-    int64_t exit = NowNs();
-    LogCallWithPayload(op, fd, entry, exit, long(k), flags, nullptr, iov, iovcnt);
-    if (!peek) FeedInputTaken(side, fd, entry, exit, nullptr, iov, iovcnt, k);
+    if (logging) {
+      int64_t exit = NowNs();
+      LogCallWithPayload(op, fd, entry, exit, long(k), flags, nullptr, iov, iovcnt);
+      if (!peek) FeedInputTaken(side, fd, entry, exit, nullptr, iov, iovcnt, k);
+    }
     Count(&g_held_reads, 1);
     UnlockInput(side);
     ssize_t total = ssize_t(k);
-    if (wait_all && k < capacity) {
+    if (wait_all && k < capacity && !logging) {
+      ssize_t r = RestOfWaitAll(fd, iov, iovcnt, k, flags);
+      if (r > 0) total += r;
+    } else if (wait_all && k < capacity) {
       // The kernel's part, logged as a call of its own: reconcile counts bytes by calls.
       int64_t rest_entry = BeginCall();
       ssize_t r = RestOfWaitAll(fd, iov, iovcnt, k, flags);
