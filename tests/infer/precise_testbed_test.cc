@@ -69,9 +69,13 @@ class PreciseTestbedTest : public ::testing::Test {
     EXPECT_TRUE(labelled.ok()) << labelled.status().message();
     std::cerr << model << ": " << aligned.OneLine() << "\n";
     // Reconcile gives the truth's messages one for one (pipelined HTTP is split by the
-    // processor's boundaries).
-    EXPECT_EQ(aligned.matched, aligned.truth_messages);
-    EXPECT_EQ(aligned.labelled, aligned.requests);
+    // processor's boundaries). Pipelined, a request or two still in flight when the run
+    // stops may be in the truth without its reply read.
+    size_t slack = pipelined ? 8 : 0;
+    EXPECT_LE(aligned.matched, aligned.truth_messages);
+    EXPECT_GE(aligned.matched + slack, aligned.truth_messages);
+    EXPECT_GE(aligned.labelled + slack, aligned.requests);
+    EXPECT_LE(aligned.labelled, aligned.requests);
     EXPECT_GT(aligned.requests, 500u);
     return std::move(*labelled);
   }
