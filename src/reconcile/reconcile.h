@@ -65,6 +65,11 @@ struct ReconcileSummary {
   // name; the rest ended where the direction turned.
   std::map<std::string, uint64_t> protocol_messages;
   std::vector<std::string> losses;  // one line per log that lost something
+  // Event isolation's extra work (capture --isolate, BorderPatrol Figure 15), summed over
+  // the logs' end records: reads cut at a message end, reads served from held bytes.
+  uint64_t isolated_reads = 0;
+  uint64_t held_reads = 0;
+  uint64_t held_bytes = 0;
 
   std::string OneLine() const;  // "12345 events, 40 connections (18 matched, ...), ..."
   // ", 120 messages ended at protocol boundaries (http 80, redis 40)", or "" if none did.
