@@ -427,7 +427,11 @@ void FeedTaken(ProtocolStream* s, int d, int fd, bool sending, int64_t entry, in
   }
   if (state != kActive) {
     if (state == kOff) {
-      __atomic_fetch_and(&g_fd_kind[fd], uint8_t(~kProtocolBit), __ATOMIC_RELAXED);
+      // Held bytes (isolation.cc) are served only through the protocol bit's path: it
+      // stays until they are gone.
+      if (__atomic_load_n(&s->held.length, __ATOMIC_RELAXED) == 0) {
+        __atomic_fetch_and(&g_fd_kind[fd], uint8_t(~kProtocolBit), __ATOMIC_RELAXED);
+      }
     } else {
       __atomic_store_n(&s->broken[d], 1, __ATOMIC_RELAXED);  // bytes went by mid-decision
     }
@@ -515,6 +519,8 @@ size_t InputBoundary(const InputSide& side, const void* data, const struct iovec
   // A copy of the parser finds the end without logging it: the bytes are fed (and the
   // boundary logged) after the call's record, once the program gets them.
   protocols::Parser copy;
+  protocols::Protocol detected = protocols::kNone;
+  size_t early_bytes = 0;
   if (state == kActive) {
     copy = s->parsers[d];
   } else if (state == kDetecting && d == 0) {
@@ -530,6 +536,8 @@ size_t InputBoundary(const InputSide& side, const void* data, const struct iovec
     });
     protocols::Protocol protocol = protocols::Detect(first, have);
     if (protocol == protocols::kNone || (g_selection.detect & (1u << protocol)) == 0) return n;
+    detected = protocol;
+    early_bytes = s->early_length;
     protocols::Init(&copy, protocol, protocols::Direction::kRequest);
     for (size_t i = 0; i < s->early_length;) {
       bool ended = false;
@@ -558,6 +566,22 @@ size_t InputBoundary(const InputSide& side, const void* data, const struct iovec
       }
     }
   });
+  if (found && detected != protocols::kNone) {
+    // FeedStream decides on the bytes the program gets (Decide): cut only where those
+    // bytes alone detect the same protocol, so the decision cannot differ.
+    uint8_t first[kDetectBytes];
+    size_t have = early_bytes < kDetectBytes ? early_bytes : kDetectBytes;
+    memcpy(first, s->early, have);
+    size_t limit = at;
+    ForEachSegment(data, iov, iovcnt, n, [&](const uint8_t* p, size_t length) {
+      size_t take = length < limit ? length : limit;
+      if (take > kDetectBytes - have) take = kDetectBytes - have;
+      memcpy(first + have, p, take);
+      have += take;
+      limit -= take < limit ? take : limit;
+    });
+    if (protocols::Detect(first, have) != detected) return n;
+  }
   return found ? at : n;
 }
 
