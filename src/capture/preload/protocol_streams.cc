@@ -11,120 +11,22 @@
 #include <unistd.h>
 
 #include "capture/preload/log_file.h"
+#include "capture/preload/protocol_selection.h"
 #include "capture/preload/runtime.h"
 #include "capture/protocols/protocol.h"
 
 namespace weft_preload {
 
-namespace protocols = weft::capture::protocols;
-
 uint32_t g_fd_stream[kFdTableSize];
 
 namespace {
 
-// --- the selection ---------------------------------------------------------------------
+// --- detection ---------------------------------------------------------------------
 
-constexpr int kMaxRules = 32;
-constexpr size_t kMaxPath = sizeof(sockaddr_un::sun_path);
 constexpr size_t kDetectBytes = 64;  // Detect looks at most this far into a stream
 // Fewer first request bytes than this (a server reading a 4-byte length first) are kept
 // for the next call when Detect cannot tell; at this many it decides.
 constexpr size_t kEarlyBytes = 16;
-
-struct Rule {
-  protocols::Protocol protocol;
-  uint16_t port;  // 0: a path rule
-  uint8_t path_length;
-  char path[kMaxPath];
-};
-
-constexpr int kMaxDnsPorts = 8;
-// g_fd_stream values of UDP sockets whose datagrams go to the DNS processor (no slot).
-constexpr uint32_t kDnsServerSocket = 0xfffffffe;  // bound to a DNS port: receives queries
-constexpr uint32_t kDnsClientSocket = 0xffffffff;  // connected to one: sends queries
-
-struct Selection {
-  bool enabled;
-  int dns_port_count;
-  uint16_t dns_ports[kMaxDnsPorts];  // datagrams to or from these are DNS
-  uint32_t detect;  // bit p: Detect may pick protocol p
-  protocols::Protocol program;  // every stream of this program, kNone if no program rule
-  int rule_count;
-  Rule rules[kMaxRules];
-};
-Selection g_selection;
-
-void AddPortRule(protocols::Protocol protocol, uint16_t port) {
-  if (protocol == protocols::kDns && g_selection.dns_port_count < kMaxDnsPorts) {
-    g_selection.dns_ports[g_selection.dns_port_count++] = port;
-  }
-  if (g_selection.rule_count == kMaxRules) return;
-  Rule& r = g_selection.rules[g_selection.rule_count++];
-  r.protocol = protocol;
-  r.port = port;
-  r.path_length = 0;
-}
-
-// The basename of this program's executable (reconcile names nodes by it too).
-size_t ProgramName(char* out, size_t capacity) {
-  char path[1024];
-  long n = syscall(SYS_readlink, "/proc/self/exe", path, sizeof path);
-  if (n <= 0) return 0;
-  long start = n;
-  while (start > 0 && path[start - 1] != '/') --start;
-  size_t length = size_t(n - start) < capacity ? size_t(n - start) : capacity;
-  memcpy(out, path + start, length);
-  return length;
-}
-
-// One item of the list: "auto", "PROTO=PORT", "PROTO=/path", "PROTO=@name", "PROTO=auto",
-// "PROTO=PROGRAM".
-void AddItem(const char* item, size_t length) {
-  if (length == 4 && memcmp(item, "auto", 4) == 0) {
-    AddPortRule(protocols::kPostgres, 5432);
-    AddPortRule(protocols::kRedis, 6379);
-    AddPortRule(protocols::kDns, 53);
-    g_selection.detect = ~0u;
-    return;
-  }
-  size_t equals = 0;
-  while (equals < length && item[equals] != '=') ++equals;
-  protocols::Protocol protocol;
-  if (equals == length || !protocols::ParseProtocol(item, equals, &protocol) ||
-      protocol == protocols::kNone) {
-    return;
-  }
-  const char* value = item + equals + 1;
-  size_t value_length = length - equals - 1;
-  if (value_length == 0) return;
-  if (value_length == 4 && memcmp(value, "auto", 4) == 0) {
-    g_selection.detect |= 1u << protocol;
-    return;
-  }
-  if (value[0] >= '0' && value[0] <= '9') {
-    uint32_t port = 0;
-    for (size_t i = 0; i < value_length && port <= 65535; ++i) {
-      if (value[i] < '0' || value[i] > '9') return;
-      port = port * 10 + uint32_t(value[i] - '0');
-    }
-    if (port == 0 || port > 65535) return;
-    AddPortRule(protocol, uint16_t(port));
-    return;
-  }
-  if (value[0] == '/' || value[0] == '@') {
-    if (g_selection.rule_count == kMaxRules || value_length > kMaxPath) return;
-    Rule& r = g_selection.rules[g_selection.rule_count++];
-    r.protocol = protocol;
-    r.port = 0;
-    r.path_length = uint8_t(value_length);
-    memcpy(r.path, value, value_length);
-    if (r.path[0] == '@') r.path[0] = '\0';  // the abstract namespace, as the kernel names it
-    return;
-  }
-  char program[256];
-  size_t n = ProgramName(program, sizeof program);
-  if (n == value_length && memcmp(program, value, n) == 0) g_selection.program = protocol;
-}
 
 // --- the streams -----------------------------------------------------------------------
 
@@ -288,13 +190,6 @@ bool Decide(ProtocolStream* s, const void* data, const struct iovec* iov, int io
   return true;
 }
 
-bool IsDnsPort(uint16_t port) {
-  for (int i = 0; i < g_selection.dns_port_count; ++i) {
-    if (g_selection.dns_ports[i] == port) return true;
-  }
-  return false;
-}
-
 }  // namespace
 
 uint16_t PortOf(const struct sockaddr* a, socklen_t length) {
@@ -340,21 +235,6 @@ void LogBoundary(int fd, uint8_t protocol, bool sent, bool request, int64_t entr
   memcpy(record, &r, sizeof r);
   AppendRecord(record, size, entry);
 }
-
-void ConfigureProtocols(const char* spec) {
-  memset(&g_selection, 0, sizeof g_selection);
-  if (spec == nullptr || spec[0] == '\0') return;
-  for (const char* p = spec; *p != '\0';) {
-    const char* end = p;
-    while (*end != '\0' && *end != ',') ++end;
-    if (!(end - p == 4 && memcmp(p, "none", 4) == 0)) AddItem(p, size_t(end - p));
-    p = *end == ',' ? end + 1 : end;
-  }
-  g_selection.enabled = g_selection.rule_count > 0 || g_selection.dns_port_count > 0 || g_selection.detect != 0 ||
-                        g_selection.program != protocols::kNone;
-}
-
-bool ProtocolsEnabled() { return g_selection.enabled; }
 
 void AttachProtocol(int fd, uint8_t kind, bool client, uint16_t port, const char* path,
                     size_t path_length) {
