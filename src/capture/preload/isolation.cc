@@ -213,6 +213,7 @@ bool IsolatedRead(uint8_t op, int fd, const struct iovec* iov, int iovcnt, int f
   size_t got = r > 0 ? (size_t(r) < capacity ? size_t(r) : capacity) : 0;
   bool control = message != nullptr && message->msg_controllen > 0 && r >= 0;
   bool taken = got > 0 && LockInput(fd, &side);
+  if (taken) held = side.held;  // the descriptor's stream now (a close and reuse between)
   size_t k = got;
   // Held bytes that appeared meanwhile (another thread read concurrently, unordered
   // anyway): these bytes go through whole.
