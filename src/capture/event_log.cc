@@ -183,13 +183,17 @@ class BlockDecoder {
         return true;
       }
       case wire::kEndRecord: {
-        if (size < sizeof(wire::EndRecord)) return false;
-        auto r = Load<wire::EndRecord>(p);
+        if (size < 40) return false;  // a log from before event isolation's counters
+        wire::EndRecord r{};
+        memcpy(&r, p, size < sizeof r ? size : sizeof r);
         log_.loss.has_end_record = true;
         log_.loss.ended_by_exec = r.op == wire::kOpExec;
         log_.loss.dropped_events = r.dropped_events;
         log_.loss.untraced_io_calls = r.untraced_io_calls;
         log_.loss.failed_writes = r.failed_writes;
+        log_.loss.isolated_reads = r.isolated_reads;
+        log_.loss.held_reads = r.held_reads;
+        log_.loss.held_bytes = r.held_bytes;
         return true;
       }
       default:

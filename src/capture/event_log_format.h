@@ -183,15 +183,22 @@ static_assert(sizeof(PayloadRecord) == 16);
 struct EndRecord {
   uint8_t type;  // kEndRecord
   uint8_t op;    // kOpNone at exit, kOpExec before an exec
-  uint16_t size;  // 40
+  uint16_t size;  // 64 (40 before event isolation: readers take the counters below as 0)
   int32_t reserved;
   int64_t time_ns;
   uint64_t dropped_events;  // events lost: buffers that could not be written, signals
                             // that arrived while a record was being written, ...
   uint64_t untraced_io_calls;  // read/write family calls on files (counted, not logged)
   uint64_t failed_writes;      // log writes that failed (their events are in dropped)
+  // Event isolation (weft capture --isolate, BorderPatrol §5.2 and Figure 15): the extra
+  // work it did. Reads cut short at a message boundary, reads served from held-back bytes
+  // without a system call (each is one more read call than the program would have made),
+  // and the bytes held back in all.
+  uint64_t isolated_reads;
+  uint64_t held_reads;
+  uint64_t held_bytes;
 };
-static_assert(sizeof(EndRecord) == 40);
+static_assert(sizeof(EndRecord) == 64);
 
 // A protocol processor (capture/protocols/, BorderPatrol §3.3) found the end of a
 // message in the bytes a call moved on a stream (TCP, Unix stream) or in one datagram.

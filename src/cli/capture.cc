@@ -29,6 +29,7 @@ struct CaptureFlags {
   std::string output;
   uint32_t payload_prefix = 0;
   std::string protocols = "auto";
+  bool isolate = false;
   std::vector<std::string> command;
   std::string path;  // weft events
 };
@@ -146,6 +147,7 @@ Status RunCapture(const CaptureFlags& f) {
       setenv("WEFT_CAPTURE_DIR", dir.c_str(), 1);
       setenv("WEFT_PAYLOAD_PREFIX", std::to_string(f.payload_prefix).c_str(), 1);
       setenv("WEFT_PROTOCOLS", f.protocols.c_str(), 1);
+      if (f.isolate) setenv("WEFT_ISOLATE", "1", 1);
     }
     execv(program.c_str(), argv.data());
     std::fprintf(stderr, "weft capture: %s: %s\n", program.c_str(), std::strerror(errno));
@@ -199,12 +201,13 @@ Status RunEvents(const CaptureFlags& f) {
     for (const capture::Event& e : log.events) fmt::print("{}\n", capture::FormatEvent(log, e));
     const capture::EventLogLoss& loss = log.loss;
     fmt::print("# {} events in {} blocks; {}; dropped {}, truncated {} bytes, corrupt {} bytes, "
-               "file I/O calls {}\n",
+               "file I/O calls {}; isolation: {} reads cut at a boundary, {} served from {} held "
+               "bytes\n",
                log.events.size(), log.blocks,
                loss.has_end_record ? (loss.ended_by_exec ? "ended by exec" : "ended by exit")
                                    : "no end record (killed or still running)",
                loss.dropped_events, loss.truncated_bytes, loss.corrupt_bytes,
-               loss.untraced_io_calls);
+               loss.untraced_io_calls, loss.isolated_reads, loss.held_reads, loss.held_bytes);
   }
   return Status::Ok();
 }
@@ -272,6 +275,11 @@ void AddCaptureCommand(CLI::App& app, Status& result) {
                   "bytes), 'none', or a comma list of auto, PROTO=PORT, PROTO=/unix/path, "
                   "PROTO=@abstract, PROTO=auto (detect it), PROTO=PROGRAM (every stream of that "
                   "program); PROTO is http, testbed, postgres, redis, dns, line or oneshot");
+  cmd->add_flag("--isolate", f.isolate,
+               "Event isolation (BorderPatrol §3.2): reads on connections with a protocol "
+               "processor stop where a message ends; the rest is held and served on the next "
+               "read, and poll/select/epoll report such connections readable "
+               "(docs/capture.md \"Event isolation\")");
   cmd->add_option("command", f.command, "The program and its arguments, after --")->required();
   cmd->callback([&result] {
     result = CheckProtocolSpec(f.protocols);

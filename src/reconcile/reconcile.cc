@@ -517,7 +517,11 @@ std::string ReconcileSummary::OneLine() const {
       "{} bytes never read, {} UDP datagrams ({} seen at both ends), {} pipes, {} Unix datagram "
       "I/O events skipped, {} I/O events on unnamed descriptors, {} logs with losses",
       events, connections, matched, half_traced, messages, bytes, unmatched_bytes, datagrams,
-      datagrams_matched, pipes, skipped_io, unnamed_io, losses.size()) + ProtocolPart();
+      datagrams_matched, pipes, skipped_io, unnamed_io, losses.size()) + ProtocolPart() +
+      (isolated_reads + held_reads == 0
+           ? ""
+           : fmt::format(", event isolation: {} reads cut at a message end, {} served from {} held bytes",
+                         isolated_reads, held_reads, held_bytes));
 }
 
 std::string ReconcileSummary::HostClocks() const {
@@ -565,6 +569,9 @@ Result<Trace> Reconcile(std::span<const capture::EventLog> logs, const Reconcile
     CollectConnectionEnds(log, i, it->second, ends, udp_sockets, datagrams, counts);
     std::string loss = DescribeLoss(log);
     if (!loss.empty()) s.losses.push_back(std::move(loss));
+    s.isolated_reads += log.loss.isolated_reads;
+    s.held_reads += log.loss.held_reads;
+    s.held_bytes += log.loss.held_bytes;
   }
   DateInheritedEndsFromFork(logs, boot_offsets, ends);
   MergeInheritedEnds(ends);

@@ -32,9 +32,14 @@
 #include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
+#include <poll.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
+#include <sys/select.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <sys/uio.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -419,6 +424,132 @@ int Http(int n, size_t chunk_size) {
   return 0;
 }
 
+// Event isolation (capture --isolate) seen from the program: three 32-byte HTTP requests
+// arrive together, three times over, and the server reads them with every kind of call.
+// Prints what each call returned; under --isolate each stops at a request's end, the rest
+// is served from held bytes, and waits report the held bytes readable though the kernel
+// has none. Untraced, the same calls return other counts but the same bytes in all.
+void WaitForBytes(int fd, int n) {
+  for (int i = 0; i < 5000; ++i) {
+    int available = 0;
+    ioctl(fd, FIONREAD, &available);
+    if (available >= n) return;
+    usleep(1000);
+  }
+}
+std::string Head(const char* p, ssize_t n) { return n >= 6 ? std::string(p + 4, 2) : "?"; }
+
+int Isolate() {
+  int listener = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) Die("bind");
+  if (listen(listener, 8) != 0) Die("listen");
+  socklen_t length = sizeof address;
+  getsockname(listener, reinterpret_cast<sockaddr*>(&address), &length);
+  auto batch = [](int first) {
+    std::string b;
+    for (int i = first; i < first + 3; ++i) b += HttpRequest(i);
+    return b;
+  };
+  pid_t child = fork();
+  if (child == 0) {
+    close(listener);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) Die("connect");
+    char go;
+    for (int b = 0; b < 3; ++b) {
+      if (b > 0) RecvExactly(fd, &go, 1);
+      std::string requests = batch(3 * b);
+      SendAll(fd, requests.data(), requests.size());
+    }
+    while (read(fd, &go, 1) > 0) {
+    }
+    close(fd);
+    std::exit(0);
+  }
+  int fd = accept(listener, nullptr, nullptr);
+  if (fd < 0) Die("accept");
+  // Non-blocking: untraced, the calls that isolation serves from held bytes find nothing.
+  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+  std::string out = "isolate";
+  char buffer[256];
+  size_t total = 0;
+  auto note = [&](const char* what, ssize_t r, const char* p) {
+    out += std::string(" ") + what + " " + std::to_string(r < 0 && errno == EAGAIN ? -EAGAIN : r);
+    if (r > 0 && p != nullptr) out += " " + Head(p, r);
+  };
+  // Batch 1: one read takes the kernel's 96 bytes.
+  WaitForBytes(fd, 96);
+  ssize_t r = read(fd, buffer, sizeof buffer);
+  total += size_t(std::max<ssize_t>(r, 0));
+  note("read", r, buffer);
+  pollfd p{fd, POLLIN, 0};
+  note("poll", poll(&p, 1, 200), nullptr);
+  r = recv(fd, buffer, sizeof buffer, MSG_PEEK);
+  note("peek", r, buffer);
+  char a[10], b[246];
+  iovec iov[2] = {{a, sizeof a}, {b, sizeof b}};
+  r = readv(fd, iov, 2);
+  total += size_t(std::max<ssize_t>(r, 0));
+  note("readv", r, a);
+  int copy = dup(fd);
+  close(fd);
+  r = read(copy, buffer, sizeof buffer);
+  total += size_t(std::max<ssize_t>(r, 0));
+  note("dup-read", r, buffer);
+  r = read(copy, buffer, sizeof buffer);
+  note("drained", r, nullptr);
+  // Batch 2: select and epoll while bytes are held, recvmsg from held bytes.
+  SendAll(copy, "1", 1);
+  WaitForBytes(copy, 96);
+  r = recv(copy, buffer, sizeof buffer, 0);
+  total += size_t(std::max<ssize_t>(r, 0));
+  note("recv", r, buffer);
+  fd_set readable;
+  FD_ZERO(&readable);
+  FD_SET(copy, &readable);
+  timeval tv{0, 200000};
+  note("select", select(copy + 1, &readable, nullptr, nullptr, &tv), nullptr);
+  int ep = epoll_create1(0);
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.u64 = 77;
+  epoll_ctl(ep, EPOLL_CTL_ADD, copy, &ev);
+  epoll_event got[4];
+  int n = epoll_wait(ep, got, 4, 200);
+  note("epoll", n, nullptr);
+  if (n > 0) out += " data " + std::to_string(got[0].data.u64);
+  iovec one = {buffer, sizeof buffer};
+  msghdr m{};
+  m.msg_iov = &one;
+  m.msg_iovlen = 1;
+  r = recvmsg(copy, &m, 0);
+  total += size_t(std::max<ssize_t>(r, 0));
+  note("recvmsg", r, buffer);
+  r = recv(copy, buffer, sizeof buffer, 0);
+  total += size_t(std::max<ssize_t>(r, 0));
+  note("recv", r, buffer);
+  note("epoll-empty", epoll_wait(ep, got, 4, 0), nullptr);
+  close(ep);
+  // Batch 3: MSG_WAITALL is never cut at a message's end; held bytes die with the stream.
+  SendAll(copy, "2", 1);
+  WaitForBytes(copy, 96);
+  r = recv(copy, buffer, sizeof buffer, 0);
+  total += size_t(std::max<ssize_t>(r, 0));
+  note("recv", r, buffer);
+  r = recv(copy, buffer, 40, MSG_WAITALL);
+  total += size_t(std::max<ssize_t>(r, 0));
+  note("waitall", r, buffer);
+  close(copy);  // 24 bytes still held
+  int status = 0;
+  waitpid(child, &status, 0);
+  close(listener);
+  std::printf("%s; %zu bytes read, child %d\n", out.c_str(), total, WEXITSTATUS(status));
+  return 0;
+}
+
 // A query for example.com, type A, class IN, with `id` (RFC 1035 §4.1); as an answer with
 // the response bit set and no records.
 std::string DnsMessage(uint16_t id, bool answer) {
@@ -493,6 +624,7 @@ int main(int argc, char** argv) {
   if (scenario == "fsize") return FileSizeLimit(arg(2));
   if (scenario == "http") return Http(arg(2), argc > 3 ? size_t(arg(3)) : 7);
   if (scenario == "dns") return Dns(arg(2));
+  if (scenario == "isolate") return Isolate();
   std::fprintf(stderr, "usage: capture_probe tcp|udp|unix|threads|dup2|exec|kill|signals|fsize ...\n");
   return 2;
 }

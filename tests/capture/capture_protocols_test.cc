@@ -158,6 +158,52 @@ TEST_F(CaptureProtocolsTest, DnsDatagramsCarryIdAndName) {
   }));
 }
 
+// Event isolation (capture --isolate, BorderPatrol §5.2) on a real process (capture_probe
+// isolate): three batches of three 32-byte HTTP requests, each batch whole in the kernel
+// before the server reads. Every read stops at a request's end; the rest is held and
+// served first by the next read, readv, recv, recvmsg or peek (which consumes none); poll,
+// select and epoll (with the program's epoll_data) report held bytes readable though the
+// kernel has none, and do not wait; a non-blocking read after the held bytes are gone gets
+// EAGAIN; held bytes follow the stream through a dup and die with its last close;
+// MSG_WAITALL is served whole. Without --isolate the same program reads what it reads
+// untraced. Boundaries count the bytes the program got, so they are the same either way.
+TEST_F(CaptureProtocolsTest, IsolateStopsReadsAtMessageEnds) {
+  const std::string untraced =
+      "isolate read 96 /0 poll 0 peek -11 readv -11 dup-read -11 drained -11 recv 96 /3 select 0 "
+      "epoll 0 recvmsg -11 recv -11 epoll-empty 0 recv 96 /6 waitall -11; 288 bytes read, child 0";
+  const std::string isolated =
+      "isolate read 32 /0 poll 1 peek 32 /1 readv 32 /1 dup-read 32 /2 drained -11 recv 32 /3 "
+      "select 1 epoll 1 data 77 recvmsg 32 /4 recv 32 /5 epoll-empty 0 recv 32 /6 waitall 40 /7; "
+      "264 bytes read, child 0";
+  for (bool isolate : {false, true}) {
+    fs::remove_all(dir_);
+    auto run = Weft("capture -o " + dir_.string() + (isolate ? " --isolate" : "") + " -- " +
+                    CAPTURE_PROBE + " isolate");
+    ASSERT_EQ(run.rc, 0) << run.output;
+    EXPECT_NE(run.output.find(isolate ? isolated : untraced), std::string::npos) << run.output;
+    auto paths = FindEventLogs(dir_.string());
+    ASSERT_TRUE(paths.ok() && paths->size() == 2u);
+    for (const std::string& path : *paths) {
+      auto log = ReadEventLog(path);
+      ASSERT_TRUE(log.ok()) << log.status().message();
+      std::vector<std::string> received;
+      for (const std::string& line : Boundaries(*log)) {
+        if (line.find("received") != std::string::npos) received.push_back(line);
+      }
+      if (received.empty()) continue;  // the client
+      size_t messages = isolate ? 8 : 9;  // isolated, the last request's bytes die held
+      ASSERT_EQ(received.size(), messages);
+      for (size_t i = 0; i < messages; ++i) {
+        EXPECT_EQ(received[i], fmt::format("1 received request {} http.method=GET http.url=/{}", 32 * (i + 1), i));
+      }
+      // Figure 15's extra work: 3 reads cut short, 6 served from 3 x 64 held bytes.
+      EXPECT_EQ(log->loss.isolated_reads, isolate ? 3u : 0u);
+      EXPECT_EQ(log->loss.held_reads, isolate ? 6u : 0u);
+      EXPECT_EQ(log->loss.held_bytes, isolate ? 192u : 0u);
+    }
+  }
+}
+
 TEST_F(CaptureProtocolsTest, BadSpecIsRefusedWithOneLine) {
   auto run = Weft("capture -o " + dir_.string() + " --protocols gopher=70 -- /bin/true");
   EXPECT_NE(run.rc, 0);

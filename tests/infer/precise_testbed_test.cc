@@ -40,16 +40,23 @@ class PreciseTestbedTest : public ::testing::Test {
 
   // Runs testbed/topologies/one-model.toml.in with the front tier's `model` under capture
   // at concurrency 8 for 2 s; returns the reconciled trace with the truth copied onto it.
-  Trace CaptureRun(const std::string& model) {
+  // `pipelined`: the client sends 4 requests back to back on each connection, in HTTP (whose
+  // replies come in order, so reconcile pairs them by position). `capture_flags` go to
+  // weft capture (--isolate).
+  Trace CaptureRun(const std::string& model, bool pipelined = false, const std::string& capture_flags = "") {
     std::ifstream in(std::string(WEFT_TOPOLOGIES) + "/one-model.toml.in");
     std::stringstream text;
     text << in.rdbuf();
     std::string toml = text.str();
     for (size_t at; (at = toml.find("@MODEL@")) != std::string::npos;) toml.replace(at, 7, model);
+    if (pipelined) {
+      toml = "pipeline = 4\n" + toml;
+      toml.replace(toml.find("service = \"inline\""), 0, "protocol = \"http\"\n");
+    }
     std::string topology = (base_ / "topology.toml").string(), capture = (base_ / "capture").string(),
                 truth_dir = (base_ / "truth").string(), run = (base_ / "run.weft").string();
     std::ofstream(topology) << toml;
-    auto traced = Weft("capture -o " + capture + " -- " + WEFT_BINARY + " testbed run " + topology +
+    auto traced = Weft("capture -o " + capture + " " + capture_flags + " -- " + WEFT_BINARY + " testbed run " + topology +
                        " --duration 2s --concurrency 8 -o " + truth_dir);
     EXPECT_EQ(traced.rc, 0) << traced.output;
     auto reconciled = Weft("reconcile " + capture + " -o " + run + " --nodes process");
@@ -61,9 +68,14 @@ class PreciseTestbedTest : public ::testing::Test {
     Result<Trace> labelled = CopyTruth(*truth, *trace, &aligned);
     EXPECT_TRUE(labelled.ok()) << labelled.status().message();
     std::cerr << model << ": " << aligned.OneLine() << "\n";
-    // Nothing pipelines here, so reconcile gives the truth's messages one for one.
-    EXPECT_EQ(aligned.matched, aligned.truth_messages);
-    EXPECT_EQ(aligned.labelled, aligned.requests);
+    // Reconcile gives the truth's messages one for one (pipelined HTTP is split by the
+    // processor's boundaries). Pipelined, a request or two still in flight when the run
+    // stops may be in the truth without its reply read.
+    size_t slack = pipelined ? 8 : 0;
+    EXPECT_LE(aligned.matched, aligned.truth_messages);
+    EXPECT_GE(aligned.matched + slack, aligned.truth_messages);
+    EXPECT_GE(aligned.labelled + slack, aligned.requests);
+    EXPECT_LE(aligned.labelled, aligned.requests);
     EXPECT_GT(aligned.requests, 500u);
     return std::move(*labelled);
   }
@@ -127,6 +139,33 @@ TEST_F(PreciseTestbedTest, EventLoopIsExactForFragment) {
   EXPECT_EQ(fragment.exact, fragment.requests);
   RequestOutcomes thread = Score(trace, InferThread);
   EXPECT_LT(thread.exact, thread.requests / 10);
+}
+
+}  // namespace
+}  // namespace weft
+
+namespace weft {
+namespace {
+
+// BorderPatrol's case (§3.2, §5.2): the client pipelines 4 requests on each connection to
+// the event loop, which reads them together and so works on one while the forward scan
+// thinks it works on the last read; almost no tree comes out whole. With capture
+// --isolate each read returns one request and the rest is held for the next, so the loop
+// handles each input before it reads the next: every tree is exact (docs/capture.md
+// "Event isolation" records a run: 4280 of 4280 exact, against 1 of 4504 without).
+TEST_F(PreciseTestbedTest, PipelinedEventLoopIsExactForFragmentOnlyWithIsolation) {
+  SKIP_UNDER_ASAN();
+  {
+    Trace trace = CaptureRun("event-loop", true);
+    RequestOutcomes fragment = Score(trace, InferFragment);
+    EXPECT_LT(fragment.exact, fragment.requests / 10);
+  }
+  fs::remove_all(base_);
+  fs::create_directories(base_);
+  Trace trace = CaptureRun("event-loop", true, "--isolate");
+  RequestOutcomes fragment = Score(trace, InferFragment);
+  EXPECT_EQ(fragment.exact, fragment.requests);
+  EXPECT_EQ(fragment.orphaned + fragment.mis_stitched + fragment.wrong_parents, 0u);
 }
 
 }  // namespace

@@ -16,6 +16,7 @@ ExecEnvironment EnvironmentForExec(char* const* envp) {
   size_t count = 0;
   bool has_preload = false, has_dir = false, has_prefix = g_settings.payload_prefix == 0;
   bool has_protocols = g_settings.protocols[0] == '\0';
+  bool has_isolate = !g_settings.isolate;
   int preload_index = -1;
   for (; envp != nullptr && envp[count] != nullptr; ++count) {
     const char* e = envp[count];
@@ -26,14 +27,15 @@ ExecEnvironment EnvironmentForExec(char* const* envp) {
     has_dir |= strncmp(e, "WEFT_CAPTURE_DIR=", 17) == 0;
     has_prefix |= strncmp(e, "WEFT_PAYLOAD_PREFIX=", 20) == 0;
     has_protocols |= strncmp(e, "WEFT_PROTOCOLS=", 15) == 0;
+    has_isolate |= strncmp(e, "WEFT_ISOLATE=", 13) == 0;
   }
-  if (has_preload && has_dir && has_prefix && has_protocols) return unchanged;
-  size_t strings = 4 * 1100 + (preload_index >= 0 ? strlen(envp[preload_index]) : 0);
-  size_t size = (count + 5) * sizeof(char*) + strings;
+  if (has_preload && has_dir && has_prefix && has_protocols && has_isolate) return unchanged;
+  size_t strings = 5 * 1100 + (preload_index >= 0 ? strlen(envp[preload_index]) : 0);
+  size_t size = (count + 6) * sizeof(char*) + strings;
   void* memory = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (memory == MAP_FAILED) return unchanged;
   char** out = static_cast<char**>(memory);
-  char* text = reinterpret_cast<char*>(out + count + 5);
+  char* text = reinterpret_cast<char*>(out + count + 6);
   size_t n = 0;
   for (size_t i = 0; i < count; ++i) {
     if (int(i) != preload_index || has_preload) out[n++] = envp[i];
@@ -62,6 +64,10 @@ ExecEnvironment EnvironmentForExec(char* const* envp) {
     out[n++] = text;
     text += CopyString(text, 1100, "WEFT_PROTOCOLS=");
     text += CopyString(text, 1100, g_settings.protocols) + 1;
+  }
+  if (!has_isolate) {
+    out[n++] = text;
+    text += CopyString(text, 1100, "WEFT_ISOLATE=1") + 1;
   }
   out[n] = nullptr;
   return {out, memory, size};

@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "capture/preload/isolation.h"
 #include "capture/preload/protocol_streams.h"
 #include "capture/preload/real.h"
 #include "capture/preload/runtime.h"
@@ -21,6 +22,15 @@ using namespace weft_preload;
 namespace {
 
 long ResultOf(long r, int error) { return r < 0 ? -error : r; }
+
+// Kind of a descriptor table entry, without its flag bits.
+uint8_t KindOf(uint8_t entry) { return entry & uint8_t(~(kNamedBit | kProtocolBit)); }
+// A stream read that event isolation handles (isolation.h): tested with the entry the
+// wrapper already loaded, so streams without a processor pay one more bit test.
+bool Isolated(uint8_t entry) {
+  return __builtin_expect((entry & kProtocolBit) != 0, 0) && Isolating() &&
+         !IsDatagramKind(KindOf(entry));
+}
 
 // After a datagram went out on a socket without a name yet: name it (the kernel picked
 // its port at this send).
@@ -57,7 +67,13 @@ void LogTransfer(uint8_t op, int fd, uint8_t kind, int64_t entry, long r, int er
 }
 
 ssize_t Read(int fd, void* buffer, size_t n) {
-  uint8_t kind = FdKind(fd);
+  uint8_t e = FdEntry(fd);
+  uint8_t kind = KindOf(e);
+  if (Isolated(e)) {
+    struct iovec one = {buffer, n};
+    ssize_t r;
+    if (IsolatedRead(wire::kOpRead, fd, &one, 1, 0, nullptr, nullptr, nullptr, &r)) return r;
+  }
   if (kind == 0 || !Logging()) {
     if (kind == 0) CountUntracedIo();
     return Real().read(fd, buffer, n);
@@ -72,7 +88,13 @@ ssize_t Read(int fd, void* buffer, size_t n) {
 
 ssize_t RecvFrom(int fd, void* buffer, size_t n, int flags, struct sockaddr* address,
                  socklen_t* length, uint8_t op = wire::kOpRecvfrom) {
-  uint8_t kind = FdKind(fd);
+  uint8_t e = FdEntry(fd);
+  uint8_t kind = KindOf(e);
+  if (Isolated(e)) {
+    struct iovec one = {buffer, n};
+    ssize_t r;
+    if (IsolatedRead(op, fd, &one, 1, flags, nullptr, address, length, &r)) return r;
+  }
   if (kind == 0 || !Logging()) return Real().recvfrom(fd, buffer, n, flags, address, length);
   // A datagram's source is recorded even when the program does not ask for it.
   struct sockaddr_storage own;
@@ -93,7 +115,13 @@ ssize_t RecvFrom(int fd, void* buffer, size_t n, int flags, struct sockaddr* add
 }
 
 ssize_t Recv(int fd, void* buffer, size_t n, int flags) {
-  uint8_t kind = FdKind(fd);
+  uint8_t e = FdEntry(fd);
+  uint8_t kind = KindOf(e);
+  if (Isolated(e)) {
+    struct iovec one = {buffer, n};
+    ssize_t r;
+    if (IsolatedRead(wire::kOpRecv, fd, &one, 1, flags, nullptr, nullptr, nullptr, &r)) return r;
+  }
   if (kind == 0 || !Logging()) return Real().recv(fd, buffer, n, flags);
   // A datagram's source is recorded even from recv (it is recvfrom without an address).
   if (IsDatagramKind(kind)) return RecvFrom(fd, buffer, n, flags, nullptr, nullptr, wire::kOpRecv);
@@ -128,7 +156,12 @@ WEFT_EXPORT ssize_t __read_chk(int fd, void* buffer, size_t n, size_t buffer_siz
 }
 
 WEFT_EXPORT ssize_t readv(int fd, const struct iovec* iov, int iovcnt) {
-  uint8_t kind = FdKind(fd);
+  uint8_t e = FdEntry(fd);
+  uint8_t kind = KindOf(e);
+  if (Isolated(e) && iovcnt > 0) {
+    ssize_t r;
+    if (IsolatedRead(wire::kOpReadv, fd, iov, iovcnt, 0, nullptr, nullptr, nullptr, &r)) return r;
+  }
   if (kind == 0 || !Logging()) {
     if (kind == 0) CountUntracedIo();
     return Real().readv(fd, iov, iovcnt);
@@ -241,7 +274,15 @@ WEFT_EXPORT ssize_t __recvfrom_chk(int fd, void* buffer, size_t n, size_t buffer
 }
 
 WEFT_EXPORT ssize_t recvmsg(int fd, struct msghdr* message, int flags) {
-  uint8_t kind = FdKind(fd);
+  uint8_t e = FdEntry(fd);
+  uint8_t kind = KindOf(e);
+  if (Isolated(e) && message->msg_iovlen > 0 && message->msg_iovlen <= 1024) {
+    ssize_t r;
+    if (IsolatedRead(wire::kOpRecvmsg, fd, message->msg_iov, int(message->msg_iovlen), flags,
+                     message, nullptr, nullptr, &r)) {
+      return r;
+    }
+  }
   if (kind == 0 || !Logging()) return Real().recvmsg(fd, message, flags);
   // A datagram's source is recorded even when the program does not ask for it; the
   // program's msghdr is given back as it was.
@@ -313,31 +354,58 @@ WEFT_EXPORT ssize_t sendfile64(int out_fd, int in_fd, off_t* offset, size_t coun
   errno = error;                                             \
   return r
 
+// With isolation on, a descriptor with held bytes is readable whatever the kernel says
+// (isolation.h); the Isolated* calls do the real wait themselves.
 WEFT_EXPORT int poll(struct pollfd* fds, nfds_t n, int timeout) {
-  WEFT_LOG_WAIT(wire::kOpPoll, -1, int(n), Real().poll(fds, n, timeout));
+  WEFT_LOG_WAIT(wire::kOpPoll, -1, int(n),
+                Isolating() ? IsolatedPoll(fds, n, nullptr, nullptr, false, timeout)
+                            : Real().poll(fds, n, timeout));
 }
 
 WEFT_EXPORT int ppoll(struct pollfd* fds, nfds_t n, const struct timespec* timeout,
                       const sigset_t* mask) {
-  WEFT_LOG_WAIT(wire::kOpPoll, -1, int(n), Real().ppoll(fds, n, timeout, mask));
+  WEFT_LOG_WAIT(wire::kOpPoll, -1, int(n),
+                Isolating() ? IsolatedPoll(fds, n, timeout, mask, true, 0)
+                            : Real().ppoll(fds, n, timeout, mask));
 }
 
 WEFT_EXPORT int select(int n, fd_set* readable, fd_set* writable, fd_set* failed,
                        struct timeval* timeout) {
-  WEFT_LOG_WAIT(wire::kOpSelect, -1, n, Real().select(n, readable, writable, failed, timeout));
+  WEFT_LOG_WAIT(wire::kOpSelect, -1, n,
+                Isolating()
+                    ? IsolatedSelect(n, readable, writable, failed, timeout, nullptr, nullptr, false)
+                    : Real().select(n, readable, writable, failed, timeout));
 }
 
 WEFT_EXPORT int pselect(int n, fd_set* readable, fd_set* writable, fd_set* failed,
                         const struct timespec* timeout, const sigset_t* mask) {
   WEFT_LOG_WAIT(wire::kOpSelect, -1, n,
-                Real().pselect(n, readable, writable, failed, timeout, mask));
+                Isolating()
+                    ? IsolatedSelect(n, readable, writable, failed, nullptr, timeout, mask, true)
+                    : Real().pselect(n, readable, writable, failed, timeout, mask));
 }
 
 WEFT_EXPORT int epoll_wait(int epfd, struct epoll_event* events, int max, int timeout) {
-  WEFT_LOG_WAIT(wire::kOpEpollWait, epfd, 0, Real().epoll_wait(epfd, events, max, timeout));
+  WEFT_LOG_WAIT(wire::kOpEpollWait, epfd, 0,
+                Isolating() ? IsolatedEpollWait(epfd, events, max, timeout, nullptr, false)
+                            : Real().epoll_wait(epfd, events, max, timeout));
 }
 
 WEFT_EXPORT int epoll_pwait(int epfd, struct epoll_event* events, int max, int timeout,
                             const sigset_t* mask) {
-  WEFT_LOG_WAIT(wire::kOpEpollWait, epfd, 0, Real().epoll_pwait(epfd, events, max, timeout, mask));
+  WEFT_LOG_WAIT(wire::kOpEpollWait, epfd, 0,
+                Isolating() ? IsolatedEpollWait(epfd, events, max, timeout, mask, true)
+                            : Real().epoll_pwait(epfd, events, max, timeout, mask));
+}
+
+// Registrations are noted only with isolation on: epoll_wait needs them to report held
+// bytes with the program's epoll_data.
+WEFT_EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event* event) noexcept {
+  int r = Real().epoll_ctl(epfd, op, fd, event);
+  if (Isolating() && r == 0) {
+    int error = errno;
+    NoteEpollCtl(epfd, op, fd, event);
+    errno = error;
+  }
+  return r;
 }

@@ -14,6 +14,7 @@ struct CaptureSettings {
   uint32_t payload_prefix;   // WEFT_PAYLOAD_PREFIX
   char preload_path[1024];   // this library, for LD_PRELOAD of exec'd programs
   char protocols[512];       // WEFT_PROTOCOLS: which streams get protocol processors
+  bool isolate;              // WEFT_ISOLATE=1: event isolation (isolation.h)
 };
 extern CaptureSettings g_settings;
 

@@ -11,120 +11,22 @@
 #include <unistd.h>
 
 #include "capture/preload/log_file.h"
+#include "capture/preload/protocol_selection.h"
 #include "capture/preload/runtime.h"
 #include "capture/protocols/protocol.h"
 
 namespace weft_preload {
 
-namespace protocols = weft::capture::protocols;
-
 uint32_t g_fd_stream[kFdTableSize];
 
 namespace {
 
-// --- the selection ---------------------------------------------------------------------
+// --- detection ---------------------------------------------------------------------
 
-constexpr int kMaxRules = 32;
-constexpr size_t kMaxPath = sizeof(sockaddr_un::sun_path);
 constexpr size_t kDetectBytes = 64;  // Detect looks at most this far into a stream
 // Fewer first request bytes than this (a server reading a 4-byte length first) are kept
 // for the next call when Detect cannot tell; at this many it decides.
 constexpr size_t kEarlyBytes = 16;
-
-struct Rule {
-  protocols::Protocol protocol;
-  uint16_t port;  // 0: a path rule
-  uint8_t path_length;
-  char path[kMaxPath];
-};
-
-constexpr int kMaxDnsPorts = 8;
-// g_fd_stream values of UDP sockets whose datagrams go to the DNS processor (no slot).
-constexpr uint32_t kDnsServerSocket = 0xfffffffe;  // bound to a DNS port: receives queries
-constexpr uint32_t kDnsClientSocket = 0xffffffff;  // connected to one: sends queries
-
-struct Selection {
-  bool enabled;
-  int dns_port_count;
-  uint16_t dns_ports[kMaxDnsPorts];  // datagrams to or from these are DNS
-  uint32_t detect;  // bit p: Detect may pick protocol p
-  protocols::Protocol program;  // every stream of this program, kNone if no program rule
-  int rule_count;
-  Rule rules[kMaxRules];
-};
-Selection g_selection;
-
-void AddPortRule(protocols::Protocol protocol, uint16_t port) {
-  if (protocol == protocols::kDns && g_selection.dns_port_count < kMaxDnsPorts) {
-    g_selection.dns_ports[g_selection.dns_port_count++] = port;
-  }
-  if (g_selection.rule_count == kMaxRules) return;
-  Rule& r = g_selection.rules[g_selection.rule_count++];
-  r.protocol = protocol;
-  r.port = port;
-  r.path_length = 0;
-}
-
-// The basename of this program's executable (reconcile names nodes by it too).
-size_t ProgramName(char* out, size_t capacity) {
-  char path[1024];
-  long n = syscall(SYS_readlink, "/proc/self/exe", path, sizeof path);
-  if (n <= 0) return 0;
-  long start = n;
-  while (start > 0 && path[start - 1] != '/') --start;
-  size_t length = size_t(n - start) < capacity ? size_t(n - start) : capacity;
-  memcpy(out, path + start, length);
-  return length;
-}
-
-// One item of the list: "auto", "PROTO=PORT", "PROTO=/path", "PROTO=@name", "PROTO=auto",
-// "PROTO=PROGRAM".
-void AddItem(const char* item, size_t length) {
-  if (length == 4 && memcmp(item, "auto", 4) == 0) {
-    AddPortRule(protocols::kPostgres, 5432);
-    AddPortRule(protocols::kRedis, 6379);
-    AddPortRule(protocols::kDns, 53);
-    g_selection.detect = ~0u;
-    return;
-  }
-  size_t equals = 0;
-  while (equals < length && item[equals] != '=') ++equals;
-  protocols::Protocol protocol;
-  if (equals == length || !protocols::ParseProtocol(item, equals, &protocol) ||
-      protocol == protocols::kNone) {
-    return;
-  }
-  const char* value = item + equals + 1;
-  size_t value_length = length - equals - 1;
-  if (value_length == 0) return;
-  if (value_length == 4 && memcmp(value, "auto", 4) == 0) {
-    g_selection.detect |= 1u << protocol;
-    return;
-  }
-  if (value[0] >= '0' && value[0] <= '9') {
-    uint32_t port = 0;
-    for (size_t i = 0; i < value_length && port <= 65535; ++i) {
-      if (value[i] < '0' || value[i] > '9') return;
-      port = port * 10 + uint32_t(value[i] - '0');
-    }
-    if (port == 0 || port > 65535) return;
-    AddPortRule(protocol, uint16_t(port));
-    return;
-  }
-  if (value[0] == '/' || value[0] == '@') {
-    if (g_selection.rule_count == kMaxRules || value_length > kMaxPath) return;
-    Rule& r = g_selection.rules[g_selection.rule_count++];
-    r.protocol = protocol;
-    r.port = 0;
-    r.path_length = uint8_t(value_length);
-    memcpy(r.path, value, value_length);
-    if (r.path[0] == '@') r.path[0] = '\0';  // the abstract namespace, as the kernel names it
-    return;
-  }
-  char program[256];
-  size_t n = ProgramName(program, sizeof program);
-  if (n == value_length && memcmp(program, value, n) == 0) g_selection.program = protocol;
-}
 
 // --- the streams -----------------------------------------------------------------------
 
@@ -141,6 +43,7 @@ struct ProtocolStream {
   uint64_t offset[2];   // bytes moved so far per direction (the boundary record's offset)
   uint8_t early[16];    // detecting: request bytes of earlier calls, too few to tell yet
   uint32_t early_length;
+  HeldBytes held;       // event isolation: input bytes read but not yet given (isolation.cc)
   protocols::Parser parsers[2];
 };
 
@@ -227,6 +130,7 @@ void Start(int fd, protocols::Protocol protocol, bool client) {
   s->broken[0] = s->broken[1] = 0;
   s->offset[0] = s->offset[1] = 0;
   s->early_length = 0;
+  s->held.start = s->held.length = 0;  // a mapping left by a stream freed while busy is reused
   s->client = client;
   s->state = protocol == protocols::kNone ? kDetecting : kActive;
   protocols::Init(&s->parsers[0], protocol, protocols::Direction::kRequest);
@@ -286,13 +190,6 @@ bool Decide(ProtocolStream* s, const void* data, const struct iovec* iov, int io
   return true;
 }
 
-bool IsDnsPort(uint16_t port) {
-  for (int i = 0; i < g_selection.dns_port_count; ++i) {
-    if (g_selection.dns_ports[i] == port) return true;
-  }
-  return false;
-}
-
 }  // namespace
 
 uint16_t PortOf(const struct sockaddr* a, socklen_t length) {
@@ -339,21 +236,6 @@ void LogBoundary(int fd, uint8_t protocol, bool sent, bool request, int64_t entr
   AppendRecord(record, size, entry);
 }
 
-void ConfigureProtocols(const char* spec) {
-  memset(&g_selection, 0, sizeof g_selection);
-  if (spec == nullptr || spec[0] == '\0') return;
-  for (const char* p = spec; *p != '\0';) {
-    const char* end = p;
-    while (*end != '\0' && *end != ',') ++end;
-    if (!(end - p == 4 && memcmp(p, "none", 4) == 0)) AddItem(p, size_t(end - p));
-    p = *end == ',' ? end + 1 : end;
-  }
-  g_selection.enabled = g_selection.rule_count > 0 || g_selection.dns_port_count > 0 || g_selection.detect != 0 ||
-                        g_selection.program != protocols::kNone;
-}
-
-bool ProtocolsEnabled() { return g_selection.enabled; }
-
 void AttachProtocol(int fd, uint8_t kind, bool client, uint16_t port, const char* path,
                     size_t path_length) {
   if (!g_selection.enabled || fd < 0 || fd >= kFdTableSize) return;
@@ -376,7 +258,20 @@ void DetachProtocol(int fd) {
   uint32_t id = __atomic_exchange_n(&g_fd_stream[fd], 0, __ATOMIC_ACQ_REL);
   ProtocolStream* s = StreamAt(id);
   if (s == nullptr) return;
-  if (__atomic_sub_fetch(&s->references, 1, __ATOMIC_ACQ_REL) == 0) FreeSlot(id);
+  if (__atomic_sub_fetch(&s->references, 1, __ATOMIC_ACQ_REL) == 0) {
+    // Held bytes die with the open file description (as unread bytes in the kernel do).
+    int d = s->client ? 1 : 0;
+    if (s->held.data != nullptr && __atomic_exchange_n(&s->busy[d], 1, __ATOMIC_ACQUIRE) == 0) {
+      if (s->held.length != 0) __atomic_sub_fetch(&g_held_streams, 1, __ATOMIC_RELAXED);
+      munmap(s->held.data, s->held.capacity);
+      s->held = HeldBytes{};
+      __atomic_store_n(&s->busy[d], 0, __ATOMIC_RELEASE);
+    } else if (s->held.length != 0) {  // a read still runs: the mapping stays with the slot
+      __atomic_sub_fetch(&g_held_streams, 1, __ATOMIC_RELAXED);
+      s->held.length = 0;
+    }
+    FreeSlot(id);
+  }
 }
 
 void ShareProtocol(int old_fd, int new_fd) {
@@ -388,19 +283,11 @@ void ShareProtocol(int old_fd, int new_fd) {
   __atomic_store_n(&g_fd_stream[new_fd], id, __ATOMIC_RELEASE);
 }
 
-void FeedStream(int fd, bool sending, int64_t entry, int64_t exit, const void* data,
-                const struct iovec* iov, int iovcnt, size_t bytes) {
-  if (bytes == 0 || fd < 0 || fd >= kFdTableSize) return;
-  ProtocolStream* s = StreamAt(__atomic_load_n(&g_fd_stream[fd], __ATOMIC_ACQUIRE));
-  if (s == nullptr) return;
-  int d = sending == s->client ? 0 : 1;  // the client sends requests, the server receives them
-  if (__atomic_load_n(&s->broken[d], __ATOMIC_RELAXED) != 0) return;
-  // Two threads moving bytes the same way at once: which went first is not known here,
-  // so the direction's parser stops rather than guess.
-  if (__atomic_exchange_n(&s->busy[d], 1, __ATOMIC_ACQUIRE) != 0) {
-    __atomic_store_n(&s->broken[d], 1, __ATOMIC_RELAXED);
-    return;
-  }
+namespace {
+
+// FeedStream's work with direction `d` of `s` taken (busy); leaves it taken.
+void FeedTaken(ProtocolStream* s, int d, int fd, bool sending, int64_t entry, int64_t exit,
+               const void* data, const struct iovec* iov, int iovcnt, size_t bytes) {
   uint8_t state = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
   size_t early = 0;  // request bytes of earlier calls to feed before this call's
   if (state == kDetecting) {
@@ -420,11 +307,14 @@ void FeedStream(int fd, bool sending, int64_t entry, int64_t exit, const void* d
   }
   if (state != kActive) {
     if (state == kOff) {
-      __atomic_fetch_and(&g_fd_kind[fd], uint8_t(~kProtocolBit), __ATOMIC_RELAXED);
+      // Held bytes (isolation.cc) are served only through the protocol bit's path: it
+      // stays until they are gone.
+      if (__atomic_load_n(&s->held.length, __ATOMIC_RELAXED) == 0) {
+        __atomic_fetch_and(&g_fd_kind[fd], uint8_t(~kProtocolBit), __ATOMIC_RELAXED);
+      }
     } else {
       __atomic_store_n(&s->broken[d], 1, __ATOMIC_RELAXED);  // bytes went by mid-decision
     }
-    __atomic_store_n(&s->busy[d], 0, __ATOMIC_RELEASE);
     return;
   }
   protocols::Parser* parser = &s->parsers[d];
@@ -453,7 +343,139 @@ void FeedStream(int fd, bool sending, int64_t entry, int64_t exit, const void* d
   };
   if (early > 0) feed(s->early, early);
   if (__atomic_load_n(&s->broken[d], __ATOMIC_RELAXED) == 0) ForEachSegment(data, iov, iovcnt, bytes, feed);
+}
+
+}  // namespace
+
+void FeedStream(int fd, bool sending, int64_t entry, int64_t exit, const void* data,
+                const struct iovec* iov, int iovcnt, size_t bytes) {
+  if (bytes == 0 || fd < 0 || fd >= kFdTableSize) return;
+  ProtocolStream* s = StreamAt(__atomic_load_n(&g_fd_stream[fd], __ATOMIC_ACQUIRE));
+  if (s == nullptr) return;
+  int d = sending == s->client ? 0 : 1;  // the client sends requests, the server receives them
+  if (__atomic_load_n(&s->broken[d], __ATOMIC_RELAXED) != 0) return;
+  // Two threads moving bytes the same way at once: which went first is not known here,
+  // so the direction's parser stops rather than guess.
+  if (__atomic_exchange_n(&s->busy[d], 1, __ATOMIC_ACQUIRE) != 0) {
+    __atomic_store_n(&s->broken[d], 1, __ATOMIC_RELAXED);
+    return;
+  }
+  FeedTaken(s, d, fd, sending, entry, exit, data, iov, iovcnt, bytes);
   __atomic_store_n(&s->busy[d], 0, __ATOMIC_RELEASE);
+}
+
+// --- event isolation's access to a stream's input side (isolation.cc) -------------------
+
+uint32_t g_held_streams = 0;
+
+bool LockInput(int fd, InputSide* side) {
+  if (fd < 0 || fd >= kFdTableSize) return false;
+  ProtocolStream* s = StreamAt(__atomic_load_n(&g_fd_stream[fd], __ATOMIC_ACQUIRE));
+  if (s == nullptr) return false;
+  int d = s->client ? 1 : 0;  // a client reads responses, a server requests
+  // Holders never block (a copy, a parse, a record), so a short wait is enough; one that
+  // does not end is a signal handler reading inside a read on this thread: no isolation.
+  for (int spins = 0; __atomic_exchange_n(&s->busy[d], 1, __ATOMIC_ACQUIRE) != 0; ++spins) {
+    if (spins > 1000) return false;
+    sched_yield();
+  }
+  side->stream = s;
+  side->direction = d;
+  side->held = &s->held;
+  return true;
+}
+
+void UnlockInput(const InputSide& side) {
+  auto* s = static_cast<ProtocolStream*>(side.stream);
+  __atomic_store_n(&s->busy[side.direction], 0, __ATOMIC_RELEASE);
+}
+
+size_t InputBoundary(const InputSide& side, const void* data, const struct iovec* iov, int iovcnt,
+                     size_t n) {
+  auto* s = static_cast<ProtocolStream*>(side.stream);
+  int d = side.direction;
+  if (__atomic_load_n(&s->broken[d], __ATOMIC_RELAXED) != 0) return n;
+  uint8_t state = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
+  // A copy of the parser finds the end without logging it: the bytes are fed (and the
+  // boundary logged) after the call's record, once the program gets them.
+  protocols::Parser copy;
+  protocols::Protocol detected = protocols::kNone;
+  size_t early_bytes = 0;
+  if (state == kActive) {
+    copy = s->parsers[d];
+  } else if (state == kDetecting && d == 0) {
+    // The first request of a detected stream: decide as FeedStream will (Decide), on a
+    // parser of our own that has seen the bytes kept from earlier calls.
+    uint8_t first[kDetectBytes];
+    size_t have = s->early_length;
+    memcpy(first, s->early, have);
+    ForEachSegment(data, iov, iovcnt, n, [&](const uint8_t* p, size_t length) {
+      size_t take = length < kDetectBytes - have ? length : kDetectBytes - have;
+      memcpy(first + have, p, take);
+      have += take;
+    });
+    protocols::Protocol protocol = protocols::Detect(first, have);
+    if (protocol == protocols::kNone || (g_selection.detect & (1u << protocol)) == 0) return n;
+    detected = protocol;
+    early_bytes = s->early_length;
+    protocols::Init(&copy, protocol, protocols::Direction::kRequest);
+    for (size_t i = 0; i < s->early_length;) {
+      bool ended = false;
+      size_t used = protocols::Consume(&copy, s->early + i, s->early_length - i, &ended);
+      if (used == 0) return n;
+      i += used;
+    }
+  } else {
+    return n;
+  }
+  size_t at = 0;
+  bool done = false, found = false;
+  ForEachSegment(data, iov, iovcnt, n, [&](const uint8_t* p, size_t length) {
+    size_t i = 0;
+    while (!done && i < length) {
+      bool ended = false;
+      size_t used = protocols::Consume(&copy, p + i, length - i, &ended);
+      if (used > length - i) used = length - i;
+      i += used;
+      at += used;
+      // An end with no byte before it in this call gives nothing to stop at.
+      if (ended && at > 0) {
+        found = done = true;
+      } else if (used == 0) {
+        done = true;  // a stalled processor: no end to stop at
+      }
+    }
+  });
+  if (found && detected != protocols::kNone) {
+    // FeedStream decides on the bytes the program gets (Decide): cut only where those
+    // bytes alone detect the same protocol, so the decision cannot differ.
+    uint8_t first[kDetectBytes];
+    size_t have = early_bytes < kDetectBytes ? early_bytes : kDetectBytes;
+    memcpy(first, s->early, have);
+    size_t limit = at;
+    ForEachSegment(data, iov, iovcnt, n, [&](const uint8_t* p, size_t length) {
+      size_t take = length < limit ? length : limit;
+      if (take > kDetectBytes - have) take = kDetectBytes - have;
+      memcpy(first + have, p, take);
+      have += take;
+      limit -= take < limit ? take : limit;
+    });
+    if (protocols::Detect(first, have) != detected) return n;
+  }
+  return found ? at : n;
+}
+
+void FeedInputTaken(const InputSide& side, int fd, int64_t entry, int64_t exit, const void* data,
+                    const struct iovec* iov, int iovcnt, size_t bytes) {
+  auto* s = static_cast<ProtocolStream*>(side.stream);
+  if (bytes == 0 || __atomic_load_n(&s->broken[side.direction], __ATOMIC_RELAXED) != 0) return;
+  FeedTaken(s, side.direction, fd, false, entry, exit, data, iov, iovcnt, bytes);
+}
+
+bool FdHasHeld(int fd) {
+  if (fd < 0 || fd >= kFdTableSize) return false;
+  ProtocolStream* s = StreamAt(__atomic_load_n(&g_fd_stream[fd], __ATOMIC_ACQUIRE));
+  return s != nullptr && __atomic_load_n(&s->held.length, __ATOMIC_RELAXED) != 0;
 }
 
 void AbandonStream(int fd, bool sending) {

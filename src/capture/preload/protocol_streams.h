@@ -69,6 +69,38 @@ void FeedDatagram(int fd, bool sending, int64_t entry, int64_t exit, const void*
                   const struct iovec* iov, int iovcnt, size_t bytes,
                   const struct sockaddr* peer, socklen_t peer_length);
 
+// --- event isolation (isolation.cc, BorderPatrol §5.2) ---------------------------------
+
+// Input bytes a read returned past a message's end, held back for the next read: mapped
+// on demand per stream, unmapped at the stream's last close.
+struct HeldBytes {
+  uint8_t* data;
+  uint32_t capacity;  // bytes mapped
+  uint32_t start;     // the next byte to give
+  uint32_t length;    // bytes still held
+};
+// The input direction (what this process reads: requests at a server, responses at a
+// client) of a stream, taken for one read.
+struct InputSide {
+  void* stream;
+  int direction;
+  HeldBytes* held;
+};
+// Takes the input direction of `fd`'s stream. False if it has none or it stays taken.
+bool LockInput(int fd, InputSide* side);
+void UnlockInput(const InputSide& side);
+// How many of the `n` bytes at `data` (or in `iov`) belong to the current input message: up to and
+// including its end if it ends in them, else n (also when the parser is not running).
+// Changes nothing and logs nothing.
+size_t InputBoundary(const InputSide& side, const void* data, const struct iovec* iov, int iovcnt,
+                     size_t n);
+// FeedStream of received bytes, with the input side taken.
+void FeedInputTaken(const InputSide& side, int fd, int64_t entry, int64_t exit, const void* data,
+                    const struct iovec* iov, int iovcnt, size_t bytes);
+// True if `fd`'s stream holds bytes back; g_held_streams counts such streams.
+bool FdHasHeld(int fd);
+extern uint32_t g_held_streams;
+
 // In a forked child: locks another thread held at the fork are free again.
 void ResetProtocolsAfterFork();
 

@@ -49,6 +49,7 @@ namespace weft_preload {
   X(ppoll, int, (struct pollfd*, nfds_t, const struct timespec*, const sigset_t*))         \
   X(select, int, (int, fd_set*, fd_set*, fd_set*, struct timeval*))                        \
   X(pselect, int, (int, fd_set*, fd_set*, fd_set*, const struct timespec*, const sigset_t*)) \
+  X(epoll_ctl, int, (int, int, int, struct epoll_event*))                                  \
   X(epoll_wait, int, (int, struct epoll_event*, int, int))                                 \
   X(epoll_pwait, int, (int, struct epoll_event*, int, int, const sigset_t*))               \
   X(fork, pid_t, (void))                                                                   \

@@ -19,6 +19,7 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include "capture/preload/isolation.h"
 #include "capture/preload/log_file.h"
 #include "capture/preload/protocol_streams.h"
 #include "capture/preload/real.h"
@@ -330,6 +331,9 @@ __attribute__((constructor(101))) void Start() {
       CopyString(g_settings.protocols, sizeof g_settings.protocols, spec);
     }
     ConfigureProtocols(g_settings.protocols);
+    const char* isolate = getenv("WEFT_ISOLATE");
+    g_settings.isolate = isolate != nullptr && isolate[0] == '1';
+    ConfigureIsolation(g_settings.isolate && ProtocolsEnabled());
     Dl_info info;
     if (dladdr(reinterpret_cast<void*>(&Start), &info) != 0 && info.dli_fname != nullptr) {
       CopyString(g_settings.preload_path, sizeof g_settings.preload_path, info.dli_fname);
@@ -581,7 +585,8 @@ void EndLog(uint8_t op) {
   block.end = {wire::kEndRecord, op, sizeof(wire::EndRecord), 0, NowNs(),
                __atomic_load_n(&g_dropped, __ATOMIC_RELAXED),
                __atomic_load_n(&g_untraced_io, __ATOMIC_RELAXED),
-               __atomic_load_n(&g_failed_writes, __ATOMIC_RELAXED)};
+               __atomic_load_n(&g_failed_writes, __ATOMIC_RELAXED), 0, 0, 0};
+  IsolationCounters(&block.end.isolated_reads, &block.end.held_reads, &block.end.held_bytes);
   block.header = {wire::kBlockMagic, sizeof(wire::EndRecord), 1, 0, block.end.dropped_events,
                   uint32_t(XXH3_64bits(&block.end, sizeof block.end)), 0};
   block.header.header_checksum = uint32_t(XXH3_64bits(&block.header, 28));

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "capture/preload/log_file.h"
+#include "capture/preload/isolation.h"
 #include "capture/preload/protocol_streams.h"
 #include "capture/preload/real.h"
 #include "capture/preload/runtime.h"
@@ -208,6 +209,7 @@ WEFT_EXPORT int listen(int fd, int backlog) noexcept {
 
 WEFT_EXPORT int close(int fd) {
   KeepLogFdFrom(fd);
+  if (Isolating()) ForgetEpoll(fd);  // its registrations (isolation.h)
   uint8_t kind = FdKind(fd);
   if (kind == 0) return Real().close(fd);
   // Forget the descriptor before the kernel may hand its number to another thread.

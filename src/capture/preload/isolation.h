@@ -1,0 +1,68 @@
+// Event isolation (`weft capture --isolate`, BorderPatrol EuroSys'08 §3.2 and §5.2): a read
+// on a stream with a protocol processor returns at most one input message, so that what
+// the program does next can be attributed to that message alone (infer/fragment's forward
+// scan). Internal to libweft-preload.so.
+//
+// Reads. On the input direction of a stream with a running protocol processor (requests
+// at a server, responses at a client), a read whose bytes run past the end of the current
+// message returns only up to that end; the rest is held back in the stream's HeldBytes
+// (protocol_streams.h: mapped per stream on demand, never more than one read returned,
+// unmapped at the last close). The next read is served from the held bytes first, again
+// only up to the next end, without a system call. The parser still sees every byte once,
+// in order, as the program gets it, so boundary offsets count delivered bytes. A read
+// served from held bytes is logged as the read call it is.
+//   MSG_PEEK: sees held bytes first (only up to the end of their message), consumes none.
+//   MSG_WAITALL: the program asked for all `n` bytes; it gets them (held bytes, then the
+//     kernel's), never cut at a boundary: a fixed-size read must stay whole.
+//   recvmsg with ancillary data: a call whose real read returned control messages is not
+//     cut (the data and its descriptors or credentials stay together).
+//   MSG_OOB, MSG_TRUNC, MSG_ERRQUEUE: not isolated.
+//
+// Readiness (§5.2: "The buffered file descriptor should be labeled readable regardless of
+// its actual condition"): poll/ppoll, select/pselect and epoll_wait/epoll_pwait report a
+// descriptor with held bytes readable, and do not block while one is waited for (the real
+// call gets a zero timeout and the results are merged). epoll_ctl is wrapped to know what
+// each descriptor is registered for, with what epoll_data.
+//
+// Cost when off: a wrapper tests one global flag after the protocol bit of the descriptor
+// entry it already loaded; poll and friends test it once.
+#pragma once
+
+#include <poll.h>
+#include <stdint.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+namespace weft_preload {
+
+extern bool g_isolate;  // WEFT_ISOLATE=1 and some stream may get a processor
+inline bool Isolating() { return __builtin_expect(g_isolate, false); }
+void ConfigureIsolation(bool on);
+// The extra work for the end record (wire::EndRecord).
+void IsolationCounters(uint64_t* isolated_reads, uint64_t* held_reads, uint64_t* held_bytes);
+
+// A stream read (`op`: read, readv, recv, recvfrom, recvmsg) on `fd`, whose descriptor entry
+// has kProtocolBit, with isolation on. The bytes go to `iov`; `message` is the program's
+// msghdr for recvmsg, `address`/`length` its recvfrom source. True if it handled the call
+// (result in *result, errno set); false: the caller does the plain call.
+bool IsolatedRead(uint8_t op, int fd, const struct iovec* iov, int iovcnt, int flags,
+                  struct msghdr* message, struct sockaddr* address, socklen_t* length,
+                  ssize_t* result);
+
+// Waits, with isolation on. Each does the whole call.
+int IsolatedPoll(struct pollfd* fds, nfds_t n, const struct timespec* timeout,
+                 const sigset_t* mask, bool ppoll_call, int poll_timeout);
+int IsolatedSelect(int n, fd_set* readable, fd_set* writable, fd_set* failed,
+                   struct timeval* timeout, const struct timespec* ptimeout, const sigset_t* mask,
+                   bool pselect_call);
+int IsolatedEpollWait(int epfd, struct epoll_event* events, int max, int timeout,
+                      const sigset_t* mask, bool pwait_call);
+// epoll_ctl succeeded: remember (or forget) what `fd` is registered for in `epfd`.
+void NoteEpollCtl(int epfd, int op, int fd, const struct epoll_event* event);
+// `fd` is being closed: forget its registration, and if it is an epoll set, its members'.
+void ForgetEpoll(int fd);
+
+}  // namespace weft_preload
