@@ -58,12 +58,7 @@ class LogBuilder {
     endpoint.kind = w::kKindTcp;
     endpoint.local = local;
     endpoint.peer = peer;
-    log_.endpoints.push_back(endpoint);
-    capture::Event e{.op = capture::EventOp::kEndpoint, .tid = log_.header.pid, .fd = fd,
-                     .entry_ns = t, .exit_ns = t};
-    e.arg = cause;
-    e.endpoint = int32_t(log_.endpoints.size() - 1);
-    return Add(e);
+    return AddEndpoint(fd, t, cause, std::move(endpoint));
   }
   // An endpoint record naming `fd` as a Unix stream socket with its inode and, where the
   // kernel told it, the other end's.
@@ -75,12 +70,7 @@ class LogBuilder {
     endpoint.peer = UnixPath(std::move(peer_path));
     endpoint.inode = inode;
     endpoint.peer_inode = peer_inode;
-    log_.endpoints.push_back(endpoint);
-    capture::Event e{.op = capture::EventOp::kEndpoint, .tid = log_.header.pid, .fd = fd,
-                     .entry_ns = t, .exit_ns = t};
-    e.arg = cause;
-    e.endpoint = int32_t(log_.endpoints.size() - 1);
-    return Add(e);
+    return AddEndpoint(fd, t, cause, std::move(endpoint));
   }
   // An endpoint record naming `fd` as a UDP socket (cause socket, bind, or the send after
   // which the kernel's port was logged).
@@ -88,12 +78,7 @@ class LogBuilder {
     capture::Endpoint endpoint;
     endpoint.kind = w::kKindUdp;
     endpoint.local = local;
-    log_.endpoints.push_back(endpoint);
-    capture::Event e{.op = capture::EventOp::kEndpoint, .tid = log_.header.pid, .fd = fd,
-                     .entry_ns = t, .exit_ns = t};
-    e.arg = cause;
-    e.endpoint = int32_t(log_.endpoints.size() - 1);
-    return Add(e);
+    return AddEndpoint(fd, t, cause, std::move(endpoint));
   }
   // A datagram sent to / received from `peer`, with the hash of its bytes.
   LogBuilder& Datagram(bool send, int32_t fd, int32_t tid, TimeNs entry, TimeNs exit, int32_t bytes,
@@ -112,12 +97,7 @@ class LogBuilder {
     endpoint.kind = w::kKindPipe;
     endpoint.inode = inode;
     endpoint.peer_inode = inode;
-    log_.endpoints.push_back(endpoint);
-    capture::Event e{.op = capture::EventOp::kEndpoint, .tid = log_.header.pid, .fd = fd,
-                     .entry_ns = t, .exit_ns = t};
-    e.arg = cause;
-    e.endpoint = int32_t(log_.endpoints.size() - 1);
-    return Add(e);
+    return AddEndpoint(fd, t, cause, std::move(endpoint));
   }
   LogBuilder& Send(int32_t fd, int32_t tid, TimeNs entry, TimeNs exit, int32_t bytes) {
     return Add({.op = capture::EventOp::kSend, .tid = tid, .fd = fd, .entry_ns = entry,
@@ -173,6 +153,15 @@ class LogBuilder {
   }
 
  private:
+  // The endpoint record naming `fd`, made at `t` by `cause`.
+  LogBuilder& AddEndpoint(int32_t fd, TimeNs t, w::Op cause, capture::Endpoint endpoint) {
+    log_.endpoints.push_back(std::move(endpoint));
+    capture::Event e{.op = capture::EventOp::kEndpoint, .tid = log_.header.pid, .fd = fd,
+                     .entry_ns = t, .exit_ns = t};
+    e.arg = cause;
+    e.endpoint = int32_t(log_.endpoints.size() - 1);
+    return Add(e);
+  }
   LogBuilder& Add(const capture::Event& e) {
     log_.events.push_back(e);
     return *this;
