@@ -19,17 +19,23 @@ bool IsInternet(const capture::Address& a) {
   return a.family == capture::wire::kFamilyIpv4 || a.family == capture::wire::kFamilyIpv6;
 }
 
+// A Unix socket's name: "unix:/path", "unix:@abstract", or "unix:" when it has none (an
+// unbound socket, a socketpair end, a source the kernel gave no address for).
+std::string UnixName(const capture::Address& a) {
+  return a.family == capture::wire::kFamilyUnix ? capture::FormatAddress(a) : "unix:";
+}
+
 // What a descriptor currently names.
 struct DescriptorName {
   int32_t end = -1;     // index into ends: a connected TCP or Unix stream socket
-  int32_t udp = -1;     // index into the UDP sockets
-  bool other = false;   // named, but neither (listener, Unix datagram, pipe)
+  int32_t udp = -1;     // index into the datagram sockets (UDP or Unix)
+  bool other = false;   // named, but neither (listener, other socket)
 };
 
 class DescriptorWalker {
  public:
   DescriptorWalker(const capture::EventLog& log, uint32_t log_index, TimeNs offset,
-                   std::vector<ConnectionEnd>& ends, std::vector<UdpSocket>& udp_sockets,
+                   std::vector<ConnectionEnd>& ends, std::vector<DatagramSocket>& udp_sockets,
                    std::vector<Datagram>& datagrams, ConnectionTableCounts& counts)
       : log_(log), log_index_(log_index), offset_(offset), ends_(ends), udp_sockets_(udp_sockets),
         datagrams_(datagrams), counts_(counts) {}
@@ -59,8 +65,8 @@ class DescriptorWalker {
     const capture::Endpoint& endpoint = log_.endpoints[size_t(e.endpoint)];
     auto cause = capture::wire::Op(e.arg);
     if (NamesSameConnection(e.fd, endpoint)) return;
-    if (endpoint.kind == capture::wire::kKindUdp) {
-      NameUdp(e.fd, endpoint, cause);
+    if (endpoint.kind == capture::wire::kKindUdp || endpoint.kind == capture::wire::kKindUnixDatagram) {
+      NameDatagramSocket(e.fd, endpoint, cause);
       return;
     }
     // A second record for a descriptor (socket, then connect) replaces the first name.
@@ -106,18 +112,20 @@ class DescriptorWalker {
     references_[name.end] = 1;
   }
 
-  // A UDP socket keeps one entry from socket() on; bind, connect and the record after its
-  // first send fill in its names.
-  void NameUdp(int32_t fd, const capture::Endpoint& endpoint, capture::wire::Op cause) {
+  // A datagram socket keeps one entry from its first record on; bind, connect and the
+  // record after its first send fill in its names.
+  void NameDatagramSocket(int32_t fd, const capture::Endpoint& endpoint, capture::wire::Op cause) {
     auto it = names_.find(fd);
     if (it == names_.end() || it->second.udp < 0) {
       Unname(fd, 0);
       names_[fd].udp = int32_t(udp_sockets_.size());
-      udp_sockets_.push_back(UdpSocket{.log = log_index_});
+      udp_sockets_.push_back(DatagramSocket{.log = log_index_});
       it = names_.find(fd);
     }
-    UdpSocket& socket = udp_sockets_[size_t(it->second.udp)];
-    if (endpoint.local.port != 0) {
+    DatagramSocket& socket = udp_sockets_[size_t(it->second.udp)];
+    if (endpoint.kind == capture::wire::kKindUnixDatagram) {
+      NameUnixDatagramSocket(socket, endpoint, cause);
+    } else if (endpoint.local.port != 0) {
       socket.local = capture::FormatAddress(endpoint.local);
       socket.local_port = endpoint.local.port;
     }
@@ -127,7 +135,8 @@ class DescriptorWalker {
     }
     // It serves if it was bound explicitly, or inherited already bound (a server whose
     // socket its parent bound before forking, as the testbed's runner does).
-    if (cause == capture::wire::kOpBind || (cause == capture::wire::kOpNone && endpoint.local.port != 0)) {
+    if (endpoint.kind == capture::wire::kKindUdp &&
+        (cause == capture::wire::kOpBind || (cause == capture::wire::kOpNone && endpoint.local.port != 0))) {
       socket.bound = true;
     }
     // The datagram whose send made the kernel bind the socket came before this record.
@@ -141,6 +150,26 @@ class DescriptorWalker {
     }
   }
 
+  // A Unix datagram socket is named by its path (or abstract name) when bound, by its
+  // inode and its peer's when it is a socketpair end (WAP5 Table 1: Unix sockets by path
+  // or inode). Bound explicitly, or inherited bound (a syslog daemon handed /dev/log by
+  // its parent), it serves, unless it also connected: a client may bind a path of its own
+  // only to be answered there.
+  static void NameUnixDatagramSocket(DatagramSocket& socket, const capture::Endpoint& endpoint,
+                                     capture::wire::Op cause) {
+    socket.unix_socket = true;
+    if (endpoint.inode != 0) socket.inode = endpoint.inode;
+    if (endpoint.peer_inode != 0) socket.peer_inode = endpoint.peer_inode;
+    socket.local = UnixName(endpoint.local);
+    bool named_peer = endpoint.peer.family == capture::wire::kFamilyUnix && !endpoint.peer.path.empty();
+    if (named_peer) socket.peer = capture::FormatAddress(endpoint.peer);
+    if (cause == capture::wire::kOpConnect) socket.connected = true;
+    if (cause == capture::wire::kOpBind ||
+        (cause == capture::wire::kOpNone && !endpoint.local.path.empty() && !named_peer)) {
+      socket.bound = true;
+    }
+  }
+
   void DropUnnamedDatagrams(int32_t fd) {
     auto pending = unnamed_datagrams_.find(fd);
     if (pending == unnamed_datagrams_.end()) return;
@@ -149,7 +178,7 @@ class DescriptorWalker {
   }
 
   void AddDatagram(const Event& e, int32_t udp) {
-    const UdpSocket& socket = udp_sockets_[size_t(udp)];
+    const DatagramSocket& socket = udp_sockets_[size_t(udp)];
     reconcile::Datagram d{.socket = uint32_t(udp),
                           .entry_ns = e.entry_ns + offset_,
                           .exit_ns = e.exit_ns + offset_,
@@ -161,9 +190,17 @@ class DescriptorWalker {
                           .log = log_index_,
                           .payload = e.payload,
                           .send = capture::IsSendOp(e.op)};
-    if (e.peer >= 0 && size_t(e.peer) < log_.addresses.size() && IsInternet(log_.addresses[size_t(e.peer)])) {
-      d.peer = capture::FormatAddress(log_.addresses[size_t(e.peer)]);
-      d.peer_port = log_.addresses[size_t(e.peer)].port;
+    const capture::Address* given =
+        e.peer >= 0 && size_t(e.peer) < log_.addresses.size() ? &log_.addresses[size_t(e.peer)] : nullptr;
+    if (socket.unix_socket) {
+      // The address a send gave, or where a receive came from ("unix:" from an unbound
+      // sender: the kernel gives no address then).
+      bool named = given != nullptr && given->family == capture::wire::kFamilyUnix;
+      if (named && (!d.send || !given->path.empty())) d.peer = UnixName(*given);
+      if (d.peer.empty()) d.peer = "unix:";
+    } else if (given != nullptr && IsInternet(*given)) {
+      d.peer = capture::FormatAddress(*given);
+      d.peer_port = given->port;
     }
     last_datagram_[udp] = datagrams_.size();
     datagrams_.push_back(std::move(d));
@@ -262,12 +299,12 @@ class DescriptorWalker {
   uint32_t log_index_;
   TimeNs offset_;
   std::vector<ConnectionEnd>& ends_;
-  std::vector<UdpSocket>& udp_sockets_;
+  std::vector<DatagramSocket>& udp_sockets_;
   std::vector<reconcile::Datagram>& datagrams_;
   ConnectionTableCounts& counts_;
   std::unordered_map<int32_t, DescriptorName> names_;
   std::unordered_map<int32_t, int32_t> references_;  // end -> descriptors naming it
-  std::unordered_map<int32_t, size_t> last_datagram_;  // UDP socket -> its latest datagram
+  std::unordered_map<int32_t, size_t> last_datagram_;  // datagram socket -> its latest datagram
   struct PendingDatagram {
     Event event;
     int32_t boundary;
@@ -279,7 +316,7 @@ class DescriptorWalker {
 
 void CollectConnectionEnds(const capture::EventLog& log, uint32_t log_index,
                            TimeNs realtime_offset_ns, std::vector<ConnectionEnd>& ends,
-                           std::vector<UdpSocket>& udp_sockets, std::vector<Datagram>& datagrams,
+                           std::vector<DatagramSocket>& udp_sockets, std::vector<Datagram>& datagrams,
                            ConnectionTableCounts& counts) {
   DescriptorWalker(log, log_index, realtime_offset_ns, ends, udp_sockets, datagrams, counts).Walk();
 }

@@ -61,27 +61,33 @@ struct ConnectionEnd {
   bool merged_away = false;  // folded into another end (inherited descriptor)
 };
 
-// A UDP socket as its endpoint records named it. Its local port may be named only after
-// its first send (the kernel bound it then), so datagrams refer to the socket by index and
-// read the port once the whole log has been walked.
-struct UdpSocket {
-  std::string local;        // "0.0.0.0:53", "127.0.0.1:40000"
+// A datagram socket, UDP or Unix, as its endpoint records named it. A UDP socket's local
+// port may be named only after its first send (the kernel bound it then), so datagrams
+// refer to the socket by index and read its names once the whole log has been walked.
+struct DatagramSocket {
+  std::string local;        // "0.0.0.0:53", "127.0.0.1:40000", "unix:/dev/log", "unix:" (unnamed)
   uint16_t local_port = 0;
-  std::string peer;         // a connected UDP socket's peer; "" if not connected
+  std::string peer;         // a connected socket's peer; "" if not connected (or unnamed)
   uint16_t peer_port = 0;
-  bool bound = false;       // bound explicitly, or inherited bound: it serves a known port
+  bool bound = false;       // bound explicitly, or inherited bound: it serves a known port or path
+  bool unix_socket = false; // AF_UNIX SOCK_DGRAM
+  bool connected = false;   // Unix: connect() named its peer (a client, even one bound for replies)
+  uint64_t inode = 0;       // Unix: this socket's inode
+  uint64_t peer_inode = 0;  // Unix: the other end's, for a socketpair (whose ends have no path)
   uint32_t log = 0;
 };
 
-// One datagram sent or received (sendto/recvfrom family, or send/recv on a connected UDP
-// socket), with the XXH3-64 of its bytes.
+// One datagram sent or received (sendto/recvfrom family, or send/recv/read/write on a
+// connected datagram socket), with the XXH3-64 of its bytes.
 struct Datagram {
-  uint32_t socket = 0;  // index into the UDP sockets
+  uint32_t socket = 0;  // index into the datagram sockets
   TimeNs entry_ns = 0;  // realtime
   TimeNs exit_ns = 0;
   int64_t bytes = 0;
   uint64_t hash = 0;
-  std::string peer;     // sent to / came from; the socket's peer if the call gave none
+  // Sent to / came from; the socket's peer if the call gave none. Unix: "unix:" for an
+  // unnamed source (an unbound sender) or a send on a socketpair end.
+  std::string peer;
   uint16_t peer_port = 0;
   int32_t tid = 0;
   uint32_t log = 0;
@@ -92,16 +98,17 @@ struct Datagram {
 
 struct ConnectionTableCounts {
   uint64_t events = 0;
-  uint64_t skipped_io = 0;  // I/O on Unix datagram descriptors
+  uint64_t skipped_io = 0;  // I/O on other sockets (raw, netlink, ...) and listeners
   uint64_t unnamed_io = 0;  // I/O on descriptors no record named
 };
 
 // `realtime_offset_ns` maps the log's monotonic times to the epoch (added to them).
 // Appends the TCP connection ends of `log` (number `log_index`) to `ends`.
-// Appends its UDP sockets and datagrams to `udp_sockets` and `datagrams`.
+// Appends its datagram sockets (UDP and Unix) and datagrams to `datagram_sockets` and
+// `datagrams`.
 void CollectConnectionEnds(const capture::EventLog& log, uint32_t log_index,
                            TimeNs realtime_offset_ns, std::vector<ConnectionEnd>& ends,
-                           std::vector<UdpSocket>& udp_sockets, std::vector<Datagram>& datagrams,
+                           std::vector<DatagramSocket>& datagram_sockets, std::vector<Datagram>& datagrams,
                            ConnectionTableCounts& counts);
 
 // Folds each end named by inheritance (opener unknown, op "none") into an end on the same

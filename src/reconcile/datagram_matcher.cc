@@ -8,6 +8,8 @@
 #include "reconcile/datagram_matcher.h"
 
 #include <algorithm>
+#include <string>
+#include <string_view>
 #include <tuple>
 
 #include <absl/container/flat_hash_map.h>
@@ -15,7 +17,39 @@
 namespace weft::reconcile {
 namespace {
 
-using Key = std::tuple<uint16_t, uint16_t, int64_t, uint64_t>;  // src port, dst port, bytes, hash
+using Key = std::tuple<uint64_t, uint64_t, int64_t, uint64_t>;  // source, destination, bytes, hash
+
+// Names the two ends of a datagram as numbers both its sides agree on: UDP ports (below
+// 2^16) as they are, Unix names and inodes interned above them.
+class EndNumbers {
+ public:
+  explicit EndNumbers(std::span<const DatagramSocket> sockets) : sockets_(sockets) {}
+
+  Key SendKey(const Datagram& d) {
+    const DatagramSocket& s = sockets_[d.socket];
+    if (!s.unix_socket) return {s.local_port, d.peer_port, d.bytes, d.hash};
+    // "unix:" is no destination: a socketpair end sends to its peer's inode.
+    uint64_t destination = d.peer.size() > kUnnamed.size() ? Name(d.peer) : Inode(s.peer_inode);
+    return {Name(s.local), destination, d.bytes, d.hash};
+  }
+  Key ReceiveKey(const Datagram& d) {
+    const DatagramSocket& s = sockets_[d.socket];
+    if (!s.unix_socket) return {d.peer_port, s.local_port, d.bytes, d.hash};
+    uint64_t destination = s.local.size() > kUnnamed.size() ? Name(s.local) : Inode(s.inode);
+    return {Name(d.peer), destination, d.bytes, d.hash};
+  }
+
+ private:
+  static constexpr std::string_view kUnnamed = "unix:";
+  uint64_t Name(const std::string& name) {
+    return numbers_.try_emplace(name, kFirst + numbers_.size()).first->second;
+  }
+  uint64_t Inode(uint64_t inode) { return Name("#" + std::to_string(inode)); }
+
+  static constexpr uint64_t kFirst = 1 << 16;
+  std::span<const DatagramSocket> sockets_;
+  absl::flat_hash_map<std::string, uint64_t> numbers_;
+};
 
 struct KeyedSend {
   Key key;
@@ -32,13 +66,14 @@ struct Run {
 
 }  // namespace
 
-std::vector<DatagramMessage> MatchDatagrams(std::span<const UdpSocket> sockets,
+std::vector<DatagramMessage> MatchDatagrams(std::span<const DatagramSocket> sockets,
                                             std::span<const Datagram> datagrams) {
+  EndNumbers numbers(sockets);
   std::vector<KeyedSend> sends;
   std::vector<const Datagram*> recvs;
   for (const Datagram& d : datagrams) {
     if (d.send) {
-      sends.push_back({Key{sockets[d.socket].local_port, d.peer_port, d.bytes, d.hash}, &d});
+      sends.push_back({numbers.SendKey(d), &d});
     } else {
       recvs.push_back(&d);
     }
@@ -60,7 +95,7 @@ std::vector<DatagramMessage> MatchDatagrams(std::span<const UdpSocket> sockets,
   std::vector<DatagramMessage> messages;
   messages.reserve(sends.size() + recvs.size());
   for (const Datagram* r : recvs) {
-    Key key{r->peer_port, sockets[r->socket].local_port, r->bytes, r->hash};
+    Key key = numbers.ReceiveKey(*r);
     const Datagram* send = nullptr;
     auto it = runs.find(key);
     if (it != runs.end() && it->second.next < it->second.end && it->second.entry_ns <= r->exit_ns) {

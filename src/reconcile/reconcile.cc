@@ -379,13 +379,15 @@ std::vector<ConnectionPair> PairEnds(const std::vector<ConnectionEnd>& ends) {
   return pairs;
 }
 
-// One message per datagram. A socket that was bound explicitly serves a well-known port:
-// datagrams to it are CALLs, from it RETURNs; between two such (or two unbound) sockets
-// they are MSG. Call ids pair the k-th CALL and the k-th RETURN of a (client, server)
-// endpoint pair: "u<flow>.<k>".
+// One message per datagram. A socket that was bound explicitly serves a well-known port
+// or path: datagrams to it are CALLs, from it RETURNs; between two such (or two unbound)
+// sockets they are MSG. A Unix socket that connected is a client even when it bound a
+// path to be answered at; a socketpair's ends are both unbound (MSG both ways, as on a
+// stream socketpair). Call ids pair the k-th CALL and the k-th RETURN of a (client,
+// server) endpoint pair: "u<flow>.<k>".
 class DatagramEmitter {
  public:
-  DatagramEmitter(std::span<const capture::EventLog> logs, std::span<const UdpSocket> sockets,
+  DatagramEmitter(std::span<const capture::EventLog> logs, std::span<const DatagramSocket> sockets,
                   NodeNamer& namer, TraceBuilder& builder, ReconcileSummary& summary)
       : logs_(logs), sockets_(sockets), namer_(namer), builder_(builder), summary_(summary),
         payload_key_(builder.String(kPayloadAttribute)) {}
@@ -414,8 +416,8 @@ class DatagramEmitter {
       record.receiver = namer_.Untraced(destination);
     }
     // Untraced sides are taken to be the opposite of the traced side.
-    bool sender_serves = m.send != nullptr ? sockets_[m.send->socket].bound : !sockets_[m.recv->socket].bound;
-    bool receiver_serves = m.recv != nullptr ? sockets_[m.recv->socket].bound : !sender_serves;
+    bool sender_serves = m.send != nullptr ? Serves(sockets_[m.send->socket]) : !Serves(sockets_[m.recv->socket]);
+    bool receiver_serves = m.recv != nullptr ? Serves(sockets_[m.recv->socket]) : !sender_serves;
     if (sender_serves != receiver_serves) {
       record.kind = receiver_serves ? MessageKind::kCall : MessageKind::kReturn;
       auto flow_key = receiver_serves ? std::make_pair(record.sender_endpoint, record.receiver_endpoint)
@@ -439,17 +441,21 @@ class DatagramEmitter {
       }
     }
     ++summary_.messages;
-    ++summary_.datagrams;
-    summary_.datagrams_matched += m.send != nullptr && m.recv != nullptr;
+    bool unix_socket = sockets_[first->socket].unix_socket;
+    ++(unix_socket ? summary_.unix_datagrams : summary_.datagrams);
+    (unix_socket ? summary_.unix_datagrams_matched : summary_.datagrams_matched) +=
+        m.send != nullptr && m.recv != nullptr;
     summary_.bytes += uint64_t(record.bytes);
   }
 
  private:
+  static bool Serves(const DatagramSocket& s) { return s.bound && !s.connected; }
+
   struct Flow {
     uint32_t number, calls, returns;
   };
   std::span<const capture::EventLog> logs_;
-  std::span<const UdpSocket> sockets_;
+  std::span<const DatagramSocket> sockets_;
   NodeNamer& namer_;
   TraceBuilder& builder_;
   ReconcileSummary& summary_;
@@ -514,10 +520,12 @@ Result<NodeNaming> ParseNodeNaming(std::string_view name) {
 std::string ReconcileSummary::OneLine() const {
   return fmt::format(
       "{} events, {} connection ends ({} paired, {} half-traced), {} messages, {} bytes, "
-      "{} bytes never read, {} UDP datagrams ({} seen at both ends), {} pipes, {} Unix datagram "
-      "I/O events skipped, {} I/O events on unnamed descriptors, {} logs with losses",
+      "{} bytes never read, {} UDP datagrams ({} seen at both ends), {} Unix datagrams ({} seen "
+      "at both ends), {} pipes, {} I/O events on other sockets skipped, {} I/O events on unnamed "
+      "descriptors, {} logs with losses",
       events, connections, matched, half_traced, messages, bytes, unmatched_bytes, datagrams,
-      datagrams_matched, pipes, skipped_io, unnamed_io, losses.size()) + ProtocolPart() +
+      datagrams_matched, unix_datagrams, unix_datagrams_matched, pipes, skipped_io, unnamed_io,
+      losses.size()) + ProtocolPart() +
       (isolated_reads + held_reads == 0
            ? ""
            : fmt::format(", event isolation: {} reads cut at a message end, {} served from {} held bytes",
@@ -556,7 +564,7 @@ Result<Trace> Reconcile(std::span<const capture::EventLog> logs, const Reconcile
   std::vector<uint32_t> clock_of_log(logs.size());
   std::vector<std::string> host_of_clock;
   std::vector<ConnectionEnd> ends;
-  std::vector<UdpSocket> udp_sockets;
+  std::vector<DatagramSocket> udp_sockets;
   std::vector<Datagram> datagrams;
   ConnectionTableCounts counts;
   for (uint32_t i = 0; i < logs.size(); ++i) {

@@ -10,9 +10,9 @@
 //   - a message is a run of sends in one direction until the direction turns (vPath §3.2
 //     normalisation, WAP5's "fat messages"), and the two sides are lined up by byte offset,
 //     so reads and writes of different sizes still match exactly.
-// TCP, Unix stream sockets (paired by inode), pipes (by inode) and UDP (each datagram a
-// message, paired by ports and payload hash) are reconciled; Unix datagram sockets are not
-// yet, and their I/O is counted as skipped.
+// TCP, Unix stream sockets (paired by inode), pipes (by inode), UDP (each datagram a
+// message, paired by ports and payload hash) and Unix datagram sockets (each datagram a
+// message, paired by path or socketpair inode and payload hash) are reconciled.
 #pragma once
 
 #include <cstdint>
@@ -57,8 +57,10 @@ struct ReconcileSummary {
   uint64_t bytes = 0;         // bytes in all messages
   uint64_t datagrams = 0;          // UDP messages
   uint64_t datagrams_matched = 0;  // of them, seen at both ends
+  uint64_t unix_datagrams = 0;          // Unix datagram socket messages
+  uint64_t unix_datagrams_matched = 0;  // of them, seen at both ends
   uint64_t pipes = 0;              // pipes with I/O (each one stream, whoever holds its ends)
-  uint64_t skipped_io = 0;    // I/O on Unix datagram descriptors: not yet reconciled
+  uint64_t skipped_io = 0;    // I/O on other sockets (raw, netlink, ...) and listeners
   uint64_t unnamed_io = 0;    // I/O events on descriptors no endpoint record named
   uint64_t unmatched_bytes = 0;  // bytes one end sent that the traced other end never read
   // Stream messages that ended at a protocol boundary (capture --protocols), by protocol

@@ -8,6 +8,16 @@
 //   capture_probe udp N          N datagrams "datagram-<i>" between two bound sockets
 //   capture_probe unix PATH N    fork: the child sends N x "ping" over a Unix socket, the
 //                                parent answers "pong"
+//   capture_probe unixdgram PATH N [LOGGER]
+//                                Unix datagram sockets, N datagrams of each kind: a server
+//                                bound to PATH; a forked child bound to PATH.c and connected
+//                                to it sends "req-<i>", answered "answer-<i>" (sendto the
+//                                source); then, unbound, sends "note-<i>" with sendto (as
+//                                syslog(3) does to /dev/log); then "pair-<i>" over a
+//                                datagram socketpair, answered "back-<i>". With LOGGER (a
+//                                path to util-linux logger), N runs of `LOGGER -u PATH`
+//                                follow, each read by the server. Prints the bytes the
+//                                server got from logger.
 //   capture_probe threads T N    T threads, each N one-byte round trips on its socketpair
 //   capture_probe churn T N      T threads one after another, N round trips each
 //   capture_probe dup2 N         dup2 a socket over descriptors 3..1100 (the log's too),
@@ -189,6 +199,97 @@ int Unix(const char* path, int n) {
   close(listener);
   unlink(path);
   std::printf("unix %d pings from %d\n", n, child);
+  return 0;
+}
+
+sockaddr_un UnixAddress(const std::string& path) {
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  std::strncpy(address.sun_path, path.c_str(), sizeof address.sun_path - 1);
+  return address;
+}
+
+int UnixDatagrams(const char* path, int n, const char* logger) {
+  std::string client_path = std::string(path) + ".c";
+  unlink(path);
+  unlink(client_path.c_str());
+  sockaddr_un address = UnixAddress(path), client_address = UnixAddress(client_path);
+  auto* server_name = reinterpret_cast<sockaddr*>(&address);
+  int server = socket(AF_UNIX, SOCK_DGRAM, 0);
+  if (bind(server, server_name, sizeof address) != 0) Die("bind");
+  int pair[2];
+  if (socketpair(AF_UNIX, SOCK_DGRAM, 0, pair) != 0) Die("socketpair");
+  char buffer[512];
+  pid_t child = fork();
+  if (child == 0) {
+    close(server);
+    close(pair[0]);
+    int client = socket(AF_UNIX, SOCK_DGRAM, 0);
+    if (bind(client, reinterpret_cast<sockaddr*>(&client_address), sizeof client_address) != 0) Die("bind");
+    if (connect(client, server_name, sizeof address) != 0) Die("connect");
+    for (int i = 0; i < n; ++i) {
+      std::string request = "req-" + std::to_string(i);
+      if (send(client, request.data(), request.size(), 0) != ssize_t(request.size())) Die("send");
+      if (recv(client, buffer, sizeof buffer, 0) <= 0) Die("recv");
+    }
+    close(client);
+    unlink(client_path.c_str());
+    int unbound = socket(AF_UNIX, SOCK_DGRAM, 0);
+    for (int i = 0; i < n; ++i) {
+      std::string note = "note-" + std::to_string(i);
+      if (sendto(unbound, note.data(), note.size(), 0, server_name, sizeof address) != ssize_t(note.size())) {
+        Die("sendto");
+      }
+    }
+    close(unbound);
+    for (int i = 0; i < n; ++i) {
+      std::string datagram = "pair-" + std::to_string(i);
+      if (write(pair[1], datagram.data(), datagram.size()) != ssize_t(datagram.size())) Die("write");
+      if (read(pair[1], buffer, sizeof buffer) <= 0) Die("read");
+    }
+    close(pair[1]);
+    _exit(0);
+  }
+  close(pair[1]);
+  for (int i = 0; i < 2 * n; ++i) {
+    sockaddr_un from{};
+    socklen_t length = sizeof from;
+    ssize_t got = recvfrom(server, buffer, sizeof buffer, 0, reinterpret_cast<sockaddr*>(&from), &length);
+    if (got <= 0) Die("recvfrom");
+    if (std::strncmp(buffer, "req-", 4) == 0) {
+      std::string answer = "answer-" + std::string(buffer + 4, size_t(got) - 4);
+      if (sendto(server, answer.data(), answer.size(), 0, reinterpret_cast<sockaddr*>(&from), length) !=
+          ssize_t(answer.size())) {
+        Die("sendto");
+      }
+    }
+  }
+  for (int i = 0; i < n; ++i) {
+    ssize_t got = read(pair[0], buffer, sizeof buffer);
+    if (got <= 0) Die("read");
+    std::string back = "back-" + std::string(buffer + 5, size_t(got) - 5);
+    if (write(pair[0], back.data(), back.size()) != ssize_t(back.size())) Die("write");
+  }
+  waitpid(child, nullptr, 0);
+  long logger_bytes = 0;
+  for (int i = 0; logger != nullptr && i < n; ++i) {
+    pid_t run = fork();
+    if (run == 0) {
+      std::string message = "logger-" + std::to_string(i);
+      execl(logger, logger, "-u", path, message.c_str(), static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    int status = 0;
+    waitpid(run, &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) Die("logger");
+    ssize_t got = recv(server, buffer, sizeof buffer, 0);
+    if (got <= 0) Die("recv");
+    logger_bytes += got;
+  }
+  close(pair[0]);
+  close(server);
+  unlink(path);
+  std::printf("unixdgram %d of each, logger bytes %ld\n", n, logger_bytes);
   return 0;
 }
 
@@ -606,6 +707,7 @@ int main(int argc, char** argv) {
   if (scenario == "udp") return Udp(arg(2));
   if (scenario == "autobind") return Autobind();
   if (scenario == "unix" && argc > 3) return Unix(argv[2], arg(3));
+  if (scenario == "unixdgram" && argc > 3) return UnixDatagrams(argv[2], arg(3), argc > 4 ? argv[4] : nullptr);
   if (scenario == "threads") return Threads(arg(2), arg(3));
   if (scenario == "churn") return Churn(arg(2), arg(3));
   if (scenario == "dup2") return Dup2(arg(2));

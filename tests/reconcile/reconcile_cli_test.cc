@@ -1,12 +1,16 @@
 // weft reconcile on small real program trees under weft capture: a pipe between two
 // processes, a process killed with SIGKILL (its log has no end record and reconcile says
-// so), and the command's errors.
+// so), Unix datagram sockets (capture_probe's, and util-linux logger's), and the
+// command's errors.
 #include <unistd.h>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <map>
 #include <string>
+#include <tuple>
 
 #include "trace/io.h"
 #include "weft_cli.h"
@@ -80,6 +84,76 @@ TEST_F(ReconcileCliTest, SeveralDirectoriesMerge) {
   for (int64_t b : trace->columns().bytes) bytes += b;
   EXPECT_EQ(bytes, 7000);  // both pipes
   EXPECT_EQ(CountLines(reconciled.output, ", 2 pipes,"), 1) << reconciled.output;
+}
+
+// capture_probe unixdgram (see capture_probe.cc): every datagram is one message seen at
+// both ends, between the right processes and endpoints, with the right kind and bytes;
+// requests and their answers share call ids. With logger, each `logger -u PATH` run is one
+// CALL from logger to the traced listener, with the bytes the listener says it got.
+TEST_F(ReconcileCliTest, UnixDatagramSocketsReconcile) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "weft is built with AddressSanitizer, which refuses a preloaded library";
+#endif
+  constexpr int kN = 25;
+  const std::string logger = "/usr/bin/logger";
+  bool with_logger = access(logger.c_str(), X_OK) == 0;
+  std::string capture = (dir_ / "cap").string(), trace_file = (dir_ / "run.weft").string();
+  std::string path = (fs::path(::testing::TempDir()) / ("weft-ud-" + std::to_string(getpid()))).string();
+  auto run = Weft("capture -o " + capture + " -- " + CAPTURE_PROBE + " unixdgram " + path + " " +
+                  std::to_string(kN) + (with_logger ? " " + logger : ""));
+  ASSERT_EQ(run.rc, 0) << run.output;
+  long logger_bytes = -1;
+  size_t at = run.output.find("logger bytes ");
+  ASSERT_NE(at, std::string::npos) << run.output;
+  logger_bytes = std::stol(run.output.substr(at + 13));
+  auto reconciled = Weft("reconcile " + capture + " -o " + trace_file + " --nodes process");
+  ASSERT_EQ(reconciled.rc, 0) << reconciled.output;
+  int datagrams = 5 * kN + (with_logger ? kN : 0);  // req, answer, note, pair, back; logger
+  std::string counts = fmt::format(", {} Unix datagrams ({} seen at both ends),", datagrams, datagrams);
+  EXPECT_EQ(CountLines(reconciled.output, counts), 1) << reconciled.output;
+  EXPECT_EQ(CountLines(reconciled.output, ", 0 I/O events on other sockets skipped, 0 I/O events on unnamed"), 1)
+      << reconciled.output;
+  Result<Trace> trace = LoadTrace(trace_file);
+  ASSERT_TRUE(trace.ok()) << trace.status().message();
+  // (kind, sender program, sender endpoint, receiver endpoint) -> messages, bytes
+  std::map<std::tuple<MessageKind, std::string, std::string, std::string>, std::pair<int, int64_t>> groups;
+  std::map<std::string, int> call_ids;  // of the request/answer exchange
+  const TraceColumns& c = trace->columns();
+  std::string server = "unix:" + path, client = "unix:" + path + ".c";
+  for (size_t i = 0; i < trace->size(); ++i) {
+    std::string sender(trace->NodeName(c.sender[i])), receiver(trace->NodeName(c.receiver[i]));
+    EXPECT_NE(c.send_time[i], kNoTime) << i;
+    EXPECT_NE(c.recv_time[i], kNoTime) << i;
+    EXPECT_NE(sender, receiver) << i;  // parent and child, or logger and the server
+    EXPECT_NE(receiver.find(":capture_probe["), std::string::npos) << receiver;
+    std::string program = sender.substr(sender.find(':') + 1, sender.find('[') - sender.find(':') - 1);
+    auto& group = groups[{c.kind[i], program, std::string(trace->strings().Get(c.sender_endpoint[i])),
+                          std::string(trace->strings().Get(c.receiver_endpoint[i]))}];
+    ++group.first;
+    group.second += c.bytes[i];
+    if (program == "capture_probe" && c.kind[i] != MessageKind::kMessage &&
+        trace->strings().Get(c.sender_endpoint[i]) != "unix:") {
+      ++call_ids[std::string(trace->strings().Get(c.call_id[i]))];
+    }
+  }
+  // Bytes of "<prefix><i>" for i < kN.
+  auto bytes = [](size_t prefix) {
+    int64_t sum = 0;
+    for (int i = 0; i < kN; ++i) sum += int64_t(prefix + std::to_string(i).size());
+    return sum;
+  };
+  using Group = std::tuple<MessageKind, std::string, std::string, std::string>;
+  std::map<Group, std::pair<int, int64_t>> expected = {
+      {{MessageKind::kCall, "capture_probe", client, server}, {kN, bytes(4)}},      // req-
+      {{MessageKind::kReturn, "capture_probe", server, client}, {kN, bytes(7)}},    // answer-
+      {{MessageKind::kCall, "capture_probe", "unix:", server}, {kN, bytes(5)}},     // note-
+      {{MessageKind::kMessage, "capture_probe", "unix:", "unix:"}, {2 * kN, bytes(5) * 2}},  // pair-, back-
+  };
+  if (with_logger) expected[{MessageKind::kCall, "logger", "unix:", server}] = {kN, logger_bytes};
+  EXPECT_EQ(groups, expected);
+  // Each request and its answer share a call id, one per exchange.
+  EXPECT_EQ(call_ids.size(), size_t(kN));
+  for (const auto& [id, n] : call_ids) EXPECT_EQ(n, 2) << id;
 }
 
 TEST_F(ReconcileCliTest, Errors) {

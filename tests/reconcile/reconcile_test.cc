@@ -15,7 +15,8 @@ using namespace weft::reconcile::testing;
 const capture::Address kClient = Ipv4("10.0.0.1", 40000);
 const capture::Address kServer = Ipv4("10.0.0.2", 80);
 
-// One line per message, times relative to kEpoch ("-" when not observed).
+// One line per message, times relative to kEpoch ("-" when not observed, call id "-" when
+// none).
 std::vector<std::string> Lines(const Trace& trace) {
   std::vector<std::string> lines;
   const TraceColumns& c = trace.columns();
@@ -23,7 +24,8 @@ std::vector<std::string> Lines(const Trace& trace) {
   for (size_t i = 0; i < trace.size(); ++i) {
     lines.push_back(fmt::format("{} {} -> {} {} {}B send={} recv={} tid {}->{} {}->{}",
                                 MessageKindOp(c.kind[i]), trace.NodeName(c.sender[i]),
-                                trace.NodeName(c.receiver[i]), trace.strings().Get(c.call_id[i]),
+                                trace.NodeName(c.receiver[i]),
+                                c.call_id[i].valid() ? trace.strings().Get(c.call_id[i]) : "-",
                                 c.bytes[i], time(c.send_time[i]), time(c.recv_time[i]),
                                 c.sender_thread[i], c.receiver_thread[i],
                                 trace.strings().Get(c.sender_endpoint[i]),
@@ -338,6 +340,77 @@ TEST(Reconcile, DatagramsPairByPortsAndHash) {
   EXPECT_EQ(summary.datagrams, 5u);
   EXPECT_EQ(summary.datagrams_matched, 4u);
   EXPECT_EQ(summary.skipped_io, 0u);
+}
+
+// Unix datagram sockets: one message per datagram, paired by path, size and payload hash.
+// A client bound to its own path and connected to a server's gets its answer there (the
+// server, bound and not connected, serves: CALL then RETURN, one call id); an unbound
+// client (named after its first send, as capture logs it) sends two identical datagrams,
+// paired in order; a send to an untraced abstract name keeps only its send.
+TEST(Reconcile, UnixDatagramsPairByPathAndHash) {
+  const std::string abstract("\0weft-untraced", 14);
+  std::vector<capture::EventLog> logs = {
+      LogBuilder("a", "/usr/bin/ctl", 100)
+          .UnixDatagram(3, 50, w::kOpBind, "/tmp/c.sock", "", 801)
+          .UnixDatagram(3, 60, w::kOpConnect, "/tmp/c.sock", "/run/ctl", 801)
+          .Datagram(true, 3, 101, 100, 101, 8, 0xa, capture::Address{})
+          .Datagram(false, 3, 101, 102, 200, 16, 0xb, UnixPath("/run/ctl"))
+          .Build(),
+      LogBuilder("a", "/usr/sbin/ctld", 200)
+          .UnixDatagram(5, 10, w::kOpBind, "/run/ctl", "", 800)
+          .Datagram(false, 5, 201, 20, 150, 8, 0xa, UnixPath("/tmp/c.sock"))
+          .Datagram(true, 5, 201, 160, 161, 16, 0xb, UnixPath("/tmp/c.sock"))
+          .Datagram(false, 5, 201, 170, 260, 3, 0xc, UnixPath(""))
+          .Datagram(false, 5, 201, 262, 300, 3, 0xc, UnixPath(""))
+          .Build(),
+      LogBuilder("a", "/usr/bin/logger", 300)
+          .Datagram(true, 4, 301, 250, 251, 3, 0xc, UnixPath("/run/ctl"))
+          .UnixDatagram(4, 251, w::kOpSendto, "", "", 802)
+          .Datagram(true, 4, 301, 255, 256, 3, 0xc, UnixPath("/run/ctl"))
+          .Datagram(true, 4, 301, 270, 271, 5, 0xd, UnixPath(abstract))
+          .Build(),
+  };
+  ReconcileSummary summary;
+  EXPECT_EQ(Lines(MustReconcile(logs, &summary)), (std::vector<std::string>{
+      "CALL_SENT a:ctl -> a:ctld u1.1 8B send=100 recv=150 tid 101->201 unix:/tmp/c.sock->unix:/run/ctl",
+      "RET_SENT a:ctld -> a:ctl u1.1 16B send=160 recv=200 tid 201->101 unix:/run/ctl->unix:/tmp/c.sock",
+      "CALL_SENT a:logger -> a:ctld u2.1 3B send=250 recv=260 tid 301->201 unix:->unix:/run/ctl",
+      "CALL_SENT a:logger -> a:ctld u2.2 3B send=255 recv=300 tid 301->201 unix:->unix:/run/ctl",
+      "CALL_SENT a:logger -> unix:@weft-untraced u3.1 5B send=270 recv=- tid 301->0 unix:->unix:@weft-untraced",
+  }));
+  EXPECT_EQ(summary.unix_datagrams, 5u);
+  EXPECT_EQ(summary.unix_datagrams_matched, 4u);
+  EXPECT_EQ(summary.datagrams, 0u);
+  EXPECT_EQ(summary.skipped_io, 0u);
+  EXPECT_EQ(summary.unnamed_io, 0u);
+}
+
+// A datagram socketpair has no paths: a send goes to its peer's inode. Two socketpairs
+// carry the same 5 bytes; each receive pairs with the send on its own pair, although the
+// other pair's send came first. Neither end serves: MSG both ways.
+TEST(Reconcile, UnixDatagramSocketpairsPairByInode) {
+  std::vector<capture::EventLog> logs = {
+      LogBuilder("a", "/usr/bin/worker", 100)
+          .UnixDatagram(7, 50, w::kOpSocketpair, "", "", 601, 602)
+          .UnixDatagram(8, 50, w::kOpSocketpair, "", "", 602, 601)
+          .UnixDatagram(9, 51, w::kOpSocketpair, "", "", 603, 604)
+          .UnixDatagram(10, 51, w::kOpSocketpair, "", "", 604, 603)
+          .Datagram(true, 9, 103, 95, 96, 5, 0x1, capture::Address{})
+          .Datagram(true, 7, 101, 100, 101, 5, 0x1, capture::Address{})
+          .Datagram(false, 8, 102, 99, 120, 5, 0x1, UnixPath(""))
+          .Datagram(false, 10, 104, 98, 125, 5, 0x1, capture::Address{})
+          .Datagram(true, 8, 102, 130, 131, 2, 0x2, capture::Address{})
+          .Datagram(false, 7, 101, 129, 140, 2, 0x2, capture::Address{})
+          .Build(),
+  };
+  ReconcileSummary summary;
+  EXPECT_EQ(Lines(MustReconcile(logs, &summary, NodeNaming::kThread)), (std::vector<std::string>{
+      "MSG_SENT a:worker[100/103] -> a:worker[100/104] - 5B send=95 recv=125 tid 103->104 unix:->unix:",
+      "MSG_SENT a:worker[100/101] -> a:worker[100/102] - 5B send=100 recv=120 tid 101->102 unix:->unix:",
+      "MSG_SENT a:worker[100/102] -> a:worker[100/101] - 2B send=130 recv=140 tid 102->101 unix:->unix:",
+  }));
+  EXPECT_EQ(summary.unix_datagrams, 3u);
+  EXPECT_EQ(summary.unix_datagrams_matched, 3u);
 }
 
 // A pipe between a parent and the child that inherited its read end: writes made before

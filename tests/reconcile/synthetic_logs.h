@@ -72,6 +72,19 @@ class LogBuilder {
     endpoint.peer_inode = peer_inode;
     return AddEndpoint(fd, t, cause, std::move(endpoint));
   }
+  // An endpoint record naming `fd` as a Unix datagram socket (cause bind, connect,
+  // socketpair, or the send after which an unbound socket was named), with its inode and,
+  // for a socketpair end, the other end's.
+  LogBuilder& UnixDatagram(int32_t fd, TimeNs t, w::Op cause, std::string local_path,
+                           std::string peer_path, uint64_t inode, uint64_t peer_inode = 0) {
+    capture::Endpoint endpoint;
+    endpoint.kind = w::kKindUnixDatagram;
+    endpoint.local = UnixPath(std::move(local_path));
+    endpoint.peer = UnixPath(std::move(peer_path));
+    endpoint.inode = inode;
+    endpoint.peer_inode = peer_inode;
+    return AddEndpoint(fd, t, cause, std::move(endpoint));
+  }
   // An endpoint record naming `fd` as a UDP socket (cause socket, bind, or the send after
   // which the kernel's port was logged).
   LogBuilder& Udp(int32_t fd, TimeNs t, w::Op cause, const capture::Address& local) {

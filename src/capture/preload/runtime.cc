@@ -475,6 +475,12 @@ void LogEndpoint(uint8_t op, int fd, uint8_t kind, const struct sockaddr* peer,
       r.peer.family != wire::kFamilyNone && op != wire::kOpConnect) {
     r.peer_inode = UnixPeerInode(r.inode);
   }
+  // A Unix datagram socket connected to a peer without a path is a socketpair end (one
+  // inherited through fork or exec, here): its datagrams go to that peer's inode, which
+  // only the kernel can name. Ends with a path are named by the path; not asked for.
+  if (kind == wire::kKindUnixDatagram && r.peer.family == wire::kFamilyUnix && r.peer.path_length == 0) {
+    r.peer_inode = UnixPeerInode(r.inode);
+  }
   int listening = 0;
   socklen_t length = sizeof listening;
   if (kind != wire::kKindPipe &&
