@@ -228,6 +228,31 @@ TEST_F(CaptureTest, UnixSocketPeerPidAndPathAndExitWithoutAtexit) {
   EXPECT_EQ(Bytes(Calls(parent, EventOp::kSend, server_fd)), 4);
 }
 
+// A datagram socketpair's end inherited through fork has no path on either side: its
+// record at the child's start names the other end's inode (sock_diag), as the parent's
+// socketpair records do, so reconcile can tell where the child's datagrams go.
+TEST_F(CaptureTest, InheritedUnixDatagramSocketpairEndNamesItsPeersInode) {
+  std::string path = (fs::path(::testing::TempDir()) / ("weft-probe-ud-" + std::to_string(getpid()))).string();
+  auto run = Capture("unixdgram " + path + " 2");
+  ASSERT_EQ(run.rc, 0) << run.output;
+  std::vector<EventLog> logs = Logs();
+  ASSERT_EQ(logs.size(), 2u);
+  const EventLog& parent = logs[0].header.parent_pid == logs[1].header.pid ? logs[1] : logs[0];
+  const EventLog& child = &parent == &logs[0] ? logs[1] : logs[0];
+  auto pairs = Calls(parent, EventOp::kSocketpair);
+  ASSERT_EQ(pairs.size(), 1u);
+  const Endpoint* kept = Named(parent, EventOp::kSocketpair, pairs[0]->fd);      // parent's end
+  const Endpoint* handed = Named(parent, EventOp::kSocketpair, pairs[0]->arg);   // child's end
+  ASSERT_TRUE(kept && handed);
+  EXPECT_EQ(kept->kind, wire::kKindUnixDatagram);
+  EXPECT_EQ(handed->peer_inode, kept->inode);
+  const Endpoint* inherited = Named(child, EventOp(wire::kOpNone), pairs[0]->arg);  // open at start
+  ASSERT_TRUE(inherited);
+  EXPECT_EQ(inherited->kind, wire::kKindUnixDatagram);
+  EXPECT_EQ(inherited->inode, handed->inode);
+  EXPECT_EQ(inherited->peer_inode, kept->inode);
+}
+
 TEST_F(CaptureTest, ThreadsThatEndWriteTheirBuffers) {
   auto run = Capture("threads 8 3000");
   ASSERT_EQ(run.rc, 0) << run.output;
