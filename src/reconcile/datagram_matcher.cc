@@ -8,6 +8,7 @@
 #include "reconcile/datagram_matcher.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -29,13 +30,13 @@ class EndNumbers {
     const DatagramSocket& s = sockets_[d.socket];
     if (!s.unix_socket) return {s.local_port, d.peer_port, d.bytes, d.hash};
     // "unix:" is no destination: a socketpair end sends to its peer's inode.
-    uint64_t destination = d.peer.size() > kUnnamed.size() ? Name(d.peer) : Inode(s.peer_inode);
+    uint64_t destination = d.peer.size() > kUnnamed.size() ? Name(d.peer) : Inode(s.peer_inode, kUnknownPeer);
     return {Name(s.local), destination, d.bytes, d.hash};
   }
   Key ReceiveKey(const Datagram& d) {
     const DatagramSocket& s = sockets_[d.socket];
     if (!s.unix_socket) return {d.peer_port, s.local_port, d.bytes, d.hash};
-    uint64_t destination = s.local.size() > kUnnamed.size() ? Name(s.local) : Inode(s.inode);
+    uint64_t destination = s.local.size() > kUnnamed.size() ? Name(s.local) : Inode(s.inode, kUnknownSelf);
     return {Name(d.peer), destination, d.bytes, d.hash};
   }
 
@@ -44,9 +45,14 @@ class EndNumbers {
   uint64_t Name(const std::string& name) {
     return numbers_.try_emplace(name, kFirst + numbers_.size()).first->second;
   }
-  uint64_t Inode(uint64_t inode) { return Name("#" + std::to_string(inode)); }
+  // An inode the kernel did not give (0) names nothing: a send to an unknown peer and a
+  // receive on a socket of unknown inode must not pair with each other.
+  uint64_t Inode(uint64_t inode, uint64_t unknown) {
+    return inode == 0 ? unknown : Name("#" + std::to_string(inode));
+  }
 
   static constexpr uint64_t kFirst = 1 << 16;
+  static constexpr uint64_t kUnknownPeer = UINT64_MAX, kUnknownSelf = UINT64_MAX - 1;
   std::span<const DatagramSocket> sockets_;
   absl::flat_hash_map<std::string, uint64_t> numbers_;
 };

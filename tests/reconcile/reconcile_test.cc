@@ -387,7 +387,8 @@ TEST(Reconcile, UnixDatagramsPairByPathAndHash) {
 
 // A datagram socketpair has no paths: a send goes to its peer's inode. Two socketpairs
 // carry the same 5 bytes; each receive pairs with the send on its own pair, although the
-// other pair's send came first. Neither end serves: MSG both ways.
+// other pair's send came first. Neither end serves: MSG both ways. Ends of unknown inode
+// (0: the kernel did not say) pair with nothing.
 TEST(Reconcile, UnixDatagramSocketpairsPairByInode) {
   std::vector<capture::EventLog> logs = {
       LogBuilder("a", "/usr/bin/worker", 100)
@@ -401,6 +402,11 @@ TEST(Reconcile, UnixDatagramSocketpairsPairByInode) {
           .Datagram(false, 10, 104, 98, 125, 5, 0x1, capture::Address{})
           .Datagram(true, 8, 102, 130, 131, 2, 0x2, capture::Address{})
           .Datagram(false, 7, 101, 129, 140, 2, 0x2, capture::Address{})
+          // Inherited ends whose inodes the kernel did not give: not paired with each other.
+          .UnixDatagram(11, 0, w::kOpNone, "", "", 0, 0)
+          .UnixDatagram(12, 0, w::kOpNone, "", "", 0, 0)
+          .Datagram(true, 11, 105, 200, 201, 7, 0x3, capture::Address{})
+          .Datagram(false, 12, 106, 199, 250, 7, 0x3, capture::Address{})
           .Build(),
   };
   ReconcileSummary summary;
@@ -408,8 +414,10 @@ TEST(Reconcile, UnixDatagramSocketpairsPairByInode) {
       "MSG_SENT a:worker[100/103] -> a:worker[100/104] - 5B send=95 recv=125 tid 103->104 unix:->unix:",
       "MSG_SENT a:worker[100/101] -> a:worker[100/102] - 5B send=100 recv=120 tid 101->102 unix:->unix:",
       "MSG_SENT a:worker[100/102] -> a:worker[100/101] - 2B send=130 recv=140 tid 102->101 unix:->unix:",
+      "CALL_SENT a:worker[100/105] -> unix: u1.1 7B send=200 recv=- tid 105->0 unix:->unix:",
+      "RET_SENT unix: -> a:worker[100/106] u1.1 7B send=- recv=250 tid 0->106 unix:->unix:",
   }));
-  EXPECT_EQ(summary.unix_datagrams, 3u);
+  EXPECT_EQ(summary.unix_datagrams, 5u);
   EXPECT_EQ(summary.unix_datagrams_matched, 3u);
 }
 
