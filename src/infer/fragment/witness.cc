@@ -56,6 +56,9 @@ class WitnessReader {
 
 bool OptionalEqual(StringId a, StringId b) { return !a.valid() || !b.valid() || a == b; }
 
+// Whether a reply received at `a` came before one received at `b` (kNoTime: never).
+bool AnsweredSooner(TimeNs a, TimeNs b) { return a != kNoTime && (b == kNoTime || a < b); }
+
 }  // namespace
 
 WitnessLinks LinkWitnesses(const Trace& trace, const std::vector<MessageId>& call_of) {
@@ -63,11 +66,14 @@ WitnessLinks LinkWitnesses(const Trace& trace, const std::vector<MessageId>& cal
   const size_t n = trace.size();
   WitnessLinks links;
   links.continues.assign(n, MessageId());
-  // When each outbound CALL's reply came back to its sender (kNoTime: not seen).
-  std::vector<TimeNs> answered(n, kNoTime);
+  // When each outbound CALL's reply came back to its sender, and when each inbound CALL's
+  // reply began to be sent (kNoTime: not seen).
+  std::vector<TimeNs> answered(n, kNoTime), replied(n, kNoTime);
   for (size_t i = 0; i < n; ++i) {
     MessageId call = call_of[i];
-    if (call.valid() && c.recv_time[i] != kNoTime) answered[call.value()] = c.recv_time[i];
+    if (!call.valid()) continue;
+    if (c.recv_time[i] != kNoTime) answered[call.value()] = c.recv_time[i];
+    if (c.send_time[i] != kNoTime) replied[call.value()] = c.send_time[i];
   }
   // A side is traced when its thread and time were logged; the other side of these CALLs
   // logged neither.
@@ -91,7 +97,7 @@ WitnessLinks LinkWitnesses(const Trace& trace, const std::vector<MessageId>& cal
     Witness witness;
   };
   // Per witness (protocol and the two values that must be equal): outbound CALLs sent so
-  // far that may still be continued, in send order. Used and answered ones are dropped as
+  // far that may still be continued, in send order (so ties go to the earliest sent). Used and answered ones are dropped as
   // they are met, so a queue holds about as many as are in flight.
   absl::flat_hash_map<std::tuple<uint8_t, StringId, StringId>, std::vector<Pending>> queues;
   size_t next_out = 0;
@@ -119,7 +125,12 @@ WitnessLinks LinkWitnesses(const Trace& trace, const std::vector<MessageId>& cal
     for (size_t k = 0; k < queue.size(); ++k) {
       const Witness& o = queue[k].witness;
       if (!OptionalEqual(o.request_id, w.request_id) || !OptionalEqual(o.traceparent, w.traceparent)) continue;
-      if (fits++ == 0) chosen = k;
+      // The module answers the outbound CALL only after the inbound one was answered.
+      TimeNs back = answered[queue[k].message];
+      if (back != kNoTime && replied[in] != kNoTime && back <= replied[in]) continue;
+      // Of those that fit, the one answered first (a proxy relays the reply it gets at
+      // once), then the one sent first; a reply not seen counts as last.
+      if (fits++ == 0 || AnsweredSooner(back, answered[queue[chosen].message])) chosen = k;
     }
     if (fits == 0) {
       ++links.unlinked;
