@@ -128,9 +128,8 @@ TEST(PreciseWitnesses, SameUrlInFlightTakesTheEarliestAndCountsTheGuess) {
   EXPECT_EQ(s.Counter("witness_links_ambiguous"), 1);
 }
 
-// The proxy forwards the later request first and answers it last: with the URL alone
-// both are given to the wrong client request (the first sent and first answered is
-// request 1); an X-Request-Id the proxy passes on picks the right one.
+// The proxy forwards the later request first: with the URL alone both are given to the
+// wrong client request; an X-Request-Id the proxy passes on picks the right one.
 TEST(PreciseWitnesses, RequestIdSettlesWhatTheUrlCannot) {
   {
     Scenario s;
@@ -151,18 +150,6 @@ TEST(PreciseWitnesses, RequestIdSettlesWhatTheUrlCannot) {
   EXPECT_EQ(r.exact, 2u);
   EXPECT_EQ(s.Counter("witness_links"), 2);
   EXPECT_EQ(s.Counter("witness_links_ambiguous"), 0);
-}
-
-// The proxy forwards the later request first and relays each reply as it comes: the
-// first reply back to the client belongs to the first request B answered, so the reply
-// order settles what the send order cannot, without a request id.
-TEST(PreciseWitnesses, ReplyOrderSettlesForwardingOutOfOrder) {
-  Scenario s;
-  s.Proxied(1, {0, 16, 17, 18, 19, 20, 21, 35}, kPost);
-  s.Proxied(2, {5, 10, 11, 12, 13, 14, 15, 30}, kPost);
-  RequestOutcomes r = s.Score(2);
-  EXPECT_EQ(r.exact, 2u);
-  EXPECT_EQ(s.Counter("witness_links_ambiguous"), 1);
 }
 
 // A client CALL whose reply had already come back is no longer outstanding, a URL that

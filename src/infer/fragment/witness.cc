@@ -56,9 +56,6 @@ class WitnessReader {
 
 bool OptionalEqual(StringId a, StringId b) { return !a.valid() || !b.valid() || a == b; }
 
-// Whether a reply received at `a` came before one received at `b` (kNoTime: never).
-bool AnsweredSooner(TimeNs a, TimeNs b) { return a != kNoTime && (b == kNoTime || a < b); }
-
 }  // namespace
 
 WitnessLinks LinkWitnesses(const Trace& trace, const std::vector<MessageId>& call_of) {
@@ -97,7 +94,7 @@ WitnessLinks LinkWitnesses(const Trace& trace, const std::vector<MessageId>& cal
     Witness witness;
   };
   // Per witness (protocol and the two values that must be equal): outbound CALLs sent so
-  // far that may still be continued, in send order (so ties go to the earliest sent). Used and answered ones are dropped as
+  // far that may still be continued, in send order. Used and answered ones are dropped as
   // they are met, so a queue holds about as many as are in flight.
   absl::flat_hash_map<std::tuple<uint8_t, StringId, StringId>, std::vector<Pending>> queues;
   size_t next_out = 0;
@@ -128,9 +125,7 @@ WitnessLinks LinkWitnesses(const Trace& trace, const std::vector<MessageId>& cal
       // The module answers the outbound CALL only after the inbound one was answered.
       TimeNs back = answered[queue[k].message];
       if (back != kNoTime && replied[in] != kNoTime && back <= replied[in]) continue;
-      // Of those that fit, the one answered first (a proxy relays the reply it gets at
-      // once), then the one sent first; a reply not seen counts as last.
-      if (fits++ == 0 || AnsweredSooner(back, answered[queue[chosen].message])) chosen = k;
+      if (fits++ == 0) chosen = k;  // the earliest sent
     }
     if (fits == 0) {
       ++links.unlinked;
