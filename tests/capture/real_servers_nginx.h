@@ -107,10 +107,11 @@ inline TestbedIds IdsOf(const std::string& prefix) {
 }
 
 // Of the paths an algorithm found, those rooted at a client request whose tree holds
-// exactly that request's messages: client <-> nginx, nginx <-> web0 and web0 <-> db0 for
-// each of its db calls, every one carrying the request's id.
+// exactly that request's messages: `http_messages` of HTTP (4: client <-> nginx and
+// nginx <-> web0; 2 without a proxy) and web0 <-> db0 for each of its db calls, every one
+// carrying the request's id.
 inline int ExactTrees(const Trace& trace, const PathSet& paths, const std::string& client,
-               const std::map<uint64_t, int>& db_calls_of_request) {
+                      const std::map<uint64_t, int>& db_calls_of_request, int http_messages = 4) {
   const TraceColumns& c = trace.columns();
   int exact = 0;
   for (size_t i = 0; i < paths.instance_count(); ++i) {
@@ -119,7 +120,7 @@ inline int ExactTrees(const Trace& trace, const PathSet& paths, const std::strin
     if (c.kind[root.value()] != MessageKind::kCall || trace.NodeName(c.sender[root.value()]) != client) continue;
     uint64_t request = IdsOf(PayloadPrefix(trace, root)).request;
     auto it = db_calls_of_request.find(request);
-    if (it == db_calls_of_request.end() || messages.size() != size_t(4 + 2 * it->second)) continue;
+    if (it == db_calls_of_request.end() || messages.size() != size_t(http_messages + 2 * it->second)) continue;
     bool same = true;
     for (MessageId m : messages) same = same && IdsOf(PayloadPrefix(trace, m)).request == request;
     exact += same;

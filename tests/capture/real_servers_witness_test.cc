@@ -128,6 +128,65 @@ class WitnessTest : public RealServersTest {
   }
 };
 
+// Calling an untraced server: the load client and web0, a single-threaded event loop,
+// are captured; db0 is started as it is. web0 has up to 8 requests in flight on one
+// thread and calls db0 for each; every reply from db0 must resume the request that made
+// the call (BorderPatrol §4: the untraced server is one black box), so each request's
+// tree is exact: client <-> web0 and web0 <-> db0 per db call.
+TEST_F(WitnessTest, RepliesFromAnUntracedServerResumeTheirRequests) {
+  uint16_t web = testing::FreePort(), db = testing::FreePort();
+  ASSERT_TRUE(web != 0 && db != 0 && web != db);
+  std::string topology = Path("topology.toml"), truth_dir = Path("truth");
+  fs::create_directories(truth_dir);
+  std::string text = testing::Fill(testing::kProxiedTopology, {{"@WEB@", std::to_string(web)}, {"@DB@", std::to_string(db)}});
+  // The web tier as an event loop that computes in the loop (on timers the forward scan
+  // fails whoever is traced: docs/precise.md).
+  text.replace(text.find("thread-per-connection"), 21, "event-loop\"\nservice = \"inline");
+  std::ofstream(topology) << text;
+  pid_t db0 = background_->Start({WEFT_TESTBED_SERVER, topology, "db0", truth_dir}, Path("db0.out"));
+  pid_t web0 = StartCaptured("web0", {WEFT_TESTBED_SERVER, topology, "web0", truth_dir});
+  ASSERT_TRUE(testing::WaitForPort(db) && testing::WaitForPort(web));
+  auto load = Weft(Capture("client", std::string(WEFT_BINARY) + " testbed load " + topology +
+                                         " --duration 1s --concurrency 8 -o " + truth_dir));
+  ASSERT_EQ(load.rc, 0) << load.output;
+  std::cerr << load.output;
+  int status = background_->Stop(web0, SIGTERM);
+  EXPECT_TRUE(WIFEXITED(status)) << "web0 status " << status;
+  status = background_->Stop(db0, SIGTERM);  // not under capture: the signal ends it
+  EXPECT_TRUE(WIFEXITED(status) || (WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM)) << "db0 status " << status;
+  Trace trace = Reconcile();
+  const TraceColumns& c = trace.columns();
+  auto name = [&](NodeId n) { return std::string(trace.NodeName(n)); };
+  std::string client, web0_node;
+  for (size_t i = 0; i < trace.size(); ++i) {
+    if (c.kind[i] == MessageKind::kCall && ProgramOf(name(c.sender[i])) == "weft") {
+      client = name(c.sender[i]);
+      web0_node = name(c.receiver[i]);
+    }
+  }
+  ASSERT_EQ(ProgramOf(web0_node), "weft-testbed-server");
+  std::map<uint64_t, int> db_calls;
+  size_t untraced_calls = 0;
+  for (size_t i = 0; i < trace.size(); ++i) {
+    if (c.kind[i] != MessageKind::kCall) continue;
+    uint64_t request = IdsOf(PayloadPrefix(trace, MessageId(uint32_t(i)))).request;
+    if (name(c.sender[i]) == client) db_calls[request] += 0;
+    if (name(c.sender[i]) == web0_node) {
+      ++db_calls[request];
+      untraced_calls += c.receiver_thread[i] == 0 && c.recv_time[i] == kNoTime;
+    }
+  }
+  Result<PathSet> fragment = InferFragment(trace);
+  ASSERT_TRUE(fragment.ok()) << fragment.status().message();
+  int exact = testing::ExactTrees(trace, *fragment, client, db_calls, 2);  // no proxy: client <-> web0
+  std::cerr << db_calls.size() << " requests, " << untraced_calls << " calls to the untraced db0; exact trees "
+            << exact << "\n";
+  ASSERT_GT(db_calls.size(), 100u);
+  EXPECT_GT(untraced_calls, db_calls.size());  // 1-2 per request
+  EXPECT_EQ(exact, int(db_calls.size()));
+  EXPECT_EQ(fragment->Counter("witness_links"), 0);  // nothing came out of db0
+}
+
 // One request at a time: only one client call is ever outstanding, so the URL alone
 // settles every link.
 TEST_F(WitnessTest, UntracedNginxOneClient) {
