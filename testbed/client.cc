@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include "testbed/http.h"
 #include "testbed/wire.h"
 
 namespace weft::testbed {
@@ -27,6 +28,9 @@ std::string FormatLoadStats(const LoadStats& s) {
 }
 
 namespace {
+
+// An X-Request-Id value: 32 hex digits, like nginx's $request_id.
+std::string RequestId(std::mt19937_64& ids) { return fmt::format("{:016x}{:016x}", ids(), ids()); }
 
 // Open loop: this thread draws Poisson arrivals into a queue, and `concurrency` senders
 // each take the oldest arrival and exchange it on their own connection. Arrivals never
@@ -49,6 +53,7 @@ LoadStats RunOpenLoop(const Topology& topo, const LoadOptions& options, TruthLog
 
   auto sender = [&](uint32_t id) {
     std::mt19937_64 rng(topo.seed + 1 + id);
+    std::mt19937_64 ids(std::random_device{}());
     std::discrete_distribution<int> pick(weights.begin(), weights.end());
     std::map<int, std::unique_ptr<Conn>> pooled;  // per entry server
     LoadStats mine;
@@ -87,6 +92,7 @@ LoadStats RunOpenLoop(const Topology& topo, const LoadOptions& options, TruthLog
           call.close = !topo.client_pooled;  // HTTP: Connection: close
           const RequestType& rt = entry.requests[call.request_type];
           std::string wire = EncodeMessage(call, rt.request_bytes, conn->http);
+          if (conn->http && options.request_id_header) AddHttpHeader(&wire, "X-Request-Id", RequestId(ids));
           if (log) {
             log->Record(TruthLog::Direction::kSend, call, *conn, wire.size(), rt.name, WallNow());
           }
@@ -179,6 +185,7 @@ Result<LoadStats> RunLoad(const Topology& topo, const LoadOptions& options) {
 
   auto session = [&](uint32_t id) {
     std::mt19937_64 rng(uint64_t(start) + id);
+    std::mt19937_64 ids(std::random_device{}());
     std::discrete_distribution<int> pick(weights.begin(), weights.end());
     std::map<int, std::unique_ptr<Conn>> pooled;  // per entry server
     LoadStats mine;
@@ -212,6 +219,7 @@ Result<LoadStats> RunLoad(const Topology& topo, const LoadOptions& options) {
         const RequestType& rt = entry.requests[call.request_type];
         ++mine.sent;
         std::string wire = EncodeMessage(call, rt.request_bytes, conn->http);
+        if (conn->http && options.request_id_header) AddHttpHeader(&wire, "X-Request-Id", RequestId(ids));
         TimeNs sent = WallNow();
         if (log) log->Record(TruthLog::Direction::kSend, call, *conn, wire.size(), rt.name, sent);
         if (WriteAll(conn->fd, wire).ok()) {

@@ -23,6 +23,10 @@ struct LoadOptions {
   // stalled system cannot make the client queue without bound.
   uint32_t max_outstanding = 1024;
   std::string truth_dir;  // empty: no truth log
+  // HTTP: each request carries "X-Request-Id: <32 random hex digits>", as a client or an
+  // edge proxy that tags requests would (a witness for paths through untraced proxies,
+  // docs/precise.md). Drawn at random, not from the truth ids.
+  bool request_id_header = false;
   const std::atomic<bool>* stop = nullptr;  // ends the run early when set
 };
 

@@ -184,6 +184,12 @@ std::string EncodeHttp(const Frame& f, uint32_t payload_bytes, bool chunked) {
   return s;
 }
 
+void AddHttpHeader(std::string* message, std::string_view name, std::string_view value) {
+  size_t line_end = message->find("\r\n");
+  if (line_end == std::string::npos) return;
+  message->insert(line_end + 2, fmt::format("{}: {}\r\n", name, value));
+}
+
 Result<bool> TakeHttp(std::string& buf, Frame* frame, size_t* wire_bytes) {
   size_t end = buf.find("\r\n\r\n");
   // The same limit whether the head arrives whole or in pieces.

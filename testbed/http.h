@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "core/status.h"
 #include "testbed/wire.h"
@@ -29,6 +30,9 @@ inline constexpr uint32_t kHttpChunk = 1024;   // the size of chunks the testbed
 // The message for `frame` with a body of `payload_bytes`; chunked bodies come in chunks of
 // at most kHttpChunk bytes. frame.close adds "Connection: close".
 std::string EncodeHttp(const Frame& frame, uint32_t payload_bytes, bool chunked = false);
+
+// Adds the header field "name: value" to the HTTP message `message` (after its start line).
+void AddHttpHeader(std::string* message, std::string_view name, std::string_view value);
 
 // Takes one whole HTTP/1.1 message from the front of `buf`: true when one was taken (and
 // `*wire_bytes` bytes removed), false when `buf` holds only part of one, an error, with

@@ -25,6 +25,7 @@ struct TestbedFlags {
   double rate = 0;
   uint32_t max_outstanding = 1024;
   uint16_t entry_port = 0;  // load: call this port instead of the entry servers' own
+  bool request_id = false;  // load: HTTP requests carry X-Request-Id
 };
 
 // --rate and --max-outstanding, shared by run and load.
@@ -85,6 +86,7 @@ Status RunLoadOnly(const TestbedFlags& f) {
   options.rate = f.rate;
   options.max_outstanding = f.max_outstanding;
   options.truth_dir = f.out_dir;
+  options.request_id_header = f.request_id;
   options.stop = &g_stop;
   struct sigaction sa {};
   sa.sa_handler = OnInterrupt;
@@ -149,6 +151,9 @@ void AddTestbedCommand(CLI::App& app, Status& result) {
   load->add_option("-o,--output", f.out_dir, "Directory for the client's truth log (default: none)");
   load->add_option("--entry-port", f.entry_port,
                    "Send every request to 127.0.0.1:PORT (a proxy in front of the entry tier)");
+  load->add_flag("--request-id", f.request_id,
+                 "HTTP: each request carries X-Request-Id with 32 random hex digits (a witness through "
+                 "untraced proxies)");
   load->callback([&result] { result = RunLoadOnly(f); });
   auto* truth = cmd->add_subcommand("truth", "Turn a run's truth logs into a trace with ground truth");
   truth->add_option("dir", f.dir, "The run's output directory")->required();

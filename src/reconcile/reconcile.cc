@@ -122,6 +122,17 @@ std::string PayloadHex(std::span<const capture::EventLog> logs, uint32_t log, in
   return hex;
 }
 
+// The attribute that names the same exchange in a request and its reply, for protocols
+// that may answer out of order: DNS's id (RFC 1035 §4.1.1), and the testbed frame's call
+// id should its processor log one ("testbed.call"); "" for none.
+std::string_view WitnessKey(uint8_t protocol) {
+  switch (capture::protocols::Protocol(protocol)) {
+    case capture::protocols::kDns: return "dns.id";
+    case capture::protocols::kTestbed: return "testbed.call";
+    default: return "";
+  }
+}
+
 class MessageEmitter {
  public:
   MessageEmitter(std::span<const capture::EventLog> logs, NodeNamer& namer, TraceBuilder& builder,
@@ -284,17 +295,6 @@ class MessageEmitter {
     return fmt::format("c{}.{}", connection, span.run + 1);
   }
 
-  // The attribute that names the same exchange in a request and its reply, for protocols
-  // that may answer out of order: DNS's id (RFC 1035 §4.1.1), and the testbed frame's
-  // call id should its processor log one ("testbed.call"); "" for none.
-  static std::string_view WitnessKey(uint8_t protocol) {
-    switch (capture::protocols::Protocol(protocol)) {
-      case capture::protocols::kDns: return "dns.id";
-      case capture::protocols::kTestbed: return "testbed.call";
-      default: return "";
-    }
-  }
-
   // "protocol" and what the processor logged (http.method, http.url, sql, ...) on the
   // message that ended at `b`.
   void AddProtocolAttributes(uint32_t row, const StreamBoundary& b) {
@@ -384,7 +384,8 @@ std::vector<ConnectionPair> PairEnds(const std::vector<ConnectionEnd>& ends) {
 // sockets they are MSG. A Unix socket that connected is a client even when it bound a
 // path to be answered at; a socketpair's ends are both unbound (MSG both ways, as on a
 // stream socketpair). Call ids pair the k-th CALL and the k-th RETURN of a (client,
-// server) endpoint pair: "u<flow>.<k>".
+// server) endpoint pair: "u<flow>.<k>"; a DNS query and its answer by their id instead,
+// "u<flow>.w<id>", since a resolver may answer one socket's queries in any order.
 class DatagramEmitter {
  public:
   DatagramEmitter(std::span<const capture::EventLog> logs, std::span<const DatagramSocket> sockets,
@@ -418,21 +419,33 @@ class DatagramEmitter {
     // Untraced sides are taken to be the opposite of the traced side.
     bool sender_serves = m.send != nullptr ? Serves(sockets_[m.send->socket]) : !Serves(sockets_[m.recv->socket]);
     bool receiver_serves = m.recv != nullptr ? Serves(sockets_[m.recv->socket]) : !sender_serves;
+    // What the DNS processor read in the datagram, from the sender's log if it has it.
+    const Datagram* described = m.send != nullptr && m.send->boundary >= 0 ? m.send : m.recv;
+    const capture::Boundary* boundary =
+        described != nullptr && described->boundary >= 0 ? &logs_[described->log].boundaries[size_t(described->boundary)]
+                                                         : nullptr;
     if (sender_serves != receiver_serves) {
       record.kind = receiver_serves ? MessageKind::kCall : MessageKind::kReturn;
       auto flow_key = receiver_serves ? std::make_pair(record.sender_endpoint, record.receiver_endpoint)
                                       : std::make_pair(record.receiver_endpoint, record.sender_endpoint);
       auto [it, inserted] = flows_.try_emplace(flow_key, Flow{uint32_t(flows_.size() + 1), 0, 0});
       uint32_t& count = receiver_serves ? it->second.calls : it->second.returns;
-      record.call_id = builder_.String(fmt::format("u{}.{}", it->second.number, ++count));
+      ++count;
+      // A resolver may answer a socket's queries out of order: the id pairs them where the
+      // processor read one (as on TCP), else the k-th reply answers the k-th query.
+      std::string call_id = fmt::format("u{}.{}", it->second.number, count);
+      std::string_view witness = boundary != nullptr ? WitnessKey(boundary->protocol) : "";
+      for (size_t a = 0; !witness.empty() && a < boundary->attributes.size(); ++a) {
+        const auto& [key, value] = boundary->attributes[a];
+        if (key == witness) call_id = fmt::format("u{}.w{}", it->second.number, value);
+      }
+      record.call_id = builder_.String(call_id);
     }
     uint32_t row = builder_.Add(record);
     std::string payload = PayloadHex(logs_, first->log, first->payload);
     if (!payload.empty()) builder_.AddAttribute(row, payload_key_, builder_.String(payload));
-    // What the DNS processor read in the datagram, from the sender's log if it has it.
-    const Datagram* described = m.send != nullptr && m.send->boundary >= 0 ? m.send : m.recv;
-    if (described != nullptr && described->boundary >= 0) {
-      const capture::Boundary& b = logs_[described->log].boundaries[size_t(described->boundary)];
+    if (boundary != nullptr) {
+      const capture::Boundary& b = *boundary;
       std::string_view protocol = capture::protocols::ProtocolName(capture::protocols::Protocol(b.protocol));
       builder_.AddAttribute(row, builder_.String(kProtocolAttribute), builder_.String(protocol));
       ++summary_.protocol_messages[std::string(protocol)];

@@ -91,6 +91,33 @@ TEST(HttpProcessorTest, LongUrlIsCut) {
   EXPECT_EQ(run.ends[0].attributes, "http.method=GET|http.url=" + url.substr(0, kMaxValue));
 }
 
+// X-Request-Id and traceparent, the witnesses a proxy passes on (BorderPatrol §3.1): any
+// case, whitespace around the value dropped and inside it kept, the last of repeated
+// fields, values cut to 64 bytes, only in requests, not carried into the next request.
+const std::vector<Piece> kHttpRequestIds = {
+    {"GET /a HTTP/1.1\r\nX-Request-Id: 7f3c9a2e-41b0-4d1e-9c55-0e8b2f6a1d34\r\n"
+     "traceparent: 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01\r\n\r\n",
+     "http.method=GET|http.url=/a|http.request_id=7f3c9a2e-41b0-4d1e-9c55-0e8b2f6a1d34|"
+     "http.traceparent=00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"},
+    {"POST /b HTTP/1.1\r\nx-request-ID:\t  first  \r\nX-REQUEST-ID:  two words \r\nContent-Length: 2\r\n\r\nok",
+     "http.method=POST|http.url=/b|http.request_id=two words"},
+    {"GET /c HTTP/1.1\r\nX-Request-Ids: not-this\r\nX-Request-I: nor-this\r\n\r\n", "http.method=GET|http.url=/c"},
+    {"GET /d HTTP/1.1\r\nX-Request-Id: " + std::string(100, 'r') + "\r\n\r\n",
+     "http.method=GET|http.url=/d|http.request_id=" + std::string(64, 'r')},
+};
+
+TEST(HttpProcessorTest, RequestIdsAreLoggedAsWitnesses) {
+  std::string stream = Concat(kHttpRequestIds);
+  Stream run = Feed(kHttp, kRequest, stream);
+  EXPECT_FALSE(run.failed);
+  EXPECT_EQ(run.ends, Ends(kHttpRequestIds));
+  ExpectSplitInvariant(kHttp, kRequest, stream);
+  // A response's X-Request-Id is not logged.
+  run = Feed(kHttp, kResponse, "HTTP/1.1 200 OK\r\nX-Request-Id: abc\r\nContent-Length: 0\r\n\r\n");
+  ASSERT_EQ(run.ends.size(), 1u);
+  EXPECT_EQ(run.ends[0].attributes, "http.status=200");
+}
+
 const std::vector<Piece> kHttpResponses = {
     {"HTTP/1.1 100 Continue\r\n\r\n", "http.status=100"},
     {"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello", "http.status=200"},

@@ -272,5 +272,33 @@ TEST(ReconcileProtocols, DatagramsCarryTheDnsProcessorsAttributes) {
   EXPECT_EQ(summary.unnamed_io, 0u);
 }
 
+// Two queries from one UDP socket to an untraced resolver, answered in reverse order: the
+// dns.id pairs each answer with its query (by position the two would be crossed), so the
+// answer resumes the request that asked (tests/infer/precise_witness_test.cc).
+TEST(ReconcileProtocols, DnsIdPairsDatagramsAnsweredOutOfOrder) {
+  constexpr uint8_t kDns = 5;
+  const capture::Address resolver = Ipv4("10.0.0.53", 53), client = Ipv4("10.0.0.1", 5000);
+  Attrs one = {{"dns.id", "1"}, {"dns.name", "a.example"}}, two = {{"dns.id", "2"}, {"dns.name", "b.example"}};
+  std::vector<capture::EventLog> logs = {
+      LogBuilder("a", "/usr/bin/loop", 100)
+          .Datagram(true, 3, 101, 100, 101, 30, 0xa1, resolver)
+          .Boundary(3, 101, 100, 101, 0, true, true, one, kDns)
+          .Udp(3, 101, w::kOpSendto, client)
+          .Datagram(true, 3, 101, 110, 111, 30, 0xa2, resolver)
+          .Boundary(3, 101, 110, 111, 0, true, true, two, kDns)
+          .Datagram(false, 3, 101, 120, 200, 60, 0xb2, resolver)
+          .Boundary(3, 101, 120, 200, 0, false, false, two, kDns)
+          .Datagram(false, 3, 101, 210, 300, 60, 0xb1, resolver)
+          .Boundary(3, 101, 210, 300, 0, false, false, one, kDns)
+          .Build(),
+  };
+  EXPECT_EQ(Lines(MustReconcile(logs, nullptr)), (std::vector<std::string>{
+      "CALL_SENT a:loop -> 10.0.0.53:53 u1.w1 30B send=100 recv=- tid 101->0 protocol=dns dns.id=1 dns.name=a.example",
+      "CALL_SENT a:loop -> 10.0.0.53:53 u1.w2 30B send=110 recv=- tid 101->0 protocol=dns dns.id=2 dns.name=b.example",
+      "RET_SENT 10.0.0.53:53 -> a:loop u1.w2 60B send=- recv=200 tid 0->101 protocol=dns dns.id=2 dns.name=b.example",
+      "RET_SENT 10.0.0.53:53 -> a:loop u1.w1 60B send=- recv=300 tid 0->101 protocol=dns dns.id=1 dns.name=a.example",
+  }));
+}
+
 }  // namespace
 }  // namespace weft::reconcile

@@ -59,6 +59,26 @@ TEST(Http, EncodesContentLengthAndChunkedBodies) {
   EXPECT_EQ(big.substr(big.size() - 7), "\r\n0\r\n\r\n");
 }
 
+// The load client's X-Request-Id (weft testbed load --request-id) goes after the start
+// line; the message still parses to the same frame.
+TEST(Http, AddedHeaderFollowsTheStartLine) {
+  Frame f = Reply();
+  f.type = FrameType::kRequest;
+  std::string wire = EncodeHttp(f, 2);
+  AddHttpHeader(&wire, "X-Request-Id", "0123abcd");
+  EXPECT_EQ(wire,
+            "POST /r2 HTTP/1.1\r\nX-Request-Id: 0123abcd\r\nHost: weft-testbed\r\nX-Weft-Ids: 1 2 ab cd ef\r\n"
+            "Content-Length: 2\r\n\r\n..");
+  Frame back;
+  size_t bytes = 0;
+  size_t size = wire.size();
+  Result<bool> taken = TakeHttp(wire, &back, &bytes);
+  ASSERT_TRUE(taken.ok()) << taken.status().message();
+  EXPECT_TRUE(*taken);
+  EXPECT_EQ(bytes, size);
+  EXPECT_EQ(back.call_id, f.call_id);
+}
+
 TEST(Http, HeaderNamesAreCaseInsensitiveAndValuesTrimmed) {
   std::string buf =
       "HTTP/1.1 200 OK\r\nx-WEFT-ids:\t2 2 ab cd ef  \r\nCONTENT-length:   3\r\n"

@@ -44,11 +44,19 @@ enum Phase : uint8_t {
   kUntilClose,  // the rest of the stream belongs to this message (or to a tunnel)
 };
 
-// Which of the two header fields that frame a body the name being read can still be.
-enum HeaderMatch : uint8_t { kContentLength = 1, kTransferEncoding = 2 };
-constexpr const char kContentLengthName[] = "content-length";
-constexpr const char kTransferEncodingName[] = "transfer-encoding";
+// Which of the header fields looked at the name being read can still be: the two that
+// frame a body, and the two request ids logged as witnesses (BorderPatrol §3.1: a proxy
+// passes them on unchanged, so they name the same request before and after it).
+enum HeaderMatch : uint8_t { kContentLength = 1, kTransferEncoding = 2, kRequestId = 4, kTraceparent = 8 };
+constexpr int kMatchedHeaders = 4;
+// Lower case, in the order of the HeaderMatch bits.
+constexpr const char* kHeaderNames[kMatchedHeaders] = {"content-length", "transfer-encoding", "x-request-id",
+                                                       "traceparent"};
+constexpr uint8_t kHeaderNameLengths[kMatchedHeaders] = {14, 17, 12, 11};
 constexpr const char kChunkedName[] = "chunked";
+// X-Request-Id values are UUIDs or 32 hex digits in practice, a traceparent 55 bytes
+// (W3C Trace Context §3.2); longer values are cut.
+constexpr int kMaxIdValue = 64;
 
 struct HttpState {
   Phase phase;
@@ -75,6 +83,11 @@ struct HttpState {
   uint64_t remaining;    // body or chunk bytes still to come
   char method[kMaxMethod];
   char url[kMaxValue];
+  uint8_t request_id_length;  // the X-Request-Id value kept, without surrounding whitespace
+  uint8_t traceparent_length;
+  uint8_t id_pending;         // whitespace seen inside the id value, kept if more follows
+  char request_id[kMaxIdValue];
+  char traceparent[kMaxIdValue];
 };
 
 // RFC 9110 §5.6.2 tchar.
@@ -164,9 +177,29 @@ bool StartLineComplete(const Parser* parser, const HttpState* s) {
   return s->part == 2 && s->version_pos == 8;
 }
 
+// One byte of an X-Request-Id or traceparent value: leading and trailing whitespace is
+// left out (RFC 9110 §5.5), inner whitespace kept.
+void IdValueByte(HttpState* s, uint8_t c, bool space) {
+  bool traceparent = s->name_match == kTraceparent;
+  uint8_t& length = traceparent ? s->traceparent_length : s->request_id_length;
+  char* value = traceparent ? s->traceparent : s->request_id;
+  if (space) {
+    if (length > 0 && s->id_pending < 255) ++s->id_pending;
+    return;
+  }
+  for (; s->id_pending > 0; --s->id_pending) {
+    if (length < kMaxIdValue) value[length++] = ' ';
+  }
+  if (length < kMaxIdValue) value[length++] = char(c);
+}
+
 // One byte of a header field value (not CR or LF); false if it breaks the field.
 bool ValueByte(HttpState* s, uint8_t c) {
   bool space = c == ' ' || c == '\t';
+  if (s->name_match == kRequestId || s->name_match == kTraceparent) {
+    IdValueByte(s, c, space);
+    return true;
+  }
   if (s->name_match == kContentLength) {
     if (space) {
       if (s->value_state == 1) s->value_state = 2;
@@ -233,6 +266,8 @@ size_t EndMessage(Parser* parser, HttpState* s, size_t consumed, bool* ended) {
     AddAttribute(parser, "http.method", s->method,
                  s->method_length < kMaxMethod ? s->method_length : kMaxMethod);
     AddAttribute(parser, "http.url", s->url, s->url_length);
+    if (s->request_id_length > 0) AddAttribute(parser, "http.request_id", s->request_id, s->request_id_length);
+    if (s->traceparent_length > 0) AddAttribute(parser, "http.traceparent", s->traceparent, s->traceparent_length);
   }
   // 101 Switching Protocols: what follows is another protocol, a tunnel to this parser.
   bool switched = IsResponse(parser) && s->status == 101;
@@ -358,15 +393,20 @@ size_t ConsumeHttp(Parser* parser, const uint8_t* data, size_t length, bool* end
         }
         s->phase = kHeaderName;
         s->name_length = 0;
-        s->name_match = kContentLength | kTransferEncoding;
+        // Request ids only in requests: a response's would name nothing new.
+        s->name_match = IsResponse(parser) ? kContentLength | kTransferEncoding
+                                           : kContentLength | kTransferEncoding | kRequestId | kTraceparent;
         [[fallthrough]];
       case kHeaderName:
         if (c == ':') {
           if (s->name_length == 0) return Fail(parser, length, ended);
-          if (s->name_length != sizeof(kContentLengthName) - 1) s->name_match &= ~kContentLength;
-          if (s->name_length != sizeof(kTransferEncodingName) - 1) {
-            s->name_match &= ~kTransferEncoding;
+          for (int h = 0; h < kMatchedHeaders; ++h) {
+            if (s->name_length != kHeaderNameLengths[h]) s->name_match &= uint8_t(~(1u << h));
           }
+          // A field that comes again replaces the value kept from before.
+          if (s->name_match == kRequestId) s->request_id_length = 0;
+          if (s->name_match == kTraceparent) s->traceparent_length = 0;
+          s->id_pending = 0;
           s->phase = kHeaderValue;
           s->value_state = 0;
           s->value = 0;
@@ -376,13 +416,10 @@ size_t ConsumeHttp(Parser* parser, const uint8_t* data, size_t length, bool* end
           break;
         }
         if (!IsTokenChar(c)) return Fail(parser, length, ended);
-        if (s->name_length >= sizeof(kContentLengthName) - 1 ||
-            ToLower(c) != uint8_t(kContentLengthName[s->name_length])) {
-          s->name_match &= ~kContentLength;
-        }
-        if (s->name_length >= sizeof(kTransferEncodingName) - 1 ||
-            ToLower(c) != uint8_t(kTransferEncodingName[s->name_length])) {
-          s->name_match &= ~kTransferEncoding;
+        for (int h = 0; h < kMatchedHeaders; ++h) {
+          if (s->name_length >= kHeaderNameLengths[h] || ToLower(c) != uint8_t(kHeaderNames[h][s->name_length])) {
+            s->name_match &= uint8_t(~(1u << h));
+          }
         }
         if (s->name_length < 255) ++s->name_length;
         break;

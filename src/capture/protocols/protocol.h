@@ -44,8 +44,8 @@ enum class Direction : uint8_t { kRequest = 0, kResponse = 1 };
 
 // What a processor found out about the message that ended: at most kMaxAttributes
 // key=value pairs, each value cut to kMaxValue bytes. Keys are string literals
-// ("http.method", "http.url", "http.status", "sql", "redis.command", "redis.key",
-// "dns.id", "dns.name", "testbed.request").
+// ("http.method", "http.url", "http.request_id", "http.traceparent", "http.status", "sql",
+// "redis.command", "redis.key", "dns.id", "dns.name", "testbed.request").
 inline constexpr int kMaxAttributes = 4;
 inline constexpr int kMaxValue = 120;
 struct Attribute {
@@ -60,7 +60,7 @@ struct Attributes {
 
 // The per-protocol part of a parser's state: opaque to callers, large enough for every
 // processor (protocols.cc checks with static_assert).
-inline constexpr size_t kParserStateBytes = 192;
+inline constexpr size_t kParserStateBytes = 320;
 
 // One direction of one connection. Zero-initialised memory is not a valid parser: call
 // Init first.

@@ -9,6 +9,7 @@
 #include <absl/container/flat_hash_map.h>
 
 #include "infer/forest.h"
+#include "infer/fragment/witness.h"
 
 namespace weft {
 namespace {
@@ -87,12 +88,21 @@ Result<PathSet> InferFragment(const Trace& trace) {
   for (size_t i = 0; i < trace.size(); ++i) {
     if (c.kind[i] == MessageKind::kReturn && !parent[i].valid()) parent[i] = call_of[i];
   }
+  // A CALL from an untraced module continues the CALL into it that carried the same
+  // witness (witness.h, BorderPatrol §3.1); it would otherwise start a path of its own.
+  const WitnessLinks witnesses = LinkWitnesses(trace, call_of);
+  for (size_t i = 0; i < trace.size(); ++i) {
+    if (witnesses.continues[i].valid() && !parent[i].valid()) parent[i] = witnesses.continues[i];
+  }
 
   PathSetBuilder builder(trace, "fragment");
   WEFT_ASSIGN_OR_RETURN(uint64_t in_cycles, AddForest(trace, parent, builder));
   builder.AddCounter("outputs_starting_requests", outputs_without_request);
   builder.AddCounter("server_calls_outside_fragments", server_calls_outside);
   builder.AddCounter("messages_in_cycles", int64_t(in_cycles));
+  builder.AddCounter("witness_links", witnesses.linked);
+  builder.AddCounter("witness_links_ambiguous", witnesses.ambiguous);
+  builder.AddCounter("witnesses_unmatched", witnesses.unlinked);
   return std::move(builder).Finish();
 }
 

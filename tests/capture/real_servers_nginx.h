@@ -1,0 +1,131 @@
+// What tests/capture/real_servers_nginx_test.cc and real_servers_witness_test.cc share:
+// the testbed topology and nginx configuration that put nginx in front of the testbed as
+// a reverse proxy, the testbed ids a message carries (for scoring only), and the count of
+// request trees an algorithm got exactly right.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <sstream>
+#include <string>
+
+#include "capture/real_servers.h"
+#include "infer/paths.h"
+#include "trace/trace.h"
+
+namespace weft::testing {
+
+// ---------------------------------------------------------------------------------------
+// nginx as a reverse proxy in front of the testbed: load client -> nginx -> web0 (HTTP,
+// thread per connection) -> db0 (framed). The testbed's truth logs know the client's
+// requests as calls to web0; the trace has each one twice, client -> nginx and nginx ->
+// web0, and the X-Weft-Ids header nginx passes on names the same call in both.
+
+inline constexpr const char* kProxiedTopology = R"toml(name = "nginx-front"
+
+[[tier]]
+name = "web"
+model = "thread-per-connection"
+protocol = "http"
+[[tier.server]]
+port = @WEB@
+
+[[tier.request]]
+name = "page"
+before = "exp(50us)"
+reply_bytes = 512
+calls = [{ tier = "db", request = "query", count = "1-2" }]
+
+[[tier]]
+name = "db"
+model = "thread-per-connection"
+[[tier.server]]
+port = @DB@
+
+[[tier.request]]
+name = "query"
+before = "exp(50us)"
+reply_bytes = 128
+)toml";
+
+// One worker (so one process is "nginx" for every request), upstream connections kept
+// alive (HTTP/1.1, no Connection header passed on), everything nginx writes under
+// `prefix`. As root the worker would switch to nobody and could not write its event log
+// into the capture directory, so it stays root (a warning, ignored, when not root).
+inline constexpr const char* kNginxConf = R"conf(user root;
+worker_processes 1;
+pid @P@/nginx.pid;
+error_log @P@/error.log notice;
+events { worker_connections 1024; }
+http {
+  access_log off;
+  client_body_temp_path @P@/body;
+  proxy_temp_path @P@/proxy;
+  fastcgi_temp_path @P@/fastcgi;
+  uwsgi_temp_path @P@/uwsgi;
+  scgi_temp_path @P@/scgi;
+  upstream front { server 127.0.0.1:@WEB@; keepalive 32; }
+  server {
+    listen 127.0.0.1:@PORT@;
+    location / {
+      proxy_pass http://front;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+    }
+  }
+}
+)conf";
+
+inline std::string Fill(std::string text, const std::map<std::string, std::string>& values) {
+  for (const auto& [key, value] : values) {
+    for (size_t at; (at = text.find(key)) != std::string::npos;) text.replace(at, key.size(), value);
+  }
+  return text;
+}
+
+// The testbed ids a message carries (docs/testbed.md "Wire protocol"): from the
+// X-Weft-Ids header of an HTTP message, or from a frame's header. request 0: none found.
+struct TestbedIds {
+  uint64_t request = 0, call = 0;
+};
+inline TestbedIds IdsOf(const std::string& prefix) {
+  TestbedIds ids;
+  size_t at = prefix.find("X-Weft-Ids: ");
+  if (at != std::string::npos) {
+    std::istringstream fields(prefix.substr(at + 12, prefix.find("\r\n", at) - at - 12));
+    int type = 0, request_type = 0;
+    fields >> type >> request_type >> std::hex >> ids.request >> ids.call;
+    return ids;
+  }
+  auto be64 = [&](size_t offset) {
+    uint64_t v = 0;
+    for (size_t i = 0; i < 8; ++i) v = v << 8 | static_cast<unsigned char>(prefix[offset + i]);
+    return v;
+  };
+  if (prefix.size() >= 23 && prefix[4] >= 1 && prefix[4] <= 3) ids = {be64(7), be64(15)};
+  return ids;
+}
+
+// Of the paths an algorithm found, those rooted at a client request whose tree holds
+// exactly that request's messages: `http_messages` of HTTP (4: client <-> nginx and
+// nginx <-> web0; 2 without a proxy) and web0 <-> db0 for each of its db calls, every one
+// carrying the request's id.
+inline int ExactTrees(const Trace& trace, const PathSet& paths, const std::string& client,
+                      const std::map<uint64_t, int>& db_calls_of_request, int http_messages = 4) {
+  const TraceColumns& c = trace.columns();
+  int exact = 0;
+  for (size_t i = 0; i < paths.instance_count(); ++i) {
+    std::span<const MessageId> messages = paths.InstanceMessages(i);
+    MessageId root = messages[0];
+    if (c.kind[root.value()] != MessageKind::kCall || trace.NodeName(c.sender[root.value()]) != client) continue;
+    uint64_t request = IdsOf(PayloadPrefix(trace, root)).request;
+    auto it = db_calls_of_request.find(request);
+    if (it == db_calls_of_request.end() || messages.size() != size_t(http_messages + 2 * it->second)) continue;
+    bool same = true;
+    for (MessageId m : messages) same = same && IdsOf(PayloadPrefix(trace, m)).request == request;
+    exact += same;
+  }
+  return exact;
+}
+
+}  // namespace weft::testing
