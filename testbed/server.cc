@@ -400,7 +400,9 @@ void Server::ServeInChild(Conn& conn, const Frame& request, uint64_t seq) {
   pid_t child = fork();
   if (child == 0) {
     in_child_ = true;
-    prctl(PR_SET_PDEATHSIG, SIGKILL);  // dies with the server, as the server with the runner
+    // Dies with the server, by the signal that stops servers, so that a tracer gets to
+    // write down what it saw (weft capture does so on SIGTERM).
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
     Rng().seed(uint64_t(WallNow()) ^ uint64_t(getpid()));  // not the parent thread's sequence
     ServeRequest(conn, request, seq);
     _exit(0);
