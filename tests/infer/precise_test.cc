@@ -114,8 +114,10 @@ TEST(PreciseAlgorithms, NeedThreads) {
 }
 
 // BorderPatrol §5.5: a CGI-style server. A's thread reads each request and forks a child
-// (thread 50, thread 60: same node, as --nodes host names them), which calls B and answers
-// the client; the second child execs a helper H first. The children got their requests by
+// (thread 50, thread 60: same node, as --nodes host names them), which calls B. The first
+// child hands its result back through a pipe (a MSG to the parent thread, which answers
+// the client); the second execs a helper H first and answers the client itself on the
+// connection it inherited. The children got their requests by
 // the fork, through no message: with the process links both trees are exact, without them
 // the calls to B start paths of their own.
 TEST(PreciseAlgorithms, FragmentFollowsForkAndExec) {
@@ -129,7 +131,8 @@ TEST(PreciseAlgorithms, FragmentFollowsForkAndExec) {
       "32 CALL_SENT H B b2 recv=42 stid=60 rtid=21 path=2 msg=5 parent=4\n"
       "50 RET_SENT B A b1 recv=60 stid=20 rtid=50 path=1 msg=2 parent=1\n"
       "52 RET_SENT B H b2 recv=62 stid=21 rtid=60 path=2 msg=6 parent=5\n"
-      "70 RET_SENT A C c1 recv=80 stid=50 rtid=11 path=1 msg=3 parent=0\n"
+      "65 MSG_SENT A A p1 recv=68 stid=50 rtid=1 path=1 msg=8 parent=0\n"
+      "70 RET_SENT A C c1 recv=80 stid=1 rtid=11 path=1 msg=3 parent=0\n"
       "72 RET_SENT H C c2 recv=82 stid=60 rtid=12 path=2 msg=7 parent=4\n";
   for (bool links : {true, false}) {
     std::string input = text;
