@@ -26,8 +26,8 @@ struct ThreadEvent {
   uint32_t thread;
   TimeNs time;
   Step step;
-  uint32_t index;  // the message, or the process link
-  auto Key() const { return std::tie(clock, time, step, node, thread, index); }
+  uint32_t message;  // for a process link, the link's index
+  auto Key() const { return std::tie(clock, time, step, node, thread, message); }
 };
 
 // Per node, the node all nodes joined to it by process links are ordered with (union-find
@@ -96,30 +96,29 @@ Result<PathSet> InferFragment(const Trace& trace) {
     if (e.step == Step::kProcessLink) {
       // §5.5: a spawned process's initial fragment works for the request its parent's
       // thread was in at the fork (or exec), until its own first input.
-      const ProcessLink& l = links[e.index];
+      const ProcessLink& l = links[e.message];
       const MessageId inherited = designation[{e.node, e.thread}];
       designation[{l.to.value(), l.to_thread}] = inherited;
       requests_spawned += inherited.valid();
       continue;
     }
-    const uint32_t message = e.index;
-    const MessageKind kind = c.kind[message];
+    const MessageKind kind = c.kind[e.message];
     MessageId& current = designation[{e.node, e.thread}];
     if (e.step == Step::kReceive) {
       if (kind == MessageKind::kReturn) {
         // Rule 1 for a reply: the request that made the call goes on. A root call's reply
         // ends its request at the node that made it.
-        MessageId call = call_of[message];
+        MessageId call = call_of[e.message];
         current = call.valid() ? parent[call.value()] : MessageId();
       } else {
-        current = MessageId(message);  // rule 1: a new input starts a fragment
+        current = MessageId(e.message);  // rule 1: a new input starts a fragment
       }
       continue;
     }
     if (kind == MessageKind::kReturn) {
-      parent[message] = call_of[message];
+      parent[e.message] = call_of[e.message];
     } else {
-      parent[message] = current;  // rule 2
+      parent[e.message] = current;  // rule 2
       outputs_without_request += !current.valid();
       server_calls_outside += !current.valid() && kind == MessageKind::kCall && serves[e.node];
     }
