@@ -633,7 +633,7 @@ Result<Trace> Reconcile(std::span<const capture::EventLog> logs, const Reconcile
     s.held_bytes += log.loss.held_bytes;
   }
   DateInheritedEndsFromFork(logs, boot_offsets, ends);
-  MergeInheritedEnds(ends);
+  MergeInheritedEnds(logs, ends);
   s.events = counts.events;
   s.skipped_io = counts.skipped_io;
   s.unnamed_io = counts.unnamed_io;

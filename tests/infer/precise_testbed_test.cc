@@ -188,14 +188,13 @@ Trace WithoutProcessLinks(const Trace& trace) {
 // it was forked with, through no message, so only the fork says whose work it does: with
 // the fork links every request's tree is exact; without them the child's calls start paths
 // of their own and no tree is whole (every request makes at least one call).
-//
-// Captured with --protocols none: a child's protocol boundaries count the bytes of the
-// connection from its parent's count at the fork, blind to what earlier children sent on
-// it, so from the second request on a connection they fall in the wrong place
-// (docs/capture.md). Direction turns cut this connection's messages exactly.
+// Protocol processors on (the default): a child's boundaries count from its parent's
+// count at the fork, blind to what its elder siblings sent, and reconcile moves them past
+// those bytes (docs/reconcile.md step 1); else the truth's messages would not be matched
+// one for one.
 TEST_F(PreciseTestbedTest, ForkPerRequestIsExactForFragmentOnlyWithForkLinks) {
   SKIP_UNDER_ASAN();
-  Trace trace = CaptureRun("fork", false, "--protocols none");
+  Trace trace = CaptureRun("fork");
   Result<PathSet> paths = InferFragment(trace);
   ASSERT_TRUE(paths.ok());
   RequestOutcomes fragment = Score(trace, InferFragment);

@@ -482,5 +482,47 @@ TEST(Reconcile, ForkAndExecBecomeProcessLinks) {
   }));
 }
 
+// A server that forks a child per request, each answering on the connection it inherited
+// (a CGI). Capture counts offsets per process, so the second child logs its reply's end at
+// byte 7 of the replies, as the first did; reconcile moves it past the first child's 7
+// bytes, and each reply is one message with its own status.
+TEST(Reconcile, SecondForkedChildsBoundariesFollowTheFirstChildsBytes) {
+  using Attrs = std::vector<std::pair<std::string, std::string>>;
+  std::vector<capture::EventLog> logs = {
+      LogBuilder("b", "/srv/server", 200)
+          .Tcp(4, 60, w::kOpAccept, kServer, kClient)
+          .Recv(4, 200, 100, 101, 10).Boundary(4, 200, 100, 101, 10, false, true, Attrs{{"http.url", "/1"}})
+          .Fork(250, 102, 103)
+          .Recv(4, 200, 200, 201, 10).Boundary(4, 200, 200, 201, 20, false, true, Attrs{{"http.url", "/2"}})
+          .Fork(260, 202, 203)
+          .Build(),
+      LogBuilder("b", "/srv/server", 250).ParentPid(200).OpenedAt(104)
+          .Tcp(4, 104, w::kOpNone, kServer, kClient)
+          .Send(4, 250, 110, 111, 7).Boundary(4, 250, 110, 111, 7, true, false, Attrs{{"http.status", "200"}})
+          .Build(),
+      LogBuilder("b", "/srv/server", 260).ParentPid(200).OpenedAt(204)
+          .Tcp(4, 204, w::kOpNone, kServer, kClient)
+          .Send(4, 260, 210, 211, 7).Boundary(4, 260, 210, 211, 7, true, false, Attrs{{"http.status", "404"}})
+          .Build(),
+  };
+  ReconcileSummary summary;
+  Trace trace = MustReconcile(logs, &summary, NodeNaming::kProcess);
+  std::vector<std::string> lines = Lines(trace);
+  for (size_t i = 0; i < trace.size(); ++i) {
+    for (const Attribute& a : trace.AttributesOf(MessageId(uint32_t(i)))) {
+      if (trace.strings().Get(a.key) != "protocol") {
+        lines[i] += fmt::format(" {}={}", trace.strings().Get(a.key), trace.strings().Get(a.value));
+      }
+    }
+  }
+  EXPECT_EQ(lines, (std::vector<std::string>{
+      "CALL_SENT 10.0.0.1:40000 -> b:server[200] c1.1 10B send=- recv=101 tid 0->200 10.0.0.1:40000->10.0.0.2:80 http.url=/1",
+      "RET_SENT b:server[250] -> 10.0.0.1:40000 c1.1 7B send=110 recv=- tid 250->0 10.0.0.2:80->10.0.0.1:40000 http.status=200",
+      "CALL_SENT 10.0.0.1:40000 -> b:server[200] c1.2 10B send=- recv=201 tid 0->200 10.0.0.1:40000->10.0.0.2:80 http.url=/2",
+      "RET_SENT b:server[260] -> 10.0.0.1:40000 c1.2 7B send=210 recv=- tid 260->0 10.0.0.2:80->10.0.0.1:40000 http.status=404",
+  }));
+  EXPECT_EQ(summary.protocol_messages["http"], 4u);
+}
+
 }  // namespace
 }  // namespace weft::reconcile
