@@ -6,11 +6,14 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/epoll.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
+#include <csignal>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
@@ -101,14 +104,18 @@ class Server {
   Frame NewCall(const Frame& request, const CallSpec& spec);
   // With tier_.pipeline > 1 calls to TCP tiers share pooled connections, up to
   // tier_.pipeline calls in flight on each.
-  bool Pipelines(int tier) const { return tier_.pipeline > 1 && !topo_.tiers[tier].udp; }
+  bool Pipelines(int tier) const { return tier_.pipeline > 1 && !topo_.tiers[tier].udp && !in_child_; }
   // A pooled connection to a server of `tier` with a slot reserved for one call: the
   // first open one with room, else a new one.
   Result<std::shared_ptr<PipelinedConn>> GetPipelined(int tier);
   Status PipelinedCallGroup(const Frame& request, const CallSpec& spec, uint32_t count);
   const RequestType& TypeOf(const Frame& f) const { return tier_.requests[f.request_type]; }
 
-  void ServeConnection(std::shared_ptr<Conn> conn);  // thread per connection
+  void ServeConnection(std::shared_ptr<Conn> conn);  // thread per connection, fork
+  // Before, calls, after and the reply of one request read from `conn`.
+  void ServeRequest(Conn& conn, const Frame& request, uint64_t seq);
+  // The fork model: a child process serves the request and exits; the caller waits.
+  void ServeInChild(Conn& conn, const Frame& request, uint64_t seq);
   [[noreturn]] void RunUdp(int fd);                  // threads sharing one UDP socket
   void RunPipeline(int listen_fd);                    // dispatcher and stages
 
@@ -116,6 +123,10 @@ class Server {
   const Tier& tier_;
   const ServerSpec& spec_;
   std::unique_ptr<TruthLog> log_;
+  // Set in a fork model's child, which has one thread: it takes no lock that another
+  // thread of the parent may have held at the fork (the connection pools), so it calls
+  // downstream on connections of its own, one per call, and never pipelines.
+  bool in_child_ = false;
   std::atomic<uint32_t> next_call_{0};
   Balancer balancer_;
   std::mutex pool_mu_;
@@ -214,7 +225,7 @@ void Server::Reply(Conn& conn, const Frame& request, uint64_t seq, const Status&
 Result<std::unique_ptr<Conn>> Server::GetConn(int tier) {
   const Tier& t = topo_.tiers[tier];
   int server = balancer_.Pick(tier);
-  if (tier_.pooled) {
+  if (tier_.pooled && !in_child_) {
     std::lock_guard lock(pool_mu_);
     auto& idle = pool_[{tier, server}];
     if (!idle.empty()) {
@@ -231,7 +242,7 @@ Result<std::unique_ptr<Conn>> Server::GetConn(int tier) {
 }
 
 void Server::PutConn(std::unique_ptr<Conn> conn) {
-  if (!tier_.pooled) return;  // per-request connections close here
+  if (!tier_.pooled || in_child_) return;  // per-request connections close here
   std::lock_guard lock(pool_mu_);
   pool_[{conn->target / 1000, conn->target % 1000}].push_back(std::move(conn));
 }
@@ -279,7 +290,7 @@ Frame Server::NewCall(const Frame& request, const CallSpec& spec) {
   call.call_id = NewCallId();
   call.parent_call = request.call_id;
   // HTTP: a connection that is not pooled is closed after its call, so say so.
-  call.close = !tier_.pooled;
+  call.close = !tier_.pooled || in_child_;
   return call;
 }
 
@@ -364,14 +375,47 @@ void Server::ServeConnection(std::shared_ptr<Conn> conn) {
     Read r = ReadRequest(*conn, &request, &seq);
     if (r == Read::kClosed || (r == Read::kRejected && request.close)) return;
     if (r == Read::kRejected) continue;
-    const RequestType& rt = TypeOf(request);
-    Serve(rt.before.Sample(Rng()));
-    Status s = Downstream(request);
-    if (!s.ok()) fmt::print(stderr, "{}: request {:x}: {}\n", spec_.name, request.request_id, s.message());
-    if (s.ok()) Serve(rt.after.Sample(Rng()));
-    Reply(*conn, request, seq, s);
+    if (spec_.model == ThreadingModel::kFork) {
+      ServeInChild(*conn, request, seq);
+    } else {
+      ServeRequest(*conn, request, seq);
+    }
     if (request.close) return;  // Connection: close, from the peer or http_close_after
   }
+}
+
+void Server::ServeRequest(Conn& conn, const Frame& request, uint64_t seq) {
+  const RequestType& rt = TypeOf(request);
+  Serve(rt.before.Sample(Rng()));
+  Status s = Downstream(request);
+  if (!s.ok()) fmt::print(stderr, "{}: request {:x}: {}\n", spec_.name, request.request_id, s.message());
+  if (s.ok()) Serve(rt.after.Sample(Rng()));
+  Reply(conn, request, seq, s);
+}
+
+// A CGI as a web server runs one (BorderPatrol §5.5's example): the child gets the request
+// through the memory it shares with its parent at the fork, not through any message, and
+// answers on the client connection it inherited.
+void Server::ServeInChild(Conn& conn, const Frame& request, uint64_t seq) {
+  pid_t child = fork();
+  if (child == 0) {
+    in_child_ = true;
+    // Dies with the server, by the signal that stops servers, so that a tracer gets to
+    // write down what it saw (weft capture does so on SIGTERM).
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    Rng().seed(uint64_t(WallNow()) ^ uint64_t(getpid()));  // not the parent thread's sequence
+    ServeRequest(conn, request, seq);
+    _exit(0);
+  }
+  if (child < 0) {
+    Reply(conn, request, seq, Status::IoError("fork: {}", std::strerror(errno)));
+    return;
+  }
+  while (waitpid(child, nullptr, 0) < 0 && errno == EINTR) {
+  }
+  // The child released this reply in its own copy of the connection; the next is ours.
+  std::lock_guard lock(conn.write_mu);
+  conn.next_reply = seq + 1;
 }
 
 void Server::RunPipeline(int listen_fd) {
@@ -515,7 +559,9 @@ void Server::RunUdp(int fd) {
 
 void Server::Run(int listen_fd) {
   if (tier_.udp) RunUdp(listen_fd);
-  if (spec_.model != ThreadingModel::kThreadPerConnection) RunPipeline(listen_fd);
+  if (spec_.model != ThreadingModel::kThreadPerConnection && spec_.model != ThreadingModel::kFork) {
+    RunPipeline(listen_fd);
+  }
   while (true) {
     int fd = accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
     if (fd < 0) {

@@ -24,6 +24,7 @@ enum class ThreadingModel : uint8_t {
   kHandoff,              // one pool calls downstream, another replies
   kStaged,               // SEDA: read, compute, call and reply stages with their own queues
   kEventLoop,            // SPED: one thread, non-blocking sockets, epoll, many requests at once
+  kFork,                 // CGI: a connection's thread reads a request, a forked child serves it
 };
 std::string_view ThreadingModelName(ThreadingModel model);
 

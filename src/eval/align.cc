@@ -107,7 +107,8 @@ Result<Trace> CopyTruth(const Trace& truth, const Trace& run, AlignSummary* summ
   for (const auto& [path, all] : complete) s.labelled += all;
   if (summary) *summary = s;
   std::vector<Attribute> attributes(run.attributes().begin(), run.attributes().end());
-  return Trace::FromParts(run.nodes(), run.strings(), std::move(columns), std::move(attributes));
+  std::vector<ProcessLink> links(run.process_links().begin(), run.process_links().end());
+  return Trace::FromParts(run.nodes(), run.strings(), std::move(columns), std::move(attributes), std::move(links));
 }
 
 }  // namespace weft

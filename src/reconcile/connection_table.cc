@@ -321,7 +321,39 @@ void CollectConnectionEnds(const capture::EventLog& log, uint32_t log_index,
   DescriptorWalker(log, log_index, realtime_offset_ns, ends, udp_sockets, datagrams, counts).Walk();
 }
 
-void MergeInheritedEnds(std::vector<ConnectionEnd>& ends) {
+namespace {
+
+// Capture counts a connection's stream offsets per process: a forked child goes on from
+// its parent's count at the fork, which holds only the bytes the parent itself moved
+// (docs/capture.md "Protocols"). When children of one server answer a connection in turn
+// (a CGI per request), each child's boundaries fall short by what its elder siblings sent.
+// For a child of the process that owns the end, each direction's boundaries are moved by
+// what the stream carried before the child's first byte, less what the owner itself had
+// moved when it forked: exact when the child's bytes in a direction are not interleaved
+// with another process's. A postgres backend, first to use the socket its postmaster
+// accepted, moves by 0. Grandchildren are left as they are.
+void RebaseChildBoundaries(const ConnectionEnd& owner, ConnectionEnd& child) {
+  for (bool send : {true, false}) {
+    TimeNs first = kNoTime;
+    for (const StreamIo& io : child.io) {
+      if (io.send == send && (first == kNoTime || io.entry_ns < first)) first = io.entry_ns;
+    }
+    if (first == kNoTime) continue;
+    int64_t before = 0, owner_at_fork = 0;
+    for (const StreamIo& io : owner.io) {
+      if (io.send != send) continue;
+      if (io.entry_ns < first) before += io.bytes;
+      if (io.log == owner.log && io.entry_ns < child.open_ns) owner_at_fork += io.bytes;
+    }
+    for (StreamBoundary& b : child.boundaries) {
+      if (b.send == send) b.offset += before - owner_at_fork;
+    }
+  }
+}
+
+}  // namespace
+
+void MergeInheritedEnds(std::span<const capture::EventLog> logs, std::vector<ConnectionEnd>& ends) {
   std::vector<size_t> order(ends.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(),
@@ -347,6 +379,11 @@ void MergeInheritedEnds(std::vector<ConnectionEnd>& ends) {
       continue;
     }
     ConnectionEnd& parent = ends[it->second];
+    const capture::EventLogHeader& child_header = logs[end.log].header;
+    if (!end.pipe && child_header.parent_pid == logs[parent.log].header.pid &&
+        child_header.boot_id == logs[parent.log].header.boot_id) {
+      RebaseChildBoundaries(parent, end);
+    }
     parent.io.insert(parent.io.end(), end.io.begin(), end.io.end());
     parent.boundaries.insert(parent.boundaries.end(), end.boundaries.begin(), end.boundaries.end());
     end.boundaries.clear();

@@ -113,7 +113,7 @@ void CollectConnectionEnds(const capture::EventLog& log, uint32_t log_index,
 
 // Folds each end named by inheritance (opener unknown, op "none") into an end on the same
 // boot with the same 4-tuple (Unix: the same inode) that was open when it appeared; marks
-// it merged_away.
-void MergeInheritedEnds(std::vector<ConnectionEnd>& ends);
+// it merged_away. `logs` are the logs the ends' `log` indexes name (for their pids).
+void MergeInheritedEnds(std::span<const capture::EventLog> logs, std::vector<ConnectionEnd>& ends);
 
 }  // namespace weft::reconcile

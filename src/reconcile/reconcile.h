@@ -12,7 +12,9 @@
 //     so reads and writes of different sizes still match exactly.
 // TCP, Unix stream sockets (paired by inode), pipes (by inode), UDP (each datagram a
 // message, paired by ports and payload hash) and Unix datagram sockets (each datagram a
-// message, paired by path or socketpair inode and payload hash) are reconciled.
+// message, paired by path or socketpair inode and payload hash) are reconciled. Forks and
+// execs of traced processes become the trace's process links (BorderPatrol §5.5: paths
+// continue across process creation).
 #pragma once
 
 #include <cstdint>
@@ -82,6 +84,10 @@ struct ReconcileSummary {
   uint64_t isolated_reads = 0;
   uint64_t held_reads = 0;
   uint64_t held_bytes = 0;
+  // Forks and execs whose new process (image) was traced: each is a process link per
+  // thread of it in the trace (trace.h ProcessLink).
+  uint64_t forks_linked = 0;
+  uint64_t execs_linked = 0;
 
   std::string OneLine() const;  // "12345 events, 40 connections (18 matched, ...), ..."
   // ", 120 messages ended at protocol boundaries (http 80, redis 40)", or "" if none did.

@@ -49,9 +49,14 @@ enum class SectionKind : uint32_t {
   kTruthPath = 14,
   kTruthParent = 15,
   kAttributes = 16,
+  kProcessLinks = 17,  // optional: written only when the trace has links
 };
 constexpr uint32_t kFirstKind = 1;
-constexpr uint32_t kLastKind = 16;
+constexpr uint32_t kLastRequiredKind = 16;
+constexpr uint32_t kLastKind = 17;
+// A process link on disk: i64 time, u32 from node, u32 from thread, u32 to node, u32 to
+// thread, u8 kind, 7 zero bytes.
+constexpr size_t kProcessLinkSize = 32;
 constexpr size_t kKnownSectionCount = kLastKind - kFirstKind + 1;
 
 constexpr std::array<std::string_view, kKnownSectionCount> kSectionNames = {"node_names",
@@ -69,7 +74,8 @@ constexpr std::array<std::string_view, kKnownSectionCount> kSectionNames = {"nod
                                                                             "receiver_endpoint",
                                                                             "truth_path",
                                                                             "truth_parent",
-                                                                            "attributes"};
+                                                                            "attributes",
+                                                                            "process_links"};
 
 std::string_view SectionName(SectionKind kind) {
   return kSectionNames[uint32_t(kind) - kFirstKind];
@@ -129,6 +135,21 @@ std::string EncodeStringTable(const InternTable<IdType>& table) {
   return out;
 }
 
+std::string EncodeProcessLinks(std::span<const ProcessLink> links) {
+  std::string out(links.size() * kProcessLinkSize, '\0');
+  uint8_t* p = reinterpret_cast<uint8_t*>(out.data());
+  for (const ProcessLink& l : links) {
+    Store<int64_t>(p, l.time);
+    Store<uint32_t>(p + 8, l.from.value());
+    Store<uint32_t>(p + 12, l.from_thread);
+    Store<uint32_t>(p + 16, l.to.value());
+    Store<uint32_t>(p + 20, l.to_thread);
+    p[24] = uint8_t(l.kind);
+    p += kProcessLinkSize;
+  }
+  return out;
+}
+
 template <typename T>
 SectionSource Column(SectionKind kind, const std::vector<T>& column) {
   return SectionSource{kind, {}, column.data(), column.size() * sizeof(T)};
@@ -158,6 +179,11 @@ std::string EncodeBinaryTrace(const Trace& trace) {
   std::span<const Attribute> attributes = trace.attributes();
   sections.push_back(
       {SectionKind::kAttributes, {}, attributes.data(), attributes.size() * sizeof(Attribute)});
+  // Only traces with links carry the section, so a trace without them is written exactly
+  // as before links existed (and older readers skip the section: it is not required).
+  if (!trace.process_links().empty()) {
+    sections.push_back({SectionKind::kProcessLinks, EncodeProcessLinks(trace.process_links())});
+  }
   for (SectionSource& s : sections) {
     if (!s.data) {
       s.data = s.owned.data();
@@ -242,9 +268,10 @@ class Decoder {
     CopyColumn(SectionKind::kTruthParent, c.truth_parent);
     std::vector<Attribute> attributes;
     CopyColumn(SectionKind::kAttributes, attributes);
-    // Ids in range, time order, parents and attribute order are the trace's own rules.
-    auto trace =
-        Trace::FromParts(std::move(nodes), std::move(strings), std::move(c), std::move(attributes));
+    std::vector<ProcessLink> links = DecodeProcessLinks();
+    // Ids in range, time order, parents, attribute and link order are the trace's own rules.
+    auto trace = Trace::FromParts(std::move(nodes), std::move(strings), std::move(c), std::move(attributes),
+                                  std::move(links));
     if (!trace.ok()) return trace.status().WithContext(source_);
     return trace;
   }
@@ -329,6 +356,7 @@ class Decoder {
     switch (kind) {
       case SectionKind::kNodeNames:
       case SectionKind::kStrings:
+      case SectionKind::kProcessLinks:
         return false;
       case SectionKind::kSendTime:
       case SectionKind::kRecvTime:
@@ -397,6 +425,10 @@ class Decoder {
         return Corrupt("section '{}' at byte {} has {} bytes, want {} ({} x {} bytes)", name,
                        offset, length, count * width, count, width);
       }
+      if (kind == SectionKind::kProcessLinks && length % kProcessLinkSize != 0) {
+        return Corrupt("section '{}' at byte {} has {} bytes, not a multiple of {}", name, offset, length,
+                       kProcessLinkSize);
+      }
       const uint8_t* bytes = data_.data() + offset;
       uint64_t actual = XXH3_64bits(bytes, length);
       if (actual != checksum) {
@@ -407,7 +439,7 @@ class Decoder {
       }
       view = SectionView{bytes, length, offset, true};
     }
-    for (uint32_t k = kFirstKind; k <= kLastKind; ++k) {
+    for (uint32_t k = kFirstKind; k <= kLastRequiredKind; ++k) {
       if (!sections_[k - kFirstKind].present) {
         return Corrupt("required section '{}' is missing", SectionName(SectionKind(k)));
       }
@@ -462,6 +494,23 @@ class Decoder {
       begin = end;
     }
     return Status::Ok();
+  }
+
+  // The kind byte is checked by Trace::FromParts with the rest of each link.
+  std::vector<ProcessLink> DecodeProcessLinks() const {
+    const SectionView& s = sections_[uint32_t(SectionKind::kProcessLinks) - kFirstKind];
+    std::vector<ProcessLink> links(s.size / kProcessLinkSize);
+    const uint8_t* p = s.data;
+    for (ProcessLink& l : links) {
+      l.time = Load<int64_t>(p);
+      l.from = NodeId(Load<uint32_t>(p + 8));
+      l.from_thread = Load<uint32_t>(p + 12);
+      l.to = NodeId(Load<uint32_t>(p + 16));
+      l.to_thread = Load<uint32_t>(p + 20);
+      l.kind = ProcessLinkKind(p[24]);
+      p += kProcessLinkSize;
+    }
+    return links;
   }
 
   template <typename T>

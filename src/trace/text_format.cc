@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <charconv>
 #include <iterator>
+#include <limits>
+#include <optional>
 
 #include <absl/container/flat_hash_map.h>
 #include <fmt/format.h>
@@ -105,7 +107,14 @@ Result<MessageKind> ParseOp(std::string_view op) {
   if (op == "CALL_SENT") return MessageKind::kCall;
   if (op == "RET_SENT") return MessageKind::kReturn;
   if (op == "MSG_SENT") return MessageKind::kMessage;
-  return Status::InvalidArgument("unknown op '{}' (want CALL_SENT, RET_SENT or MSG_SENT)", op);
+  return Status::InvalidArgument("unknown op '{}' (want CALL_SENT, RET_SENT, MSG_SENT, FORK or EXEC)", op);
+}
+
+// A process link line: "timestamp FORK|EXEC from to stid=T rtid=U" (docs/formats.md).
+std::optional<ProcessLinkKind> ParseLinkOp(std::string_view op) {
+  if (op == "FORK") return ProcessLinkKind::kFork;
+  if (op == "EXEC") return ProcessLinkKind::kExec;
+  return std::nullopt;
 }
 
 class TextParser {
@@ -163,7 +172,6 @@ class TextParser {
       return Status::InvalidArgument(
           "too few fields (want: timestamp op sender receiver [id] [key=value ...])");
     }
-    WEFT_ASSIGN_OR_RETURN(m.kind, ParseOp(op));
     // Names are written escaped (FormatTextTrace), so they are read unescaped.
     if (!Unescape(sender, scratch_)) {
       return Status::InvalidArgument("bad escape in sender '{}'", sender);
@@ -173,6 +181,10 @@ class TextParser {
       return Status::InvalidArgument("bad escape in receiver '{}'", receiver);
     }
     m.receiver = builder_.Node(scratch_);
+    if (std::optional<ProcessLinkKind> link = ParseLinkOp(op)) {
+      return ParseLink(*link, m.send_time, m.sender, m.receiver, tokens);
+    }
+    WEFT_ASSIGN_OR_RETURN(m.kind, ParseOp(op));
     uint32_t row = uint32_t(builder_.size());
     bool first_optional = true;
     while (tokens.Next(token)) {
@@ -198,6 +210,26 @@ class TextParser {
     builder_.Add(m);
     for (auto& [key, value] : attributes_) builder_.AddAttribute(row, key, value);
     attributes_.clear();
+    return Status::Ok();
+  }
+
+  Status ParseLink(ProcessLinkKind kind, TimeNs time, NodeId from, NodeId to, Tokenizer& tokens) {
+    ProcessLink link{time, from, 0, to, 0, kind};
+    if (time == kNoTime) return Status::InvalidArgument("a {} line needs a timestamp", ProcessLinkKindName(kind));
+    std::string_view token;
+    while (tokens.Next(token)) {
+      size_t eq = token.find('=');
+      std::string_view key = token.substr(0, eq), value = eq == std::string_view::npos ? "" : token.substr(eq + 1);
+      uint32_t* field = key == "stid" ? &link.from_thread : key == "rtid" ? &link.to_thread : nullptr;
+      if (eq == std::string_view::npos || field == nullptr) {
+        return Status::InvalidArgument("'{}' on a {} line (want stid=N rtid=N)", token, ProcessLinkKindName(kind));
+      }
+      if (!ParseInt(value, *field)) return Status::InvalidArgument("bad value in {}", token);
+    }
+    if (link.from_thread == 0 || link.to_thread == 0) {
+      return Status::InvalidArgument("a {} line needs stid= and rtid= (non-zero)", ProcessLinkKindName(kind));
+    }
+    builder_.AddProcessLink(link);
     return Status::Ok();
   }
 
@@ -262,7 +294,22 @@ std::string FormatTextTrace(const Trace& trace) {
   auto it = std::back_inserter(out);
   std::span<const Attribute> attributes = trace.attributes();
   size_t next_attribute = 0;
+  // Process links go in time order among the messages, each before the messages at or
+  // after its time.
+  std::span<const ProcessLink> links = trace.process_links();
+  size_t next_link = 0;
+  auto write_links_until = [&](TimeNs t) {
+    for (; next_link < links.size() && links[next_link].time <= t; ++next_link) {
+      const ProcessLink& l = links[next_link];
+      fmt::format_to(it, "{} {} ", FormatTimestamp(l.time), ProcessLinkKindName(l.kind));
+      AppendEscaped(out, trace.NodeName(l.from));
+      out += ' ';
+      AppendEscaped(out, trace.NodeName(l.to));
+      fmt::format_to(it, " stid={} rtid={}\n", l.from_thread, l.to_thread);
+    }
+  };
   for (size_t i = 0; i < trace.size(); ++i) {
+    write_links_until(trace.SortTime(MessageId(uint32_t(i))));
     if (c.send_time[i] == kNoTime) {
       out += '-';
     } else {
@@ -302,6 +349,7 @@ std::string FormatTextTrace(const Trace& trace) {
     }
     out += '\n';
   }
+  write_links_until(std::numeric_limits<TimeNs>::max());
   return out;
 }
 

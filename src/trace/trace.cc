@@ -15,6 +15,14 @@ std::string_view MessageKindOp(MessageKind kind) {
   return "?";
 }
 
+std::string_view ProcessLinkKindName(ProcessLinkKind kind) {
+  switch (kind) {
+    case ProcessLinkKind::kFork: return "FORK";
+    case ProcessLinkKind::kExec: return "EXEC";
+  }
+  return "?";
+}
+
 void TraceColumns::Resize(size_t n) {
   send_time.resize(n, kNoTime);
   recv_time.resize(n, kNoTime);
@@ -32,7 +40,7 @@ void TraceColumns::Resize(size_t n) {
 }
 
 Result<Trace> Trace::FromParts(NodeTable nodes, StringTable strings, TraceColumns columns,
-                               std::vector<Attribute> attributes) {
+                               std::vector<Attribute> attributes, std::vector<ProcessLink> process_links) {
   const size_t n = columns.send_time.size();
   const size_t sizes[] = {columns.recv_time.size(),       columns.sender.size(),
                           columns.receiver.size(),        columns.kind.size(),
@@ -78,11 +86,22 @@ Result<Trace> Trace::FromParts(NodeTable nodes, StringTable strings, TraceColumn
       return Status::Corruption("attribute {} is out of message order", i);
     }
   }
+  for (size_t i = 0; i < process_links.size(); ++i) {
+    const ProcessLink& l = process_links[i];
+    if (l.time == kNoTime || !nodes.Contains(l.from) || !nodes.Contains(l.to) || l.from_thread == 0 ||
+        l.to_thread == 0 || uint8_t(l.kind) >= kProcessLinkKindCount) {
+      return Status::Corruption("process link {} has no time, an unknown node, thread or kind", i);
+    }
+    if (i > 0 && process_links[i - 1].time > l.time) {
+      return Status::Corruption("process link {} is out of time order", i);
+    }
+  }
   Trace trace;
   trace.nodes_ = std::move(nodes);
   trace.strings_ = std::move(strings);
   trace.columns_ = std::move(columns);
   trace.attributes_ = std::move(attributes);
+  trace.process_links_ = std::move(process_links);
   return trace;
 }
 
@@ -114,7 +133,7 @@ size_t Trace::MemoryBytes() const {
   size_t bytes = c.size() * (2 * sizeof(TimeNs) + 2 * sizeof(NodeId) + sizeof(MessageKind) +
                              sizeof(StringId) + sizeof(int64_t) + 2 * sizeof(uint32_t) +
                              2 * sizeof(StringId) + sizeof(PathId) + sizeof(MessageId));
-  bytes += attributes_.size() * sizeof(Attribute);
+  bytes += attributes_.size() * sizeof(Attribute) + process_links_.size() * sizeof(ProcessLink);
   for (size_t i = 0; i < nodes_.size(); ++i) bytes += nodes_.Get(NodeId(uint32_t(i))).size() + 48;
   for (size_t i = 0; i < strings_.size(); ++i) bytes += strings_.Get(StringId(uint32_t(i))).size() + 48;
   return bytes;
@@ -202,8 +221,10 @@ Result<Trace> TraceBuilder::Finish() && {
   }
   std::stable_sort(attributes_.begin(), attributes_.end(),
                    [](const Attribute& a, const Attribute& b) { return a.message < b.message; });
+  std::stable_sort(process_links_.begin(), process_links_.end(),
+                   [](const ProcessLink& a, const ProcessLink& b) { return a.time < b.time; });
   return Trace::FromParts(std::move(nodes_), std::move(strings_), std::move(columns_),
-                          std::move(attributes_));
+                          std::move(attributes_), std::move(process_links_));
 }
 
 }  // namespace weft

@@ -35,6 +35,25 @@ struct Attribute {
   StringId value;
 };
 
+// A process that another started (BorderPatrol §5.5: "causal paths also continue across
+// process creation"): thread `from_thread` of node `from` forked a child, one of whose
+// threads is `to_thread` of node `to`, or exec'd a program image, one of whose threads is
+// `to_thread` of `to`. One link per thread of the new process (image). `time` is the fork
+// or exec call's entry, on the clock of the host both run on. Not a message: algorithms
+// that read messages never see links; the forward scan (infer/fragment) uses them.
+enum class ProcessLinkKind : uint8_t { kFork = 0, kExec = 1 };
+inline constexpr int kProcessLinkKindCount = 2;
+std::string_view ProcessLinkKindName(ProcessLinkKind kind);  // "FORK", "EXEC"
+
+struct ProcessLink {
+  TimeNs time = kNoTime;
+  NodeId from;
+  uint32_t from_thread = 0;
+  NodeId to;
+  uint32_t to_thread = 0;
+  ProcessLinkKind kind = ProcessLinkKind::kFork;
+};
+
 // The columns of a trace; entry i of every vector describes message i.
 struct TraceColumns {
   std::vector<TimeNs> send_time;  // on the sender's clock; kNoTime if the sender is untraced
@@ -79,9 +98,11 @@ class Trace {
 
   // Takes ownership of parts that must already be consistent: columns of equal length,
   // sorted by SortTime, every id in range of its table, parents referring to messages,
-  // attributes sorted by message. Checks all of it in one linear pass.
+  // attributes sorted by message, process links sorted by time with both threads known.
+  // Checks all of it in one linear pass.
   static Result<Trace> FromParts(NodeTable nodes, StringTable strings, TraceColumns columns,
-                                 std::vector<Attribute> attributes);
+                                 std::vector<Attribute> attributes,
+                                 std::vector<ProcessLink> process_links = {});
 
   size_t size() const { return columns_.size(); }
   bool empty() const { return size() == 0; }
@@ -90,6 +111,7 @@ class Trace {
   const StringTable& strings() const { return strings_; }
   std::span<const Attribute> attributes() const { return attributes_; }
   std::span<const Attribute> AttributesOf(MessageId m) const;
+  std::span<const ProcessLink> process_links() const { return process_links_; }  // by time
 
   MessageRecord Row(MessageId m) const;
   std::string_view NodeName(NodeId n) const { return nodes_.Get(n); }
@@ -114,6 +136,7 @@ class Trace {
   StringTable strings_;
   TraceColumns columns_;
   std::vector<Attribute> attributes_;
+  std::vector<ProcessLink> process_links_;
 };
 
 // Builds a trace from messages added in any order. Parents are given as the row number
@@ -131,6 +154,8 @@ class TraceBuilder {
   void AddAttribute(uint32_t row, StringId key, StringId value);
   // Sets the ground-truth parent of `row` to the message added as `parent_row`.
   void SetParent(uint32_t row, uint32_t parent_row) { columns_.truth_parent[row] = MessageId(parent_row); }
+  // Links may be added in any order; Finish() sorts them by time.
+  void AddProcessLink(const ProcessLink& link) { process_links_.push_back(link); }
   size_t size() const { return columns_.size(); }
 
   Result<Trace> Finish() &&;
@@ -140,6 +165,7 @@ class TraceBuilder {
   StringTable strings_;
   TraceColumns columns_;
   std::vector<Attribute> attributes_;  // .message holds a row number until Finish()
+  std::vector<ProcessLink> process_links_;
 };
 
 }  // namespace weft

@@ -6,6 +6,7 @@
 #include "infer/fragment/fragment.h"
 #include "infer/thread/thread.h"
 #include "infer/truth/truth.h"
+#include "trace/text_format.h"
 
 namespace weft {
 namespace {
@@ -110,6 +111,56 @@ TEST(PreciseAlgorithms, NeedThreads) {
   ASSERT_TRUE(empty.ok());
   EXPECT_EQ(InferThread(*empty)->instance_count(), 0u);
   EXPECT_EQ(InferFragment(*empty)->instance_count(), 0u);
+}
+
+// BorderPatrol §5.5: a CGI-style server. A's thread reads each request and forks a child
+// (thread 50, thread 60: same node, as --nodes host names them), which calls B. The first
+// child hands its result back through a pipe (a MSG to the parent thread, which answers
+// the client); the second execs a helper H first and answers the client itself on the
+// connection it inherited. The children got their requests by
+// the fork, through no message: with the process links both trees are exact, without them
+// the calls to B start paths of their own.
+TEST(PreciseAlgorithms, FragmentFollowsForkAndExec) {
+  const std::string text =
+      "10 CALL_SENT C A c1 recv=20 stid=11 rtid=1 path=1 msg=0\n"
+      "15 CALL_SENT C A c2 recv=22 stid=12 rtid=2 path=2 msg=4\n"
+      "21 FORK A A stid=1 rtid=50\n"
+      "23 FORK A A stid=2 rtid=60\n"
+      "25 EXEC A H stid=60 rtid=60\n"
+      "30 CALL_SENT A B b1 recv=40 stid=50 rtid=20 path=1 msg=1 parent=0\n"
+      "32 CALL_SENT H B b2 recv=42 stid=60 rtid=21 path=2 msg=5 parent=4\n"
+      "50 RET_SENT B A b1 recv=60 stid=20 rtid=50 path=1 msg=2 parent=1\n"
+      "52 RET_SENT B H b2 recv=62 stid=21 rtid=60 path=2 msg=6 parent=5\n"
+      "65 MSG_SENT A A p1 recv=68 stid=50 rtid=1 path=1 msg=8 parent=0\n"
+      "70 RET_SENT A C c1 recv=80 stid=1 rtid=11 path=1 msg=3 parent=0\n"
+      "72 RET_SENT H C c2 recv=82 stid=60 rtid=12 path=2 msg=7 parent=4\n";
+  for (bool links : {true, false}) {
+    std::string input = text;
+    if (!links) {
+      for (size_t at; (at = input.find(" FORK ")) != std::string::npos || (at = input.find(" EXEC ")) != std::string::npos;) {
+        size_t begin = input.rfind('\n', at) + 1;  // npos + 1 == 0 for the first line
+        input.erase(begin, input.find('\n', at) + 1 - begin);
+      }
+    }
+    Result<Trace> trace = ParseTextTrace(input, "cgi.trace");
+    ASSERT_TRUE(trace.ok()) << trace.status().message();
+    EXPECT_EQ(trace->process_links().size(), links ? 3u : 0u);
+    Result<PathSet> inferred = InferFragment(*trace);
+    Result<PathSet> truth = InferFromTruth(*trace);
+    ASSERT_TRUE(inferred.ok() && truth.ok());
+    EXPECT_EQ(inferred->Counter("process_links_carrying_requests"), links ? 3 : 0);
+    Result<EvalReport> report = Evaluate(*truth, *inferred);
+    ASSERT_TRUE(report.ok());
+    EXPECT_EQ(report->requests.requests, 2u);
+    EXPECT_EQ(report->requests.exact, links ? 2u : 0u) << (links ? "with" : "without") << " links";
+    // vPath's rule needs no link for the child that answers the client itself, and fails
+    // the one that answers through its parent: the thread that replies made no call.
+    Result<PathSet> thread = InferThread(*trace);
+    ASSERT_TRUE(thread.ok());
+    Result<EvalReport> by_thread = Evaluate(*truth, *thread);
+    ASSERT_TRUE(by_thread.ok());
+    EXPECT_EQ(by_thread->requests.exact, 1u);
+  }
 }
 
 }  // namespace

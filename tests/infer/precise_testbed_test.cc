@@ -170,3 +170,60 @@ TEST_F(PreciseTestbedTest, PipelinedEventLoopIsExactForFragmentOnlyWithIsolation
 
 }  // namespace
 }  // namespace weft
+
+namespace weft {
+namespace {
+
+// The same trace without its process links (reconcile's forks and execs).
+Trace WithoutProcessLinks(const Trace& trace) {
+  Result<Trace> unlinked = Trace::FromParts(trace.nodes(), trace.strings(), trace.columns(),
+                                            {trace.attributes().begin(), trace.attributes().end()});
+  EXPECT_TRUE(unlinked.ok());
+  return std::move(*unlinked);
+}
+
+// BorderPatrol §5.5's CGI: the front tier's connection thread reads a request and forks a
+// child, which calls the back tier on connections of its own, writes the reply on the
+// client connection it inherited, and exits. The child learns the request from the memory
+// it was forked with, through no message, so only the fork says whose work it does: with
+// the fork links every request's tree is exact; without them the child's calls start paths
+// of their own and no tree is whole (every request makes at least one call).
+// Protocol processors on (the default): a child's boundaries count from its parent's
+// count at the fork, blind to what its elder siblings sent, and reconcile moves them past
+// those bytes (docs/reconcile.md step 1); else the truth's messages would not be matched
+// one for one.
+TEST_F(PreciseTestbedTest, ForkPerRequestIsExactForFragmentOnlyWithForkLinks) {
+  SKIP_UNDER_ASAN();
+  Trace trace = CaptureRun("fork");
+  Result<PathSet> paths = InferFragment(trace);
+  ASSERT_TRUE(paths.ok());
+  RequestOutcomes fragment = Score(trace, InferFragment);
+  EXPECT_EQ(fragment.exact, fragment.requests);
+  EXPECT_EQ(fragment.orphaned + fragment.mis_stitched + fragment.wrong_parents, 0u);
+  // One fork per request, each carrying it (a request still being served when the run
+  // stopped may have its fork without its reply in the truth).
+  EXPECT_GE(paths->Counter("process_links_carrying_requests"), int64_t(fragment.requests));
+  RequestOutcomes unlinked = Score(WithoutProcessLinks(trace), InferFragment);
+  EXPECT_EQ(unlinked.requests, fragment.requests);
+  EXPECT_EQ(unlinked.exact, 0u);
+}
+
+// A program that forks outside any request is unchanged by its links: the testbed's runner
+// forks each server before the load starts, so reconcile links the runner to every server
+// thread, no link carries a request, and the forward scan gives the same paths.
+TEST_F(PreciseTestbedTest, ForksOutsideRequestsChangeNothing) {
+  SKIP_UNDER_ASAN();
+  Trace trace = CaptureRun("thread-per-connection");
+  EXPECT_GE(trace.process_links().size(), 3u);  // front, back and store were forked
+  for (const ProcessLink& l : trace.process_links()) EXPECT_EQ(l.kind, ProcessLinkKind::kFork);
+  Result<PathSet> linked = InferFragment(trace);
+  Result<PathSet> unlinked = InferFragment(WithoutProcessLinks(trace));
+  ASSERT_TRUE(linked.ok() && unlinked.ok());
+  EXPECT_EQ(linked->Counter("process_links_carrying_requests"), 0);
+  EXPECT_EQ(linked->instance_begin, unlinked->instance_begin);
+  EXPECT_EQ(linked->messages, unlinked->messages);
+  EXPECT_EQ(linked->parent, unlinked->parent);
+}
+
+}  // namespace
+}  // namespace weft

@@ -7,10 +7,12 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "trace/io.h"
 #include "weft_cli.h"
@@ -167,6 +169,55 @@ TEST_F(ReconcileCliTest, Errors) {
   auto naming = Weft("reconcile " + dir_.string() + " -o x.weft --nodes pod");
   EXPECT_EQ(naming.rc, 1);
   EXPECT_EQ(naming.output, "weft reconcile: node naming 'pod': expected host, process or thread\n");
+}
+
+}  // namespace
+}  // namespace weft::reconcile
+
+namespace weft::reconcile {
+namespace {
+
+// A shell pipeline forks a child per command and each child execs its program: reconcile
+// links the shell to each child (FORK) and each child to the program it became (EXEC,
+// same pid, another node under --nodes process), and writes them as text lines.
+TEST_F(ReconcileCliTest, ForksAndExecsOfAShellPipelineAreLinked) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "weft is built with AddressSanitizer, which refuses a preloaded library";
+#endif
+  std::string capture = (dir_ / "cap").string(), trace_file = (dir_ / "run.weft").string(),
+              text_file = (dir_ / "run.trace").string();
+  ASSERT_EQ(Weft("capture -o " + capture + " -- sh -c 'dd if=/dev/zero bs=1000 count=2 status=none | wc -c'").rc, 0);
+  auto reconciled = Weft("reconcile " + capture + " -o " + trace_file + " --nodes process");
+  ASSERT_EQ(reconciled.rc, 0) << reconciled.output;
+  EXPECT_EQ(CountLines(reconciled.output, "2 forks and 2 execs linked to the processes they started"), 1)
+      << reconciled.output;
+  Result<Trace> trace = LoadTrace(trace_file);
+  ASSERT_TRUE(trace.ok()) << trace.status().message();
+  // "host:program[pid]" as (program, pid).
+  auto program = [](std::string_view n) { return std::string(n.substr(n.find(':') + 1, n.find('[') - n.find(':') - 1)); };
+  auto pid = [](std::string_view n) { return std::string(n.substr(n.find('['))); };
+  int forks = 0;
+  std::vector<std::string> programs;
+  for (const ProcessLink& l : trace->process_links()) {
+    std::string_view from = trace->NodeName(l.from), to = trace->NodeName(l.to);
+    if (l.kind == ProcessLinkKind::kFork) {
+      ++forks;
+      EXPECT_EQ(program(from), program(to));  // the shell's child before its exec
+      EXPECT_NE(pid(from), pid(to));
+    } else {
+      // The same pid after the exec: "host:sh[123]" became "host:dd[123]".
+      EXPECT_EQ(pid(from), pid(to));
+      EXPECT_EQ(l.from_thread, l.to_thread);
+      programs.push_back(program(to));
+    }
+  }
+  std::sort(programs.begin(), programs.end());
+  EXPECT_EQ(forks, 2);
+  EXPECT_EQ(programs, (std::vector<std::string>{"dd", "wc"}));
+  ASSERT_EQ(Weft("convert " + trace_file + " -o " + text_file).rc, 0);
+  Result<Trace> text = LoadTrace(text_file);
+  ASSERT_TRUE(text.ok()) << text.status().message();
+  EXPECT_EQ(text->process_links().size(), trace->process_links().size());
 }
 
 }  // namespace

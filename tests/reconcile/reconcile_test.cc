@@ -485,7 +485,7 @@ TEST(Reconcile, ParseNodeNaming) {
 namespace weft::reconcile {
 namespace {
 
-using testing::LogBuilder;
+using weft::reconcile::testing::LogBuilder;
 
 // Two hosts (two boot ids) whose realtime clocks disagree by 3 s: each keeps its own
 // clock in the trace, and the summary says how far apart they are, from the smallest
@@ -514,6 +514,95 @@ TEST(Reconcile, EstimatesHowFarTheHostsClocksAreApart) {
   EXPECT_EQ(summary.host_offsets[0].offset, 3 * second);
   EXPECT_EQ(summary.host_offsets[0].messages, 4u);
   EXPECT_EQ(summary.HostClocks(), "host clocks: b is 3s ahead of a (4 messages)");
+}
+
+}  // namespace
+}  // namespace weft::reconcile
+
+namespace weft::reconcile {
+namespace {
+
+using weft::reconcile::testing::LogBuilder;
+
+std::vector<std::string> LinkLines(const Trace& trace) {
+  std::vector<std::string> lines;
+  for (const ProcessLink& l : trace.process_links()) {
+    lines.push_back(fmt::format("{} {} {}/{} -> {}/{}", ProcessLinkKindName(l.kind), l.time - kEpoch,
+                                trace.NodeName(l.from), l.from_thread, trace.NodeName(l.to), l.to_thread));
+  }
+  return lines;
+}
+
+// A server forks a child that execs a helper (a CGI). The fork links the forking thread to
+// the child's thread, the exec links the child's thread to both threads of the helper. A
+// fork whose child was not traced, and a later process that reused the child's pid (another
+// parent), get no link.
+TEST(Reconcile, ForkAndExecBecomeProcessLinks) {
+  std::vector<capture::EventLog> logs = {
+      LogBuilder("b", "/srv/server", 200).Fork(250, 70, 80).Fork(260, 300, 310).Build(),
+      LogBuilder("b", "/srv/server", 250).ParentPid(200).OpenedAt(75).Exec(250, 90).Build(),
+      LogBuilder("b", "/usr/lib/cgi/helper", 250).ParentPid(200).OpenedAt(95)
+          .Tcp(3, 96, w::kOpConnect, kClient, kServer)
+          .Send(3, 251, 100, 101, 10)
+          .Build(),
+      LogBuilder("b", "/usr/bin/other", 250).ParentPid(1).OpenedAt(500).Send(3, 250, 501, 502, 1).Build(),
+  };
+  ReconcileSummary summary;
+  Trace trace = MustReconcile(logs, &summary, NodeNaming::kProcess);
+  EXPECT_EQ(LinkLines(trace), (std::vector<std::string>{
+      "FORK 70 b:server[200]/200 -> b:server[250]/250",
+      "EXEC 90 b:server[250]/250 -> b:helper[250]/250",
+      "EXEC 90 b:server[250]/250 -> b:helper[250]/251",
+  }));
+  EXPECT_EQ(summary.forks_linked, 1u);
+  EXPECT_EQ(summary.execs_linked, 1u);
+  EXPECT_NE(summary.OneLine().find(", 1 forks and 1 execs linked to the processes they started"), std::string::npos);
+  // The message keeps its place: links add no message.
+  EXPECT_EQ(Lines(trace), (std::vector<std::string>{
+      "CALL_SENT b:helper[250] -> 10.0.0.2:80 c1.1 10B send=100 recv=- tid 251->0 10.0.0.1:40000->10.0.0.2:80",
+  }));
+}
+
+// A server that forks a child per request, each answering on the connection it inherited
+// (a CGI). Capture counts offsets per process, so the second child logs its reply's end at
+// byte 7 of the replies, as the first did; reconcile moves it past the first child's 7
+// bytes, and each reply is one message with its own status.
+TEST(Reconcile, SecondForkedChildsBoundariesFollowTheFirstChildsBytes) {
+  using Attrs = std::vector<std::pair<std::string, std::string>>;
+  std::vector<capture::EventLog> logs = {
+      LogBuilder("b", "/srv/server", 200)
+          .Tcp(4, 60, w::kOpAccept, kServer, kClient)
+          .Recv(4, 200, 100, 101, 10).Boundary(4, 200, 100, 101, 10, false, true, Attrs{{"http.url", "/1"}})
+          .Fork(250, 102, 103)
+          .Recv(4, 200, 200, 201, 10).Boundary(4, 200, 200, 201, 20, false, true, Attrs{{"http.url", "/2"}})
+          .Fork(260, 202, 203)
+          .Build(),
+      LogBuilder("b", "/srv/server", 250).ParentPid(200).OpenedAt(104)
+          .Tcp(4, 104, w::kOpNone, kServer, kClient)
+          .Send(4, 250, 110, 111, 7).Boundary(4, 250, 110, 111, 7, true, false, Attrs{{"http.status", "200"}})
+          .Build(),
+      LogBuilder("b", "/srv/server", 260).ParentPid(200).OpenedAt(204)
+          .Tcp(4, 204, w::kOpNone, kServer, kClient)
+          .Send(4, 260, 210, 211, 7).Boundary(4, 260, 210, 211, 7, true, false, Attrs{{"http.status", "404"}})
+          .Build(),
+  };
+  ReconcileSummary summary;
+  Trace trace = MustReconcile(logs, &summary, NodeNaming::kProcess);
+  std::vector<std::string> lines = Lines(trace);
+  for (size_t i = 0; i < trace.size(); ++i) {
+    for (const Attribute& a : trace.AttributesOf(MessageId(uint32_t(i)))) {
+      if (trace.strings().Get(a.key) != "protocol") {
+        lines[i] += fmt::format(" {}={}", trace.strings().Get(a.key), trace.strings().Get(a.value));
+      }
+    }
+  }
+  EXPECT_EQ(lines, (std::vector<std::string>{
+      "CALL_SENT 10.0.0.1:40000 -> b:server[200] c1.1 10B send=- recv=101 tid 0->200 10.0.0.1:40000->10.0.0.2:80 http.url=/1",
+      "RET_SENT b:server[250] -> 10.0.0.1:40000 c1.1 7B send=110 recv=- tid 250->0 10.0.0.2:80->10.0.0.1:40000 http.status=200",
+      "CALL_SENT 10.0.0.1:40000 -> b:server[200] c1.2 10B send=- recv=201 tid 0->200 10.0.0.1:40000->10.0.0.2:80 http.url=/2",
+      "RET_SENT b:server[260] -> 10.0.0.1:40000 c1.2 7B send=210 recv=- tid 260->0 10.0.0.2:80->10.0.0.1:40000 http.status=404",
+  }));
+  EXPECT_EQ(summary.protocol_messages["http"], 4u);
 }
 
 }  // namespace

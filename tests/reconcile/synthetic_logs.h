@@ -153,6 +153,17 @@ class LogBuilder {
     return Add({.op = capture::EventOp::kFork, .tid = log_.header.pid, .fd = -1, .entry_ns = entry,
                 .exit_ns = exit, .result = child});
   }
+  // exec() entered at `t` by thread `tid`, which ended the image (a successful exec).
+  LogBuilder& Exec(int32_t tid, TimeNs t) {
+    log_.loss.ended_by_exec = true;
+    return Add({.op = capture::EventOp::kExec, .tid = tid, .fd = -1, .entry_ns = t, .exit_ns = t});
+  }
+  // The log was opened at `t` (its clock reference; the epoch mapping stays the same).
+  LogBuilder& OpenedAt(TimeNs t) {
+    log_.header.clock_monotonic_ns = t;
+    log_.header.clock_realtime_ns = kEpoch + t;
+    return *this;
+  }
   LogBuilder& ParentPid(int32_t pid) {
     log_.header.parent_pid = pid;
     return *this;

@@ -432,3 +432,44 @@ TEST_F(BinaryFileTest, MissingEmptyAndTruncatedFilesThroughLoadTrace) {
 
 }  // namespace
 }  // namespace weft
+
+namespace weft {
+namespace {
+
+// Section 17 holds process links: optional, 32 bytes each, checked like the rest.
+TEST(BinaryFormat, ProcessLinkErrors) {
+  std::vector<Section> sections = Split(EncodeBinaryTrace(testing::SampleTrace()));
+  ASSERT_EQ(sections.size(), 16u);  // no links: no section 17
+  std::string link(32, '\0');
+  Put<int64_t>(link, 0, 1000);
+  Put<uint32_t>(link, 12, 7);  // from node 0, thread 7
+  Put<uint32_t>(link, 16, 1);  // to node 1
+  Put<uint32_t>(link, 20, 9);  // thread 9
+  link[24] = 1;                // EXEC
+  std::vector<Section> with = sections;
+  with.push_back({17, 0, link});
+  Result<Trace> ok = Decode(Assemble(with, 4, 3));
+  ASSERT_TRUE(ok.ok()) << ok.status().message();
+  ASSERT_EQ(ok->process_links().size(), 1u);
+  EXPECT_EQ(ok->process_links()[0].kind, ProcessLinkKind::kExec);
+  EXPECT_EQ(ok->process_links()[0].to_thread, 9u);
+  std::vector<Section> short_section = with;
+  short_section.back().bytes.resize(31);
+  EXPECT_EQ(DecodeError(Assemble(short_section, 4, 3)),
+            "t.weft: section 'process_links' at byte 1112 has 31 bytes, not a multiple of 32");
+  std::vector<Section> bad_kind = with;
+  bad_kind.back().bytes[24] = 2;
+  EXPECT_EQ(DecodeError(Assemble(bad_kind, 4, 3)),
+            "t.weft: process link 0 has no time, an unknown node, thread or kind");
+  std::vector<Section> bad_node = with;
+  Put<uint32_t>(bad_node.back().bytes, 16, 3);  // only 3 nodes
+  EXPECT_EQ(DecodeError(Assemble(bad_node, 4, 3)),
+            "t.weft: process link 0 has no time, an unknown node, thread or kind");
+  std::vector<Section> out_of_order = with;
+  out_of_order.back().bytes += link;
+  Put<int64_t>(out_of_order.back().bytes, 32, 999);
+  EXPECT_EQ(DecodeError(Assemble(out_of_order, 4, 3)), "t.weft: process link 1 is out of time order");
+}
+
+}  // namespace
+}  // namespace weft

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "trace/binary_format.h"
 #include "trace_testing.h"
 
 namespace weft {
@@ -129,7 +130,7 @@ TEST(ParseTextTrace, EmptyInputIsAnEmptyTrace) {
 
 TEST(ParseTextTrace, Errors) {
   EXPECT_EQ(ParseError("1.0 MSG_SENT a b\n\n1.1 CAL_SENT a b id1\n"),
-            "t.trace:3: unknown op 'CAL_SENT' (want CALL_SENT, RET_SENT or MSG_SENT)");
+            "t.trace:3: unknown op 'CAL_SENT' (want CALL_SENT, RET_SENT, MSG_SENT, FORK or EXEC)");
   EXPECT_EQ(ParseError("# x\n1.0 MSG_SENT a\n"),
             "t.trace:2: too few fields (want: timestamp op sender receiver [id] [key=value ...])");
   EXPECT_EQ(ParseError("1.0\n"),
@@ -220,6 +221,49 @@ TEST(FormatTextTrace, RoundTripOfAwkwardStrings) {
   ASSERT_TRUE(t.ok());
   Trace parsed = ParseOk(FormatTextTrace(*t));
   testing::ExpectSameMessages(*t, parsed);
+}
+
+}  // namespace
+}  // namespace weft
+
+namespace weft {
+namespace {
+
+// Process links (fork, exec) are lines of their own, in time order among the messages, and
+// survive both encodings.
+TEST(FormatTextTrace, ProcessLinksRoundTrip) {
+  const std::string text =
+      "# weft text trace: timestamp op sender receiver id [key=value ...]\n"
+      "1.000000000 CALL_SENT c web - stid=7 rtid=1\n"
+      "1.500000000 FORK web web stid=1 rtid=50\n"
+      "1.600000000 EXEC web cgi%20x stid=50 rtid=50\n"
+      "2.000000000 CALL_SENT cgi%20x db - stid=50\n"
+      "3.000000000 EXEC cgi%20x sh stid=50 rtid=50\n";
+  Trace t = ParseOk(text);
+  ASSERT_EQ(t.process_links().size(), 3u);
+  const ProcessLink& fork = t.process_links()[0];
+  EXPECT_EQ(fork.kind, ProcessLinkKind::kFork);
+  EXPECT_EQ(fork.time, 1'500'000'000);
+  EXPECT_EQ(t.NodeName(fork.from), "web");
+  EXPECT_EQ(fork.from_thread, 1u);
+  EXPECT_EQ(fork.to_thread, 50u);
+  EXPECT_EQ(t.NodeName(t.process_links()[1].to), "cgi x");
+  EXPECT_EQ(FormatTextTrace(t), text);
+  const std::string bytes = EncodeBinaryTrace(t);
+  Result<Trace> binary = DecodeBinaryTrace(std::span(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()), "t.weft");
+  ASSERT_TRUE(binary.ok()) << binary.status().message();
+  EXPECT_EQ(FormatTextTrace(*binary), text);
+  // The section count at byte 32: the 16 required sections and process_links; a trace
+  // without links is written as before links existed, with 16.
+  auto section_count = [](const std::string& file) { return uint8_t(file[32]) | uint32_t(uint8_t(file[33])) << 8; };
+  EXPECT_EQ(section_count(bytes), 17u);
+  EXPECT_EQ(section_count(EncodeBinaryTrace(ParseOk("1.0 MSG_SENT a b\n"))), 16u);
+
+  EXPECT_EQ(ParseError("- FORK a b stid=1 rtid=2\n"), "t.trace:1: a FORK line needs a timestamp");
+  EXPECT_EQ(ParseError("1.0 EXEC a b stid=1\n"), "t.trace:1: a EXEC line needs stid= and rtid= (non-zero)");
+  EXPECT_EQ(ParseError("1.0 FORK a b stid=1 rtid=2 bytes=3\n"),
+            "t.trace:1: 'bytes=3' on a FORK line (want stid=N rtid=N)");
+  EXPECT_EQ(ParseError("1.0 FORK a b stid=x rtid=2\n"), "t.trace:1: bad value in stid=x");
 }
 
 }  // namespace

@@ -1,6 +1,9 @@
 // BorderPatrol §5.5 over reconciled messages: a receive is the read that completed the
 // message (its exit time), a send the write that began it (its entry time); one thread's
-// calls never overlap, so ordering them by these times is the thread's own order.
+// calls never overlap, so ordering them by these times is the thread's own order. Nodes are
+// scanned each in its own time order (clocks of different hosts are not compared), except
+// that nodes joined by process links (a fork, an exec) are scanned together: they run on
+// one host, and a child's first fragment must see its parent's designation at the fork.
 #include "infer/fragment/fragment.h"
 
 #include <algorithm>
@@ -14,32 +17,60 @@
 namespace weft {
 namespace {
 
-// One input or output of a traced thread.
+// At equal times: a reply read, then a fork it led to, then the call it caused.
+enum class Step : uint8_t { kReceive, kProcessLink, kSend };
+
+// One input or output of a traced thread, or a process link (fork or exec) to one.
 struct ThreadEvent {
+  uint32_t clock;  // nodes joined by process links run on one host: one time order
   uint32_t node;
   uint32_t thread;
   TimeNs time;
-  bool send;  // receives sort first at equal times: a reply read, then the call it caused
-  uint32_t message;
-  auto Key() const { return std::tie(node, time, send, thread, message); }
+  Step step;
+  uint32_t message;  // for a process link, the link's index
+  auto Key() const { return std::tie(clock, time, step, node, thread, message); }
 };
+
+// Per node, the node all nodes joined to it by process links are ordered with (union-find
+// over the links, whose two ends share a host's clock); a node without links is its own.
+std::vector<uint32_t> ClockOfNodes(const Trace& trace) {
+  std::vector<uint32_t> root(trace.nodes().size());
+  for (uint32_t n = 0; n < root.size(); ++n) root[n] = n;
+  auto find = [&](uint32_t n) {
+    while (root[n] != n) n = root[n] = root[root[n]];
+    return n;
+  };
+  for (const ProcessLink& l : trace.process_links()) {
+    uint32_t a = find(l.from.value()), b = find(l.to.value());
+    root[std::max(a, b)] = std::min(a, b);
+  }
+  for (uint32_t n = 0; n < root.size(); ++n) root[n] = find(n);
+  return root;
+}
 
 }  // namespace
 
 Result<PathSet> InferFragment(const Trace& trace) {
   const TraceColumns& c = trace.columns();
+  const std::vector<uint32_t> clock = ClockOfNodes(trace);
   bool threads = trace.empty();
   std::vector<ThreadEvent> events;
-  events.reserve(2 * trace.size());
+  events.reserve(2 * trace.size() + trace.process_links().size());
   for (size_t i = 0; i < trace.size(); ++i) {
     const uint32_t m = uint32_t(i);
+    const uint32_t sender = c.sender[i].value(), receiver = c.receiver[i].value();
     if (c.send_time[i] != kNoTime && c.sender_thread[i] != 0) {
-      events.push_back({c.sender[i].value(), c.sender_thread[i], c.send_time[i], true, m});
+      events.push_back({clock[sender], sender, c.sender_thread[i], c.send_time[i], Step::kSend, m});
     }
     if (c.recv_time[i] != kNoTime && c.receiver_thread[i] != 0) {
-      events.push_back({c.receiver[i].value(), c.receiver_thread[i], c.recv_time[i], false, m});
+      events.push_back({clock[receiver], receiver, c.receiver_thread[i], c.recv_time[i], Step::kReceive, m});
     }
     threads = threads || c.sender_thread[i] != 0 || c.receiver_thread[i] != 0;
+  }
+  const std::span<const ProcessLink> links = trace.process_links();
+  for (size_t k = 0; k < links.size(); ++k) {
+    const uint32_t from = links[k].from.value();
+    events.push_back({clock[from], from, links[k].from_thread, links[k].time, Step::kProcessLink, uint32_t(k)});
   }
   if (!threads) {
     return Status::InvalidArgument(
@@ -61,11 +92,20 @@ Result<PathSet> InferFragment(const Trace& trace) {
   for (size_t i = 0; i < trace.size(); ++i) {
     if (c.kind[i] == MessageKind::kCall) serves[c.receiver[i].value()] = true;
   }
-  int64_t outputs_without_request = 0, server_calls_outside = 0;
+  int64_t outputs_without_request = 0, server_calls_outside = 0, requests_spawned = 0;
   for (const ThreadEvent& e : events) {
+    if (e.step == Step::kProcessLink) {
+      // §5.5: a spawned process's initial fragment works for the request its parent's
+      // thread was in at the fork (or exec), until its own first input.
+      const ProcessLink& l = links[e.message];
+      const MessageId inherited = designation[{e.node, e.thread}];
+      designation[{l.to.value(), l.to_thread}] = inherited;
+      requests_spawned += inherited.valid();
+      continue;
+    }
     const MessageKind kind = c.kind[e.message];
     MessageId& current = designation[{e.node, e.thread}];
-    if (!e.send) {
+    if (e.step == Step::kReceive) {
       if (kind == MessageKind::kReturn) {
         // Rule 1 for a reply: the request that made the call goes on. A root call's reply
         // ends its request at the node that made it.
@@ -103,6 +143,7 @@ Result<PathSet> InferFragment(const Trace& trace) {
   builder.AddCounter("witness_links", witnesses.linked);
   builder.AddCounter("witness_links_ambiguous", witnesses.ambiguous);
   builder.AddCounter("witnesses_unmatched", witnesses.unlinked);
+  builder.AddCounter("process_links_carrying_requests", requests_spawned);
   return std::move(builder).Finish();
 }
 

@@ -11,7 +11,14 @@
 //   - receiving the RETURN of a root call (a client's own request) ends the request there:
 //     the client's next CALL starts a new path;
 //   - a CALL or free-form message sent belongs to the sender's current fragment; a
-//     RETURN to the CALL it answers.
+//     RETURN to the CALL it answers;
+//   - a fork or exec (the trace's process links, from reconcile) gives every thread of the
+//     new process (image) the request the forking thread was in at the fork, until that
+//     thread's own first input (§5.5: "spawned modules consist of an implicit initial
+//     fragment"), so a CGI-style child's calls and replies land in the parent's request;
+//   - after the scan, a CALL that a traced module received from an untraced one continues
+//     the traced CALL into that module with the same witness (HTTP URL or request id, DNS
+//     id; witness.h), so paths go on through proxies nobody traced.
 // The assumptions are BorderPatrol's: modules are immediate (an input is handled before
 // the next is read) and independent (no hidden work queue between threads). Event
 // isolation (weft capture --isolate) makes single-threaded event loops immediate; a
@@ -19,8 +26,8 @@
 // the workers' calls land in the wrong request (docs/precise.md measures it).
 //
 // Departures: the module is a thread of a node, not a process (threads of one process
-// each keep their own designation, which multi-threaded servers need); fork/exec and
-// witnesses through untraced modules are not used yet (the trace has no fork events).
+// each keep their own designation, which multi-threaded servers need), so the spawned
+// module of §5.5 is every thread of the child.
 #pragma once
 
 #include "core/status.h"
