@@ -11,6 +11,12 @@
 //   time from the child's return to the parent's return, weighs in: the last child of a
 //   parent returns a characteristic time before its parent does, so the return side tells
 //   apart candidates that the call side cannot (docs/nesting.md has the figures).
+// - With NestingOptions::sibling_passes (default 1) FindNestedPairs runs again, each
+//   candidate's score also weighed by a sibling scoreboard learned from the previous
+//   pass's choices: whether the child would come first among its parent's children, after
+//   a returned sibling (and how long after its return), or overlapping an open one. It
+//   learns from data what the overlap penalty assumes (RPC-style children run in series)
+//   and the compute gap between one call's return and the next call.
 // - Candidate parents that never return (cut off by the end of the trace) are dropped, and
 //   with a skew window a parent that would close a cycle is skipped.
 #include "infer/nesting/nesting.h"
@@ -72,7 +78,11 @@ class Nesting {
   Result<PathSet> Run() {
     FindCallPairs();
     ScoreNestings();
-    FindNestedPairs();
+    FindNestedPairs(false);
+    for (int pass = 0; pass < options_.sibling_passes; ++pass) {
+      ScoreSiblings();
+      FindNestedPairs(true);
+    }
     return FindCallPaths();
   }
 
@@ -312,6 +322,60 @@ class Nesting {
     }
   }
 
+  // How a child follows its parent's already assigned children at B (weft's sibling
+  // scoring): first, after a sibling that has returned, or while one is still open; and
+  // the gap from the parent's last event there (its arrival, or the latest sibling return
+  // before the child left) to the child's departure. A serial server's next call follows
+  // the previous call's return by a compute time, which is tighter evidence than the
+  // delay from the parent's arrival that the call scoreboard sees.
+  enum Place : uint8_t { kFirst, kAfterSibling, kOverlapping, kPlaces };
+  struct Siblings {
+    int any = 0, same = 0, overlapping = 0;  // for the penalties of §5.1.1.3
+    Place place = kFirst;
+    TimeNs gap = 0;
+  };
+  Siblings DescribeSiblings(uint32_t parent, uint32_t child) const {
+    const Call& c = calls_[child];
+    Siblings s;
+    TimeNs departed = Sent(c.call);
+    TimeNs last = Received(calls_[parent].call);
+    for (uint32_t k = calls_[parent].first_child; k != kNone; k = calls_[k].next_sibling) {
+      if (k == child) continue;
+      ++s.any;
+      s.same += calls_[k].callee == c.callee;
+      s.overlapping += Overlap(calls_[k], c);
+      TimeNs returned = Received(calls_[k].ret);
+      if (returned <= departed && returned > last) {
+        last = returned;
+        s.place = kAfterSibling;
+      }
+    }
+    if (s.overlapping) s.place = kOverlapping;
+    s.gap = departed - last;
+    return s;
+  }
+
+  double& SiblingScore(uint32_t triple, Place place, TimeNs gap) {
+    return sibling_board_[(size_t(triple) * kPlaces + place) * kNestingBins + size_t(NestingDelayBin(gap))];
+  }
+
+  // The sibling scoreboard from the last pass's choices: for each (A, B, C), how often a
+  // chosen child came in each place and gap bin. Unlike the call scoreboard it counts
+  // only chosen parents, so a pass can be no better than the one it learns from, and
+  // each extra pass helps less (docs/nesting.md).
+  void ScoreSiblings() {
+    sibling_board_.assign(triples_.size() * kPlaces * kNestingBins, 0.0);
+    sibling_weight_.assign(triples_.size(), 0.0);
+    for (uint32_t child = 0; child < calls_.size(); ++child) {
+      const Call& c = calls_[child];
+      if (c.parent == kNone) continue;
+      uint32_t triple = TripleIndex(c.parent, child);
+      Siblings s = DescribeSiblings(c.parent, child);
+      SiblingScore(triple, s.place, s.gap) += 1;
+      sibling_weight_[triple] += 1;
+    }
+  }
+
   bool Overlap(const Call& x, const Call& y) const {
     return Sent(x.call) < Received(y.ret) && Sent(y.call) < Received(x.ret);
   }
@@ -324,12 +388,13 @@ class Nesting {
   }
 
   // §5.1.1.3. Children in time order; each takes the candidate with the best penalised
-  // score; ties go to the earliest parent.
-  void FindNestedPairs() {
+  // score; ties go to the earliest parent. Every pass starts afresh.
+  void FindNestedPairs(bool score_siblings) {
     const NestingOptions& o = options_;
     const std::vector<double> overlap_table = PenaltyTable(o.overlap_penalty);
     const std::vector<double> same_table = PenaltyTable(o.same_child_penalty);
     const std::vector<double> any_table = PenaltyTable(o.generic_child_penalty);
+    for (Call& c : calls_) c.parent = c.first_child = c.next_sibling = kNone;
     for (uint32_t child = 0; child < calls_.size(); ++child) {
       Call& c = calls_[child];
       if (!c.ret.valid() || c.candidate_count == 0) continue;
@@ -339,15 +404,14 @@ class Nesting {
         uint32_t p = candidates_[k];
         if (o.skew_window > 0 && IsAncestor(child, p)) continue;
         double score = RawScore(k);
-        int overlapping = 0, same = 0, any = 0;
-        for (uint32_t s = calls_[p].first_child; s != kNone; s = calls_[s].next_sibling) {
-          ++any;
-          same += calls_[s].callee == c.callee;
-          overlapping += Overlap(calls_[s], c);
+        Siblings s = DescribeSiblings(p, child);
+        if (s.overlapping) score *= Penalty(overlap_table, s.overlapping, o.overlap_penalty);
+        if (s.same) score *= Penalty(same_table, s.same, o.same_child_penalty);
+        if (s.any) score *= Penalty(any_table, s.any, o.generic_child_penalty);
+        if (score_siblings) {  // P(place, gap | A, B, C), lightly smoothed toward unseen bins
+          uint32_t triple = candidate_triples_[k];
+          score *= (SiblingScore(triple, s.place, s.gap) + 0.01) / (sibling_weight_[triple] + 1.0);
         }
-        if (overlapping) score *= Penalty(overlap_table, overlapping, o.overlap_penalty);
-        if (same) score *= Penalty(same_table, same, o.same_child_penalty);
-        if (any) score *= Penalty(any_table, any, o.generic_child_penalty);
         bool earlier = best != kNone && score == best_score &&
                        Received(calls_[p].call) < Received(calls_[best].call);
         if (best == kNone || score > best_score || earlier) {
@@ -419,6 +483,8 @@ class Nesting {
   absl::flat_hash_map<Triple, uint32_t> triples_;
   std::vector<double> scoreboard_;     // kRowSize per triple
   std::vector<double> triple_weight_;  // per triple: the weight it was given in all
+  std::vector<double> sibling_board_;  // kPlaces x kNestingBins per triple
+  std::vector<double> sibling_weight_; // per triple: children chosen in the last pass
 
   int64_t returns_ = 0, call_pairs_ = 0, unmatched_calls_ = 0, unmatched_returns_ = 0;
   int64_t ignored_messages_ = 0, candidate_parents_ = 0, children_with_candidates_ = 0;
@@ -435,6 +501,7 @@ int NestingDelayBin(TimeNs delay) {
 Result<PathSet> InferNesting(const Trace& trace, const NestingOptions& options) {
   if (options.skew_window < 0) return Status::InvalidArgument("the skew window must not be negative");
   if (options.smoothing_bins < 0) return Status::InvalidArgument("smoothing must not be negative");
+  if (options.sibling_passes < 0) return Status::InvalidArgument("sibling passes must not be negative");
   return Nesting(trace, options).Run();
 }
 
