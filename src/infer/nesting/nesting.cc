@@ -78,11 +78,8 @@ class Nesting {
   Result<PathSet> Run() {
     FindCallPairs();
     ScoreNestings();
-    FindNestedPairs(false);
-    for (int pass = 0; pass < options_.sibling_passes; ++pass) {
-      ScoreSiblings();
-      FindNestedPairs(true);
-    }
+    const int passes = options_.sibling_passes;
+    for (int pass = 0; pass <= passes; ++pass) FindNestedPairs(pass > 0, pass < passes);
     return FindCallPaths();
   }
 
@@ -355,25 +352,12 @@ class Nesting {
     return s;
   }
 
-  double& SiblingScore(uint32_t triple, Place place, TimeNs gap) {
-    return sibling_board_[(size_t(triple) * kPlaces + place) * kNestingBins + size_t(NestingDelayBin(gap))];
-  }
-
-  // The sibling scoreboard from the last pass's choices: for each (A, B, C), how often a
-  // chosen child came in each place and gap bin. Unlike the call scoreboard it counts
-  // only chosen parents, so a pass can be no better than the one it learns from, and
-  // each extra pass helps less (docs/nesting.md).
-  void ScoreSiblings() {
-    sibling_board_.assign(triples_.size() * kPlaces * kNestingBins, 0.0);
-    sibling_weight_.assign(triples_.size(), 0.0);
-    for (uint32_t child = 0; child < calls_.size(); ++child) {
-      const Call& c = calls_[child];
-      if (c.parent == kNone) continue;
-      uint32_t triple = TripleIndex(c.parent, child);
-      Siblings s = DescribeSiblings(c.parent, child);
-      SiblingScore(triple, s.place, s.gap) += 1;
-      sibling_weight_[triple] += 1;
-    }
+  // The sibling board (kPlaces x kNestingBins per triple) counts, per (A, B, C), the place
+  // and gap of each child at the parent the previous pass chose. Unlike the call board it
+  // counts chosen parents only, so it also learns that pass's mistakes, and each further
+  // pass helps less (docs/nesting.md).
+  static size_t SiblingBin(uint32_t triple, const Siblings& s) {
+    return (size_t(triple) * kPlaces + s.place) * kNestingBins + size_t(NestingDelayBin(s.gap));
   }
 
   bool Overlap(const Call& x, const Call& y) const {
@@ -388,19 +372,35 @@ class Nesting {
   }
 
   // §5.1.1.3. Children in time order; each takes the candidate with the best penalised
-  // score; ties go to the earliest parent. Every pass starts afresh.
-  void FindNestedPairs(bool score_siblings) {
+  // score; ties go to the earliest parent. Every pass starts afresh. With `score_siblings`
+  // the sibling board weighs in; with `learn` the pass fills the next pass's board with
+  // each child's place and gap at its chosen parent, as they were when it was chosen.
+  void FindNestedPairs(bool score_siblings, bool learn) {
     const NestingOptions& o = options_;
     const std::vector<double> overlap_table = PenaltyTable(o.overlap_penalty);
     const std::vector<double> same_table = PenaltyTable(o.same_child_penalty);
     const std::vector<double> any_table = PenaltyTable(o.generic_child_penalty);
+    std::vector<double> board, weight;
+    if (learn) {
+      board.assign(triples_.size() * kPlaces * kNestingBins, 0.0);
+      weight.assign(triples_.size(), 0.0);
+    }
     for (Call& c : calls_) c.parent = c.first_child = c.next_sibling = kNone;
     for (uint32_t child = 0; child < calls_.size(); ++child) {
       Call& c = calls_[child];
       if (!c.ret.valid() || c.candidate_count == 0) continue;
       double best_score = 0;
-      uint32_t best = kNone;
-      for (uint32_t k = c.candidates_begin; k < c.candidates_begin + c.candidate_count; ++k) {
+      uint32_t best = kNone, best_k = 0;
+      Siblings best_siblings;
+      if (c.candidate_count == 1) {  // no choice to score
+        uint32_t k = c.candidates_begin;
+        if (o.skew_window == 0 || !IsAncestor(child, candidates_[k])) {
+          best = candidates_[k];
+          best_k = k;
+          if (learn) best_siblings = DescribeSiblings(best, child);
+        }
+      }
+      for (uint32_t k = c.candidates_begin; c.candidate_count > 1 && k < c.candidates_begin + c.candidate_count; ++k) {
         uint32_t p = candidates_[k];
         if (o.skew_window > 0 && IsAncestor(child, p)) continue;
         double score = RawScore(k);
@@ -410,19 +410,29 @@ class Nesting {
         if (s.any) score *= Penalty(any_table, s.any, o.generic_child_penalty);
         if (score_siblings) {  // P(place, gap | A, B, C), lightly smoothed toward unseen bins
           uint32_t triple = candidate_triples_[k];
-          score *= (SiblingScore(triple, s.place, s.gap) + 0.01) / (sibling_weight_[triple] + 1.0);
+          score *= (sibling_board_[SiblingBin(triple, s)] + 0.01) / (sibling_weight_[triple] + 1.0);
         }
         bool earlier = best != kNone && score == best_score &&
                        Received(calls_[p].call) < Received(calls_[best].call);
         if (best == kNone || score > best_score || earlier) {
           best_score = score;
           best = p;
+          best_k = k;
+          best_siblings = s;
         }
       }
       if (best == kNone) continue;
+      if (learn) {
+        board[SiblingBin(candidate_triples_[best_k], best_siblings)] += 1;
+        weight[candidate_triples_[best_k]] += 1;
+      }
       c.parent = best;
       c.next_sibling = calls_[best].first_child;
       calls_[best].first_child = child;
+    }
+    if (learn) {
+      sibling_board_ = std::move(board);
+      sibling_weight_ = std::move(weight);
     }
   }
 
@@ -483,8 +493,8 @@ class Nesting {
   absl::flat_hash_map<Triple, uint32_t> triples_;
   std::vector<double> scoreboard_;     // kRowSize per triple
   std::vector<double> triple_weight_;  // per triple: the weight it was given in all
-  std::vector<double> sibling_board_;  // kPlaces x kNestingBins per triple
-  std::vector<double> sibling_weight_; // per triple: children chosen in the last pass
+  std::vector<double> sibling_board_;   // see SiblingBin
+  std::vector<double> sibling_weight_;  // per triple: children chosen in the last pass
 
   int64_t returns_ = 0, call_pairs_ = 0, unmatched_calls_ = 0, unmatched_returns_ = 0;
   int64_t ignored_messages_ = 0, candidate_parents_ = 0, children_with_candidates_ = 0;
