@@ -1,7 +1,7 @@
 // Accuracy sweeps of the nesting algorithm in the manner of Project 5 Figures 18-22:
 // the pathological cases, parallelism, delay deviation, message loss and clock skew.
 // Each cell generates a trace with ground truth, infers with the paper's scoring
-// ("paper", NestingOptions::score_returns = false) and with weft's default ("weft"), and
+// ("paper": no return or sibling scoring, --paper-scoring) and with weft's default ("weft"), and
 // evaluates against the truth. docs/nesting.md records the output.
 #include <cstdlib>
 #include <string>
@@ -61,6 +61,7 @@ Cell Score(const Trace& trace, const NestingOptions& options) {
 NestingOptions Paper() {
   NestingOptions o;
   o.score_returns = false;
+  o.sibling_passes = 0;
   return o;
 }
 

@@ -20,7 +20,7 @@ struct InferFlags {
   std::string skew_window = "0";
   NestingOptions nesting;
   bool no_call_ids = false;
-  bool no_return_scoring = false;
+  bool paper_scoring = false;
   ConvolutionOptions convolution;
   std::string quantum = "10ms", tolerance = "0", max_delay = "0", max_memory = "4GiB";
   bool no_short_path_suppression = false;
@@ -37,7 +37,10 @@ Result<PathSet> RunNesting(const Trace& trace, const InferFlags& f) {
   NestingOptions options = f.nesting;
   WEFT_ASSIGN_OR_RETURN(options.skew_window, ParseDuration(f.skew_window));
   options.use_call_ids = !f.no_call_ids;
-  options.score_returns = !f.no_return_scoring;
+  if (f.paper_scoring) {
+    options.score_returns = false;
+    options.sibling_passes = 0;
+  }
   WEFT_ASSIGN_OR_RETURN(PathSet set, InferNesting(trace, options));
   int64_t children = set.Counter("children_with_candidates");
   fmt::print(stderr,
@@ -219,8 +222,11 @@ void AddInferCommand(CLI::App& app, Status& result) {
   cmd->add_flag("--no-call-ids", flags.no_call_ids,
                 "nesting: ignore call ids; match each return with the earliest open call")
       ->group(nesting);
-  cmd->add_flag("--no-return-scoring", flags.no_return_scoring,
-                "nesting: score parents by call delays only, exactly as Project 5 does")
+  cmd->add_option("--sibling-passes", flags.nesting.sibling_passes,
+                  "nesting: choose again this many times, scoring how each child follows its siblings (0: off)")
+      ->capture_default_str()->check(CLI::Range(0, 8))->group(nesting);
+  cmd->add_flag("--paper-scoring", flags.paper_scoring,
+                "nesting: score parents by call delays only, exactly as Project 5 does (no return or sibling scoring)")
       ->group(nesting);
   auto* convolution = "convolution (Project 5 §5.2; docs/convolution.md)";
   cmd->add_option("--quantum", flags.quantum, "convolution: mu, the signal sample width (e.g. 10ms)")

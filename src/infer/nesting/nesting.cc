@@ -11,6 +11,12 @@
 //   time from the child's return to the parent's return, weighs in: the last child of a
 //   parent returns a characteristic time before its parent does, so the return side tells
 //   apart candidates that the call side cannot (docs/nesting.md has the figures).
+// - With NestingOptions::sibling_passes (default 1) FindNestedPairs runs again, each
+//   candidate's score also weighed by a sibling scoreboard learned from the previous
+//   pass's choices: whether the child would come first among its parent's children, after
+//   a returned sibling (and how long after its return), or overlapping an open one. It
+//   learns from data what the overlap penalty assumes (RPC-style children run in series)
+//   and the compute gap between one call's return and the next call.
 // - Candidate parents that never return (cut off by the end of the trace) are dropped, and
 //   with a skew window a parent that would close a cycle is skipped.
 #include "infer/nesting/nesting.h"
@@ -72,7 +78,8 @@ class Nesting {
   Result<PathSet> Run() {
     FindCallPairs();
     ScoreNestings();
-    FindNestedPairs();
+    const int passes = options_.sibling_passes;
+    for (int pass = 0; pass <= passes; ++pass) FindNestedPairs(pass > 0, pass < passes);
     return FindCallPaths();
   }
 
@@ -312,6 +319,47 @@ class Nesting {
     }
   }
 
+  // How a child follows its parent's already assigned children at B (weft's sibling
+  // scoring): first, after a sibling that has returned, or while one is still open; and
+  // the gap from the parent's last event there (its arrival, or the latest sibling return
+  // before the child left) to the child's departure. A serial server's next call follows
+  // the previous call's return by a compute time, which is tighter evidence than the
+  // delay from the parent's arrival that the call scoreboard sees.
+  enum Place : uint8_t { kFirst, kAfterSibling, kOverlapping, kPlaces };
+  struct Siblings {
+    int any = 0, same = 0, overlapping = 0;  // for the penalties of §5.1.1.3
+    Place place = kFirst;
+    TimeNs gap = 0;
+  };
+  Siblings DescribeSiblings(uint32_t parent, uint32_t child) const {
+    const Call& c = calls_[child];
+    Siblings s;
+    TimeNs departed = Sent(c.call);
+    TimeNs last = Received(calls_[parent].call);
+    for (uint32_t k = calls_[parent].first_child; k != kNone; k = calls_[k].next_sibling) {
+      if (k == child) continue;
+      ++s.any;
+      s.same += calls_[k].callee == c.callee;
+      s.overlapping += Overlap(calls_[k], c);
+      TimeNs returned = Received(calls_[k].ret);
+      if (returned <= departed && returned > last) {
+        last = returned;
+        s.place = kAfterSibling;
+      }
+    }
+    if (s.overlapping) s.place = kOverlapping;
+    s.gap = departed - last;
+    return s;
+  }
+
+  // The sibling board (kPlaces x kNestingBins per triple) counts, per (A, B, C), the place
+  // and gap of each child at the parent the previous pass chose. Unlike the call board it
+  // counts chosen parents only, so it also learns that pass's mistakes, and each further
+  // pass helps less (docs/nesting.md).
+  static size_t SiblingBin(uint32_t triple, const Siblings& s) {
+    return (size_t(triple) * kPlaces + s.place) * kNestingBins + size_t(NestingDelayBin(s.gap));
+  }
+
   bool Overlap(const Call& x, const Call& y) const {
     return Sent(x.call) < Received(y.ret) && Sent(y.call) < Received(x.ret);
   }
@@ -324,41 +372,67 @@ class Nesting {
   }
 
   // §5.1.1.3. Children in time order; each takes the candidate with the best penalised
-  // score; ties go to the earliest parent.
-  void FindNestedPairs() {
+  // score; ties go to the earliest parent. Every pass starts afresh. With `score_siblings`
+  // the sibling board weighs in; with `learn` the pass fills the next pass's board with
+  // each child's place and gap at its chosen parent, as they were when it was chosen.
+  void FindNestedPairs(bool score_siblings, bool learn) {
     const NestingOptions& o = options_;
     const std::vector<double> overlap_table = PenaltyTable(o.overlap_penalty);
     const std::vector<double> same_table = PenaltyTable(o.same_child_penalty);
     const std::vector<double> any_table = PenaltyTable(o.generic_child_penalty);
+    std::vector<double> board, weight;
+    if (learn) {
+      board.assign(triples_.size() * kPlaces * kNestingBins, 0.0);
+      weight.assign(triples_.size(), 0.0);
+    }
+    for (Call& c : calls_) c.parent = c.first_child = c.next_sibling = kNone;
     for (uint32_t child = 0; child < calls_.size(); ++child) {
       Call& c = calls_[child];
       if (!c.ret.valid() || c.candidate_count == 0) continue;
       double best_score = 0;
-      uint32_t best = kNone;
-      for (uint32_t k = c.candidates_begin; k < c.candidates_begin + c.candidate_count; ++k) {
+      uint32_t best = kNone, best_k = 0;
+      Siblings best_siblings;
+      if (c.candidate_count == 1) {  // no choice to score
+        uint32_t k = c.candidates_begin;
+        if (o.skew_window == 0 || !IsAncestor(child, candidates_[k])) {
+          best = candidates_[k];
+          best_k = k;
+          if (learn) best_siblings = DescribeSiblings(best, child);
+        }
+      }
+      for (uint32_t k = c.candidates_begin; c.candidate_count > 1 && k < c.candidates_begin + c.candidate_count; ++k) {
         uint32_t p = candidates_[k];
         if (o.skew_window > 0 && IsAncestor(child, p)) continue;
         double score = RawScore(k);
-        int overlapping = 0, same = 0, any = 0;
-        for (uint32_t s = calls_[p].first_child; s != kNone; s = calls_[s].next_sibling) {
-          ++any;
-          same += calls_[s].callee == c.callee;
-          overlapping += Overlap(calls_[s], c);
+        Siblings s = DescribeSiblings(p, child);
+        if (s.overlapping) score *= Penalty(overlap_table, s.overlapping, o.overlap_penalty);
+        if (s.same) score *= Penalty(same_table, s.same, o.same_child_penalty);
+        if (s.any) score *= Penalty(any_table, s.any, o.generic_child_penalty);
+        if (score_siblings) {  // P(place, gap | A, B, C), lightly smoothed toward unseen bins
+          uint32_t triple = candidate_triples_[k];
+          score *= (sibling_board_[SiblingBin(triple, s)] + 0.01) / (sibling_weight_[triple] + 1.0);
         }
-        if (overlapping) score *= Penalty(overlap_table, overlapping, o.overlap_penalty);
-        if (same) score *= Penalty(same_table, same, o.same_child_penalty);
-        if (any) score *= Penalty(any_table, any, o.generic_child_penalty);
         bool earlier = best != kNone && score == best_score &&
                        Received(calls_[p].call) < Received(calls_[best].call);
         if (best == kNone || score > best_score || earlier) {
           best_score = score;
           best = p;
+          best_k = k;
+          best_siblings = s;
         }
       }
       if (best == kNone) continue;
+      if (learn) {
+        board[SiblingBin(candidate_triples_[best_k], best_siblings)] += 1;
+        weight[candidate_triples_[best_k]] += 1;
+      }
       c.parent = best;
       c.next_sibling = calls_[best].first_child;
       calls_[best].first_child = child;
+    }
+    if (learn) {
+      sibling_board_ = std::move(board);
+      sibling_weight_ = std::move(weight);
     }
   }
 
@@ -419,6 +493,8 @@ class Nesting {
   absl::flat_hash_map<Triple, uint32_t> triples_;
   std::vector<double> scoreboard_;     // kRowSize per triple
   std::vector<double> triple_weight_;  // per triple: the weight it was given in all
+  std::vector<double> sibling_board_;   // see SiblingBin
+  std::vector<double> sibling_weight_;  // per triple: children chosen in the last pass
 
   int64_t returns_ = 0, call_pairs_ = 0, unmatched_calls_ = 0, unmatched_returns_ = 0;
   int64_t ignored_messages_ = 0, candidate_parents_ = 0, children_with_candidates_ = 0;
@@ -435,6 +511,7 @@ int NestingDelayBin(TimeNs delay) {
 Result<PathSet> InferNesting(const Trace& trace, const NestingOptions& options) {
   if (options.skew_window < 0) return Status::InvalidArgument("the skew window must not be negative");
   if (options.smoothing_bins < 0) return Status::InvalidArgument("smoothing must not be negative");
+  if (options.sibling_passes < 0) return Status::InvalidArgument("sibling passes must not be negative");
   return Nesting(trace, options).Run();
 }
 

@@ -29,7 +29,7 @@ struct NestingOptions {
   double generic_child_penalty = 0.0;
   // Also score how long after the child's return the parent returns (weft's addition; see
   // docs/nesting.md): a second scoreboard of (A, B, C, return gap), multiplied with the
-  // paper's (A, B, C, call delay) as independent evidence. False gives Project 5 exactly.
+  // paper's (A, B, C, call delay) as independent evidence.
   bool score_returns = true;
   // Standard deviation, in scoreboard bins, of the Gaussian each scoreboard histogram is
   // smoothed with (§5.1.1.2); 0 disables smoothing.
@@ -38,6 +38,11 @@ struct NestingOptions {
   // return is matched with the earliest unmatched call between the pair (§5.1.1.1), which
   // fails when a later call between the same pair returns first.
   bool use_call_ids = true;
+  // Choose again this many times, also scoring each candidate by how the child would
+  // follow the parent's other children (first, after a returned sibling and how long
+  // after, or overlapping one), as learned from the previous choice (weft's addition; see
+  // docs/nesting.md). 0 with score_returns false gives Project 5 exactly.
+  int sibling_passes = 1;
 };
 
 // Scoreboard bins (§5.1.1.2): the paper indexes delays by log base 1.05 from 1 ms to 2 h
