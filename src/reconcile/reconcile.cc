@@ -518,10 +518,11 @@ std::string ReconcileSummary::OneLine() const {
       "I/O events skipped, {} I/O events on unnamed descriptors, {} logs with losses",
       events, connections, matched, half_traced, messages, bytes, unmatched_bytes, datagrams,
       datagrams_matched, pipes, skipped_io, unnamed_io, losses.size()) + ProtocolPart() +
-      (isolated_reads + held_reads == 0
+      (isolated_reads + held_reads + split_waits == 0
            ? ""
-           : fmt::format(", event isolation: {} reads cut at a message end, {} served from {} held bytes",
-                         isolated_reads, held_reads, held_bytes));
+           : fmt::format(", event isolation: {} reads cut at a message end, {} served from {} held "
+                         "bytes, {} waits held inputs back",
+                         isolated_reads, held_reads, held_bytes, split_waits));
 }
 
 std::string ReconcileSummary::HostClocks() const {
@@ -572,6 +573,7 @@ Result<Trace> Reconcile(std::span<const capture::EventLog> logs, const Reconcile
     s.isolated_reads += log.loss.isolated_reads;
     s.held_reads += log.loss.held_reads;
     s.held_bytes += log.loss.held_bytes;
+    s.split_waits += log.loss.split_waits;
   }
   DateInheritedEndsFromFork(logs, boot_offsets, ends);
   MergeInheritedEnds(ends);

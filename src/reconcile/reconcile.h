@@ -76,10 +76,12 @@ struct ReconcileSummary {
   std::vector<HostOffset> host_offsets;
   std::string HostClocks() const;  // "host clocks: b is 3.01s ahead of a (1234 messages)", or ""
   // Event isolation's extra work (capture --isolate, BorderPatrol Figure 15), summed over
-  // the logs' end records: reads cut at a message end, reads served from held bytes.
+  // the logs' end records: reads cut at a message end, reads served from held bytes,
+  // waits that reported one input and held the others back.
   uint64_t isolated_reads = 0;
   uint64_t held_reads = 0;
   uint64_t held_bytes = 0;
+  uint64_t split_waits = 0;
 
   std::string OneLine() const;  // "12345 events, 40 connections (18 matched, ...), ..."
   // ", 120 messages ended at protocol boundaries (http 80, redis 40)", or "" if none did.

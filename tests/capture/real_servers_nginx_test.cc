@@ -142,9 +142,11 @@ void CheckHttpAttributes(const Trace& trace, const std::vector<MessageId>& reque
 
 // Of the paths an algorithm found, those rooted at a client request whose tree holds
 // exactly that request's messages: client <-> nginx, nginx <-> web0 and web0 <-> db0 for
-// each of its db calls, every one carrying the request's id.
+// each of its db calls, every one carrying the request's id. The first `show` trees that
+// are not go to stderr, message by message (kind, sender > receiver, request id, send time).
 int ExactTrees(const Trace& trace, const PathSet& paths, const std::string& client,
-               const std::map<uint64_t, int>& db_calls_of_request) {
+               const std::map<uint64_t, int>& db_calls_of_request, int show = 0,
+               std::set<uint64_t>* wrong = nullptr) {
   const TraceColumns& c = trace.columns();
   int exact = 0;
   for (size_t i = 0; i < paths.instance_count(); ++i) {
@@ -153,15 +155,42 @@ int ExactTrees(const Trace& trace, const PathSet& paths, const std::string& clie
     if (c.kind[root.value()] != MessageKind::kCall || trace.NodeName(c.sender[root.value()]) != client) continue;
     uint64_t request = IdsOf(PayloadPrefix(trace, root)).request;
     auto it = db_calls_of_request.find(request);
-    if (it == db_calls_of_request.end() || messages.size() != size_t(4 + 2 * it->second)) continue;
-    bool same = true;
+    bool same = it != db_calls_of_request.end() && messages.size() == size_t(4 + 2 * it->second);
     for (MessageId m : messages) same = same && IdsOf(PayloadPrefix(trace, m)).request == request;
     exact += same;
+    if (!same && wrong != nullptr) wrong->insert(request);
+    if (!same && show-- > 0) {
+      std::cerr << "tree of request " << std::hex << request << std::dec << " (" << messages.size() << " messages):\n";
+      for (MessageId m : messages) {
+        size_t k = m.value();
+        std::cerr << "  " << MessageKindOp(c.kind[k]) << " " << trace.NodeName(c.sender[k]) << " > "
+                  << trace.NodeName(c.receiver[k]) << " request " << std::hex << IdsOf(PayloadPrefix(trace, m)).request
+                  << std::dec << " sent " << c.send_time[k] << "\n";
+      }
+    }
   }
   return exact;
 }
 
-TEST_F(RealServersTest, NginxInFrontOfTestbedReconcilesEveryRequest) {
+// nginx in front of the testbed, every process captured (with --isolate if `isolate_`).
+class NginxFrontTest : public RealServersTest {
+ protected:
+  void Run();
+};
+
+// Without isolation: every message is reconciled with its ids, and fragment gets nearly
+// every tree (a few go wrong where one epoll round hands the worker two inputs at once).
+TEST_F(NginxFrontTest, ReconcilesEveryRequest) { Run(); }
+
+// With --isolate, each epoll_wait reports the worker one input (BorderPatrol §3.2): every
+// request's tree is exact for fragment (issue 8) but those of requests that opened an
+// upstream connection (see the end of Run).
+TEST_F(NginxFrontTest, IsolateMakesEveryTreeExactForFragment) {
+  isolate_ = true;
+  Run();
+}
+
+void NginxFrontTest::Run() {
   if (!Installed("/usr/sbin/nginx")) GTEST_SKIP() << "nginx not installed (scripts/install-deps)";
   uint16_t web = testing::FreePort(), db = testing::FreePort(), front = testing::FreePort();
   ASSERT_TRUE(web != 0 && db != 0 && front != 0 && web != db && db != front && web != front);
@@ -281,14 +310,44 @@ TEST_F(RealServersTest, NginxInFrontOfTestbedReconcilesEveryRequest) {
   Result<PathSet> fragment = InferFragment(trace);
   Result<PathSet> thread = InferThread(trace);
   ASSERT_TRUE(fragment.ok() && thread.ok());
-  int fragment_exact = ExactTrees(trace, *fragment, client, db_calls);
+  std::set<uint64_t> wrong;
+  int fragment_exact = ExactTrees(trace, *fragment, client, db_calls, 5, &wrong);
   int thread_exact = ExactTrees(trace, *thread, client, db_calls);
   std::cerr << requests << " requests; exact trees: fragment " << fragment_exact << ", thread " << thread_exact << "\n";
+  // The requests whose call to web0 was the first message on its connection: nginx
+  // connected (non-blocking) while handling the request and wrote the call when the
+  // connection became writable, in a fragment of its own.
+  std::map<std::pair<StringId, StringId>, std::pair<TimeNs, uint64_t>> first_on_connection;
+  for (size_t i = 0; i < trace.size(); ++i) {
+    if (c.kind[i] != MessageKind::kCall || !role.count(node(i, true)) || role[node(i, true)] != "nginx") continue;
+    auto [it, inserted] = first_on_connection.try_emplace({c.sender_endpoint[i], c.receiver_endpoint[i]},
+                                                          c.send_time[i], 0);
+    if (inserted || c.send_time[i] < it->second.first) {
+      it->second = {c.send_time[i], IdsOf(PayloadPrefix(trace, MessageId{uint32_t(i)})).request};
+    }
+  }
+  std::set<uint64_t> opened;
+  for (const auto& [connection, first] : first_on_connection) opened.insert(first.second);
+  int wrong_opened = 0;
+  for (uint64_t r : wrong) wrong_opened += opened.count(r) != 0;
+  std::cerr << "fragment: " << wrong.size() << " trees wrong, " << wrong_opened << " of them requests that opened one of "
+            << opened.size() << " upstream connections\n";
   // nginx's worker is one event loop: vPath's assumption (one thread per request) fails,
-  // BorderPatrol's holds as long as each input is handled before the next is read. A few
-  // requests go wrong where one epoll round hands the worker two inputs at once (measured
-  // 99.9% exact; docs/reconcile.md).
-  EXPECT_GE(fragment_exact, int(requests * 95 / 100));
+  // BorderPatrol's holds as long as each input is handled before the next is read.
+  // Without isolation a few requests go wrong where one epoll round hands the worker two
+  // inputs at once (measured 99.9% exact; docs/reconcile.md). With it, one input per wait
+  // leaves only the requests that opened an upstream connection: nginx connects without
+  // blocking, goes back to its loop (where the next client's input starts a fragment), and
+  // writes the call when the connection is writable, so fragment (§5.5, rule 2) gives the
+  // call to the later request. BorderPatrol counts connection creation as an output of the
+  // request that made it (§3); the trace has no connect events to do the same
+  // (docs/precise.md). So: every other tree exact.
+  if (isolate_) {
+    EXPECT_EQ(wrong_opened, int(wrong.size()));
+    EXPECT_GE(fragment_exact, int(requests - opened.size()));
+  } else {
+    EXPECT_GE(fragment_exact, int(requests * 95 / 100));
+  }
   EXPECT_LT(thread_exact, int(requests));
 }
 
