@@ -210,15 +210,16 @@ TEST_F(CaptureProtocolsTest, IsolateStopsReadsAtMessageEnds) {
 // (so a connection with a second request held back goes to the back of the line), until
 // every request was read; level-triggered waits get the rest from the kernel again,
 // edge-triggered ones from what the library kept, and a connection closed while its event
-// was kept is never reported. Writable bits and the listener pass through at once.
+// was kept is never reported; a poll of the epoll descriptor says readable while events
+// are kept for it. Writable bits and the listener pass through at once.
 // Without --isolate each wait reports every ready connection, as untraced.
 TEST_F(CaptureProtocolsTest, IsolateReportsOneInputPerWait) {
   const std::string untraced =
       "one-input poll 0+1+2; select 0+1; epoll-lt 0+1; epoll-et 0+1+2+3+4; "
-      "first wait: 5 writable, listener yes";
+      "first wait: 5 writable, listener yes; set readable 10";
   const std::string isolated =
       "one-input poll 0 1 2 0 1 2; select 0 1; epoll-lt 0 1; epoll-et 0 1 (closed 2) 3 4; "
-      "first wait: 5 writable, listener yes";
+      "first wait: 5 writable, listener yes; set readable 11110";
   for (bool isolate : {false, true}) {
     SCOPED_TRACE(isolate ? "--isolate" : "capture");
     fs::remove_all(dir_);

@@ -261,6 +261,27 @@ void DropKept(int epfd, int fd) {
   UnlockKept();
 }
 
+// True if events are kept for epoll set `epfd`. A program may wait on the set itself
+// with poll or select (and then call epoll_wait with no timeout): the kernel does not
+// know it has something to report, so these waits mark it readable, as held bytes.
+bool SetHasKept(int epfd) {
+  if (__atomic_load_n(&g_kept_count, __ATOMIC_ACQUIRE) == 0 || epfd < 0 || epfd >= kWaitFds ||
+      __atomic_load_n(&g_is_epoll_set[epfd], __ATOMIC_RELAXED) == 0 || !LockKept()) {
+    return false;
+  }
+  bool found = false;
+  for (int i = 0; i < g_kept_count && !found; ++i) found = g_kept[i].epfd == epfd;
+  UnlockKept();
+  return found;
+}
+
+// Readable whatever the kernel says: held bytes (§5.2), or an epoll set with kept events.
+bool HeldOrKept(int fd) { return FdHasHeld(fd) || SetHasKept(fd); }
+bool AnyHeldOrKept() {
+  return __atomic_load_n(&g_held_streams, __ATOMIC_RELAXED) != 0 ||
+         __atomic_load_n(&g_kept_count, __ATOMIC_RELAXED) != 0;
+}
+
 constexpr uint32_t kEpollWrite = EPOLLOUT | EPOLLWRNORM | EPOLLWRBAND;
 
 // Of the `r` events, reports one input and holds the other inputs' read side back (their
@@ -268,6 +289,9 @@ constexpr uint32_t kEpollWrite = EPOLLOUT | EPOLLWRNORM | EPOLLWRBAND;
 // kernel reports them again, as for poll); edge-triggered and one-shot ones are kept.
 // Returns the new count (an event left with no bits is removed).
 int OneInputOfEpoll(int epfd, struct epoll_event* events, int r) {
+  // A set inside another set (epoll_ctl of one epoll descriptor into another): the outer
+  // wait would not know the inner one has kept events. Not split.
+  if (__atomic_load_n(&g_registrations[epfd].set_events, __ATOMIC_RELAXED) != 0) return r;
   int readable = 0;
   for (int i = 0; i < r && readable < 2; ++i) readable += (events[i].events & EPOLLIN) != 0;
   if (readable < 2) return r;  // the common case: no lookup at all
@@ -352,9 +376,9 @@ void ResetWaitsAfterFork() {
 int IsolatedPoll(struct pollfd* fds, nfds_t n, const struct timespec* timeout,
                  const sigset_t* mask, bool ppoll_call, int poll_timeout) {
   bool any = false;
-  if (__atomic_load_n(&g_held_streams, __ATOMIC_RELAXED) != 0) {
+  if (AnyHeldOrKept()) {
     for (nfds_t i = 0; i < n && !any; ++i) {
-      any = (fds[i].events & POLLIN) != 0 && FdHasHeld(fds[i].fd);
+      any = (fds[i].events & POLLIN) != 0 && HeldOrKept(fds[i].fd);
     }
   }
   int r;
@@ -371,7 +395,7 @@ int IsolatedPoll(struct pollfd* fds, nfds_t n, const struct timespec* timeout,
       for (nfds_t i = 0; i < n; ++i) fds[i].revents = 0;
     }
     for (nfds_t i = 0; i < n; ++i) {
-      if ((fds[i].events & POLLIN) == 0 || !FdHasHeld(fds[i].fd)) continue;
+      if ((fds[i].events & POLLIN) == 0 || !HeldOrKept(fds[i].fd)) continue;
       if (fds[i].revents == 0) ++r;
       fds[i].revents = short(fds[i].revents | POLLIN);
     }
@@ -385,9 +409,9 @@ int IsolatedSelect(int n, fd_set* readable, fd_set* writable, fd_set* failed,
   fd_set held;
   FD_ZERO(&held);
   bool any = false;
-  if (readable != nullptr && __atomic_load_n(&g_held_streams, __ATOMIC_RELAXED) != 0) {
+  if (readable != nullptr && AnyHeldOrKept()) {
     for (int fd = 0; fd < n && fd < FD_SETSIZE; ++fd) {
-      if (FD_ISSET(fd, readable) && FdHasHeld(fd)) {
+      if (FD_ISSET(fd, readable) && HeldOrKept(fd)) {
         FD_SET(fd, &held);
         any = true;
       }
