@@ -183,8 +183,7 @@ class NginxFrontTest : public RealServersTest {
 TEST_F(NginxFrontTest, ReconcilesEveryRequest) { Run(); }
 
 // With --isolate, each epoll_wait reports the worker one input (BorderPatrol §3.2): every
-// request's tree is exact for fragment (issue 8) but those of requests that opened an
-// upstream connection (see the end of Run).
+// request's tree is exact for fragment (issue 8).
 TEST_F(NginxFrontTest, IsolateMakesEveryTreeExactForFragment) {
   isolate_ = true;
   Run();
@@ -335,16 +334,14 @@ void NginxFrontTest::Run() {
   // nginx's worker is one event loop: vPath's assumption (one thread per request) fails,
   // BorderPatrol's holds as long as each input is handled before the next is read.
   // Without isolation a few requests go wrong where one epoll round hands the worker two
-  // inputs at once (measured 99.9% exact; docs/reconcile.md). With it, one input per wait
-  // leaves only the requests that opened an upstream connection: nginx connects without
-  // blocking, goes back to its loop (where the next client's input starts a fragment), and
-  // writes the call when the connection is writable, so fragment (§5.5, rule 2) gives the
-  // call to the later request. BorderPatrol counts connection creation as an output of the
-  // request that made it (§3); the trace has no connect events to do the same
-  // (docs/precise.md). So: every other tree exact.
+  // inputs at once (measured 99.9% exact; docs/precise.md). With it every tree is exact:
+  // one input per wait, and the requests that opened an upstream connection (nginx
+  // connects without blocking, takes the next client's input, and writes the call when
+  // the connection is writable) are followed by the connect (net.connected, BorderPatrol
+  // §3: connection creation is an output of the request that made it).
   if (isolate_) {
-    EXPECT_EQ(wrong_opened, int(wrong.size()));
-    EXPECT_GE(fragment_exact, int(requests - opened.size()));
+    EXPECT_EQ(fragment_exact, int(requests));
+    EXPECT_EQ(wrong_opened, 0);
   } else {
     EXPECT_GE(fragment_exact, int(requests * 95 / 100));
   }

@@ -11,7 +11,13 @@
 //   - receiving the RETURN of a root call (a client's own request) ends the request there:
 //     the client's next CALL starts a new path;
 //   - a CALL or free-form message sent belongs to the sender's current fragment; a
-//     RETURN to the CALL it answers.
+//     RETURN to the CALL it answers;
+//   - except the first CALL on a connection the sending thread opened with connect
+//     (reconcile's net.connected attribute): it belongs to the fragment that connected.
+//     BorderPatrol counts connection creation as an output of the request being worked on
+//     (§3) and begins a fragment when poll reports a descriptor writable (Figure 8): an
+//     event loop that connects without blocking writes the call from that writable
+//     fragment, possibly after its next input (nginx opening an upstream connection).
 // The assumptions are BorderPatrol's: modules are immediate (an input is handled before
 // the next is read) and independent (no hidden work queue between threads). Event
 // isolation (weft capture --isolate) makes single-threaded event loops immediate; a
