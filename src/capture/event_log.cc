@@ -194,6 +194,7 @@ class BlockDecoder {
         log_.loss.isolated_reads = r.isolated_reads;
         log_.loss.held_reads = r.held_reads;
         log_.loss.held_bytes = r.held_bytes;
+        log_.loss.split_waits = r.split_waits;
         return true;
       }
       default:

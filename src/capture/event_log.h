@@ -142,10 +142,12 @@ struct EventLogLoss {
   uint64_t untraced_io_calls = 0;  // only from the end record
   uint64_t failed_writes = 0;      // only from the end record
   // Event isolation's extra work (capture --isolate), only from the end record: reads cut
-  // short at a message boundary, reads served from held-back bytes, bytes held back.
+  // short at a message boundary, reads served from held-back bytes, bytes held back, waits
+  // that reported one input of several (one more wait each).
   uint64_t isolated_reads = 0;
   uint64_t held_reads = 0;
   uint64_t held_bytes = 0;
+  uint64_t split_waits = 0;
   bool has_end_record = false;  // false: killed, still running, or cut short
   bool ended_by_exec = false;
 };

@@ -183,7 +183,8 @@ static_assert(sizeof(PayloadRecord) == 16);
 struct EndRecord {
   uint8_t type;  // kEndRecord
   uint8_t op;    // kOpNone at exit, kOpExec before an exec
-  uint16_t size;  // 64 (40 before event isolation: readers take the counters below as 0)
+  uint16_t size;  // 72 (40 before event isolation, 64 before split_waits: readers take
+                  // the counters a record lacks as 0)
   int32_t reserved;
   int64_t time_ns;
   uint64_t dropped_events;  // events lost: buffers that could not be written, signals
@@ -197,8 +198,11 @@ struct EndRecord {
   uint64_t isolated_reads;
   uint64_t held_reads;
   uint64_t held_bytes;
+  // Waits that reported one input of several and held the others back for later waits
+  // (BorderPatrol §3.2, one event at a time): each is one wait more than untraced.
+  uint64_t split_waits;
 };
-static_assert(sizeof(EndRecord) == 64);
+static_assert(sizeof(EndRecord) == 72);
 
 // A protocol processor (capture/protocols/, BorderPatrol §3.3) found the end of a
 // message in the bytes a call moved on a stream (TCP, Unix stream) or in one datagram.

@@ -202,12 +202,13 @@ Status RunEvents(const CaptureFlags& f) {
     const capture::EventLogLoss& loss = log.loss;
     fmt::print("# {} events in {} blocks; {}; dropped {}, truncated {} bytes, corrupt {} bytes, "
                "file I/O calls {}; isolation: {} reads cut at a boundary, {} served from {} held "
-               "bytes\n",
+               "bytes, {} waits held inputs back\n",
                log.events.size(), log.blocks,
                loss.has_end_record ? (loss.ended_by_exec ? "ended by exec" : "ended by exit")
                                    : "no end record (killed or still running)",
                loss.dropped_events, loss.truncated_bytes, loss.corrupt_bytes,
-               loss.untraced_io_calls, loss.isolated_reads, loss.held_reads, loss.held_bytes);
+               loss.untraced_io_calls, loss.isolated_reads, loss.held_reads, loss.held_bytes,
+               loss.split_waits);
   }
   return Status::Ok();
 }

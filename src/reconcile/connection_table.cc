@@ -107,6 +107,7 @@ class DescriptorWalker {
                                                          : Opener::kUnknown;
     end.log = log_index_;
     end.open_ns = e.exit_ns + offset_;
+    end.open_tid = e.tid;
     name.end = int32_t(ends_.size());
     ends_.push_back(std::move(end));
     references_[name.end] = 1;

@@ -55,6 +55,7 @@ struct ConnectionEnd {
   Opener opener = Opener::kUnknown;
   uint32_t log = 0;          // the log that named it first
   TimeNs open_ns = 0;        // realtime
+  int32_t open_tid = 0;      // the thread that connected, accepted or was found with it
   TimeNs close_ns = kNoTime; // realtime of the last close; kNoTime if never closed
   std::vector<StreamIo> io;  // in entry order
   std::vector<StreamBoundary> boundaries;  // in log order (offsets rise per direction)

@@ -270,6 +270,14 @@ class MessageEmitter {
       uint32_t row = builder_.Add(record);
       if (!payload.empty()) builder_.AddAttribute(row, payload_key_, builder_.String(payload));
       if (span.boundary != nullptr) AddProtocolAttributes(row, *span.boundary);
+      // The first call on a connection its sender's thread connected: when (a non-blocking
+      // connect's call may be written later, from another fragment).
+      if (sequence == 1 && kind == MessageKind::kCall && sender != nullptr &&
+          sender->opener == Opener::kConnect && sender->open_tid == int32_t(record.sender_thread) &&
+          sender->open_ns <= record.send_time) {
+        builder_.AddAttribute(row, builder_.String(kConnectedAttribute),
+                              builder_.String(fmt::format("{}", sender->open_ns)));
+      }
       ++summary_.messages;
       summary_.bytes += uint64_t(record.bytes);
     }
@@ -598,10 +606,11 @@ std::string ReconcileSummary::OneLine() const {
            ? ""
            : fmt::format(", {} forks and {} execs linked to the processes they started", forks_linked,
                          execs_linked)) +
-      (isolated_reads + held_reads == 0
+      (isolated_reads + held_reads + split_waits == 0
            ? ""
-           : fmt::format(", event isolation: {} reads cut at a message end, {} served from {} held bytes",
-                         isolated_reads, held_reads, held_bytes));
+           : fmt::format(", event isolation: {} reads cut at a message end, {} served from {} held "
+                         "bytes, {} waits held inputs back",
+                         isolated_reads, held_reads, held_bytes, split_waits));
 }
 
 std::string ReconcileSummary::HostClocks() const {
@@ -652,6 +661,7 @@ Result<Trace> Reconcile(std::span<const capture::EventLog> logs, const Reconcile
     s.isolated_reads += log.loss.isolated_reads;
     s.held_reads += log.loss.held_reads;
     s.held_bytes += log.loss.held_bytes;
+    s.split_waits += log.loss.split_waits;
   }
   DateInheritedEndsFromFork(logs, boot_offsets, ends);
   MergeInheritedEnds(logs, ends);

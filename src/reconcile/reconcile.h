@@ -80,10 +80,12 @@ struct ReconcileSummary {
   std::vector<HostOffset> host_offsets;
   std::string HostClocks() const;  // "host clocks: b is 3.01s ahead of a (1234 messages)", or ""
   // Event isolation's extra work (capture --isolate, BorderPatrol Figure 15), summed over
-  // the logs' end records: reads cut at a message end, reads served from held bytes.
+  // the logs' end records: reads cut at a message end, reads served from held bytes,
+  // waits that reported one input and held the others back.
   uint64_t isolated_reads = 0;
   uint64_t held_reads = 0;
   uint64_t held_bytes = 0;
+  uint64_t split_waits = 0;
   // Forks and execs whose new process (image) was traced: each is a process link per
   // thread of it in the trace (trace.h ProcessLink).
   uint64_t forks_linked = 0;

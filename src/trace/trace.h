@@ -28,6 +28,12 @@ inline constexpr int kMessageKindCount = 3;
 
 std::string_view MessageKindOp(MessageKind kind);  // "CALL_SENT", "RET_SENT", "MSG_SENT"
 
+// Attribute of the first CALL sent on a connection the sender's thread opened with
+// connect: the connect's time (decimal nanoseconds, on the sender's clock like send_time).
+// BorderPatrol counts a connection's creation as an output of the request being worked on
+// (§3), so `infer --algo fragment` gives this call to that request.
+inline constexpr std::string_view kConnectedAttribute = "net.connected";
+
 // An attribute of a message that has no column of its own (http.url=..., sql=...).
 struct Attribute {
   MessageId message;

@@ -33,6 +33,8 @@
 //   capture_probe fsize N        N round trips with RLIMIT_FSIZE at 100 KB (log cut short)
 //   capture_probe dns PORT       a DNS query for example.com (id 4660) to a socket bound to
 //                                127.0.0.1:PORT, and its answer
+//   capture_probe one-input      poll, select and epoll (level- and edge-triggered) over
+//                                connections with requests waiting: what each wait reports
 //   capture_probe http N [C]     fork: the child writes N pipelined HTTP requests in one
 //                                write; the parent reads them C (7) bytes at a time, answers
 //                                all N in one write through a dup of the accepted socket
@@ -651,6 +653,192 @@ int Isolate() {
   return 0;
 }
 
+// One isolated input per wait (capture --isolate, BorderPatrol §3.2), seen from the
+// program. Connections to its own listener, each with HTTP requests whole in the kernel
+// before the first wait; the server side waits and reads one request from each connection
+// a wait reports readable. Prints, per wait, the connections it reported readable ("0+1+2"
+// when one wait reported three), until a wait reports none:
+//   poll: three connections with two requests each (level-triggered; the second request
+//     of each is held back by the read);
+//   select: two connections, one request each;
+//   epoll-lt: two connections, one request each, level-triggered;
+//   epoll-et: five connections, one request each, registered as nginx does
+//     (EPOLLIN|EPOLLOUT|EPOLLET|EPOLLRDHUP, epoll_data not the descriptor), with the
+//     listener (a connection waiting to be accepted) in the same set. After the second
+//     wait the first connection not yet reported is closed: it must never be reported.
+//     Each epoll_wait (timeout 0) follows a poll of the epoll descriptor itself, which
+//     must say readable while events are waiting. Also prints how many connections the
+//     first wait reported writable, whether it reported the listener, and the polls.
+struct Pair {
+  int client, server;
+};
+std::vector<Pair> Connect(int listener, int n, int requests) {
+  sockaddr_in address{};
+  socklen_t length = sizeof address;
+  getsockname(listener, reinterpret_cast<sockaddr*>(&address), &length);
+  std::vector<Pair> pairs;
+  for (int i = 0; i < n; ++i) {
+    Pair p{socket(AF_INET, SOCK_STREAM, 0), -1};
+    if (connect(p.client, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) Die("connect");
+    p.server = accept(listener, nullptr, nullptr);
+    if (p.server < 0) Die("accept");
+    fcntl(p.server, F_SETFL, fcntl(p.server, F_GETFL) | O_NONBLOCK);
+    pairs.push_back(p);
+  }
+  for (int i = 0; i < n; ++i) {
+    std::string batch;
+    for (int k = 0; k < requests; ++k) batch += HttpRequest(i);
+    SendAll(pairs[size_t(i)].client, batch.data(), batch.size());
+  }
+  for (const Pair& p : pairs) WaitForBytes(p.server, 32 * requests);
+  return pairs;
+}
+
+// Appends " 0+2" for a wait that reported connections 0 and 2, and reads one request
+// from each. False when it reported none.
+bool NoteWait(std::string* out, const std::vector<Pair>& pairs, const std::vector<int>& ready) {
+  if (ready.empty()) return false;
+  std::string wait;
+  char buffer[256];
+  for (int i : ready) {
+    wait += (wait.empty() ? "" : "+") + std::to_string(i);
+    if (read(pairs[size_t(i)].server, buffer, sizeof buffer) <= 0) Die("read");
+  }
+  *out += " " + wait;
+  return true;
+}
+
+void CloseAll(const std::vector<Pair>& pairs) {
+  for (const Pair& p : pairs) {
+    close(p.client);
+    if (p.server >= 0) close(p.server);
+  }
+}
+
+int OneInput() {
+  int listener = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) Die("bind");
+  if (listen(listener, 16) != 0) Die("listen");
+  std::string out = "one-input poll";
+  std::vector<Pair> pairs = Connect(listener, 3, 2);
+  for (int wait = 0; wait < 20; ++wait) {
+    pollfd fds[3];
+    for (int i = 0; i < 3; ++i) fds[i] = {pairs[size_t(i)].server, POLLIN, 0};
+    poll(fds, 3, 100);
+    std::vector<int> ready;
+    for (int i = 0; i < 3; ++i) {
+      if (fds[i].revents & POLLIN) ready.push_back(i);
+    }
+    if (!NoteWait(&out, pairs, ready)) break;
+  }
+  CloseAll(pairs);
+
+  out += "; select";
+  pairs = Connect(listener, 2, 1);
+  for (int wait = 0; wait < 20; ++wait) {
+    fd_set readable;
+    FD_ZERO(&readable);
+    int top = 0;
+    for (const Pair& p : pairs) {
+      FD_SET(p.server, &readable);
+      top = std::max(top, p.server);
+    }
+    timeval tv{0, 100000};
+    select(top + 1, &readable, nullptr, nullptr, &tv);
+    std::vector<int> ready;
+    for (int i = 0; i < 2; ++i) {
+      if (FD_ISSET(pairs[size_t(i)].server, &readable)) ready.push_back(i);
+    }
+    if (!NoteWait(&out, pairs, ready)) break;
+  }
+  CloseAll(pairs);
+
+  out += "; epoll-lt";
+  pairs = Connect(listener, 2, 1);
+  int ep = epoll_create1(0);
+  for (int i = 0; i < 2; ++i) {
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u64 = uint64_t(100 + i);
+    epoll_ctl(ep, EPOLL_CTL_ADD, pairs[size_t(i)].server, &ev);
+  }
+  for (int wait = 0; wait < 20; ++wait) {
+    epoll_event got[8];
+    int n = epoll_wait(ep, got, 8, 100);
+    std::vector<int> ready;
+    for (int k = 0; k < n; ++k) ready.push_back(int(got[k].data.u64 - 100));
+    if (!NoteWait(&out, pairs, ready)) break;
+  }
+  close(ep);
+  CloseAll(pairs);
+
+  out += "; epoll-et";
+  pairs = Connect(listener, 5, 1);
+  ep = epoll_create1(0);
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.u64 = 999;
+  epoll_ctl(ep, EPOLL_CTL_ADD, listener, &ev);
+  for (int i = 0; i < 5; ++i) {
+    ev.events = EPOLLIN | EPOLLOUT | EPOLLET | EPOLLRDHUP;
+    ev.data.u64 = uint64_t(100 + i);
+    epoll_ctl(ep, EPOLL_CTL_ADD, pairs[size_t(i)].server, &ev);
+  }
+  int waiting = socket(AF_INET, SOCK_STREAM, 0);  // a connection for the listener
+  socklen_t length = sizeof address;
+  getsockname(listener, reinterpret_cast<sockaddr*>(&address), &length);
+  if (connect(waiting, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) Die("connect");
+  std::vector<bool> reported(5, false);
+  int closed = -1, first_writable = 0;
+  bool first_listener = false;
+  std::string set_readable;  // per wait: did poll on the epoll descriptor say readable
+  for (int wait = 0; wait < 20; ++wait) {
+    // As an event loop nested in another would: poll the epoll descriptor, then take
+    // its events without waiting.
+    pollfd set{ep, POLLIN, 0};
+    set_readable += poll(&set, 1, 100) == 1 ? "1" : "0";
+    epoll_event got[16];
+    int n = epoll_wait(ep, got, 16, 0);
+    std::vector<int> ready;
+    for (int k = 0; k < n; ++k) {
+      if (got[k].data.u64 == 999) {
+        first_listener = first_listener || wait == 0;
+        int accepted = accept(listener, nullptr, nullptr);
+        if (accepted >= 0) close(accepted);
+        continue;
+      }
+      int i = int(got[k].data.u64 - 100);
+      if (wait == 0 && (got[k].events & EPOLLOUT)) ++first_writable;
+      if (got[k].events & EPOLLIN) {
+        ready.push_back(i);
+        reported[size_t(i)] = true;
+      }
+    }
+    if (!NoteWait(&out, pairs, ready) && wait > 0) break;
+    if (wait == 1) {
+      for (int i = 0; i < 5 && closed < 0; ++i) {
+        if (!reported[size_t(i)]) closed = i;
+      }
+      if (closed >= 0) {
+        close(pairs[size_t(closed)].server);
+        pairs[size_t(closed)].server = -1;
+        out += " (closed " + std::to_string(closed) + ")";
+      }
+    }
+  }
+  out += "; first wait: " + std::to_string(first_writable) + " writable, listener " +
+         (first_listener ? "yes" : "no") + "; set readable " + set_readable;
+  close(ep);
+  close(waiting);
+  CloseAll(pairs);
+  close(listener);
+  std::printf("%s\n", out.c_str());
+  return 0;
+}
+
 // A query for example.com, type A, class IN, with `id` (RFC 1035 §4.1); as an answer with
 // the response bit set and no records.
 std::string DnsMessage(uint16_t id, bool answer) {
@@ -727,6 +915,7 @@ int main(int argc, char** argv) {
   if (scenario == "http") return Http(arg(2), argc > 3 ? size_t(arg(3)) : 7);
   if (scenario == "dns") return Dns(arg(2));
   if (scenario == "isolate") return Isolate();
+  if (scenario == "one-input") return OneInput();
   std::fprintf(stderr, "usage: capture_probe tcp|udp|unix|threads|dup2|exec|kill|signals|fsize ...\n");
   return 2;
 }

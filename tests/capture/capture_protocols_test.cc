@@ -204,6 +204,44 @@ TEST_F(CaptureProtocolsTest, IsolateStopsReadsAtMessageEnds) {
   }
 }
 
+// One isolated input per wait (capture --isolate, BorderPatrol §3.2) on a real process
+// (capture_probe one-input): connections with HTTP requests waiting in the kernel. With
+// isolation each poll, select and epoll_wait reports one of them, the one waiting longest
+// (so a connection with a second request held back goes to the back of the line), until
+// every request was read; level-triggered waits get the rest from the kernel again,
+// edge-triggered ones from what the library kept, and a connection closed while its event
+// was kept is never reported; a poll of the epoll descriptor says readable while events
+// are kept for it. Writable bits and the listener pass through at once.
+// Without --isolate each wait reports every ready connection, as untraced.
+TEST_F(CaptureProtocolsTest, IsolateReportsOneInputPerWait) {
+  const std::string untraced =
+      "one-input poll 0+1+2; select 0+1; epoll-lt 0+1; epoll-et 0+1+2+3+4; "
+      "first wait: 5 writable, listener yes; set readable 10";
+  const std::string isolated =
+      "one-input poll 0 1 2 0 1 2; select 0 1; epoll-lt 0 1; epoll-et 0 1 (closed 2) 3 4; "
+      "first wait: 5 writable, listener yes; set readable 11110";
+  for (bool isolate : {false, true}) {
+    SCOPED_TRACE(isolate ? "--isolate" : "capture");
+    fs::remove_all(dir_);
+    auto run = Weft("capture -o " + dir_.string() + (isolate ? " --isolate" : "") + " -- " +
+                    CAPTURE_PROBE + " one-input");
+    ASSERT_EQ(run.rc, 0) << run.output;
+    EXPECT_NE(run.output.find(isolate ? isolated : untraced), std::string::npos) << run.output;
+    auto paths = FindEventLogs(dir_.string());
+    ASSERT_TRUE(paths.ok() && paths->size() == 1u);
+    auto log = ReadEventLog(paths->front());
+    ASSERT_TRUE(log.ok()) << log.status().message();
+    // Waits that held inputs back: poll 5 (3 inputs, then 3, 3, 2... see above), select 1,
+    // epoll-lt 1, epoll-et 3 (5 inputs, 4, then 2 once one was closed).
+    EXPECT_EQ(log->loss.split_waits, isolate ? 10u : 0u);
+    // Every request was read once: 6 + 2 + 2 + 5, less the closed connection's with
+    // isolation (never reported, never read).
+    size_t received = 0;
+    for (const std::string& line : Boundaries(*log)) received += line.find("received request") != std::string::npos;
+    EXPECT_EQ(received, isolate ? 14u : 15u);
+  }
+}
+
 TEST_F(CaptureProtocolsTest, BadSpecIsRefusedWithOneLine) {
   auto run = Weft("capture -o " + dir_.string() + " --protocols gopher=70 -- /bin/true");
   EXPECT_NE(run.rc, 0);

@@ -90,6 +90,24 @@ TEST(EventLogTest, RoundTripsEveryField) {
 
 // Cut at every byte after the header: the reader keeps exactly the whole records before
 // the cut and counts every byte after the last of them.
+// End records of every size a writer has used: 72 bytes (with split_waits), 64 (event
+// isolation without it) and 40 (before event isolation); the counters a record lacks are 0.
+TEST(EventLogTest, EndRecordsOfOlderSizesReadTheirCounters) {
+  w::EndRecord r{w::kEndRecord, w::kOpNone, sizeof(w::EndRecord), 0, 5'000'000'000, 4, 12, 1, 7, 8, 9, 10};
+  for (uint16_t size : {72, 64, 40}) {
+    SCOPED_TRACE(size);
+    r.size = size;
+    std::string record(reinterpret_cast<const char*>(&r), size);
+    auto log = Decode(EncodeHeader(TestHeader{}) + Block(0, 0, {record}));
+    ASSERT_TRUE(log.ok()) << log.status().message();
+    EXPECT_TRUE(log->loss.has_end_record);
+    EXPECT_EQ(log->loss.failed_writes, 1u);
+    EXPECT_EQ(log->loss.isolated_reads, size >= 64 ? 7u : 0u);
+    EXPECT_EQ(log->loss.held_bytes, size >= 64 ? 9u : 0u);
+    EXPECT_EQ(log->loss.split_waits, size >= 72 ? 10u : 0u);
+  }
+}
+
 TEST(EventLogTest, LogCutAnywhereKeepsEveryWholeRecord) {
   std::string header = EncodeHeader(TestHeader{});
   std::vector<std::string> records;

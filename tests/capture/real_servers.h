@@ -247,14 +247,16 @@ class RealServersTest : public ::testing::Test {
   pid_t StartCaptured(const std::string& sub, std::vector<std::string> argv, int stop_signal = SIGTERM,
                       uid_t uid = 0, gid_t gid = 0) {
     std::vector<std::string> full = {WEFT_BINARY, "capture", "-o", Path("capture/" + sub),
-                                     "--payload-prefix", std::to_string(kPrefix), "--"};
+                                     "--payload-prefix", std::to_string(kPrefix)};
+    if (isolate_) full.push_back("--isolate");
+    full.push_back("--");
     full.insert(full.end(), argv.begin(), argv.end());
     return background_->Start(full, Path(sub + ".out"), stop_signal, uid, gid);
   }
 
   std::string Capture(const std::string& sub, const std::string& command) const {
     return "capture -o " + Path("capture/" + sub) + " --payload-prefix " + std::to_string(kPrefix) +
-           " -- " + command;
+           (isolate_ ? " --isolate" : "") + " -- " + command;
   }
 
   Trace Reconcile() {
@@ -269,6 +271,7 @@ class RealServersTest : public ::testing::Test {
   static bool Installed(const std::string& path) { return access(path.c_str(), X_OK) == 0; }
 
   static constexpr int kPrefix = 512;
+  bool isolate_ = false;  // capture everything with --isolate
   std::filesystem::path base_;
   std::unique_ptr<Background> background_ = std::make_unique<Background>();
 };

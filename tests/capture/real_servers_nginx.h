@@ -5,7 +5,9 @@
 #pragma once
 
 #include <cstdint>
+#include <iostream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <string>
 
@@ -109,9 +111,11 @@ inline TestbedIds IdsOf(const std::string& prefix) {
 // Of the paths an algorithm found, those rooted at a client request whose tree holds
 // exactly that request's messages: `http_messages` of HTTP (4: client <-> nginx and
 // nginx <-> web0; 2 without a proxy) and web0 <-> db0 for each of its db calls, every one
-// carrying the request's id.
+// carrying the request's id. The first `show` trees that are not go to stderr, message by
+// message (kind, sender > receiver, request id, send time); `wrong` collects their requests.
 inline int ExactTrees(const Trace& trace, const PathSet& paths, const std::string& client,
-                      const std::map<uint64_t, int>& db_calls_of_request, int http_messages = 4) {
+                      const std::map<uint64_t, int>& db_calls_of_request, int http_messages = 4,
+                      int show = 0, std::set<uint64_t>* wrong = nullptr) {
   const TraceColumns& c = trace.columns();
   int exact = 0;
   for (size_t i = 0; i < paths.instance_count(); ++i) {
@@ -120,10 +124,19 @@ inline int ExactTrees(const Trace& trace, const PathSet& paths, const std::strin
     if (c.kind[root.value()] != MessageKind::kCall || trace.NodeName(c.sender[root.value()]) != client) continue;
     uint64_t request = IdsOf(PayloadPrefix(trace, root)).request;
     auto it = db_calls_of_request.find(request);
-    if (it == db_calls_of_request.end() || messages.size() != size_t(http_messages + 2 * it->second)) continue;
-    bool same = true;
+    bool same = it != db_calls_of_request.end() && messages.size() == size_t(http_messages + 2 * it->second);
     for (MessageId m : messages) same = same && IdsOf(PayloadPrefix(trace, m)).request == request;
     exact += same;
+    if (!same && wrong != nullptr) wrong->insert(request);
+    if (!same && show-- > 0) {
+      std::cerr << "tree of request " << std::hex << request << std::dec << " (" << messages.size() << " messages):\n";
+      for (MessageId m : messages) {
+        size_t k = m.value();
+        std::cerr << "  " << MessageKindOp(c.kind[k]) << " " << trace.NodeName(c.sender[k]) << " > "
+                  << trace.NodeName(c.receiver[k]) << " request " << std::hex << IdsOf(PayloadPrefix(trace, m)).request
+                  << std::dec << " sent " << c.send_time[k] << "\n";
+      }
+    }
   }
   return exact;
 }

@@ -35,13 +35,19 @@ class TwoRequests {
   // A request of path `path`: C calls A, A calls B once, B replies, A replies. `a_in` is the
   // thread of A that reads the request, `a_work` the one that calls B and replies; `t` the
   // times of the eight events (send, receive of each message).
-  void Request(uint32_t path, uint32_t client_thread, uint32_t a_in, uint32_t a_work, uint32_t a_reply_in,
-               const int (&t)[8]) {
+  // Returns the row of A's call to B.
+  uint32_t Request(uint32_t path, uint32_t client_thread, uint32_t a_in, uint32_t a_work, uint32_t a_reply_in,
+                   const int (&t)[8]) {
     std::string c = "c" + std::to_string(path), b = "b" + std::to_string(path);
     uint32_t call = Add(MessageKind::kCall, "C", client_thread, "A", a_in, t[0], t[1], c.c_str(), path, -1);
     uint32_t down = Add(MessageKind::kCall, "A", a_work, "B", 20 + path, t[2], t[3], b.c_str(), path, int(call));
     Add(MessageKind::kReturn, "B", 20 + path, "A", a_reply_in, t[4], t[5], b.c_str(), path, int(down));
     Add(MessageKind::kReturn, "A", a_work, "C", client_thread, t[6], t[7], c.c_str(), path, int(call));
+    return down;
+  }
+  // The call in `row` is the first message on a connection its sender opened at `us`.
+  void Connected(uint32_t row, int us) {
+    b_.AddAttribute(row, b_.String(kConnectedAttribute), b_.String(std::to_string(TimeNs(us) * 1000)));
   }
   RequestOutcomes Score(Result<PathSet> (*infer)(const Trace&)) {
     Result<Trace> trace = TraceBuilder(b_).Finish();
@@ -91,6 +97,25 @@ TEST(PreciseAlgorithms, EventLoop) {
   RequestOutcomes thread = r.Score(InferThread);
   EXPECT_EQ(thread.exact, 0u);
   EXPECT_EQ(thread.mis_stitched, 2u);
+}
+
+// An event loop that connects to B without blocking while handling each request, and
+// writes the call when the connection is writable, after it took the next request:
+// fragment follows the connection to the request that opened it (BorderPatrol §3,
+// connection creation is an output), and without the connect times (net.connected)
+// gives both calls to the later request.
+TEST(PreciseAlgorithms, EventLoopWithNonBlockingConnects) {
+  for (bool connects : {false, true}) {
+    SCOPED_TRACE(connects ? "with connect times" : "without");
+    TwoRequests r;
+    uint32_t first = r.Request(1, 1, 10, 10, 10, {0, 10, 20, 30, 40, 50, 51, 60});
+    uint32_t second = r.Request(2, 2, 10, 10, 10, {12, 15, 22, 32, 60, 70, 71, 80});
+    if (connects) {
+      r.Connected(first, 11);
+      r.Connected(second, 16);
+    }
+    EXPECT_EQ(r.Score(InferFragment).exact, connects ? 2u : 0u);
+  }
 }
 
 TEST(PreciseAlgorithms, NeedThreads) {

@@ -4,7 +4,6 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <unistd.h>
 
 #include "capture/preload/protocol_streams.h"
 #include "capture/preload/real.h"
@@ -123,10 +122,17 @@ ssize_t RestOfWaitAll(int fd, const struct iovec* iov, int iovcnt, size_t done, 
 
 void ConfigureIsolation(bool on) { g_isolate = on; }
 
-void IsolationCounters(uint64_t* isolated_reads, uint64_t* held_reads, uint64_t* held_bytes) {
+void IsolationCounters(uint64_t* isolated_reads, uint64_t* held_reads, uint64_t* held_bytes,
+                       uint64_t* split_waits) {
   *isolated_reads = __atomic_load_n(&g_isolated_reads, __ATOMIC_RELAXED);
   *held_reads = __atomic_load_n(&g_held_reads, __ATOMIC_RELAXED);
   *held_bytes = __atomic_load_n(&g_held_bytes, __ATOMIC_RELAXED);
+  *split_waits = SplitWaits();
+}
+
+void ResetIsolationAfterFork() {
+  g_isolated_reads = g_held_reads = g_held_bytes = 0;
+  ResetWaitsAfterFork();
 }
 
 bool IsolatedRead(uint8_t op, int fd, const struct iovec* iov, int iovcnt, int flags,
@@ -247,167 +253,6 @@ bool IsolatedRead(uint8_t op, int fd, const struct iovec* iov, int iovcnt, int f
   *result = r > 0 ? ssize_t(k) : r;
   errno = error;
   return true;
-}
-
-// --- readiness -------------------------------------------------------------------------
-
-int IsolatedPoll(struct pollfd* fds, nfds_t n, const struct timespec* timeout,
-                 const sigset_t* mask, bool ppoll_call, int poll_timeout) {
-  bool any = false;
-  if (__atomic_load_n(&g_held_streams, __ATOMIC_RELAXED) != 0) {
-    for (nfds_t i = 0; i < n && !any; ++i) {
-      any = (fds[i].events & POLLIN) != 0 && FdHasHeld(fds[i].fd);
-    }
-  }
-  if (!any) {
-    return ppoll_call ? Real().ppoll(fds, n, timeout, mask) : Real().poll(fds, n, poll_timeout);
-  }
-  // A descriptor with held bytes is readable now: ask the kernel about the rest without
-  // waiting, then mark it (§5.2).
-  struct timespec zero = {0, 0};
-  int r = ppoll_call ? Real().ppoll(fds, n, &zero, mask) : Real().poll(fds, n, 0);
-  if (r < 0) {
-    if (errno != EINTR) return r;
-    r = 0;
-    for (nfds_t i = 0; i < n; ++i) fds[i].revents = 0;
-  }
-  for (nfds_t i = 0; i < n; ++i) {
-    if ((fds[i].events & POLLIN) == 0 || !FdHasHeld(fds[i].fd)) continue;
-    if (fds[i].revents == 0) ++r;
-    fds[i].revents = short(fds[i].revents | POLLIN);
-  }
-  return r;
-}
-
-int IsolatedSelect(int n, fd_set* readable, fd_set* writable, fd_set* failed,
-                   struct timeval* timeout, const struct timespec* ptimeout, const sigset_t* mask,
-                   bool pselect_call) {
-  fd_set held;
-  FD_ZERO(&held);
-  bool any = false;
-  if (readable != nullptr && __atomic_load_n(&g_held_streams, __ATOMIC_RELAXED) != 0) {
-    for (int fd = 0; fd < n && fd < FD_SETSIZE; ++fd) {
-      if (FD_ISSET(fd, readable) && FdHasHeld(fd)) {
-        FD_SET(fd, &held);
-        any = true;
-      }
-    }
-  }
-  if (!any) {
-    return pselect_call ? Real().pselect(n, readable, writable, failed, ptimeout, mask)
-                        : Real().select(n, readable, writable, failed, timeout);
-  }
-  struct timeval zero = {0, 0};
-  struct timespec pzero = {0, 0};
-  int r = pselect_call ? Real().pselect(n, readable, writable, failed, &pzero, mask)
-                       : Real().select(n, readable, writable, failed, &zero);
-  if (r < 0) {
-    if (errno != EINTR) return r;
-    r = 0;
-    FD_ZERO(readable);
-    if (writable != nullptr) FD_ZERO(writable);
-    if (failed != nullptr) FD_ZERO(failed);
-  }
-  for (int fd = 0; fd < n && fd < FD_SETSIZE; ++fd) {
-    if (!FD_ISSET(fd, &held)) continue;
-    if (!FD_ISSET(fd, readable)) ++r;  // select counts a descriptor once per set
-    FD_SET(fd, readable);
-  }
-  return r;
-}
-
-// --- epoll registrations -----------------------------------------------------------------
-
-namespace {
-
-// What each descriptor below kEpollFds is registered for: its epoll set, events and data.
-// Written by epoll_ctl (the program's own order), read by epoll_wait while bytes are held.
-// One registration per descriptor: one added to two sets is known in the later only.
-constexpr int kEpollFds = 1 << 16;
-struct Registration {
-  uint64_t set_events;  // epoll fd + 1 in the high half (0: none), events in the low half
-  uint64_t data;
-};
-Registration g_registrations[kEpollFds];
-uint8_t g_is_epoll_set[kEpollFds];  // this number has been an epoll set's
-int g_registered_top = -1;          // highest descriptor ever registered
-
-}  // namespace
-
-void NoteEpollCtl(int epfd, int op, int fd, const struct epoll_event* event) {
-  if (fd < 0 || fd >= kEpollFds || epfd < 0 || epfd >= kEpollFds) return;
-  Registration& r = g_registrations[fd];
-  if (op == EPOLL_CTL_DEL) {
-    if ((r.set_events >> 32) == uint64_t(epfd) + 1) __atomic_store_n(&r.set_events, 0, __ATOMIC_RELEASE);
-    return;
-  }
-  if (event == nullptr) return;
-  __atomic_store_n(&g_is_epoll_set[epfd], 1, __ATOMIC_RELAXED);
-  __atomic_store_n(&r.data, event->data.u64, __ATOMIC_RELAXED);
-  __atomic_store_n(&r.set_events, (uint64_t(epfd) + 1) << 32 | event->events, __ATOMIC_RELEASE);
-  int top = __atomic_load_n(&g_registered_top, __ATOMIC_RELAXED);
-  while (fd > top && !__atomic_compare_exchange_n(&g_registered_top, &top, fd, false,
-                                                  __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
-  }
-}
-
-void ForgetEpoll(int fd) {
-  if (fd < 0 || fd >= kEpollFds) return;
-  __atomic_store_n(&g_registrations[fd].set_events, 0, __ATOMIC_RELEASE);
-  if (__atomic_load_n(&g_is_epoll_set[fd], __ATOMIC_RELAXED) == 0) return;
-  __atomic_store_n(&g_is_epoll_set[fd], 0, __ATOMIC_RELAXED);
-  int top = __atomic_load_n(&g_registered_top, __ATOMIC_RELAXED);
-  for (int i = 0; i <= top; ++i) {
-    uint64_t v = __atomic_load_n(&g_registrations[i].set_events, __ATOMIC_ACQUIRE);
-    if ((v >> 32) == uint64_t(fd) + 1) __atomic_store_n(&g_registrations[i].set_events, 0, __ATOMIC_RELEASE);
-  }
-}
-
-int IsolatedEpollWait(int epfd, struct epoll_event* events, int max, int timeout,
-                      const sigset_t* mask, bool pwait_call) {
-  int held[64];
-  int held_count = 0;
-  if (__atomic_load_n(&g_held_streams, __ATOMIC_RELAXED) != 0 && epfd >= 0 && epfd < kEpollFds) {
-    int top = __atomic_load_n(&g_registered_top, __ATOMIC_RELAXED);
-    for (int fd = 0; fd <= top && held_count < 64; ++fd) {
-      uint64_t v = __atomic_load_n(&g_registrations[fd].set_events, __ATOMIC_ACQUIRE);
-      if ((v >> 32) != uint64_t(epfd) + 1 || (uint32_t(v) & EPOLLIN) == 0) continue;
-      if (FdHasHeld(fd)) held[held_count++] = fd;
-    }
-  }
-  if (held_count == 0) {
-    return pwait_call ? Real().epoll_pwait(epfd, events, max, timeout, mask)
-                      : Real().epoll_wait(epfd, events, max, timeout);
-  }
-  int r = pwait_call ? Real().epoll_pwait(epfd, events, max, 0, mask)
-                     : Real().epoll_wait(epfd, events, max, 0);
-  if (r < 0) {
-    if (errno != EINTR) return r;
-    r = 0;
-  }
-  // The user's epoll_data names the descriptor: merge by it, add the rest while room lasts
-  // (one that does not fit is still held, so the next wait reports it without blocking).
-  for (int h = 0; h < held_count; ++h) {
-    Registration& reg = g_registrations[held[h]];
-    uint64_t data = __atomic_load_n(&reg.data, __ATOMIC_RELAXED);
-    int i = 0;
-    while (i < r && events[i].data.u64 != data) ++i;
-    if (i < r) {
-      events[i].events |= EPOLLIN;
-    } else if (r < max) {
-      events[r].events = EPOLLIN;
-      events[r].data.u64 = data;
-      ++r;
-    } else {
-      continue;
-    }
-    // EPOLLONESHOT: reported once, until the program re-arms it with EPOLL_CTL_MOD.
-    uint64_t v = __atomic_load_n(&reg.set_events, __ATOMIC_RELAXED);
-    if ((uint32_t(v) & EPOLLONESHOT) != 0) {
-      __atomic_store_n(&reg.set_events, v & ~uint64_t(0xffffffffu), __ATOMIC_RELAXED);
-    }
-  }
-  return r;
 }
 
 }  // namespace weft_preload

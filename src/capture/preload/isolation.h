@@ -24,8 +24,23 @@
 // call gets a zero timeout and the results are merged). epoll_ctl is wrapped to know what
 // each descriptor is registered for, with what epoll_data.
 //
+// One input per wait (§3.2: "By returning only one event at a time to the black-box
+// module, BorderPatrol can attribute the following fragment of work to the request
+// associated with the event"). An input is a readable descriptor on the input direction
+// of a stream with a running processor (held bytes included). When a wait has several,
+// it reports the one that has waited longest and holds the others' read side back (their
+// writable bits, and every other descriptor, pass through unchanged):
+//   level-triggered (poll, select, epoll without EPOLLET): nothing is remembered; the
+//     kernel reports them again at the next wait, at once, while they stay readable;
+//   EPOLLET and EPOLLONESHOT: the kernel would not report them again, so they are kept and
+//     the next wait on the set reports them without blocking (zero timeout, merged); a
+//     kept event dies with its registration (EPOLL_CTL_MOD re-arms and the kernel polls it
+//     again, EPOLL_CTL_DEL, close), checked under a lock, and a full table reports it now.
+// Each wait that held inputs back is counted (split_waits: one wait more than untraced).
+//
 // Cost when off: a wrapper tests one global flag after the protocol bit of the descriptor
-// entry it already loaded; poll and friends test it once.
+// entry it already loaded; poll and friends test it once. On, a wait whose result has
+// fewer than two readable descriptors pays a pass over the result.
 #pragma once
 
 #include <poll.h>
@@ -42,7 +57,11 @@ extern bool g_isolate;  // WEFT_ISOLATE=1 and some stream may get a processor
 inline bool Isolating() { return __builtin_expect(g_isolate, false); }
 void ConfigureIsolation(bool on);
 // The extra work for the end record (wire::EndRecord).
-void IsolationCounters(uint64_t* isolated_reads, uint64_t* held_reads, uint64_t* held_bytes);
+void IsolationCounters(uint64_t* isolated_reads, uint64_t* held_reads, uint64_t* held_bytes,
+                       uint64_t* split_waits);
+// In a forked child: the counters start again (the parent's log has its own), locks
+// another thread held at the fork are free.
+void ResetIsolationAfterFork();
 
 // A stream read (`op`: read, readv, recv, recvfrom, recvmsg) on `fd`, whose descriptor entry
 // has kProtocolBit, with isolation on. The bytes go to `iov`; `message` is the program's
@@ -52,7 +71,7 @@ bool IsolatedRead(uint8_t op, int fd, const struct iovec* iov, int iovcnt, int f
                   struct msghdr* message, struct sockaddr* address, socklen_t* length,
                   ssize_t* result);
 
-// Waits, with isolation on. Each does the whole call.
+// Waits, with isolation on (isolation_waits.cc). Each does the whole call.
 int IsolatedPoll(struct pollfd* fds, nfds_t n, const struct timespec* timeout,
                  const sigset_t* mask, bool ppoll_call, int poll_timeout);
 int IsolatedSelect(int n, fd_set* readable, fd_set* writable, fd_set* failed,
@@ -62,7 +81,10 @@ int IsolatedEpollWait(int epfd, struct epoll_event* events, int max, int timeout
                       const sigset_t* mask, bool pwait_call);
 // epoll_ctl succeeded: remember (or forget) what `fd` is registered for in `epfd`.
 void NoteEpollCtl(int epfd, int op, int fd, const struct epoll_event* event);
-// `fd` is being closed: forget its registration, and if it is an epoll set, its members'.
-void ForgetEpoll(int fd);
+// `fd` is being closed (or replaced by dup2): forget its registration and what was kept
+// for it, and if it is an epoll set, its members'.
+void ForgetWaits(int fd);
+uint64_t SplitWaits();
+void ResetWaitsAfterFork();
 
 }  // namespace weft_preload

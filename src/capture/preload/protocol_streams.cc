@@ -472,6 +472,13 @@ void FeedInputTaken(const InputSide& side, int fd, int64_t entry, int64_t exit, 
   FeedTaken(s, side.direction, fd, false, entry, exit, data, iov, iovcnt, bytes);
 }
 
+bool FdIsInput(int fd) {
+  if (fd < 0 || fd >= kFdTableSize) return false;
+  ProtocolStream* s = StreamAt(__atomic_load_n(&g_fd_stream[fd], __ATOMIC_ACQUIRE));
+  if (s == nullptr || __atomic_load_n(&s->state, __ATOMIC_ACQUIRE) == kOff) return false;
+  return __atomic_load_n(&s->broken[s->client ? 1 : 0], __ATOMIC_RELAXED) == 0;
+}
+
 bool FdHasHeld(int fd) {
   if (fd < 0 || fd >= kFdTableSize) return false;
   ProtocolStream* s = StreamAt(__atomic_load_n(&g_fd_stream[fd], __ATOMIC_ACQUIRE));

@@ -97,6 +97,9 @@ size_t InputBoundary(const InputSide& side, const void* data, const struct iovec
 // FeedStream of received bytes, with the input side taken.
 void FeedInputTaken(const InputSide& side, int fd, int64_t entry, int64_t exit, const void* data,
                     const struct iovec* iov, int iovcnt, size_t bytes);
+// True if `fd` is an input for one-input-per-wait (isolation.h): its stream has a
+// processor that is not off and whose input direction is not broken.
+bool FdIsInput(int fd);
 // True if `fd`'s stream holds bytes back; g_held_streams counts such streams.
 bool FdHasHeld(int fd);
 extern uint32_t g_held_streams;

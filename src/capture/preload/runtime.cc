@@ -306,6 +306,7 @@ void AfterForkInChild() {
   }
   g_dropped = g_failed_writes = g_untraced_io = 0;
   ResetProtocolsAfterFork();
+  ResetIsolationAfterFork();
   ForgetLog();
   if (!OpenLog(kBlockSize)) {
     g_state = kOff;
@@ -591,8 +592,9 @@ void EndLog(uint8_t op) {
   block.end = {wire::kEndRecord, op, sizeof(wire::EndRecord), 0, NowNs(),
                __atomic_load_n(&g_dropped, __ATOMIC_RELAXED),
                __atomic_load_n(&g_untraced_io, __ATOMIC_RELAXED),
-               __atomic_load_n(&g_failed_writes, __ATOMIC_RELAXED), 0, 0, 0};
-  IsolationCounters(&block.end.isolated_reads, &block.end.held_reads, &block.end.held_bytes);
+               __atomic_load_n(&g_failed_writes, __ATOMIC_RELAXED), 0, 0, 0, 0};
+  IsolationCounters(&block.end.isolated_reads, &block.end.held_reads, &block.end.held_bytes,
+                    &block.end.split_waits);
   block.header = {wire::kBlockMagic, sizeof(wire::EndRecord), 1, 0, block.end.dropped_events,
                   uint32_t(XXH3_64bits(&block.end, sizeof block.end)), 0};
   block.header.header_checksum = uint32_t(XXH3_64bits(&block.header, 28));

@@ -96,7 +96,9 @@ int Duplicated(int old_fd, int new_fd_before, int r, int error, int64_t entry, i
   bool replaced = new_fd_before >= 0 && new_fd_before != old_fd && FdKind(new_fd_before) != 0;
   if (r >= 0 && r != old_fd) {
     // The new descriptor shares the old one's open file description, and with it the
-    // protocol stream; one that dup2 replaced drops its own first.
+    // protocol stream; one that dup2 replaced drops its own first, and its registrations
+    // (the kernel closed it).
+    if (Isolating()) ForgetWaits(r);
     if (HasProtocolStream(r)) DetachProtocol(r);
     if (HasProtocolStream(old_fd)) ShareProtocol(old_fd, r);
     SetFdKind(r, entry_old);
@@ -209,7 +211,7 @@ WEFT_EXPORT int listen(int fd, int backlog) noexcept {
 
 WEFT_EXPORT int close(int fd) {
   KeepLogFdFrom(fd);
-  if (Isolating()) ForgetEpoll(fd);  // its registrations (isolation.h)
+  if (Isolating()) ForgetWaits(fd);  // its registrations (isolation.h)
   uint8_t kind = FdKind(fd);
   if (kind == 0) return Real().close(fd);
   // Forget the descriptor before the kernel may hand its number to another thread.

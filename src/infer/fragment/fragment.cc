@@ -17,10 +17,11 @@
 namespace weft {
 namespace {
 
-// At equal times: a reply read, then a fork it led to, then the call it caused.
-enum class Step : uint8_t { kReceive, kProcessLink, kSend };
+// At equal times: a reply read, then a fork or connect it led to, then the call it caused.
+enum class Step : uint8_t { kReceive, kProcessLink, kConnect, kSend };
 
-// One input or output of a traced thread, or a process link (fork or exec) to one.
+// One input or output of a traced thread, a process link (fork or exec) from one, or the
+// connect that opened the connection a call is the first message on.
 struct ThreadEvent {
   uint32_t clock;  // nodes joined by process links run on one host: one time order
   uint32_t node;
@@ -48,6 +49,22 @@ std::vector<uint32_t> ClockOfNodes(const Trace& trace) {
   return root;
 }
 
+// The connect time of `message` (its net.connected attribute), or kNoTime.
+TimeNs ConnectTime(const Trace& trace, MessageId message, StringId key) {
+  if (!key.valid()) return kNoTime;
+  for (const Attribute& a : trace.AttributesOf(message)) {
+    if (a.key != key) continue;
+    std::string_view text = trace.strings().Get(a.value);
+    TimeNs t = 0;
+    for (char ch : text) {
+      if (ch < '0' || ch > '9') return kNoTime;
+      t = t * 10 + (ch - '0');
+    }
+    return text.empty() ? kNoTime : t;
+  }
+  return kNoTime;
+}
+
 }  // namespace
 
 Result<PathSet> InferFragment(const Trace& trace) {
@@ -56,11 +73,16 @@ Result<PathSet> InferFragment(const Trace& trace) {
   bool threads = trace.empty();
   std::vector<ThreadEvent> events;
   events.reserve(2 * trace.size() + trace.process_links().size());
+  const StringId connected_key = trace.strings().Find(kConnectedAttribute);
   for (size_t i = 0; i < trace.size(); ++i) {
     const uint32_t m = uint32_t(i);
     const uint32_t sender = c.sender[i].value(), receiver = c.receiver[i].value();
     if (c.send_time[i] != kNoTime && c.sender_thread[i] != 0) {
       events.push_back({clock[sender], sender, c.sender_thread[i], c.send_time[i], Step::kSend, m});
+      TimeNs connected = c.kind[i] == MessageKind::kCall ? ConnectTime(trace, MessageId(m), connected_key) : kNoTime;
+      if (connected != kNoTime && connected <= c.send_time[i]) {
+        events.push_back({clock[sender], sender, c.sender_thread[i], connected, Step::kConnect, m});
+      }
     }
     if (c.recv_time[i] != kNoTime && c.receiver_thread[i] != 0) {
       events.push_back({clock[receiver], receiver, c.receiver_thread[i], c.recv_time[i], Step::kReceive, m});
@@ -85,6 +107,12 @@ Result<PathSet> InferFragment(const Trace& trace) {
   std::vector<MessageId> parent(trace.size());
   // Per (node, thread): the message its current fragment works for (invalid: none).
   absl::flat_hash_map<std::pair<uint32_t, uint32_t>, MessageId> designation;
+  // A call that is the first message on a connection: the request whose fragment
+  // connected (BorderPatrol §3: "output ... includes any interaction with an outside
+  // module, such as connection creation"). A non-blocking connect's call is written when
+  // the connection becomes writable, a fragment of its own (§6, Figure 8) that may come
+  // after the next input; it still belongs to the request that connected.
+  absl::flat_hash_map<uint32_t, MessageId> connected_for;
   // A server (a node that is called) sending a call outside every fragment had the work
   // handed to it through something capture cannot see, such as a dispatcher's queue:
   // BorderPatrol's independence assumption fails there. Counted for --algo auto.
@@ -105,6 +133,10 @@ Result<PathSet> InferFragment(const Trace& trace) {
     }
     const MessageKind kind = c.kind[e.message];
     MessageId& current = designation[{e.node, e.thread}];
+    if (e.step == Step::kConnect) {
+      if (current.valid()) connected_for[e.message] = current;
+      continue;
+    }
     if (e.step == Step::kReceive) {
       if (kind == MessageKind::kReturn) {
         // Rule 1 for a reply: the request that made the call goes on. A root call's reply
@@ -119,9 +151,10 @@ Result<PathSet> InferFragment(const Trace& trace) {
     if (kind == MessageKind::kReturn) {
       parent[e.message] = call_of[e.message];
     } else {
-      parent[e.message] = current;  // rule 2
-      outputs_without_request += !current.valid();
-      server_calls_outside += !current.valid() && kind == MessageKind::kCall && serves[e.node];
+      auto connected = connected_for.find(e.message);
+      parent[e.message] = connected != connected_for.end() ? connected->second : current;  // rule 2
+      outputs_without_request += !parent[e.message].valid();
+      server_calls_outside += !parent[e.message].valid() && kind == MessageKind::kCall && serves[e.node];
     }
   }
   // RETURNs whose sender was not traced still answer their CALL.

@@ -12,6 +12,12 @@
 //     the client's next CALL starts a new path;
 //   - a CALL or free-form message sent belongs to the sender's current fragment; a
 //     RETURN to the CALL it answers;
+//   - except the first CALL on a connection the sending thread opened with connect
+//     (reconcile's net.connected attribute): it belongs to the fragment that connected.
+//     BorderPatrol counts connection creation as an output of the request being worked on
+//     (§3) and begins a fragment when poll reports a descriptor writable (Figure 8): an
+//     event loop that connects without blocking writes the call from that writable
+//     fragment, possibly after its next input (nginx opening an upstream connection);
 //   - a fork or exec (the trace's process links, from reconcile) gives every thread of the
 //     new process (image) the request the forking thread was in at the fork, until that
 //     thread's own first input (§5.5: "spawned modules consist of an implicit initial

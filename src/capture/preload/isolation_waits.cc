@@ -1,0 +1,561 @@
+// Event isolation at the waits (BorderPatrol EuroSys'08 §3.2: "By returning only one
+// event at a time to the black-box module, BorderPatrol can attribute the following
+// fragment of work to the request associated with the event"; §5.2 for held bytes). See
+// isolation.h for the rules; this file is poll/ppoll, select/pselect, epoll_wait/
+// epoll_pwait and the epoll_ctl bookkeeping they need.
+#include <errno.h>
+#include <sched.h>
+
+#include "capture/preload/isolation.h"
+#include "capture/preload/log_file.h"
+#include "capture/preload/protocol_streams.h"
+#include "capture/preload/real.h"
+
+namespace weft_preload {
+
+namespace {
+
+uint64_t g_split_waits = 0;  // waits that reported one input and kept the rest for later
+
+// --- one input per wait: which one --------------------------------------------------------
+//
+// An input is a readable descriptor on the input direction of a stream with a running
+// protocol processor (FdIsInput). Everything else a wait reports passes through: listening
+// sockets (an accept reads no message, so the work it starts belongs to no request yet,
+// and holding it back would only slow connection setup), pipes, eventfds, timers, streams
+// without a processor, and every writable or error condition of a descriptor that is not
+// also a readable input. Those are not what fragment attributes work to.
+//
+// Of several inputs the one waiting longest is reported (FIFO, so none starves): an input
+// passed over is stamped with the turn it was first passed over at, and the oldest stamp
+// wins; fresh ones (no stamp) come after stamped ones, in the order the call gave them.
+// Descriptors above kWaitFds are never inputs here (they pass through).
+constexpr int kWaitFds = 1 << 16;
+uint32_t g_pending_since[kWaitFds];  // turn an input was first passed over at; 0: not pending
+uint32_t g_turn = 1;                 // advanced by each wait that splits its inputs
+
+bool IsInput(int fd) { return fd >= 0 && fd < kWaitFds && FdIsInput(fd); }
+
+uint32_t AgeOf(int fd, uint32_t now) {
+  uint32_t since = __atomic_load_n(&g_pending_since[fd], __ATOMIC_RELAXED);
+  return since == 0 ? 0 : now - since + 1;
+}
+
+void PassOver(int fd, uint32_t turn) {
+  uint32_t expected = 0;
+  __atomic_compare_exchange_n(&g_pending_since[fd], &expected, turn, false, __ATOMIC_RELAXED,
+                              __ATOMIC_RELAXED);
+}
+
+void Reported(int fd) { __atomic_store_n(&g_pending_since[fd], 0, __ATOMIC_RELAXED); }
+
+// A new turn for a wait that splits its inputs; counted (the end record's split_waits:
+// each such wait means one more wait than the program would have made untraced).
+uint32_t SplitTurn() {
+  __atomic_fetch_add(&g_split_waits, 1, __ATOMIC_RELAXED);
+  return __atomic_fetch_add(&g_turn, 1, __ATOMIC_RELAXED);
+}
+
+// poll and select are level-triggered: a readable descriptor not reported now is reported
+// again by the next call that asks about it, at once, as long as it stays readable (and
+// held bytes are marked again while held). So nothing is remembered for them, and the
+// next wait is not made to return early: a descriptor the program drained meanwhile is
+// simply not ready any more.
+constexpr short kPollIn = POLLIN | POLLRDNORM;
+constexpr short kPollWrite = POLLOUT | POLLWRNORM | POLLWRBAND;
+
+int OneInputOfPoll(struct pollfd* fds, nfds_t n, int r) {
+  uint32_t now = __atomic_load_n(&g_turn, __ATOMIC_RELAXED);
+  nfds_t chosen = n;
+  uint32_t best = 0;
+  int inputs = 0;
+  for (nfds_t i = 0; i < n; ++i) {
+    if ((fds[i].revents & kPollIn) == 0 || !IsInput(fds[i].fd)) continue;
+    ++inputs;
+    uint32_t age = AgeOf(fds[i].fd, now);
+    if (chosen == n || age > best) {
+      chosen = i;
+      best = age;
+    }
+  }
+  if (inputs < 2) return r;
+  uint32_t turn = SplitTurn();
+  for (nfds_t i = 0; i < n; ++i) {
+    if (i == chosen || (fds[i].revents & kPollIn) == 0 || !IsInput(fds[i].fd)) continue;
+    PassOver(fds[i].fd, turn);
+    // Its hang-up or error goes with its input: a loop that reads on POLLHUP would read it.
+    fds[i].revents = short(fds[i].revents & kPollWrite);
+    if (fds[i].revents == 0) --r;
+  }
+  Reported(fds[chosen].fd);
+  return r;
+}
+
+int OneInputOfSelect(int n, fd_set* readable, int r) {
+  if (n > FD_SETSIZE) n = FD_SETSIZE;
+  uint32_t now = __atomic_load_n(&g_turn, __ATOMIC_RELAXED);
+  int chosen = -1, inputs = 0;
+  uint32_t best = 0;
+  for (int fd = 0; fd < n; ++fd) {
+    if (!FD_ISSET(fd, readable) || !IsInput(fd)) continue;
+    ++inputs;
+    uint32_t age = AgeOf(fd, now);
+    if (chosen < 0 || age > best) {
+      chosen = fd;
+      best = age;
+    }
+  }
+  if (inputs < 2) return r;
+  uint32_t turn = SplitTurn();
+  for (int fd = 0; fd < n; ++fd) {
+    if (fd == chosen || !FD_ISSET(fd, readable) || !IsInput(fd)) continue;
+    PassOver(fd, turn);
+    FD_CLR(fd, readable);
+    --r;  // select counts set bits, one per set
+  }
+  Reported(chosen);
+  return r;
+}
+
+// --- epoll registrations -----------------------------------------------------------------
+
+// What each descriptor below kWaitFds is registered for: its epoll set, events and data,
+// and a generation that every change (epoll_ctl, close) advances, so that an event kept
+// for later can tell it still belongs to the registration it came from. Written by
+// epoll_ctl (the program's own order), read by the waits. One registration per
+// descriptor: one added to two sets is known in the later only.
+struct Registration {
+  uint64_t set_events;  // epoll fd + 1 in the high half (0: none), events in the low half
+  uint64_t data;
+  uint32_t generation;
+};
+Registration g_registrations[kWaitFds];
+uint8_t g_is_epoll_set[kWaitFds];  // this number has been an epoll set's
+int g_registered_top = -1;         // highest descriptor ever registered
+
+// epoll reports the program's epoll_data, not the descriptor: a direct-mapped guess from
+// (set, data) to the descriptor last registered with them, checked against the table; a
+// wrong guess (two registrations in one slot) falls back to a scan.
+constexpr int kHintBits = 16;
+int32_t g_hint[1 << kHintBits];  // descriptor + 1; 0: none
+
+uint32_t HintSlot(int epfd, uint64_t data) {
+  return uint32_t(((data ^ (uint64_t(epfd) << 48)) * 0x9e3779b97f4a7c15ull) >> (64 - kHintBits));
+}
+
+bool RegisteredAs(int fd, int epfd, uint64_t data) {
+  uint64_t v = __atomic_load_n(&g_registrations[fd].set_events, __ATOMIC_ACQUIRE);
+  return (v >> 32) == uint64_t(epfd) + 1 && __atomic_load_n(&g_registrations[fd].data, __ATOMIC_RELAXED) == data;
+}
+
+// The descriptor registered in `epfd` with `data`, or -1.
+int FdOfEvent(int epfd, uint64_t data) {
+  int hint = __atomic_load_n(&g_hint[HintSlot(epfd, data)], __ATOMIC_RELAXED) - 1;
+  if (hint >= 0 && RegisteredAs(hint, epfd, data)) return hint;
+  int top = __atomic_load_n(&g_registered_top, __ATOMIC_RELAXED);
+  for (int fd = 0; fd <= top; ++fd) {
+    if (RegisteredAs(fd, epfd, data)) return fd;
+  }
+  return -1;
+}
+
+// --- events kept for later (edge-triggered and one-shot registrations) --------------------
+//
+// The kernel reports an edge-triggered registration once per change of state and a
+// one-shot one once until it is re-armed: an input held back from such a wait would never
+// be reported again. So it is kept here, with the bits not yet reported, and the next wait
+// on the set reports it (calling the kernel with a zero timeout and merging, so that it
+// never waits for what it already has). A kept event is dropped when its registration
+// changes (EPOLL_CTL_MOD re-arms and re-polls: the kernel reports it again if it is still
+// ready; EPOLL_CTL_DEL and close end it), checked by generation under the lock, so one is
+// never reported for a closed descriptor or for a later registration of its number.
+// A full table keeps nothing: the event is reported now, never lost.
+struct Kept {
+  int32_t epfd;
+  int32_t fd;
+  uint32_t events;      // the bits not yet reported
+  uint32_t generation;  // of fd's registration when it was held back
+  uint64_t data;
+};
+constexpr int kMaxKept = 4096;
+Kept g_kept[kMaxKept];
+int g_kept_count = 0;  // read without the lock: 0 means nothing to look at
+int g_kept_lock = 0;   // tid of the holder; never held across a system call
+
+bool LockKept() {
+  int self = SysGetTid();
+  for (int spins = 0;; ++spins) {
+    int expected = 0;
+    if (__atomic_compare_exchange_n(&g_kept_lock, &expected, self, false, __ATOMIC_ACQUIRE,
+                                    __ATOMIC_RELAXED)) {
+      return true;
+    }
+    if (expected == self) return false;  // a signal handler on the holder's thread
+    if (spins > 50) sched_yield();
+  }
+}
+void UnlockKept() { __atomic_store_n(&g_kept_lock, 0, __ATOMIC_RELEASE); }
+
+bool StillRegistered(const Kept& k) {
+  return RegisteredAs(k.fd, k.epfd, k.data) &&
+         __atomic_load_n(&g_registrations[k.fd].generation, __ATOMIC_ACQUIRE) == k.generation;
+}
+
+enum class Keep { kKept, kStale, kFull };
+// Keeps `events` of `fd`'s registration in `epfd` for a later wait (merged with any kept
+// already). kStale: the registration changed since `generation`: nothing to keep.
+Keep KeepForLater(int epfd, int fd, uint64_t data, uint32_t events, uint32_t generation) {
+  if (!LockKept()) return Keep::kFull;
+  Kept k{epfd, fd, events, generation, data};
+  Keep result = Keep::kKept;
+  if (!StillRegistered(k)) {
+    result = Keep::kStale;
+  } else {
+    int i = 0;
+    while (i < g_kept_count && (g_kept[i].epfd != epfd || g_kept[i].fd != fd)) ++i;
+    if (i < g_kept_count) {
+      g_kept[i].events |= events;
+      g_kept[i].generation = generation;
+    } else if (g_kept_count < kMaxKept) {
+      g_kept[g_kept_count] = k;
+      __atomic_store_n(&g_kept_count, g_kept_count + 1, __ATOMIC_RELEASE);
+    } else {
+      result = Keep::kFull;
+    }
+  }
+  UnlockKept();
+  return result;
+}
+
+// Takes up to `room` events kept for `epfd` that still belong to their registrations;
+// drops the stale ones.
+int TakeKept(int epfd, Kept* out, int room) {
+  if (__atomic_load_n(&g_kept_count, __ATOMIC_ACQUIRE) == 0 || !LockKept()) return 0;
+  // In the order they were kept, and the rest stay in theirs: ties between inputs that
+  // have waited as long go to the earlier.
+  int taken = 0, left = 0;
+  for (int i = 0; i < g_kept_count; ++i) {
+    if (g_kept[i].epfd == epfd && !StillRegistered(g_kept[i])) continue;
+    if (g_kept[i].epfd == epfd && taken < room) {
+      out[taken++] = g_kept[i];
+    } else {
+      g_kept[left++] = g_kept[i];
+    }
+  }
+  __atomic_store_n(&g_kept_count, left, __ATOMIC_RELEASE);
+  UnlockKept();
+  return taken;
+}
+
+// Drops what is kept for descriptor `fd` in `epfd` (-1: in any set), and, when `fd` is
+// an epoll set, everything kept for its members.
+void DropKept(int epfd, int fd) {
+  if (__atomic_load_n(&g_kept_count, __ATOMIC_ACQUIRE) == 0 || !LockKept()) return;
+  int left = 0;
+  for (int i = 0; i < g_kept_count; ++i) {
+    const Kept& k = g_kept[i];
+    if ((k.fd == fd && (epfd < 0 || k.epfd == epfd)) || (epfd < 0 && k.epfd == fd)) continue;
+    g_kept[left++] = k;
+  }
+  __atomic_store_n(&g_kept_count, left, __ATOMIC_RELEASE);
+  UnlockKept();
+}
+
+// True if events are kept for epoll set `epfd`. A program may wait on the set itself
+// with poll or select (and then call epoll_wait with no timeout): the kernel does not
+// know it has something to report, so these waits mark it readable, as held bytes.
+bool SetHasKept(int epfd) {
+  if (__atomic_load_n(&g_kept_count, __ATOMIC_ACQUIRE) == 0 || epfd < 0 || epfd >= kWaitFds ||
+      __atomic_load_n(&g_is_epoll_set[epfd], __ATOMIC_RELAXED) == 0 || !LockKept()) {
+    return false;
+  }
+  bool found = false;
+  for (int i = 0; i < g_kept_count && !found; ++i) found = g_kept[i].epfd == epfd;
+  UnlockKept();
+  return found;
+}
+
+// Readable whatever the kernel says: held bytes (§5.2), or an epoll set with kept events.
+bool HeldOrKept(int fd) { return FdHasHeld(fd) || SetHasKept(fd); }
+bool AnyHeldOrKept() {
+  return __atomic_load_n(&g_held_streams, __ATOMIC_RELAXED) != 0 ||
+         __atomic_load_n(&g_kept_count, __ATOMIC_RELAXED) != 0;
+}
+
+constexpr uint32_t kEpollWrite = EPOLLOUT | EPOLLWRNORM | EPOLLWRBAND;
+
+// Of the `r` events, reports one input and holds the other inputs' read side back (their
+// writable bits are reported now). Level-triggered registrations need nothing kept (the
+// kernel reports them again, as for poll); edge-triggered and one-shot ones are kept.
+// Returns the new count (an event left with no bits is removed).
+int OneInputOfEpoll(int epfd, struct epoll_event* events, int r) {
+  // A set inside another set (epoll_ctl of one epoll descriptor into another): the outer
+  // wait would not know the inner one has kept events. Not split.
+  if (__atomic_load_n(&g_registrations[epfd].set_events, __ATOMIC_RELAXED) != 0) return r;
+  int readable = 0;
+  for (int i = 0; i < r && readable < 2; ++i) readable += (events[i].events & EPOLLIN) != 0;
+  if (readable < 2) return r;  // the common case: no lookup at all
+  uint32_t now = __atomic_load_n(&g_turn, __ATOMIC_RELAXED);
+  int chosen = -1, chosen_fd = -1, inputs = 0;
+  uint32_t best = 0;
+  for (int i = 0; i < r; ++i) {
+    if ((events[i].events & EPOLLIN) == 0) continue;
+    int fd = FdOfEvent(epfd, events[i].data.u64);
+    if (!IsInput(fd)) continue;
+    ++inputs;
+    uint32_t age = AgeOf(fd, now);
+    if (chosen < 0 || age > best) {
+      chosen = i;
+      chosen_fd = fd;
+      best = age;
+    }
+  }
+  if (inputs < 2) return r;
+  uint32_t turn = SplitTurn();
+  int out = 0;
+  for (int i = 0; i < r; ++i) {
+    struct epoll_event e = events[i];
+    int fd = i == chosen || (e.events & EPOLLIN) == 0 ? -1 : FdOfEvent(epfd, e.data.u64);
+    if (IsInput(fd)) {
+      Registration& reg = g_registrations[fd];
+      uint32_t generation = __atomic_load_n(&reg.generation, __ATOMIC_ACQUIRE);
+      uint32_t registered = uint32_t(__atomic_load_n(&reg.set_events, __ATOMIC_ACQUIRE));
+      uint32_t later = e.events & ~kEpollWrite;
+      bool keep = true;
+      if ((registered & (EPOLLET | EPOLLONESHOT)) != 0) {
+        Keep k = KeepForLater(epfd, fd, e.data.u64, later, generation);
+        keep = k != Keep::kFull;  // stale: its registration changed, the kernel re-polls it
+      }
+      if (keep) {
+        PassOver(fd, turn);
+        e.events &= kEpollWrite;
+        if (e.events == 0) continue;
+      }
+    }
+    events[out++] = e;
+  }
+  Reported(chosen_fd);
+  return out;
+}
+
+// EPOLLONESHOT: the kernel reports a registration once, until the program re-arms it
+// with EPOLL_CTL_MOD; so do the held-bytes scan and the inputs kept for later (a one-shot
+// program hands the descriptor to one thread, and a second report would give it to two).
+// The registration's EPOLLIN is taken out of the table for each one-shot event reported
+// (its other bits stay: the mode is still one-shot). Only looked at once some
+// registration was one-shot.
+bool g_any_one_shot = false;
+
+int Reporting(int epfd, const struct epoll_event* events, int r) {
+  if (!__atomic_load_n(&g_any_one_shot, __ATOMIC_RELAXED)) return r;
+  for (int i = 0; i < r; ++i) {
+    int fd = FdOfEvent(epfd, events[i].data.u64);
+    if (fd < 0) continue;
+    uint64_t v = __atomic_load_n(&g_registrations[fd].set_events, __ATOMIC_RELAXED);
+    if ((uint32_t(v) & EPOLLONESHOT) != 0) {
+      __atomic_store_n(&g_registrations[fd].set_events, v & ~uint64_t(EPOLLIN), __ATOMIC_RELAXED);
+    }
+  }
+  return r;
+}
+
+}  // namespace
+
+uint64_t SplitWaits() { return __atomic_load_n(&g_split_waits, __ATOMIC_RELAXED); }
+
+void ResetWaitsAfterFork() {
+  // Another thread may have held the lock at the fork. What is kept stays: the child shares
+  // the epoll sets, and may be the one that goes on waiting on them (a daemon's parent
+  // exits); an event reported in both processes is a spurious wake-up in one, never a loss.
+  g_kept_lock = 0;
+  g_split_waits = 0;
+}
+
+// --- the waits -----------------------------------------------------------------------------
+
+int IsolatedPoll(struct pollfd* fds, nfds_t n, const struct timespec* timeout,
+                 const sigset_t* mask, bool ppoll_call, int poll_timeout) {
+  bool any = false;
+  if (AnyHeldOrKept()) {
+    for (nfds_t i = 0; i < n && !any; ++i) {
+      any = (fds[i].events & POLLIN) != 0 && HeldOrKept(fds[i].fd);
+    }
+  }
+  int r;
+  if (!any) {
+    r = ppoll_call ? Real().ppoll(fds, n, timeout, mask) : Real().poll(fds, n, poll_timeout);
+  } else {
+    // A descriptor with held bytes is readable now: ask the kernel about the rest without
+    // waiting, then mark it (§5.2).
+    struct timespec zero = {0, 0};
+    r = ppoll_call ? Real().ppoll(fds, n, &zero, mask) : Real().poll(fds, n, 0);
+    if (r < 0) {
+      if (errno != EINTR) return r;
+      r = 0;
+      for (nfds_t i = 0; i < n; ++i) fds[i].revents = 0;
+    }
+    for (nfds_t i = 0; i < n; ++i) {
+      if ((fds[i].events & POLLIN) == 0 || !HeldOrKept(fds[i].fd)) continue;
+      if (fds[i].revents == 0) ++r;
+      fds[i].revents = short(fds[i].revents | POLLIN);
+    }
+  }
+  return r >= 2 ? OneInputOfPoll(fds, n, r) : r;
+}
+
+int IsolatedSelect(int n, fd_set* readable, fd_set* writable, fd_set* failed,
+                   struct timeval* timeout, const struct timespec* ptimeout, const sigset_t* mask,
+                   bool pselect_call) {
+  fd_set held;
+  FD_ZERO(&held);
+  bool any = false;
+  if (readable != nullptr && AnyHeldOrKept()) {
+    for (int fd = 0; fd < n && fd < FD_SETSIZE; ++fd) {
+      if (FD_ISSET(fd, readable) && HeldOrKept(fd)) {
+        FD_SET(fd, &held);
+        any = true;
+      }
+    }
+  }
+  int r;
+  if (!any) {
+    r = pselect_call ? Real().pselect(n, readable, writable, failed, ptimeout, mask)
+                     : Real().select(n, readable, writable, failed, timeout);
+  } else {
+    struct timeval zero = {0, 0};
+    struct timespec pzero = {0, 0};
+    r = pselect_call ? Real().pselect(n, readable, writable, failed, &pzero, mask)
+                     : Real().select(n, readable, writable, failed, &zero);
+    if (r < 0) {
+      if (errno != EINTR) return r;
+      r = 0;
+      FD_ZERO(readable);
+      if (writable != nullptr) FD_ZERO(writable);
+      if (failed != nullptr) FD_ZERO(failed);
+    }
+    for (int fd = 0; fd < n && fd < FD_SETSIZE; ++fd) {
+      if (!FD_ISSET(fd, &held)) continue;
+      if (!FD_ISSET(fd, readable)) ++r;  // select counts a descriptor once per set
+      FD_SET(fd, readable);
+    }
+  }
+  return r >= 2 && readable != nullptr ? OneInputOfSelect(n, readable, r) : r;
+}
+
+void NoteEpollCtl(int epfd, int op, int fd, const struct epoll_event* event) {
+  if (fd < 0 || fd >= kWaitFds || epfd < 0 || epfd >= kWaitFds) return;
+  Registration& r = g_registrations[fd];
+  if (op == EPOLL_CTL_DEL) {
+    if ((r.set_events >> 32) == uint64_t(epfd) + 1) {
+      __atomic_add_fetch(&r.generation, 1, __ATOMIC_ACQ_REL);
+      __atomic_store_n(&r.set_events, 0, __ATOMIC_RELEASE);
+    }
+    DropKept(epfd, fd);
+    return;
+  }
+  if (event == nullptr) return;
+  __atomic_add_fetch(&r.generation, 1, __ATOMIC_ACQ_REL);
+  __atomic_store_n(&g_is_epoll_set[epfd], 1, __ATOMIC_RELAXED);
+  __atomic_store_n(&r.data, event->data.u64, __ATOMIC_RELAXED);
+  __atomic_store_n(&r.set_events, (uint64_t(epfd) + 1) << 32 | event->events, __ATOMIC_RELEASE);
+  __atomic_store_n(&g_hint[HintSlot(epfd, event->data.u64)], fd + 1, __ATOMIC_RELAXED);
+  if ((event->events & EPOLLONESHOT) != 0) __atomic_store_n(&g_any_one_shot, true, __ATOMIC_RELAXED);
+  int top = __atomic_load_n(&g_registered_top, __ATOMIC_RELAXED);
+  while (fd > top && !__atomic_compare_exchange_n(&g_registered_top, &top, fd, false,
+                                                  __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+  }
+  // A re-armed registration is polled again by the kernel: what was kept is its to report.
+  if (op == EPOLL_CTL_MOD) DropKept(epfd, fd);
+}
+
+void ForgetWaits(int fd) {
+  if (fd < 0 || fd >= kWaitFds) return;
+  Reported(fd);
+  // The registration first, then what was kept: a wait putting an event back after this
+  // finds the generation changed (KeepForLater checks under the lock).
+  __atomic_add_fetch(&g_registrations[fd].generation, 1, __ATOMIC_ACQ_REL);
+  __atomic_store_n(&g_registrations[fd].set_events, 0, __ATOMIC_RELEASE);
+  if (__atomic_load_n(&g_is_epoll_set[fd], __ATOMIC_RELAXED) != 0) {
+    __atomic_store_n(&g_is_epoll_set[fd], 0, __ATOMIC_RELAXED);
+    int top = __atomic_load_n(&g_registered_top, __ATOMIC_RELAXED);
+    for (int i = 0; i <= top; ++i) {
+      uint64_t v = __atomic_load_n(&g_registrations[i].set_events, __ATOMIC_ACQUIRE);
+      if ((v >> 32) == uint64_t(fd) + 1) {
+        __atomic_add_fetch(&g_registrations[i].generation, 1, __ATOMIC_ACQ_REL);
+        __atomic_store_n(&g_registrations[i].set_events, 0, __ATOMIC_RELEASE);
+      }
+    }
+  }
+  DropKept(-1, fd);
+}
+
+int IsolatedEpollWait(int epfd, struct epoll_event* events, int max, int timeout,
+                      const sigset_t* mask, bool pwait_call) {
+  if (epfd < 0 || epfd >= kWaitFds || max <= 0) {
+    return pwait_call ? Real().epoll_pwait(epfd, events, max, timeout, mask)
+                      : Real().epoll_wait(epfd, events, max, timeout);
+  }
+  constexpr int kTakeAtOnce = 64;
+  Kept kept[kTakeAtOnce];
+  int kept_count = TakeKept(epfd, kept, max < kTakeAtOnce ? max : kTakeAtOnce);
+  int held[64];
+  int held_count = 0;
+  if (__atomic_load_n(&g_held_streams, __ATOMIC_RELAXED) != 0) {
+    int top = __atomic_load_n(&g_registered_top, __ATOMIC_RELAXED);
+    for (int fd = 0; fd <= top && held_count < 64; ++fd) {
+      uint64_t v = __atomic_load_n(&g_registrations[fd].set_events, __ATOMIC_ACQUIRE);
+      if ((v >> 32) != uint64_t(epfd) + 1 || (uint32_t(v) & EPOLLIN) == 0) continue;
+      if (FdHasHeld(fd)) held[held_count++] = fd;
+    }
+  }
+  if (kept_count == 0 && held_count == 0) {
+    int r = pwait_call ? Real().epoll_pwait(epfd, events, max, timeout, mask)
+                       : Real().epoll_wait(epfd, events, max, timeout);
+    return Reporting(epfd, events, r >= 2 ? OneInputOfEpoll(epfd, events, r) : r);
+  }
+  int r = pwait_call ? Real().epoll_pwait(epfd, events, max, 0, mask)
+                     : Real().epoll_wait(epfd, events, max, 0);
+  if (r < 0) {
+    if (errno != EINTR) {
+      int error = errno;
+      for (int k = 0; k < kept_count; ++k) {
+        KeepForLater(epfd, kept[k].fd, kept[k].data, kept[k].events, kept[k].generation);
+      }
+      errno = error;
+      return r;
+    }
+    r = 0;
+  }
+  // The user's epoll_data names the descriptor: merge by it, add the rest while room lasts
+  // (a held descriptor that does not fit is still held, so the next wait reports it
+  // without blocking; a kept event that does not fit is kept again).
+  for (int h = 0; h < held_count; ++h) {
+    Registration& reg = g_registrations[held[h]];
+    uint64_t data = __atomic_load_n(&reg.data, __ATOMIC_RELAXED);
+    int i = 0;
+    while (i < r && events[i].data.u64 != data) ++i;
+    if (i < r) {
+      events[i].events |= EPOLLIN;
+    } else if (r < max) {
+      events[r].events = EPOLLIN;
+      events[r].data.u64 = data;
+      ++r;
+    }
+  }
+  for (int k = 0; k < kept_count; ++k) {
+    int i = 0;
+    while (i < r && events[i].data.u64 != kept[k].data) ++i;
+    if (i < r) {
+      events[i].events |= kept[k].events;
+    } else if (r < max) {
+      events[r].events = kept[k].events;
+      events[r].data.u64 = kept[k].data;
+      ++r;
+    } else {
+      KeepForLater(epfd, kept[k].fd, kept[k].data, kept[k].events, kept[k].generation);
+    }
+  }
+  return Reporting(epfd, events, r >= 2 ? OneInputOfEpoll(epfd, events, r) : r);
+}
+
+}  // namespace weft_preload
