@@ -14,12 +14,15 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 #include <regex>
 #include <set>
 
 #include "capture/real_servers.h"
+#include "infer/fragment/fragment.h"
+#include "infer/thread/thread.h"
 #include "weft_cli.h"
 
 namespace weft {
@@ -181,6 +184,34 @@ void CheckSqlAttributes(const Trace& trace, const std::vector<MessageId>& querie
   EXPECT_EQ(carried, int(queries.size()));
 }
 
+// Every query is a request of its own (pgbench waits for each answer before the next
+// statement): the precise algorithms must give each one a tree of exactly its Query and
+// the reply with its call id, and the path's root element must carry the query's SQL.
+void CheckQueryTrees(const Trace& trace, const std::vector<MessageId>& queries) {
+  const TraceColumns& c = trace.columns();
+  std::set<uint32_t> query_set;
+  for (MessageId m : queries) query_set.insert(m.value());
+  for (bool fragment : {true, false}) {
+    Result<PathSet> paths = fragment ? InferFragment(trace) : InferThread(trace);
+    ASSERT_TRUE(paths.ok()) << paths.status().message();
+    int exact = 0, with_sql = 0;
+    for (size_t i = 0; i < paths->instance_count(); ++i) {
+      std::span<const MessageId> messages = paths->InstanceMessages(i);
+      if (!query_set.count(messages[0].value())) continue;
+      uint32_t call = messages[0].value();
+      exact += messages.size() == 2 && c.kind[messages[1].value()] == MessageKind::kReturn &&
+               c.call_id[messages[1].value()] == c.call_id[call];
+      const PathPattern& pattern = paths->patterns[paths->pattern[i]];
+      with_sql += std::any_of(pattern.elements[0].attributes.begin(), pattern.elements[0].attributes.end(),
+                              [](const AttributeCount& a) { return a.key == "sql"; });
+    }
+    std::cerr << (fragment ? "fragment" : "thread") << ": " << exact << " of " << queries.size()
+              << " query trees exact\n";
+    EXPECT_EQ(exact, int(queries.size())) << (fragment ? "fragment" : "thread");
+    EXPECT_EQ(with_sql, int(queries.size())) << "the root of every query's path carries its sql";
+  }
+}
+
 TEST_F(RealServersTest, PgbenchQueriesReachTheirBackend) {
   std::string bin = kPgBin;
   if (!Installed(bin + "/postgres") || !Installed(bin + "/pgbench") || !Installed(bin + "/initdb")) {
@@ -310,6 +341,7 @@ TEST_F(RealServersTest, PgbenchQueriesReachTheirBackend) {
   }
   EXPECT_EQ(int(queries.size()), 7 * kClients * kTransactions + 2);
   CheckSqlAttributes(trace, queries, replies);
+  CheckQueryTrees(trace, queries);
 }
 
 }  // namespace
