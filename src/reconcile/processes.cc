@@ -1,0 +1,95 @@
+// Process lineage in reconcile (processes.h): forks date inherited ends, and forks and
+// execs become the trace's process links.
+#include "reconcile/processes.h"
+
+#include <algorithm>
+
+namespace weft::reconcile {
+
+// A child's inherited descriptors exist from its fork on, but its log names them only once
+// the child runs. A parent that closes its copy right after forking (postgres's postmaster
+// closes each accepted socket as soon as the backend is forked) has often closed it by
+// then, and the child's end would no longer fold into the parent's. So an end inherited by
+// a forked child (first image of its pid) is dated from the parent's fork call: the latest
+// fork of that pid on the same boot before the child named it.
+void DateInheritedEndsFromFork(std::span<const capture::EventLog> logs, const BootOffsets& boot_offsets,
+                               std::vector<ConnectionEnd>& ends) {
+  std::map<std::pair<std::array<uint8_t, 16>, int32_t>, std::vector<TimeNs>> forks;  // (boot, child)
+  for (const capture::EventLog& log : logs) {
+    TimeNs offset = boot_offsets.at(log.header.boot_id);
+    for (const capture::Event& e : log.events) {
+      if (e.op == capture::EventOp::kFork && e.result > 0) {
+        forks[{log.header.boot_id, e.result}].push_back(e.entry_ns + offset);
+      }
+    }
+  }
+  if (forks.empty()) return;
+  for (ConnectionEnd& end : ends) {
+    const capture::EventLogHeader& header = logs[end.log].header;
+    if (end.opener != Opener::kUnknown || header.exec_index != 0) continue;
+    auto it = forks.find({header.boot_id, header.pid});
+    if (it == forks.end()) continue;
+    TimeNs forked = kNoTime;
+    for (TimeNs t : it->second) {
+      if (t <= end.open_ns && (forked == kNoTime || t > forked)) forked = t;
+    }
+    if (forked != kNoTime) end.open_ns = forked;
+  }
+}
+
+// Fork and exec as process links (trace.h; BorderPatrol §5.5: a spawned module's initial
+// fragment works for the request its parent was in at the fork). A fork logged with the
+// child's pid links the forking thread to every thread of the child's first image; an exec
+// that ended an image links the exec'ing thread to every thread of the pid's next image.
+// Either image is the log of that pid on the same boot opened first at or after the call
+// (a child opens its log at once), whose parent is the forking process (fork) or the
+// exec'ing image's parent (exec): a log of a later process that reused the pid has
+// another parent, as a rule. A child or image that was not traced gets no link. Links are
+// added after every message, so nodes that only links name come after the messages' nodes,
+// and those keep their ids.
+void AddProcessLinks(std::span<const capture::EventLog> logs, const BootOffsets& boot_offsets,
+                     const std::function<NodeId(uint32_t log, int32_t tid)>& node_of, TraceBuilder& builder,
+                     ReconcileSummary& summary) {
+  std::map<std::pair<std::array<uint8_t, 16>, int32_t>, std::vector<uint32_t>> logs_of_pid;  // (boot, pid)
+  for (uint32_t i = 0; i < logs.size(); ++i) logs_of_pid[{logs[i].header.boot_id, logs[i].header.pid}].push_back(i);
+  auto next_image = [&](const capture::EventLogHeader& from, int32_t pid, int32_t parent, TimeNs after) {
+    int64_t best = -1;
+    auto it = logs_of_pid.find({from.boot_id, pid});
+    if (it == logs_of_pid.end()) return best;
+    for (uint32_t j : it->second) {
+      const capture::EventLogHeader& h = logs[j].header;
+      if (h.parent_pid != parent || h.clock_monotonic_ns < after) continue;
+      if (best < 0 || h.clock_monotonic_ns < logs[size_t(best)].header.clock_monotonic_ns) best = int64_t(j);
+    }
+    return best;
+  };
+  auto link_threads = [&](uint32_t from_log, const capture::Event& e, uint32_t to_log, ProcessLinkKind kind) {
+    std::vector<int32_t> threads;
+    for (const capture::Event& t : logs[to_log].events) {
+      if (t.tid > 0) threads.push_back(t.tid);
+    }
+    std::sort(threads.begin(), threads.end());
+    threads.erase(std::unique(threads.begin(), threads.end()), threads.end());
+    const TimeNs time = e.entry_ns + boot_offsets.at(logs[from_log].header.boot_id);
+    for (int32_t tid : threads) {
+      builder.AddProcessLink(ProcessLink{time, node_of(from_log, e.tid), uint32_t(e.tid),
+                                         node_of(to_log, tid), uint32_t(tid), kind});
+    }
+    ++(kind == ProcessLinkKind::kFork ? summary.forks_linked : summary.execs_linked);
+  };
+  for (uint32_t i = 0; i < logs.size(); ++i) {
+    const capture::EventLog& log = logs[i];
+    const capture::Event* exec = nullptr;  // the last exec record: the one that succeeded
+    for (const capture::Event& e : log.events) {
+      if (e.op == capture::EventOp::kExec && e.result == 0) exec = &e;
+      if (e.op != capture::EventOp::kFork || e.result <= 0 || e.tid <= 0) continue;
+      int64_t child = next_image(log.header, e.result, log.header.pid, e.entry_ns);
+      if (child >= 0) link_threads(i, e, uint32_t(child), ProcessLinkKind::kFork);
+    }
+    if (!log.loss.ended_by_exec || exec == nullptr || exec->tid <= 0) continue;
+    int64_t image = next_image(log.header, log.header.pid, log.header.parent_pid, exec->entry_ns);
+    if (image >= 0) link_threads(i, *exec, uint32_t(image), ProcessLinkKind::kExec);
+  }
+}
+
+}  // namespace weft::reconcile
