@@ -156,20 +156,31 @@ void ForEachSegment(const void* data, const struct iovec* iov, int iovcnt, size_
   }
 }
 
+// What the first bytes of a detecting stream's first request say it is: those kept from
+// earlier calls, then this call's, copied into `first` (*have of them). kNone when they
+// name no protocol, or one the selection does not detect.
+protocols::Protocol DetectFirstBytes(const ProtocolStream* s, const void* data, const struct iovec* iov,
+                                     int iovcnt, size_t bytes, uint8_t (&first)[kDetectBytes], size_t* have) {
+  size_t n = s->early_length;
+  memcpy(first, s->early, n);
+  ForEachSegment(data, iov, iovcnt, bytes, [&](const uint8_t* p, size_t length) {
+    size_t take = length < kDetectBytes - n ? length : kDetectBytes - n;
+    memcpy(first + n, p, take);
+    n += take;
+  });
+  *have = n;
+  protocols::Protocol protocol = protocols::Detect(first, n);
+  return protocol != protocols::kNone && (g_selection.detect & (1u << protocol)) != 0 ? protocol : protocols::kNone;
+}
+
 // Decides a detecting stream's protocol from the first bytes of its first request: those
 // kept from earlier calls and this call's. False when they are too few to tell: this
 // call's bytes are then kept too (the stream stays detecting).
 bool Decide(ProtocolStream* s, const void* data, const struct iovec* iov, int iovcnt, size_t bytes) {
   uint8_t first[kDetectBytes];
-  size_t have = s->early_length;
-  memcpy(first, s->early, have);
-  ForEachSegment(data, iov, iovcnt, bytes, [&](const uint8_t* p, size_t n) {
-    size_t take = n < kDetectBytes - have ? n : kDetectBytes - have;
-    memcpy(first + have, p, take);
-    have += take;
-  });
-  protocols::Protocol protocol = protocols::Detect(first, have);
-  bool allowed = protocol != protocols::kNone && (g_selection.detect & (1u << protocol)) != 0;
+  size_t have = 0;
+  protocols::Protocol protocol = DetectFirstBytes(s, data, iov, iovcnt, bytes, first, &have);
+  bool allowed = protocol != protocols::kNone;
   if (!allowed && have < kEarlyBytes) {
     memcpy(s->early, first, have);
     s->early_length = uint32_t(have);
@@ -407,15 +418,9 @@ size_t InputBoundary(const InputSide& side, const void* data, const struct iovec
     // The first request of a detected stream: decide as FeedStream will (Decide), on a
     // parser of our own that has seen the bytes kept from earlier calls.
     uint8_t first[kDetectBytes];
-    size_t have = s->early_length;
-    memcpy(first, s->early, have);
-    ForEachSegment(data, iov, iovcnt, n, [&](const uint8_t* p, size_t length) {
-      size_t take = length < kDetectBytes - have ? length : kDetectBytes - have;
-      memcpy(first + have, p, take);
-      have += take;
-    });
-    protocols::Protocol protocol = protocols::Detect(first, have);
-    if (protocol == protocols::kNone || (g_selection.detect & (1u << protocol)) == 0) return n;
+    size_t have = 0;
+    protocols::Protocol protocol = DetectFirstBytes(s, data, iov, iovcnt, n, first, &have);
+    if (protocol == protocols::kNone) return n;
     detected = protocol;
     early_bytes = s->early_length;
     protocols::Init(&copy, protocol, protocols::Direction::kRequest);
