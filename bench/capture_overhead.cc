@@ -266,6 +266,11 @@ int Drive(const std::string& self, const std::string& weft, const std::string& t
                "strace -f -o FILE (target >= 20x)\n",
                Median(throughput[1]) / Median(throughput[strace_row]),
                Median(throughput[1]) / Median(throughput[strace_row + 1]));
+    // No tracer can be faster than strace by more than the untraced program is: on a
+    // machine where that bound is under 20x, the throughput target cannot be met at all.
+    fmt::print("ceiling on this machine: untraced is {:.1f}x strace -o /dev/null and {:.1f}x "
+               "strace -o FILE\n", base / Median(throughput[strace_row]),
+               base / Median(throughput[strace_row + 1]));
   }
   if (log_size.events > 0) {
     fmt::print("log: {} events in {} bytes, {:.1f} bytes per event (headers included), {} "
@@ -311,6 +316,13 @@ int Drive(const std::string& self, const std::string& weft, const std::string& t
   fmt::print("weft adds {:.1f} ns per intercepted call (target <= 150 ns); between runs, "
              "untraced vs traced: {:.1f} ns of CPU, {:.1f} ns wall-clock\n",
              Median(paired[1]), Median(cpu[1]) - Median(cpu[0]), Median(wall[1]) - Median(wall[0]));
+  if (have_strace && Median(paired[1]) > 0) {
+    // LibSockCap's comparison (WAP5 §3): ~1 us added per call against strace's up to 60 us.
+    double strace_added = std::min(Median(wall[strace_row]), Median(wall[strace_row + 1])) - Median(wall[0]);
+    fmt::print("per call, strace adds {:.1f} us (the cheaper of its two runs) and weft {:.1f} ns: "
+               "{:.0f}x (LibSockCap vs strace in WAP5 section 3: 1 us vs up to 60 us)\n",
+               strace_added / 1000, Median(paired[1]), strace_added / Median(paired[1]));
+  }
 
   if (!topology.empty()) {  // a real multi-tier application: the testbed, all tiers traced
     fmt::print("\ntestbed: weft testbed run {} --duration {:.0f}s --concurrency 32, {} runs, "
