@@ -200,11 +200,20 @@ class DescriptorWalker {
       if (named && (!d.send || !given->path.empty())) d.peer = UnixName(*given);
       if (d.peer.empty()) d.peer = "unix:";
     } else if (given != nullptr && IsInternet(*given)) {
-      d.peer = capture::FormatAddress(*given);
+      d.peer = FormattedInternet(*given);
       d.peer_port = given->port;
     }
     last_datagram_[udp] = datagrams_.size();
     datagrams_.push_back(std::move(d));
+  }
+
+  // A datagram's address as text. Every datagram record carries its own address, but a
+  // socket talks to few peers, and inet_ntop (sprintf inside) was a tenth of reconciling
+  // a DNS run, so each distinct address is formatted once per log.
+  const std::string& FormattedInternet(const capture::Address& a) {
+    auto [it, inserted] = formatted_.try_emplace(std::make_tuple(a.family, a.ip, a.port, a.scope_id));
+    if (inserted) it->second = capture::FormatAddress(a);
+    return it->second;
   }
 
   // True if `fd` already names the connection `endpoint` describes (a repeated record).
@@ -311,6 +320,8 @@ class DescriptorWalker {
     int32_t boundary;
   };
   std::unordered_map<int32_t, std::vector<PendingDatagram>> unnamed_datagrams_;  // fd -> ...
+  std::map<std::tuple<capture::wire::AddressFamily, std::array<uint8_t, 16>, uint16_t, uint32_t>, std::string>
+      formatted_;
 };
 
 }  // namespace

@@ -442,13 +442,13 @@ class DatagramEmitter {
       ++count;
       // A resolver may answer a socket's queries out of order: the id pairs them where the
       // processor read one (as on TCP), else the k-th reply answers the k-th query.
-      std::string call_id = fmt::format("u{}.{}", it->second.number, count);
       std::string_view witness = boundary != nullptr ? WitnessKey(boundary->protocol) : "";
+      const std::string* id = nullptr;
       for (size_t a = 0; !witness.empty() && a < boundary->attributes.size(); ++a) {
-        const auto& [key, value] = boundary->attributes[a];
-        if (key == witness) call_id = fmt::format("u{}.w{}", it->second.number, value);
+        if (boundary->attributes[a].first == witness) id = &boundary->attributes[a].second;
       }
-      record.call_id = builder_.String(call_id);
+      record.call_id = builder_.String(id != nullptr ? fmt::format("u{}.w{}", it->second.number, *id)
+                                                     : fmt::format("u{}.{}", it->second.number, count));
     }
     uint32_t row = builder_.Add(record);
     std::string payload = PayloadHex(logs_, first->log, first->payload);
