@@ -612,11 +612,15 @@ Result<Trace> Reconcile(std::span<const capture::EventLog> logs, const Reconcile
     }
     emitter.Emit(pair, ++number);
   }
-  // Datagrams in time order of their first observed side, for stable call ids.
+  // Datagrams in time order of their first observed side, for stable call ids (at equal
+  // times, in the order the logs were read).
   std::vector<DatagramMessage> datagram_messages = MatchDatagrams(udp_sockets, datagrams);
-  auto first_time = [](const DatagramMessage& m) { return m.send != nullptr ? m.send->entry_ns : m.recv->exit_ns; };
-  std::stable_sort(datagram_messages.begin(), datagram_messages.end(),
-                   [&](const DatagramMessage& a, const DatagramMessage& b) { return first_time(a) < first_time(b); });
+  auto first = [](const DatagramMessage& m) {
+    const Datagram* d = m.send != nullptr ? m.send : m.recv;
+    return std::make_pair(d->send ? d->entry_ns : d->exit_ns, d);
+  };
+  std::sort(datagram_messages.begin(), datagram_messages.end(),
+            [&](const DatagramMessage& a, const DatagramMessage& b) { return first(a) < first(b); });
   DatagramEmitter datagram_emitter(logs, udp_sockets, namer, builder, s);
   for (const DatagramMessage& m : datagram_messages) datagram_emitter.Emit(m);
   AddProcessLinks(logs, boot_offsets, [&](uint32_t log, int32_t tid) { return namer.Traced(log, tid); }, builder, s);
