@@ -65,7 +65,8 @@ struct Keyed {
   Key key;
   int64_t time;
   const Datagram* datagram;
-  auto Order() const { return std::tie(key, time); }
+  // `datagrams` is in log order, so the pointer keeps equal times in that order.
+  auto Order() const { return std::tie(key, time, datagram); }
 };
 
 }  // namespace
@@ -82,8 +83,8 @@ std::vector<DatagramMessage> MatchDatagrams(std::span<const DatagramSocket> sock
     }
   }
   auto by_order = [](const Keyed& a, const Keyed& b) { return a.Order() < b.Order(); };
-  std::stable_sort(sends.begin(), sends.end(), by_order);
-  std::stable_sort(recvs.begin(), recvs.end(), by_order);
+  std::sort(sends.begin(), sends.end(), by_order);
+  std::sort(recvs.begin(), recvs.end(), by_order);
   std::vector<DatagramMessage> messages;
   messages.reserve(sends.size() + recvs.size());
   size_t s = 0;

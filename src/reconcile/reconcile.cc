@@ -615,14 +615,16 @@ Result<Trace> Reconcile(std::span<const capture::EventLog> logs, const Reconcile
   // Datagrams in time order of their first observed side, for stable call ids (at equal
   // times, in the order the logs were read).
   std::vector<DatagramMessage> datagram_messages = MatchDatagrams(udp_sockets, datagrams);
-  auto first = [](const DatagramMessage& m) {
+  std::vector<std::tuple<TimeNs, const Datagram*, uint32_t>> datagram_order;  // sorted without chasing pointers
+  datagram_order.reserve(datagram_messages.size());
+  for (uint32_t i = 0; i < datagram_messages.size(); ++i) {
+    const DatagramMessage& m = datagram_messages[i];
     const Datagram* d = m.send != nullptr ? m.send : m.recv;
-    return std::make_pair(d->send ? d->entry_ns : d->exit_ns, d);
-  };
-  std::sort(datagram_messages.begin(), datagram_messages.end(),
-            [&](const DatagramMessage& a, const DatagramMessage& b) { return first(a) < first(b); });
+    datagram_order.emplace_back(d->send ? d->entry_ns : d->exit_ns, d, i);
+  }
+  std::sort(datagram_order.begin(), datagram_order.end());
   DatagramEmitter datagram_emitter(logs, udp_sockets, namer, builder, s);
-  for (const DatagramMessage& m : datagram_messages) datagram_emitter.Emit(m);
+  for (const auto& [time, first, i] : datagram_order) datagram_emitter.Emit(datagram_messages[i]);
   AddProcessLinks(logs, boot_offsets, [&](uint32_t log, int32_t tid) { return namer.Traced(log, tid); }, builder, s);
   std::vector<uint32_t> clock_of_node = namer.ClockOfNode();
   WEFT_ASSIGN_OR_RETURN(Trace trace, std::move(builder).Finish());
