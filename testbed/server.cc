@@ -19,7 +19,9 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <system_error>
 #include <thread>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -98,6 +100,9 @@ class Server {
   void Reply(Conn& conn, const Frame& request, uint64_t seq, const Status& status);
   Status Downstream(const Frame& request);
   Status CallGroup(const Frame& request, const CallSpec& spec, uint32_t count);
+  // The spawn model's call group: each call on a std::thread spawned for it, all of them
+  // started before any is joined (a parallel group) and all joined before it returns.
+  Status CallGroupOnThreads(const Frame& request, const CallSpec& spec, uint32_t count);
   Result<std::unique_ptr<Conn>> GetConn(int tier);
   void PutConn(std::unique_ptr<Conn> conn);
   // A call frame nested in `request`, to `spec`'s request type.
@@ -111,7 +116,7 @@ class Server {
   Status PipelinedCallGroup(const Frame& request, const CallSpec& spec, uint32_t count);
   const RequestType& TypeOf(const Frame& f) const { return tier_.requests[f.request_type]; }
 
-  void ServeConnection(std::shared_ptr<Conn> conn);  // thread per connection, fork
+  void ServeConnection(std::shared_ptr<Conn> conn);  // thread per connection, fork, spawn
   // Before, calls, after and the reply of one request read from `conn`.
   void ServeRequest(Conn& conn, const Frame& request, uint64_t seq);
   // The fork model: a child process serves the request and exits; the caller waits.
@@ -340,8 +345,31 @@ Status Server::PipelinedCallGroup(const Frame& request, const CallSpec& spec, ui
   return result;
 }
 
+Status Server::CallGroupOnThreads(const Frame& request, const CallSpec& spec, uint32_t count) {
+  std::vector<Status> results(count);
+  std::vector<std::thread> threads;
+  threads.reserve(count);
+  Status spawned;
+  for (uint32_t k = 0; k < count; ++k) {
+    try {
+      threads.emplace_back([this, &request, &spec, &results, k] { results[k] = CallGroup(request, spec, 1); });
+    } catch (const std::system_error& e) {  // no thread to be had: the calls made so far finish
+      spawned = Status::IoError("spawning a thread for a call: {}", e.what());
+      break;
+    }
+  }
+  for (std::thread& t : threads) t.join();
+  WEFT_RETURN_IF_ERROR(spawned);
+  for (const Status& s : results) WEFT_RETURN_IF_ERROR(s);
+  return Status::Ok();
+}
+
 Status Server::Downstream(const Frame& request) {
   const RequestType& rt = TypeOf(request);
+  auto call_group = [&](const CallSpec& spec, uint32_t count) {
+    return spec_.model == ThreadingModel::kSpawn ? CallGroupOnThreads(request, spec, count)
+                                                 : CallGroup(request, spec, count);
+  };
   bool first = true;
   for (const CallSpec& spec : rt.calls) {
     uint32_t n = std::uniform_int_distribution<uint32_t>(spec.min_count, spec.max_count)(Rng());
@@ -349,13 +377,13 @@ Status Server::Downstream(const Frame& request) {
       if (n == 0) continue;
       if (!first) Serve(rt.between.Sample(Rng()));
       first = false;
-      WEFT_RETURN_IF_ERROR(CallGroup(request, spec, n));
+      WEFT_RETURN_IF_ERROR(call_group(spec, n));
       continue;
     }
     for (uint32_t k = 0; k < n; ++k) {
       if (!first) Serve(rt.between.Sample(Rng()));
       first = false;
-      WEFT_RETURN_IF_ERROR(CallGroup(request, spec, 1));
+      WEFT_RETURN_IF_ERROR(call_group(spec, 1));
     }
   }
   return Status::Ok();
@@ -559,7 +587,8 @@ void Server::RunUdp(int fd) {
 
 void Server::Run(int listen_fd) {
   if (tier_.udp) RunUdp(listen_fd);
-  if (spec_.model != ThreadingModel::kThreadPerConnection && spec_.model != ThreadingModel::kFork) {
+  if (spec_.model != ThreadingModel::kThreadPerConnection && spec_.model != ThreadingModel::kFork &&
+      spec_.model != ThreadingModel::kSpawn) {
     RunPipeline(listen_fd);
   }
   while (true) {

@@ -68,7 +68,7 @@ Result<ServerSpec> Parser::ParseServer(const toml::table& t, const ServerSpec& d
     bool found = false;
     for (ThreadingModel m : {ThreadingModel::kThreadPerConnection, ThreadingModel::kWorkerPool,
                              ThreadingModel::kHandoff, ThreadingModel::kStaged,
-                             ThreadingModel::kEventLoop, ThreadingModel::kFork}) {
+                             ThreadingModel::kEventLoop, ThreadingModel::kFork, ThreadingModel::kSpawn}) {
       if (name && *name == ThreadingModelName(m)) {
         s.model = m;
         found = true;
@@ -76,7 +76,7 @@ Result<ServerSpec> Parser::ParseServer(const toml::table& t, const ServerSpec& d
     }
     if (!found) {
       return Error(LineOf(*n),
-                   "model must be thread-per-connection, worker-pool, handoff, staged, event-loop or fork");
+                   "model must be thread-per-connection, worker-pool, handoff, staged, event-loop, fork or spawn");
     }
   }
   WEFT_ASSIGN_OR_RETURN(uint32_t port, Count(t, "port", s.port));
@@ -289,6 +289,7 @@ std::string_view ThreadingModelName(ThreadingModel model) {
     case ThreadingModel::kStaged: return "staged";
     case ThreadingModel::kEventLoop: return "event-loop";
     case ThreadingModel::kFork: return "fork";
+    case ThreadingModel::kSpawn: return "spawn";
   }
   return "?";
 }

@@ -25,6 +25,7 @@ enum class ThreadingModel : uint8_t {
   kStaged,               // SEDA: read, compute, call and reply stages with their own queues
   kEventLoop,            // SPED: one thread, non-blocking sockets, epoll, many requests at once
   kFork,                 // CGI: a connection's thread reads a request, a forked child serves it
+  kSpawn,                // thread per connection, each downstream call on a thread spawned for it
 };
 std::string_view ThreadingModelName(ThreadingModel model);
 

@@ -27,7 +27,7 @@ constexpr std::string_view kOpNames[] = {
     "listen",   "close",    "shutdown",   "dup",       "read",     "readv",    "write",
     "writev",   "send",     "sendto",     "sendmsg",   "sendmmsg", "recv",     "recvfrom",
     "recvmsg",  "recvmmsg", "sendfile",   "poll",      "select",   "epoll_wait", "fork",
-    "exec"};
+    "exec",     "thread"};
 static_assert(std::size(kOpNames) == wire::kOpCount);
 
 template <typename T>

@@ -59,6 +59,7 @@ enum class EventOp : uint8_t {
   kEpollWait = wire::kOpEpollWait,
   kFork = wire::kOpFork,
   kExec = wire::kOpExec,
+  kThread = wire::kOpThread,  // tid: the new thread; result: the thread that created it
   kEndpoint = 100,  // not a call: an endpoint record (Event::endpoint says which)
   kBoundary = 101,  // not a call: a protocol message ended (Event::boundary says which)
 };

@@ -101,7 +101,9 @@ enum Op : uint8_t {
   kOpEpollWait = 26,   // epoll_wait and epoll_pwait; fd = the epoll descriptor
   kOpFork = 27,        // fork, vfork (arg 0), posix_spawn (arg 1); result = child pid
   kOpExec = 28,        // written before the exec; a second one with -errno if it failed
-  kOpCount = 29,
+  kOpThread = 29,      // pthread_create, logged by the new thread: entry = the creator's
+                       // call entry, exit = the new thread's start, result = creator tid
+  kOpCount = 30,
 };
 
 // Socket (or pipe) kinds, as the descriptor table and endpoint records know them.

@@ -1,5 +1,5 @@
-// Process lineage in reconcile (processes.h): forks date inherited ends, and forks and
-// execs become the trace's process links.
+// Process lineage in reconcile (processes.h): forks date inherited ends, and forks, execs
+// and thread creations become the trace's process links.
 #include "reconcile/processes.h"
 
 #include <algorithm>
@@ -37,10 +37,12 @@ void DateInheritedEndsFromFork(std::span<const capture::EventLog> logs, const Bo
   }
 }
 
-// Fork and exec as process links (trace.h; BorderPatrol §5.5: a spawned module's initial
-// fragment works for the request its parent was in at the fork). A fork logged with the
-// child's pid links the forking thread to every thread of the child's first image; an exec
-// that ended an image links the exec'ing thread to every thread of the pid's next image.
+// Fork, exec and pthread_create as process links (trace.h; BorderPatrol §5.5: a spawned
+// module's initial fragment works for the request its parent was in at the fork; weft
+// treats a spawned thread alike). A fork logged with the child's pid links the forking
+// thread to every thread of the child's first image; an exec that ended an image links the
+// exec'ing thread to every thread of the pid's next image; threads an image created
+// itself are linked only to their creators.
 // Either image is the log of that pid on the same boot opened first at or after the call
 // (a child opens its log at once), whose parent is the forking process (fork) or the
 // exec'ing image's parent (exec): a log of a later process that reused the pid has
@@ -63,13 +65,18 @@ void AddProcessLinks(std::span<const capture::EventLog> logs, const BootOffsets&
     }
     return best;
   };
+  // Threads the new image created itself (a thread record) are linked to their creator
+  // below, not to the fork or exec.
   auto link_threads = [&](uint32_t from_log, const capture::Event& e, uint32_t to_log, ProcessLinkKind kind) {
-    std::vector<int32_t> threads;
+    std::vector<int32_t> threads, created;
     for (const capture::Event& t : logs[to_log].events) {
       if (t.tid > 0) threads.push_back(t.tid);
+      if (t.op == capture::EventOp::kThread && t.result > 0) created.push_back(t.tid);
     }
     std::sort(threads.begin(), threads.end());
     threads.erase(std::unique(threads.begin(), threads.end()), threads.end());
+    std::sort(created.begin(), created.end());
+    std::erase_if(threads, [&](int32_t tid) { return std::binary_search(created.begin(), created.end(), tid); });
     const TimeNs time = e.entry_ns + boot_offsets.at(logs[from_log].header.boot_id);
     for (int32_t tid : threads) {
       builder.AddProcessLink(ProcessLink{time, node_of(from_log, e.tid), uint32_t(e.tid),
@@ -89,6 +96,17 @@ void AddProcessLinks(std::span<const capture::EventLog> logs, const BootOffsets&
     if (!log.loss.ended_by_exec || exec == nullptr || exec->tid <= 0) continue;
     int64_t image = next_image(log.header, log.header.pid, log.header.parent_pid, exec->entry_ns);
     if (image >= 0) link_threads(i, *exec, uint32_t(image), ProcessLinkKind::kExec);
+  }
+  // A thread created with pthread_create logged its own start (the creator's call entry,
+  // the creator's tid): one link from the creating thread to it, in the same log.
+  for (uint32_t i = 0; i < logs.size(); ++i) {
+    const TimeNs offset = boot_offsets.at(logs[i].header.boot_id);
+    for (const capture::Event& e : logs[i].events) {
+      if (e.op != capture::EventOp::kThread || e.result <= 0 || e.tid <= 0) continue;
+      builder.AddProcessLink(ProcessLink{e.entry_ns + offset, node_of(i, e.result), uint32_t(e.result),
+                                         node_of(i, e.tid), uint32_t(e.tid), ProcessLinkKind::kThread});
+      ++summary.threads_linked;
+    }
   }
 }
 

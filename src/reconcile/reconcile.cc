@@ -520,6 +520,7 @@ std::string ReconcileSummary::OneLine() const {
            ? ""
            : fmt::format(", {} forks and {} execs linked to the processes they started", forks_linked,
                          execs_linked)) +
+      (threads_linked == 0 ? "" : fmt::format(", {} threads linked to the threads that created them", threads_linked)) +
       (isolated_reads + held_reads + split_waits == 0
            ? ""
            : fmt::format(", event isolation: {} reads cut at a message end, {} served from {} held "

@@ -90,6 +90,8 @@ struct ReconcileSummary {
   // thread of it in the trace (trace.h ProcessLink).
   uint64_t forks_linked = 0;
   uint64_t execs_linked = 0;
+  // Threads created with pthread_create, each linked to the thread that created it.
+  uint64_t threads_linked = 0;
 
   std::string OneLine() const;  // "12345 events, 40 connections (18 matched, ...), ..."
   // ", 120 messages ended at protocol boundaries (http 80, redis 40)", or "" if none did.

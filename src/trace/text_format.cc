@@ -107,13 +107,14 @@ Result<MessageKind> ParseOp(std::string_view op) {
   if (op == "CALL_SENT") return MessageKind::kCall;
   if (op == "RET_SENT") return MessageKind::kReturn;
   if (op == "MSG_SENT") return MessageKind::kMessage;
-  return Status::InvalidArgument("unknown op '{}' (want CALL_SENT, RET_SENT, MSG_SENT, FORK or EXEC)", op);
+  return Status::InvalidArgument("unknown op '{}' (want CALL_SENT, RET_SENT, MSG_SENT, FORK, EXEC or THREAD)", op);
 }
 
-// A process link line: "timestamp FORK|EXEC from to stid=T rtid=U" (docs/formats.md).
+// A process link line: "timestamp FORK|EXEC|THREAD from to stid=T rtid=U" (docs/formats.md).
 std::optional<ProcessLinkKind> ParseLinkOp(std::string_view op) {
   if (op == "FORK") return ProcessLinkKind::kFork;
   if (op == "EXEC") return ProcessLinkKind::kExec;
+  if (op == "THREAD") return ProcessLinkKind::kThread;
   return std::nullopt;
 }
 

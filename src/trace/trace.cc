@@ -19,6 +19,7 @@ std::string_view ProcessLinkKindName(ProcessLinkKind kind) {
   switch (kind) {
     case ProcessLinkKind::kFork: return "FORK";
     case ProcessLinkKind::kExec: return "EXEC";
+    case ProcessLinkKind::kThread: return "THREAD";
   }
   return "?";
 }

@@ -50,6 +50,7 @@
 #include <sys/resource.h>
 #include <sys/select.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/uio.h>
 #include <sys/un.h>
@@ -57,6 +58,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -319,6 +322,66 @@ int Churn(int threads, int n) {
     pthread_join(id, nullptr);
   }
   std::printf("churn %d x %d round trips\n", threads, n);
+  return 0;
+}
+
+// pthread_create under the wrapper (thread_calls.cc): threads that return a value, end with
+// pthread_exit, are cancelled, and create a thread of their own; a creation that fails (a
+// stack no mapping can hold). Each reports its tid and its creator's; errno is kept.
+pid_t Tid() { return pid_t(syscall(SYS_gettid)); }
+
+int PthreadLife() {
+  std::printf("main %d\n", Tid());
+  pthread_t returns, exits, cancelled, parent;
+  errno = 1234;
+  static pid_t main_tid = Tid();
+  int r = pthread_create(&returns, nullptr, [](void* arg) -> void* {
+    std::printf("returns %d by %d\n", Tid(), main_tid);
+    RoundTrips(2);
+    return arg;
+  }, &main_tid);
+  if (r != 0 || errno != 1234) Die("pthread_create returns");
+  void* value = nullptr;
+  pthread_join(returns, &value);
+  if (value != &main_tid) Die("returned value");
+  pthread_create(&exits, nullptr, [](void*) -> void* {
+    std::printf("exits %d by %d\n", Tid(), main_tid);
+    pthread_exit(reinterpret_cast<void*>(intptr_t(42)));
+  }, nullptr);
+  pthread_join(exits, &value);
+  if (value != reinterpret_cast<void*>(intptr_t(42))) Die("pthread_exit value");
+  static std::atomic<bool> waiting{false};
+  pthread_create(&cancelled, nullptr, [](void*) -> void* {
+    std::printf("cancelled %d by %d\n", Tid(), main_tid);
+    std::fflush(stdout);
+    waiting = true;
+    for (;;) pause();  // a cancellation point
+  }, nullptr);
+  while (!waiting) sched_yield();
+  pthread_cancel(cancelled);
+  pthread_join(cancelled, &value);
+  if (value != PTHREAD_CANCELED) Die("cancel");
+  pthread_create(&parent, nullptr, [](void*) -> void* {
+    static pid_t parent_tid = Tid();
+    std::printf("parent %d by %d\n", parent_tid, main_tid);
+    pthread_t child;
+    pthread_create(&child, nullptr, [](void*) -> void* {
+      std::printf("nested %d by %d\n", Tid(), parent_tid);
+      return nullptr;
+    }, nullptr);
+    pthread_join(child, nullptr);
+    return nullptr;
+  }, nullptr);
+  pthread_join(parent, nullptr);
+  pthread_attr_t huge;
+  pthread_attr_init(&huge);
+  pthread_attr_setstacksize(&huge, size_t(1) << 62);
+  pthread_t never;
+  errno = 4321;
+  r = pthread_create(&never, &huge, [](void*) -> void* { return nullptr; }, nullptr);
+  if (r == 0 || errno != 4321) Die("pthread_create with a huge stack");
+  pthread_attr_destroy(&huge);
+  std::printf("pthreads ok, failed creation %d\n", r);
   return 0;
 }
 
@@ -898,6 +961,7 @@ int main(int argc, char** argv) {
   if (scenario == "unixdgram" && argc > 3) return UnixDatagrams(argv[2], arg(3), argc > 4 ? argv[4] : nullptr);
   if (scenario == "threads") return Threads(arg(2), arg(3));
   if (scenario == "churn") return Churn(arg(2), arg(3));
+  if (scenario == "pthreads") return PthreadLife();
   if (scenario == "dup2") return Dup2(arg(2));
   if (scenario == "nonblock") return Nonblocking();
   if (scenario == "eintr") return Interrupted();

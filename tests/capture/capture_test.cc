@@ -12,6 +12,7 @@
 #include <fstream>
 #include <map>
 #include <set>
+#include <sstream>
 
 #include "capture/event_log.h"
 #include "weft_cli.h"
@@ -282,6 +283,59 @@ TEST_F(CaptureTest, ThreadsOneAfterAnotherEachKeepTheirOwnRecords) {
   sends.erase(logs[0].header.pid);
   ASSERT_EQ(sends.size(), 50u);
   for (const auto& [tid, n] : sends) EXPECT_EQ(n, 20) << tid;
+}
+
+// "name TID by CREATOR" lines of the pthreads scenario.
+std::map<std::string, std::pair<int32_t, int32_t>> ThreadsReported(const std::string& output) {
+  std::map<std::string, std::pair<int32_t, int32_t>> threads;
+  std::istringstream in(output);
+  std::string name;
+  int32_t tid = 0, creator = 0;
+  std::string by;
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream words(line);
+    if (words >> name >> tid >> by >> creator && by == "by") threads[name] = {tid, creator};
+  }
+  return threads;
+}
+
+// pthread_create is wrapped (thread_calls.cc): every thread the program made logs one
+// thread record naming its creator, threads that end by pthread_exit or cancellation end
+// as they would untraced, and a creation that fails logs nothing and keeps errno.
+TEST_F(CaptureTest, ThreadCreationIsLoggedByEachNewThreadWithItsCreator) {
+  auto run = Capture("pthreads");
+  ASSERT_EQ(run.rc, 0) << run.output;
+  EXPECT_NE(run.output.find("pthreads ok, failed creation 11\n"), std::string::npos) << run.output;  // EAGAIN
+  std::map<std::string, std::pair<int32_t, int32_t>> reported = ThreadsReported(run.output);
+  ASSERT_EQ(reported.size(), 5u) << run.output;
+  std::vector<EventLog> logs = Logs();
+  ASSERT_EQ(logs.size(), 1u);
+  const EventLog& log = logs[0];
+  std::map<int32_t, std::vector<const Event*>> created;  // new thread -> its thread records
+  for (const Event* e : Calls(log, EventOp::kThread)) created[e->tid].push_back(e);
+  ASSERT_EQ(created.size(), 5u);
+  for (const auto& [name, tids] : reported) {
+    auto [tid, creator] = tids;
+    ASSERT_EQ(created[tid].size(), 1u) << name;
+    const Event& e = *created[tid][0];
+    EXPECT_EQ(e.result, creator) << name;
+    EXPECT_EQ(e.fd, -1) << name;
+    EXPECT_LE(e.entry_ns, e.exit_ns) << name;
+    EXPECT_NE(FormatEvent(log, e).find(" thread fd -1 = " + std::to_string(creator)), std::string::npos)
+        << FormatEvent(log, e);
+    // The record is the thread's first: nothing it did comes before its start.
+    for (const Event& other : log.events) {
+      if (other.tid == tid && &other != &e) {
+        EXPECT_GE(other.entry_ns, e.exit_ns) << name;
+      }
+    }
+  }
+  EXPECT_EQ(reported["nested"].second, reported["parent"].first);
+  EXPECT_EQ(reported["returns"].second, log.header.pid);
+  // The thread that returned made its round trips as its own tid.
+  int sends = 0;
+  for (const Event* e : Calls(log, EventOp::kSend)) sends += e->tid == reported["returns"].first;
+  EXPECT_EQ(sends, 4);
 }
 
 TEST_F(CaptureTest, ProgramThatDupsOverTheLogDescriptorIsUnharmed) {

@@ -256,6 +256,33 @@ TEST(EventLogTest, DamagedBoundaryRecordIsReported) {
   EXPECT_EQ(damaged(overlong), 1u);
 }
 
+// A thread record (op 29, pthread_create) is read in the new thread's block with its
+// creator as the result; an op past the last one known is still a damaged record.
+TEST(EventLogTest, ThreadRecordNamesTheCreator) {
+  std::string file = EncodeHeader(TestHeader{});
+  file += Block(103, 0, {CallRecord(w::kOpThread, -1, 500, 540, 101), CallRecord(w::kOpSend, 5, 600, 610, 3)});
+  file += Block(0, 0, {EndRecord(0, 0, 0)});
+  RecordingReporter reporter;
+  auto log = Decode(file, &reporter);
+  ASSERT_TRUE(log.ok()) << log.status().message();
+  EXPECT_TRUE(reporter.lines.empty());
+  ASSERT_EQ(log->events.size(), 2u);
+  const Event& created = log->events[0];
+  EXPECT_EQ(created.op, EventOp::kThread);
+  EXPECT_EQ(created.tid, 103);
+  EXPECT_EQ(created.result, 101);
+  EXPECT_EQ(EventOpName(created.op), "thread");
+  EXPECT_FALSE(IsSendOp(created.op) || IsRecvOp(created.op));
+  EXPECT_EQ(FormatEvent(*log, created), "1699999999.000000500 4242/103 thread fd -1 = 101 [40ns]");
+
+  std::string unknown = EncodeHeader(TestHeader{});
+  unknown += Block(103, 0, {CallRecord(w::kOpCount, -1, 500, 540, 101)});
+  auto damaged = Decode(unknown, &reporter);
+  ASSERT_TRUE(damaged.ok()) << damaged.status().message();
+  EXPECT_TRUE(damaged->events.empty());
+  EXPECT_EQ(reporter.lines.size(), 1u);
+}
+
 TEST(EventLogTest, FormatEventIsOneLine) {
   auto log = Decode(TwoThreadLog());
   ASSERT_TRUE(log.ok());

@@ -188,5 +188,113 @@ TEST(PreciseAlgorithms, FragmentFollowsForkAndExec) {
   }
 }
 
+// Per message of the trace, the message fragment gave it as parent (-1: a root).
+std::vector<int64_t> FragmentParents(const Trace& trace, const PathSet& paths) {
+  std::vector<int64_t> parent(trace.size(), -2);
+  for (size_t i = 0; i < paths.instance_count(); ++i) {
+    std::span<const MessageId> messages = paths.InstanceMessages(i);
+    std::span<const int32_t> parents = paths.InstanceParents(i);
+    for (size_t j = 0; j < messages.size(); ++j) {
+      parent[messages[j].value()] = parents[j] < 0 ? -1 : int64_t(messages[size_t(parents[j])].value());
+    }
+  }
+  return parent;
+}
+
+struct FragmentRun {
+  std::vector<int64_t> parents;
+  EvalReport report;
+  int64_t spawned = 0, ended_by_answer = 0, outputs_starting_requests = 0;
+};
+
+// `text` with its THREAD lines, or without them.
+FragmentRun RunFragment(const std::string& text, bool links) {
+  std::string input = text;
+  for (size_t at; !links && (at = input.find(" THREAD ")) != std::string::npos;) {
+    size_t begin = input.rfind('\n', at) + 1;
+    input.erase(begin, input.find('\n', at) + 1 - begin);
+  }
+  Result<Trace> trace = ParseTextTrace(input, "spawn.trace");
+  EXPECT_TRUE(trace.ok()) << trace.status().message();
+  Result<PathSet> inferred = InferFragment(*trace);
+  Result<PathSet> truth = InferFromTruth(*trace);
+  EXPECT_TRUE(inferred.ok() && truth.ok());
+  Result<EvalReport> report = Evaluate(*truth, *inferred);
+  EXPECT_TRUE(report.ok());
+  return {FragmentParents(*trace, *inferred), *report, inferred->Counter("process_links_carrying_requests"),
+          inferred->Counter("inherited_requests_ended_by_answer"),
+          inferred->Counter("outputs_starting_requests")};
+}
+
+// A handler thread (1) of A spawns a thread per downstream call (50 to B, 51 to D, in
+// parallel), joins them and answers. The threads got the request through no message: with
+// the THREAD links the tree is exact, without them each call starts a path of its own.
+TEST(PreciseAlgorithms, FragmentFollowsThreadLinks) {
+  const std::string text =
+      "10 CALL_SENT C A c1 recv=20 stid=11 rtid=1 path=1 msg=0\n"
+      "21 THREAD A A stid=1 rtid=50\n"
+      "22 THREAD A A stid=1 rtid=51\n"
+      "30 CALL_SENT A B b1 recv=40 stid=50 rtid=20 path=1 msg=1 parent=0\n"
+      "31 CALL_SENT A D d1 recv=41 stid=51 rtid=30 path=1 msg=2 parent=0\n"
+      "50 RET_SENT B A b1 recv=60 stid=20 rtid=50 path=1 msg=3 parent=1\n"
+      "51 RET_SENT D A d1 recv=61 stid=30 rtid=51 path=1 msg=4 parent=2\n"
+      "70 RET_SENT A C c1 recv=80 stid=1 rtid=11 path=1 msg=5 parent=0\n";
+  FragmentRun with = RunFragment(text, true);
+  EXPECT_EQ(with.parents, (std::vector<int64_t>{-1, 0, 0, 1, 2, 0}));
+  EXPECT_EQ(with.report.requests.requests, 1u);
+  EXPECT_EQ(with.report.requests.exact, 1u);
+  EXPECT_EQ(with.spawned, 2);
+  EXPECT_EQ(with.ended_by_answer, 2);  // both threads still held c1 when A answered it
+  EXPECT_EQ(with.outputs_starting_requests, 1);  // the client's c1
+  FragmentRun without = RunFragment(text, false);
+  EXPECT_EQ(without.parents, (std::vector<int64_t>{-1, -1, -1, 1, 2, 0}));
+  EXPECT_EQ(without.report.requests.exact, 0u);
+  EXPECT_EQ(without.outputs_starting_requests, 3);  // c1, b1, d1
+}
+
+// A spawned thread that reads a request of its own works for that one from then on: its
+// inheritance ended at its first input.
+TEST(PreciseAlgorithms, InheritedRequestEndsAtTheThreadsOwnFirstInput) {
+  const std::string text =
+      "10 CALL_SENT C A c1 recv=20 stid=11 rtid=1 path=1 msg=0\n"
+      "21 THREAD A A stid=1 rtid=50\n"
+      "25 CALL_SENT C A c2 recv=26 stid=12 rtid=50 path=2 msg=1\n"
+      "30 CALL_SENT A B b2 recv=40 stid=50 rtid=20 path=2 msg=2 parent=1\n"
+      "50 RET_SENT B A b2 recv=60 stid=20 rtid=50 path=2 msg=3 parent=2\n"
+      "65 RET_SENT A C c2 recv=75 stid=50 rtid=12 path=2 msg=4 parent=1\n"
+      "70 RET_SENT A C c1 recv=80 stid=1 rtid=11 path=1 msg=5 parent=0\n";
+  FragmentRun run = RunFragment(text, true);
+  EXPECT_EQ(run.parents, (std::vector<int64_t>{-1, -1, 1, 2, 1, 0}));
+  EXPECT_EQ(run.report.requests.exact, 2u);
+  EXPECT_EQ(run.spawned, 1);
+  EXPECT_EQ(run.ended_by_answer, 0);  // thread 50 held c2 by then, its own
+}
+
+// A pool thread (50) created lazily while A serves c1 makes c1's call to B, and later one
+// for c2, handed to it through a queue capture cannot see. Its inheritance of c1 ends when
+// A answers c1, so the later call is not put in c1's tree: it starts a request of its own
+// (c1 stays exact; c2 loses its call, as it would with no link at all).
+TEST(PreciseAlgorithms, InheritedRequestEndsWhenItIsAnswered) {
+  const std::string text =
+      "10 CALL_SENT C A c1 recv=20 stid=11 rtid=1 path=1 msg=0\n"
+      "21 THREAD A A stid=1 rtid=50\n"
+      "30 CALL_SENT A B b1 recv=40 stid=50 rtid=20 path=1 msg=1 parent=0\n"
+      "50 RET_SENT B A b1 recv=60 stid=20 rtid=50 path=1 msg=2 parent=1\n"
+      "70 RET_SENT A C c1 recv=80 stid=1 rtid=11 path=1 msg=3 parent=0\n"
+      "90 CALL_SENT C A c2 recv=100 stid=12 rtid=1 path=2 msg=4\n"
+      "110 CALL_SENT A B b2 recv=120 stid=50 rtid=20 path=2 msg=5 parent=4\n"
+      "130 RET_SENT B A b2 recv=140 stid=20 rtid=50 path=2 msg=6 parent=5\n"
+      "150 RET_SENT A C c2 recv=160 stid=1 rtid=12 path=2 msg=7 parent=4\n";
+  FragmentRun run = RunFragment(text, true);
+  // The reply b1 at 60 resumed c1 on thread 50, still by inheritance; c1's answer at 70
+  // ended it, so b2 (row 5) has no parent.
+  EXPECT_EQ(run.parents, (std::vector<int64_t>{-1, 0, 1, 0, -1, -1, 5, 4}));
+  EXPECT_EQ(run.spawned, 1);
+  EXPECT_EQ(run.ended_by_answer, 1);
+  EXPECT_EQ(run.outputs_starting_requests, 3);  // c1, c2 (the client's) and b2
+  EXPECT_EQ(run.report.requests.requests, 2u);
+  EXPECT_EQ(run.report.requests.exact, 1u);
+}
+
 }  // namespace
 }  // namespace weft

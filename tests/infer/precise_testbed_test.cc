@@ -208,14 +208,49 @@ TEST_F(PreciseTestbedTest, ForkPerRequestIsExactForFragmentOnlyWithForkLinks) {
   EXPECT_EQ(unlinked.exact, 0u);
 }
 
-// A program that forks outside any request is unchanged by its links: the testbed's runner
-// forks each server before the load starts, so reconcile links the runner to every server
-// thread, no link carries a request, and the forward scan gives the same paths.
+// A handler that fans its downstream calls out over threads it spawns (std::thread, as
+// std::async does): the front tier's connection thread reads a request, makes each call on
+// a new thread (a parallel group's threads all started, then joined) and replies after
+// joining them. The call threads learn the request from the memory they share, through no
+// message: with the THREAD links every request's tree is exact; without them each call
+// starts a path of its own, and no tree is whole (every request makes at least one call).
+TEST_F(PreciseTestbedTest, SpawnPerCallIsExactForFragmentOnlyWithThreadLinks) {
+  SKIP_UNDER_ASAN();
+  Trace trace = CaptureRun("spawn");
+  size_t thread_links = 0;
+  for (const ProcessLink& l : trace.process_links()) thread_links += l.kind == ProcessLinkKind::kThread;
+  Result<PathSet> paths = InferFragment(trace);
+  ASSERT_TRUE(paths.ok());
+  RequestOutcomes fragment = Score(trace, InferFragment);
+  EXPECT_EQ(fragment.exact, fragment.requests);
+  EXPECT_EQ(fragment.orphaned + fragment.mis_stitched + fragment.wrong_parents, 0u);
+  // At least one spawned thread per request, each carrying it; every one let go of it
+  // when the request was answered (the threads are joined before the reply).
+  EXPECT_GE(paths->Counter("process_links_carrying_requests"), int64_t(fragment.requests));
+  EXPECT_GE(thread_links, fragment.requests);
+  EXPECT_GE(paths->Counter("inherited_requests_ended_by_answer"), int64_t(fragment.requests));
+  RequestOutcomes unlinked = Score(WithoutProcessLinks(trace), InferFragment);
+  EXPECT_EQ(unlinked.requests, fragment.requests);
+  EXPECT_EQ(unlinked.exact, 0u);
+  EXPECT_GE(unlinked.orphaned, unlinked.requests * 9 / 10);
+}
+
+// A program that forks or creates threads outside any request is unchanged by its links:
+// the testbed's runner forks each server before the load starts, so reconcile links the
+// runner to every server thread, and each server's accept loop creates a thread per
+// connection before any request comes on it; no link carries a request, and the forward
+// scan gives the same paths.
 TEST_F(PreciseTestbedTest, ForksOutsideRequestsChangeNothing) {
   SKIP_UNDER_ASAN();
   Trace trace = CaptureRun("thread-per-connection");
-  EXPECT_GE(trace.process_links().size(), 3u);  // front, back and store were forked
-  for (const ProcessLink& l : trace.process_links()) EXPECT_EQ(l.kind, ProcessLinkKind::kFork);
+  size_t forks = 0, threads = 0;
+  for (const ProcessLink& l : trace.process_links()) {
+    forks += l.kind == ProcessLinkKind::kFork;
+    threads += l.kind == ProcessLinkKind::kThread;
+  }
+  EXPECT_GE(forks, 3u);    // front, back and store were forked
+  EXPECT_GE(threads, 8u);  // at least the front tier's thread per client connection
+  EXPECT_EQ(forks + threads, trace.process_links().size());
   Result<PathSet> linked = InferFragment(trace);
   Result<PathSet> unlinked = InferFragment(WithoutProcessLinks(trace));
   ASSERT_TRUE(linked.ok() && unlinked.ok());

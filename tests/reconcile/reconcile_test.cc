@@ -563,6 +563,41 @@ TEST(Reconcile, ForkAndExecBecomeProcessLinks) {
   }));
 }
 
+// A thread made with pthread_create logged its start with its creator: one THREAD link from
+// the creator to it, at the creator's call, with thread and with process node naming. A
+// thread of a forked child that the child created itself is linked to its creator, not to
+// the fork; a thread record whose creation failed (result not a tid) links nothing.
+TEST(Reconcile, ThreadRecordsBecomeThreadLinks) {
+  std::vector<capture::EventLog> logs = {
+      LogBuilder("b", "/srv/server", 200).Fork(250, 70, 80)
+          .Thread(201, 200, 100, 120).Thread(202, 201, 130, 140).Thread(203, 0, 150, 160)
+          .Send(3, 202, 200, 201, 10).Build(),
+      LogBuilder("b", "/srv/server", 250).ParentPid(200).OpenedAt(75)
+          .Send(3, 250, 300, 301, 1).Thread(251, 250, 310, 320).Send(3, 251, 330, 331, 1).Build(),
+  };
+  ReconcileSummary summary;
+  Trace trace = MustReconcile(logs, &summary, NodeNaming::kProcess);
+  EXPECT_EQ(LinkLines(trace), (std::vector<std::string>{
+      "FORK 70 b:server[200]/200 -> b:server[250]/250",
+      "THREAD 100 b:server[200]/200 -> b:server[200]/201",
+      "THREAD 130 b:server[200]/201 -> b:server[200]/202",
+      "THREAD 310 b:server[250]/250 -> b:server[250]/251",
+  }));
+  EXPECT_EQ(summary.forks_linked, 1u);
+  EXPECT_EQ(summary.threads_linked, 3u);
+  EXPECT_NE(summary.OneLine().find(", 1 forks and 0 execs linked to the processes they started, 3 threads "
+                                   "linked to the threads that created them"),
+            std::string::npos)
+      << summary.OneLine();
+  Trace per_thread = MustReconcile(logs, nullptr, NodeNaming::kThread);
+  ASSERT_EQ(per_thread.process_links().size(), 4u);
+  const ProcessLink& nested = per_thread.process_links()[2];
+  EXPECT_EQ(nested.kind, ProcessLinkKind::kThread);
+  EXPECT_NE(nested.from, nested.to);
+  EXPECT_EQ(per_thread.NodeName(nested.from), "b:server[200/201]");
+  EXPECT_EQ(per_thread.NodeName(nested.to), "b:server[200/202]");
+}
+
 // A server that forks a child per request, each answering on the connection it inherited
 // (a CGI). Capture counts offsets per process, so the second child logs its reply's end at
 // byte 7 of the replies, as the first did; reconcile moves it past the first child's 7

@@ -153,6 +153,12 @@ class LogBuilder {
     return Add({.op = capture::EventOp::kFork, .tid = log_.header.pid, .fd = -1, .entry_ns = entry,
                 .exit_ns = exit, .result = child});
   }
+  // Thread `tid` started at `start`, created by thread `creator` whose pthread_create was
+  // entered at `entry` (the new thread's record).
+  LogBuilder& Thread(int32_t tid, int32_t creator, TimeNs entry, TimeNs start) {
+    return Add({.op = capture::EventOp::kThread, .tid = tid, .fd = -1, .entry_ns = entry, .exit_ns = start,
+                .result = creator});
+  }
   // exec() entered at `t` by thread `tid`, which ended the image (a successful exec).
   LogBuilder& Exec(int32_t tid, TimeNs t) {
     log_.loss.ended_by_exec = true;

@@ -14,6 +14,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <set>
 #include <sstream>
 
 #include "testbed/runner.h"
@@ -103,6 +105,55 @@ TEST(Testbed, PipeliningAndPerRequestClientConnections) {
     EXPECT_EQ(check->shaped, s.sent);
     std::filesystem::remove_all(options.out_dir);
   }
+}
+
+// The spawn model in the middle of every-model: each of mid's downstream calls leaves on a
+// thread other than the one that read the request, the calls of one request on threads of
+// their own, and the reply on the thread that read it; the truth still nests every call
+// under its request (by call ids, whatever thread made it).
+TEST(Testbed, SpawnMakesEachCallOnAThreadOfItsOwn) {
+  Result<Topology> topo = LoadTopology(std::string(WEFT_TOPOLOGIES) + "/every-model.toml");
+  ASSERT_TRUE(topo.ok());
+  ASSERT_EQ(topo->tiers[1].name, "mid");
+  topo->tiers[1].servers[0].model = ThreadingModel::kSpawn;
+  RunOptions options;
+  options.duration = 1000 * kMillisecond;
+  options.concurrency = 8;
+  options.out_dir = TempDir("spawn");
+  Result<RunReport> report = RunTestbed(*topo, options);
+  ExpectNoChildren();
+  ASSERT_TRUE(report.ok()) << report.status().message();
+  const LoadStats& s = report->load;
+  EXPECT_GT(s.ok, 10u);
+  EXPECT_EQ(s.ok, s.sent) << FormatLoadStats(s);
+  Result<Trace> trace = BuildTruthTrace(options.out_dir);
+  ASSERT_TRUE(trace.ok()) << trace.status().message();
+  Result<TruthCheck> check = CheckTruth(*trace, report->topology, true);
+  ASSERT_TRUE(check.ok()) << check.status().message();
+  EXPECT_EQ(check->shaped, s.sent);
+  const TraceColumns& c = trace->columns();
+  size_t calls = 0, replies = 0;
+  std::map<uint32_t, std::set<uint32_t>> threads_of_request;  // mid's request -> its call threads
+  std::map<uint32_t, size_t> calls_of_request;
+  for (size_t i = 0; i < trace->size(); ++i) {
+    if (trace->NodeName(c.sender[i]) != "mid0" || !c.truth_parent[i].valid()) continue;
+    const uint32_t request = c.truth_parent[i].value();
+    if (c.kind[i] == MessageKind::kCall) {
+      ++calls;
+      EXPECT_NE(c.sender_thread[i], c.receiver_thread[request]);
+      threads_of_request[request].insert(c.sender_thread[i]);
+      ++calls_of_request[request];
+    } else if (c.kind[i] == MessageKind::kReturn) {
+      ++replies;
+      EXPECT_EQ(c.sender_thread[i], c.receiver_thread[request]);
+    }
+  }
+  EXPECT_GE(calls, 2 * replies);  // 2-3 parallel calls a request, and 0-1 more
+  EXPECT_GT(replies, 10u);
+  for (const auto& [request, threads] : threads_of_request) {
+    EXPECT_EQ(threads.size(), calls_of_request[request]);
+  }
+  std::filesystem::remove_all(options.out_dir);
 }
 
 TEST(TestbedFailures, ServerDyingMidRunGivesErrorRepliesAndAStop) {

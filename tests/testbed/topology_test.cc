@@ -55,7 +55,15 @@ TEST(Topology, ReportsErrorsWithLine) {
   EXPECT_EQ(t.status().message(), "t.toml:9: call to unknown tier 'x'");
   std::string model(kSmall);
   model.replace(model.find("handoff"), 7, "fibers!");
-  EXPECT_FALSE(ParseTopology(model, "t.toml").ok());
+  t = ParseTopology(model, "t.toml");
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.status().message().find("event-loop, fork or spawn"), std::string::npos) << t.status().message();
+  std::string spawn(kSmall);
+  spawn.replace(spawn.find("handoff"), 7, "spawn");
+  t = ParseTopology(spawn, "t.toml");
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  EXPECT_EQ(t->tiers[0].servers[0].model, ThreadingModel::kSpawn);
+  EXPECT_EQ(ThreadingModelName(ThreadingModel::kSpawn), "spawn");
   std::string upward(kSmall);
   upward += "calls = [{ tier = \"a\", request = \"r\" }]\n";
   t = ParseTopology(upward, "t.toml");

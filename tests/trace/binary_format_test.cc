@@ -457,8 +457,14 @@ TEST(BinaryFormat, ProcessLinkErrors) {
   short_section.back().bytes.resize(31);
   EXPECT_EQ(DecodeError(Assemble(short_section, 4, 3)),
             "t.weft: section 'process_links' at byte 1112 has 31 bytes, not a multiple of 32");
+  std::vector<Section> thread = with;
+  thread.back().bytes[24] = 2;  // THREAD
+  Result<Trace> thread_link = Decode(Assemble(thread, 4, 3));
+  ASSERT_TRUE(thread_link.ok()) << thread_link.status().message();
+  EXPECT_EQ(thread_link->process_links()[0].kind, ProcessLinkKind::kThread);
+  EXPECT_EQ(Split(EncodeBinaryTrace(*thread_link)).back().bytes, thread.back().bytes);  // written as read
   std::vector<Section> bad_kind = with;
-  bad_kind.back().bytes[24] = 2;
+  bad_kind.back().bytes[24] = 3;
   EXPECT_EQ(DecodeError(Assemble(bad_kind, 4, 3)),
             "t.weft: process link 0 has no time, an unknown node, thread or kind");
   std::vector<Section> bad_node = with;

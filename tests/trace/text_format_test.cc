@@ -130,7 +130,7 @@ TEST(ParseTextTrace, EmptyInputIsAnEmptyTrace) {
 
 TEST(ParseTextTrace, Errors) {
   EXPECT_EQ(ParseError("1.0 MSG_SENT a b\n\n1.1 CAL_SENT a b id1\n"),
-            "t.trace:3: unknown op 'CAL_SENT' (want CALL_SENT, RET_SENT, MSG_SENT, FORK or EXEC)");
+            "t.trace:3: unknown op 'CAL_SENT' (want CALL_SENT, RET_SENT, MSG_SENT, FORK, EXEC or THREAD)");
   EXPECT_EQ(ParseError("# x\n1.0 MSG_SENT a\n"),
             "t.trace:2: too few fields (want: timestamp op sender receiver [id] [key=value ...])");
   EXPECT_EQ(ParseError("1.0\n"),
@@ -229,7 +229,7 @@ TEST(FormatTextTrace, RoundTripOfAwkwardStrings) {
 namespace weft {
 namespace {
 
-// Process links (fork, exec) are lines of their own, in time order among the messages, and
+// Process links (fork, exec, thread) are lines of their own, in time order among the messages, and
 // survive both encodings.
 TEST(FormatTextTrace, ProcessLinksRoundTrip) {
   const std::string text =
@@ -237,10 +237,11 @@ TEST(FormatTextTrace, ProcessLinksRoundTrip) {
       "1.000000000 CALL_SENT c web - stid=7 rtid=1\n"
       "1.500000000 FORK web web stid=1 rtid=50\n"
       "1.600000000 EXEC web cgi%20x stid=50 rtid=50\n"
-      "2.000000000 CALL_SENT cgi%20x db - stid=50\n"
+      "1.700000000 THREAD cgi%20x cgi%20x stid=50 rtid=51\n"
+      "2.000000000 CALL_SENT cgi%20x db - stid=51\n"
       "3.000000000 EXEC cgi%20x sh stid=50 rtid=50\n";
   Trace t = ParseOk(text);
-  ASSERT_EQ(t.process_links().size(), 3u);
+  ASSERT_EQ(t.process_links().size(), 4u);
   const ProcessLink& fork = t.process_links()[0];
   EXPECT_EQ(fork.kind, ProcessLinkKind::kFork);
   EXPECT_EQ(fork.time, 1'500'000'000);
@@ -248,6 +249,11 @@ TEST(FormatTextTrace, ProcessLinksRoundTrip) {
   EXPECT_EQ(fork.from_thread, 1u);
   EXPECT_EQ(fork.to_thread, 50u);
   EXPECT_EQ(t.NodeName(t.process_links()[1].to), "cgi x");
+  const ProcessLink& thread = t.process_links()[2];
+  EXPECT_EQ(thread.kind, ProcessLinkKind::kThread);
+  EXPECT_EQ(thread.from, thread.to);
+  EXPECT_EQ(thread.from_thread, 50u);
+  EXPECT_EQ(thread.to_thread, 51u);
   EXPECT_EQ(FormatTextTrace(t), text);
   const std::string bytes = EncodeBinaryTrace(t);
   Result<Trace> binary = DecodeBinaryTrace(std::span(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()), "t.weft");
@@ -264,6 +270,9 @@ TEST(FormatTextTrace, ProcessLinksRoundTrip) {
   EXPECT_EQ(ParseError("1.0 FORK a b stid=1 rtid=2 bytes=3\n"),
             "t.trace:1: 'bytes=3' on a FORK line (want stid=N rtid=N)");
   EXPECT_EQ(ParseError("1.0 FORK a b stid=x rtid=2\n"), "t.trace:1: bad value in stid=x");
+  EXPECT_EQ(ParseError("1.0 THREAD a a stid=1 rtid=0\n"), "t.trace:1: a THREAD line needs stid= and rtid= (non-zero)");
+  EXPECT_EQ(ParseError("1.0 SPAWN a a stid=1 rtid=2\n"),
+            "t.trace:1: unknown op 'SPAWN' (want CALL_SENT, RET_SENT, MSG_SENT, FORK, EXEC or THREAD)");
 }
 
 }  // namespace

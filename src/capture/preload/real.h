@@ -5,6 +5,7 @@
 #pragma once
 
 #include <poll.h>
+#include <pthread.h>
 #include <spawn.h>
 #include <signal.h>
 #include <sys/epoll.h>
@@ -61,6 +62,7 @@ namespace weft_preload {
   X(posix_spawnp, int, (pid_t*, const char*, const posix_spawn_file_actions_t*,           \
                         const posix_spawnattr_t*, char* const*, char* const*))              \
   X(_exit, void, (int))                                                                    \
+  X(pthread_create, int, (pthread_t*, const pthread_attr_t*, void* (*)(void*), void*))      \
   X(sigaction, int, (int, const struct sigaction*, struct sigaction*))                     \
   X(signal, sighandler_t, (int, sighandler_t))                                             \
   X(_Exit, void, (int))                                                                    \

@@ -2,8 +2,10 @@
 // message (its exit time), a send the write that began it (its entry time); one thread's
 // calls never overlap, so ordering them by these times is the thread's own order. Nodes are
 // scanned each in its own time order (clocks of different hosts are not compared), except
-// that nodes joined by process links (a fork, an exec) are scanned together: they run on
-// one host, and a child's first fragment must see its parent's designation at the fork.
+// that nodes joined by process links (a fork, an exec, a thread's creation) are scanned
+// together: they run on one host, and a child's first fragment must see its parent's
+// designation at the fork. fragment.h says why an inherited request also ends when it is
+// answered.
 #include "infer/fragment/fragment.h"
 
 #include <algorithm>
@@ -20,7 +22,7 @@ namespace {
 // At equal times: a reply read, then a fork or connect it led to, then the call it caused.
 enum class Step : uint8_t { kReceive, kProcessLink, kConnect, kSend };
 
-// One input or output of a traced thread, a process link (fork or exec) from one, or the
+// One input or output of a traced thread, a process link (fork, exec, thread) from one, or the
 // connect that opened the connection a call is the first message on.
 struct ThreadEvent {
   uint32_t clock;  // nodes joined by process links run on one host: one time order
@@ -120,19 +122,31 @@ Result<PathSet> InferFragment(const Trace& trace) {
   for (size_t i = 0; i < trace.size(); ++i) {
     if (c.kind[i] == MessageKind::kCall) serves[c.receiver[i].value()] = true;
   }
-  int64_t outputs_without_request = 0, server_calls_outside = 0, requests_spawned = 0;
+  // Per (node, thread) that holds its designation only by a process link: that request.
+  // Per request handed on by links: the threads it went to (some may have moved on since).
+  absl::flat_hash_map<std::pair<uint32_t, uint32_t>, MessageId> inherited;
+  absl::flat_hash_map<uint32_t, std::vector<std::pair<uint32_t, uint32_t>>> heirs;
+  int64_t outputs_without_request = 0, server_calls_outside = 0, requests_spawned = 0, ended_by_answer = 0;
   for (const ThreadEvent& e : events) {
     if (e.step == Step::kProcessLink) {
-      // §5.5: a spawned process's initial fragment works for the request its parent's
-      // thread was in at the fork (or exec), until its own first input.
+      // §5.5: a spawned process's (thread's) initial fragment works for the request its
+      // parent's thread was in at the fork, exec or thread creation.
       const ProcessLink& l = links[e.message];
-      const MessageId inherited = designation[{e.node, e.thread}];
-      designation[{l.to.value(), l.to_thread}] = inherited;
-      requests_spawned += inherited.valid();
+      const MessageId request = designation[{e.node, e.thread}];
+      const std::pair<uint32_t, uint32_t> to{l.to.value(), l.to_thread};
+      designation[to] = request;
+      if (request.valid()) {
+        inherited[to] = request;
+        heirs[request.value()].push_back(to);
+      } else {
+        inherited.erase(to);
+      }
+      requests_spawned += request.valid();
       continue;
     }
     const MessageKind kind = c.kind[e.message];
-    MessageId& current = designation[{e.node, e.thread}];
+    const std::pair<uint32_t, uint32_t> self{e.node, e.thread};
+    MessageId& current = designation[self];
     if (e.step == Step::kConnect) {
       if (current.valid()) connected_for[e.message] = current;
       continue;
@@ -146,10 +160,28 @@ Result<PathSet> InferFragment(const Trace& trace) {
       } else {
         current = MessageId(e.message);  // rule 1: a new input starts a fragment
       }
+      // The thread's own input ends its inheritance, unless it is the reply to a call made
+      // for the inherited request, which goes on as before the call.
+      auto held = inherited.find(self);
+      if (held != inherited.end() && (kind != MessageKind::kReturn || held->second != current)) {
+        inherited.erase(held);
+      }
       continue;
     }
     if (kind == MessageKind::kReturn) {
       parent[e.message] = call_of[e.message];
+      // The request is answered: threads that got it by a link and hold it still let go.
+      auto it = call_of[e.message].valid() ? heirs.find(call_of[e.message].value()) : heirs.end();
+      if (it != heirs.end()) {
+        for (const std::pair<uint32_t, uint32_t>& heir : it->second) {
+          auto held = inherited.find(heir);
+          if (held == inherited.end() || held->second != call_of[e.message]) continue;
+          inherited.erase(held);
+          designation.find(heir)->second = MessageId();  // present: set at the link
+          ++ended_by_answer;
+        }
+        heirs.erase(it);
+      }
     } else {
       auto connected = connected_for.find(e.message);
       parent[e.message] = connected != connected_for.end() ? connected->second : current;  // rule 2
@@ -177,6 +209,7 @@ Result<PathSet> InferFragment(const Trace& trace) {
   builder.AddCounter("witness_links_ambiguous", witnesses.ambiguous);
   builder.AddCounter("witnesses_unmatched", witnesses.unlinked);
   builder.AddCounter("process_links_carrying_requests", requests_spawned);
+  builder.AddCounter("inherited_requests_ended_by_answer", ended_by_answer);
   return std::move(builder).Finish();
 }
 

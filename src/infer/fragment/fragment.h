@@ -19,9 +19,14 @@
 //     event loop that connects without blocking writes the call from that writable
 //     fragment, possibly after its next input (nginx opening an upstream connection);
 //   - a fork or exec (the trace's process links, from reconcile) gives every thread of the
-//     new process (image) the request the forking thread was in at the fork, until that
-//     thread's own first input (§5.5: "spawned modules consist of an implicit initial
-//     fragment"), so a CGI-style child's calls and replies land in the parent's request;
+//     new process (image) the request the forking thread was in at the fork (§5.5:
+//     "spawned modules consist of an implicit initial fragment"), so a CGI-style child's
+//     calls and replies land in the parent's request; a thread made with pthread_create (a
+//     THREAD link) gets its creator's request the same way, so a handler that fans its
+//     downstream calls out over threads it spawns keeps them in its request;
+//   - an inherited request lasts until the thread's own first input, or until the request
+//     is answered (the RETURN to its CALL is sent), whichever comes first: then every
+//     thread still holding it only by inheritance holds nothing;
 //   - after the scan, a CALL that a traced module received from an untraced one continues
 //     the traced CALL into that module with the same witness (HTTP URL or request id, DNS
 //     id; witness.h), so paths go on through proxies nobody traced.
@@ -33,7 +38,15 @@
 //
 // Departures: the module is a thread of a node, not a process (threads of one process
 // each keep their own designation, which multi-threaded servers need), so the spawned
-// module of §5.5 is every thread of the child.
+// module of §5.5 is every thread of the child, and a thread spawned inside a process is a
+// spawned module too (BorderPatrol follows fork and exec only). §5.5 lets the implicit
+// initial fragment run until the module's first input; weft also ends it when the request
+// it carries is answered: a thread a pool creates lazily while serving one request goes on
+// to serve others through a queue capture cannot see, and without the bound every output
+// it makes before its first input of its own would land in that first request. Work for a
+// request after its answer is rare in request/response servers; work a pool thread does
+// for later requests is not. A RETURN a thread receives on a call it made under an
+// inherited request resumes that request, still only by inheritance.
 #pragma once
 
 #include "core/status.h"
