@@ -11,7 +11,10 @@ namespace weft::reconcile {
 // closes each accepted socket as soon as the backend is forked) has often closed it by
 // then, and the child's end would no longer fold into the parent's. So an end inherited by
 // a forked child (first image of its pid) is dated from the parent's fork call: the latest
-// fork of that pid on the same boot before the child named it.
+// fork of that pid on the same boot before the child named it. From the fork's return, not
+// its entry: the kernel copies the descriptor table somewhere inside the call, so a socket
+// another thread accepted during a slow fork is in the child too; dated from the entry,
+// the child's copy would come before the parent's own end and take the connection from it.
 void DateInheritedEndsFromFork(std::span<const capture::EventLog> logs, const BootOffsets& boot_offsets,
                                std::vector<ConnectionEnd>& ends) {
   std::map<std::pair<std::array<uint8_t, 16>, int32_t>, std::vector<TimeNs>> forks;  // (boot, child)
@@ -19,7 +22,7 @@ void DateInheritedEndsFromFork(std::span<const capture::EventLog> logs, const Bo
     TimeNs offset = boot_offsets.at(log.header.boot_id);
     for (const capture::Event& e : log.events) {
       if (e.op == capture::EventOp::kFork && e.result > 0) {
-        forks[{log.header.boot_id, e.result}].push_back(e.entry_ns + offset);
+        forks[{log.header.boot_id, e.result}].push_back(e.exit_ns + offset);
       }
     }
   }

@@ -36,7 +36,14 @@ class PreciseTestbedTest : public ::testing::Test {
     fs::remove_all(base_);
     fs::create_directories(base_);
   }
-  void TearDown() override { fs::remove_all(base_); }
+  // A failed test keeps its capture, truth and trace for a look.
+  void TearDown() override {
+    if (HasFailure()) {
+      std::cerr << "kept " << base_.string() << "\n";
+    } else {
+      fs::remove_all(base_);
+    }
+  }
 
   // Runs testbed/topologies/one-model.toml.in with the front tier's `model` under capture
   // at concurrency 8 for 2 s; returns the reconciled trace with the truth copied onto it.
