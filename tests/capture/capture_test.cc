@@ -31,7 +31,14 @@ class CaptureTest : public ::testing::Test {
             ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
   }
-  void TearDown() override { fs::remove_all(dir_); }
+  // A failed test keeps its logs for a look.
+  void TearDown() override {
+    if (HasFailure()) {
+      std::cerr << "kept " << dir_.string() << "\n";
+    } else {
+      fs::remove_all(dir_);
+    }
+  }
 
   weft::testing::CommandRun Capture(const std::string& args) {
     return Weft("capture -o " + dir_.string() + " -- " + CAPTURE_PROBE + " " + args);
