@@ -221,7 +221,7 @@ TEST_F(PreciseTestbedTest, ForkPerRequestIsExactForFragmentOnlyWithForkLinks) {
 // joining them. The call threads learn the request from the memory they share, through no
 // message: with the THREAD links every request's tree is exact; without them each call
 // starts a path of its own, and no tree is whole (every request makes at least one call).
-TEST_F(PreciseTestbedTest, SpawnPerCallIsExactForFragmentOnlyWithThreadLinks) {
+TEST_F(PreciseTestbedTest, SpawnPerCallIsExactForFragmentAndThreadOnlyWithThreadLinks) {
   SKIP_UNDER_ASAN();
   Trace trace = CaptureRun("spawn");
   size_t thread_links = 0;
@@ -240,6 +240,10 @@ TEST_F(PreciseTestbedTest, SpawnPerCallIsExactForFragmentOnlyWithThreadLinks) {
   EXPECT_EQ(unlinked.requests, fragment.requests);
   EXPECT_EQ(unlinked.exact, 0u);
   EXPECT_GE(unlinked.orphaned, unlinked.requests * 9 / 10);
+  // thread: a call thread never replies, so its calls go where its creator's would.
+  RequestOutcomes thread = Score(trace, InferThread);
+  EXPECT_EQ(thread.exact, thread.requests);
+  EXPECT_EQ(Score(WithoutProcessLinks(trace), InferThread).exact, 0u);
 }
 
 // A program that forks or creates threads outside any request is unchanged by its links:

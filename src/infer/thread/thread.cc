@@ -72,6 +72,32 @@ Result<PathSet> InferThread(const Trace& trace) {
     }
   }
 
+  // A thread that never replies but was started by another (a process link: a thread it
+  // spawned, a process it forked) works for its creator's request: its calls belong where
+  // the creator's would at the same time. vPath knows no such helpers; without this, calls
+  // a handler fans out over threads it spawns (std::async) would each start a path.
+  absl::flat_hash_map<ThreadKey, ThreadKey> creator;
+  for (const ProcessLink& l : trace.process_links()) {
+    creator.try_emplace(ThreadKey{l.to.value(), l.to_thread}, ThreadKey{l.from.value(), l.from_thread});
+  }
+  // The request the thread `t` (or, if it never replies, its creator, and so on up) works
+  // for when it sends at `sent`: the request its next reply answers, if that arrived before.
+  auto request_at = [&](ThreadKey t, TimeNs sent) {
+    for (size_t hops = 0; hops <= creator.size(); ++hops) {  // bounded: links could loop
+      auto it = replies.find(t);
+      if (it != replies.end()) {
+        const std::vector<Reply>& r = it->second;
+        auto next = std::lower_bound(r.begin(), r.end(), sent, [](const Reply& a, TimeNs x) { return a.sent < x; });
+        const TimeNs arrived = next == r.end() ? kNoTime : c.recv_time[next->request.value()];
+        return next != r.end() && arrived != kNoTime && arrived <= sent ? next->request : MessageId();
+      }
+      auto up = creator.find(t);
+      if (up == creator.end()) break;
+      t = up->second;
+    }
+    return MessageId();
+  };
+
   std::vector<MessageId> parent(trace.size());
   int64_t roots = 0, unplaced_calls = 0, unanswered_returns = 0;
   for (size_t i = 0; i < trace.size(); ++i) {
@@ -84,19 +110,13 @@ Result<PathSet> InferThread(const Trace& trace) {
       ++roots;  // sent by an untraced node, or not a call: starts a path
       continue;
     }
-    const TimeNs sent = c.send_time[i];
-    auto it = replies.find(ThreadKey{c.sender[i].value(), c.sender_thread[i]});
-    if (it == replies.end()) {
-      ++roots;  // a thread that never replies: a client
-      continue;
-    }
-    const std::vector<Reply>& r = it->second;
-    auto next = std::lower_bound(r.begin(), r.end(), sent, [](const Reply& a, TimeNs t) { return a.sent < t; });
-    const TimeNs arrived = next == r.end() ? kNoTime : c.recv_time[next->request.value()];
-    if (next != r.end() && arrived != kNoTime && arrived <= sent) {
-      parent[i] = next->request;
-    } else {
+    const ThreadKey sender{c.sender[i].value(), c.sender_thread[i]};
+    parent[i] = request_at(sender, c.send_time[i]);
+    if (parent[i].valid()) continue;
+    if (replies.contains(sender)) {
       ++unplaced_calls;  // the thread's next reply answers a later request
+    } else {
+      ++roots;  // a thread that never replies, nor any thread that started it: a client
     }
   }
 
