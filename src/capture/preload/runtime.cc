@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #define XXH_INLINE_ALL
@@ -52,15 +53,18 @@ constexpr int kMaxThreads = 4096;
 // block each, so that nothing the program does before it is gone is missing.
 enum State : int { kOff = 0, kOn = 1, kEnded = 2 };
 int g_state = kOff;
+int g_dying = 0;  // BeginDying: a terminating signal is ending the process
 uint64_t g_dropped = 0;
 uint64_t g_failed_writes = 0;
 uint64_t g_untraced_io = 0;
 pthread_key_t g_thread_key;
 
+enum BufferHold : uint32_t { kFree = 0, kHeldByOwner = 1, kHeldByEnd = 2 };
+
 // A thread's buffer, at the start of its own mapping; the block (header + records) follows.
 struct ThreadBuffer {
-  uint32_t busy;  // 1 while a record is written or the buffer flushed (owner, signal
-                  // handler on the owner, or the exiting thread at exit/exec)
+  uint32_t busy;  // kHeldByOwner while its thread (or a signal handler on it) writes a
+                  // record or the buffer; kHeldByEnd while the end of the log flushes it
   uint32_t used;  // record bytes after the block header
   uint32_t records;
   int32_t tid;
@@ -154,14 +158,35 @@ ThreadBuffer* NewThreadBuffer() {
   return AdoptBuffer(b);
 }
 
+// Takes the calling thread's own buffer for a record. Held by this thread already, a
+// signal handler interrupted a record: the new one is dropped. Held by the end of the log
+// (another thread writing every buffer at exit or exec), it is free again within
+// microseconds: wait, up to 50 ms, rather than lose the record.
+bool TakeOwnBuffer(ThreadBuffer* b) {
+  int64_t deadline = 0;
+  for (;;) {
+    uint32_t held = kFree;
+    if (__atomic_compare_exchange_n(&b->busy, &held, kHeldByOwner, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+      return true;
+    }
+    if (held != kHeldByEnd) return false;
+    if (deadline == 0) {
+      deadline = NowNs() + 50'000'000;
+    } else if (NowNs() > deadline) {
+      return false;
+    }
+    sched_yield();
+  }
+}
+
 // Appends one record, and optionally a second one that must stay right after it.
 void Append(const void* first, uint32_t first_size, const void* second, uint32_t second_size,
             int64_t time) {
   ThreadBuffer* b = t_buffer;
   if (__builtin_expect(b == nullptr, 0)) b = NewThreadBuffer();
   uint32_t count = second_size != 0 ? 2 : 1;
-  if (b == nullptr || __atomic_exchange_n(&b->busy, 1, __ATOMIC_ACQUIRE) != 0) {
-    AddDropped(1);  // a signal handler interrupted a record on this thread
+  if (b == nullptr || !TakeOwnBuffer(b)) {
+    AddDropped(count);
     return;
   }
   __atomic_store_n(&b->call_since, 0, __ATOMIC_RELAXED);
@@ -370,7 +395,27 @@ uint8_t SocketKindOf(int domain, int type) {
 bool Logging() { return __atomic_load_n(&g_state, __ATOMIC_RELAXED) != kOff; }
 uint32_t PayloadPrefix() { return g_settings.payload_prefix; }
 
+namespace {
+
+// A call begun while the process dies of a terminating signal would race the end: the
+// kernel could move its bytes and the process be gone before the record is written (a
+// reply a server sent as it was stopped, with no record of it in its log). The thread
+// waits for the end instead; the program cannot tell this from the thread not having been
+// scheduled in time. Bounded, in case the process outlives the signal after all.
+void AwaitDeath() {
+  for (int i = 0; i < 100 && __atomic_load_n(&g_dying, __ATOMIC_ACQUIRE); ++i) {
+    struct timespec millisecond = {0, 1'000'000};
+    nanosleep(&millisecond, nullptr);
+  }
+}
+
+}  // namespace
+
+void BeginDying() { __atomic_store_n(&g_dying, 1, __ATOMIC_RELEASE); }
+void EndDying() { __atomic_store_n(&g_dying, 0, __ATOMIC_RELEASE); }
+
 int64_t BeginCall() {
+  if (__builtin_expect(__atomic_load_n(&g_dying, __ATOMIC_RELAXED), 0)) AwaitDeath();
   int64_t now = NowNs();
   ThreadBuffer* b = t_buffer;
   if (__builtin_expect(b == nullptr, 0)) b = NewThreadBuffer();
@@ -558,10 +603,14 @@ void EndLog(uint8_t op) {
   for (int i = 0; i < kMaxThreads; ++i) {
     ThreadBuffer* b = __atomic_load_n(&g_threads[i], __ATOMIC_ACQUIRE);
     if (b == nullptr) break;
-    bool taken = __atomic_exchange_n(&b->busy, 1, __ATOMIC_ACQUIRE) == 0;
+    auto take = [b] {
+      uint32_t held = kFree;
+      return __atomic_compare_exchange_n(&b->busy, &held, kHeldByEnd, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
+    };
+    bool taken = take();
     for (int64_t deadline = NowNs() + 50'000'000; !taken && b != t_buffer && NowNs() < deadline;) {
       sched_yield();
-      taken = __atomic_exchange_n(&b->busy, 1, __ATOMIC_ACQUIRE) == 0;
+      taken = take();
     }
     if (!taken) {
       AddDropped(b->records);

@@ -112,6 +112,11 @@ void CountUntracedIo();
 // exec that failed, ResumeAfterFailedExec makes logging go on.
 void EndLog(uint8_t op);
 void ResumeAfterFailedExec();
+// A terminating signal is ending the process (signal_calls.cc): from BeginDying until
+// EndDying (called only if the process outlived its signal), a thread that begins a call
+// that moves bytes waits for the end instead, up to 100 ms (see BeginCall).
+void BeginDying();
+void EndDying();
 // Stands in for SIG_DFL of SIGTERM, SIGINT, SIGHUP and SIGQUIT (signal_calls.cc).
 void InstallTerminationHandlers();
 // Writes the calling thread's buffer now (before fork).

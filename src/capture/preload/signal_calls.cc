@@ -34,6 +34,7 @@ bool Watched(int signal) {
 }
 
 void OnTerminatingSignal(int signal) {
+  BeginDying();
   EndLog(wire::kOpNone);
   struct sigaction default_action;
   memset(&default_action, 0, sizeof default_action);
@@ -45,6 +46,7 @@ void OnTerminatingSignal(int signal) {
   sigaddset(&set, signal);
   syscall(SYS_rt_sigprocmask, SIG_UNBLOCK, &set, nullptr, _NSIG / 8);
   syscall(SYS_tgkill, SysGetPid(), SysGetTid(), signal);
+  EndDying();  // still here: the signal did not end the process (an init process ignores it)
 }
 
 bool StandIn(int signal, const sigset_t* mask) {
