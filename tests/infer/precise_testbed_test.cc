@@ -27,6 +27,14 @@ namespace {
 namespace fs = std::filesystem;
 using weft::testing::Weft;
 
+// The same trace without its process links (reconcile's forks, execs and threads).
+Trace WithoutProcessLinks(const Trace& trace) {
+  Result<Trace> unlinked = Trace::FromParts(trace.nodes(), trace.strings(), trace.columns(),
+                                            {trace.attributes().begin(), trace.attributes().end()});
+  EXPECT_TRUE(unlinked.ok());
+  return std::move(*unlinked);
+}
+
 class PreciseTestbedTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -99,6 +107,18 @@ class PreciseTestbedTest : public ::testing::Test {
     return q;
   }
 
+  // Scores `infer` on `trace` and on `trace` without its process links: every request's
+  // tree exact with them, none without. The outcomes with the links.
+  static RequestOutcomes ExactOnlyWithLinks(const Trace& trace, Result<PathSet> (*infer)(const Trace&)) {
+    RequestOutcomes linked = Score(trace, infer);
+    EXPECT_EQ(linked.exact, linked.requests);
+    EXPECT_EQ(linked.orphaned + linked.mis_stitched + linked.wrong_parents, 0u);
+    RequestOutcomes unlinked = Score(WithoutProcessLinks(trace), infer);
+    EXPECT_EQ(unlinked.requests, linked.requests);
+    EXPECT_EQ(unlinked.exact, 0u);
+    return linked;
+  }
+
   fs::path base_;
 };
 
@@ -128,12 +148,6 @@ TEST_F(PreciseTestbedTest, WorkerPoolIsExactForThread) {
   RequestOutcomes fragment = Score(trace, InferFragment);
   EXPECT_EQ(fragment.exact, 0u);
 }
-
-}  // namespace
-}  // namespace weft
-
-namespace weft {
-namespace {
 
 // A single-threaded event loop that computes in the loop (service = "inline"): every
 // input is handled before the next is read, so the forward scan is exact with no
@@ -181,14 +195,6 @@ TEST_F(PreciseTestbedTest, PipelinedEventLoopIsExactForFragmentOnlyWithIsolation
 namespace weft {
 namespace {
 
-// The same trace without its process links (reconcile's forks and execs).
-Trace WithoutProcessLinks(const Trace& trace) {
-  Result<Trace> unlinked = Trace::FromParts(trace.nodes(), trace.strings(), trace.columns(),
-                                            {trace.attributes().begin(), trace.attributes().end()});
-  EXPECT_TRUE(unlinked.ok());
-  return std::move(*unlinked);
-}
-
 // BorderPatrol §5.5's CGI: the front tier's connection thread reads a request and forks a
 // child, which calls the back tier on connections of its own, writes the reply on the
 // client connection it inherited, and exits. The child learns the request from the memory
@@ -204,15 +210,10 @@ TEST_F(PreciseTestbedTest, ForkPerRequestIsExactForFragmentOnlyWithForkLinks) {
   Trace trace = CaptureRun("fork");
   Result<PathSet> paths = InferFragment(trace);
   ASSERT_TRUE(paths.ok());
-  RequestOutcomes fragment = Score(trace, InferFragment);
-  EXPECT_EQ(fragment.exact, fragment.requests);
-  EXPECT_EQ(fragment.orphaned + fragment.mis_stitched + fragment.wrong_parents, 0u);
+  RequestOutcomes fragment = ExactOnlyWithLinks(trace, InferFragment);
   // One fork per request, each carrying it (a request still being served when the run
   // stopped may have its fork without its reply in the truth).
   EXPECT_GE(paths->Counter("process_links_carrying_requests"), int64_t(fragment.requests));
-  RequestOutcomes unlinked = Score(WithoutProcessLinks(trace), InferFragment);
-  EXPECT_EQ(unlinked.requests, fragment.requests);
-  EXPECT_EQ(unlinked.exact, 0u);
 }
 
 // A handler that fans its downstream calls out over threads it spawns (std::thread, as
@@ -228,22 +229,15 @@ TEST_F(PreciseTestbedTest, SpawnPerCallIsExactForFragmentAndThreadOnlyWithThread
   for (const ProcessLink& l : trace.process_links()) thread_links += l.kind == ProcessLinkKind::kThread;
   Result<PathSet> paths = InferFragment(trace);
   ASSERT_TRUE(paths.ok());
-  RequestOutcomes fragment = Score(trace, InferFragment);
-  EXPECT_EQ(fragment.exact, fragment.requests);
-  EXPECT_EQ(fragment.orphaned + fragment.mis_stitched + fragment.wrong_parents, 0u);
+  RequestOutcomes fragment = ExactOnlyWithLinks(trace, InferFragment);
   // At least one spawned thread per request, each carrying it; every one let go of it
   // when the request was answered (the threads are joined before the reply).
   EXPECT_GE(paths->Counter("process_links_carrying_requests"), int64_t(fragment.requests));
   EXPECT_GE(thread_links, fragment.requests);
   EXPECT_GE(paths->Counter("inherited_requests_ended_by_answer"), int64_t(fragment.requests));
-  RequestOutcomes unlinked = Score(WithoutProcessLinks(trace), InferFragment);
-  EXPECT_EQ(unlinked.requests, fragment.requests);
-  EXPECT_EQ(unlinked.exact, 0u);
-  EXPECT_GE(unlinked.orphaned, unlinked.requests * 9 / 10);
+  EXPECT_GE(Score(WithoutProcessLinks(trace), InferFragment).orphaned, fragment.requests * 9 / 10);
   // thread: a call thread never replies, so its calls go where its creator's would.
-  RequestOutcomes thread = Score(trace, InferThread);
-  EXPECT_EQ(thread.exact, thread.requests);
-  EXPECT_EQ(Score(WithoutProcessLinks(trace), InferThread).exact, 0u);
+  ExactOnlyWithLinks(trace, InferThread);
 }
 
 // A program that forks or creates threads outside any request is unchanged by its links:

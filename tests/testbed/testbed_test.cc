@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -72,6 +73,33 @@ INSTANTIATE_TEST_SUITE_P(
       return name;
     });
 
+// Runs `topo` for a second at concurrency 8 and checks its truth: every request answered,
+// every truth tree shaped as the topology says. The truth trace, or nothing on a failure.
+std::optional<Trace> RunAndCheckTruth(const Topology& topo, const std::string& name) {
+  RunOptions options;
+  options.duration = 1000 * kMillisecond;
+  options.concurrency = 8;
+  options.out_dir = TempDir(name);
+  Result<RunReport> report = RunTestbed(topo, options);
+  ExpectNoChildren();
+  Result<Trace> trace = report.ok() ? BuildTruthTrace(options.out_dir) : Status::IoError("no run");
+  std::filesystem::remove_all(options.out_dir);
+  if (!report.ok() || !trace.ok()) {
+    ADD_FAILURE() << (report.ok() ? trace.status() : report.status()).message();
+    return std::nullopt;
+  }
+  const LoadStats& s = report->load;
+  EXPECT_GT(s.ok, 10u);
+  EXPECT_EQ(s.ok, s.sent) << FormatLoadStats(s);
+  Result<TruthCheck> check = CheckTruth(*trace, report->topology, true);
+  if (!check.ok()) {
+    ADD_FAILURE() << check.status().message();
+    return std::nullopt;
+  }
+  EXPECT_EQ(check->shaped, s.sent);
+  return std::move(*trace);
+}
+
 // Pipelined requests into an event loop (answers as each finishes) on per-request client
 // connections, into a thread per connection on persistent ones, and as HTTP/1.1 into a
 // worker pool (whose dispatcher must take requests already buffered) and an event loop.
@@ -88,22 +116,7 @@ TEST(Testbed, PipeliningAndPerRequestClientConnections) {
           variant == 2 ? ThreadingModel::kWorkerPool : ThreadingModel::kEventLoop;
       topo->tiers[0].http = true;
     }
-    RunOptions options;
-    options.duration = 1000 * kMillisecond;
-    options.concurrency = 8;
-    options.out_dir = TempDir("pipeline");
-    Result<RunReport> report = RunTestbed(*topo, options);
-    ExpectNoChildren();
-    ASSERT_TRUE(report.ok()) << report.status().message();
-    const LoadStats& s = report->load;
-    EXPECT_GT(s.ok, 10u);
-    EXPECT_EQ(s.ok, s.sent) << FormatLoadStats(s);
-    Result<Trace> trace = BuildTruthTrace(options.out_dir);
-    ASSERT_TRUE(trace.ok()) << trace.status().message();
-    Result<TruthCheck> check = CheckTruth(*trace, report->topology, true);
-    ASSERT_TRUE(check.ok()) << check.status().message();
-    EXPECT_EQ(check->shaped, s.sent);
-    std::filesystem::remove_all(options.out_dir);
+    RunAndCheckTruth(*topo, "pipeline");
   }
 }
 
@@ -116,21 +129,8 @@ TEST(Testbed, SpawnMakesEachCallOnAThreadOfItsOwn) {
   ASSERT_TRUE(topo.ok());
   ASSERT_EQ(topo->tiers[1].name, "mid");
   topo->tiers[1].servers[0].model = ThreadingModel::kSpawn;
-  RunOptions options;
-  options.duration = 1000 * kMillisecond;
-  options.concurrency = 8;
-  options.out_dir = TempDir("spawn");
-  Result<RunReport> report = RunTestbed(*topo, options);
-  ExpectNoChildren();
-  ASSERT_TRUE(report.ok()) << report.status().message();
-  const LoadStats& s = report->load;
-  EXPECT_GT(s.ok, 10u);
-  EXPECT_EQ(s.ok, s.sent) << FormatLoadStats(s);
-  Result<Trace> trace = BuildTruthTrace(options.out_dir);
-  ASSERT_TRUE(trace.ok()) << trace.status().message();
-  Result<TruthCheck> check = CheckTruth(*trace, report->topology, true);
-  ASSERT_TRUE(check.ok()) << check.status().message();
-  EXPECT_EQ(check->shaped, s.sent);
+  std::optional<Trace> trace = RunAndCheckTruth(*topo, "spawn");
+  ASSERT_TRUE(trace.has_value());
   const TraceColumns& c = trace->columns();
   size_t calls = 0, replies = 0;
   std::map<uint32_t, std::set<uint32_t>> threads_of_request;  // mid's request -> its call threads
@@ -153,7 +153,6 @@ TEST(Testbed, SpawnMakesEachCallOnAThreadOfItsOwn) {
   for (const auto& [request, threads] : threads_of_request) {
     EXPECT_EQ(threads.size(), calls_of_request[request]);
   }
-  std::filesystem::remove_all(options.out_dir);
 }
 
 TEST(TestbedFailures, ServerDyingMidRunGivesErrorRepliesAndAStop) {
