@@ -46,8 +46,9 @@ struct Attribute {
 // threads is `to_thread` of node `to`, or exec'd a program image, one of whose threads is
 // `to_thread` of `to`: one link per thread of the new process (image). Or it created the
 // thread `to_thread` of its own process (pthread_create), named `to`: one link. `time` is
-// the fork, exec or pthread_create call's entry, on the clock of the host both run on. Not a message: algorithms
-// that read messages never see links; the forward scan (infer/fragment) uses them.
+// the fork, exec or pthread_create call's entry, on the clock of the host both run on.
+// Not a message: algorithms that read messages never see links; the precise ones
+// (infer/fragment, infer/thread) use them.
 enum class ProcessLinkKind : uint8_t { kFork = 0, kExec = 1, kThread = 2 };
 inline constexpr int kProcessLinkKindCount = 3;
 std::string_view ProcessLinkKindName(ProcessLinkKind kind);  // "FORK", "EXEC", "THREAD"

@@ -87,6 +87,14 @@ __thread uint64_t t_untraced_io __attribute__((tls_model("initial-exec"))) = 0;
 
 void AddDropped(uint64_t n) { __atomic_fetch_add(&g_dropped, n, __ATOMIC_RELAXED); }
 
+// Takes `b` for `holder` if it is free; returns what held it (kFree: now taken).
+uint32_t TryHold(ThreadBuffer* b, BufferHold holder) {
+  uint32_t held = kFree;
+  __atomic_compare_exchange_n(&b->busy, &held, holder, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
+  return held;
+}
+void Release(ThreadBuffer* b) { __atomic_store_n(&b->busy, kFree, __ATOMIC_RELEASE); }
+
 // Called with b->busy held.
 void FlushLocked(ThreadBuffer* b) {
   if (b->untraced_io != 0) {
@@ -113,11 +121,11 @@ void FlushLocked(ThreadBuffer* b) {
 
 void OnThreadExit(void* p) {
   auto* b = static_cast<ThreadBuffer*>(p);
-  if (__atomic_exchange_n(&b->busy, 1, __ATOMIC_ACQUIRE) != 0) return;  // exit flushes it
+  if (TryHold(b, kHeldByOwner) != kFree) return;  // the end of the log flushes it
   FlushLocked(b);
   t_buffer = nullptr;
   __atomic_store_n(&b->idle, 1, __ATOMIC_RELEASE);
-  __atomic_store_n(&b->busy, 0, __ATOMIC_RELEASE);
+  Release(b);
 }
 
 ThreadBuffer* AdoptBuffer(ThreadBuffer* b) {
@@ -165,10 +173,8 @@ ThreadBuffer* NewThreadBuffer() {
 bool TakeOwnBuffer(ThreadBuffer* b) {
   int64_t deadline = 0;
   for (;;) {
-    uint32_t held = kFree;
-    if (__atomic_compare_exchange_n(&b->busy, &held, kHeldByOwner, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
-      return true;
-    }
+    uint32_t held = TryHold(b, kHeldByOwner);
+    if (held == kFree) return true;
     if (held != kHeldByEnd) return false;
     if (deadline == 0) {
       deadline = NowNs() + 50'000'000;
@@ -201,7 +207,7 @@ void Append(const void* first, uint32_t first_size, const void* second, uint32_t
       __atomic_load_n(&g_state, __ATOMIC_RELAXED) != kOn) {
     FlushLocked(b);
   }
-  __atomic_store_n(&b->busy, 0, __ATOMIC_RELEASE);
+  Release(b);
 }
 
 // The first min(prefix, bytes) bytes of `data` or `iov` as a payload record in `out`.
@@ -322,7 +328,7 @@ void AfterForkInChild() {
   if (own != nullptr) {
     own->used = own->records = 0;
     own->untraced_io = 0;
-    own->busy = 0;
+    own->busy = kFree;
     own->idle = 0;
     own->call_since = 0;
     own->slot = 0;
@@ -584,9 +590,9 @@ void LogPairEndpoints(uint8_t op, const int fds[2], uint8_t kind, int64_t time) 
 
 void FlushThisThread() {
   ThreadBuffer* b = t_buffer;
-  if (b == nullptr || __atomic_exchange_n(&b->busy, 1, __ATOMIC_ACQUIRE) != 0) return;
+  if (b == nullptr || TryHold(b, kHeldByOwner) != kFree) return;
   FlushLocked(b);
-  __atomic_store_n(&b->busy, 0, __ATOMIC_RELEASE);
+  Release(b);
 }
 
 void EndLog(uint8_t op) {
@@ -603,21 +609,17 @@ void EndLog(uint8_t op) {
   for (int i = 0; i < kMaxThreads; ++i) {
     ThreadBuffer* b = __atomic_load_n(&g_threads[i], __ATOMIC_ACQUIRE);
     if (b == nullptr) break;
-    auto take = [b] {
-      uint32_t held = kFree;
-      return __atomic_compare_exchange_n(&b->busy, &held, kHeldByEnd, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
-    };
-    bool taken = take();
+    bool taken = TryHold(b, kHeldByEnd) == kFree;
     for (int64_t deadline = NowNs() + 50'000'000; !taken && b != t_buffer && NowNs() < deadline;) {
       sched_yield();
-      taken = take();
+      taken = TryHold(b, kHeldByEnd) == kFree;
     }
     if (!taken) {
       AddDropped(b->records);
       continue;
     }
     FlushLocked(b);
-    __atomic_store_n(&b->busy, 0, __ATOMIC_RELEASE);
+    Release(b);
   }
   // Calls that were moving bytes when the end came finish within microseconds (unless
   // they block, like a receive waiting for data): give them 10 ms to write their records
