@@ -7,7 +7,7 @@ JOBS ?= $(shell nproc)
 FUZZ_SECONDS ?= 20
 CMAKE_COMMON := -G Ninja -DWEFT_WERROR=ON
 
-.PHONY: all deps release asan fuzz test unit-tests asan-tests fuzz-tests demo bench clean
+.PHONY: all deps format-check release asan fuzz test unit-tests asan-tests fuzz-tests demo bench clean
 
 all: release
 
@@ -41,7 +41,11 @@ asan-tests: asan
 fuzz-tests: fuzz
 	scripts/run-fuzzers build/fuzz $(FUZZ_SECONDS)
 
-test: unit-tests asan-tests fuzz-tests
+# Seconds: every C++ file as .clang-format says (scripts/check-format --fix rewrites them).
+format-check: | deps
+	scripts/check-format
+
+test: format-check unit-tests asan-tests fuzz-tests
 
 demo: release
 	scripts/demo build/release/weft

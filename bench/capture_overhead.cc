@@ -4,9 +4,9 @@
 // LibSockCap's ~1 us per call with strace's up to 60 us), side by side in one invocation,
 // several runs each, medians. strace runs twice: with its trace thrown away (`-o
 // /dev/null`, its cheapest) and written to a file in the same temporary directory as
-// weft's logs (`-o FILE`, what a user would run, and what weft does). Then the nanoseconds one intercepted
-// call adds (a single thread's send/recv loop on a socketpair, traced vs not; WAP5 §3.1's
-// measurement) and the log bytes per event.
+// weft's logs (`-o FILE`, what a user would run, and what weft does). Then the nanoseconds one
+// intercepted call adds (a single thread's send/recv loop on a socketpair, traced vs not; WAP5
+// §3.1's measurement) and the log bytes per event.
 //
 // Targets: weft >= 90% of untraced throughput, >= 20x strace's; <= 150 ns per call.
 //
@@ -186,7 +186,8 @@ std::string RunChild(const std::vector<std::string>& command) {
 
 double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : (v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2);
+  return v.empty() ? 0
+                   : (v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2);
 }
 
 struct LogSize {
@@ -209,24 +210,29 @@ LogSize MeasureLogs(const std::string& dir) {
 
 int Drive(const std::string& self, const std::string& weft, const std::string& topology,
           double seconds, int runs, int threads) {
-  std::string dir = (std::filesystem::temp_directory_path() /
-                     ("weft-capture-bench-" + std::to_string(getpid()))).string();
+  std::string dir =
+      (std::filesystem::temp_directory_path() / ("weft-capture-bench-" + std::to_string(getpid())))
+          .string();
   // Event isolation (capture --isolate) costs only on streams with a protocol processor;
   // the echo's 1-byte messages get none, so its row is the cost of the wrappers' checks.
-  std::vector<Tracer> tracers = {{"untraced", {}, ""},
-                                 {"weft capture", {weft, "capture", "-o", dir, "--"}, dir},
-                                 {"weft --isolate", {weft, "capture", "-o", dir, "--isolate", "--"}, dir}};
+  std::vector<Tracer> tracers = {
+      {"untraced", {}, ""},
+      {"weft capture", {weft, "capture", "-o", dir, "--"}, dir},
+      {"weft --isolate", {weft, "capture", "-o", dir, "--isolate", "--"}, dir}};
   bool have_strace = std::system("command -v strace >/dev/null 2>&1") == 0;
   const size_t strace_row = tracers.size();  // and the next one
   std::string strace_file = dir + "/strace.txt";
   if (have_strace) {
-    tracers.push_back({"strace -o null", {"strace", "-f", "-e", "trace=network", "-o", "/dev/null"}, ""});
-    tracers.push_back({"strace -o file", {"strace", "-f", "-e", "trace=network", "-o", strace_file}, ""});
+    tracers.push_back(
+        {"strace -o null", {"strace", "-f", "-e", "trace=network", "-o", "/dev/null"}, ""});
+    tracers.push_back(
+        {"strace -o file", {"strace", "-f", "-e", "trace=network", "-o", strace_file}, ""});
   }
   auto is_strace = [](const Tracer& t) { return t.name.rfind("strace", 0) == 0; };
-  fmt::print("echo: 1-byte request/response over loopback TCP, {} client threads + {} server "
-             "threads in one process, {:.0f} s per run, {} runs each (interleaved), median\n",
-             threads, threads, seconds, runs);
+  fmt::print(
+      "echo: 1-byte request/response over loopback TCP, {} client threads + {} server "
+      "threads in one process, {:.0f} s per run, {} runs each (interleaved), median\n",
+      threads, threads, seconds, runs);
   std::vector<std::vector<double>> throughput(tracers.size());
   LogSize log_size;
   uint64_t strace_bytes = 0;
@@ -235,10 +241,12 @@ int Drive(const std::string& self, const std::string& weft, const std::string& t
       std::filesystem::remove_all(dir);
       if (is_strace(tracers[t])) std::filesystem::create_directories(dir);  // for its -o FILE
       std::vector<std::string> command = tracers[t].prefix;
-      command.insert(command.end(), {self, "echo", fmt::format("{}", seconds), std::to_string(threads)});
+      command.insert(command.end(),
+                     {self, "echo", fmt::format("{}", seconds), std::to_string(threads)});
       long requests = 0;
       double elapsed = 0;
-      if (std::sscanf(RunChild(command).c_str(), "requests %ld seconds %lf", &requests, &elapsed) == 2 &&
+      if (std::sscanf(RunChild(command).c_str(), "requests %ld seconds %lf", &requests, &elapsed) ==
+              2 &&
           elapsed > 0) {
         throughput[t].push_back(double(requests) / elapsed);
       }
@@ -262,26 +270,31 @@ int Drive(const std::string& self, const std::string& weft, const std::string& t
   fmt::print("weft capture keeps {:.1f}% of untraced throughput (target >= 90%)\n",
              100 * Median(throughput[1]) / base);
   if (have_strace) {
-    fmt::print("weft capture is {:.1f}x faster than strace -f -o /dev/null and {:.1f}x faster than "
-               "strace -f -o FILE (target >= 20x)\n",
-               Median(throughput[1]) / Median(throughput[strace_row]),
-               Median(throughput[1]) / Median(throughput[strace_row + 1]));
+    fmt::print(
+        "weft capture is {:.1f}x faster than strace -f -o /dev/null and {:.1f}x faster than "
+        "strace -f -o FILE (target >= 20x)\n",
+        Median(throughput[1]) / Median(throughput[strace_row]),
+        Median(throughput[1]) / Median(throughput[strace_row + 1]));
     // No tracer can be faster than strace by more than the untraced program is: on a
     // machine where that bound is under 20x, the throughput target cannot be met at all.
-    fmt::print("ceiling on this machine: untraced is {:.1f}x strace -o /dev/null and {:.1f}x "
-               "strace -o FILE\n", base / Median(throughput[strace_row]),
-               base / Median(throughput[strace_row + 1]));
+    fmt::print(
+        "ceiling on this machine: untraced is {:.1f}x strace -o /dev/null and {:.1f}x "
+        "strace -o FILE\n",
+        base / Median(throughput[strace_row]), base / Median(throughput[strace_row + 1]));
   }
   if (log_size.events > 0) {
-    fmt::print("log: {} events in {} bytes, {:.1f} bytes per event (headers included), {} "
-               "dropped; strace -o FILE wrote {} bytes of text in its last run\n", log_size.events,
-               log_size.bytes, double(log_size.bytes) / double(log_size.events), log_size.dropped,
-               strace_bytes);
+    fmt::print(
+        "log: {} events in {} bytes, {:.1f} bytes per event (headers included), {} "
+        "dropped; strace -o FILE wrote {} bytes of text in its last run\n",
+        log_size.events, log_size.bytes, double(log_size.bytes) / double(log_size.events),
+        log_size.dropped, strace_bytes);
   }
 
   const long calls = 2'000'000;
-  fmt::print("\nper call: one thread, {} send/recv calls of 1 byte on a socketpair ({} under "
-             "strace), {} runs (1 under strace), median\n", calls, calls / 20, runs);
+  fmt::print(
+      "\nper call: one thread, {} send/recv calls of 1 byte on a socketpair ({} under "
+      "strace), {} runs (1 under strace), median\n",
+      calls, calls / 20, runs);
   std::vector<std::vector<double>> wall(tracers.size()), cpu(tracers.size()),
       paired(tracers.size());
   for (int r = 0; r < runs; ++r) {
@@ -293,8 +306,8 @@ int Drive(const std::string& self, const std::string& weft, const std::string& t
       std::vector<std::string> command = tracers[t].prefix;
       command.insert(command.end(), {self, "loop", std::to_string(strace ? calls / 20 : calls)});
       double w = 0, c = 0, added_wall = 0, added_cpu = 0;
-      if (std::sscanf(RunChild(command).c_str(), "ns_per_call %lf %lf %lf %lf", &w, &c,
-                      &added_wall, &added_cpu) == 4) {
+      if (std::sscanf(RunChild(command).c_str(), "ns_per_call %lf %lf %lf %lf", &w, &c, &added_wall,
+                      &added_cpu) == 4) {
         wall[t].push_back(w);
         cpu[t].push_back(c);
         paired[t].push_back(added_cpu);
@@ -313,20 +326,25 @@ int Drive(const std::string& self, const std::string& weft, const std::string& t
                Median(cpu[t]), strace ? Median(wall[t]) - Median(wall[0]) : Median(paired[t]),
                strace ? "(wall)" : "(paired)");
   }
-  fmt::print("weft adds {:.1f} ns per intercepted call (target <= 150 ns); between runs, "
-             "untraced vs traced: {:.1f} ns of CPU, {:.1f} ns wall-clock\n",
-             Median(paired[1]), Median(cpu[1]) - Median(cpu[0]), Median(wall[1]) - Median(wall[0]));
+  fmt::print(
+      "weft adds {:.1f} ns per intercepted call (target <= 150 ns); between runs, "
+      "untraced vs traced: {:.1f} ns of CPU, {:.1f} ns wall-clock\n",
+      Median(paired[1]), Median(cpu[1]) - Median(cpu[0]), Median(wall[1]) - Median(wall[0]));
   if (have_strace && Median(paired[1]) > 0) {
     // LibSockCap's comparison (WAP5 §3): ~1 us added per call against strace's up to 60 us.
-    double strace_added = std::min(Median(wall[strace_row]), Median(wall[strace_row + 1])) - Median(wall[0]);
-    fmt::print("per call, strace adds {:.1f} us (the cheaper of its two runs) and weft {:.1f} ns: "
-               "{:.0f}x (LibSockCap vs strace in WAP5 section 3: 1 us vs up to 60 us)\n",
-               strace_added / 1000, Median(paired[1]), strace_added / Median(paired[1]));
+    double strace_added =
+        std::min(Median(wall[strace_row]), Median(wall[strace_row + 1])) - Median(wall[0]);
+    fmt::print(
+        "per call, strace adds {:.1f} us (the cheaper of its two runs) and weft {:.1f} ns: "
+        "{:.0f}x (LibSockCap vs strace in WAP5 section 3: 1 us vs up to 60 us)\n",
+        strace_added / 1000, Median(paired[1]), strace_added / Median(paired[1]));
   }
 
   if (!topology.empty()) {  // a real multi-tier application: the testbed, all tiers traced
-    fmt::print("\ntestbed: weft testbed run {} --duration {:.0f}s --concurrency 32, {} runs, "
-               "median\n", std::filesystem::path(topology).filename().string(), seconds, runs);
+    fmt::print(
+        "\ntestbed: weft testbed run {} --duration {:.0f}s --concurrency 32, {} runs, "
+        "median\n",
+        std::filesystem::path(topology).filename().string(), seconds, runs);
     std::vector<std::vector<double>> rate(3);
     for (int r = 0; r < runs; ++r) {
       for (size_t t = 0; t < 3; ++t) {
@@ -334,8 +352,9 @@ int Drive(const std::string& self, const std::string& weft, const std::string& t
         std::string truth = dir + "-truth";
         std::filesystem::remove_all(truth);
         std::vector<std::string> command = tracers[t].prefix;
-        command.insert(command.end(), {weft, "testbed", "run", topology, "--duration",
-                                       fmt::format("{}s", seconds), "--concurrency", "32", "-o", truth});
+        command.insert(command.end(),
+                       {weft, "testbed", "run", topology, "--duration", fmt::format("{}s", seconds),
+                        "--concurrency", "32", "-o", truth});
         std::string out = RunChild(command);
         size_t at = out.find(" req/s");
         size_t from = out.rfind(' ', at == std::string::npos ? 0 : at - 1);
@@ -366,15 +385,21 @@ int main(int argc, char** argv) {
   int runs = 5, threads = 50;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string flag = argv[i];
-    if (flag == "--weft") weft = argv[i + 1];
-    else if (flag == "--seconds") seconds = std::atof(argv[i + 1]);
-    else if (flag == "--runs") runs = std::atoi(argv[i + 1]);
-    else if (flag == "--threads") threads = std::atoi(argv[i + 1]);
-    else if (flag == "--testbed") topology = argv[i + 1];
+    if (flag == "--weft")
+      weft = argv[i + 1];
+    else if (flag == "--seconds")
+      seconds = std::atof(argv[i + 1]);
+    else if (flag == "--runs")
+      runs = std::atoi(argv[i + 1]);
+    else if (flag == "--threads")
+      threads = std::atoi(argv[i + 1]);
+    else if (flag == "--testbed")
+      topology = argv[i + 1];
   }
   if (weft.empty() || runs < 1 || threads < 1 || !(seconds > 0)) {
-    std::fprintf(stderr, "usage: capture_overhead --weft PATH/weft [--seconds 5] [--runs 5] "
-                         "[--threads 50] [--testbed TOPOLOGY.toml]\n");
+    std::fprintf(stderr,
+                 "usage: capture_overhead --weft PATH/weft [--seconds 5] [--runs 5] "
+                 "[--threads 50] [--testbed TOPOLOGY.toml]\n");
     return 2;
   }
   std::string self = std::filesystem::canonical("/proc/self/exe").string();

@@ -3,11 +3,11 @@
 // Each cell generates a trace with ground truth, infers with the paper's scoring
 // ("paper": no return or sibling scoring, --paper-scoring) and with weft's default ("weft"), and
 // evaluates against the truth. docs/nesting.md records the output.
+#include <fmt/format.h>
+
 #include <cstdlib>
 #include <string>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "eval/eval.h"
 #include "gen/gen.h"
@@ -28,7 +28,8 @@ T Check(Result<T> r) {
   return std::move(r).value();
 }
 
-Trace Generate(const std::string& scenario, double parallelism, double deviation, uint64_t messages) {
+Trace Generate(const std::string& scenario, double parallelism, double deviation,
+               uint64_t messages) {
   GenConfig config = Check(LoadGenConfig(scenario));
   config.parallelism *= parallelism;
   config.deviation *= deviation;
@@ -65,7 +66,8 @@ NestingOptions Paper() {
   return o;
 }
 
-const char* kScenarios[] = {"multitier", "children-parallel", "children-0-2", "children-d-cc", "penalty-breaker"};
+const char* kScenarios[] = {"multitier", "children-parallel", "children-0-2", "children-d-cc",
+                            "penalty-breaker"};
 
 // multitier runs at the paper's per-node parallelism (docs/nesting.md); the pathological
 // cases at their own defaults.
@@ -77,7 +79,8 @@ void Pathological(uint64_t messages) {
   for (const char* s : kScenarios) {
     Trace t = Generate(s, BaseParallelism(s), 1, messages);
     Cell paper = Score(t, Paper()), weft = Score(t, {});
-    fmt::print("| {} | {:.2f} | {:.1f}% | {:.1f}% |\n", s, paper.parallelism, 100 * paper.fp_rate, 100 * weft.fp_rate);
+    fmt::print("| {} | {:.2f} | {:.1f}% | {:.1f}% |\n", s, paper.parallelism, 100 * paper.fp_rate,
+               100 * weft.fp_rate);
   }
 }
 
@@ -88,9 +91,13 @@ enum class Knob { kParallelism, kDeviation };
 void Sweep(uint64_t messages, Knob knob) {
   const bool parallelism = knob == Knob::kParallelism;
   if (parallelism) {
-    fmt::print("\n## Figure 19: parallelism (x the scenario's loops): false-positive path instances, paper / weft\n\n");
+    fmt::print(
+        "\n## Figure 19: parallelism (x the scenario's loops): false-positive path instances, "
+        "paper / weft\n\n");
   } else {
-    fmt::print("\n## Figure 20: delay deviation (x every step's sd): false-positive path instances, paper / weft\n\n");
+    fmt::print(
+        "\n## Figure 20: delay deviation (x every step's sd): false-positive path instances, paper "
+        "/ weft\n\n");
   }
   const double factors[] = {0.25, 0.5, 1, 2, 4};
   fmt::print("| scenario |");
@@ -101,7 +108,8 @@ void Sweep(uint64_t messages, Knob knob) {
   for (const char* s : kScenarios) {
     fmt::print("| {} |", s);
     for (double f : factors) {
-      Trace t = parallelism ? Generate(s, BaseParallelism(s) * f, 1, messages) : Generate(s, BaseParallelism(s), f, messages);
+      Trace t = parallelism ? Generate(s, BaseParallelism(s) * f, 1, messages)
+                            : Generate(s, BaseParallelism(s), f, messages);
       Cell paper = Score(t, Paper()), weft = Score(t, {});
       if (parallelism) fmt::print(" p={:.2f}:", paper.parallelism);
       fmt::print(" {:.1f}% / {:.1f}% |", 100 * paper.fp_rate, 100 * weft.fp_rate);
@@ -111,13 +119,16 @@ void Sweep(uint64_t messages, Knob knob) {
 }
 
 void SweepLoss(uint64_t messages) {
-  fmt::print("\n## Figure 21: message loss (sniffer queue of 64, capture rate varied), multitier\n\n");
-  fmt::print("False-negative path instances counted against the instances of the loss-free trace: those\n"
-             "that lost a message, plus the intact ones the algorithm got wrong.\n\n");
+  fmt::print(
+      "\n## Figure 21: message loss (sniffer queue of 64, capture rate varied), multitier\n\n");
+  fmt::print(
+      "False-negative path instances counted against the instances of the loss-free trace: those\n"
+      "that lost a message, plus the intact ones the algorithm got wrong.\n\n");
   Trace t = Generate("multitier", BaseParallelism("multitier"), 1, messages);
   const double mean_rate = double(t.size()) / (double(t.EndTime() - t.StartTime()) / 1e9);
   fmt::print("The trace's mean message rate is {:.0f} messages/s.\n\n", mean_rate);
-  fmt::print("| capture rate (msgs/s) | messages dropped | instances damaged | FN paper | FN weft |\n");
+  fmt::print(
+      "| capture rate (msgs/s) | messages dropped | instances damaged | FN paper | FN weft |\n");
   fmt::print("| --- | --- | --- | --- | --- |\n");
   for (double factor : {1e6, 2.0, 1.2, 1.0, 0.95, 0.9, 0.8, 0.6}) {
     double rate = factor * mean_rate;
@@ -127,10 +138,11 @@ void SweepLoss(uint64_t messages) {
     auto fn = [&](const Cell& c) {
       return 100.0 * double(summary.paths_lost + c.false_negatives) / double(summary.paths);
     };
-    fmt::print("| {} | {:.2f}% | {:.2f}% | {:.1f}% | {:.1f}% |\n",
-               factor >= 1e6 ? std::string("unlimited") : fmt::format("{:.0f} ({}x mean)", rate, factor),
-               100.0 * double(summary.dropped) / double(summary.messages),
-               100.0 * double(summary.paths_lost) / double(summary.paths), fn(paper), fn(weft));
+    fmt::print(
+        "| {} | {:.2f}% | {:.2f}% | {:.1f}% | {:.1f}% |\n",
+        factor >= 1e6 ? std::string("unlimited") : fmt::format("{:.0f} ({}x mean)", rate, factor),
+        100.0 * double(summary.dropped) / double(summary.messages),
+        100.0 * double(summary.paths_lost) / double(summary.paths), fn(paper), fn(weft));
   }
 }
 
@@ -140,15 +152,22 @@ Trace SendTimesOnly(const Trace& trace) {
   TraceColumns columns = trace.columns();
   std::fill(columns.recv_time.begin(), columns.recv_time.end(), kNoTime);
   std::vector<Attribute> attributes(trace.attributes().begin(), trace.attributes().end());
-  return Check(Trace::FromParts(trace.nodes(), trace.strings(), std::move(columns), std::move(attributes)));
+  return Check(
+      Trace::FromParts(trace.nodes(), trace.strings(), std::move(columns), std::move(attributes)));
 }
 
 void SweepSkew(uint64_t messages, bool one_timestamp) {
-  fmt::print("\n## Figure 22: clock skew at WS2 (its clock fast by the offset; rev: slow), multitier, {}\n\n",
-             one_timestamp ? "one timestamp per message (as in Project 5)" : "send and receive timestamps");
-  fmt::print("False-negative path instances. comp: skew window 30 ms; smooth: Gaussian of 4 bins.\n"
-             "Each cell: paper / weft scoring.\n\n");
-  fmt::print("| WS2 offset | no comp | comp | comp+smooth | rev, comp+smooth |\n| --- | --- | --- | --- | --- |\n");
+  fmt::print(
+      "\n## Figure 22: clock skew at WS2 (its clock fast by the offset; rev: slow), multitier, "
+      "{}\n\n",
+      one_timestamp ? "one timestamp per message (as in Project 5)"
+                    : "send and receive timestamps");
+  fmt::print(
+      "False-negative path instances. comp: skew window 30 ms; smooth: Gaussian of 4 bins.\n"
+      "Each cell: paper / weft scoring.\n\n");
+  fmt::print(
+      "| WS2 offset | no comp | comp | comp+smooth | rev, comp+smooth |\n| --- | --- | --- | --- | "
+      "--- |\n");
   Trace t = Generate("multitier", BaseParallelism("multitier"), 1, messages);
   for (int ms : {0, 10, 20, 30, 40, 50, 60}) {
     auto skewed = [&](int sign) {
@@ -162,10 +181,12 @@ void SweepSkew(uint64_t messages, bool one_timestamp) {
       NestingOptions paper = Paper(), weft;
       paper.skew_window = weft.skew_window = window;
       paper.smoothing_bins = weft.smoothing_bins = smooth;
-      return fmt::format("{:.1f}% / {:.1f}%", 100 * Score(trace, paper).fn_rate, 100 * Score(trace, weft).fn_rate);
+      return fmt::format("{:.1f}% / {:.1f}%", 100 * Score(trace, paper).fn_rate,
+                         100 * Score(trace, weft).fn_rate);
     };
-    fmt::print("| {} ms | {} | {} | {} | {} |\n", ms, cell(fast, 0, 0), cell(fast, 30 * kMillisecond, 0),
-               cell(fast, 30 * kMillisecond, 4), cell(slow, 30 * kMillisecond, 4));
+    fmt::print("| {} ms | {} | {} | {} | {} |\n", ms, cell(fast, 0, 0),
+               cell(fast, 30 * kMillisecond, 0), cell(fast, 30 * kMillisecond, 4),
+               cell(slow, 30 * kMillisecond, 4));
   }
 }
 
@@ -177,10 +198,14 @@ int main(int argc, char** argv) {
   std::string only;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string flag = argv[i];
-    if (flag == "--messages") messages = std::strtoull(argv[i + 1], nullptr, 10);
-    else if (flag == "--only") only = argv[i + 1];
+    if (flag == "--messages")
+      messages = std::strtoull(argv[i + 1], nullptr, 10);
+    else if (flag == "--only")
+      only = argv[i + 1];
     else {
-      fmt::print(stderr, "usage: nesting_sweeps [--messages N] [--only cases|parallelism|deviation|loss|skew]\n");
+      fmt::print(
+          stderr,
+          "usage: nesting_sweeps [--messages N] [--only cases|parallelism|deviation|loss|skew]\n");
       return 2;
     }
   }

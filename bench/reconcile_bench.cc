@@ -3,6 +3,7 @@
 // DNS-like tier), then times, per run, the two steps of `weft reconcile` on one thread:
 // reading the logs (the baseline: a plain load of the same data) and Reconcile itself.
 // Medians of --runs runs.
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,8 +14,6 @@
 #include <string>
 #include <vector>
 
-#include <fmt/format.h>
-
 #include "reconcile/reconcile.h"
 
 namespace {
@@ -23,7 +22,8 @@ namespace fs = std::filesystem;
 
 double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : (v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2);
+  return v.empty() ? 0
+                   : (v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2);
 }
 
 double Seconds(std::chrono::steady_clock::time_point since) {
@@ -31,13 +31,15 @@ double Seconds(std::chrono::steady_clock::time_point since) {
 }
 
 // One topology: captured once, reconciled `runs` times.
-int Measure(const std::string& weft, const std::string& topology, double seconds, int concurrency, int runs) {
+int Measure(const std::string& weft, const std::string& topology, double seconds, int concurrency,
+            int runs) {
   fs::path dir = fs::temp_directory_path() / fmt::format("weft-reconcile-bench-{}", getpid());
   fs::remove_all(dir);
-  std::string command = fmt::format("'{}' capture -o '{}' -- '{}' testbed run '{}' --duration {}s --concurrency {} "
-                                    "-o '{}' >/dev/null 2>&1",
-                                    weft, (dir / "capture").string(), weft, topology, seconds, concurrency,
-                                    (dir / "truth").string());
+  std::string command = fmt::format(
+      "'{}' capture -o '{}' -- '{}' testbed run '{}' --duration {}s --concurrency {} "
+      "-o '{}' >/dev/null 2>&1",
+      weft, (dir / "capture").string(), weft, topology, seconds, concurrency,
+      (dir / "truth").string());
   if (std::system(command.c_str()) != 0) {
     std::fprintf(stderr, "reconcile_bench: the captured run failed: %s\n", command.c_str());
     fs::remove_all(dir);
@@ -67,8 +69,8 @@ int Measure(const std::string& weft, const std::string& topology, double seconds
   fs::remove_all(dir);
   const double read = Median(read_s), reconcile = Median(reconcile_s);
   fmt::print("{:<18} {:>10} {:>9} {:>9.3f} {:>11.2f} {:>11.3f} {:>11.2f} {:>7.2f}\n",
-             fs::path(topology).stem().string(), events, messages, read, events / read / 1e6, reconcile,
-             events / reconcile / 1e6, reconcile / read);
+             fs::path(topology).stem().string(), events, messages, read, events / read / 1e6,
+             reconcile, events / reconcile / 1e6, reconcile / read);
   return 0;
 }
 
@@ -80,21 +82,29 @@ int main(int argc, char** argv) {
   int runs = 5, concurrency = 32;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string flag = argv[i];
-    if (flag == "--weft") weft = argv[i + 1];
-    else if (flag == "--topologies") topologies = argv[i + 1];
-    else if (flag == "--seconds") seconds = std::atof(argv[i + 1]);
-    else if (flag == "--runs") runs = std::atoi(argv[i + 1]);
-    else if (flag == "--concurrency") concurrency = std::atoi(argv[i + 1]);
+    if (flag == "--weft")
+      weft = argv[i + 1];
+    else if (flag == "--topologies")
+      topologies = argv[i + 1];
+    else if (flag == "--seconds")
+      seconds = std::atof(argv[i + 1]);
+    else if (flag == "--runs")
+      runs = std::atoi(argv[i + 1]);
+    else if (flag == "--concurrency")
+      concurrency = std::atoi(argv[i + 1]);
   }
   if (weft.empty() || topologies.empty() || runs < 1 || concurrency < 1 || !(seconds > 0)) {
-    std::fprintf(stderr, "usage: reconcile_bench --weft PATH/weft --topologies testbed/topologies [--seconds 10] "
-                         "[--runs 5] [--concurrency 32]\n");
+    std::fprintf(
+        stderr,
+        "usage: reconcile_bench --weft PATH/weft --topologies testbed/topologies [--seconds 10] "
+        "[--runs 5] [--concurrency 32]\n");
     return 2;
   }
-  fmt::print("testbed runs of {} s at concurrency {} under weft capture; medians of {} runs, one thread\n", seconds,
-             concurrency, runs);
-  fmt::print("{:<18} {:>10} {:>9} {:>9} {:>11} {:>11} {:>11} {:>7}\n", "topology", "events", "messages", "read s",
-             "M events/s", "reconcile s", "M events/s", "ratio");
+  fmt::print(
+      "testbed runs of {} s at concurrency {} under weft capture; medians of {} runs, one thread\n",
+      seconds, concurrency, runs);
+  fmt::print("{:<18} {:>10} {:>9} {:>9} {:>11} {:>11} {:>11} {:>7}\n", "topology", "events",
+             "messages", "read s", "M events/s", "reconcile s", "M events/s", "ratio");
   int rc = 0;
   for (const char* name : {"three-tier.toml", "dns.toml"}) {
     rc |= Measure(weft, topologies + "/" + name, seconds, concurrency, runs);

@@ -5,6 +5,7 @@
 // reading its bytes into memory (ReadFile), parsing text against reading the text and
 // counting its lines. Medians over --runs runs; the machine is shared, so ratios are the
 // figures to trust.
+#include <fmt/format.h>
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -14,8 +15,6 @@
 #include <functional>
 #include <string>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "core/file.h"
 #include "gen/gen.h"
@@ -94,7 +93,8 @@ int Run(uint64_t messages, int runs, const std::string& dir) {
 
   auto rate = [&](const std::vector<double>& v) { return double(n) / Median(v) / 1e6; };
   fmt::print("trace_io_bench: multitier, {} messages, {} runs (median)\n\n", n, runs);
-  fmt::print("{:<28} {:>10} {:>12} {:>14} {:>8}\n", "step", "seconds", "M msgs/s", "baseline s", "ratio");
+  fmt::print("{:<28} {:>10} {:>12} {:>14} {:>8}\n", "step", "seconds", "M msgs/s", "baseline s",
+             "ratio");
   auto row = [&](const char* name, const std::vector<double>& v, const std::vector<double>* base) {
     if (base) {
       fmt::print("{:<28} {:>10.3f} {:>12.2f} {:>14.3f} {:>8.2f}\n", name, Median(v), rate(v),
@@ -108,9 +108,11 @@ int Run(uint64_t messages, int runs, const std::string& dir) {
   row("load .weft (mmap)", load_bin, &read_bin);
   row("write text", write_text, nullptr);
   row("parse text", parse_text, &read_text);
-  fmt::print("\nbaselines: read the file's bytes into memory (binary); read and count lines (text)\n");
+  fmt::print(
+      "\nbaselines: read the file's bytes into memory (binary); read and count lines (text)\n");
   fmt::print("bytes per message: .weft {:.1f}, text {:.1f}, in memory {:.1f}\n",
-             double(bin_bytes) / double(n), double(text_bytes) / double(n), double(memory) / double(n));
+             double(bin_bytes) / double(n), double(text_bytes) / double(n),
+             double(memory) / double(n));
   fmt::print("peak resident set: {:.0f} MB\n", double(usage.ru_maxrss) / 1024.0);
   std::filesystem::remove(bin);
   std::filesystem::remove(text);
@@ -126,9 +128,12 @@ int main(int argc, char** argv) {
   std::string dir = "/tmp/weft-bench";
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string flag = argv[i];
-    if (flag == "--messages") messages = std::stoull(argv[i + 1]);
-    else if (flag == "--runs") runs = std::stoi(argv[i + 1]);
-    else if (flag == "--dir") dir = argv[i + 1];
+    if (flag == "--messages")
+      messages = std::stoull(argv[i + 1]);
+    else if (flag == "--runs")
+      runs = std::stoi(argv[i + 1]);
+    else if (flag == "--dir")
+      dir = argv[i + 1];
     else {
       fmt::print(stderr, "usage: trace_io_bench [--messages N] [--runs R] [--dir DIR]\n");
       return 2;

@@ -1,5 +1,6 @@
 #include "testbed/client.h"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,8 +11,6 @@
 #include <mutex>
 #include <random>
 #include <thread>
-
-#include <fmt/format.h>
 
 #include "testbed/http.h"
 #include "testbed/wire.h"
@@ -92,7 +91,8 @@ LoadStats RunOpenLoop(const Topology& topo, const LoadOptions& options, TruthLog
           call.close = !topo.client_pooled;  // HTTP: Connection: close
           const RequestType& rt = entry.requests[call.request_type];
           std::string wire = EncodeMessage(call, rt.request_bytes, conn->http);
-          if (conn->http && options.request_id_header) AddHttpHeader(&wire, "X-Request-Id", RequestId(ids));
+          if (conn->http && options.request_id_header)
+            AddHttpHeader(&wire, "X-Request-Id", RequestId(ids));
           if (log) {
             log->Record(TruthLog::Direction::kSend, call, *conn, wire.size(), rt.name, WallNow());
           }
@@ -179,9 +179,7 @@ Result<LoadStats> RunLoad(const Topology& topo, const LoadOptions& options) {
   LoadStats total;
   const TimeNs start = WallNow();
   const TimeNs end = start + options.duration;
-  auto stopped = [&] {
-    return WallNow() >= end || (options.stop && options.stop->load());
-  };
+  auto stopped = [&] { return WallNow() >= end || (options.stop && options.stop->load()); };
 
   auto session = [&](uint32_t id) {
     std::mt19937_64 rng(uint64_t(start) + id);
@@ -219,7 +217,8 @@ Result<LoadStats> RunLoad(const Topology& topo, const LoadOptions& options) {
         const RequestType& rt = entry.requests[call.request_type];
         ++mine.sent;
         std::string wire = EncodeMessage(call, rt.request_bytes, conn->http);
-        if (conn->http && options.request_id_header) AddHttpHeader(&wire, "X-Request-Id", RequestId(ids));
+        if (conn->http && options.request_id_header)
+          AddHttpHeader(&wire, "X-Request-Id", RequestId(ids));
         TimeNs sent = WallNow();
         if (log) log->Record(TruthLog::Direction::kSend, call, *conn, wire.size(), rt.name, sent);
         if (WriteAll(conn->fd, wire).ok()) {

@@ -31,11 +31,11 @@ struct LoadOptions {
 };
 
 struct LoadStats {
-  uint64_t sent = 0;       // requests started
-  uint64_t ok = 0;         // answered with a reply
-  uint64_t errors = 0;     // answered with an error reply
-  uint64_t failed = 0;     // no answer: connection refused, reset or timed out, or dropped
-  uint64_t dropped = 0;    // open loop: never sent, over max_outstanding or too late
+  uint64_t sent = 0;     // requests started
+  uint64_t ok = 0;       // answered with a reply
+  uint64_t errors = 0;   // answered with an error reply
+  uint64_t failed = 0;   // no answer: connection refused, reset or timed out, or dropped
+  uint64_t dropped = 0;  // open loop: never sent, over max_outstanding or too late
   TimeNs elapsed = 0;
   // Of requests answered ok; in open loop from the arrival (scheduled send) time, so time
   // spent waiting for a sender counts (no coordinated omission).

@@ -6,6 +6,7 @@
 #include "testbed/event_loop.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/timerfd.h>
@@ -16,8 +17,6 @@
 #include <deque>
 #include <map>
 #include <queue>
-
-#include <fmt/format.h>
 
 namespace weft::testbed {
 namespace {
@@ -43,7 +42,7 @@ struct Req {
   std::shared_ptr<EvConn> from;
   Frame frame;
   const RequestType* rt = nullptr;
-  int phase = 0;  // 0 before, 1 calls, 2 after, 3 reply, 4 done
+  int phase = 0;          // 0 before, 1 calls, 2 after, 3 reply, 4 done
   bool sleeping = false;  // a service-time timer will step it; other wake-ups wait
   size_t spec = 0;
   uint32_t left = 0;
@@ -70,8 +69,12 @@ TimeNs MonoNow() {
 class Loop {
  public:
   Loop(const Topology& topo, int tier, int index, TruthLog& log)
-      : topo_(topo), tier_(topo.tiers[tier]), name_(tier_.servers[index].name), log_(log),
-        rng_(uint64_t(WallNow())), balancer_(topo, name_) {}
+      : topo_(topo),
+        tier_(topo.tiers[tier]),
+        name_(tier_.servers[index].name),
+        log_(log),
+        rng_(uint64_t(WallNow())),
+        balancer_(topo, name_) {}
 
   [[noreturn]] void Run(int listen_fd);
 
@@ -269,7 +272,8 @@ void Loop::Call(const std::shared_ptr<Req>& r, const CallSpec& spec) {
     }
   }
   if (!c) {
-    Result<std::unique_ptr<Conn>> conn = ConnectLoopback(t.servers[server].port, topo_.io_timeout, t.udp);
+    Result<std::unique_ptr<Conn>> conn =
+        ConnectLoopback(t.servers[server].port, topo_.io_timeout, t.udp);
     if (!conn.ok()) {
       if (r->status.ok()) r->status = conn.status();
       return;
@@ -356,9 +360,9 @@ void Loop::Reply(const std::shared_ptr<Req>& r) {
   Frame reply = r->frame;
   reply.type = r->status.ok() ? FrameType::kReply : FrameType::kError;
   Conn& conn = *r->from->conn;
-  std::string wire = EncodeMessage(
-      reply, r->status.ok() ? r->rt->reply_bytes : uint32_t(kPayloadHeader), conn.http,
-      tier_.http_chunked);
+  std::string wire =
+      EncodeMessage(reply, r->status.ok() ? r->rt->reply_bytes : uint32_t(kPayloadHeader),
+                    conn.http, tier_.http_chunked);
   std::lock_guard lock(conn.write_mu);  // uncontended: ReleaseReply's contract
   for (auto& [frame, bytes] : ReleaseReply(conn, r->seq, reply, std::move(wire))) {
     log_.Record(TruthLog::Direction::kSend, frame, conn, bytes.size(), "-", WallNow());

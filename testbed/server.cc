@@ -3,6 +3,7 @@
 #include "testbed/server.h"
 
 #include <arpa/inet.h>
+#include <fmt/format.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/epoll.h>
@@ -13,8 +14,8 @@
 
 #include <atomic>
 #include <cerrno>
-#include <csignal>
 #include <condition_variable>
+#include <csignal>
 #include <cstring>
 #include <deque>
 #include <functional>
@@ -22,8 +23,6 @@
 #include <system_error>
 #include <thread>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "testbed/event_loop.h"
 #include "testbed/pipelined_conn.h"
@@ -74,7 +73,10 @@ std::mt19937_64& Rng() {
 class Server {
  public:
   Server(const Topology& topo, int tier, int index, std::unique_ptr<TruthLog> log)
-      : topo_(topo), tier_(topo.tiers[tier]), spec_(tier_.servers[index]), log_(std::move(log)),
+      : topo_(topo),
+        tier_(topo.tiers[tier]),
+        spec_(tier_.servers[index]),
+        log_(std::move(log)),
         balancer_(topo, spec_.name) {}
 
   [[noreturn]] void Run(int listen_fd);
@@ -109,7 +111,9 @@ class Server {
   Frame NewCall(const Frame& request, const CallSpec& spec);
   // With tier_.pipeline > 1 calls to TCP tiers share pooled connections, up to
   // tier_.pipeline calls in flight on each.
-  bool Pipelines(int tier) const { return tier_.pipeline > 1 && !topo_.tiers[tier].udp && !in_child_; }
+  bool Pipelines(int tier) const {
+    return tier_.pipeline > 1 && !topo_.tiers[tier].udp && !in_child_;
+  }
   // A pooled connection to a server of `tier` with a slot reserved for one call: the
   // first open one with room, else a new one.
   Result<std::shared_ptr<PipelinedConn>> GetPipelined(int tier);
@@ -121,8 +125,8 @@ class Server {
   void ServeRequest(Conn& conn, const Frame& request, uint64_t seq);
   // The fork model: a child process serves the request and exits; the caller waits.
   void ServeInChild(Conn& conn, const Frame& request, uint64_t seq);
-  [[noreturn]] void RunUdp(int fd);                  // threads sharing one UDP socket
-  void RunPipeline(int listen_fd);                    // dispatcher and stages
+  [[noreturn]] void RunUdp(int fd);  // threads sharing one UDP socket
+  void RunPipeline(int listen_fd);   // dispatcher and stages
 
   const Topology& topo_;
   const Tier& tier_;
@@ -162,8 +166,8 @@ Server::Read Server::Admit(Conn& conn, Frame& request, size_t bytes, uint64_t* s
                known ? std::string_view(TypeOf(request).name) : "?", WallNow());
   if (!known) {
     // A well-framed but meaningless request gets an error reply; the connection stays.
-    fmt::print(stderr, "{}: request of type {} kind {} from {} is not served here\n",
-               spec_.name, request.request_type, int(request.type), conn.peer);
+    fmt::print(stderr, "{}: request of type {} kind {} from {} is not served here\n", spec_.name,
+               request.request_type, int(request.type), conn.peer);
     Frame bad = request;
     bad.request_type = 0;
     Reply(conn, bad, *seq, Status::InvalidArgument("unknown request"));
@@ -352,7 +356,8 @@ Status Server::CallGroupOnThreads(const Frame& request, const CallSpec& spec, ui
   Status spawned;
   for (uint32_t k = 0; k < count; ++k) {
     try {
-      threads.emplace_back([this, &request, &spec, &results, k] { results[k] = CallGroup(request, spec, 1); });
+      threads.emplace_back(
+          [this, &request, &spec, &results, k] { results[k] = CallGroup(request, spec, 1); });
     } catch (const std::system_error& e) {  // no thread to be had: the calls made so far finish
       spawned = Status::IoError("spawning a thread for a call: {}", e.what());
       break;
@@ -416,7 +421,8 @@ void Server::ServeRequest(Conn& conn, const Frame& request, uint64_t seq) {
   const RequestType& rt = TypeOf(request);
   Serve(rt.before.Sample(Rng()));
   Status s = Downstream(request);
-  if (!s.ok()) fmt::print(stderr, "{}: request {:x}: {}\n", spec_.name, request.request_id, s.message());
+  if (!s.ok())
+    fmt::print(stderr, "{}: request {:x}: {}\n", spec_.name, request.request_id, s.message());
   if (s.ok()) Serve(rt.after.Sample(Rng()));
   Reply(conn, request, seq, s);
 }
@@ -464,10 +470,17 @@ void Server::RunPipeline(int listen_fd) {
   };
   switch (spec_.model) {
     case ThreadingModel::kWorkerPool:
-      stages.push_back([=](Job& j) { before(j); calls(j); reply(j); });
+      stages.push_back([=](Job& j) {
+        before(j);
+        calls(j);
+        reply(j);
+      });
       break;
     case ThreadingModel::kHandoff:
-      stages.push_back([=](Job& j) { before(j); calls(j); });
+      stages.push_back([=](Job& j) {
+        before(j);
+        calls(j);
+      });
       stages.push_back(reply);
       break;
     default:
@@ -553,11 +566,13 @@ void Server::RunUdp(int fd) {
       from.peer = fmt::format("{}:{}", ip, ntohs(peer.sin_port));
       Result<Frame> f = DecodeDatagram(std::string_view(buf.data(), size_t(r)));
       if (!f.ok()) {
-        fmt::print(stderr, "{}: datagram from {}: {}\n", spec_.name, from.peer, f.status().message());
+        fmt::print(stderr, "{}: datagram from {}: {}\n", spec_.name, from.peer,
+                   f.status().message());
         continue;
       }
       Frame request = *f;
-      bool known = request.type == FrameType::kRequest && request.request_type < tier_.requests.size();
+      bool known =
+          request.type == FrameType::kRequest && request.request_type < tier_.requests.size();
       log_->Record(TruthLog::Direction::kRecv, request, from, size_t(r),
                    known ? std::string_view(TypeOf(request).name) : "?", WallNow());
       Status s;
@@ -570,12 +585,14 @@ void Server::RunUdp(int fd) {
         const RequestType& rt = TypeOf(request);
         Serve(rt.before.Sample(Rng()));
         s = Downstream(request);
-        if (!s.ok()) fmt::print(stderr, "{}: request {:x}: {}\n", spec_.name, request.request_id, s.message());
+        if (!s.ok())
+          fmt::print(stderr, "{}: request {:x}: {}\n", spec_.name, request.request_id, s.message());
         if (s.ok()) Serve(rt.after.Sample(Rng()));
       }
       Frame reply = request;
       reply.type = s.ok() ? FrameType::kReply : FrameType::kError;
-      std::string wire = EncodeFrame(reply, s.ok() ? TypeOf(request).reply_bytes : uint32_t(kPayloadHeader));
+      std::string wire =
+          EncodeFrame(reply, s.ok() ? TypeOf(request).reply_bytes : uint32_t(kPayloadHeader));
       log_->Record(TruthLog::Direction::kSend, reply, from, wire.size(), "-", WallNow());
       sendto(fd, wire.data(), wire.size(), 0, reinterpret_cast<sockaddr*>(&peer), len);
     }
@@ -612,7 +629,8 @@ Status RunServer(const Topology& topology, int tier, int index, int listen_fd,
       size_t(index) >= topology.tiers[tier].servers.size()) {
     return Status::InvalidArgument("no server {} in tier {}", index, tier);
   }
-  WEFT_ASSIGN_OR_RETURN(auto log, TruthLog::Open(truth_dir, topology.tiers[tier].servers[index].name));
+  WEFT_ASSIGN_OR_RETURN(auto log,
+                        TruthLog::Open(truth_dir, topology.tiers[tier].servers[index].name));
   if (!topology.tiers[tier].udp &&
       topology.tiers[tier].servers[index].model == ThreadingModel::kEventLoop) {
     RunEventLoop(topology, tier, index, listen_fd, *log);

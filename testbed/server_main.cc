@@ -1,10 +1,10 @@
 // weft-testbed-server: one testbed server as a program of its own, to run a topology by
 // hand or under a tracer (`weft testbed run` forks its servers instead). Every server of
 // the topology needs a fixed port, since each process must know where its callees listen.
+#include <fmt/format.h>
+
 #include <cstdio>
 #include <string>
-
-#include <fmt/format.h>
 
 #include "testbed/runner.h"
 #include "testbed/server.h"

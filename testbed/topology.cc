@@ -66,9 +66,10 @@ Result<ServerSpec> Parser::ParseServer(const toml::table& t, const ServerSpec& d
   if (const toml::node* n = t.get("model")) {
     auto name = n->value<std::string>();
     bool found = false;
-    for (ThreadingModel m : {ThreadingModel::kThreadPerConnection, ThreadingModel::kWorkerPool,
-                             ThreadingModel::kHandoff, ThreadingModel::kStaged,
-                             ThreadingModel::kEventLoop, ThreadingModel::kFork, ThreadingModel::kSpawn}) {
+    for (ThreadingModel m :
+         {ThreadingModel::kThreadPerConnection, ThreadingModel::kWorkerPool,
+          ThreadingModel::kHandoff, ThreadingModel::kStaged, ThreadingModel::kEventLoop,
+          ThreadingModel::kFork, ThreadingModel::kSpawn}) {
       if (name && *name == ThreadingModelName(m)) {
         s.model = m;
         found = true;
@@ -76,7 +77,8 @@ Result<ServerSpec> Parser::ParseServer(const toml::table& t, const ServerSpec& d
     }
     if (!found) {
       return Error(LineOf(*n),
-                   "model must be thread-per-connection, worker-pool, handoff, staged, event-loop, fork or spawn");
+                   "model must be thread-per-connection, worker-pool, handoff, staged, event-loop, "
+                   "fork or spawn");
     }
   }
   WEFT_ASSIGN_OR_RETURN(uint32_t port, Count(t, "port", s.port));
@@ -176,13 +178,13 @@ Result<Tier> Parser::ParseTier(const toml::table& t) {
   tier.http_chunked = t["http_chunked"].value_or(false);
   WEFT_ASSIGN_OR_RETURN(tier.http_close_after, Count(t, "http_close_after", 0));
   if ((tier.http_chunked || tier.http_close_after > 0) && !tier.http) {
-    return Error(LineOf(t),
-                 "tier '{}': http_chunked and http_close_after need protocol = \"http\"",
+    return Error(LineOf(t), "tier '{}': http_chunked and http_close_after need protocol = \"http\"",
                  tier.name);
   }
   std::string service = t["service"].value_or(std::string("timer"));
   if (service != "timer" && service != "inline") {
-    return Error(LineOf(t), "tier '{}': service must be timer or inline, not '{}'", tier.name, service);
+    return Error(LineOf(t), "tier '{}': service must be timer or inline, not '{}'", tier.name,
+                 service);
   }
   tier.inline_service = service == "inline";
   WEFT_ASSIGN_OR_RETURN(ServerSpec defaults, ParseServer(t, ServerSpec{}));
@@ -251,7 +253,8 @@ Result<Topology> Parser::Parse(const toml::table& root) {
         if (to < 0) return Error(p.line, "call to unknown tier '{}'", p.tier);
         // Calls go down only, so that every call graph is finite.
         if (to <= int(ti)) {
-          return Error(p.line, "tier '{}' may call only tiers listed after it", topo.tiers[ti].name);
+          return Error(p.line, "tier '{}' may call only tiers listed after it",
+                       topo.tiers[ti].name);
         }
         int req = -1;
         for (size_t k = 0; k < topo.tiers[to].requests.size(); ++k) {
@@ -283,23 +286,32 @@ Result<Topology> Parser::Parse(const toml::table& root) {
 
 std::string_view ThreadingModelName(ThreadingModel model) {
   switch (model) {
-    case ThreadingModel::kThreadPerConnection: return "thread-per-connection";
-    case ThreadingModel::kWorkerPool: return "worker-pool";
-    case ThreadingModel::kHandoff: return "handoff";
-    case ThreadingModel::kStaged: return "staged";
-    case ThreadingModel::kEventLoop: return "event-loop";
-    case ThreadingModel::kFork: return "fork";
-    case ThreadingModel::kSpawn: return "spawn";
+    case ThreadingModel::kThreadPerConnection:
+      return "thread-per-connection";
+    case ThreadingModel::kWorkerPool:
+      return "worker-pool";
+    case ThreadingModel::kHandoff:
+      return "handoff";
+    case ThreadingModel::kStaged:
+      return "staged";
+    case ThreadingModel::kEventLoop:
+      return "event-loop";
+    case ThreadingModel::kFork:
+      return "fork";
+    case ThreadingModel::kSpawn:
+      return "spawn";
   }
   return "?";
 }
 
 TimeNs Distribution::Sample(std::mt19937_64& rng) const {
   switch (kind) {
-    case Kind::kConstant: return a;
+    case Kind::kConstant:
+      return a;
     case Kind::kExponential:
       return a <= 0 ? 0 : TimeNs(std::exponential_distribution<double>(1.0 / double(a))(rng));
-    case Kind::kUniform: return std::uniform_int_distribution<TimeNs>(a, b)(rng);
+    case Kind::kUniform:
+      return std::uniform_int_distribution<TimeNs>(a, b)(rng);
   }
   return 0;
 }

@@ -62,7 +62,7 @@ struct ServerSpec {
   std::string name;  // "<tier><index>", the node name in traces
   uint16_t port = 0;
   ThreadingModel model = ThreadingModel::kThreadPerConnection;
-  uint32_t workers = 8;          // threads per pool or stage
+  uint32_t workers = 8;            // threads per pool or stage
   uint32_t queue_capacity = 1024;  // per queue; a full queue answers with an error
 };
 
@@ -80,7 +80,7 @@ struct Tier {
   // Served over UDP, one frame per datagram, by `workers` threads sharing the socket (a
   // DNS-like service); the threading model does not apply.
   bool udp = false;
-  bool http = false;  // HTTP/1.1 messages instead of frames (protocol = "http")
+  bool http = false;          // HTTP/1.1 messages instead of frames (protocol = "http")
   bool http_chunked = false;  // HTTP: this tier's servers send replies in chunked coding
   // HTTP: a server closes a connection after answering its N-th request, saying
   // "Connection: close" in that reply (as servers bound keep-alive); 0: never.
@@ -97,9 +97,9 @@ struct Topology {
   std::string name;
   std::vector<Tier> tiers;  // tiers[0] is the entry tier the load client calls
   bool client_pooled = true;
-  TimeNs think = 0;                      // client think time between requests
-  uint32_t pipeline = 1;  // requests a client session sends before reading their replies
-  TimeNs io_timeout = 5 * kSecond;       // bounds every blocking read and write
+  TimeNs think = 0;                 // client think time between requests
+  uint32_t pipeline = 1;            // requests a client session sends before reading their replies
+  TimeNs io_timeout = 5 * kSecond;  // bounds every blocking read and write
   uint64_t seed = 1;  // seeds random load sharing, so that a run's choices can be repeated
 
   int TierIndex(std::string_view name) const;

@@ -184,7 +184,8 @@ Result<TruthCheck> CheckTruth(const Trace& trace, const Topology& topo, bool com
       uint32_t m = stack.back();
       stack.pop_back();
       if (col.kind[m] != MessageKind::kCall) {
-        if (!children[m].empty()) return Status::Corruption("a RETURN has children (path {})", path);
+        if (!children[m].empty())
+          return Status::Corruption("a RETURN has children (path {})", path);
         continue;
       }
       uint32_t returns = 0;
@@ -213,7 +214,8 @@ Result<TruthCheck> CheckTruth(const Trace& trace, const Topology& topo, bool com
         continue;
       }
       auto s = server_of.find(trace.NodeName(col.receiver[m]));
-      if (s == server_of.end()) return Status::Corruption("a CALL of path {} goes to no server", path);
+      if (s == server_of.end())
+        return Status::Corruption("a CALL of path {} goes to no server", path);
       const Tier& tier = topo.tiers[s->second.first];
       std::string_view name = attr(m, "testbed.request");
       const RequestType* rt = nullptr;
@@ -228,8 +230,8 @@ Result<TruthCheck> CheckTruth(const Trace& trace, const Topology& topo, bool com
       for (const auto& [key, n] : nested) {
         auto a = allowed.find(key);
         if (a == allowed.end() || n < a->second.first || n > a->second.second) {
-          return Status::Corruption("path {}: {} '{}' made {} calls to {} '{}', not allowed",
-                                    path, tier.name, name, n,
+          return Status::Corruption("path {}: {} '{}' made {} calls to {} '{}', not allowed", path,
+                                    tier.name, name, n,
                                     key.first >= 0 ? topo.tiers[key.first].name : "?", key.second);
         }
       }

@@ -19,10 +19,10 @@ namespace weft::testbed {
 Result<Trace> BuildTruthTrace(const std::string& dir);
 
 struct TruthCheck {
-  uint64_t requests = 0;   // paths (one per request the client sent)
-  uint64_t answered = 0;   // whose root call has a reply
-  uint64_t errors = 0;     // whose root reply is an error
-  uint64_t shaped = 0;     // ok requests whose tree matches the call graph
+  uint64_t requests = 0;  // paths (one per request the client sent)
+  uint64_t answered = 0;  // whose root call has a reply
+  uint64_t errors = 0;    // whose root reply is an error
+  uint64_t shaped = 0;    // ok requests whose tree matches the call graph
 };
 
 // Checks that every path is one well-formed tree rooted at a client CALL, that every

@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
@@ -12,8 +13,6 @@
 #include <cstdio>
 #include <cstring>
 #include <thread>
-
-#include <fmt/format.h>
 
 #include "testbed/http.h"
 
@@ -291,10 +290,10 @@ TruthLog::~TruthLog() { close(fd_); }
 void TruthLog::Record(Direction dir, const Frame& frame, const Conn& conn, size_t bytes,
                       std::string_view request_name, TimeNs when) {
   // time thread dir type local peer request call parent bytes name
-  std::string line = fmt::format("{} {} {} {} {} {} {:x} {:x} {:x} {} {}\n", when,
-                                 CurrentThreadId(), char(dir), int(frame.type), conn.local,
-                                 conn.peer, frame.request_id, frame.call_id, frame.parent_call,
-                                 bytes, request_name.empty() ? "-" : request_name);
+  std::string line =
+      fmt::format("{} {} {} {} {} {} {:x} {:x} {:x} {} {}\n", when, CurrentThreadId(), char(dir),
+                  int(frame.type), conn.local, conn.peer, frame.request_id, frame.call_id,
+                  frame.parent_call, bytes, request_name.empty() ? "-" : request_name);
   // A truth log that cannot be written makes the run's ground truth incomplete, which the
   // truth tool reports; the server itself keeps serving.
   ssize_t w = write(fd_, line.data(), line.size());

@@ -58,8 +58,8 @@ struct Conn {
 
   int fd;
   std::string local, peer;
-  std::mutex write_mu;  // replies from several threads on one connection
-  int target = -1;      // for pooled downstream connections: the server index
+  std::mutex write_mu;    // replies from several threads on one connection
+  int target = -1;        // for pooled downstream connections: the server index
   bool datagram = false;  // a connected UDP socket: one frame per datagram
   bool http = false;      // HTTP/1.1 messages instead of frames
   // Bytes read past the last whole message: HTTP reads, and every non-blocking reader
@@ -69,7 +69,7 @@ struct Conn {
   // reader of a connection numbers each request it takes (next_request, the reader's
   // own), and ReleaseReply holds a reply finished early until every earlier one is out.
   uint64_t next_request = 0;
-  uint64_t next_reply = 0;                                  // guarded by write_mu
+  uint64_t next_reply = 0;                                 // guarded by write_mu
   std::map<uint64_t, std::pair<Frame, std::string>> held;  // guarded by write_mu
 };
 
@@ -82,8 +82,7 @@ std::vector<std::pair<Frame, std::string>> ReleaseReply(Conn& conn, uint64_t seq
 
 // Connects to 127.0.0.1:port (TCP, or a connected UDP socket) with send and receive
 // timeouts of `timeout`.
-Result<std::unique_ptr<Conn>> ConnectLoopback(uint16_t port, TimeNs timeout,
-                                              bool datagram = false);
+Result<std::unique_ptr<Conn>> ConnectLoopback(uint16_t port, TimeNs timeout, bool datagram = false);
 Status SetTimeouts(int fd, TimeNs timeout);
 
 // Reads one frame. nullopt on a clean end of stream before the frame; an error on a

@@ -23,11 +23,10 @@ using wire::BlockHeader;
 using wire::FileHeader;
 
 constexpr std::string_view kOpNames[] = {
-    "none",     "socket",   "socketpair", "pipe",      "connect",  "accept",   "bind",
-    "listen",   "close",    "shutdown",   "dup",       "read",     "readv",    "write",
-    "writev",   "send",     "sendto",     "sendmsg",   "sendmmsg", "recv",     "recvfrom",
-    "recvmsg",  "recvmmsg", "sendfile",   "poll",      "select",   "epoll_wait", "fork",
-    "exec",     "thread"};
+    "none",   "socket",   "socketpair", "pipe", "connect",  "accept",  "bind",     "listen",
+    "close",  "shutdown", "dup",        "read", "readv",    "write",   "writev",   "send",
+    "sendto", "sendmsg",  "sendmmsg",   "recv", "recvfrom", "recvmsg", "recvmmsg", "sendfile",
+    "poll",   "select",   "epoll_wait", "fork", "exec",     "thread"};
 static_assert(std::size(kOpNames) == wire::kOpCount);
 
 template <typename T>
@@ -102,7 +101,9 @@ class BlockDecoder {
           if (d.peer.family != wire::kFamilyNone) {
             if (d.peer.family == wire::kFamilyUnix) {
               if (sizeof d + d.peer.path_length > size) return false;
-              e.peer = Add(log_.addresses, DecodeAddress(d.peer, {reinterpret_cast<const char*>(p) + sizeof d, d.peer.path_length}));
+              e.peer = Add(log_.addresses,
+                           DecodeAddress(d.peer, {reinterpret_cast<const char*>(p) + sizeof d,
+                                                  d.peer.path_length}));
             } else {
               e.peer = Add(log_.addresses, DecodeAddress(d.peer, {}));
             }
@@ -116,7 +117,8 @@ class BlockDecoder {
         if (size < sizeof(wire::EndpointRecord)) return false;
         auto r = Load<wire::EndpointRecord>(p);
         uint32_t paths = uint32_t(r.local.path_length) + r.peer.path_length;
-        if (sizeof r + paths > size || r.op >= wire::kOpCount || !PlausibleTime(r.time_ns)) return false;
+        if (sizeof r + paths > size || r.op >= wire::kOpCount || !PlausibleTime(r.time_ns))
+          return false;
         const char* text = reinterpret_cast<const char*>(p) + sizeof r;
         Endpoint ep;
         ep.kind = static_cast<wire::SocketKind>(r.kind);
@@ -141,8 +143,8 @@ class BlockDecoder {
         auto r = Load<wire::PayloadRecord>(p);
         if (sizeof r + uint64_t(r.length) > size) return false;
         if (last_ >= 0 && log_.events[last_].payload == kNone) {
-          log_.events[last_].payload =
-              Add(log_.payloads, std::string(reinterpret_cast<const char*>(p) + sizeof r, r.length));
+          log_.events[last_].payload = Add(
+              log_.payloads, std::string(reinterpret_cast<const char*>(p) + sizeof r, r.length));
         }
         return true;
       }
@@ -169,7 +171,8 @@ class BlockDecoder {
           if (end == std::string_view::npos || equals == std::string_view::npos || equals == 0) {
             return false;
           }
-          b.attributes.emplace_back(text.substr(0, equals), text.substr(equals + 1, end - equals - 1));
+          b.attributes.emplace_back(text.substr(0, equals),
+                                    text.substr(equals + 1, end - equals - 1));
           text.remove_prefix(end + 1);
         }
         Event e{.op = EventOp::kBoundary};
@@ -277,7 +280,8 @@ Status DecodeHeader(std::span<const uint8_t> data, std::string_view name, EventL
 std::string Escaped(std::string_view bytes) {
   std::string shown;
   for (char c : bytes) {
-    shown += (c >= 32 && c < 127 && c != '\\') ? std::string(1, c) : fmt::format("\\x{:02x}", uint8_t(c));
+    shown += (c >= 32 && c < 127 && c != '\\') ? std::string(1, c)
+                                               : fmt::format("\\x{:02x}", uint8_t(c));
   }
   return shown;
 }
@@ -297,8 +301,13 @@ std::string_view EventOpName(EventOp op) {
 
 bool IsSendOp(EventOp op) {
   switch (op) {
-    case EventOp::kWrite: case EventOp::kWritev: case EventOp::kSend: case EventOp::kSendto:
-    case EventOp::kSendmsg: case EventOp::kSendmmsg: case EventOp::kSendfile:
+    case EventOp::kWrite:
+    case EventOp::kWritev:
+    case EventOp::kSend:
+    case EventOp::kSendto:
+    case EventOp::kSendmsg:
+    case EventOp::kSendmmsg:
+    case EventOp::kSendfile:
       return true;
     default:
       return false;
@@ -307,8 +316,12 @@ bool IsSendOp(EventOp op) {
 
 bool IsRecvOp(EventOp op) {
   switch (op) {
-    case EventOp::kRead: case EventOp::kReadv: case EventOp::kRecv: case EventOp::kRecvfrom:
-    case EventOp::kRecvmsg: case EventOp::kRecvmmsg:
+    case EventOp::kRead:
+    case EventOp::kReadv:
+    case EventOp::kRecv:
+    case EventOp::kRecvfrom:
+    case EventOp::kRecvmsg:
+    case EventOp::kRecvmmsg:
       return true;
     default:
       return false;
@@ -369,7 +382,8 @@ Result<EventLog> DecodeEventLog(std::span<const uint8_t> data, std::string_view 
       log.loss.truncated_bytes += available - used;
       Report(reporter, at + sizeof(BlockHeader) + used, available - used,
              fmt::format("log cut short: block of {} bytes has {}; bytes after the last whole "
-                         "record lost", h.payload_size, available));
+                         "record lost",
+                         h.payload_size, available));
       break;
     }
     uint32_t computed = Checksum32(payload, h.payload_size);
@@ -425,10 +439,9 @@ std::string FormatEvent(const EventLog& log, const Event& e) {
                                  log.header.pid, e.tid, EventOpName(e.op));
   if (e.op == EventOp::kEndpoint) {
     const Endpoint& ep = log.endpoints[e.endpoint];
-    constexpr std::string_view kKinds[] = {"?",           "tcp",       "udp",  "unix-stream",
-                                           "unix-dgram",  "unix-seqpacket", "pipe", "socket"};
-    line += fmt::format(" fd {} by {} {} {} -> {}", e.fd,
-                        EventOpName(static_cast<EventOp>(e.arg)),
+    constexpr std::string_view kKinds[] = {
+        "?", "tcp", "udp", "unix-stream", "unix-dgram", "unix-seqpacket", "pipe", "socket"};
+    line += fmt::format(" fd {} by {} {} {} -> {}", e.fd, EventOpName(static_cast<EventOp>(e.arg)),
                         ep.kind < std::size(kKinds) ? kKinds[ep.kind] : "?",
                         FormatAddress(ep.local), FormatAddress(ep.peer));
     if (ep.listening) line += " listening";
@@ -441,9 +454,9 @@ std::string FormatEvent(const EventLog& log, const Event& e) {
     const Boundary& b = log.boundaries[e.boundary];
     line += fmt::format(" fd {} {} {} {} ends at {}", e.fd,
                         protocols::ProtocolName(protocols::Protocol(b.protocol)),
-                        b.request ? "request" : "response", b.sent ? "sent" : "received",
-                        b.offset);
-    for (const auto& [key, value] : b.attributes) line += fmt::format(" {}=\"{}\"", key, Escaped(value));
+                        b.request ? "request" : "response", b.sent ? "sent" : "received", b.offset);
+    for (const auto& [key, value] : b.attributes)
+      line += fmt::format(" {}=\"{}\"", key, Escaped(value));
     return line;
   }
   line += fmt::format(" fd {} = {}", e.fd, e.result);

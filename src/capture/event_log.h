@@ -60,8 +60,8 @@ enum class EventOp : uint8_t {
   kFork = wire::kOpFork,
   kExec = wire::kOpExec,
   kThread = wire::kOpThread,  // tid: the new thread; result: the thread that created it
-  kEndpoint = 100,  // not a call: an endpoint record (Event::endpoint says which)
-  kBoundary = 101,  // not a call: a protocol message ended (Event::boundary says which)
+  kEndpoint = 100,            // not a call: an endpoint record (Event::endpoint says which)
+  kBoundary = 101,            // not a call: a protocol message ended (Event::boundary says which)
 };
 
 // "send", "recvmsg", "endpoint", ...
@@ -107,13 +107,13 @@ struct Event {
   int32_t fd = -1;
   TimeNs entry_ns = 0;  // CLOCK_MONOTONIC; for kEndpoint both are the time it was named
   TimeNs exit_ns = 0;
-  int32_t result = 0;   // bytes, new descriptor, count, child pid; -errno on failure
-  int32_t arg = 0;      // op-specific (docs/formats.md): cause op of kEndpoint, ...
-  int32_t endpoint = kNone;  // kEndpoint: index into EventLog::endpoints
-  int32_t boundary = kNone;  // kBoundary: index into EventLog::boundaries
-  int32_t peer = kNone;      // datagrams: index into EventLog::addresses (sent to/came from)
-  int32_t payload = kNone;   // index into EventLog::payloads (--payload-prefix)
-  bool datagram = false;     // payload_hash is set
+  int32_t result = 0;         // bytes, new descriptor, count, child pid; -errno on failure
+  int32_t arg = 0;            // op-specific (docs/formats.md): cause op of kEndpoint, ...
+  int32_t endpoint = kNone;   // kEndpoint: index into EventLog::endpoints
+  int32_t boundary = kNone;   // kBoundary: index into EventLog::boundaries
+  int32_t peer = kNone;       // datagrams: index into EventLog::addresses (sent to/came from)
+  int32_t payload = kNone;    // index into EventLog::payloads (--payload-prefix)
+  bool datagram = false;      // payload_hash is set
   uint64_t payload_hash = 0;  // datagrams: XXH3-64 of the bytes sent or received
 };
 
@@ -167,7 +167,8 @@ struct EventLog {
   // In unsigned arithmetic: a damaged header's clock reference may be any 64-bit value,
   // and a meaningless time is better than undefined behaviour.
   TimeNs ToRealtime(TimeNs monotonic_ns) const {
-    return TimeNs(uint64_t(monotonic_ns) - uint64_t(header.clock_monotonic_ns) + uint64_t(header.clock_realtime_ns));
+    return TimeNs(uint64_t(monotonic_ns) - uint64_t(header.clock_monotonic_ns) +
+                  uint64_t(header.clock_realtime_ns));
   }
 };
 

@@ -29,18 +29,18 @@ inline constexpr uint32_t kBlockMagic = 0x42564557;  // "WEVB" as little-endian 
 struct FileHeader {
   uint8_t magic[8];
   uint32_t version;
-  uint32_t header_size;      // bytes, this struct + strings + padding; multiple of 8
+  uint32_t header_size;  // bytes, this struct + strings + padding; multiple of 8
   int32_t pid;
   int32_t parent_pid;
-  uint32_t exec_index;       // 0: first program image logged under this pid; n: after n execs
-  uint32_t payload_prefix;   // payload bytes kept per call (0: none)
-  int64_t clock_realtime_ns;   // CLOCK_REALTIME, read just before `clock_monotonic_ns`
-  int64_t clock_monotonic_ns;  // CLOCK_MONOTONIC: the clock of every time in the log
+  uint32_t exec_index;           // 0: first program image logged under this pid; n: after n execs
+  uint32_t payload_prefix;       // payload bytes kept per call (0: none)
+  int64_t clock_realtime_ns;     // CLOCK_REALTIME, read just before `clock_monotonic_ns`
+  int64_t clock_monotonic_ns;    // CLOCK_MONOTONIC: the clock of every time in the log
   int64_t clock_uncertainty_ns;  // realtime read again after; the pair is this far apart
-  uint8_t boot_id[16];       // /proc/sys/kernel/random/boot_id: monotonic clocks are
-                             // comparable between logs with equal boot ids
-  uint32_t block_size;       // bytes of one thread buffer (largest block the writer makes)
-  uint32_t header_checksum;  // low 32 bits of XXH3-64 of the whole header, this field 0
+  uint8_t boot_id[16];           // /proc/sys/kernel/random/boot_id: monotonic clocks are
+                                 // comparable between logs with equal boot ids
+  uint32_t block_size;           // bytes of one thread buffer (largest block the writer makes)
+  uint32_t header_checksum;      // low 32 bits of XXH3-64 of the whole header, this field 0
   uint32_t host_length;
   uint32_t executable_length;
   uint32_t arguments_length;  // argv joined with NUL bytes, as /proc/PID/cmdline
@@ -49,11 +49,11 @@ struct FileHeader {
 static_assert(sizeof(FileHeader) == 96);
 
 struct BlockHeader {
-  uint32_t magic;           // kBlockMagic
-  uint32_t payload_size;    // bytes of records after this header; multiple of 8
+  uint32_t magic;         // kBlockMagic
+  uint32_t payload_size;  // bytes of records after this header; multiple of 8
   uint32_t record_count;
-  int32_t tid;              // thread whose records these are; 0 for the end-of-log block
-  uint64_t dropped_events;  // events the process had lost when this block was written
+  int32_t tid;                // thread whose records these are; 0 for the end-of-log block
+  uint64_t dropped_events;    // events the process had lost when this block was written
   uint32_t payload_checksum;  // low 32 bits of XXH3-64 of the payload
   uint32_t header_checksum;   // low 32 bits of XXH3-64 of bytes 0-27 of this header
 };
@@ -96,13 +96,13 @@ enum Op : uint8_t {
   kOpRecvmsg = 21,
   kOpRecvmmsg = 22,  // one record per message, arg = its index in the vector
   kOpSendfile = 23,
-  kOpPoll = 24,        // poll and ppoll; fd -1, arg = nfds
-  kOpSelect = 25,      // select and pselect; fd -1, arg = nfds
-  kOpEpollWait = 26,   // epoll_wait and epoll_pwait; fd = the epoll descriptor
-  kOpFork = 27,        // fork, vfork (arg 0), posix_spawn (arg 1); result = child pid
-  kOpExec = 28,        // written before the exec; a second one with -errno if it failed
-  kOpThread = 29,      // pthread_create, logged by the new thread: entry = the creator's
-                       // call entry, exit = the new thread's start, result = creator tid
+  kOpPoll = 24,       // poll and ppoll; fd -1, arg = nfds
+  kOpSelect = 25,     // select and pselect; fd -1, arg = nfds
+  kOpEpollWait = 26,  // epoll_wait and epoll_pwait; fd = the epoll descriptor
+  kOpFork = 27,       // fork, vfork (arg 0), posix_spawn (arg 1); result = child pid
+  kOpExec = 28,       // written before the exec; a second one with -errno if it failed
+  kOpThread = 29,     // pthread_create, logged by the new thread: entry = the creator's
+                      // call entry, exit = the new thread's start, result = creator tid
   kOpCount = 30,
 };
 
@@ -139,31 +139,31 @@ struct CallRecord {
 static_assert(sizeof(CallRecord) == 32);
 
 struct WireAddress {
-  uint8_t family;  // AddressFamily
+  uint8_t family;       // AddressFamily
   uint8_t path_length;  // kFamilyUnix: bytes of path stored after the record
-  uint16_t port;   // host byte order
+  uint16_t port;        // host byte order
   uint32_t scope_id;
   uint8_t addr[16];  // network byte order
 };
 static_assert(sizeof(WireAddress) == 24);
 
 struct DatagramRecord {
-  CallRecord call;  // type kDatagramRecord
+  CallRecord call;        // type kDatagramRecord
   uint64_t payload_hash;  // XXH3-64 (seed 0) of the bytes sent or received
   WireAddress peer;       // sendto/sendmsg destination or recvfrom/recvmsg source, if any
 };
 static_assert(sizeof(DatagramRecord) == 64);
 
 struct EndpointRecord {
-  uint8_t type;  // kEndpointRecord
-  uint8_t op;    // the call that named the descriptor (kOpNone: open at start)
+  uint8_t type;   // kEndpointRecord
+  uint8_t op;     // the call that named the descriptor (kOpNone: open at start)
   uint16_t size;  // 88 + local and peer path bytes, rounded up to 8
   int32_t fd;
   int64_t time_ns;
-  uint8_t kind;  // SocketKind
+  uint8_t kind;       // SocketKind
   uint8_t listening;  // 1 after a successful listen
   uint16_t reserved;
-  int32_t peer_pid;   // SO_PEERCRED of Unix sockets; 0 unknown
+  int32_t peer_pid;     // SO_PEERCRED of Unix sockets; 0 unknown
   uint64_t inode;       // st_ino of the socket or pipe
   uint64_t peer_inode;  // socketpair and pipe: the other end's st_ino; 0 unknown
   WireAddress local;
@@ -173,8 +173,8 @@ struct EndpointRecord {
 static_assert(sizeof(EndpointRecord) == 88);
 
 struct PayloadRecord {
-  uint8_t type;  // kPayloadRecord
-  uint8_t op;    // the op of the record it belongs to
+  uint8_t type;   // kPayloadRecord
+  uint8_t op;     // the op of the record it belongs to
   uint16_t size;  // 16 + length rounded up to 8
   int32_t fd;
   uint32_t length;  // bytes stored after this header
@@ -183,14 +183,14 @@ struct PayloadRecord {
 static_assert(sizeof(PayloadRecord) == 16);
 
 struct EndRecord {
-  uint8_t type;  // kEndRecord
-  uint8_t op;    // kOpNone at exit, kOpExec before an exec
+  uint8_t type;   // kEndRecord
+  uint8_t op;     // kOpNone at exit, kOpExec before an exec
   uint16_t size;  // 72 (40 before event isolation, 64 before split_waits: readers take
                   // the counters a record lacks as 0)
   int32_t reserved;
   int64_t time_ns;
-  uint64_t dropped_events;  // events lost: buffers that could not be written, signals
-                            // that arrived while a record was being written, ...
+  uint64_t dropped_events;     // events lost: buffers that could not be written, signals
+                               // that arrived while a record was being written, ...
   uint64_t untraced_io_calls;  // read/write family calls on files (counted, not logged)
   uint64_t failed_writes;      // log writes that failed (their events are in dropped)
   // Event isolation (weft capture --isolate, BorderPatrol §5.2 and Figure 15): the extra
@@ -231,7 +231,7 @@ struct BoundaryRecord {
   int32_t fd;
   int64_t entry_ns;  // entry and exit of the call that moved the message's last byte
   int64_t exit_ns;
-  uint64_t offset;   // stream offset just past the message's last byte (0 for datagrams)
+  uint64_t offset;    // stream offset just past the message's last byte (0 for datagrams)
   uint8_t direction;  // BoundaryDirection: the process sent or received the message
   uint8_t message;    // BoundaryMessage: a request (client to server) or a response
   uint16_t attributes_length;

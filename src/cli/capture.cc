@@ -42,7 +42,8 @@ void ForwardSignal(int signal) {
 // The program as execvp would find it.
 Result<std::string> FindProgram(const std::string& name) {
   if (name.find('/') != std::string::npos) {
-    if (access(name.c_str(), X_OK) != 0) return Status::NotFound("{}: {}", name, std::strerror(errno));
+    if (access(name.c_str(), X_OK) != 0)
+      return Status::NotFound("{}: {}", name, std::strerror(errno));
     return name;
   }
   const char* path = std::getenv("PATH");
@@ -52,7 +53,8 @@ Result<std::string> FindProgram(const std::string& name) {
     std::string dir(dirs.substr(0, colon));
     std::string candidate = (dir.empty() ? "." : dir) + "/" + name;
     struct stat st;
-    if (stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) && access(candidate.c_str(), X_OK) == 0) {
+    if (stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+        access(candidate.c_str(), X_OK) == 0) {
       return candidate;
     }
     if (colon == std::string_view::npos) break;
@@ -93,7 +95,8 @@ Status CheckDynamicallyLinked(const std::string& program, int depth = 0) {
   }
   return Status::InvalidArgument(
       "{} is statically linked (no PT_INTERP): LD_PRELOAD cannot trace it; capture needs a "
-      "dynamically linked program", program);
+      "dynamically linked program",
+      program);
 }
 
 std::string PreloadLibrary() {
@@ -110,7 +113,8 @@ Status RunCapture(const CaptureFlags& f) {
   WEFT_RETURN_IF_ERROR(CheckDynamicallyLinked(program));
   std::string preload = std::filesystem::absolute(PreloadLibrary()).string();
   if (access(preload.c_str(), R_OK) != 0) {
-    return Status::NotFound("{}: {} (build the weft-preload target)", preload, std::strerror(errno));
+    return Status::NotFound("{}: {} (build the weft-preload target)", preload,
+                            std::strerror(errno));
   }
   char host[256] = {};
   gethostname(host, sizeof host - 1);
@@ -196,19 +200,19 @@ Status RunEvents(const CaptureFlags& f) {
     std::string args;
     for (const std::string& a : log.header.arguments) args += (args.empty() ? "" : " ") + a;
     fmt::print("# {}: host {} pid {} parent {} exec {} {} [{}]\n", path, log.header.host,
-               log.header.pid, log.header.parent_pid, log.header.exec_index,
-               log.header.executable, args);
+               log.header.pid, log.header.parent_pid, log.header.exec_index, log.header.executable,
+               args);
     for (const capture::Event& e : log.events) fmt::print("{}\n", capture::FormatEvent(log, e));
     const capture::EventLogLoss& loss = log.loss;
-    fmt::print("# {} events in {} blocks; {}; dropped {}, truncated {} bytes, corrupt {} bytes, "
-               "file I/O calls {}; isolation: {} reads cut at a boundary, {} served from {} held "
-               "bytes, {} waits held inputs back\n",
-               log.events.size(), log.blocks,
-               loss.has_end_record ? (loss.ended_by_exec ? "ended by exec" : "ended by exit")
-                                   : "no end record (killed or still running)",
-               loss.dropped_events, loss.truncated_bytes, loss.corrupt_bytes,
-               loss.untraced_io_calls, loss.isolated_reads, loss.held_reads, loss.held_bytes,
-               loss.split_waits);
+    fmt::print(
+        "# {} events in {} blocks; {}; dropped {}, truncated {} bytes, corrupt {} bytes, "
+        "file I/O calls {}; isolation: {} reads cut at a boundary, {} served from {} held "
+        "bytes, {} waits held inputs back\n",
+        log.events.size(), log.blocks,
+        loss.has_end_record ? (loss.ended_by_exec ? "ended by exec" : "ended by exit")
+                            : "no end record (killed or still running)",
+        loss.dropped_events, loss.truncated_bytes, loss.corrupt_bytes, loss.untraced_io_calls,
+        loss.isolated_reads, loss.held_reads, loss.held_bytes, loss.split_waits);
   }
   return Status::Ok();
 }
@@ -217,7 +221,8 @@ Status RunEvents(const CaptureFlags& f) {
 // preload library parses it again and ignores what it does not understand, so it is
 // checked here, where a mistake can be told).
 Status CheckProtocolSpec(const std::string& spec) {
-  if (spec.empty()) return Status::InvalidArgument("--protocols: empty (use 'none' for no processors)");
+  if (spec.empty())
+    return Status::InvalidArgument("--protocols: empty (use 'none' for no processors)");
   if (spec.size() >= 512) return Status::InvalidArgument("--protocols: longer than 511 bytes");
   std::string_view rest = spec;
   while (true) {
@@ -228,12 +233,14 @@ Status CheckProtocolSpec(const std::string& spec) {
       capture::protocols::Protocol protocol;
       if (equals == std::string_view::npos || equals + 1 == item.size()) {
         return Status::InvalidArgument(
-            "--protocols: '{}': expected auto, none, or PROTOCOL=PORT|/PATH|@NAME|auto|PROGRAM", item);
+            "--protocols: '{}': expected auto, none, or PROTOCOL=PORT|/PATH|@NAME|auto|PROGRAM",
+            item);
       }
       if (!capture::protocols::ParseProtocol(item.data(), equals, &protocol) ||
           protocol == capture::protocols::kNone) {
         return Status::InvalidArgument(
-            "--protocols: '{}': unknown protocol (http, testbed, postgres, redis, dns, line, oneshot)",
+            "--protocols: '{}': unknown protocol (http, testbed, postgres, redis, dns, line, "
+            "oneshot)",
             item.substr(0, equals));
       }
       std::string_view value = item.substr(equals + 1);
@@ -243,7 +250,8 @@ Status CheckProtocolSpec(const std::string& spec) {
         return Status::InvalidArgument("--protocols: '{}': port out of range", item);
       }
       if ((value[0] == '/' || value[0] == '@') && value.size() > 108) {
-        return Status::InvalidArgument("--protocols: '{}': a Unix path has at most 108 bytes", item);
+        return Status::InvalidArgument("--protocols: '{}': a Unix path has at most 108 bytes",
+                                       item);
       }
     }
     if (comma == std::string_view::npos) break;
@@ -263,11 +271,13 @@ void AddCaptureCommand(CLI::App& app, Status& result) {
       "Example:\n"
       "  weft capture -o run -- ./start-my-services.sh\n"
       "  weft capture -o run --payload-prefix 16 -- curl -s http://localhost:8080/\n"
-      "  weft capture -o run --protocols http=8080,redis=/run/redis.sock,testbed=auto -- ./start.sh\n"
+      "  weft capture -o run --protocols http=8080,redis=/run/redis.sock,testbed=auto -- "
+      "./start.sh\n"
       "  weft events run | head\n");
   cmd->add_option("-o,--output", f.output, "Capture directory (created)")->required();
-  cmd->add_option("--payload-prefix", f.payload_prefix,
-                  "Keep the first N bytes of every send and receive (default 0: none; at most 4096)")
+  cmd->add_option(
+         "--payload-prefix", f.payload_prefix,
+         "Keep the first N bytes of every send and receive (default 0: none; at most 4096)")
       ->check(CLI::Range(0, 4096));
   cmd->add_option("--protocols", f.protocols,
                   "Protocol processors that log message boundaries and attributes (URL, SQL, "
@@ -277,10 +287,10 @@ void AddCaptureCommand(CLI::App& app, Status& result) {
                   "PROTO=@abstract, PROTO=auto (detect it), PROTO=PROGRAM (every stream of that "
                   "program); PROTO is http, testbed, postgres, redis, dns, line or oneshot");
   cmd->add_flag("--isolate", f.isolate,
-               "Event isolation (BorderPatrol §3.2): reads on connections with a protocol "
-               "processor stop where a message ends; the rest is held and served on the next "
-               "read, and poll/select/epoll report such connections readable "
-               "(docs/capture.md \"Event isolation\")");
+                "Event isolation (BorderPatrol §3.2): reads on connections with a protocol "
+                "processor stop where a message ends; the rest is held and served on the next "
+                "read, and poll/select/epoll report such connections readable "
+                "(docs/capture.md \"Event isolation\")");
   cmd->add_option("command", f.command, "The program and its arguments, after --")->required();
   cmd->callback([&result] {
     result = CheckProtocolSpec(f.protocols);

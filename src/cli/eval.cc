@@ -1,16 +1,17 @@
 // weft eval: inferred paths against the ground truth (Project 5 §7.5.1; docs/eval.md).
+#include "eval/eval.h"
+
 #include <fmt/format.h>
+
+#include <filesystem>
 
 #include "cli/command.h"
 #include "core/file.h"
 #include "eval/align.h"
-#include "eval/eval.h"
 #include "infer/paths.h"
 #include "infer/truth/truth.h"
 #include "testbed/truth.h"
 #include "trace/io.h"
-
-#include <filesystem>
 
 namespace weft::cli {
 namespace {
@@ -35,10 +36,12 @@ Result<bool> IsPathsFile(const std::string& path) {
 // latencies measured as the inferred paths' are.
 // With `run` (the trace the paths were inferred from, --trace), the truth trace or testbed
 // truth directory at `path` is first copied onto the run (eval/align.h).
-Result<PathSet> LoadTruth(const std::string& path, const PathSet& inferred, const std::string& run) {
+Result<PathSet> LoadTruth(const std::string& path, const PathSet& inferred,
+                          const std::string& run) {
   Trace trace;
   if (!run.empty()) {
-    Result<Trace> truth = std::filesystem::is_directory(path) ? testbed::BuildTruthTrace(path) : LoadTrace(path);
+    Result<Trace> truth =
+        std::filesystem::is_directory(path) ? testbed::BuildTruthTrace(path) : LoadTrace(path);
     if (!truth.ok()) return truth.status().WithContext(path);
     WEFT_ASSIGN_OR_RETURN(Trace run_trace, LoadTrace(run));
     AlignSummary aligned;
@@ -51,8 +54,9 @@ Result<PathSet> LoadTruth(const std::string& path, const PathSet& inferred, cons
     if (is_paths) return ReadPaths(path);
     WEFT_ASSIGN_OR_RETURN(trace, LoadTrace(path));
   }
-  Result<PathSet> set = InferFromTruth(
-      trace, TruthOptions{.aggregate_clients = inferred.clients_aggregated, .clock_offsets = !inferred.clock_offsets.empty()});
+  Result<PathSet> set =
+      InferFromTruth(trace, TruthOptions{.aggregate_clients = inferred.clients_aggregated,
+                                         .clock_offsets = !inferred.clock_offsets.empty()});
   if (!set.ok()) return set.status().WithContext(path);
   return set;
 }
@@ -70,12 +74,14 @@ Status RunEval(const EvalFlags& f) {
   if (!inferred.graph.empty()) {
     // A causal graph (convolution): edges and delays against the truth's graph (§7.5.7).
     Result<GraphEvalReport> report = EvaluateGraph(truth, inferred, f.min_messages);
-    if (!report.ok()) return report.status().WithContext(fmt::format("{} against {}", f.inferred, f.truth));
+    if (!report.ok())
+      return report.status().WithContext(fmt::format("{} against {}", f.inferred, f.truth));
     fmt::print("{}", FormatGraphEvalReport(*report));
     return Status::Ok();
   }
   Result<EvalReport> report = Evaluate(truth, inferred, options);
-  if (!report.ok()) return report.status().WithContext(fmt::format("{} against {}", f.inferred, f.truth));
+  if (!report.ok())
+    return report.status().WithContext(fmt::format("{} against {}", f.inferred, f.truth));
   fmt::print("{}", f.json ? FormatEvalReportJson(*report) : FormatEvalReport(*report));
   return Status::Ok();
 }
@@ -99,18 +105,25 @@ void AddEvalCommand(CLI::App& app, Status& result) {
       "  weft eval --truth truth.paths.json other.paths.json --top 10 --json\n"
       "  weft eval --truth testbed-truth/ --trace run.weft thread.paths.json\n");
   static EvalFlags flags;
-  cmd->add_option("paths", flags.inferred, "Inferred paths file (.paths.json; - for stdin)")->required();
-  cmd->add_option("--truth", flags.truth, "Trace with ground truth, a paths file, or (with --trace) a testbed truth directory")->required();
-  cmd->add_option("--trace", flags.run,
-                  "The trace the paths were inferred from, when --truth is a separate record of the run");
+  cmd->add_option("paths", flags.inferred, "Inferred paths file (.paths.json; - for stdin)")
+      ->required();
+  cmd->add_option(
+         "--truth", flags.truth,
+         "Trace with ground truth, a paths file, or (with --trace) a testbed truth directory")
+      ->required();
+  cmd->add_option(
+      "--trace", flags.run,
+      "The trace the paths were inferred from, when --truth is a separate record of the run");
   cmd->add_option("--top", flags.top, "Largest N of the top-N curve")->capture_default_str();
-  cmd->add_option("--order", flags.order,
-                  "Rank inferred patterns by count or expected (auto: expected when some instance has "
-                  "probability below 1)")
+  cmd->add_option(
+         "--order", flags.order,
+         "Rank inferred patterns by count or expected (auto: expected when some instance has "
+         "probability below 1)")
       ->capture_default_str();
   cmd->add_flag("--json", flags.json, "Print the report as JSON");
-  cmd->add_option("--min-messages", flags.min_messages,
-                  "Causal graphs (convolution): ignore edges with fewer messages on either side (§7.5.7)")
+  cmd->add_option(
+         "--min-messages", flags.min_messages,
+         "Causal graphs (convolution): ignore edges with fewer messages on either side (§7.5.7)")
       ->capture_default_str();
   cmd->callback([&result] { result = RunEval(flags); });
 }

@@ -4,10 +4,10 @@
 
 #include "cli/command.h"
 #include "infer/convolution/convolution.h"
+#include "infer/fragment/fragment.h"
 #include "infer/linking/linking.h"
 #include "infer/nesting/nesting.h"
 #include "infer/paths.h"
-#include "infer/fragment/fragment.h"
 #include "infer/thread/thread.h"
 #include "infer/truth/truth.h"
 #include "trace/io.h"
@@ -46,12 +46,14 @@ Result<PathSet> RunNesting(const Trace& trace, const InferFlags& f) {
   fmt::print(stderr,
              "nesting: {} call pairs; {} unmatched calls, {} unmatched returns, {} other messages "
              "ignored; mean per-node parallelism {:.3f}\n",
-             set.Counter("call_pairs"), set.Counter("unmatched_calls"), set.Counter("unmatched_returns"),
-             set.Counter("ignored_messages"),
+             set.Counter("call_pairs"), set.Counter("unmatched_calls"),
+             set.Counter("unmatched_returns"), set.Counter("ignored_messages"),
              children ? double(set.Counter("candidate_parents")) / double(children) : 0.0);
   if (set.Counter("call_pairs") == 0) {
-    fmt::print(stderr, "nesting: no call pairs: the nesting algorithm needs CALL_SENT and RET_SENT messages "
-                       "whose call ids match\n");
+    fmt::print(
+        stderr,
+        "nesting: no call pairs: the nesting algorithm needs CALL_SENT and RET_SENT messages "
+        "whose call ids match\n");
   }
   return set;
 }
@@ -65,9 +67,13 @@ Result<uint64_t> ParseBytes(const std::string& text) {
     return Status::InvalidArgument("'{}' is not a size (e.g. 512MiB, 4GiB)", text);
   }
   std::string unit = text.substr(end);
-  double scale = unit.empty() || unit == "B" ? 1 : unit == "KiB" ? 1024.0 : unit == "MiB" ? 1048576.0
-               : unit == "GiB" ? 1073741824.0 : -1;
-  if (scale < 0 || !(value > 0)) return Status::InvalidArgument("'{}' is not a size (e.g. 512MiB, 4GiB)", text);
+  double scale = unit.empty() || unit == "B" ? 1
+                 : unit == "KiB"             ? 1024.0
+                 : unit == "MiB"             ? 1048576.0
+                 : unit == "GiB"             ? 1073741824.0
+                                             : -1;
+  if (scale < 0 || !(value > 0))
+    return Status::InvalidArgument("'{}' is not a size (e.g. 512MiB, 4GiB)", text);
   return uint64_t(value * scale);
 }
 
@@ -79,9 +85,11 @@ Result<PathSet> RunConvolution(const Trace& trace, const InferFlags& f) {
   WEFT_ASSIGN_OR_RETURN(options.max_signal_bytes, ParseBytes(f.max_memory));
   options.suppress_short_paths = !f.no_short_path_suppression;
   WEFT_ASSIGN_OR_RETURN(PathSet set, InferConvolution(trace, options));
-  fmt::print(stderr, "convolution: {} roots, {} edges from {} correlations of size {}; {} messages explained\n",
-             set.Counter("roots"), set.Counter("edges"), set.Counter("correlations"), set.Counter("fft_size"),
-             set.Counter("messages_explained"));
+  fmt::print(
+      stderr,
+      "convolution: {} roots, {} edges from {} correlations of size {}; {} messages explained\n",
+      set.Counter("roots"), set.Counter("edges"), set.Counter("correlations"),
+      set.Counter("fft_size"), set.Counter("messages_explained"));
   return set;
 }
 
@@ -92,20 +100,24 @@ Result<PathSet> RunLinking(const Trace& trace, const InferFlags& f) {
   options.call_trees = !f.linked_trees;
   options.use_calls = !f.no_rpc;
   WEFT_ASSIGN_OR_RETURN(PathSet set, InferLinking(trace, options));
-  fmt::print(stderr,
-             "linking: {} links between {} messages over {} node pairs; {} roots, {} try-both decisions, "
-             "{} trees hit the budget; {} clients aggregated{}\n",
-             set.Counter("links"), set.Counter("messages"), set.Counter("pairs"), set.Counter("roots"),
-             set.Counter("try_both"), set.Counter("budget_exhausted"), set.Counter("clients"),
-             set.Counter("rpc") ? "; calls paired with their returns (RPC mode)" : "");
+  fmt::print(
+      stderr,
+      "linking: {} links between {} messages over {} node pairs; {} roots, {} try-both decisions, "
+      "{} trees hit the budget; {} clients aggregated{}\n",
+      set.Counter("links"), set.Counter("messages"), set.Counter("pairs"), set.Counter("roots"),
+      set.Counter("try_both"), set.Counter("budget_exhausted"), set.Counter("clients"),
+      set.Counter("rpc") ? "; calls paired with their returns (RPC mode)" : "");
   return set;
 }
 
 Result<PathSet> RunThread(const Trace& trace, const InferFlags&) {
   WEFT_ASSIGN_OR_RETURN(PathSet set, InferThread(trace));
-  fmt::print(stderr, "thread: {} requests; {} calls sent outside any request the thread replied to, {} returns "
-                     "without their call\n",
-             set.Counter("instances"), set.Counter("calls_outside_requests"), set.Counter("returns_without_call"));
+  fmt::print(
+      stderr,
+      "thread: {} requests; {} calls sent outside any request the thread replied to, {} returns "
+      "without their call\n",
+      set.Counter("instances"), set.Counter("calls_outside_requests"),
+      set.Counter("returns_without_call"));
   return set;
 }
 
@@ -124,26 +136,37 @@ Result<PathSet> RunFragment(const Trace& trace, const InferFlags&) {
 Result<PathSet> RunAuto(const Trace& trace, const InferFlags& f) {
   Result<PathSet> thread = InferThread(trace);
   if (!thread.ok()) {
-    fmt::print(stderr, "auto: the trace names no threads, so neither precise algorithm applies: linking (WAP5)\n");
+    fmt::print(
+        stderr,
+        "auto: the trace names no threads, so neither precise algorithm applies: linking (WAP5)\n");
     return RunLinking(trace, f);
   }
-  const int64_t overlapping = thread->Counter("overlapping_requests"), outside = thread->Counter("calls_outside_requests");
+  const int64_t overlapping = thread->Counter("overlapping_requests"),
+                outside = thread->Counter("calls_outside_requests");
   if (overlapping == 0 && outside == 0) {
-    fmt::print(stderr, "auto: thread (vPath): every thread worked on one request at a time and every call lies "
-                       "inside a request its thread answered\n");
+    fmt::print(
+        stderr,
+        "auto: thread (vPath): every thread worked on one request at a time and every call lies "
+        "inside a request its thread answered\n");
     return RunThread(trace, f);
   }
   WEFT_ASSIGN_OR_RETURN(PathSet fragment, InferFragment(trace));
   const int64_t hidden = fragment.Counter("server_calls_outside_fragments");
-  std::string why = fmt::format("not thread: {} requests were taken in by a thread that still owed a reply, {} calls "
-                                "lie outside the requests their thread answered",
-                                overlapping, outside);
+  std::string why = fmt::format(
+      "not thread: {} requests were taken in by a thread that still owed a reply, {} calls "
+      "lie outside the requests their thread answered",
+      overlapping, outside);
   if (hidden == 0) {
-    fmt::print(stderr, "auto: fragment (BorderPatrol): {}; every call a server sent follows an input\n", why);
+    fmt::print(stderr,
+               "auto: fragment (BorderPatrol): {}; every call a server sent follows an input\n",
+               why);
     return RunFragment(trace, f);
   }
-  fmt::print(stderr, "auto: linking (WAP5): {}; not fragment: servers sent {} calls before any input of theirs "
-                     "(a hidden hand-off)\n", why, hidden);
+  fmt::print(
+      stderr,
+      "auto: linking (WAP5): {}; not fragment: servers sent {} calls before any input of theirs "
+      "(a hidden hand-off)\n",
+      why, hidden);
   return RunLinking(trace, f);
 }
 
@@ -153,18 +176,15 @@ struct Algorithm {
 };
 
 constexpr Algorithm kAlgorithms[] = {
-    {"truth", RunTruth},
-    {"nesting", RunNesting},
-    {"convolution", RunConvolution},
-    {"linking", RunLinking},
-    {"thread", RunThread},
-    {"fragment", RunFragment},
+    {"truth", RunTruth},     {"nesting", RunNesting}, {"convolution", RunConvolution},
+    {"linking", RunLinking}, {"thread", RunThread},   {"fragment", RunFragment},
     {"auto", RunAuto},
 };
 
 std::string AlgorithmNames() {
   std::string names;
-  for (const Algorithm& a : kAlgorithms) names += names.empty() ? std::string(a.name) : fmt::format(", {}", a.name);
+  for (const Algorithm& a : kAlgorithms)
+    names += names.empty() ? std::string(a.name) : fmt::format(", {}", a.name);
   return names;
 }
 
@@ -173,13 +193,15 @@ Status RunInfer(const InferFlags& f) {
   for (const Algorithm& a : kAlgorithms) {
     if (a.name == f.algo) algorithm = &a;
   }
-  if (!algorithm) return Status::InvalidArgument("unknown algorithm '{}' (available: {})", f.algo, AlgorithmNames());
+  if (!algorithm)
+    return Status::InvalidArgument("unknown algorithm '{}' (available: {})", f.algo,
+                                   AlgorithmNames());
   WEFT_ASSIGN_OR_RETURN(Trace trace, LoadTrace(f.input));
   Result<PathSet> set = algorithm->infer(trace, f);
   if (!set.ok()) return set.status().WithContext(f.input);
   WEFT_RETURN_IF_ERROR(WritePaths(*set, f.output));
-  fmt::print(stderr, "{}: {} path instances of {} patterns over {} of {} messages\n", f.algo, set->instance_count(),
-             set->patterns.size(), set->messages.size(), trace.size());
+  fmt::print(stderr, "{}: {} path instances of {} patterns over {} of {} messages\n", f.algo,
+             set->instance_count(), set->patterns.size(), set->messages.size(), trace.size());
   return Status::Ok();
 }
 
@@ -201,79 +223,114 @@ void AddInferCommand(CLI::App& app, Status& result) {
       AlgorithmNames()));
   static InferFlags flags;
   cmd->add_option("trace", flags.input, "Trace to read (text or .weft; - for stdin)")->required();
-  cmd->add_option("--algo", flags.algo, fmt::format("Inference algorithm: {}", AlgorithmNames()))->required();
+  cmd->add_option("--algo", flags.algo, fmt::format("Inference algorithm: {}", AlgorithmNames()))
+      ->required();
   cmd->add_option("-o,--output", flags.output, "Paths file to write (- for stdout)")->required();
   auto* nesting = "nesting (Project 5 §5.1; docs/nesting.md)";
   cmd->add_option("--skew-window", flags.skew_window,
                   "nesting: loosen nesting comparisons by this much for skewed clocks (e.g. 30ms)")
-      ->capture_default_str()->group(nesting);
+      ->capture_default_str()
+      ->group(nesting);
   cmd->add_option("--overlap-penalty", flags.nesting.overlap_penalty,
                   "nesting: x, penalty exponent for children overlapping in time")
-      ->capture_default_str()->group(nesting);
+      ->capture_default_str()
+      ->group(nesting);
   cmd->add_option("--same-child-penalty", flags.nesting.same_child_penalty,
                   "nesting: y, penalty exponent for children calling the same node")
-      ->capture_default_str()->group(nesting);
+      ->capture_default_str()
+      ->group(nesting);
   cmd->add_option("--generic-child-penalty", flags.nesting.generic_child_penalty,
                   "nesting: z, penalty exponent for any child already assigned")
-      ->capture_default_str()->group(nesting);
+      ->capture_default_str()
+      ->group(nesting);
   cmd->add_option("--smooth", flags.nesting.smoothing_bins,
                   "nesting: Gaussian smoothing of the scoreboard, sigma in bins (0: off)")
-      ->capture_default_str()->group(nesting);
+      ->capture_default_str()
+      ->group(nesting);
   cmd->add_flag("--no-call-ids", flags.no_call_ids,
                 "nesting: ignore call ids; match each return with the earliest open call")
       ->group(nesting);
   cmd->add_option("--sibling-passes", flags.nesting.sibling_passes,
-                  "nesting: choose again this many times, scoring how each child follows its siblings (0: off)")
-      ->capture_default_str()->check(CLI::Range(0, 8))->group(nesting);
+                  "nesting: choose again this many times, scoring how each child follows its "
+                  "siblings (0: off)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 8))
+      ->group(nesting);
   cmd->add_flag("--paper-scoring", flags.paper_scoring,
-                "nesting: score parents by call delays only, exactly as Project 5 does (no return or sibling scoring)")
+                "nesting: score parents by call delays only, exactly as Project 5 does (no return "
+                "or sibling scoring)")
       ->group(nesting);
   auto* convolution = "convolution (Project 5 §5.2; docs/convolution.md)";
-  cmd->add_option("--quantum", flags.quantum, "convolution: mu, the signal sample width (e.g. 10ms)")
-      ->capture_default_str()->group(convolution);
+  cmd->add_option("--quantum", flags.quantum,
+                  "convolution: mu, the signal sample width (e.g. 10ms)")
+      ->capture_default_str()
+      ->group(convolution);
   cmd->add_option("--spike-sigmas", flags.convolution.spike_sigmas,
                   "convolution: N, a spike is this many standard deviations above the mean")
-      ->capture_default_str()->group(convolution);
+      ->capture_default_str()
+      ->group(convolution);
   cmd->add_option("--separation-sigmas", flags.convolution.separation_sigmas,
                   "convolution: S, spikes are separated by a dip below this many (S < N)")
-      ->capture_default_str()->group(convolution);
-  cmd->add_option("--tolerance", flags.tolerance, "convolution: v, match delays within +/- v more (§5.2.2)")
-      ->capture_default_str()->group(convolution);
-  cmd->add_option("--max-delay", flags.max_delay, "convolution: longest delay searched (0: half the trace)")
-      ->capture_default_str()->group(convolution);
+      ->capture_default_str()
+      ->group(convolution);
+  cmd->add_option("--tolerance", flags.tolerance,
+                  "convolution: v, match delays within +/- v more (§5.2.2)")
+      ->capture_default_str()
+      ->group(convolution);
+  cmd->add_option("--max-delay", flags.max_delay,
+                  "convolution: longest delay searched (0: half the trace)")
+      ->capture_default_str()
+      ->group(convolution);
   cmd->add_option("--min-messages", flags.convolution.min_messages,
                   "convolution: fewest messages for an edge or one of its delays")
-      ->capture_default_str()->group(convolution);
-  cmd->add_option("--max-depth", flags.convolution.max_depth, "convolution: longest path from a root")
-      ->capture_default_str()->group(convolution);
+      ->capture_default_str()
+      ->group(convolution);
+  cmd->add_option("--max-depth", flags.convolution.max_depth,
+                  "convolution: longest path from a root")
+      ->capture_default_str()
+      ->group(convolution);
   cmd->add_option("--root", flags.convolution.roots,
                   "convolution: a root node (repeat for more; default: chosen automatically)")
       ->group(convolution);
   cmd->add_option("--max-memory", flags.max_memory, "convolution: memory limit for the FFT signals")
-      ->capture_default_str()->group(convolution);
-  cmd->add_option("--fft-threads", flags.convolution.fft_threads,
-                  "convolution: FFTW threads per FFT of >= 2^18 points (0: one per hardware thread)")
-      ->capture_default_str()->group(convolution);
+      ->capture_default_str()
+      ->group(convolution);
+  cmd->add_option(
+         "--fft-threads", flags.convolution.fft_threads,
+         "convolution: FFTW threads per FFT of >= 2^18 points (0: one per hardware thread)")
+      ->capture_default_str()
+      ->group(convolution);
   cmd->add_flag("--no-short-path-suppression", flags.no_short_path_suppression,
                 "convolution: keep direct edges that a longer path already explains")
       ->group(convolution);
   auto* linking = "linking (WAP5 §5.1; docs/linking.md)";
-  cmd->add_option("--window", flags.window, "linking: x, the longest delay a message can have caused another after")
-      ->capture_default_str()->group(linking);
+  cmd->add_option("--window", flags.window,
+                  "linking: x, the longest delay a message can have caused another after")
+      ->capture_default_str()
+      ->group(linking);
   cmd->add_option("--spontaneous", flags.linking.spontaneous_delay,
                   "linking: y, being spontaneous weighs as a cause y mean delays earlier")
-      ->capture_default_str()->group(linking);
-  cmd->add_option("--learn", flags.linking.learning_iterations,
-                  "linking: iterations of the learned delay model (0: WAP5's exponential model only)")
-      ->capture_default_str()->group(linking);
-  cmd->add_option("--try-both", flags.linking.try_both_budget, "linking: try-both decisions allowed per tree")
-      ->capture_default_str()->group(linking);
+      ->capture_default_str()
+      ->group(linking);
+  cmd->add_option(
+         "--learn", flags.linking.learning_iterations,
+         "linking: iterations of the learned delay model (0: WAP5's exponential model only)")
+      ->capture_default_str()
+      ->group(linking);
+  cmd->add_option("--try-both", flags.linking.try_both_budget,
+                  "linking: try-both decisions allowed per tree")
+      ->capture_default_str()
+      ->group(linking);
   cmd->add_option("--try-both-low", flags.linking.try_both_low, "linking: links from here ...")
-      ->capture_default_str()->group(linking);
-  cmd->add_option("--try-both-high", flags.linking.try_both_high, "linking: ... to here are ambiguous")
-      ->capture_default_str()->group(linking);
+      ->capture_default_str()
+      ->group(linking);
+  cmd->add_option("--try-both-high", flags.linking.try_both_high,
+                  "linking: ... to here are ambiguous")
+      ->capture_default_str()
+      ->group(linking);
   cmd->add_option("--min-link", flags.linking.min_link, "linking: drop links less likely than this")
-      ->capture_default_str()->group(linking);
+      ->capture_default_str()
+      ->group(linking);
   cmd->add_flag("--no-client-aggregation", flags.no_client_aggregation,
                 "linking: keep every client's own name (WAP5 §2.5.1 aggregates them as CLIENT)")
       ->group(linking);

@@ -1,7 +1,7 @@
 // weft: causal paths through distributed systems of black boxes. See README.md.
-#include <cstdio>
-
 #include <fmt/format.h>
+
+#include <cstdio>
 
 #include "cli/command.h"
 

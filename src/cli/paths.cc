@@ -1,10 +1,12 @@
 // weft paths: the path patterns of a paths file, ranked, with their end-to-end latency
 // (Project 5 §5.4: patterns sorted by frequency, with latency distributions).
+#include "infer/paths.h"
+
 #include <fmt/format.h>
+
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
-#include "infer/paths.h"
 #include "report/requests.h"
 #include "trace/io.h"
 
@@ -20,21 +22,25 @@ struct PathsFlags {
 
 // --requests N: the N slowest requests, each as its own tree (report/requests.h).
 Status PrintSlowestRequests(const PathSet& set, const PathsFlags& f) {
-  if (f.trace.empty()) return Status::InvalidArgument("--requests needs --trace, the trace the paths came from");
+  if (f.trace.empty())
+    return Status::InvalidArgument("--requests needs --trace, the trace the paths came from");
   WEFT_ASSIGN_OR_RETURN(Trace trace, LoadTrace(f.trace));
   Result<std::vector<RequestTiming>> slowest = SlowestRequests(set, trace, f.requests);
   if (!slowest.ok()) return slowest.status().WithContext(f.trace);
-  fmt::print("the {} slowest of {} requests ({} paths over {}):\n", slowest->size(), set.instance_count(),
-             set.algorithm, f.trace);
+  fmt::print("the {} slowest of {} requests ({} paths over {}):\n", slowest->size(),
+             set.instance_count(), set.algorithm, f.trace);
   for (const RequestTiming& r : *slowest) fmt::print("\n{}", FormatRequest(set, trace, r));
   return Status::Ok();
 }
 
 std::string_view ShortKind(MessageKind kind) {
   switch (kind) {
-    case MessageKind::kCall: return "CALL";
-    case MessageKind::kReturn: return "RET";
-    case MessageKind::kMessage: return "MSG";
+    case MessageKind::kCall:
+      return "CALL";
+    case MessageKind::kReturn:
+      return "RET";
+    case MessageKind::kMessage:
+      return "MSG";
   }
   return "?";
 }
@@ -55,7 +61,8 @@ std::string FormatTree(const PathSet& set, const PathPattern& p, std::string_vie
                                                       FormatDuration(e.delay.Quantile(0.5)),
                                                       FormatDuration(e.delay.Quantile(0.99)));
     std::string attributes = DescribeAttributes(e, p.count);
-    out += fmt::format("{}{:<40} {}{}{}\n", indent, what, delay, attributes.empty() ? "" : "  ", attributes);
+    out += fmt::format("{}{:<40} {}{}{}\n", indent, what, delay, attributes.empty() ? "" : "  ",
+                       attributes);
   }
   return out;
 }
@@ -73,7 +80,8 @@ Status RunPaths(const PathsFlags& f) {
     for (uint32_t v = 0; v < set.graph.vertices.size(); ++v) {
       const CausalVertex& vertex = set.graph.vertices[v];
       nlohmann::ordered_json delays = nlohmann::ordered_json::array();
-      for (const CausalDelay& d : vertex.delays) delays.push_back({{"delay_ns", d.delay}, {"count", d.count}});
+      for (const CausalDelay& d : vertex.delays)
+        delays.push_back({{"delay_ns", d.delay}, {"count", d.count}});
       out.push_back({{"vertex", v},
                      {"key", CausalVertexKey(set, v)},
                      {"node", set.nodes.Get(vertex.node)},
@@ -103,24 +111,26 @@ Status RunPaths(const PathsFlags& f) {
   }
   if (!set.graph.empty() && !f.json) {
     // The convolution algorithm gives a causal graph, not instances (docs/convolution.md).
-    fmt::print("{}: {} paths over a trace of {} messages\n{}", f.input, set.algorithm, set.trace_messages,
-               FormatCausalGraph(set));
+    fmt::print("{}: {} paths over a trace of {} messages\n{}", f.input, set.algorithm,
+               set.trace_messages, FormatCausalGraph(set));
     for (const auto& [name, value] : set.counters) fmt::print("{}: {}\n", name, value);
     return Status::Ok();
   }
-  fmt::print("{}: {} instances of {} patterns ({} paths over a trace of {} messages), by {}\n", f.input,
-             set.instance_count(), set.patterns.size(), set.algorithm, set.trace_messages, f.sort);
-  fmt::print("{:>4} {:>9} {:>10} {:>7} {:>9} {:>9} {:>9}  {}\n", "rank", "count", "expected", "share", "mean", "p50",
-             "p99", "shape");
+  fmt::print("{}: {} instances of {} patterns ({} paths over a trace of {} messages), by {}\n",
+             f.input, set.instance_count(), set.patterns.size(), set.algorithm, set.trace_messages,
+             f.sort);
+  fmt::print("{:>4} {:>9} {:>10} {:>7} {:>9} {:>9} {:>9}  {}\n", "rank", "count", "expected",
+             "share", "mean", "p50", "p99", "shape");
   for (size_t r = 0; r < shown; ++r) {
     const PathPattern& p = set.patterns[rank[r]];
-    fmt::print("{:>4} {:>9} {:>10.1f} {:>6.2f}% {:>9} {:>9} {:>9}  {}\n", r + 1, p.count, p.expected_count,
-               instances > 0 ? 100.0 * double(p.count) / instances : 0.0, FormatDuration(TimeNs(p.latency.mean())),
-               FormatDuration(p.latency.Quantile(0.5)), FormatDuration(p.latency.Quantile(0.99)),
-               CompactShape(set, p));
+    fmt::print("{:>4} {:>9} {:>10.1f} {:>6.2f}% {:>9} {:>9} {:>9}  {}\n", r + 1, p.count,
+               p.expected_count, instances > 0 ? 100.0 * double(p.count) / instances : 0.0,
+               FormatDuration(TimeNs(p.latency.mean())), FormatDuration(p.latency.Quantile(0.5)),
+               FormatDuration(p.latency.Quantile(0.99)), CompactShape(set, p));
     if (f.tree) fmt::print("{}", FormatTree(set, p, "       "));
   }
-  if (shown < rank.size()) fmt::print("({} more patterns; --top 0 shows all)\n", rank.size() - shown);
+  if (shown < rank.size())
+    fmt::print("({} more patterns; --top 0 shows all)\n", rank.size() - shown);
   for (const auto& [name, value] : set.counters) fmt::print("{}: {}\n", name, value);
   if (!set.clock_offsets.empty()) {
     // WAP5 §5.2: per node pair, how far b's clock is ahead of a's (negative: behind).
@@ -147,15 +157,20 @@ void AddPathsCommand(CLI::App& app, Status& result) {
       "  weft paths mt.paths.json --json | jq '.[0]'\n"
       "  weft paths thread.paths.json --requests 3 --trace run.weft   # the 3 slowest requests\n");
   static PathsFlags flags;
-  cmd->add_option("paths", flags.input, "Paths file to read (.paths.json; - for stdin)")->required();
+  cmd->add_option("paths", flags.input, "Paths file to read (.paths.json; - for stdin)")
+      ->required();
   cmd->add_option("--top", flags.top, "Show the first N patterns (0: all)")->capture_default_str();
-  cmd->add_option("--sort", flags.sort, "Rank by count, latency (count x mean latency), expected, probability (expected / count) or expected-sqrt (expected / sqrt(count), WAP5 §6.6)")
+  cmd->add_option("--sort", flags.sort,
+                  "Rank by count, latency (count x mean latency), expected, probability (expected "
+                  "/ count) or expected-sqrt (expected / sqrt(count), WAP5 §6.6)")
       ->capture_default_str();
   cmd->add_flag("--json", flags.json, "Print the ranked patterns as JSON");
   cmd->add_flag("--tree", flags.tree, "Print each pattern's tree with per-message delays");
   cmd->add_option("--requests", flags.requests,
-                  "Instead of patterns, show the N slowest requests (path instances) one by one; needs --trace");
-  cmd->add_option("--trace", flags.trace, "The trace the paths were inferred from (for --requests)");
+                  "Instead of patterns, show the N slowest requests (path instances) one by one; "
+                  "needs --trace");
+  cmd->add_option("--trace", flags.trace,
+                  "The trace the paths were inferred from (for --requests)");
   cmd->callback([&result] { result = RunPaths(flags); });
 }
 

@@ -1,4 +1,6 @@
 // weft reconcile: the event logs of a capture directory -> one message trace.
+#include "reconcile/reconcile.h"
+
 #include <fmt/format.h>
 
 #include <chrono>
@@ -6,13 +8,13 @@
 #include <iterator>
 
 #include "cli/command.h"
-#include "reconcile/reconcile.h"
 #include "trace/io.h"
 
 namespace weft::cli {
 
 void AddReconcileCommand(CLI::App& app, Status& result) {
-  auto* cmd = app.add_subcommand("reconcile", "Turn the event logs of `weft capture` into a message trace");
+  auto* cmd =
+      app.add_subcommand("reconcile", "Turn the event logs of `weft capture` into a message trace");
   cmd->footer(
       "Reads every DIR/<host>/*.wev, pairs the two ends of each TCP connection by 4-tuple\n"
       "and lifetime (Unix stream sockets by inode), cuts each direction into messages where\n"
@@ -29,8 +31,10 @@ void AddReconcileCommand(CLI::App& app, Status& result) {
       "  weft reconcile web-host/run db-host/run -o both.weft\n");
   static std::vector<std::string> directories;
   static std::string output, nodes = "host";
-  cmd->add_option("dir", directories, "Capture directories (weft capture -o DIR), one or more")->required();
-  cmd->add_option("-o,--output", output, "Trace to write (.weft, text, or - for stdout)")->required();
+  cmd->add_option("dir", directories, "Capture directories (weft capture -o DIR), one or more")
+      ->required();
+  cmd->add_option("-o,--output", output, "Trace to write (.weft, text, or - for stdout)")
+      ->required();
   cmd->add_option("--nodes", nodes,
                   "Node names: host (host:program, default), process (host:program[pid]), "
                   "thread (host:program[pid/tid])");
@@ -54,7 +58,8 @@ void AddReconcileCommand(CLI::App& app, Status& result) {
       double read_s = std::chrono::duration<double>(read_done - start).count();
       fmt::print(stderr, "{} logs: {} (read {:.3f} s, reconciled in {:.3f} s)\n", logs.size(),
                  summary.OneLine(), read_s, reconcile_s);
-      if (std::string clocks = summary.HostClocks(); !clocks.empty()) fmt::print(stderr, "{}\n", clocks);
+      if (std::string clocks = summary.HostClocks(); !clocks.empty())
+        fmt::print(stderr, "{}\n", clocks);
       for (const std::string& line : read_losses) fmt::print(stderr, "lost: {}\n", line);
       for (const std::string& line : summary.losses) fmt::print(stderr, "lost: {}\n", line);
       return Status::Ok();

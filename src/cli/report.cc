@@ -2,12 +2,11 @@
 // style of Project 5 Figure 8, or for a causal graph (convolution) one file in the style
 // of Figure 9; --timeline the patterns as WAP5's timelines (text, or SVG files);
 // --node-delays each node's delay distribution (WAP5 Figure 11).
+#include <fmt/format.h>
 #include <sys/stat.h>
 
 #include <cerrno>
 #include <cstring>
-
-#include <fmt/format.h>
 
 #include "cli/command.h"
 #include "core/file.h"
@@ -29,13 +28,16 @@ struct ReportOptions {
 };
 
 Status MakeDirectory(const std::string& dir) {
-  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) return Status::IoError("{}: {}", dir, std::strerror(errno));
+  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
+    return Status::IoError("{}: {}", dir, std::strerror(errno));
   return Status::Ok();
 }
 
 // Text on stdout for "-", else one SVG per pattern in the directory.
-Status WriteTimelines(const PathSet& set, const std::vector<uint32_t>& ranked, const std::string& where) {
-  if (set.patterns.empty()) return Status::InvalidArgument("the paths file has no patterns to draw");
+Status WriteTimelines(const PathSet& set, const std::vector<uint32_t>& ranked,
+                      const std::string& where) {
+  if (set.patterns.empty())
+    return Status::InvalidArgument("the paths file has no patterns to draw");
   if (where == "-") {
     std::string all;
     for (size_t rank = 0; rank < ranked.size(); ++rank) {
@@ -45,7 +47,8 @@ Status WriteTimelines(const PathSet& set, const std::vector<uint32_t>& ranked, c
   }
   WEFT_RETURN_IF_ERROR(MakeDirectory(where));
   for (size_t rank = 0; rank < ranked.size(); ++rank) {
-    WEFT_RETURN_IF_ERROR(WriteFile(fmt::format("{}/timeline-{:03}.svg", where, rank + 1), TimelineSvg(set, ranked[rank])));
+    WEFT_RETURN_IF_ERROR(WriteFile(fmt::format("{}/timeline-{:03}.svg", where, rank + 1),
+                                   TimelineSvg(set, ranked[rank])));
   }
   fmt::print(stderr, "wrote {} timelines to {}/timeline-NNN.svg\n", ranked.size(), where);
   return Status::Ok();
@@ -59,7 +62,8 @@ Status RunReport(const ReportOptions& o) {
   if (o.node_delays) return WriteFile("-", NodeDelayHistograms(set));
   if (!o.timeline.empty()) return WriteTimelines(set, ranked, o.timeline);
   if (o.dot.empty()) {
-    return Status::InvalidArgument("say what to write: --dot DIR, --timeline DIR, --timeline - or --node-delays");
+    return Status::InvalidArgument(
+        "say what to write: --dot DIR, --timeline DIR, --timeline - or --node-delays");
   }
   if (!set.graph.empty()) {
     // A causal graph (convolution): one drawing, Project 5 Figure 9.
@@ -67,7 +71,9 @@ Status RunReport(const ReportOptions& o) {
     if (o.dot == "-") return WriteFile("-", dot);
     WEFT_RETURN_IF_ERROR(MakeDirectory(o.dot));
     WEFT_RETURN_IF_ERROR(WriteFile(o.dot + "/causal-graph.dot", dot));
-    fmt::print(stderr, "wrote the causal graph to {}/causal-graph.dot (render: dot -Tsvg -O {}/causal-graph.dot)\n",
+    fmt::print(stderr,
+               "wrote the causal graph to {}/causal-graph.dot (render: dot -Tsvg -O "
+               "{}/causal-graph.dot)\n",
                o.dot, o.dot);
     return Status::Ok();
   }
@@ -89,20 +95,26 @@ Status RunReport(const ReportOptions& o) {
 }  // namespace
 
 void AddReportCommand(CLI::App& app, Status& result) {
-  auto* cmd = app.add_subcommand("report", "Draw path patterns: Graphviz dot, timelines, node delay histograms");
+  auto* cmd = app.add_subcommand(
+      "report", "Draw path patterns: Graphviz dot, timelines, node delay histograms");
   cmd->footer(
       "Examples:\n  weft report mt.paths.json --dot figs --top 5   # figs/pattern-001.dot ...\n"
       "  weft report mt.paths.json --dot - --top 1 | dot -Tsvg > top.svg\n"
       "  weft report wa.paths.json --timeline - --top 3 --sort expected   # WAP5 §6.1 as text\n"
-      "  weft report wa.paths.json --timeline figs --top 3                # figs/timeline-001.svg ...\n"
+      "  weft report wa.paths.json --timeline figs --top 3                # figs/timeline-001.svg "
+      "...\n"
       "  weft report wa.paths.json --node-delays                          # WAP5 Figure 11\n");
   static ReportOptions o;
   cmd->add_option("paths", o.paths, "Paths file (.paths.json)")->required();
   cmd->add_option("--dot", o.dot, "Directory for one .dot file per pattern, or - for stdout");
-  cmd->add_option("--timeline", o.timeline, "Directory for one timeline .svg per pattern, or - for text (WAP5 §6.1)");
-  cmd->add_flag("--node-delays", o.node_delays, "Each node's delay distribution over all patterns (WAP5 Figure 11)");
+  cmd->add_option("--timeline", o.timeline,
+                  "Directory for one timeline .svg per pattern, or - for text (WAP5 §6.1)");
+  cmd->add_flag("--node-delays", o.node_delays,
+                "Each node's delay distribution over all patterns (WAP5 Figure 11)");
   cmd->add_option("--top", o.top, "How many patterns, best first")->capture_default_str();
-  cmd->add_option("--sort", o.sort, "Rank by count, latency (count x mean), expected, probability or expected-sqrt (WAP5 §6.6)")
+  cmd->add_option("--sort", o.sort,
+                  "Rank by count, latency (count x mean), expected, probability or expected-sqrt "
+                  "(WAP5 §6.6)")
       ->capture_default_str();
   cmd->add_option("--min-messages", o.min_messages,
                   "Causal graphs (convolution): leave out edges with fewer messages")

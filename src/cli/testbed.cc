@@ -1,12 +1,11 @@
 // weft testbed: run a real multi-tier application on loopback (testbed/, docs/testbed.md)
 // and turn its truth logs into a trace with ground truth.
+#include <fmt/format.h>
 #include <signal.h>
 #include <stdlib.h>
 
 #include <atomic>
 #include <cstdio>
-
-#include <fmt/format.h>
 
 #include "cli/command.h"
 #include "testbed/runner.h"
@@ -60,7 +59,8 @@ Status RunRun(const TestbedFlags& f) {
   WEFT_ASSIGN_OR_RETURN(testbed::RunReport report, testbed::RunTestbed(topo, options));
   fmt::print("{}\n", testbed::FormatLoadStats(report.load));
   std::string servers;
-  for (const auto& [name, pid] : report.server_pids) servers += fmt::format("{}{} = pid {}", servers.empty() ? "" : ", ", name, pid);
+  for (const auto& [name, pid] : report.server_pids)
+    servers += fmt::format("{}{} = pid {}", servers.empty() ? "" : ", ", name, pid);
   fmt::print("servers: {}\n", servers);
   fmt::print("truth logs in {} (weft testbed truth {} -o truth.weft)\n", options.out_dir,
              options.out_dir);
@@ -106,8 +106,8 @@ Status RunTruth(const TestbedFlags& f) {
                c.requests, c.answered, c.errors, c.shaped);
     // How connections were shared: a tracer must be right with reuse and pipelining too.
     for (const testbed::ConnectionUse& u : testbed::CallsInFlight(trace)) {
-      fmt::print(stderr, "{} -> {}: {} connections, up to {} calls in flight on one\n",
-                 u.caller, u.callee, u.connections, u.max_in_flight);
+      fmt::print(stderr, "{} -> {}: {} connections, up to {} calls in flight on one\n", u.caller,
+                 u.callee, u.connections, u.max_in_flight);
     }
   }
   WEFT_RETURN_IF_ERROR(SaveTrace(trace, f.output));
@@ -132,30 +132,34 @@ void AddTestbedCommand(CLI::App& app, Status& result) {
   run->add_option("topology", f.topology, "Topology TOML file")->required();
   run->add_option("--duration", f.duration, "How long the client sends load (default 10s)");
   run->add_option("--concurrency", f.concurrency,
-                 "Closed-loop client sessions, or open-loop senders (default 32)");
+                  "Closed-loop client sessions, or open-loop senders (default 32)");
   run->add_option("--rate", f.rate,
-                 "Open loop: Poisson arrivals per second (default 0: closed loop)");
+                  "Open loop: Poisson arrivals per second (default 0: closed loop)");
   run->add_option("--max-outstanding", f.max_outstanding,
-                 "Open loop: drop arrivals beyond this many waiting or in flight (default 1024)");
-  run->add_option("-o,--output", f.out_dir, "Directory for truth logs (default: a new one in /tmp)");
+                  "Open loop: drop arrivals beyond this many waiting or in flight (default 1024)");
+  run->add_option("-o,--output", f.out_dir,
+                  "Directory for truth logs (default: a new one in /tmp)");
   run->callback([&result] { result = RunRun(f); });
   auto* load = cmd->add_subcommand("load", "Only the load client, against running servers");
   load->add_option("topology", f.topology, "Topology TOML file with fixed ports")->required();
   load->add_option("--duration", f.duration, "How long to send load (default 10s)");
   load->add_option("--concurrency", f.concurrency,
-                 "Closed-loop client sessions, or open-loop senders (default 32)");
+                   "Closed-loop client sessions, or open-loop senders (default 32)");
   load->add_option("--rate", f.rate,
-                 "Open loop: Poisson arrivals per second (default 0: closed loop)");
+                   "Open loop: Poisson arrivals per second (default 0: closed loop)");
   load->add_option("--max-outstanding", f.max_outstanding,
-                 "Open loop: drop arrivals beyond this many waiting or in flight (default 1024)");
-  load->add_option("-o,--output", f.out_dir, "Directory for the client's truth log (default: none)");
+                   "Open loop: drop arrivals beyond this many waiting or in flight (default 1024)");
+  load->add_option("-o,--output", f.out_dir,
+                   "Directory for the client's truth log (default: none)");
   load->add_option("--entry-port", f.entry_port,
                    "Send every request to 127.0.0.1:PORT (a proxy in front of the entry tier)");
-  load->add_flag("--request-id", f.request_id,
-                 "HTTP: each request carries X-Request-Id with 32 random hex digits (a witness through "
-                 "untraced proxies)");
+  load->add_flag(
+      "--request-id", f.request_id,
+      "HTTP: each request carries X-Request-Id with 32 random hex digits (a witness through "
+      "untraced proxies)");
   load->callback([&result] { result = RunLoadOnly(f); });
-  auto* truth = cmd->add_subcommand("truth", "Turn a run's truth logs into a trace with ground truth");
+  auto* truth =
+      cmd->add_subcommand("truth", "Turn a run's truth logs into a trace with ground truth");
   truth->add_option("dir", f.dir, "The run's output directory")->required();
   truth->add_option("-o,--output", f.output, "Trace to write (.weft binary, else text)");
   truth->add_option("--check", f.check, "Topology to check every tree's shape against");

@@ -72,10 +72,12 @@ void LatencyHistogram::Record(TimeNs value, uint64_t n) {
 void LatencyHistogram::Merge(const LatencyHistogram& other) {
   if (other.count_ == 0) return;
   for (size_t i = 0; i < other.positive_.counts.size(); ++i) {
-    if (other.positive_.counts[i]) positive_.Add(other.positive_.first_bin + int32_t(i), other.positive_.counts[i]);
+    if (other.positive_.counts[i])
+      positive_.Add(other.positive_.first_bin + int32_t(i), other.positive_.counts[i]);
   }
   for (size_t i = 0; i < other.negative_.counts.size(); ++i) {
-    if (other.negative_.counts[i]) negative_.Add(other.negative_.first_bin + int32_t(i), other.negative_.counts[i]);
+    if (other.negative_.counts[i])
+      negative_.Add(other.negative_.first_bin + int32_t(i), other.negative_.counts[i]);
   }
   zeros_ += other.zeros_;
   min_ = count_ ? std::min(min_, other.min_) : other.min_;

@@ -1,6 +1,8 @@
 // String interning: each distinct string is stored once and named by a small typed id.
 #pragma once
 
+#include <absl/container/flat_hash_map.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -8,8 +10,6 @@
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <absl/container/flat_hash_map.h>
 
 #include "core/id.h"
 

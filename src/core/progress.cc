@@ -1,11 +1,10 @@
 #include "core/progress.h"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
-
-#include <fmt/format.h>
 
 namespace weft {
 

@@ -5,13 +5,13 @@
 // Both are [[nodiscard]]: an error is handled or passed up, never dropped.
 #pragma once
 
+#include <fmt/format.h>
+
 #include <cassert>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <variant>
-
-#include <fmt/format.h>
 
 namespace weft {
 
@@ -76,7 +76,7 @@ class [[nodiscard]] Status {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : data_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : data_(std::move(value)) {}        // NOLINT: implicit by design
   Result(Status status) : data_(std::move(status)) {  // NOLINT
     assert(!std::get<Status>(data_).ok() && "Result from an ok Status has no value");
   }
@@ -102,10 +102,10 @@ class [[nodiscard]] Result {
 #define WEFT_CONCAT_(a, b) WEFT_CONCAT_INNER_(a, b)
 
 // Returns the Status from the enclosing function if `expr` is not ok.
-#define WEFT_RETURN_IF_ERROR(expr)                  \
-  do {                                              \
-    ::weft::Status weft_status_ = (expr);           \
-    if (!weft_status_.ok()) return weft_status_;    \
+#define WEFT_RETURN_IF_ERROR(expr)               \
+  do {                                           \
+    ::weft::Status weft_status_ = (expr);        \
+    if (!weft_status_.ok()) return weft_status_; \
   } while (0)
 
 // `WEFT_ASSIGN_OR_RETURN(auto x, MakeX());` declares x from a Result or returns its error.

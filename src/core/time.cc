@@ -1,10 +1,10 @@
 #include "core/time.h"
 
+#include <fmt/format.h>
+
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
-
-#include <fmt/format.h>
 
 namespace weft {
 namespace {
@@ -36,7 +36,8 @@ Result<TimeNs> ParseScaled(std::string_view text, TimeNs scale, std::string_view
   for (char c : frac) {
     if (c < '0' || c > '9') return bad();
     if (frac_scale < 10) {
-      if (c != '0') return Status::InvalidArgument("{} '{}' is finer than a nanosecond", what, original);
+      if (c != '0')
+        return Status::InvalidArgument("{} '{}' is finer than a nanosecond", what, original);
       continue;
     }
     frac_scale /= 10;
@@ -62,9 +63,8 @@ Result<TimeNs> ParseDuration(std::string_view text) {
     TimeNs scale;
   };
   // Longest suffixes first so "ms" is not read as "s".
-  static constexpr Unit kUnits[] = {{"ns", 1},          {"us", kMicrosecond},
-                                    {"ms", kMillisecond}, {"s", kSecond},
-                                    {"m", 60 * kSecond},  {"h", 3600 * kSecond}};
+  static constexpr Unit kUnits[] = {{"ns", 1},      {"us", kMicrosecond}, {"ms", kMillisecond},
+                                    {"s", kSecond}, {"m", 60 * kSecond},  {"h", 3600 * kSecond}};
   if (text == "0") return TimeNs{0};
   for (const Unit& unit : kUnits) {
     if (text.size() > unit.suffix.size() && text.ends_with(unit.suffix)) {
@@ -73,8 +73,8 @@ Result<TimeNs> ParseDuration(std::string_view text) {
       return ParseScaled(number, unit.scale, "duration");
     }
   }
-  return Status::InvalidArgument("bad duration '{}' (want a number and a unit: ns, us, ms, s, m, h)",
-                                 text);
+  return Status::InvalidArgument(
+      "bad duration '{}' (want a number and a unit: ns, us, ms, s, m, h)", text);
 }
 
 std::string FormatTimestamp(TimeNs t) {

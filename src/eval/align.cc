@@ -1,12 +1,12 @@
 #include "eval/align.h"
 
+#include <absl/container/flat_hash_map.h>
+#include <fmt/format.h>
+
 #include <string_view>
 #include <tuple>
 #include <utility>
 #include <vector>
-
-#include <absl/container/flat_hash_map.h>
-#include <fmt/format.h>
 
 namespace weft {
 namespace {
@@ -24,7 +24,8 @@ class Endpoints {
     for (const auto* column : {&c.sender_endpoint, &c.receiver_endpoint}) {
       for (StringId id : *column) {
         if (!id.valid() || number[id.value()] != UINT32_MAX) continue;
-        auto [it, inserted] = table_.try_emplace(std::string(trace.strings().Get(id)), uint32_t(table_.size()));
+        auto [it, inserted] =
+            table_.try_emplace(std::string(trace.strings().Get(id)), uint32_t(table_.size()));
         number[id.value()] = it->second;
       }
     }
@@ -37,7 +38,8 @@ class Endpoints {
 
 // Each message's place and size, in time order. Messages of unknown size end the count of
 // their direction: later ones get no place.
-absl::flat_hash_map<Place, std::pair<uint32_t, int64_t>> Places(const Trace& trace, Endpoints& endpoints) {
+absl::flat_hash_map<Place, std::pair<uint32_t, int64_t>> Places(const Trace& trace,
+                                                                Endpoints& endpoints) {
   const TraceColumns& c = trace.columns();
   const std::vector<uint32_t> number = endpoints.Number(trace);
   absl::flat_hash_map<std::pair<uint32_t, uint32_t>, int64_t> offset;  // bytes so far per direction
@@ -45,7 +47,8 @@ absl::flat_hash_map<Place, std::pair<uint32_t, int64_t>> Places(const Trace& tra
   places.reserve(trace.size());
   for (size_t i = 0; i < trace.size(); ++i) {
     if (!c.sender_endpoint[i].valid() || !c.receiver_endpoint[i].valid()) continue;
-    const uint32_t from = number[c.sender_endpoint[i].value()], to = number[c.receiver_endpoint[i].value()];
+    const uint32_t from = number[c.sender_endpoint[i].value()],
+                   to = number[c.receiver_endpoint[i].value()];
     int64_t& at = offset[{from, to}];
     if (at < 0) continue;
     if (c.bytes[i] < 0) {
@@ -61,12 +64,14 @@ absl::flat_hash_map<Place, std::pair<uint32_t, int64_t>> Places(const Trace& tra
 }  // namespace
 
 std::string AlignSummary::OneLine() const {
-  return fmt::format("{} of {} truth messages found among {} reconciled ones; {} of {} requests labelled", matched,
-                     truth_messages, run_messages, labelled, requests);
+  return fmt::format(
+      "{} of {} truth messages found among {} reconciled ones; {} of {} requests labelled", matched,
+      truth_messages, run_messages, labelled, requests);
 }
 
 Result<Trace> CopyTruth(const Trace& truth, const Trace& run, AlignSummary* summary) {
-  if (!truth.HasTruth()) return Status::InvalidArgument("the truth trace has no ground truth (no path ids)");
+  if (!truth.HasTruth())
+    return Status::InvalidArgument("the truth trace has no ground truth (no path ids)");
   AlignSummary s;
   s.truth_messages = truth.size();
   s.run_messages = run.size();
@@ -84,7 +89,8 @@ Result<Trace> CopyTruth(const Trace& truth, const Trace& run, AlignSummary* summ
   }
   if (s.matched == 0 && !truth.empty()) {
     return Status::InvalidArgument(
-        "no truth message has a counterpart in the run (are they of the same run? does the run name endpoints?)");
+        "no truth message has a counterpart in the run (are they of the same run? does the run "
+        "name endpoints?)");
   }
   // A request is labelled when all its messages have counterparts.
   const TraceColumns& t = truth.columns();
@@ -101,14 +107,16 @@ Result<Trace> CopyTruth(const Trace& truth, const Trace& run, AlignSummary* summ
     if (!t.truth_path[i].valid() || !complete[t.truth_path[i]]) continue;
     columns.truth_path[counterpart[i]] = t.truth_path[i];
     MessageId parent = t.truth_parent[i];
-    if (parent.valid()) columns.truth_parent[counterpart[i]] = MessageId(counterpart[parent.value()]);
+    if (parent.valid())
+      columns.truth_parent[counterpart[i]] = MessageId(counterpart[parent.value()]);
   }
   s.requests = complete.size();
   for (const auto& [path, all] : complete) s.labelled += all;
   if (summary) *summary = s;
   std::vector<Attribute> attributes(run.attributes().begin(), run.attributes().end());
   std::vector<ProcessLink> links(run.process_links().begin(), run.process_links().end());
-  return Trace::FromParts(run.nodes(), run.strings(), std::move(columns), std::move(attributes), std::move(links));
+  return Trace::FromParts(run.nodes(), run.strings(), std::move(columns), std::move(attributes),
+                          std::move(links));
 }
 
 }  // namespace weft

@@ -23,9 +23,9 @@ namespace weft {
 struct AlignSummary {
   uint64_t truth_messages = 0;
   uint64_t run_messages = 0;
-  uint64_t matched = 0;       // truth messages with a run message of the same place and size
-  uint64_t requests = 0;      // truth paths
-  uint64_t labelled = 0;      // of them, every message matched: labelled in the run
+  uint64_t matched = 0;   // truth messages with a run message of the same place and size
+  uint64_t requests = 0;  // truth paths
+  uint64_t labelled = 0;  // of them, every message matched: labelled in the run
   std::string OneLine() const;
 };
 

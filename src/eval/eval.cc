@@ -8,10 +8,10 @@
 // a false negative but not a false positive (docs/eval.md works the paper's example).
 #include "eval/eval.h"
 
+#include <absl/container/flat_hash_map.h>
+
 #include <algorithm>
 #include <cmath>
-
-#include <absl/container/flat_hash_map.h>
 
 namespace weft {
 
@@ -134,7 +134,8 @@ void CountRequests(const PathSet& truth, const PathSet& inferred, EvalReport& r)
 }
 
 void CountPatterns(const PathSet& truth, const PathSet& inferred,
-                   const absl::flat_hash_map<std::string_view, uint32_t>& inferred_by_key, EvalReport& r) {
+                   const absl::flat_hash_map<std::string_view, uint32_t>& inferred_by_key,
+                   EvalReport& r) {
   r.patterns.truth = truth.patterns.size();
   r.patterns.inferred = inferred.patterns.size();
   for (const PathPattern& p : truth.patterns) {
@@ -148,11 +149,13 @@ void CountPatterns(const PathSet& truth, const PathSet& inferred,
 // top N. A miss is forgiven under tolerance t > 0 when its inferred score is at least
 // (1 - t) times the N-th inferred score: it was within t of making the cut. t = 0 counts
 // every miss, exact ties with the N-th included.
-void TopNCurve(const PathSet& truth, const PathSet& inferred, const EvalOptions& options, EvalReport& r) {
+void TopNCurve(const PathSet& truth, const PathSet& inferred, const EvalOptions& options,
+               EvalReport& r) {
   std::vector<uint32_t> truth_rank = RankPatterns(truth, PatternOrder::kCount);
   std::vector<uint32_t> inferred_rank = RankPatterns(inferred, r.inferred_order);
   absl::flat_hash_map<std::string_view, size_t> position;  // key -> 0-based inferred rank
-  for (size_t j = 0; j < inferred_rank.size(); ++j) position[inferred.patterns[inferred_rank[j]].key] = j;
+  for (size_t j = 0; j < inferred_rank.size(); ++j)
+    position[inferred.patterns[inferred_rank[j]].key] = j;
 
   const size_t max_n = std::min<size_t>(size_t(std::max(options.max_n, 0)),
                                         std::max(truth_rank.size(), inferred_rank.size()));
@@ -161,14 +164,19 @@ void TopNCurve(const PathSet& truth, const PathSet& inferred, const EvalOptions&
     point.n = int(n);
     point.false_negatives.assign(r.tolerances.size(), 0);
     bool has_nth = n <= inferred_rank.size();
-    double nth = has_nth ? PatternScore(inferred.patterns[inferred_rank[n - 1]], r.inferred_order) : 0;
+    double nth =
+        has_nth ? PatternScore(inferred.patterns[inferred_rank[n - 1]], r.inferred_order) : 0;
     for (size_t j = 0; j < std::min(n, truth_rank.size()); ++j) {
       const PathPattern& tp = truth.patterns[truth_rank[j]];
       auto it = position.find(tp.key);
       if (it != position.end() && it->second < n) continue;
-      double score = it == position.end() ? 0 : PatternScore(inferred.patterns[inferred_rank[it->second]], r.inferred_order);
+      double score =
+          it == position.end()
+              ? 0
+              : PatternScore(inferred.patterns[inferred_rank[it->second]], r.inferred_order);
       for (size_t t = 0; t < r.tolerances.size(); ++t) {
-        bool forgiven = r.tolerances[t] > 0 && it != position.end() && has_nth && score >= (1 - r.tolerances[t]) * nth;
+        bool forgiven = r.tolerances[t] > 0 && it != position.end() && has_nth &&
+                        score >= (1 - r.tolerances[t]) * nth;
         if (!forgiven) ++point.false_negatives[t];
       }
       if (n == max_n) {
@@ -187,7 +195,8 @@ void TopNCurve(const PathSet& truth, const PathSet& inferred, const EvalOptions&
 }
 
 void LatencyErrors(const PathSet& truth, const PathSet& inferred,
-                   const absl::flat_hash_map<std::string_view, uint32_t>& inferred_by_key, EvalReport& r) {
+                   const absl::flat_hash_map<std::string_view, uint32_t>& inferred_by_key,
+                   EvalReport& r) {
   double latency_weight = 0, latency_sum = 0, delay_weight = 0, delay_sum = 0;
   for (uint32_t t : RankPatterns(truth, PatternOrder::kCount)) {
     const PathPattern& tp = truth.patterns[t];
@@ -232,12 +241,16 @@ void LatencyErrors(const PathSet& truth, const PathSet& inferred,
 
 }  // namespace
 
-Result<EvalReport> Evaluate(const PathSet& truth, const PathSet& inferred, const EvalOptions& options) {
-  if (truth.trace_messages != inferred.trace_messages || truth.trace_fingerprint != inferred.trace_fingerprint) {
+Result<EvalReport> Evaluate(const PathSet& truth, const PathSet& inferred,
+                            const EvalOptions& options) {
+  if (truth.trace_messages != inferred.trace_messages ||
+      truth.trace_fingerprint != inferred.trace_fingerprint) {
     return Status::InvalidArgument(
-        "the truth and the inferred paths come from different traces (truth: {} messages, fingerprint "
+        "the truth and the inferred paths come from different traces (truth: {} messages, "
+        "fingerprint "
         "{:016x}; inferred: {} messages, fingerprint {:016x})",
-        truth.trace_messages, truth.trace_fingerprint, inferred.trace_messages, inferred.trace_fingerprint);
+        truth.trace_messages, truth.trace_fingerprint, inferred.trace_messages,
+        inferred.trace_fingerprint);
   }
   for (double t : options.tolerances) {
     if (!(t >= 0 && t < 1)) return Status::InvalidArgument("tolerance {} is outside [0, 1)", t);
@@ -255,13 +268,15 @@ Result<EvalReport> Evaluate(const PathSet& truth, const PathSet& inferred, const
     r.inferred_order = probabilistic ? PatternOrder::kExpected : PatternOrder::kCount;
   }
   absl::flat_hash_map<std::string_view, uint32_t> inferred_by_key;
-  for (size_t i = 0; i < inferred.patterns.size(); ++i) inferred_by_key[inferred.patterns[i].key] = uint32_t(i);
+  for (size_t i = 0; i < inferred.patterns.size(); ++i)
+    inferred_by_key[inferred.patterns[i].key] = uint32_t(i);
 
   CountPatterns(truth, inferred, inferred_by_key, r);
   CountInstancesAndMessages(truth, inferred, r);
   CountRequests(truth, inferred, r);
   TopNCurve(truth, inferred, options, r);
-  if (r.missed.size() > size_t(std::max(options.max_listed, 0))) r.missed.resize(size_t(std::max(options.max_listed, 0)));
+  if (r.missed.size() > size_t(std::max(options.max_listed, 0)))
+    r.missed.resize(size_t(std::max(options.max_listed, 0)));
   LatencyErrors(truth, inferred, inferred_by_key, r);
   return r;
 }

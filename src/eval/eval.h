@@ -37,7 +37,9 @@ struct ErrorCounts {
   uint64_t correct = 0;
   uint64_t false_positives = 0;
   uint64_t false_negatives = 0;
-  double FalsePositiveRate() const { return inferred ? double(false_positives) / double(inferred) : 0.0; }
+  double FalsePositiveRate() const {
+    return inferred ? double(false_positives) / double(inferred) : 0.0;
+  }
   double FalseNegativeRate() const { return truth ? double(false_negatives) / double(truth) : 0.0; }
 };
 
@@ -53,7 +55,7 @@ struct MissedPattern {
   std::string key;
   std::string shape;  // CompactShape
   uint64_t truth_count = 0;
-  int inferred_rank = 0;   // 1-based; 0 if the algorithm never inferred it
+  int inferred_rank = 0;      // 1-based; 0 if the algorithm never inferred it
   double inferred_score = 0;  // its inferred count (or expected count)
 };
 
@@ -62,7 +64,7 @@ struct PatternLatencyError {
   std::string key;
   uint64_t truth_count = 0;
   std::optional<double> latency_error;  // of the mean end-to-end latency; unset if undefined
-  double max_delay_error = 0;            // over its elements with a defined error
+  double max_delay_error = 0;           // over its elements with a defined error
 };
 
 // Per request (truth instance, issue 8): is its whole tree inferred exactly, with the same
@@ -143,11 +145,13 @@ struct GraphEvalReport {
 };
 
 // An error if the two sets do not refer to the same trace or `inferred` has no graph.
-Result<GraphEvalReport> EvaluateGraph(const PathSet& truth, const PathSet& inferred, uint64_t min_messages = 100);
+Result<GraphEvalReport> EvaluateGraph(const PathSet& truth, const PathSet& inferred,
+                                      uint64_t min_messages = 100);
 std::string FormatGraphEvalReport(const GraphEvalReport& report);
 
 // An error if the two sets do not refer to the same trace (size and fingerprint).
-Result<EvalReport> Evaluate(const PathSet& truth, const PathSet& inferred, const EvalOptions& options = {});
+Result<EvalReport> Evaluate(const PathSet& truth, const PathSet& inferred,
+                            const EvalOptions& options = {});
 
 std::string FormatEvalReport(const EvalReport& report);      // a readable table
 std::string FormatEvalReportJson(const EvalReport& report);  // one JSON object, docs/eval.md

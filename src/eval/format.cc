@@ -1,5 +1,6 @@
 // The eval report as a table for people and as JSON for scripts (docs/eval.md).
 #include <fmt/format.h>
+
 #include <nlohmann/json.hpp>
 
 #include "eval/eval.h"
@@ -11,9 +12,9 @@ namespace {
 std::string Percent(double fraction) { return fmt::format("{:.2f}%", 100.0 * fraction); }
 
 void AppendCountsRow(std::string& out, std::string_view name, const ErrorCounts& c) {
-  out += fmt::format("{:<16}{:>10}{:>10}{:>10}{:>10}{:>10}{:>9}{:>9}\n", name, c.truth, c.inferred, c.correct,
-                     c.false_positives, c.false_negatives, Percent(c.FalsePositiveRate()),
-                     Percent(c.FalseNegativeRate()));
+  out += fmt::format("{:<16}{:>10}{:>10}{:>10}{:>10}{:>10}{:>9}{:>9}\n", name, c.truth, c.inferred,
+                     c.correct, c.false_positives, c.false_negatives,
+                     Percent(c.FalsePositiveRate()), Percent(c.FalseNegativeRate()));
 }
 
 nlohmann::ordered_json CountsJson(const ErrorCounts& c) {
@@ -30,28 +31,32 @@ nlohmann::ordered_json CountsJson(const ErrorCounts& c) {
 
 std::string FormatEvalReport(const EvalReport& r) {
   std::string out;
-  out += fmt::format("{} paths against {} paths over a trace of {} messages\n", r.inferred_algorithm,
-                     r.truth_algorithm, r.trace_messages);
-  out += fmt::format("{} messages have no ground truth and are not counted ({} of them in inferred instances); "
-                     "{} truth messages were left out of every inferred instance\n\n",
-                     r.messages_without_truth, r.inferred_without_truth, r.truth_messages_unassigned);
-  out += fmt::format("{:<16}{:>10}{:>10}{:>10}{:>10}{:>10}{:>9}{:>9}\n", "counted by", "truth", "inferred",
-                     "correct", "false pos", "false neg", "FP rate", "FN rate");
+  out += fmt::format("{} paths against {} paths over a trace of {} messages\n",
+                     r.inferred_algorithm, r.truth_algorithm, r.trace_messages);
+  out += fmt::format(
+      "{} messages have no ground truth and are not counted ({} of them in inferred instances); "
+      "{} truth messages were left out of every inferred instance\n\n",
+      r.messages_without_truth, r.inferred_without_truth, r.truth_messages_unassigned);
+  out += fmt::format("{:<16}{:>10}{:>10}{:>10}{:>10}{:>10}{:>9}{:>9}\n", "counted by", "truth",
+                     "inferred", "correct", "false pos", "false neg", "FP rate", "FN rate");
   AppendCountsRow(out, "path patterns", r.patterns);
   AppendCountsRow(out, "path instances", r.instances);
   AppendCountsRow(out, "messages", r.messages);
   const RequestOutcomes& q = r.requests;
-  out += fmt::format("\nrequests (whole trees): {} exact ({}), {} wrong parents ({}), {} orphaned ({}), "
-                     "{} mis-stitched ({}) of {}\n",
-                     q.exact, Percent(q.Share(q.exact)), q.wrong_parents, Percent(q.Share(q.wrong_parents)),
-                     q.orphaned, Percent(q.Share(q.orphaned)), q.mis_stitched, Percent(q.Share(q.mis_stitched)),
-                     q.requests);
+  out += fmt::format(
+      "\nrequests (whole trees): {} exact ({}), {} wrong parents ({}), {} orphaned ({}), "
+      "{} mis-stitched ({}) of {}\n",
+      q.exact, Percent(q.Share(q.exact)), q.wrong_parents, Percent(q.Share(q.wrong_parents)),
+      q.orphaned, Percent(q.Share(q.orphaned)), q.mis_stitched, Percent(q.Share(q.mis_stitched)),
+      q.requests);
 
   if (!r.top_n.empty()) {
-    out += fmt::format("\ntop-N false negatives (Figure 17): truth ranked by count, inferred by {}\n",
-                       PatternOrderName(r.inferred_order));
+    out +=
+        fmt::format("\ntop-N false negatives (Figure 17): truth ranked by count, inferred by {}\n",
+                    PatternOrderName(r.inferred_order));
     out += fmt::format("{:>5}", "N");
-    for (double t : r.tolerances) out += fmt::format("{:>12}", t == 0 ? std::string("FN") : "FN " + Percent(t));
+    for (double t : r.tolerances)
+      out += fmt::format("{:>12}", t == 0 ? std::string("FN") : "FN " + Percent(t));
     out += fmt::format("{:>10}\n", "FN/N");
     for (const TopNPoint& p : r.top_n) {
       out += fmt::format("{:>5}", p.n);
@@ -61,23 +66,27 @@ std::string FormatEvalReport(const EvalReport& r) {
     }
   }
   if (!r.missed.empty()) {
-    out += fmt::format("\nmissed at N = {} (truth rank, truth count, inferred rank and {}):\n", r.top_n.back().n,
-                       PatternOrderName(r.inferred_order));
+    out += fmt::format("\nmissed at N = {} (truth rank, truth count, inferred rank and {}):\n",
+                       r.top_n.back().n, PatternOrderName(r.inferred_order));
     for (const MissedPattern& m : r.missed) {
-      std::string inferred = m.inferred_rank ? fmt::format("#{} ({:g})", m.inferred_rank, m.inferred_score)
-                                             : std::string("not inferred");
-      out += fmt::format("  #{:<4} {:>8}  {:<18} {}\n", m.truth_rank, m.truth_count, inferred, m.shape);
+      std::string inferred = m.inferred_rank
+                                 ? fmt::format("#{} ({:g})", m.inferred_rank, m.inferred_score)
+                                 : std::string("not inferred");
+      out += fmt::format("  #{:<4} {:>8}  {:<18} {}\n", m.truth_rank, m.truth_count, inferred,
+                         m.shape);
     }
   }
-  out += fmt::format("\nlatency error of the {} correctly inferred patterns (weighted by truth count)\n",
-                     r.latency_patterns);
+  out += fmt::format(
+      "\nlatency error of the {} correctly inferred patterns (weighted by truth count)\n",
+      r.latency_patterns);
   out += fmt::format("  end-to-end latency: mean {}  max {}\n", Percent(r.mean_latency_error),
                      Percent(r.max_latency_error));
   out += fmt::format("  element delays:     mean {}  max {}\n", Percent(r.mean_delay_error),
                      Percent(r.max_delay_error));
   if (r.undefined_errors) {
-    out += fmt::format("  ({} errors undefined: the truth value is 0 and the inferred one is not)\n",
-                       r.undefined_errors);
+    out +=
+        fmt::format("  ({} errors undefined: the truth value is 0 and the inferred one is not)\n",
+                    r.undefined_errors);
   }
   return out;
 }
@@ -93,13 +102,16 @@ std::string FormatEvalReportJson(const EvalReport& r) {
   j["patterns"] = CountsJson(r.patterns);
   j["instances"] = CountsJson(r.instances);
   j["messages"] = CountsJson(r.messages);
-  j["requests"] = {{"requests", r.requests.requests},         {"exact", r.requests.exact},
-                   {"wrong_parents", r.requests.wrong_parents}, {"orphaned", r.requests.orphaned},
+  j["requests"] = {{"requests", r.requests.requests},
+                   {"exact", r.requests.exact},
+                   {"wrong_parents", r.requests.wrong_parents},
+                   {"orphaned", r.requests.orphaned},
                    {"mis_stitched", r.requests.mis_stitched}};
   j["inferred_order"] = PatternOrderName(r.inferred_order);
   j["tolerances"] = r.tolerances;
   nlohmann::ordered_json curve = nlohmann::ordered_json::array();
-  for (const TopNPoint& p : r.top_n) curve.push_back({{"n", p.n}, {"false_negatives", p.false_negatives}});
+  for (const TopNPoint& p : r.top_n)
+    curve.push_back({{"n", p.n}, {"false_negatives", p.false_negatives}});
   j["top_n"] = std::move(curve);
   nlohmann::ordered_json missed = nlohmann::ordered_json::array();
   for (const MissedPattern& m : r.missed) {
@@ -115,16 +127,15 @@ std::string FormatEvalReportJson(const EvalReport& r) {
   for (const PatternLatencyError& e : r.latency) {
     latency.push_back({{"key", e.key},
                        {"truth_count", e.truth_count},
-                       {"latency_error", e.latency_error ? nlohmann::ordered_json(*e.latency_error) : nlohmann::ordered_json()},
+                       {"latency_error", e.latency_error ? nlohmann::ordered_json(*e.latency_error)
+                                                         : nlohmann::ordered_json()},
                        {"max_delay_error", e.max_delay_error}});
   }
-  j["latency"] = {{"patterns", r.latency_patterns},
-                  {"mean_latency_error", r.mean_latency_error},
-                  {"max_latency_error", r.max_latency_error},
-                  {"mean_delay_error", r.mean_delay_error},
-                  {"max_delay_error", r.max_delay_error},
-                  {"undefined_errors", r.undefined_errors},
-                  {"per_pattern", std::move(latency)}};
+  j["latency"] = {
+      {"patterns", r.latency_patterns},           {"mean_latency_error", r.mean_latency_error},
+      {"max_latency_error", r.max_latency_error}, {"mean_delay_error", r.mean_delay_error},
+      {"max_delay_error", r.max_delay_error},     {"undefined_errors", r.undefined_errors},
+      {"per_pattern", std::move(latency)}};
   // Keys carry node names, which need not be valid UTF-8: replace rather than throw.
   return j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
 }

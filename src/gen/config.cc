@@ -25,7 +25,7 @@ namespace weft {
 namespace {
 
 constexpr std::string_view kTopKeys[] = {"seed",        "start",     "duration", "messages",
-                                         "parallelism", "deviation", "tracelet",   "network"};
+                                         "parallelism", "deviation", "tracelet", "network"};
 constexpr std::string_view kTraceletKeys[] = {"name", "instances", "think", "steps", "choose"};
 constexpr std::string_view kStepKeys[] = {"op",    "from", "to",  "delay", "sd",
                                           "after", "id",   "ret", "extra"};
@@ -58,7 +58,8 @@ class ConfigParser {
   Result<std::string_view> String(const toml::node& node, std::string_view key) const;
   Result<TimeNs> Duration(const toml::node& node, std::string_view key) const;
   // A duration, or [lo, hi] with lo <= hi; one duration gives lo = hi.
-  Result<std::pair<TimeNs, TimeNs>> DurationRange(const toml::node& node, std::string_view key) const;
+  Result<std::pair<TimeNs, TimeNs>> DurationRange(const toml::node& node,
+                                                  std::string_view key) const;
   Result<uint32_t> NodeIndex(const toml::node& node, std::string_view key);
   Result<uint32_t> NodeIndexOf(std::string_view name, int line, std::string_view key);
   Result<NodeRef> ParseNodeRef(const toml::node& node, std::string_view key,
@@ -106,7 +107,8 @@ Result<TimeNs> ConfigParser::Duration(const toml::node& node, std::string_view k
   return *d;
 }
 
-Result<std::pair<TimeNs, TimeNs>> ConfigParser::DurationRange(const toml::node& node, std::string_view key) const {
+Result<std::pair<TimeNs, TimeNs>> ConfigParser::DurationRange(const toml::node& node,
+                                                              std::string_view key) const {
   if (node.is_string()) {
     WEFT_ASSIGN_OR_RETURN(TimeNs d, Duration(node, key));
     return std::pair(d, d);

@@ -78,10 +78,10 @@ struct NetworkConfig {
   bool enabled = false;
   TimeNs delay_lo = 0;  // one-way base delay of a node pair, uniform in [lo, hi] per pair
   TimeNs delay_hi = 0;
-  TimeNs jitter = 0;       // mean of an exponential delay added to each message
-  double asymmetry = 0;    // the two directions of a pair differ by up to this fraction
-  TimeNs clock_sd = 0;     // each node's clock offset is drawn from N(0, clock_sd)
-  uint32_t clients = 0;    // > 0: each instance's root node is one of this many clients
+  TimeNs jitter = 0;               // mean of an exponential delay added to each message
+  double asymmetry = 0;            // the two directions of a pair differ by up to this fraction
+  TimeNs clock_sd = 0;             // each node's clock offset is drawn from N(0, clock_sd)
+  uint32_t clients = 0;            // > 0: each instance's root node is one of this many clients
   std::vector<uint32_t> untraced;  // nodes (indices into GenConfig::nodes) not traced
 };
 

@@ -150,10 +150,10 @@ class Generator {
   uint32_t node_count_ = 0;
   Network network_;
   std::vector<GenMessage> messages_;
-  std::vector<TimeNs> times_;             // per step of the current instance: sent
-  std::vector<TimeNs> arrivals_;          // received
+  std::vector<TimeNs> times_;              // per step of the current instance: sent
+  std::vector<TimeNs> arrivals_;           // received
   std::vector<TimeNs> arrivals_no_extra_;  // received, had there been no extra delays
-  std::vector<uint32_t> bound_;           // node bound to each choose variable
+  std::vector<uint32_t> bound_;            // node bound to each choose variable
   uint32_t instances_ = 0;
   uint64_t loops_ = 0;
   double busy_ = 0;  // sum over instances of (last - first message time), in ns
@@ -210,7 +210,8 @@ TimeNs Generator::RunInstance(Loop& loop, TimeNs start) {
   if (!roots_.empty()) {
     root = bind(t.steps[0].from);
     const uint32_t clients = config_.network.clients;
-    const auto slot = uint32_t(std::lower_bound(roots_.begin(), roots_.end(), root) - roots_.begin());
+    const auto slot =
+        uint32_t(std::lower_bound(roots_.begin(), roots_.end(), root) - roots_.begin());
     client = uint32_t(config_.nodes.size()) + slot * clients +
              std::min(clients - 1, uint32_t(rng.Uniform() * clients));
   }
@@ -267,7 +268,8 @@ Status Generator::Run() {
       return Status::InvalidArgument("tracelet '{}': {} loops is too many", t.name, count);
     }
     for (uint64_t l = 0; l < count; ++l) {
-      Loop loop{ti, Random(config_.seed, (uint64_t(ti) << 32) | l), wanted > 0 ? double(count) / wanted : 1.0};
+      Loop loop{ti, Random(config_.seed, (uint64_t(ti) << 32) | l),
+                wanted > 0 ? double(count) / wanted : 1.0};
       TimeNs first_think = DrawThink(t, loop.rng, loop.think_scale);
       TimeNs offset = TimeNs(std::llround(loop.rng.Uniform() * double(first_think)));
       queue.emplace(config_.start + offset, uint32_t(loops.size()));
@@ -304,7 +306,8 @@ Result<Trace> Generator::Build(GenSummary* summary) {
 
   TraceBuilder builder;
   std::vector<NodeId> node_ids;
-  for (uint32_t node = 0; node < node_count_; ++node) node_ids.push_back(builder.Node(NodeName(node)));
+  for (uint32_t node = 0; node < node_count_; ++node)
+    node_ids.push_back(builder.Node(NodeName(node)));
   const NetworkConfig& net = config_.network;
   std::vector<bool> untraced(node_count_, false);
   for (uint32_t node : net.untraced) untraced[node] = true;
@@ -340,8 +343,10 @@ Result<Trace> Generator::Build(GenSummary* summary) {
       // return goes back between the same two.
       const bool back = m.kind == MessageKind::kReturn;
       const uint32_t conversation = back ? m.call : i;
-      r.sender_endpoint = builder.String(back ? FixedEndpoint(m.sender) : EphemeralEndpoint(m.sender, conversation));
-      r.receiver_endpoint = builder.String(back ? EphemeralEndpoint(m.receiver, conversation) : FixedEndpoint(m.receiver));
+      r.sender_endpoint = builder.String(back ? FixedEndpoint(m.sender)
+                                              : EphemeralEndpoint(m.sender, conversation));
+      r.receiver_endpoint = builder.String(back ? EphemeralEndpoint(m.receiver, conversation)
+                                                : FixedEndpoint(m.receiver));
     }
     if (m.kind == MessageKind::kCall) {
       // Unique among open calls, and reused only after a cooldown: see kCallIdCooldown.
@@ -371,7 +376,8 @@ Result<Trace> Generator::Build(GenSummary* summary) {
     summary->clock_offsets.clear();
     if (net.enabled) {
       for (uint32_t node = 0; node < node_count_; ++node) {
-        if (!untraced[node]) summary->clock_offsets.emplace_back(NodeName(node), network_.Offset(node));
+        if (!untraced[node])
+          summary->clock_offsets.emplace_back(NodeName(node), network_.Offset(node));
       }
     }
   }

@@ -594,9 +594,10 @@ Result<std::string> ScenarioConfigText(std::string_view name) {
   if (name == "multitier-wan") {
     // At the paper's parallelism (Project 5 Figure 17; docs/nesting.md): 0.28 of
     // multitier's loops give the per-node parallelism of 1.6 that the paper measured.
-    std::string text = Replace(Replace(kMultitier, "%EXTRA%", ""), "%HEADER%",
-                               "# multitier-wan: multitier with a network (the [network] table at the end),\n"
-                               "# at the paper's parallelism.\nparallelism = 0.28\n");
+    std::string text =
+        Replace(Replace(kMultitier, "%EXTRA%", ""), "%HEADER%",
+                "# multitier-wan: multitier with a network (the [network] table at the end),\n"
+                "# at the paper's parallelism.\nparallelism = 0.28\n");
     return text + std::string(kMultitierNetwork);
   }
   if (name == "wide-area") return std::string(kWideArea);

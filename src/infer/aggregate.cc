@@ -46,7 +46,8 @@ NodeAggregation AggregateClients(const Trace& trace, uint32_t fixed_port_peers) 
     note(c.receiver_endpoint[i], c.sender_endpoint[i]);
   }
   auto fixed = [&](StringId e) {
-    return e.valid() && slot[e.value()] >= 0 && peers[size_t(slot[e.value()])].count >= fixed_port_peers;
+    return e.valid() && slot[e.value()] >= 0 &&
+           peers[size_t(slot[e.value()])].count >= fixed_port_peers;
   };
   NodeAggregation out;
   const size_t nodes = trace.nodes().size();

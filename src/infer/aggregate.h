@@ -21,7 +21,7 @@ namespace weft {
 inline constexpr std::string_view kClientNode = "CLIENT";
 
 struct NodeAggregation {
-  NodeTable names;           // the aggregated node names
+  NodeTable names;            // the aggregated node names
   std::vector<NodeId> alias;  // per trace node: its id in `names`
   uint32_t clients = 0;       // trace nodes named CLIENT
 };

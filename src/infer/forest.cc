@@ -21,7 +21,8 @@ std::vector<MessageId> CallsAnswered(const Trace& trace) {
   return call_of;
 }
 
-Result<uint64_t> AddForest(const Trace& trace, std::span<const MessageId> parent, PathSetBuilder& builder) {
+Result<uint64_t> AddForest(const Trace& trace, std::span<const MessageId> parent,
+                           PathSetBuilder& builder) {
   const size_t n = trace.size();
   // Children lists by counting sort, in time order.
   std::vector<uint32_t> child_begin(n + 1, 0), children(n);
@@ -50,10 +51,12 @@ Result<uint64_t> AddForest(const Trace& trace, std::span<const MessageId> parent
       int32_t index = int32_t(members.size());
       members.push_back(MessageId(m));
       parents.push_back(p);
-      for (uint32_t k = child_begin[m]; k < child_begin[m + 1]; ++k) stack.push_back({children[k], index});
+      for (uint32_t k = child_begin[m]; k < child_begin[m + 1]; ++k)
+        stack.push_back({children[k], index});
     }
     Status added = builder.AddInstance(members, parents);
-    if (!added.ok()) return added.WithContext(fmt::format("the instance rooted at message {}", root));
+    if (!added.ok())
+      return added.WithContext(fmt::format("the instance rooted at message {}", root));
     placed += members.size();
     ++instances;
   }

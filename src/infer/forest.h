@@ -22,6 +22,7 @@ std::vector<MessageId> CallsAnswered(const Trace& trace);
 // descendants, with probability 1. Messages on a parent cycle reach no root and are left
 // out; their number is returned. Counters "instances" and "messages_in_instances" are
 // added to the builder.
-Result<uint64_t> AddForest(const Trace& trace, std::span<const MessageId> parent, PathSetBuilder& builder);
+Result<uint64_t> AddForest(const Trace& trace, std::span<const MessageId> parent,
+                           PathSetBuilder& builder);
 
 }  // namespace weft

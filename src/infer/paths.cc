@@ -9,12 +9,12 @@
 // eval compares keys across algorithms.
 #include "infer/paths.h"
 
+#include <xxhash.h>
+
 #include <algorithm>
 #include <cmath>
 #include <numeric>
 #include <tuple>
-
-#include <xxhash.h>
 
 namespace weft {
 
@@ -22,9 +22,12 @@ namespace {
 
 char KindLetter(MessageKind kind) {
   switch (kind) {
-    case MessageKind::kCall: return 'C';
-    case MessageKind::kReturn: return 'R';
-    case MessageKind::kMessage: return 'M';
+    case MessageKind::kCall:
+      return 'C';
+    case MessageKind::kReturn:
+      return 'R';
+    case MessageKind::kMessage:
+      return 'M';
   }
   return '?';
 }
@@ -43,7 +46,8 @@ std::string EscapeName(std::string_view name) {
   return out;
 }
 
-std::string Label(MessageKind kind, std::string_view escaped_sender, std::string_view escaped_receiver) {
+std::string Label(MessageKind kind, std::string_view escaped_sender,
+                  std::string_view escaped_receiver) {
   std::string s;
   s.reserve(escaped_sender.size() + escaped_receiver.size() + 3);
   s += KindLetter(kind);
@@ -88,15 +92,18 @@ uint64_t TraceFingerprint(const Trace& trace) {
   return h;
 }
 
-std::string DescribeAttributes(const PatternElement& element, uint64_t instances, size_t max_value) {
+std::string DescribeAttributes(const PatternElement& element, uint64_t instances,
+                               size_t max_value) {
   std::string out;
-  std::vector<std::string_view> keys;  // attributes are most frequent first: the first of a key is its top
+  std::vector<std::string_view>
+      keys;  // attributes are most frequent first: the first of a key is its top
   for (const AttributeCount& a : element.attributes) {
     if (std::find(keys.begin(), keys.end(), a.key) != keys.end()) continue;
     keys.push_back(a.key);
     std::string value = a.value.size() > max_value ? a.value.substr(0, max_value) + "..." : a.value;
     out += fmt::format("{}{}={}", out.empty() ? "" : " ", a.key, value);
-    if (a.count < instances) out += fmt::format(" ({:.0f}%)", 100.0 * double(a.count) / double(instances));
+    if (a.count < instances)
+      out += fmt::format(" ({:.0f}%)", 100.0 * double(a.count) / double(instances));
   }
   return out;
 }
@@ -106,7 +113,8 @@ std::string ElementLabel(const PathSet& set, const PatternElement& element) {
                EscapeName(set.nodes.Get(element.receiver)));
 }
 
-Result<std::string> PatternKey(std::span<const std::string> labels, std::span<const int32_t> parents) {
+Result<std::string> PatternKey(std::span<const std::string> labels,
+                               std::span<const int32_t> parents) {
   if (labels.empty() || labels.size() != parents.size()) {
     return Status::InvalidArgument("a pattern needs as many parents as elements, at least one");
   }
@@ -124,8 +132,9 @@ Result<std::string> PatternKey(std::span<const std::string> labels, std::span<co
       open.pop_back();
     }
     if (open.empty()) {
-      return Status::InvalidArgument("element {} has parent {}, which is not an ancestor of element {} (not a pre-order tree)",
-                                     k, p, k - 1);
+      return Status::InvalidArgument(
+          "element {} has parent {}, which is not an ancestor of element {} (not a pre-order tree)",
+          k, p, k - 1);
     }
     key += open.back().second ? ' ' : '(';
     open.back().second = true;
@@ -211,8 +220,8 @@ void PathSetBuilder::RenameNodes(NodeTable names, std::vector<NodeId> alias) {
 uint32_t PathSetBuilder::LabelId(MessageKind kind, NodeId sender, NodeId receiver) {
   sender = Alias(sender);
   receiver = Alias(receiver);
-  auto [it, inserted] = label_ids_.try_emplace(std::tuple(uint8_t(kind), sender.value(), receiver.value()),
-                                               uint32_t(label_text_.size()));
+  auto [it, inserted] = label_ids_.try_emplace(
+      std::tuple(uint8_t(kind), sender.value(), receiver.value()), uint32_t(label_text_.size()));
   if (inserted) {
     label_text_.push_back(Label(kind, labels_[sender.value()], labels_[receiver.value()]));
     label_hash_.push_back(XXH3_64bits(label_text_.back().data(), label_text_.back().size()));
@@ -236,10 +245,12 @@ Status PathSetBuilder::AddInstance(std::span<const MessageId> messages,
   const size_t instance = set_.instance_count();
   if (n == 0) return Status::InvalidArgument("instance {} has no messages", instance);
   if (parents.size() != n) {
-    return Status::InvalidArgument("instance {} has {} messages but {} parents", instance, n, parents.size());
+    return Status::InvalidArgument("instance {} has {} messages but {} parents", instance, n,
+                                   parents.size());
   }
   if (!(probability > 0.0 && probability <= 1.0)) {
-    return Status::InvalidArgument("instance {} has probability {} outside (0, 1]", instance, probability);
+    return Status::InvalidArgument("instance {} has probability {} outside (0, 1]", instance,
+                                   probability);
   }
   const TraceColumns& c = trace_.columns();
   if (++stamp_ == 0) {  // wrapped: forget every old stamp
@@ -250,11 +261,12 @@ Status PathSetBuilder::AddInstance(std::span<const MessageId> messages,
   for (size_t i = 0; i < n; ++i) {
     MessageId m = messages[i];
     if (!m.valid() || m.value() >= trace_.size()) {
-      return Status::InvalidArgument("instance {}: message {} is beyond the trace's {} messages", instance,
-                                     m.value(), trace_.size());
+      return Status::InvalidArgument("instance {}: message {} is beyond the trace's {} messages",
+                                     instance, m.value(), trace_.size());
     }
     if (used_[m.value()] && !set_.shared_messages) {
-      return Status::InvalidArgument("instance {}: message {} is already in another instance", instance, m.value());
+      return Status::InvalidArgument("instance {}: message {} is already in another instance",
+                                     instance, m.value());
     }
     if (seen_stamp_[m.value()] == stamp_) {
       return Status::InvalidArgument("instance {}: message {} appears twice", instance, m.value());
@@ -262,7 +274,8 @@ Status PathSetBuilder::AddInstance(std::span<const MessageId> messages,
     seen_stamp_[m.value()] = stamp_;
     int32_t p = parents[i];
     if (p < -1 || p >= int32_t(n) || p == int32_t(i)) {
-      return Status::InvalidArgument("instance {}: message {} has parent index {} (of {})", instance, m.value(), p, n);
+      return Status::InvalidArgument("instance {}: message {} has parent index {} (of {})",
+                                     instance, m.value(), p, n);
     }
     if (p == -1) {
       if (root != -1) {
@@ -272,7 +285,8 @@ Status PathSetBuilder::AddInstance(std::span<const MessageId> messages,
       root = int32_t(i);
     }
   }
-  if (root == -1) return Status::InvalidArgument("instance {} has no root (its parents form a cycle)", instance);
+  if (root == -1)
+    return Status::InvalidArgument("instance {} has no root (its parents form a cycle)", instance);
 
   // Children lists (CSR), then a top-down order from the root; a message the walk does not
   // reach is on a cycle. Scratch vectors are members, reused across instances.
@@ -289,11 +303,13 @@ Status PathSetBuilder::AddInstance(std::span<const MessageId> messages,
   top_down_.assign(1, uint32_t(root));
   for (size_t k = 0; k < top_down_.size(); ++k) {
     uint32_t e = top_down_[k];
-    for (uint32_t j = child_begin_[e]; j < child_begin_[e + 1]; ++j) top_down_.push_back(child_list_[j]);
+    for (uint32_t j = child_begin_[e]; j < child_begin_[e + 1]; ++j)
+      top_down_.push_back(child_list_[j]);
   }
   if (top_down_.size() != n) {
-    return Status::InvalidArgument("instance {}: {} of its {} messages are on a cycle, not under the root",
-                                   instance, n - top_down_.size(), n);
+    return Status::InvalidArgument(
+        "instance {}: {} of its {} messages are on a cycle, not under the root", instance,
+        n - top_down_.size(), n);
   }
 
   // Bottom-up: sort each message's children, then hash its subtree's shape (label and
@@ -306,7 +322,8 @@ Status PathSetBuilder::AddInstance(std::span<const MessageId> messages,
   }
   for (size_t k = n; k-- > 0;) {
     uint32_t e = top_down_[k];
-    auto first = child_list_.begin() + child_begin_[e], last = child_list_.begin() + child_begin_[e + 1];
+    auto first = child_list_.begin() + child_begin_[e],
+         last = child_list_.begin() + child_begin_[e + 1];
     std::sort(first, last, [&](uint32_t a, uint32_t b) {
       TimeNs ta = trace_.SortTime(messages[a]), tb = trace_.SortTime(messages[b]);
       if (ta != tb) return ta < tb;
@@ -345,8 +362,8 @@ Status PathSetBuilder::AddInstance(std::span<const MessageId> messages,
     for (size_t k = 0; k < n; ++k) {
       uint32_t m = messages[order[k]].value();
       const PatternElement& el = p.elements[k];
-      if (el.kind != c.kind[m] || el.sender != Alias(c.sender[m]) || el.receiver != Alias(c.receiver[m]) ||
-          el.parent != ordered_parents[k]) {
+      if (el.kind != c.kind[m] || el.sender != Alias(c.sender[m]) ||
+          el.receiver != Alias(c.receiver[m]) || el.parent != ordered_parents[k]) {
         return false;
       }
     }
@@ -384,7 +401,9 @@ Status PathSetBuilder::AddInstance(std::span<const MessageId> messages,
   // Alternatives (linking) weigh in the histograms by their probability, as WAP5 §5.2
   // weighs node delays, in units of 1/kProbabilityUnits.
   const uint64_t weight =
-      set_.shared_messages ? std::max<uint64_t>(1, uint64_t(std::llround(probability * kProbabilityUnits))) : 1;
+      set_.shared_messages
+          ? std::max<uint64_t>(1, uint64_t(std::llround(probability * kProbabilityUnits)))
+          : 1;
   TimeNs last_seen = kNoTime;
   for (size_t k = 0; k < n; ++k) {
     uint32_t m = messages[order[k]].value();
@@ -392,7 +411,8 @@ Status PathSetBuilder::AddInstance(std::span<const MessageId> messages,
     if (!trace_.attributes().empty()) CountAttributes(pattern_index, uint32_t(k), MessageId(m));
     set_.messages.push_back(MessageId(m));
     set_.parent.push_back(ordered_parents[k]);
-    last_seen = std::max({last_seen, OnReference(c.send_time[m], c.sender[m]), OnReference(c.recv_time[m], c.receiver[m])});
+    last_seen = std::max({last_seen, OnReference(c.send_time[m], c.sender[m]),
+                          OnReference(c.recv_time[m], c.receiver[m])});
     if (k == 0) {
       RecordNetwork(m, pattern.elements[0], weight);
       continue;
@@ -401,10 +421,11 @@ Status PathSetBuilder::AddInstance(std::span<const MessageId> messages,
     // its send when the arrival was not seen or was elsewhere.
     uint32_t pm = messages[order[size_t(ordered_parents[k])]].value();
     TimeNs from = (c.recv_time[pm] != kNoTime && c.receiver[pm] == c.sender[m]) ? c.recv_time[pm]
-                                                                                 : c.send_time[pm];
+                                                                                : c.send_time[pm];
     if (c.send_time[m] != kNoTime && from != kNoTime) {
       pattern.elements[k].delay.Record(c.send_time[m] - from, weight);
-    } else if (c.send_time[m] == kNoTime && c.sender[pm] == c.receiver[m] && c.send_time[pm] != kNoTime) {
+    } else if (c.send_time[m] == kNoTime && c.sender[pm] == c.receiver[m] &&
+               c.send_time[pm] != kNoTime) {
       // From an untraced node back to the one that sent it the parent: the round trip on
       // that node's clock (WAP5's diamond: the untraced node's time and both hops).
       pattern.elements[k].delay.Record(c.recv_time[m] - c.send_time[pm], weight);
@@ -431,7 +452,8 @@ void PathSetBuilder::RecordNetwork(uint32_t m, PatternElement& element, uint64_t
   if (node_offset_.empty()) return;
   const TraceColumns& c = trace_.columns();
   const TimeNs from = node_offset_[c.sender[m].value()], to = node_offset_[c.receiver[m].value()];
-  if (c.send_time[m] == kNoTime || c.recv_time[m] == kNoTime || from == kNoTime || to == kNoTime) return;
+  if (c.send_time[m] == kNoTime || c.recv_time[m] == kNoTime || from == kNoTime || to == kNoTime)
+    return;
   element.network.Record((c.recv_time[m] - to) - (c.send_time[m] - from), weight);
 }
 
@@ -446,7 +468,8 @@ PathSet PathSetBuilder::Finish() && {
   for (const auto& [where, count] : attribute_counts_) {
     const auto& [pattern, element, key, value] = where;
     set_.patterns[pattern].elements[element].attributes.push_back(
-        {std::string(trace_.strings().Get(StringId(key))), std::string(trace_.strings().Get(StringId(value))), count});
+        {std::string(trace_.strings().Get(StringId(key))),
+         std::string(trace_.strings().Get(StringId(value))), count});
   }
   for (PathPattern& pattern : set_.patterns) {
     for (PatternElement& element : pattern.elements) {
@@ -463,16 +486,22 @@ PathSet PathSetBuilder::Finish() && {
   return std::move(set_);
 }
 
-constexpr PatternOrder kOrders[] = {PatternOrder::kCount, PatternOrder::kLatency, PatternOrder::kExpected,
-                                    PatternOrder::kProbability, PatternOrder::kExpectedSqrt};
+constexpr PatternOrder kOrders[] = {PatternOrder::kCount, PatternOrder::kLatency,
+                                    PatternOrder::kExpected, PatternOrder::kProbability,
+                                    PatternOrder::kExpectedSqrt};
 
 std::string_view PatternOrderName(PatternOrder order) {
   switch (order) {
-    case PatternOrder::kCount: return "count";
-    case PatternOrder::kLatency: return "latency";
-    case PatternOrder::kExpected: return "expected";
-    case PatternOrder::kProbability: return "probability";
-    case PatternOrder::kExpectedSqrt: return "expected-sqrt";
+    case PatternOrder::kCount:
+      return "count";
+    case PatternOrder::kLatency:
+      return "latency";
+    case PatternOrder::kExpected:
+      return "expected";
+    case PatternOrder::kProbability:
+      return "probability";
+    case PatternOrder::kExpectedSqrt:
+      return "expected-sqrt";
   }
   return "?";
 }
@@ -487,11 +516,16 @@ Result<PatternOrder> ParsePatternOrder(std::string_view name) {
 
 double PatternScore(const PathPattern& p, PatternOrder order) {
   switch (order) {
-    case PatternOrder::kCount: return double(p.count);
-    case PatternOrder::kLatency: return p.latency.sum();
-    case PatternOrder::kExpected: return p.expected_count;
-    case PatternOrder::kProbability: return p.count ? p.expected_count / double(p.count) : 0;
-    case PatternOrder::kExpectedSqrt: return p.count ? p.expected_count / std::sqrt(double(p.count)) : 0;
+    case PatternOrder::kCount:
+      return double(p.count);
+    case PatternOrder::kLatency:
+      return p.latency.sum();
+    case PatternOrder::kExpected:
+      return p.expected_count;
+    case PatternOrder::kProbability:
+      return p.count ? p.expected_count / double(p.count) : 0;
+    case PatternOrder::kExpectedSqrt:
+      return p.count ? p.expected_count / std::sqrt(double(p.count)) : 0;
   }
   return 0;
 }

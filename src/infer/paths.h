@@ -26,17 +26,16 @@
 // therefore get equal message orders, and equal shapes get equal keys.
 #pragma once
 
+#include <absl/container/flat_hash_map.h>
+
 #include <cstdint>
+#include <map>
 #include <span>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <utility>
 #include <vector>
-
-#include <map>
-#include <tuple>
-
-#include <absl/container/flat_hash_map.h>
 
 #include "core/histogram.h"
 #include "core/id.h"
@@ -57,10 +56,10 @@ inline constexpr size_t kMaxElementAttributes = 5;  // kept per element, most fr
 // One message position in a pattern's canonical tree.
 struct PatternElement {
   MessageKind kind = MessageKind::kMessage;
-  NodeId sender;    // in PathSet::nodes
-  NodeId receiver;  // in PathSet::nodes
-  int32_t parent = -1;      // index of the parent element, -1 for the root
-  LatencyHistogram delay;   // delay after the parent (see above); empty for the root
+  NodeId sender;           // in PathSet::nodes
+  NodeId receiver;         // in PathSet::nodes
+  int32_t parent = -1;     // index of the parent element, -1 for the root
+  LatencyHistogram delay;  // delay after the parent (see above); empty for the root
   // One-way network latency (receive - send) with the clock offsets of the PathSet
   // removed; empty unless the builder was given offsets and both ends were timed.
   LatencyHistogram network;
@@ -75,11 +74,11 @@ struct PatternElement {
 struct PathPattern {
   std::string key;  // canonical text of the shape; equal keys mean equal shapes
   std::vector<PatternElement> elements;  // pre-order of the canonical tree
-  uint64_t count = 0;            // instances of this shape
-  double expected_count = 0;     // sum of their probabilities
+  uint64_t count = 0;                    // instances of this shape
+  double expected_count = 0;             // sum of their probabilities
   double max_probability = 0;
-  LatencyHistogram latency;      // end to end: last time seen in the instance - root send
-                                 // (root receive when its send was not seen)
+  LatencyHistogram latency;  // end to end: last time seen in the instance - root send
+                             // (root receive when its send was not seen)
 };
 
 // The causal graph of the convolution algorithm (Project 5 §5.2, Figure 9; DESIGN.md "Data
@@ -87,14 +86,14 @@ struct PathPattern {
 // its parent: how many messages went along it and the delays the parent node spent before
 // sending them (one per correlation spike), most frequent first.
 struct CausalDelay {
-  TimeNs delay = 0;     // median sender delay of the messages of this spike
-  uint64_t count = 0;   // messages with this delay
+  TimeNs delay = 0;    // median sender delay of the messages of this spike
+  uint64_t count = 0;  // messages with this delay
 };
 
 struct CausalVertex {
-  NodeId node;               // in PathSet::nodes
-  int32_t parent = -1;       // index of the parent vertex, -1 for a root
-  uint64_t messages = 0;     // messages on the edge from the parent (for a root: sent by it)
+  NodeId node;                      // in PathSet::nodes
+  int32_t parent = -1;              // index of the parent vertex, -1 for a root
+  uint64_t messages = 0;            // messages on the edge from the parent (for a root: sent by it)
   std::vector<CausalDelay> delays;  // empty for a root
 };
 
@@ -115,10 +114,10 @@ inline constexpr double kProbabilityUnits = 1024;
 
 // A set of path instances over one trace, and their patterns.
 struct PathSet {
-  std::string algorithm;      // "truth", "nesting", ...
-  uint64_t trace_messages = 0;  // size of the trace the MessageIds refer to
+  std::string algorithm;           // "truth", "nesting", ...
+  uint64_t trace_messages = 0;     // size of the trace the MessageIds refer to
   uint64_t trace_fingerprint = 0;  // TraceFingerprint() of that trace
-  NodeTable nodes;            // node names, the trace's table (patterns use its ids)
+  NodeTable nodes;                 // node names, the trace's table (patterns use its ids)
   // True if `nodes` names clients by role (CLIENT, WAP5 §2.5.1) rather than the trace's
   // own table: trace node ids then do not index `nodes`, and eval aggregates the truth
   // the same way before comparing.
@@ -198,19 +197,20 @@ class PathSetBuilder {
   // A time on `node`'s clock moved to the reference clock, where its offset is known.
   TimeNs OnReference(TimeNs t, NodeId node) const;
 
-  std::vector<std::string> labels_;        // per node: its name escaped for keys
-  std::vector<bool> used_;                 // per trace message: in some instance already
-  std::vector<NodeId> alias_;              // per trace node: its node in set_.nodes
-  std::vector<TimeNs> node_offset_;        // per trace node, or empty
+  std::vector<std::string> labels_;  // per node: its name escaped for keys
+  std::vector<bool> used_;           // per trace message: in some instance already
+  std::vector<NodeId> alias_;        // per trace node: its node in set_.nodes
+  std::vector<TimeNs> node_offset_;  // per trace node, or empty
   NodeId Alias(NodeId n) const { return alias_.empty() ? n : alias_[n.value()]; }
   // (pattern, element, key, value) -> instances with that attribute there.
-  absl::flat_hash_map<std::tuple<uint32_t, uint32_t, uint32_t, uint32_t>, uint64_t> attribute_counts_;
+  absl::flat_hash_map<std::tuple<uint32_t, uint32_t, uint32_t, uint32_t>, uint64_t>
+      attribute_counts_;
   void CountAttributes(uint32_t pattern, uint32_t element, MessageId m);
-  std::vector<uint32_t> seen_stamp_;       // per trace message: last AddInstance that saw it
+  std::vector<uint32_t> seen_stamp_;  // per trace message: last AddInstance that saw it
   uint32_t stamp_ = 0;
   absl::flat_hash_map<std::tuple<uint8_t, uint32_t, uint32_t>, uint32_t> label_ids_;
-  std::vector<std::string> label_text_;    // per label id
-  std::vector<uint64_t> label_hash_;       // per label id: XXH3 of its text
+  std::vector<std::string> label_text_;                 // per label id
+  std::vector<uint64_t> label_hash_;                    // per label id: XXH3 of its text
   std::multimap<uint64_t, uint32_t> patterns_by_hash_;  // root shape hash -> pattern index
   // Scratch space of AddInstance, kept to avoid allocating per instance.
   std::vector<uint32_t> child_begin_, child_list_, fill_, top_down_, label_, order_, stack_;
@@ -236,7 +236,8 @@ std::vector<uint32_t> RankPatterns(const PathSet& set, PatternOrder order);
 // An element's attributes for a table or a graph: for each key, its most frequent value,
 // with its share of the pattern's `instances` when not all of them had it:
 // "http.method=GET http.url=/home (75%)". Values are cut to `max_value` bytes; "" if none.
-std::string DescribeAttributes(const PatternElement& element, uint64_t instances, size_t max_value = 48);
+std::string DescribeAttributes(const PatternElement& element, uint64_t instances,
+                               size_t max_value = 48);
 
 // The key text of one element's label: "C:client>WS1" (names escaped: '%', '(', ')',
 // '>', space and control bytes as %XX).
@@ -246,7 +247,8 @@ std::string ElementLabel(const PathSet& set, const PatternElement& element);
 // keys in parentheses separated by spaces: "C:client>WS1(C:WS1>AUTH(R:AUTH>WS1) R:WS1>client)".
 // An error if `parents` is not a pre-order tree (parent[0] = -1, each parent an ancestor
 // of or equal to the element before).
-Result<std::string> PatternKey(std::span<const std::string> labels, std::span<const int32_t> parents);
+Result<std::string> PatternKey(std::span<const std::string> labels,
+                               std::span<const int32_t> parents);
 
 // The shape for a one-line table: "client→WS1[→AUTH] →AP2→DB". RETURNs are left out (in
 // a call tree they are implied by their CALL); every child but the last is put in [...].

@@ -1,11 +1,11 @@
 // The .paths.json file (docs/paths.md): writing with exact histograms and reading with
 // full validation. nlohmann::json throws; every call into it stays inside ParsePaths's
 // try block, and fields are read only after their type was checked.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "core/file.h"
@@ -31,9 +31,14 @@ void AppendJsonString(std::string& out, std::string_view s) {
     // Valid UTF-8 sequences are copied; a stray byte >= 0x80 is written as the code point
     // of the same value (JSON text must be UTF-8), the one case where a name does not
     // round-trip byte for byte.
-    size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
+    size_t len = c < 0x80           ? 1
+                 : (c >> 5) == 0x6  ? 2
+                 : (c >> 4) == 0xe  ? 3
+                 : (c >> 3) == 0x1e ? 4
+                                    : 0;
     bool valid = len > 0 && i + len <= s.size();
-    for (size_t j = 1; valid && j < len; ++j) valid = (static_cast<unsigned char>(s[i + j]) >> 6) == 0x2;
+    for (size_t j = 1; valid && j < len; ++j)
+      valid = (static_cast<unsigned char>(s[i + j]) >> 6) == 0x2;
     if (c >= 0x80 && !valid) {
       out += fmt::format("\\u{:04x}", c);
       ++i;
@@ -41,10 +46,14 @@ void AppendJsonString(std::string& out, std::string_view s) {
       out.append(s.substr(i, len));
       i += len;
     } else {
-      if (c == '"') out += "\\\"";
-      else if (c == '\\') out += "\\\\";
-      else if (c < 0x20 || c == 0x7f) out += fmt::format("\\u{:04x}", c);
-      else out += char(c);
+      if (c == '"')
+        out += "\\\"";
+      else if (c == '\\')
+        out += "\\\\";
+      else if (c < 0x20 || c == 0x7f)
+        out += fmt::format("\\u{:04x}", c);
+      else
+        out += char(c);
       ++i;
     }
   }
@@ -70,8 +79,8 @@ void AppendSide(std::string& out, std::string_view name, const LatencyHistogram:
 
 void AppendHistogram(std::string& out, const LatencyHistogram& h) {
   // fmt writes doubles in their shortest form that reads back to the same value.
-  out += fmt::format("{{\"zeros\":{},\"min\":{},\"max\":{},\"sum\":{},\"sum_sq\":{}", h.zeros(), h.min(),
-                     h.max(), h.sum(), h.sum_of_squares());
+  out += fmt::format("{{\"zeros\":{},\"min\":{},\"max\":{},\"sum\":{},\"sum_sq\":{}", h.zeros(),
+                     h.min(), h.max(), h.sum(), h.sum_of_squares());
   AppendSide(out, "positive", h.positive());
   AppendSide(out, "negative", h.negative());
   out += '}';
@@ -100,7 +109,8 @@ class Reader {
   }
   Result<int64_t> Signed(const nlohmann::json& v, std::string_view where) const {
     if (v.is_number_unsigned()) {
-      if (v.get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max())) return Error(where, "integer too large");
+      if (v.get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max()))
+        return Error(where, "integer too large");
       return int64_t(v.get<uint64_t>());
     }
     if (!v.is_number_integer()) return Error(where, "expected an integer");
@@ -122,7 +132,8 @@ class Reader {
   }
   // Reads an array of integers in [lo, hi].
   template <typename T>
-  Result<std::vector<T>> IntArray(const nlohmann::json& v, std::string_view where, int64_t lo, int64_t hi) const {
+  Result<std::vector<T>> IntArray(const nlohmann::json& v, std::string_view where, int64_t lo,
+                                  int64_t hi) const {
     if (!v.is_array()) return Error(where, "expected an array");
     std::vector<T> out;
     out.reserve(v.size());
@@ -141,7 +152,8 @@ class Reader {
     return out;
   }
 
-  Result<LatencyHistogram::Side> Side(const nlohmann::json& object, std::string_view where, const char* name) const {
+  Result<LatencyHistogram::Side> Side(const nlohmann::json& object, std::string_view where,
+                                      const char* name) const {
     LatencyHistogram::Side side;
     auto it = object.find(name);
     if (it == object.end()) return side;
@@ -157,7 +169,8 @@ class Reader {
     }
     side.first_bin = int32_t(first_bin);
     for (size_t i = 0; i < counts->size(); ++i) {
-      WEFT_ASSIGN_OR_RETURN(uint64_t c, Unsigned((*counts)[i], fmt::format("{}.counts[{}]", at, i)));
+      WEFT_ASSIGN_OR_RETURN(uint64_t c,
+                            Unsigned((*counts)[i], fmt::format("{}.counts[{}]", at, i)));
       side.counts.push_back(c);
     }
     return side;
@@ -184,8 +197,10 @@ class Reader {
         total += c;
       }
     }
-    if (total > 0 && min > max) return Error(where, fmt::format("min {} is above max {}", min, max));
-    return LatencyHistogram::FromParts(std::move(positive), std::move(negative), zeros, min, max, sum, sum_sq);
+    if (total > 0 && min > max)
+      return Error(where, fmt::format("min {} is above max {}", min, max));
+    return LatencyHistogram::FromParts(std::move(positive), std::move(negative), zeros, min, max,
+                                       sum, sum_sq);
   }
 
  private:
@@ -215,12 +230,14 @@ Status ParsePatterns(const Reader& r, const nlohmann::json& array, PathSet& set)
     WEFT_ASSIGN_OR_RETURN(pattern.max_probability, r.Number(*f, at + ".max_probability"));
     if (pattern.expected_count < 0) return r.Error(at + ".expected_count", "must not be negative");
     if (pattern.max_probability < 0 || pattern.max_probability > 1) {
-      return r.Error(at + ".max_probability", fmt::format("{} is outside [0, 1]", pattern.max_probability));
+      return r.Error(at + ".max_probability",
+                     fmt::format("{} is outside [0, 1]", pattern.max_probability));
     }
     WEFT_ASSIGN_OR_RETURN(f, r.Field(p, at, "latency"));
     WEFT_ASSIGN_OR_RETURN(pattern.latency, r.Histogram(*f, at + ".latency"));
     WEFT_ASSIGN_OR_RETURN(f, r.Field(p, at, "elements"));
-    if (!f->is_array() || f->empty()) return r.Error(at + ".elements", "expected a non-empty array");
+    if (!f->is_array() || f->empty())
+      return r.Error(at + ".elements", "expected a non-empty array");
     std::vector<std::string> labels;
     std::vector<int32_t> parents;
     const int64_t node_count = int64_t(set.nodes.size());
@@ -234,17 +251,21 @@ Status ParsePatterns(const Reader& r, const nlohmann::json& array, PathSet& set)
       Result<MessageKind> parsed = ParseKind(kind);
       if (!parsed.ok()) return r.Error(eat + ".kind", parsed.status().message());
       element.kind = *parsed;
-      for (auto [name, node] : {std::pair{"sender", &element.sender}, std::pair{"receiver", &element.receiver}}) {
+      for (auto [name, node] :
+           {std::pair{"sender", &element.sender}, std::pair{"receiver", &element.receiver}}) {
         WEFT_ASSIGN_OR_RETURN(g, r.Field(e, eat, name));
         std::string nat = fmt::format("{}.{}", eat, name);
         WEFT_ASSIGN_OR_RETURN(int64_t id, r.Signed(*g, nat));
-        if (id < 0 || id >= node_count) return r.Error(nat, fmt::format("node {} is not among the {} nodes", id, node_count));
+        if (id < 0 || id >= node_count)
+          return r.Error(nat, fmt::format("node {} is not among the {} nodes", id, node_count));
         *node = NodeId(uint32_t(id));
       }
       WEFT_ASSIGN_OR_RETURN(g, r.Field(e, eat, "parent"));
       WEFT_ASSIGN_OR_RETURN(int64_t parent, r.Signed(*g, eat + ".parent"));
       if (parent < -1 || parent >= int64_t(k) || (k == 0) != (parent == -1)) {
-        return r.Error(eat + ".parent", fmt::format("parent {} is not an earlier element (or -1 for element 0)", parent));
+        return r.Error(
+            eat + ".parent",
+            fmt::format("parent {} is not an earlier element (or -1 for element 0)", parent));
       }
       element.parent = int32_t(parent);
       WEFT_ASSIGN_OR_RETURN(g, r.Field(e, eat, "delay"));
@@ -258,7 +279,8 @@ Status ParsePatterns(const Reader& r, const nlohmann::json& array, PathSet& set)
       }
       if (auto list = e.find("attributes"); list != e.end()) {
         if (!list->is_array() || list->size() > kMaxElementAttributes) {
-          return r.Error(eat + ".attributes", fmt::format("expected an array of at most {}", kMaxElementAttributes));
+          return r.Error(eat + ".attributes",
+                         fmt::format("expected an array of at most {}", kMaxElementAttributes));
         }
         for (size_t j = 0; j < list->size(); ++j) {
           std::string aat = fmt::format("{}.attributes[{}]", eat, j);
@@ -279,7 +301,9 @@ Status ParsePatterns(const Reader& r, const nlohmann::json& array, PathSet& set)
     }
     Result<std::string> key = PatternKey(labels, parents);
     if (!key.ok()) return r.Error(at + ".elements", key.status().message());
-    if (*key != pattern.key) return r.Error(at + ".key", fmt::format("does not match its elements, which give '{}'", *key));
+    if (*key != pattern.key)
+      return r.Error(at + ".key",
+                     fmt::format("does not match its elements, which give '{}'", *key));
     set.patterns.push_back(std::move(pattern));
   }
   std::vector<std::string_view> keys;
@@ -297,11 +321,14 @@ Status ParseInstances(const Reader& r, const nlohmann::json& object, PathSet& se
   WEFT_ASSIGN_OR_RETURN(set.instance_begin, r.IntArray<uint32_t>(*f, "instances.begin", 0, kMax32));
   WEFT_ASSIGN_OR_RETURN(f, r.Field(object, "instances", "messages"));
   const int64_t last_message = int64_t(set.trace_messages) - 1;  // trace_messages < 2^32 - 1
-  WEFT_ASSIGN_OR_RETURN(set.messages, r.IntArray<MessageId>(*f, "instances.messages", 0, last_message));
+  WEFT_ASSIGN_OR_RETURN(set.messages,
+                        r.IntArray<MessageId>(*f, "instances.messages", 0, last_message));
   WEFT_ASSIGN_OR_RETURN(f, r.Field(object, "instances", "parent"));
-  WEFT_ASSIGN_OR_RETURN(set.parent, r.IntArray<int32_t>(*f, "instances.parent", -1, std::numeric_limits<int32_t>::max()));
+  WEFT_ASSIGN_OR_RETURN(set.parent, r.IntArray<int32_t>(*f, "instances.parent", -1,
+                                                        std::numeric_limits<int32_t>::max()));
   WEFT_ASSIGN_OR_RETURN(f, r.Field(object, "instances", "pattern"));
-  WEFT_ASSIGN_OR_RETURN(set.pattern, r.IntArray<uint32_t>(*f, "instances.pattern", 0, int64_t(set.patterns.size()) - 1));
+  WEFT_ASSIGN_OR_RETURN(set.pattern, r.IntArray<uint32_t>(*f, "instances.pattern", 0,
+                                                          int64_t(set.patterns.size()) - 1));
   WEFT_ASSIGN_OR_RETURN(f, r.Field(object, "instances", "probability"));
   if (!f->is_array()) return r.Error("instances.probability", "expected an array");
   for (size_t i = 0; i < f->size(); ++i) {
@@ -317,44 +344,52 @@ Status ParseInstances(const Reader& r, const nlohmann::json& object, PathSet& se
 
   const size_t n = set.probability.size();
   if (set.instance_begin.size() != n + 1 || set.pattern.size() != n) {
-    return r.Error("instances", fmt::format("begin has {} entries, pattern {} and probability {}: expected n+1, n, n",
-                                            set.instance_begin.size(), set.pattern.size(), n));
+    return r.Error(
+        "instances",
+        fmt::format("begin has {} entries, pattern {} and probability {}: expected n+1, n, n",
+                    set.instance_begin.size(), set.pattern.size(), n));
   }
   if (set.parent.size() != set.messages.size()) {
-    return r.Error("instances", fmt::format("{} messages but {} parents", set.messages.size(), set.parent.size()));
+    return r.Error("instances", fmt::format("{} messages but {} parents", set.messages.size(),
+                                            set.parent.size()));
   }
   if (set.instance_begin[0] != 0 || set.instance_begin[n] != set.messages.size()) {
-    return r.Error("instances.begin", fmt::format("must start at 0 and end at the {} messages", set.messages.size()));
+    return r.Error("instances.begin",
+                   fmt::format("must start at 0 and end at the {} messages", set.messages.size()));
   }
   std::vector<uint64_t> count(set.patterns.size(), 0);
   for (size_t i = 0; i < n; ++i) {
     std::string at = fmt::format("instances[{}]", i);
-    if (set.instance_begin[i + 1] <= set.instance_begin[i]) return r.Error(at, "is empty (begin must increase)");
+    if (set.instance_begin[i + 1] <= set.instance_begin[i])
+      return r.Error(at, "is empty (begin must increase)");
     const PathPattern& p = set.patterns[set.pattern[i]];
     auto parents = set.InstanceParents(i);
     if (parents.size() != p.elements.size()) {
-      return r.Error(at, fmt::format("has {} messages but its pattern {} has {} elements", parents.size(),
-                                     set.pattern[i], p.elements.size()));
+      return r.Error(at, fmt::format("has {} messages but its pattern {} has {} elements",
+                                     parents.size(), set.pattern[i], p.elements.size()));
     }
     for (size_t k = 0; k < parents.size(); ++k) {
       if (parents[k] != p.elements[k].parent) {
-        return r.Error(at, fmt::format("element {} has parent {} but its pattern {} has {}", k, parents[k],
-                                       set.pattern[i], p.elements[k].parent));
+        return r.Error(at, fmt::format("element {} has parent {} but its pattern {} has {}", k,
+                                       parents[k], set.pattern[i], p.elements[k].parent));
       }
     }
     ++count[set.pattern[i]];
   }
   for (size_t k = 0; k < count.size(); ++k) {
     if (count[k] != set.patterns[k].count) {
-      return r.Error(fmt::format("patterns[{}].count", k),
-                     fmt::format("is {} but {} instances have this pattern", set.patterns[k].count, count[k]));
+      return r.Error(
+          fmt::format("patterns[{}].count", k),
+          fmt::format("is {} but {} instances have this pattern", set.patterns[k].count, count[k]));
     }
   }
   if (set.shared_messages) return Status::Ok();  // alternatives may share messages
   std::vector<MessageId> sorted(set.messages);
   std::sort(sorted.begin(), sorted.end());
   auto dup = std::adjacent_find(sorted.begin(), sorted.end());
-  if (dup != sorted.end()) return r.Error("instances.messages", fmt::format("message {} is in two instances", dup->value()));
+  if (dup != sorted.end())
+    return r.Error("instances.messages",
+                   fmt::format("message {} is in two instances", dup->value()));
   return Status::Ok();
 }
 
@@ -376,7 +411,8 @@ Status ParseCausalGraph(const Reader& r, const nlohmann::json& g, PathSet& set) 
     if (node >= set.nodes.size()) return r.Error(at, fmt::format("node {} is not in nodes", node));
     vertex.node = NodeId(uint32_t(node));
     WEFT_ASSIGN_OR_RETURN(int64_t parent, r.Signed(v[1], at));
-    if (parent < -1 || parent >= int64_t(i)) return r.Error(at, fmt::format("parent {} is not an earlier vertex", parent));
+    if (parent < -1 || parent >= int64_t(i))
+      return r.Error(at, fmt::format("parent {} is not an earlier vertex", parent));
     vertex.parent = int32_t(parent);
     WEFT_ASSIGN_OR_RETURN(vertex.messages, r.Unsigned(v[2], at));
     for (const nlohmann::json& d : v[3]) {
@@ -395,22 +431,26 @@ Result<PathSet> ParseDocument(const Reader& r, const nlohmann::json& doc) {
   if (!doc.is_object()) return r.Error("top level", "expected a JSON object");
   PathSet set;
   WEFT_ASSIGN_OR_RETURN(const nlohmann::json* f, r.Field(doc, "top level", "format"));
-  if (!f->is_string() || f->get<std::string>() != kFormatName) return r.Error("format", "not a weft paths file");
+  if (!f->is_string() || f->get<std::string>() != kFormatName)
+    return r.Error("format", "not a weft paths file");
   WEFT_ASSIGN_OR_RETURN(f, r.Field(doc, "top level", "version"));
   WEFT_ASSIGN_OR_RETURN(uint64_t version, r.Unsigned(*f, "version"));
   if (version != kFormatVersion) {
-    return r.Error("version", fmt::format("version {} is not supported (this weft reads {})", version, kFormatVersion));
+    return r.Error("version", fmt::format("version {} is not supported (this weft reads {})",
+                                          version, kFormatVersion));
   }
   WEFT_ASSIGN_OR_RETURN(f, r.Field(doc, "top level", "algorithm"));
   WEFT_ASSIGN_OR_RETURN(set.algorithm, r.String(*f, "algorithm"));
   WEFT_ASSIGN_OR_RETURN(f, r.Field(doc, "top level", "trace_messages"));
   WEFT_ASSIGN_OR_RETURN(set.trace_messages, r.Unsigned(*f, "trace_messages"));
   if (set.trace_messages >= MessageId::kInvalidValue) {
-    return r.Error("trace_messages", fmt::format("{} is more messages than a trace can hold", set.trace_messages));
+    return r.Error("trace_messages",
+                   fmt::format("{} is more messages than a trace can hold", set.trace_messages));
   }
   WEFT_ASSIGN_OR_RETURN(f, r.Field(doc, "top level", "trace_fingerprint"));
   WEFT_ASSIGN_OR_RETURN(std::string fingerprint, r.String(*f, "trace_fingerprint"));
-  if (fingerprint.size() != 16 || fingerprint.find_first_not_of("0123456789abcdef") != std::string::npos) {
+  if (fingerprint.size() != 16 ||
+      fingerprint.find_first_not_of("0123456789abcdef") != std::string::npos) {
     return r.Error("trace_fingerprint", "expected 16 lower-case hex digits");
   }
   set.trace_fingerprint = std::stoull(fingerprint, nullptr, 16);
@@ -419,10 +459,11 @@ Result<PathSet> ParseDocument(const Reader& r, const nlohmann::json& doc) {
   for (size_t i = 0; i < f->size(); ++i) {
     std::string at = fmt::format("nodes[{}]", i);
     WEFT_ASSIGN_OR_RETURN(std::string name, r.String((*f)[i], at));
-    if (set.nodes.Intern(name).value() != i) return r.Error(at, fmt::format("node '{}' appears twice", name));
+    if (set.nodes.Intern(name).value() != i)
+      return r.Error(at, fmt::format("node '{}' appears twice", name));
   }
   for (auto [name, flag] : {std::pair("clients_aggregated", &set.clients_aggregated),
-                             std::pair("shared_messages", &set.shared_messages)}) {
+                            std::pair("shared_messages", &set.shared_messages)}) {
     auto a = doc.find(name);
     if (a == doc.end()) continue;
     if (!a->is_boolean()) return r.Error(name, "expected true or false");
@@ -443,7 +484,8 @@ Result<PathSet> ParseDocument(const Reader& r, const nlohmann::json& doc) {
     for (size_t i = 0; i < o->size(); ++i) {
       std::string at = fmt::format("clock_offsets[{}]", i);
       const nlohmann::json& row = (*o)[i];
-      if (!row.is_array() || row.size() != 4) return r.Error(at, "expected [node a, node b, offset, messages]");
+      if (!row.is_array() || row.size() != 4)
+        return r.Error(at, "expected [node a, node b, offset, messages]");
       ClockOffsetRow offset;
       WEFT_ASSIGN_OR_RETURN(offset.a, r.String(row[0], at));
       WEFT_ASSIGN_OR_RETURN(offset.b, r.String(row[1], at));
@@ -452,7 +494,8 @@ Result<PathSet> ParseDocument(const Reader& r, const nlohmann::json& doc) {
       set.clock_offsets.push_back(std::move(offset));
     }
   }
-  if (auto g = doc.find("causal_graph"); g != doc.end()) WEFT_RETURN_IF_ERROR(ParseCausalGraph(r, *g, set));
+  if (auto g = doc.find("causal_graph"); g != doc.end())
+    WEFT_RETURN_IF_ERROR(ParseCausalGraph(r, *g, set));
   WEFT_ASSIGN_OR_RETURN(f, r.Field(doc, "top level", "patterns"));
   if (!f->is_array()) return r.Error("patterns", "expected an array");
   WEFT_RETURN_IF_ERROR(ParsePatterns(r, *f, set));
@@ -466,7 +509,8 @@ Result<PathSet> ParseDocument(const Reader& r, const nlohmann::json& doc) {
 std::string FormatPaths(const PathSet& set) {
   std::string out;
   out.reserve(64 + set.messages.size() * 12 + set.patterns.size() * 256);
-  out += fmt::format("{{\"format\":\"{}\",\"version\":{},\n\"algorithm\":", kFormatName, kFormatVersion);
+  out += fmt::format("{{\"format\":\"{}\",\"version\":{},\n\"algorithm\":", kFormatName,
+                     kFormatVersion);
   AppendJsonString(out, set.algorithm);
   out += fmt::format(",\"trace_messages\":{},\"trace_fingerprint\":\"{:016x}\",\n\"nodes\":[",
                      set.trace_messages, set.trace_fingerprint);
@@ -517,14 +561,15 @@ std::string FormatPaths(const PathSet& set) {
     const PathPattern& p = set.patterns[i];
     out += i ? ",\n{\"key\":" : "\n{\"key\":";
     AppendJsonString(out, p.key);
-    out += fmt::format(",\"count\":{},\"expected_count\":{},\"max_probability\":{},\"latency\":", p.count,
-                       p.expected_count, p.max_probability);
+    out += fmt::format(",\"count\":{},\"expected_count\":{},\"max_probability\":{},\"latency\":",
+                       p.count, p.expected_count, p.max_probability);
     AppendHistogram(out, p.latency);
     out += ",\"elements\":[";
     for (size_t k = 0; k < p.elements.size(); ++k) {
       const PatternElement& e = p.elements[k];
-      out += fmt::format("{}\n  {{\"kind\":\"{}\",\"sender\":{},\"receiver\":{},\"parent\":{},\"delay\":", k ? "," : "",
-                         MessageKindOp(e.kind), e.sender.value(), e.receiver.value(), e.parent);
+      out += fmt::format(
+          "{}\n  {{\"kind\":\"{}\",\"sender\":{},\"receiver\":{},\"parent\":{},\"delay\":",
+          k ? "," : "", MessageKindOp(e.kind), e.sender.value(), e.receiver.value(), e.parent);
       AppendHistogram(out, e.delay);
       if (!e.network.empty()) {
         out += ",\"network\":";
@@ -563,7 +608,9 @@ std::string FormatPaths(const PathSet& set) {
   return out;
 }
 
-Status WritePaths(const PathSet& set, const std::string& path) { return WriteFile(path, FormatPaths(set)); }
+Status WritePaths(const PathSet& set, const std::string& path) {
+  return WriteFile(path, FormatPaths(set));
+}
 
 Result<PathSet> ParsePaths(std::string_view text, std::string_view source) {
   Reader reader(source);

@@ -27,9 +27,9 @@ std::string UnixName(const capture::Address& a) {
 
 // What a descriptor currently names.
 struct DescriptorName {
-  int32_t end = -1;     // index into ends: a connected TCP or Unix stream socket
-  int32_t udp = -1;     // index into the datagram sockets (UDP or Unix)
-  bool other = false;   // named, but neither (listener, other socket)
+  int32_t end = -1;    // index into ends: a connected TCP or Unix stream socket
+  int32_t udp = -1;    // index into the datagram sockets (UDP or Unix)
+  bool other = false;  // named, but neither (listener, other socket)
 };
 
 class DescriptorWalker {
@@ -37,20 +37,31 @@ class DescriptorWalker {
   DescriptorWalker(const capture::EventLog& log, uint32_t log_index, TimeNs offset,
                    std::vector<ConnectionEnd>& ends, std::vector<DatagramSocket>& udp_sockets,
                    std::vector<Datagram>& datagrams, ConnectionTableCounts& counts)
-      : log_(log), log_index_(log_index), offset_(offset), ends_(ends), udp_sockets_(udp_sockets),
-        datagrams_(datagrams), counts_(counts) {}
+      : log_(log),
+        log_index_(log_index),
+        offset_(offset),
+        ends_(ends),
+        udp_sockets_(udp_sockets),
+        datagrams_(datagrams),
+        counts_(counts) {}
 
   void Walk() {
     for (const Event& e : log_.events) {
       ++counts_.events;
       switch (e.op) {
-        case EventOp::kEndpoint: Name(e); break;
+        case EventOp::kEndpoint:
+          Name(e);
+          break;
         case EventOp::kClose:
           DropUnnamedDatagrams(e.fd);
           Unname(e.fd, e.exit_ns);
           break;
-        case EventOp::kDup: Dup(e); break;
-        case EventOp::kBoundary: Boundary(e); break;
+        case EventOp::kDup:
+          Dup(e);
+          break;
+        case EventOp::kBoundary:
+          Boundary(e);
+          break;
         default:
           if (capture::IsSendOp(e.op) || capture::IsRecvOp(e.op)) Io(e);
           break;
@@ -65,7 +76,8 @@ class DescriptorWalker {
     const capture::Endpoint& endpoint = log_.endpoints[size_t(e.endpoint)];
     auto cause = capture::wire::Op(e.arg);
     if (NamesSameConnection(e.fd, endpoint)) return;
-    if (endpoint.kind == capture::wire::kKindUdp || endpoint.kind == capture::wire::kKindUnixDatagram) {
+    if (endpoint.kind == capture::wire::kKindUdp ||
+        endpoint.kind == capture::wire::kKindUnixDatagram) {
       NameDatagramSocket(e.fd, endpoint, cause);
       return;
     }
@@ -137,7 +149,8 @@ class DescriptorWalker {
     // It serves if it was bound explicitly, or inherited already bound (a server whose
     // socket its parent bound before forking, as the testbed's runner does).
     if (endpoint.kind == capture::wire::kKindUdp &&
-        (cause == capture::wire::kOpBind || (cause == capture::wire::kOpNone && endpoint.local.port != 0))) {
+        (cause == capture::wire::kOpBind ||
+         (cause == capture::wire::kOpNone && endpoint.local.port != 0))) {
       socket.bound = true;
     }
     // The datagram whose send made the kernel bind the socket came before this record.
@@ -162,7 +175,8 @@ class DescriptorWalker {
     if (endpoint.inode != 0) socket.inode = endpoint.inode;
     if (endpoint.peer_inode != 0) socket.peer_inode = endpoint.peer_inode;
     socket.local = UnixName(endpoint.local);
-    bool named_peer = endpoint.peer.family == capture::wire::kFamilyUnix && !endpoint.peer.path.empty();
+    bool named_peer =
+        endpoint.peer.family == capture::wire::kFamilyUnix && !endpoint.peer.path.empty();
     if (named_peer) socket.peer = capture::FormatAddress(endpoint.peer);
     if (cause == capture::wire::kOpConnect) socket.connected = true;
     if (cause == capture::wire::kOpBind ||
@@ -191,8 +205,9 @@ class DescriptorWalker {
                           .log = log_index_,
                           .payload = e.payload,
                           .send = capture::IsSendOp(e.op)};
-    const capture::Address* given =
-        e.peer >= 0 && size_t(e.peer) < log_.addresses.size() ? &log_.addresses[size_t(e.peer)] : nullptr;
+    const capture::Address* given = e.peer >= 0 && size_t(e.peer) < log_.addresses.size()
+                                        ? &log_.addresses[size_t(e.peer)]
+                                        : nullptr;
     if (socket.unix_socket) {
       // The address a send gave, or where a receive came from ("unix:" from an unbound
       // sender: the kernel gives no address then).
@@ -211,7 +226,8 @@ class DescriptorWalker {
   // socket talks to few peers, and inet_ntop (sprintf inside) was a tenth of reconciling
   // a DNS run, so each distinct address is formatted once per log.
   const std::string& FormattedInternet(const capture::Address& a) {
-    auto [it, inserted] = formatted_.try_emplace(std::make_tuple(a.family, a.ip, a.port, a.scope_id));
+    auto [it, inserted] =
+        formatted_.try_emplace(std::make_tuple(a.family, a.ip, a.port, a.scope_id));
     if (inserted) it->second = capture::FormatAddress(a);
     return it->second;
   }
@@ -252,29 +268,35 @@ class DescriptorWalker {
     auto it = names_.find(e.fd);
     if (it == names_.end()) {
       auto pending = unnamed_datagrams_.find(e.fd);
-      if (pending != unnamed_datagrams_.end() && pending->second.back().event.entry_ns == e.entry_ns) {
+      if (pending != unnamed_datagrams_.end() &&
+          pending->second.back().event.entry_ns == e.entry_ns) {
         pending->second.back().boundary = e.boundary;
       }
       return;
     }
     if (it->second.udp >= 0) {
       auto last = last_datagram_.find(it->second.udp);
-      if (last != last_datagram_.end() && datagrams_[last->second].entry_ns == e.entry_ns + offset_ &&
+      if (last != last_datagram_.end() &&
+          datagrams_[last->second].entry_ns == e.entry_ns + offset_ &&
           datagrams_[last->second].send == b.sent) {
         datagrams_[last->second].boundary = e.boundary;
       }
       return;
     }
     if (it->second.end < 0) return;
-    ends_[size_t(it->second.end)].boundaries.push_back(StreamBoundary{
-        .offset = int64_t(b.offset), .send = b.sent, .request = b.request,
-        .protocol = b.protocol, .log = log_index_, .boundary = e.boundary});
+    ends_[size_t(it->second.end)].boundaries.push_back(StreamBoundary{.offset = int64_t(b.offset),
+                                                                      .send = b.sent,
+                                                                      .request = b.request,
+                                                                      .protocol = b.protocol,
+                                                                      .log = log_index_,
+                                                                      .boundary = e.boundary});
   }
 
   void Io(const Event& e) {
     if (e.result <= 0) return;  // failed, or end of stream
     // A peek leaves the bytes in the socket: the next receive moves them.
-    bool flags_arg = e.op == EventOp::kRecv || e.op == EventOp::kRecvfrom || e.op == EventOp::kRecvmsg;
+    bool flags_arg =
+        e.op == EventOp::kRecv || e.op == EventOp::kRecvfrom || e.op == EventOp::kRecvmsg;
     if (flags_arg && (e.arg & MSG_PEEK) != 0) return;
     auto it = names_.find(e.fd);
     if (it == names_.end()) {
@@ -313,14 +335,15 @@ class DescriptorWalker {
   std::vector<reconcile::Datagram>& datagrams_;
   ConnectionTableCounts& counts_;
   std::unordered_map<int32_t, DescriptorName> names_;
-  std::unordered_map<int32_t, int32_t> references_;  // end -> descriptors naming it
+  std::unordered_map<int32_t, int32_t> references_;    // end -> descriptors naming it
   std::unordered_map<int32_t, size_t> last_datagram_;  // datagram socket -> its latest datagram
   struct PendingDatagram {
     Event event;
     int32_t boundary;
   };
   std::unordered_map<int32_t, std::vector<PendingDatagram>> unnamed_datagrams_;  // fd -> ...
-  std::map<std::tuple<capture::wire::AddressFamily, std::array<uint8_t, 16>, uint16_t, uint32_t>, std::string>
+  std::map<std::tuple<capture::wire::AddressFamily, std::array<uint8_t, 16>, uint16_t, uint32_t>,
+           std::string>
       formatted_;
 };
 
@@ -328,8 +351,8 @@ class DescriptorWalker {
 
 void CollectConnectionEnds(const capture::EventLog& log, uint32_t log_index,
                            TimeNs realtime_offset_ns, std::vector<ConnectionEnd>& ends,
-                           std::vector<DatagramSocket>& udp_sockets, std::vector<Datagram>& datagrams,
-                           ConnectionTableCounts& counts) {
+                           std::vector<DatagramSocket>& udp_sockets,
+                           std::vector<Datagram>& datagrams, ConnectionTableCounts& counts) {
   DescriptorWalker(log, log_index, realtime_offset_ns, ends, udp_sockets, datagrams, counts).Walk();
 }
 
@@ -376,16 +399,18 @@ void MergeInheritedEnds(std::span<const capture::EventLog> logs, std::vector<Con
   for (size_t i : order) {
     ConnectionEnd& end = ends[i];
     auto key = end.unix_socket || end.pipe
-                   ? std::make_tuple(end.boot_id, std::to_string(end.inode), std::string(end.pipe ? "pipe" : "unix"))
+                   ? std::make_tuple(end.boot_id, std::to_string(end.inode),
+                                     std::string(end.pipe ? "pipe" : "unix"))
                    : std::make_tuple(end.boot_id, end.local, end.peer);
     auto it = owner.find(key);
     // A pipe's read and write descriptors, in whichever processes hold them, are one
     // stream: writes are its sends, reads its receives.
     bool same_pipe = end.pipe && it != owner.end();
-    bool inherited = same_pipe ||
-                     (end.opener == Opener::kUnknown && it != owner.end() &&
-                      (ends[it->second].close_ns == kNoTime || ends[it->second].close_ns >= end.open_ns) &&
-                      ends[it->second].log != end.log);
+    bool inherited =
+        same_pipe ||
+        (end.opener == Opener::kUnknown && it != owner.end() &&
+         (ends[it->second].close_ns == kNoTime || ends[it->second].close_ns >= end.open_ns) &&
+         ends[it->second].log != end.log);
     if (!inherited) {
       owner[key] = i;
       continue;

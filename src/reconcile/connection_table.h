@@ -8,9 +8,9 @@
 // moved on one socket form one stream (vPath §3.1 follows a socket, not a process).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
-#include <array>
 #include <vector>
 
 #include "capture/event_log.h"
@@ -26,7 +26,7 @@ struct StreamIo {
   TimeNs exit_ns = 0;
   int64_t bytes = 0;
   int32_t tid = 0;
-  uint32_t log = 0;  // which log (process image) did it
+  uint32_t log = 0;                  // which log (process image) did it
   int32_t payload = capture::kNone;  // index into that log's payloads (--payload-prefix)
   bool send = false;
 };
@@ -34,11 +34,11 @@ struct StreamIo {
 // The end of a protocol message that a protocol processor found in this end's stream
 // (capture's boundary records, BorderPatrol §3.3).
 struct StreamBoundary {
-  int64_t offset = 0;     // stream offset just past the message's last byte
-  bool send = false;      // in this end's sending direction (else its receiving one)
-  bool request = false;   // a request (client to server), else a response
-  uint8_t protocol = 0;   // capture::protocols::Protocol
-  uint32_t log = 0;       // the log that holds it
+  int64_t offset = 0;                 // stream offset just past the message's last byte
+  bool send = false;                  // in this end's sending direction (else its receiving one)
+  bool request = false;               // a request (client to server), else a response
+  uint8_t protocol = 0;               // capture::protocols::Protocol
+  uint32_t log = 0;                   // the log that holds it
   int32_t boundary = capture::kNone;  // index into that log's boundaries (attributes)
 };
 
@@ -53,25 +53,25 @@ struct ConnectionEnd {
   uint64_t peer_inode = 0;  // Unix: the other end's, 0 where not logged (the connecting end)
   std::array<uint8_t, 16> boot_id{};
   Opener opener = Opener::kUnknown;
-  uint32_t log = 0;          // the log that named it first
-  TimeNs open_ns = 0;        // realtime
-  int32_t open_tid = 0;      // the thread that connected, accepted or was found with it
-  TimeNs close_ns = kNoTime; // realtime of the last close; kNoTime if never closed
-  std::vector<StreamIo> io;  // in entry order
+  uint32_t log = 0;           // the log that named it first
+  TimeNs open_ns = 0;         // realtime
+  int32_t open_tid = 0;       // the thread that connected, accepted or was found with it
+  TimeNs close_ns = kNoTime;  // realtime of the last close; kNoTime if never closed
+  std::vector<StreamIo> io;   // in entry order
   std::vector<StreamBoundary> boundaries;  // in log order (offsets rise per direction)
-  bool merged_away = false;  // folded into another end (inherited descriptor)
+  bool merged_away = false;                // folded into another end (inherited descriptor)
 };
 
 // A datagram socket, UDP or Unix, as its endpoint records named it. A UDP socket's local
 // port may be named only after its first send (the kernel bound it then), so datagrams
 // refer to the socket by index and read its names once the whole log has been walked.
 struct DatagramSocket {
-  std::string local;        // "0.0.0.0:53", "127.0.0.1:40000", "unix:/dev/log", "unix:" (unnamed)
+  std::string local;  // "0.0.0.0:53", "127.0.0.1:40000", "unix:/dev/log", "unix:" (unnamed)
   uint16_t local_port = 0;
-  std::string peer;         // a connected socket's peer; "" if not connected (or unnamed)
+  std::string peer;  // a connected socket's peer; "" if not connected (or unnamed)
   uint16_t peer_port = 0;
-  bool bound = false;       // bound explicitly, or inherited bound: it serves a known port or path
-  bool unix_socket = false; // AF_UNIX SOCK_DGRAM
+  bool bound = false;        // bound explicitly, or inherited bound: it serves a known port or path
+  bool unix_socket = false;  // AF_UNIX SOCK_DGRAM
   bool connected = false;   // Unix: connect() named its peer (a client, even one bound for replies)
   uint64_t inode = 0;       // Unix: this socket's inode
   uint64_t peer_inode = 0;  // Unix: the other end's, for a socketpair (whose ends have no path)
@@ -109,8 +109,8 @@ struct ConnectionTableCounts {
 // `datagrams`.
 void CollectConnectionEnds(const capture::EventLog& log, uint32_t log_index,
                            TimeNs realtime_offset_ns, std::vector<ConnectionEnd>& ends,
-                           std::vector<DatagramSocket>& datagram_sockets, std::vector<Datagram>& datagrams,
-                           ConnectionTableCounts& counts);
+                           std::vector<DatagramSocket>& datagram_sockets,
+                           std::vector<Datagram>& datagrams, ConnectionTableCounts& counts);
 
 // Folds each end named by inheritance (opener unknown, op "none") into an end on the same
 // boot with the same 4-tuple (Unix: the same inode) that was open when it appeared; marks

@@ -8,14 +8,13 @@
 // and whose pages were a fifth of reconciling a DNS run).
 #include "reconcile/datagram_matcher.h"
 
+#include <absl/container/flat_hash_map.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <string>
 #include <string_view>
 #include <tuple>
-
-#include <absl/container/flat_hash_map.h>
-
 
 namespace weft::reconcile {
 namespace {
@@ -32,13 +31,15 @@ class EndNumbers {
     const DatagramSocket& s = sockets_[d.socket];
     if (!s.unix_socket) return {s.local_port, d.peer_port, d.bytes, d.hash};
     // "unix:" is no destination: a socketpair end sends to its peer's inode.
-    uint64_t destination = d.peer.size() > kUnnamed.size() ? Name(d.peer) : Inode(s.peer_inode, kUnknownPeer);
+    uint64_t destination =
+        d.peer.size() > kUnnamed.size() ? Name(d.peer) : Inode(s.peer_inode, kUnknownPeer);
     return {Name(s.local), destination, d.bytes, d.hash};
   }
   Key ReceiveKey(const Datagram& d) {
     const DatagramSocket& s = sockets_[d.socket];
     if (!s.unix_socket) return {d.peer_port, s.local_port, d.bytes, d.hash};
-    uint64_t destination = s.local.size() > kUnnamed.size() ? Name(s.local) : Inode(s.inode, kUnknownSelf);
+    uint64_t destination =
+        s.local.size() > kUnnamed.size() ? Name(s.local) : Inode(s.inode, kUnknownSelf);
     return {Name(d.peer), destination, d.bytes, d.hash};
   }
 
@@ -89,8 +90,10 @@ std::vector<DatagramMessage> MatchDatagrams(std::span<const DatagramSocket> sock
   messages.reserve(sends.size() + recvs.size());
   size_t s = 0;
   for (size_t r = 0; r < recvs.size(); ++r) {
-    while (s < sends.size() && sends[s].key < recvs[r].key) messages.push_back({sends[s++].datagram, nullptr});
-    const bool pairs = s < sends.size() && sends[s].key == recvs[r].key && sends[s].time <= recvs[r].time;
+    while (s < sends.size() && sends[s].key < recvs[r].key)
+      messages.push_back({sends[s++].datagram, nullptr});
+    const bool pairs =
+        s < sends.size() && sends[s].key == recvs[r].key && sends[s].time <= recvs[r].time;
     messages.push_back({pairs ? sends[s++].datagram : nullptr, recvs[r].datagram});
   }
   while (s < sends.size()) messages.push_back({sends[s++].datagram, nullptr});

@@ -12,10 +12,13 @@ std::vector<const StreamBoundary*> BoundariesOf(const ConnectionEnd& end, bool s
   for (const StreamBoundary& b : end.boundaries) {
     if (b.send == send && b.offset > 0) out.push_back(&b);
   }
-  std::stable_sort(out.begin(), out.end(),
-                   [](const StreamBoundary* a, const StreamBoundary* b) { return a->offset < b->offset; });
+  std::stable_sort(out.begin(), out.end(), [](const StreamBoundary* a, const StreamBoundary* b) {
+    return a->offset < b->offset;
+  });
   out.erase(std::unique(out.begin(), out.end(),
-                        [](const StreamBoundary* a, const StreamBoundary* b) { return a->offset == b->offset; }),
+                        [](const StreamBoundary* a, const StreamBoundary* b) {
+                          return a->offset == b->offset;
+                        }),
             out.end());
   return out;
 }

@@ -15,9 +15,10 @@ namespace weft::reconcile {
 // its entry: the kernel copies the descriptor table somewhere inside the call, so a socket
 // another thread accepted during a slow fork is in the child too; dated from the entry,
 // the child's copy would come before the parent's own end and take the connection from it.
-void DateInheritedEndsFromFork(std::span<const capture::EventLog> logs, const BootOffsets& boot_offsets,
-                               std::vector<ConnectionEnd>& ends) {
-  std::map<std::pair<std::array<uint8_t, 16>, int32_t>, std::vector<TimeNs>> forks;  // (boot, child)
+void DateInheritedEndsFromFork(std::span<const capture::EventLog> logs,
+                               const BootOffsets& boot_offsets, std::vector<ConnectionEnd>& ends) {
+  std::map<std::pair<std::array<uint8_t, 16>, int32_t>, std::vector<TimeNs>>
+      forks;  // (boot, child)
   for (const capture::EventLog& log : logs) {
     TimeNs offset = boot_offsets.at(log.header.boot_id);
     for (const capture::Event& e : log.events) {
@@ -53,24 +54,29 @@ void DateInheritedEndsFromFork(std::span<const capture::EventLog> logs, const Bo
 // added after every message, so nodes that only links name come after the messages' nodes,
 // and those keep their ids.
 void AddProcessLinks(std::span<const capture::EventLog> logs, const BootOffsets& boot_offsets,
-                     const std::function<NodeId(uint32_t log, int32_t tid)>& node_of, TraceBuilder& builder,
-                     ReconcileSummary& summary) {
-  std::map<std::pair<std::array<uint8_t, 16>, int32_t>, std::vector<uint32_t>> logs_of_pid;  // (boot, pid)
-  for (uint32_t i = 0; i < logs.size(); ++i) logs_of_pid[{logs[i].header.boot_id, logs[i].header.pid}].push_back(i);
-  auto next_image = [&](const capture::EventLogHeader& from, int32_t pid, int32_t parent, TimeNs after) {
+                     const std::function<NodeId(uint32_t log, int32_t tid)>& node_of,
+                     TraceBuilder& builder, ReconcileSummary& summary) {
+  std::map<std::pair<std::array<uint8_t, 16>, int32_t>, std::vector<uint32_t>>
+      logs_of_pid;  // (boot, pid)
+  for (uint32_t i = 0; i < logs.size(); ++i)
+    logs_of_pid[{logs[i].header.boot_id, logs[i].header.pid}].push_back(i);
+  auto next_image = [&](const capture::EventLogHeader& from, int32_t pid, int32_t parent,
+                        TimeNs after) {
     int64_t best = -1;
     auto it = logs_of_pid.find({from.boot_id, pid});
     if (it == logs_of_pid.end()) return best;
     for (uint32_t j : it->second) {
       const capture::EventLogHeader& h = logs[j].header;
       if (h.parent_pid != parent || h.clock_monotonic_ns < after) continue;
-      if (best < 0 || h.clock_monotonic_ns < logs[size_t(best)].header.clock_monotonic_ns) best = int64_t(j);
+      if (best < 0 || h.clock_monotonic_ns < logs[size_t(best)].header.clock_monotonic_ns)
+        best = int64_t(j);
     }
     return best;
   };
   // Threads the new image created itself (a thread record) are linked to their creator
   // below, not to the fork or exec.
-  auto link_threads = [&](uint32_t from_log, const capture::Event& e, uint32_t to_log, ProcessLinkKind kind) {
+  auto link_threads = [&](uint32_t from_log, const capture::Event& e, uint32_t to_log,
+                          ProcessLinkKind kind) {
     std::vector<int32_t> threads, created;
     for (const capture::Event& t : logs[to_log].events) {
       if (t.tid > 0) threads.push_back(t.tid);
@@ -79,7 +85,9 @@ void AddProcessLinks(std::span<const capture::EventLog> logs, const BootOffsets&
     std::sort(threads.begin(), threads.end());
     threads.erase(std::unique(threads.begin(), threads.end()), threads.end());
     std::sort(created.begin(), created.end());
-    std::erase_if(threads, [&](int32_t tid) { return std::binary_search(created.begin(), created.end(), tid); });
+    std::erase_if(threads, [&](int32_t tid) {
+      return std::binary_search(created.begin(), created.end(), tid);
+    });
     const TimeNs time = e.entry_ns + boot_offsets.at(logs[from_log].header.boot_id);
     for (int32_t tid : threads) {
       builder.AddProcessLink(ProcessLink{time, node_of(from_log, e.tid), uint32_t(e.tid),
@@ -106,8 +114,9 @@ void AddProcessLinks(std::span<const capture::EventLog> logs, const BootOffsets&
     const TimeNs offset = boot_offsets.at(logs[i].header.boot_id);
     for (const capture::Event& e : logs[i].events) {
       if (e.op != capture::EventOp::kThread || e.result <= 0 || e.tid <= 0) continue;
-      builder.AddProcessLink(ProcessLink{e.entry_ns + offset, node_of(i, e.result), uint32_t(e.result),
-                                         node_of(i, e.tid), uint32_t(e.tid), ProcessLinkKind::kThread});
+      builder.AddProcessLink(ProcessLink{e.entry_ns + offset, node_of(i, e.result),
+                                         uint32_t(e.result), node_of(i, e.tid), uint32_t(e.tid),
+                                         ProcessLinkKind::kThread});
       ++summary.threads_linked;
     }
   }

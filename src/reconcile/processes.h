@@ -22,14 +22,14 @@ namespace weft::reconcile {
 using BootOffsets = std::map<std::array<uint8_t, 16>, TimeNs>;
 
 // Dates each end a forked child inherited from its parent's fork call (processes.cc says why).
-void DateInheritedEndsFromFork(std::span<const capture::EventLog> logs, const BootOffsets& boot_offsets,
-                               std::vector<ConnectionEnd>& ends);
+void DateInheritedEndsFromFork(std::span<const capture::EventLog> logs,
+                               const BootOffsets& boot_offsets, std::vector<ConnectionEnd>& ends);
 
 // Adds a process link per thread of each traced child (fork) or next image (exec), and one
 // per thread created with pthread_create, naming traced threads with `node_of`, and counts
 // them in `summary`.
 void AddProcessLinks(std::span<const capture::EventLog> logs, const BootOffsets& boot_offsets,
-                     const std::function<NodeId(uint32_t log, int32_t tid)>& node_of, TraceBuilder& builder,
-                     ReconcileSummary& summary);
+                     const std::function<NodeId(uint32_t log, int32_t tid)>& node_of,
+                     TraceBuilder& builder, ReconcileSummary& summary);
 
 }  // namespace weft::reconcile

@@ -1,11 +1,14 @@
-// Event logs -> message trace (UDP: datagram_matcher.h). vPath §3 (ATC'09): per-connection send/recv streams,
-// normalised into messages at direction turns (§3.2) and paired across the two ends of a
-// connection by 4-tuple and lifetime (§3.3); WAP5 §4 (WWW'06) calls the result "fat
+// Event logs -> message trace (UDP: datagram_matcher.h). vPath §3 (ATC'09): per-connection
+// send/recv streams, normalised into messages at direction turns (§3.2) and paired across the two
+// ends of a connection by 4-tuple and lifetime (§3.3); WAP5 §4 (WWW'06) calls the result "fat
 // messages". Two departures from vPath, both because weft's logs hold more:
 //   - the two ends are lined up by byte offset, not by event count, so a 10-byte write
 //     read as 4 + 6 bytes is still one message with an exact receive time;
 //   - a receive completes at its exit time (logged), not at the next system call.
 #include "reconcile/reconcile.h"
+
+#include <absl/container/flat_hash_map.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -17,15 +20,12 @@
 #include <unordered_map>
 #include <utility>
 
-#include <absl/container/flat_hash_map.h>
-#include <fmt/format.h>
-
 #include "capture/protocols/protocol.h"
 #include "reconcile/connection_table.h"
-#include "trace/clock_offsets.h"
 #include "reconcile/datagram_matcher.h"
 #include "reconcile/message_splitter.h"
 #include "reconcile/processes.h"
+#include "trace/clock_offsets.h"
 
 namespace weft::reconcile {
 namespace {
@@ -40,8 +40,8 @@ std::string ProgramName(const capture::EventLog& log) {
 // Also keeps each node's clock: the boot (host) whose monotonic clock its times are on.
 class NodeNamer {
  public:
-  NodeNamer(std::span<const capture::EventLog> logs, std::span<const uint32_t> clock_of_log, NodeNaming naming,
-            TraceBuilder& builder)
+  NodeNamer(std::span<const capture::EventLog> logs, std::span<const uint32_t> clock_of_log,
+            NodeNaming naming, TraceBuilder& builder)
       : logs_(logs), clock_of_log_(clock_of_log), naming_(naming), builder_(builder) {}
 
   NodeId Traced(uint32_t log_index, int32_t tid) {
@@ -128,9 +128,12 @@ std::string PayloadHex(std::span<const capture::EventLog> logs, uint32_t log, in
 // id should its processor log one ("testbed.call"); "" for none.
 std::string_view WitnessKey(uint8_t protocol) {
   switch (capture::protocols::Protocol(protocol)) {
-    case capture::protocols::kDns: return "dns.id";
-    case capture::protocols::kTestbed: return "testbed.call";
-    default: return "";
+    case capture::protocols::kDns:
+      return "dns.id";
+    case capture::protocols::kTestbed:
+      return "testbed.call";
+    default:
+      return "";
   }
 }
 
@@ -138,7 +141,10 @@ class MessageEmitter {
  public:
   MessageEmitter(std::span<const capture::EventLog> logs, NodeNamer& namer, TraceBuilder& builder,
                  ReconcileSummary& summary)
-      : logs_(logs), namer_(namer), builder_(builder), summary_(summary),
+      : logs_(logs),
+        namer_(namer),
+        builder_(builder),
+        summary_(summary),
         payload_key_(builder.String(kPayloadAttribute)) {}
 
   // A pipe flows one way, so it has no direction turns: a message is a run of writes that
@@ -158,8 +164,9 @@ class MessageEmitter {
       record.sender_endpoint = record.receiver_endpoint = endpoint;
       record.sender = first_write != nullptr ? namer_.Traced(first_write->log, first_write->tid)
                                              : namer_.Untraced(pipe.local);
-      record.receiver = completing_read != nullptr ? namer_.Traced(completing_read->log, completing_read->tid)
-                                                   : namer_.Untraced(pipe.local);
+      record.receiver = completing_read != nullptr
+                            ? namer_.Traced(completing_read->log, completing_read->tid)
+                            : namer_.Untraced(pipe.local);
       if (first_write != nullptr) {
         record.send_time = first_write->entry_ns;
         record.sender_thread = uint32_t(first_write->tid);
@@ -184,7 +191,8 @@ class MessageEmitter {
       written += pipe.io[writes[w]].bytes;
       // Has the reader drained the pipe before the next write?
       bool drained = reads.empty();
-      while (next_read < reads.size() && int64_t(read_end) < written) read_end += size_t(pipe.io[reads[next_read++]].bytes);
+      while (next_read < reads.size() && int64_t(read_end) < written)
+        read_end += size_t(pipe.io[reads[next_read++]].bytes);
       if (!reads.empty() && int64_t(read_end) == written && next_read > 0) {
         TimeNs next_write = w + 1 < writes.size() ? pipe.io[writes[w + 1]].entry_ns : INT64_MAX;
         drained = pipe.io[reads[next_read - 1]].exit_ns <= next_write;
@@ -197,10 +205,11 @@ class MessageEmitter {
 
   void Emit(const ConnectionPair& pair, uint32_t connection) {
     bool ordered = AnswersInOrder(pair);
-    EmitDirection(pair.client, pair.server, pair.symmetric ? MessageKind::kMessage : MessageKind::kCall,
-                  connection, ordered);
-    EmitDirection(pair.server, pair.client, pair.symmetric ? MessageKind::kMessage : MessageKind::kReturn,
-                  connection, ordered);
+    EmitDirection(pair.client, pair.server,
+                  pair.symmetric ? MessageKind::kMessage : MessageKind::kCall, connection, ordered);
+    EmitDirection(pair.server, pair.client,
+                  pair.symmetric ? MessageKind::kMessage : MessageKind::kReturn, connection,
+                  ordered);
   }
 
  private:
@@ -230,14 +239,16 @@ class MessageEmitter {
     std::vector<const StreamBoundary*> boundaries = DirectionBoundaries(sender, receiver);
     std::vector<MessageSpan> spans = SplitMessages(*definer, sender != nullptr, boundaries);
     StringId sender_endpoint = builder_.String(sender != nullptr ? sender->local : receiver->peer);
-    StringId receiver_endpoint = builder_.String(receiver != nullptr ? receiver->local : sender->peer);
+    StringId receiver_endpoint =
+        builder_.String(receiver != nullptr ? receiver->local : sender->peer);
     ReadCursor cursor(sender != nullptr ? receiver : nullptr);
     uint32_t sequence = 0;
     for (const MessageSpan& span : spans) {
       // The sender's first send, or the receiver's first read when the sender was not
       // traced; its payload prefix from the message's first byte, if it reaches that far.
       const StreamIo& opening = definer->io[span.first];
-      std::string payload = PayloadHex(logs_, opening.log, opening.payload, span.begin - span.first_begin);
+      std::string payload =
+          PayloadHex(logs_, opening.log, opening.payload, span.begin - span.first_begin);
       MessageRecord record;
       record.kind = kind;
       ++sequence;
@@ -293,11 +304,13 @@ class MessageEmitter {
   // position where replies come in order; else by the processor's witness when it logged
   // one (the DNS id; a request's and its reply's are equal: "c3.w4660"); else the
   // direction-turn run's number.
-  std::string CallId(uint32_t connection, bool ordered, uint32_t sequence, const MessageSpan& span) const {
+  std::string CallId(uint32_t connection, bool ordered, uint32_t sequence,
+                     const MessageSpan& span) const {
     if (ordered) return fmt::format("c{}.{}", connection, sequence);
     if (span.boundary != nullptr && span.boundary->boundary >= 0) {
       std::string_view witness = WitnessKey(span.boundary->protocol);
-      for (const auto& [key, value] : logs_[span.boundary->log].boundaries[size_t(span.boundary->boundary)].attributes) {
+      for (const auto& [key, value] :
+           logs_[span.boundary->log].boundaries[size_t(span.boundary->boundary)].attributes) {
         if (!witness.empty() && key == witness) return fmt::format("c{}.w{}", connection, value);
       }
     }
@@ -307,7 +320,8 @@ class MessageEmitter {
   // "protocol" and what the processor logged (http.method, http.url, sql, ...) on the
   // message that ended at `b`.
   void AddProtocolAttributes(uint32_t row, const StreamBoundary& b) {
-    std::string_view protocol = capture::protocols::ProtocolName(capture::protocols::Protocol(b.protocol));
+    std::string_view protocol =
+        capture::protocols::ProtocolName(capture::protocols::Protocol(b.protocol));
     builder_.AddAttribute(row, protocol_key_, builder_.String(protocol));
     ++summary_.protocol_messages[std::string(protocol)];
     if (b.boundary < 0) return;
@@ -362,7 +376,8 @@ std::vector<ConnectionPair> PairEnds(const std::vector<ConnectionEnd>& ends) {
     TimeNs best_distance = 0;
     for (size_t j : candidates(ends[i])) {
       if (j == i || partner[j] >= 0 || !overlaps(ends[i], ends[j])) continue;
-      if (ends[j].unix_socket && ends[j].peer_inode != 0 && ends[j].peer_inode != ends[i].inode) continue;
+      if (ends[j].unix_socket && ends[j].peer_inode != 0 && ends[j].peer_inode != ends[i].inode)
+        continue;
       TimeNs distance = std::abs(ends[j].open_ns - ends[i].open_ns);
       if (best < 0 || distance < best_distance) {
         best = int64_t(j);
@@ -380,9 +395,15 @@ std::vector<ConnectionPair> PairEnds(const std::vector<ConnectionEnd>& ends) {
     const ConnectionEnd* other = partner[i] >= 0 ? &ends[size_t(partner[i])] : nullptr;
     if (other != nullptr && size_t(partner[i]) < i) continue;  // emitted with its partner
     switch (RoleOf(ends[i], other)) {
-      case Role::kClient: pairs.push_back({&ends[i], other, false}); break;
-      case Role::kServer: pairs.push_back({other, &ends[i], false}); break;
-      case Role::kNeither: pairs.push_back({&ends[i], other, true}); break;
+      case Role::kClient:
+        pairs.push_back({&ends[i], other, false});
+        break;
+      case Role::kServer:
+        pairs.push_back({other, &ends[i], false});
+        break;
+      case Role::kNeither:
+        pairs.push_back({&ends[i], other, true});
+        break;
     }
   }
   return pairs;
@@ -399,7 +420,11 @@ class DatagramEmitter {
  public:
   DatagramEmitter(std::span<const capture::EventLog> logs, std::span<const DatagramSocket> sockets,
                   NodeNamer& namer, TraceBuilder& builder, ReconcileSummary& summary)
-      : logs_(logs), sockets_(sockets), namer_(namer), builder_(builder), summary_(summary),
+      : logs_(logs),
+        sockets_(sockets),
+        namer_(namer),
+        builder_(builder),
+        summary_(summary),
         payload_key_(builder.String(kPayloadAttribute)) {}
 
   void Emit(const DatagramMessage& m) {
@@ -408,7 +433,8 @@ class DatagramEmitter {
     record.bytes = first->bytes;
     // Endpoints as the receiver saw the source (the real address, never 0.0.0.0).
     const std::string& source = m.recv != nullptr ? m.recv->peer : sockets_[m.send->socket].local;
-    const std::string& destination = m.send != nullptr ? m.send->peer : sockets_[m.recv->socket].local;
+    const std::string& destination =
+        m.send != nullptr ? m.send->peer : sockets_[m.recv->socket].local;
     record.sender_endpoint = builder_.String(source);
     record.receiver_endpoint = builder_.String(destination);
     if (m.send != nullptr) {
@@ -426,17 +452,20 @@ class DatagramEmitter {
       record.receiver = namer_.Untraced(destination);
     }
     // Untraced sides are taken to be the opposite of the traced side.
-    bool sender_serves = m.send != nullptr ? Serves(sockets_[m.send->socket]) : !Serves(sockets_[m.recv->socket]);
+    bool sender_serves =
+        m.send != nullptr ? Serves(sockets_[m.send->socket]) : !Serves(sockets_[m.recv->socket]);
     bool receiver_serves = m.recv != nullptr ? Serves(sockets_[m.recv->socket]) : !sender_serves;
     // What the DNS processor read in the datagram, from the sender's log if it has it.
     const Datagram* described = m.send != nullptr && m.send->boundary >= 0 ? m.send : m.recv;
     const capture::Boundary* boundary =
-        described != nullptr && described->boundary >= 0 ? &logs_[described->log].boundaries[size_t(described->boundary)]
-                                                         : nullptr;
+        described != nullptr && described->boundary >= 0
+            ? &logs_[described->log].boundaries[size_t(described->boundary)]
+            : nullptr;
     if (sender_serves != receiver_serves) {
       record.kind = receiver_serves ? MessageKind::kCall : MessageKind::kReturn;
-      auto flow_key = receiver_serves ? std::make_pair(record.sender_endpoint, record.receiver_endpoint)
-                                      : std::make_pair(record.receiver_endpoint, record.sender_endpoint);
+      auto flow_key = receiver_serves
+                          ? std::make_pair(record.sender_endpoint, record.receiver_endpoint)
+                          : std::make_pair(record.receiver_endpoint, record.sender_endpoint);
       auto [it, inserted] = flows_.try_emplace(flow_key, Flow{uint32_t(flows_.size() + 1), 0, 0});
       uint32_t& count = receiver_serves ? it->second.calls : it->second.returns;
       ++count;
@@ -447,15 +476,17 @@ class DatagramEmitter {
       for (size_t a = 0; !witness.empty() && a < boundary->attributes.size(); ++a) {
         if (boundary->attributes[a].first == witness) id = &boundary->attributes[a].second;
       }
-      record.call_id = builder_.String(id != nullptr ? fmt::format("u{}.w{}", it->second.number, *id)
-                                                     : fmt::format("u{}.{}", it->second.number, count));
+      record.call_id =
+          builder_.String(id != nullptr ? fmt::format("u{}.w{}", it->second.number, *id)
+                                        : fmt::format("u{}.{}", it->second.number, count));
     }
     uint32_t row = builder_.Add(record);
     std::string payload = PayloadHex(logs_, first->log, first->payload);
     if (!payload.empty()) builder_.AddAttribute(row, payload_key_, builder_.String(payload));
     if (boundary != nullptr) {
       const capture::Boundary& b = *boundary;
-      std::string_view protocol = capture::protocols::ProtocolName(capture::protocols::Protocol(b.protocol));
+      std::string_view protocol =
+          capture::protocols::ProtocolName(capture::protocols::Protocol(b.protocol));
       builder_.AddAttribute(row, builder_.String(kProtocolAttribute), builder_.String(protocol));
       ++summary_.protocol_messages[std::string(protocol)];
       for (const auto& [key, value] : b.attributes) {
@@ -488,9 +519,12 @@ class DatagramEmitter {
 // Turns the reader's reports into lines naming the file and byte offset.
 class LossCollector : public capture::Reporter {
  public:
-  LossCollector(std::string path, std::vector<std::string>* lines) : path_(std::move(path)), lines_(lines) {}
+  LossCollector(std::string path, std::vector<std::string>* lines)
+      : path_(std::move(path)), lines_(lines) {}
   void Lost(uint64_t offset, uint64_t bytes, std::string_view reason) override {
-    if (lines_ != nullptr) lines_->push_back(fmt::format("{}: byte {}: {} bytes lost: {}", path_, offset, bytes, reason));
+    if (lines_ != nullptr)
+      lines_->push_back(
+          fmt::format("{}: byte {}: {} bytes lost: {}", path_, offset, bytes, reason));
   }
 
  private:
@@ -509,30 +543,37 @@ Result<NodeNaming> ParseNodeNaming(std::string_view name) {
 
 std::string ReconcileSummary::OneLine() const {
   return fmt::format(
-      "{} events, {} connection ends ({} paired, {} half-traced), {} messages, {} bytes, "
-      "{} bytes never read, {} UDP datagrams ({} seen at both ends), {} Unix datagrams ({} seen "
-      "at both ends), {} pipes, {} I/O events on other sockets skipped, {} I/O events on unnamed "
-      "descriptors, {} logs with losses",
-      events, connections, matched, half_traced, messages, bytes, unmatched_bytes, datagrams,
-      datagrams_matched, unix_datagrams, unix_datagrams_matched, pipes, skipped_io, unnamed_io,
-      losses.size()) + ProtocolPart() +
-      (forks_linked + execs_linked == 0
-           ? ""
-           : fmt::format(", {} forks and {} execs linked to the processes they started", forks_linked,
-                         execs_linked)) +
-      (threads_linked == 0 ? "" : fmt::format(", {} threads linked to the threads that created them", threads_linked)) +
-      (isolated_reads + held_reads + split_waits == 0
-           ? ""
-           : fmt::format(", event isolation: {} reads cut at a message end, {} served from {} held "
-                         "bytes, {} waits held inputs back",
-                         isolated_reads, held_reads, held_bytes, split_waits));
+             "{} events, {} connection ends ({} paired, {} half-traced), {} messages, {} bytes, "
+             "{} bytes never read, {} UDP datagrams ({} seen at both ends), {} Unix datagrams ({} "
+             "seen "
+             "at both ends), {} pipes, {} I/O events on other sockets skipped, {} I/O events on "
+             "unnamed "
+             "descriptors, {} logs with losses",
+             events, connections, matched, half_traced, messages, bytes, unmatched_bytes, datagrams,
+             datagrams_matched, unix_datagrams, unix_datagrams_matched, pipes, skipped_io,
+             unnamed_io, losses.size()) +
+         ProtocolPart() +
+         (forks_linked + execs_linked == 0
+              ? ""
+              : fmt::format(", {} forks and {} execs linked to the processes they started",
+                            forks_linked, execs_linked)) +
+         (threads_linked == 0 ? ""
+                              : fmt::format(", {} threads linked to the threads that created them",
+                                            threads_linked)) +
+         (isolated_reads + held_reads + split_waits == 0
+              ? ""
+              : fmt::format(
+                    ", event isolation: {} reads cut at a message end, {} served from {} held "
+                    "bytes, {} waits held inputs back",
+                    isolated_reads, held_reads, held_bytes, split_waits));
 }
 
 std::string ReconcileSummary::HostClocks() const {
   std::vector<std::string> parts;
   for (const HostOffset& h : host_offsets) {
-    parts.push_back(fmt::format("{} is {}{} ahead of {} ({} messages)", h.b, h.offset >= 0 ? "" : "-",
-                                FormatDuration(h.offset >= 0 ? h.offset : -h.offset), h.a, h.messages));
+    parts.push_back(
+        fmt::format("{} is {}{} ahead of {} ({} messages)", h.b, h.offset >= 0 ? "" : "-",
+                    FormatDuration(h.offset >= 0 ? h.offset : -h.offset), h.a, h.messages));
   }
   return parts.empty() ? "" : fmt::format("host clocks: {}", fmt::join(parts, "; "));
 }
@@ -545,7 +586,8 @@ std::string ReconcileSummary::ProtocolPart() const {
     total += count;
     parts.push_back(fmt::format("{} {}", protocol, count));
   }
-  return fmt::format(", {} messages ended at protocol boundaries ({})", total, fmt::join(parts, ", "));
+  return fmt::format(", {} messages ended at protocol boundaries ({})", total,
+                     fmt::join(parts, ", "));
 }
 
 Result<Trace> Reconcile(std::span<const capture::EventLog> logs, const ReconcileOptions& options,
@@ -567,7 +609,8 @@ Result<Trace> Reconcile(std::span<const capture::EventLog> logs, const Reconcile
     const capture::EventLog& log = logs[i];
     auto [it, inserted] = boot_offsets.try_emplace(
         log.header.boot_id, log.header.clock_realtime_ns - log.header.clock_monotonic_ns);
-    auto [number, first] = boot_number.try_emplace(log.header.boot_id, uint32_t(host_of_clock.size()));
+    auto [number, first] =
+        boot_number.try_emplace(log.header.boot_id, uint32_t(host_of_clock.size()));
     if (first) host_of_clock.push_back(log.header.host);
     clock_of_log[i] = number->second;
     CollectConnectionEnds(log, i, it->second, ends, udp_sockets, datagrams, counts);
@@ -591,9 +634,10 @@ Result<Trace> Reconcile(std::span<const capture::EventLog> logs, const Reconcile
     TimeNs v = p.server != nullptr ? p.server->open_ns : INT64_MAX;
     return std::min(c, v);
   };
-  std::stable_sort(pairs.begin(), pairs.end(), [&](const ConnectionPair& a, const ConnectionPair& b) {
-    return open_time(a) < open_time(b);
-  });
+  std::stable_sort(pairs.begin(), pairs.end(),
+                   [&](const ConnectionPair& a, const ConnectionPair& b) {
+                     return open_time(a) < open_time(b);
+                   });
   TraceBuilder builder;
   NodeNamer namer(logs, clock_of_log, options.nodes, builder);
   MessageEmitter emitter(logs, namer, builder, s);
@@ -616,7 +660,8 @@ Result<Trace> Reconcile(std::span<const capture::EventLog> logs, const Reconcile
   // Datagrams in time order of their first observed side, for stable call ids (at equal
   // times, in the order the logs were read).
   std::vector<DatagramMessage> datagram_messages = MatchDatagrams(udp_sockets, datagrams);
-  std::vector<std::tuple<TimeNs, const Datagram*, uint32_t>> datagram_order;  // sorted without chasing pointers
+  std::vector<std::tuple<TimeNs, const Datagram*, uint32_t>>
+      datagram_order;  // sorted without chasing pointers
   datagram_order.reserve(datagram_messages.size());
   for (uint32_t i = 0; i < datagram_messages.size(); ++i) {
     const DatagramMessage& m = datagram_messages[i];
@@ -626,16 +671,20 @@ Result<Trace> Reconcile(std::span<const capture::EventLog> logs, const Reconcile
   std::sort(datagram_order.begin(), datagram_order.end());
   DatagramEmitter datagram_emitter(logs, udp_sockets, namer, builder, s);
   for (const auto& [time, first, i] : datagram_order) datagram_emitter.Emit(datagram_messages[i]);
-  AddProcessLinks(logs, boot_offsets, [&](uint32_t log, int32_t tid) { return namer.Traced(log, tid); }, builder, s);
+  AddProcessLinks(
+      logs, boot_offsets, [&](uint32_t log, int32_t tid) { return namer.Traced(log, tid); },
+      builder, s);
   std::vector<uint32_t> clock_of_node = namer.ClockOfNode();
   WEFT_ASSIGN_OR_RETURN(Trace trace, std::move(builder).Finish());
   if (host_of_clock.size() > 1) {
     // Hosts: their times are on their own clocks, mapped to the epoch by their realtime
     // clocks; how far those disagree is estimated from the messages between them (WAP5
     // §5.2), reported, and left in the data: times are never shifted.
-    ClockOffsets offsets = EstimateClockOffsets(trace, clock_of_node, uint32_t(host_of_clock.size()));
+    ClockOffsets offsets =
+        EstimateClockOffsets(trace, clock_of_node, uint32_t(host_of_clock.size()));
     for (const PairOffset& p : offsets.pairs) {
-      s.host_offsets.push_back({host_of_clock[p.a.value()], host_of_clock[p.b.value()], p.offset, p.messages});
+      s.host_offsets.push_back(
+          {host_of_clock[p.a.value()], host_of_clock[p.b.value()], p.offset, p.messages});
     }
   }
   return trace;
@@ -644,11 +693,15 @@ Result<Trace> Reconcile(std::span<const capture::EventLog> logs, const Reconcile
 std::string DescribeLoss(const capture::EventLog& log) {
   const capture::EventLogLoss& l = log.loss;
   std::vector<std::string> parts;
-  if (!l.has_end_record) parts.push_back("no end record (killed or still running: its last buffers are missing)");
-  if (l.dropped_events > 0) parts.push_back(fmt::format("{} events dropped by the writer", l.dropped_events));
-  if (l.truncated_bytes > 0) parts.push_back(fmt::format("{} bytes cut off after the last whole record", l.truncated_bytes));
+  if (!l.has_end_record)
+    parts.push_back("no end record (killed or still running: its last buffers are missing)");
+  if (l.dropped_events > 0)
+    parts.push_back(fmt::format("{} events dropped by the writer", l.dropped_events));
+  if (l.truncated_bytes > 0)
+    parts.push_back(fmt::format("{} bytes cut off after the last whole record", l.truncated_bytes));
   if (l.corrupt_bytes > 0) {
-    parts.push_back(fmt::format("{} bytes in {} corrupt blocks skipped", l.corrupt_bytes, l.corrupt_blocks));
+    parts.push_back(
+        fmt::format("{} bytes in {} corrupt blocks skipped", l.corrupt_bytes, l.corrupt_blocks));
   }
   if (l.failed_writes > 0) parts.push_back(fmt::format("{} log writes failed", l.failed_writes));
   if (parts.empty()) return "";

@@ -51,20 +51,20 @@ struct ReconcileOptions {
 };
 
 struct ReconcileSummary {
-  uint64_t events = 0;        // events read from all logs
-  uint64_t connections = 0;   // TCP and Unix stream connection ends seen (one per side)
-  uint64_t matched = 0;       // connections whose two ends were both traced and paired
-  uint64_t half_traced = 0;   // connections with only one end traced (peer named by endpoint)
+  uint64_t events = 0;       // events read from all logs
+  uint64_t connections = 0;  // TCP and Unix stream connection ends seen (one per side)
+  uint64_t matched = 0;      // connections whose two ends were both traced and paired
+  uint64_t half_traced = 0;  // connections with only one end traced (peer named by endpoint)
   uint64_t messages = 0;
-  uint64_t bytes = 0;         // bytes in all messages
-  uint64_t datagrams = 0;          // UDP messages
-  uint64_t datagrams_matched = 0;  // of them, seen at both ends
+  uint64_t bytes = 0;                   // bytes in all messages
+  uint64_t datagrams = 0;               // UDP messages
+  uint64_t datagrams_matched = 0;       // of them, seen at both ends
   uint64_t unix_datagrams = 0;          // Unix datagram socket messages
   uint64_t unix_datagrams_matched = 0;  // of them, seen at both ends
-  uint64_t pipes = 0;              // pipes with I/O (each one stream, whoever holds its ends)
-  uint64_t skipped_io = 0;    // I/O on other sockets (raw, netlink, ...) and listeners
-  uint64_t unnamed_io = 0;    // I/O events on descriptors no endpoint record named
-  uint64_t unmatched_bytes = 0;  // bytes one end sent that the traced other end never read
+  uint64_t pipes = 0;                   // pipes with I/O (each one stream, whoever holds its ends)
+  uint64_t skipped_io = 0;              // I/O on other sockets (raw, netlink, ...) and listeners
+  uint64_t unnamed_io = 0;              // I/O events on descriptors no endpoint record named
+  uint64_t unmatched_bytes = 0;         // bytes one end sent that the traced other end never read
   // Stream messages that ended at a protocol boundary (capture --protocols), by protocol
   // name; the rest ended where the direction turned.
   std::map<std::string, uint64_t> protocol_messages;

@@ -1,8 +1,8 @@
 #include "report/dot.h"
 
-#include <iterator>
-
 #include <fmt/format.h>
+
+#include <iterator>
 
 #include "core/time.h"
 
@@ -29,13 +29,15 @@ TimeNs Mean(const LatencyHistogram& h) { return TimeNs(h.mean()); }
 
 std::string PatternToDot(const PathSet& set, uint32_t index) {
   const PathPattern& p = set.patterns[index];
-  std::string out = fmt::format("digraph pattern_{} {{\n  rankdir=TB;\n  node [shape=ellipse];\n", index);
+  std::string out =
+      fmt::format("digraph pattern_{} {{\n  rankdir=TB;\n  node [shape=ellipse];\n", index);
   auto it = std::back_inserter(out);
   // The visit latency of a CALL element is the delay of its RETURN child.
   std::vector<const LatencyHistogram*> visit_latency(p.elements.size(), nullptr);
   for (size_t e = 0; e < p.elements.size(); ++e) {
     const PatternElement& el = p.elements[e];
-    if (el.kind == MessageKind::kReturn && el.parent >= 0) visit_latency[size_t(el.parent)] = &el.delay;
+    if (el.kind == MessageKind::kReturn && el.parent >= 0)
+      visit_latency[size_t(el.parent)] = &el.delay;
   }
   fmt::format_to(it, "  root [label={}, shape=box];\n",
                  Quote(set.nodes.Get(p.elements.empty() ? NodeId(0) : p.elements[0].sender)));
@@ -68,7 +70,8 @@ std::string CausalGraphToDot(const PathSet& set, uint64_t min_messages) {
   std::vector<bool> shown(g.vertices.size(), false);
   for (size_t v = 0; v < g.vertices.size(); ++v) {
     const CausalVertex& vertex = g.vertices[v];
-    if (vertex.parent >= 0 && (!shown[size_t(vertex.parent)] || vertex.messages < min_messages)) continue;
+    if (vertex.parent >= 0 && (!shown[size_t(vertex.parent)] || vertex.messages < min_messages))
+      continue;
     shown[v] = true;
     fmt::format_to(it, "  v{} [label={}{}];\n", v, Quote(set.nodes.Get(vertex.node)),
                    vertex.parent < 0 ? ", shape=box" : "");

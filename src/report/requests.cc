@@ -1,8 +1,8 @@
 #include "report/requests.h"
 
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 namespace weft {
 namespace {
@@ -13,10 +13,12 @@ TimeNs LastTime(const TraceColumns& c, MessageId m) {
 
 }  // namespace
 
-Result<std::vector<RequestTiming>> SlowestRequests(const PathSet& set, const Trace& trace, size_t n) {
+Result<std::vector<RequestTiming>> SlowestRequests(const PathSet& set, const Trace& trace,
+                                                   size_t n) {
   if (set.trace_messages != trace.size() || set.trace_fingerprint != TraceFingerprint(trace)) {
-    return Status::InvalidArgument("the paths were inferred from another trace ({} messages, not {})",
-                                   set.trace_messages, trace.size());
+    return Status::InvalidArgument(
+        "the paths were inferred from another trace ({} messages, not {})", set.trace_messages,
+        trace.size());
   }
   const TraceColumns& c = trace.columns();
   std::vector<RequestTiming> all;
@@ -30,9 +32,11 @@ Result<std::vector<RequestTiming>> SlowestRequests(const PathSet& set, const Tra
     all.push_back(r);
   }
   n = std::min(n, all.size());
-  std::partial_sort(all.begin(), all.begin() + ptrdiff_t(n), all.end(), [](const RequestTiming& a, const RequestTiming& b) {
-    return a.latency != b.latency ? a.latency > b.latency : a.instance < b.instance;
-  });
+  std::partial_sort(all.begin(), all.begin() + ptrdiff_t(n), all.end(),
+                    [](const RequestTiming& a, const RequestTiming& b) {
+                      return a.latency != b.latency ? a.latency > b.latency
+                                                    : a.instance < b.instance;
+                    });
   all.resize(n);
   return all;
 }
@@ -42,9 +46,10 @@ std::string FormatRequest(const PathSet& set, const Trace& trace, const RequestT
   auto msgs = set.InstanceMessages(request.instance);
   auto parents = set.InstanceParents(request.instance);
   const PathPattern& pattern = set.patterns[set.pattern[request.instance]];
-  std::string out = fmt::format("request {} at {}: {} end to end, pattern {} ({} requests)\n", request.instance,
-                                FormatTimestamp(request.start), FormatDuration(request.latency),
-                                CompactShape(set, pattern), pattern.count);
+  std::string out =
+      fmt::format("request {} at {}: {} end to end, pattern {} ({} requests)\n", request.instance,
+                  FormatTimestamp(request.start), FormatDuration(request.latency),
+                  CompactShape(set, pattern), pattern.count);
   std::vector<int> depth(msgs.size(), 0);
   std::vector<TimeNs> returned(msgs.size(), kNoTime);  // per CALL: its RETURN's arrival
   for (size_t k = 0; k < msgs.size(); ++k) {
@@ -60,9 +65,10 @@ std::string FormatRequest(const PathSet& set, const Trace& trace, const RequestT
     std::string took = c.send_time[m] != kNoTime && returned[k] != kNoTime
                            ? FormatDuration(returned[k] - c.send_time[m])
                            : std::string("-");
-    std::string line = fmt::format("  {:>10}  {:{}}{} {}→{}", "+" + FormatDuration(at - request.start), "", 2 * depth[k],
-                                   c.kind[m] == MessageKind::kCall ? "CALL" : "MSG", trace.NodeName(c.sender[m]),
-                                   trace.NodeName(c.receiver[m]));
+    std::string line =
+        fmt::format("  {:>10}  {:{}}{} {}→{}", "+" + FormatDuration(at - request.start), "",
+                    2 * depth[k], c.kind[m] == MessageKind::kCall ? "CALL" : "MSG",
+                    trace.NodeName(c.sender[m]), trace.NodeName(c.receiver[m]));
     out += fmt::format("{:<64} {:>9}", line, took);
     for (const Attribute& a : trace.AttributesOf(msgs[k])) {
       // Payload bytes (capture --payload-prefix, for tests) are not for reading here.

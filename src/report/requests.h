@@ -24,7 +24,8 @@ struct RequestTiming {
 
 // The `n` slowest instances, slowest first (ties by instance). An error if `trace` is not
 // the trace `set` was inferred from.
-Result<std::vector<RequestTiming>> SlowestRequests(const PathSet& set, const Trace& trace, size_t n);
+Result<std::vector<RequestTiming>> SlowestRequests(const PathSet& set, const Trace& trace,
+                                                   size_t n);
 
 // One instance as an indented tree, a line per CALL or free-form message: its offset
 // from the request's start, sender→receiver, how long until its RETURN came back (on the

@@ -16,11 +16,20 @@ std::string XmlEscape(std::string_view text) {
   std::string out;
   for (char c : text) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -79,21 +88,26 @@ std::string TimelineText(const PathSet& set, uint32_t pattern) {
   std::vector<TimelineEvent> events = LayOutTimeline(set, pattern);
   std::vector<size_t> order(events.size());
   for (size_t k = 0; k < order.size(); ++k) order[k] = k;
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return events[a].send < events[b].send; });
-  std::string out = fmt::format("{}  ({} instances, expected {:.1f}; mean end to end {})\n", CompactShape(set, p),
-                                p.count, p.expected_count, FormatDuration(TimeNs(p.latency.mean())));
-  out += fmt::format("  {:>10} {:>10}  {:<40} {:>14} {:>12}\n", "send ms", "arrive ms", "message", "node delay ms",
-                     "network ms");
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return events[a].send < events[b].send; });
+  std::string out =
+      fmt::format("{}  ({} instances, expected {:.1f}; mean end to end {})\n", CompactShape(set, p),
+                  p.count, p.expected_count, FormatDuration(TimeNs(p.latency.mean())));
+  out += fmt::format("  {:>10} {:>10}  {:<40} {:>14} {:>12}\n", "send ms", "arrive ms", "message",
+                     "node delay ms", "network ms");
   for (size_t k : order) {
     const TimelineEvent& ev = events[k];
     const PatternElement& e = p.elements[k];
-    const char* kind = e.kind == MessageKind::kCall ? "call" : e.kind == MessageKind::kReturn ? "ret" : "msg";
-    std::string message = fmt::format("{} {} → {}", kind, set.nodes.Get(e.sender), set.nodes.Get(e.receiver));
+    const char* kind = e.kind == MessageKind::kCall     ? "call"
+                       : e.kind == MessageKind::kReturn ? "ret"
+                                                        : "msg";
+    std::string message =
+        fmt::format("{} {} → {}", kind, set.nodes.Get(e.sender), set.nodes.Get(e.receiver));
     std::string delay = !ev.node_delay_known ? (e.parent < 0 ? "" : "?")
                         : ev.round_trip      ? fmt::format("◇ {} round trip", Ms(ev.node_delay))
                                              : Ms(ev.node_delay);
-    out += fmt::format("  {:>10} {:>10}  {:<40} {:>14} {:>12}\n", Ms(ev.send), Ms(ev.arrive), message, delay,
-                       ev.network_known ? Ms(ev.network) : "?");
+    out += fmt::format("  {:>10} {:>10}  {:<40} {:>14} {:>12}\n", Ms(ev.send), Ms(ev.arrive),
+                       message, delay, ev.network_known ? Ms(ev.network) : "?");
   }
   return out;
 }
@@ -109,8 +123,10 @@ std::string TimelineSvg(const PathSet& set, uint32_t pattern) {
   auto x = [&](double t) { return kLeft + kBox / 2 + t / end * (kWidth - kBox); };
   auto y = [&](int row) { return kTop + kRow * row; };
   std::string out = fmt::format(
-      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" font-family=\"sans-serif\" "
-      "font-size=\"12\">\n<defs><marker id=\"a\" markerWidth=\"8\" markerHeight=\"8\" refX=\"8\" refY=\"4\" "
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" "
+      "font-family=\"sans-serif\" "
+      "font-size=\"12\">\n<defs><marker id=\"a\" markerWidth=\"8\" markerHeight=\"8\" refX=\"8\" "
+      "refY=\"4\" "
       "orient=\"auto\"><path d=\"M0,0 L8,4 L0,8 z\"/></marker></defs>\n"
       "<text x=\"{}\" y=\"20\" font-size=\"14\">{} — {} instances, mean {}</text>\n",
       kWidth + 2 * kLeft, height, kLeft, XmlEscape(CompactShape(set, p)), p.count,
@@ -118,18 +134,23 @@ std::string TimelineSvg(const PathSet& set, uint32_t pattern) {
   auto box = [&](double t, int row, std::string_view name, bool diamond, std::string_view label) {
     const double cx = x(t), cy = y(row);
     if (diamond) {
-      out += fmt::format("<polygon points=\"{:.1f},{} {:.1f},{} {:.1f},{} {:.1f},{}\" fill=\"#fde9c8\" "
-                         "stroke=\"#a66\"/>\n",
-                         cx - kBox / 2.0, cy, cx, cy - 16, cx + kBox / 2.0, cy, cx, cy + 16);
+      out += fmt::format(
+          "<polygon points=\"{:.1f},{} {:.1f},{} {:.1f},{} {:.1f},{}\" fill=\"#fde9c8\" "
+          "stroke=\"#a66\"/>\n",
+          cx - kBox / 2.0, cy, cx, cy - 16, cx + kBox / 2.0, cy, cx, cy + 16);
     } else {
-      out += fmt::format("<rect x=\"{:.1f}\" y=\"{}\" width=\"{}\" height=\"24\" rx=\"4\" fill=\"#dbe8f6\" "
-                         "stroke=\"#468\"/>\n",
-                         cx - kBox / 2.0, cy - 12, kBox);
+      out += fmt::format(
+          "<rect x=\"{:.1f}\" y=\"{}\" width=\"{}\" height=\"24\" rx=\"4\" fill=\"#dbe8f6\" "
+          "stroke=\"#468\"/>\n",
+          cx - kBox / 2.0, cy - 12, kBox);
     }
-    out += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", cx, cy + 4, XmlEscape(name));
+    out += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", cx, cy + 4,
+                       XmlEscape(name));
     if (!label.empty()) {
-      out += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\" font-size=\"10\" fill=\"#555\">{}</text>\n",
-                         cx, cy + 24, XmlEscape(label));
+      out += fmt::format(
+          "<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\" font-size=\"10\" "
+          "fill=\"#555\">{}</text>\n",
+          cx, cy + 24, XmlEscape(label));
     }
   };
   box(0, 0, set.nodes.Get(p.elements[0].sender), false, "");
@@ -140,16 +161,20 @@ std::string TimelineSvg(const PathSet& set, uint32_t pattern) {
     int from_row = 0;
     if (e.parent >= 0 && p.elements[size_t(e.parent)].receiver == e.sender) from_row = e.parent + 1;
     const int to_row = int(k) + 1;
-    out += fmt::format("<line x1=\"{:.1f}\" y1=\"{}\" x2=\"{:.1f}\" y2=\"{}\" stroke=\"#333\" "
-                       "marker-end=\"url(#a)\"/>\n",
-                       x(ev.send), y(from_row) + 12, x(ev.arrive), y(to_row) - 12);
+    out += fmt::format(
+        "<line x1=\"{:.1f}\" y1=\"{}\" x2=\"{:.1f}\" y2=\"{}\" stroke=\"#333\" "
+        "marker-end=\"url(#a)\"/>\n",
+        x(ev.send), y(from_row) + 12, x(ev.arrive), y(to_row) - 12);
     if (ev.network_known) {
-      out += fmt::format("<text x=\"{:.1f}\" y=\"{}\" font-size=\"10\" fill=\"#236\">{} ms</text>\n",
-                         (x(ev.send) + x(ev.arrive)) / 2 + 4, (y(from_row) + y(to_row)) / 2, Ms(ev.network));
+      out += fmt::format(
+          "<text x=\"{:.1f}\" y=\"{}\" font-size=\"10\" fill=\"#236\">{} ms</text>\n",
+          (x(ev.send) + x(ev.arrive)) / 2 + 4, (y(from_row) + y(to_row)) / 2, Ms(ev.network));
     }
     std::string label;
-    if (ev.round_trip) label = fmt::format("{} ms via {}", Ms(ev.node_delay), set.nodes.Get(e.sender));
-    else if (ev.node_delay_known && e.parent >= 0) label = fmt::format("+{} ms at {}", Ms(ev.node_delay), set.nodes.Get(e.sender));
+    if (ev.round_trip)
+      label = fmt::format("{} ms via {}", Ms(ev.node_delay), set.nodes.Get(e.sender));
+    else if (ev.node_delay_known && e.parent >= 0)
+      label = fmt::format("+{} ms at {}", Ms(ev.node_delay), set.nodes.Get(e.sender));
     box(ev.arrive, to_row, set.nodes.Get(e.receiver), ev.round_trip, label);
   }
   out += "</svg>\n";
@@ -172,16 +197,18 @@ std::string NodeDelayHistograms(const PathSet& set) {
       const PatternElement& e = p.elements[k];
       const PatternElement& parent = p.elements[size_t(e.parent)];
       const bool first_child = size_t(e.parent) + 1 == k;  // pre-order: it follows its parent
-      const bool own = parent.receiver == e.sender && !e.round_trip &&
-                       (e.kind == MessageKind::kReturn ? children[size_t(e.parent)] == 1 : first_child);
+      const bool own =
+          parent.receiver == e.sender && !e.round_trip &&
+          (e.kind == MessageKind::kReturn ? children[size_t(e.parent)] == 1 : first_child);
       if (own && !e.delay.empty()) by_node[std::string(set.nodes.Get(e.sender))].Merge(e.delay);
     }
   }
   std::string out;
   for (const auto& [node, h] : by_node) {
-    out += fmt::format("{}: mean {}  p50 {}  p90 {}  p99 {}  max {}\n", node, FormatDuration(TimeNs(h.mean())),
-                       FormatDuration(h.Quantile(0.5)), FormatDuration(h.Quantile(0.9)),
-                       FormatDuration(h.Quantile(0.99)), FormatDuration(h.max()));
+    out += fmt::format("{}: mean {}  p50 {}  p90 {}  p99 {}  max {}\n", node,
+                       FormatDuration(TimeNs(h.mean())), FormatDuration(h.Quantile(0.5)),
+                       FormatDuration(h.Quantile(0.9)), FormatDuration(h.Quantile(0.99)),
+                       FormatDuration(h.max()));
     // Bars per power-of-two range of positive delays (zeros and negatives, from skewed
     // clocks, are in the quantiles only): the histogram's bins summed per range.
     std::map<int, uint64_t> ranges;
@@ -192,11 +219,13 @@ std::string NodeDelayHistograms(const PathSet& set) {
     }
     uint64_t peak = 0;
     for (const auto& [range, n] : ranges) peak = std::max(peak, n);
-    for (int b = ranges.empty() ? 0 : ranges.begin()->first; !ranges.empty() && b <= ranges.rbegin()->first; ++b) {
+    for (int b = ranges.empty() ? 0 : ranges.begin()->first;
+         !ranges.empty() && b <= ranges.rbegin()->first; ++b) {
       const uint64_t n = ranges.contains(b) ? ranges[b] : 0;
-      out += fmt::format("  {:>9} .. {:<9} {:5.1f}% {}\n", FormatDuration(TimeNs(std::ldexp(1.0, b))),
-                         FormatDuration(TimeNs(std::ldexp(1.0, b + 1))), 100.0 * double(n) / double(h.count()),
-                         std::string(size_t(std::llround(40.0 * double(n) / double(peak))), '#'));
+      out += fmt::format(
+          "  {:>9} .. {:<9} {:5.1f}% {}\n", FormatDuration(TimeNs(std::ldexp(1.0, b))),
+          FormatDuration(TimeNs(std::ldexp(1.0, b + 1))), 100.0 * double(n) / double(h.count()),
+          std::string(size_t(std::llround(40.0 * double(n) / double(peak))), '#'));
     }
   }
   return out;

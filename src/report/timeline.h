@@ -20,12 +20,12 @@ namespace weft {
 
 // One element of a pattern placed on the mean timeline (events[k] is element k).
 struct TimelineEvent {
-  double send = 0;         // ns after the root's send
-  double arrive = 0;       // ns after the root's send
-  double node_delay = 0;   // the sender's own mean time before sending: since the latest
-                           // arrival at it (or a round trip, below)
+  double send = 0;        // ns after the root's send
+  double arrive = 0;      // ns after the root's send
+  double node_delay = 0;  // the sender's own mean time before sending: since the latest
+                          // arrival at it (or a round trip, below)
   bool node_delay_known = false;
-  double network = 0;      // mean one-way latency, if known
+  double network = 0;  // mean one-way latency, if known
   bool network_known = false;
   bool round_trip = false;  // node_delay is a round trip through an untraced sender
 };

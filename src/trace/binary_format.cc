@@ -270,8 +270,8 @@ class Decoder {
     CopyColumn(SectionKind::kAttributes, attributes);
     std::vector<ProcessLink> links = DecodeProcessLinks();
     // Ids in range, time order, parents, attribute and link order are the trace's own rules.
-    auto trace = Trace::FromParts(std::move(nodes), std::move(strings), std::move(c), std::move(attributes),
-                                  std::move(links));
+    auto trace = Trace::FromParts(std::move(nodes), std::move(strings), std::move(c),
+                                  std::move(attributes), std::move(links));
     if (!trace.ok()) return trace.status().WithContext(source_);
     return trace;
   }
@@ -426,8 +426,8 @@ class Decoder {
                        offset, length, count * width, count, width);
       }
       if (kind == SectionKind::kProcessLinks && length % kProcessLinkSize != 0) {
-        return Corrupt("section '{}' at byte {} has {} bytes, not a multiple of {}", name, offset, length,
-                       kProcessLinkSize);
+        return Corrupt("section '{}' at byte {} has {} bytes, not a multiple of {}", name, offset,
+                       length, kProcessLinkSize);
       }
       const uint8_t* bytes = data_.data() + offset;
       uint64_t actual = XXH3_64bits(bytes, length);

@@ -15,7 +15,8 @@ ClockOffsets EstimateClockOffsets(const Trace& trace) {
   return EstimateClockOffsets(trace, own, uint32_t(own.size()));
 }
 
-ClockOffsets EstimateClockOffsets(const Trace& trace, std::span<const uint32_t> clock_of_node, uint32_t clocks) {
+ClockOffsets EstimateClockOffsets(const Trace& trace, std::span<const uint32_t> clock_of_node,
+                                  uint32_t clocks) {
   const TraceColumns& c = trace.columns();
   struct Minima {
     TimeNs ab = std::numeric_limits<TimeNs>::max();
@@ -26,7 +27,8 @@ ClockOffsets EstimateClockOffsets(const Trace& trace, std::span<const uint32_t> 
   std::vector<uint64_t> messages(clocks, 0);
   for (size_t i = 0; i < trace.size(); ++i) {
     if (c.send_time[i] == kNoTime || c.recv_time[i] == kNoTime) continue;
-    const uint32_t from = clock_of_node[c.sender[i].value()], to = clock_of_node[c.receiver[i].value()];
+    const uint32_t from = clock_of_node[c.sender[i].value()],
+                   to = clock_of_node[c.receiver[i].value()];
     if (from == kNoClock || to == kNoClock || from == to) continue;
     const TimeNs apparent = c.recv_time[i] - c.send_time[i];
     const bool forward = from < to;
@@ -40,8 +42,10 @@ ClockOffsets EstimateClockOffsets(const Trace& trace, std::span<const uint32_t> 
   }
   ClockOffsets out;
   for (const auto& [key, m] : minima) {
-    if (m.ab == std::numeric_limits<TimeNs>::max() || m.ba == std::numeric_limits<TimeNs>::max()) continue;
-    out.pairs.push_back({NodeId(uint32_t(key >> 32)), NodeId(uint32_t(key)), (m.ab - m.ba) / 2, m.ab, m.ba, m.messages});
+    if (m.ab == std::numeric_limits<TimeNs>::max() || m.ba == std::numeric_limits<TimeNs>::max())
+      continue;
+    out.pairs.push_back({NodeId(uint32_t(key >> 32)), NodeId(uint32_t(key)), (m.ab - m.ba) / 2,
+                         m.ab, m.ba, m.messages});
   }
   std::sort(out.pairs.begin(), out.pairs.end(), [](const PairOffset& x, const PairOffset& y) {
     return std::pair(x.a, x.b) < std::pair(y.a, y.b);
@@ -61,7 +65,8 @@ ClockOffsets EstimateClockOffsets(const Trace& trace, std::span<const uint32_t> 
   }
   std::vector<uint32_t> order(nodes);
   for (uint32_t n = 0; n < nodes; ++n) order[n] = n;
-  std::stable_sort(order.begin(), order.end(), [&](uint32_t x, uint32_t y) { return messages[x] > messages[y]; });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](uint32_t x, uint32_t y) { return messages[x] > messages[y]; });
   out.node.assign(nodes, kNoTime);
   for (uint32_t root : order) {
     if (out.node[root] != kNoTime || adjacent[root].empty()) continue;

@@ -18,9 +18,9 @@ namespace weft {
 
 // One pair of nodes that exchanged messages timed at both ends in both directions.
 struct PairOffset {
-  NodeId a, b;           // a < b
-  TimeNs offset = 0;     // b's clock minus a's
-  TimeNs min_ab = 0;     // the smallest recv - send of a->b messages (both clocks raw)
+  NodeId a, b;        // a < b
+  TimeNs offset = 0;  // b's clock minus a's
+  TimeNs min_ab = 0;  // the smallest recv - send of a->b messages (both clocks raw)
   TimeNs min_ba = 0;
   uint64_t messages = 0;  // both-timestamp messages between them, both ways
 };
@@ -39,6 +39,7 @@ ClockOffsets EstimateClockOffsets(const Trace& trace);
 // kNoClock for a node whose times are not its own (an untraced peer). PairOffset's `a`
 // and `b` and the result's `node` are then clock numbers.
 inline constexpr uint32_t kNoClock = UINT32_MAX;
-ClockOffsets EstimateClockOffsets(const Trace& trace, std::span<const uint32_t> clock_of_node, uint32_t clocks);
+ClockOffsets EstimateClockOffsets(const Trace& trace, std::span<const uint32_t> clock_of_node,
+                                  uint32_t clocks);
 
 }  // namespace weft

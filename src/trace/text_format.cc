@@ -1,13 +1,13 @@
 #include "trace/text_format.h"
 
+#include <absl/container/flat_hash_map.h>
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <charconv>
 #include <iterator>
 #include <limits>
 #include <optional>
-
-#include <absl/container/flat_hash_map.h>
-#include <fmt/format.h>
 
 #include "core/progress.h"
 
@@ -107,7 +107,8 @@ Result<MessageKind> ParseOp(std::string_view op) {
   if (op == "CALL_SENT") return MessageKind::kCall;
   if (op == "RET_SENT") return MessageKind::kReturn;
   if (op == "MSG_SENT") return MessageKind::kMessage;
-  return Status::InvalidArgument("unknown op '{}' (want CALL_SENT, RET_SENT, MSG_SENT, FORK, EXEC or THREAD)", op);
+  return Status::InvalidArgument(
+      "unknown op '{}' (want CALL_SENT, RET_SENT, MSG_SENT, FORK, EXEC or THREAD)", op);
 }
 
 // A process link line: "timestamp FORK|EXEC|THREAD from to stid=T rtid=U" (docs/formats.md).
@@ -202,8 +203,8 @@ class TextParser {
         continue;
       }
       first_optional = false;
-      WEFT_RETURN_IF_ERROR(ParseKeyValue(token.substr(0, eq), token.substr(eq + 1), row,
-                                         line_number, m));
+      WEFT_RETURN_IF_ERROR(
+          ParseKeyValue(token.substr(0, eq), token.substr(eq + 1), row, line_number, m));
     }
     if (m.send_time == kNoTime && m.recv_time == kNoTime) {
       return Status::InvalidArgument("timestamp is '-' and there is no recv=");
@@ -216,19 +217,25 @@ class TextParser {
 
   Status ParseLink(ProcessLinkKind kind, TimeNs time, NodeId from, NodeId to, Tokenizer& tokens) {
     ProcessLink link{time, from, 0, to, 0, kind};
-    if (time == kNoTime) return Status::InvalidArgument("a {} line needs a timestamp", ProcessLinkKindName(kind));
+    if (time == kNoTime)
+      return Status::InvalidArgument("a {} line needs a timestamp", ProcessLinkKindName(kind));
     std::string_view token;
     while (tokens.Next(token)) {
       size_t eq = token.find('=');
-      std::string_view key = token.substr(0, eq), value = eq == std::string_view::npos ? "" : token.substr(eq + 1);
-      uint32_t* field = key == "stid" ? &link.from_thread : key == "rtid" ? &link.to_thread : nullptr;
+      std::string_view key = token.substr(0, eq),
+                       value = eq == std::string_view::npos ? "" : token.substr(eq + 1);
+      uint32_t* field = key == "stid"   ? &link.from_thread
+                        : key == "rtid" ? &link.to_thread
+                                        : nullptr;
       if (eq == std::string_view::npos || field == nullptr) {
-        return Status::InvalidArgument("'{}' on a {} line (want stid=N rtid=N)", token, ProcessLinkKindName(kind));
+        return Status::InvalidArgument("'{}' on a {} line (want stid=N rtid=N)", token,
+                                       ProcessLinkKindName(kind));
       }
       if (!ParseInt(value, *field)) return Status::InvalidArgument("bad value in {}", token);
     }
     if (link.from_thread == 0 || link.to_thread == 0) {
-      return Status::InvalidArgument("a {} line needs stid= and rtid= (non-zero)", ProcessLinkKindName(kind));
+      return Status::InvalidArgument("a {} line needs stid= and rtid= (non-zero)",
+                                     ProcessLinkKindName(kind));
     }
     builder_.AddProcessLink(link);
     return Status::Ok();

@@ -8,18 +8,24 @@ namespace weft {
 
 std::string_view MessageKindOp(MessageKind kind) {
   switch (kind) {
-    case MessageKind::kCall: return "CALL_SENT";
-    case MessageKind::kReturn: return "RET_SENT";
-    case MessageKind::kMessage: return "MSG_SENT";
+    case MessageKind::kCall:
+      return "CALL_SENT";
+    case MessageKind::kReturn:
+      return "RET_SENT";
+    case MessageKind::kMessage:
+      return "MSG_SENT";
   }
   return "?";
 }
 
 std::string_view ProcessLinkKindName(ProcessLinkKind kind) {
   switch (kind) {
-    case ProcessLinkKind::kFork: return "FORK";
-    case ProcessLinkKind::kExec: return "EXEC";
-    case ProcessLinkKind::kThread: return "THREAD";
+    case ProcessLinkKind::kFork:
+      return "FORK";
+    case ProcessLinkKind::kExec:
+      return "EXEC";
+    case ProcessLinkKind::kThread:
+      return "THREAD";
   }
   return "?";
 }
@@ -41,7 +47,8 @@ void TraceColumns::Resize(size_t n) {
 }
 
 Result<Trace> Trace::FromParts(NodeTable nodes, StringTable strings, TraceColumns columns,
-                               std::vector<Attribute> attributes, std::vector<ProcessLink> process_links) {
+                               std::vector<Attribute> attributes,
+                               std::vector<ProcessLink> process_links) {
   const size_t n = columns.send_time.size();
   const size_t sizes[] = {columns.recv_time.size(),       columns.sender.size(),
                           columns.receiver.size(),        columns.kind.size(),
@@ -66,13 +73,15 @@ Result<Trace> Trace::FromParts(NodeTable nodes, StringTable strings, TraceColumn
     if (uint8_t(columns.kind[i]) >= kMessageKindCount) {
       return Status::Corruption("message {} has unknown kind {}", i, int(columns.kind[i]));
     }
-    if (!optional_string_ok(columns.call_id[i]) || !optional_string_ok(columns.sender_endpoint[i]) ||
+    if (!optional_string_ok(columns.call_id[i]) ||
+        !optional_string_ok(columns.sender_endpoint[i]) ||
         !optional_string_ok(columns.receiver_endpoint[i])) {
       return Status::Corruption("message {} names a string that does not exist", i);
     }
     MessageId parent = columns.truth_parent[i];
     if (parent.valid() && parent.value() >= n) {
-      return Status::Corruption("message {} has parent {} beyond the last message", i, parent.value());
+      return Status::Corruption("message {} has parent {} beyond the last message", i,
+                                parent.value());
     }
     if (parent.valid() && parent.value() == i) {
       return Status::Corruption("message {} is its own parent", i);
@@ -89,8 +98,8 @@ Result<Trace> Trace::FromParts(NodeTable nodes, StringTable strings, TraceColumn
   }
   for (size_t i = 0; i < process_links.size(); ++i) {
     const ProcessLink& l = process_links[i];
-    if (l.time == kNoTime || !nodes.Contains(l.from) || !nodes.Contains(l.to) || l.from_thread == 0 ||
-        l.to_thread == 0 || uint8_t(l.kind) >= kProcessLinkKindCount) {
+    if (l.time == kNoTime || !nodes.Contains(l.from) || !nodes.Contains(l.to) ||
+        l.from_thread == 0 || l.to_thread == 0 || uint8_t(l.kind) >= kProcessLinkKindCount) {
       return Status::Corruption("process link {} has no time, an unknown node, thread or kind", i);
     }
     if (i > 0 && process_links[i - 1].time > l.time) {
@@ -117,10 +126,18 @@ std::span<const Attribute> Trace::AttributesOf(MessageId m) const {
 MessageRecord Trace::Row(MessageId m) const {
   const size_t i = m.value();
   const TraceColumns& c = columns_;
-  return MessageRecord{c.send_time[i],       c.recv_time[i],       c.sender[i],
-                       c.receiver[i],        c.kind[i],            c.call_id[i],
-                       c.bytes[i],           c.sender_thread[i],   c.receiver_thread[i],
-                       c.sender_endpoint[i], c.receiver_endpoint[i], c.truth_path[i],
+  return MessageRecord{c.send_time[i],
+                       c.recv_time[i],
+                       c.sender[i],
+                       c.receiver[i],
+                       c.kind[i],
+                       c.call_id[i],
+                       c.bytes[i],
+                       c.sender_thread[i],
+                       c.receiver_thread[i],
+                       c.sender_endpoint[i],
+                       c.receiver_endpoint[i],
+                       c.truth_path[i],
                        c.truth_parent[i]};
 }
 
@@ -136,7 +153,8 @@ size_t Trace::MemoryBytes() const {
                              2 * sizeof(StringId) + sizeof(PathId) + sizeof(MessageId));
   bytes += attributes_.size() * sizeof(Attribute) + process_links_.size() * sizeof(ProcessLink);
   for (size_t i = 0; i < nodes_.size(); ++i) bytes += nodes_.Get(NodeId(uint32_t(i))).size() + 48;
-  for (size_t i = 0; i < strings_.size(); ++i) bytes += strings_.Get(StringId(uint32_t(i))).size() + 48;
+  for (size_t i = 0; i < strings_.size(); ++i)
+    bytes += strings_.Get(StringId(uint32_t(i))).size() + 48;
   return bytes;
 }
 
@@ -193,7 +211,9 @@ Result<Trace> TraceBuilder::Finish() && {
                                      a.message.value());
     }
   }
-  auto sort_time = [&](uint32_t i) { return c.send_time[i] != kNoTime ? c.send_time[i] : c.recv_time[i]; };
+  auto sort_time = [&](uint32_t i) {
+    return c.send_time[i] != kNoTime ? c.send_time[i] : c.recv_time[i];
+  };
   std::vector<uint32_t> order(n);
   std::iota(order.begin(), order.end(), 0u);
   if (!std::is_sorted(order.begin(), order.end(),

@@ -69,10 +69,10 @@ struct TraceColumns {
   std::vector<NodeId> sender;
   std::vector<NodeId> receiver;
   std::vector<MessageKind> kind;
-  std::vector<StringId> call_id;  // matches a CALL with its RETURN; invalid if unknown
-  std::vector<int64_t> bytes;     // -1 if unknown
-  std::vector<uint32_t> sender_thread;    // 0 if unknown
-  std::vector<uint32_t> receiver_thread;  // 0 if unknown
+  std::vector<StringId> call_id;            // matches a CALL with its RETURN; invalid if unknown
+  std::vector<int64_t> bytes;               // -1 if unknown
+  std::vector<uint32_t> sender_thread;      // 0 if unknown
+  std::vector<uint32_t> receiver_thread;    // 0 if unknown
   std::vector<StringId> sender_endpoint;    // "10.0.0.1:5432"; invalid if unknown
   std::vector<StringId> receiver_endpoint;  // invalid if unknown
   // Ground truth, only in generated or specially captured traces:
@@ -161,7 +161,9 @@ class TraceBuilder {
   uint32_t Add(const MessageRecord& record);
   void AddAttribute(uint32_t row, StringId key, StringId value);
   // Sets the ground-truth parent of `row` to the message added as `parent_row`.
-  void SetParent(uint32_t row, uint32_t parent_row) { columns_.truth_parent[row] = MessageId(parent_row); }
+  void SetParent(uint32_t row, uint32_t parent_row) {
+    columns_.truth_parent[row] = MessageId(parent_row);
+  }
   // Links may be added in any order; Finish() sorts them by time.
   void AddProcessLink(const ProcessLink& link) { process_links_.push_back(link); }
   size_t size() const { return columns_.size(); }

@@ -26,7 +26,8 @@
 //   capture_probe eintr          a blocking recv interrupted by a signal (EINTR)
 //   capture_probe exec           exec itself with an empty environment ("exec-target")
 //   capture_probe spawn          posix_spawn itself with an empty environment, and wait
-//   capture_probe kill K L       K sends (K + L < 200: nobody reads), a pause, one send (flushed by age), "ready", L
+//   capture_probe kill K L       K sends (K + L < 200: nobody reads), a pause, one send (flushed by
+//   age), "ready", L
 //                                more sends (still buffered), then waits to be killed
 //   capture_probe signals N      N round trips while a timer signal's handler sends too
 //   capture_probe sigterm N [set-default]   N sends, "ready", then waits for SIGTERM
@@ -41,10 +42,10 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
-#include <poll.h>
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/resource.h>
@@ -230,7 +231,8 @@ int UnixDatagrams(const char* path, int n, const char* logger) {
     close(server);
     close(pair[0]);
     int client = socket(AF_UNIX, SOCK_DGRAM, 0);
-    if (bind(client, reinterpret_cast<sockaddr*>(&client_address), sizeof client_address) != 0) Die("bind");
+    if (bind(client, reinterpret_cast<sockaddr*>(&client_address), sizeof client_address) != 0)
+      Die("bind");
     if (connect(client, server_name, sizeof address) != 0) Die("connect");
     for (int i = 0; i < n; ++i) {
       std::string request = "req-" + std::to_string(i);
@@ -242,14 +244,16 @@ int UnixDatagrams(const char* path, int n, const char* logger) {
     int unbound = socket(AF_UNIX, SOCK_DGRAM, 0);
     for (int i = 0; i < n; ++i) {
       std::string note = "note-" + std::to_string(i);
-      if (sendto(unbound, note.data(), note.size(), 0, server_name, sizeof address) != ssize_t(note.size())) {
+      if (sendto(unbound, note.data(), note.size(), 0, server_name, sizeof address) !=
+          ssize_t(note.size())) {
         Die("sendto");
       }
     }
     close(unbound);
     for (int i = 0; i < n; ++i) {
       std::string datagram = "pair-" + std::to_string(i);
-      if (write(pair[1], datagram.data(), datagram.size()) != ssize_t(datagram.size())) Die("write");
+      if (write(pair[1], datagram.data(), datagram.size()) != ssize_t(datagram.size()))
+        Die("write");
       if (read(pair[1], buffer, sizeof buffer) <= 0) Die("read");
     }
     close(pair[1]);
@@ -259,12 +263,13 @@ int UnixDatagrams(const char* path, int n, const char* logger) {
   for (int i = 0; i < 2 * n; ++i) {
     sockaddr_un from{};
     socklen_t length = sizeof from;
-    ssize_t got = recvfrom(server, buffer, sizeof buffer, 0, reinterpret_cast<sockaddr*>(&from), &length);
+    ssize_t got =
+        recvfrom(server, buffer, sizeof buffer, 0, reinterpret_cast<sockaddr*>(&from), &length);
     if (got <= 0) Die("recvfrom");
     if (std::strncmp(buffer, "req-", 4) == 0) {
       std::string answer = "answer-" + std::string(buffer + 4, size_t(got) - 4);
-      if (sendto(server, answer.data(), answer.size(), 0, reinterpret_cast<sockaddr*>(&from), length) !=
-          ssize_t(answer.size())) {
+      if (sendto(server, answer.data(), answer.size(), 0, reinterpret_cast<sockaddr*>(&from),
+                 length) != ssize_t(answer.size())) {
         Die("sendto");
       }
     }
@@ -301,10 +306,13 @@ int UnixDatagrams(const char* path, int n, const char* logger) {
 int Threads(int threads, int n) {
   std::vector<pthread_t> ids(threads);
   for (pthread_t& id : ids) {
-    pthread_create(&id, nullptr, [](void* arg) -> void* {
-      RoundTrips(*static_cast<int*>(arg));
-      return nullptr;
-    }, &n);
+    pthread_create(
+        &id, nullptr,
+        [](void* arg) -> void* {
+          RoundTrips(*static_cast<int*>(arg));
+          return nullptr;
+        },
+        &n);
   }
   for (pthread_t id : ids) pthread_join(id, nullptr);
   std::printf("threads %d x %d round trips\n", threads, n);
@@ -315,10 +323,13 @@ int Threads(int threads, int n) {
 int Churn(int threads, int n) {
   for (int i = 0; i < threads; ++i) {
     pthread_t id;
-    pthread_create(&id, nullptr, [](void* arg) -> void* {
-      RoundTrips(*static_cast<int*>(arg));
-      return nullptr;
-    }, &n);
+    pthread_create(
+        &id, nullptr,
+        [](void* arg) -> void* {
+          RoundTrips(*static_cast<int*>(arg));
+          return nullptr;
+        },
+        &n);
     pthread_join(id, nullptr);
   }
   std::printf("churn %d x %d round trips\n", threads, n);
@@ -335,50 +346,66 @@ int PthreadLife() {
   pthread_t returns, exits, cancelled, parent;
   errno = 1234;
   static pid_t main_tid = Tid();
-  int r = pthread_create(&returns, nullptr, [](void* arg) -> void* {
-    std::printf("returns %d by %d\n", Tid(), main_tid);
-    RoundTrips(2);
-    return arg;
-  }, &main_tid);
+  int r = pthread_create(
+      &returns, nullptr,
+      [](void* arg) -> void* {
+        std::printf("returns %d by %d\n", Tid(), main_tid);
+        RoundTrips(2);
+        return arg;
+      },
+      &main_tid);
   if (r != 0 || errno != 1234) Die("pthread_create returns");
   void* value = nullptr;
   pthread_join(returns, &value);
   if (value != &main_tid) Die("returned value");
-  pthread_create(&exits, nullptr, [](void*) -> void* {
-    std::printf("exits %d by %d\n", Tid(), main_tid);
-    pthread_exit(reinterpret_cast<void*>(intptr_t(42)));
-  }, nullptr);
+  pthread_create(
+      &exits, nullptr,
+      [](void*) -> void* {
+        std::printf("exits %d by %d\n", Tid(), main_tid);
+        pthread_exit(reinterpret_cast<void*>(intptr_t(42)));
+      },
+      nullptr);
   pthread_join(exits, &value);
   if (value != reinterpret_cast<void*>(intptr_t(42))) Die("pthread_exit value");
   static std::atomic<bool> waiting{false};
-  pthread_create(&cancelled, nullptr, [](void*) -> void* {
-    std::printf("cancelled %d by %d\n", Tid(), main_tid);
-    std::fflush(stdout);
-    waiting = true;
-    for (;;) pause();  // a cancellation point
-  }, nullptr);
+  pthread_create(
+      &cancelled, nullptr,
+      [](void*) -> void* {
+        std::printf("cancelled %d by %d\n", Tid(), main_tid);
+        std::fflush(stdout);
+        waiting = true;
+        for (;;) pause();  // a cancellation point
+      },
+      nullptr);
   while (!waiting) sched_yield();
   pthread_cancel(cancelled);
   pthread_join(cancelled, &value);
   if (value != PTHREAD_CANCELED) Die("cancel");
-  pthread_create(&parent, nullptr, [](void*) -> void* {
-    static pid_t parent_tid = Tid();
-    std::printf("parent %d by %d\n", parent_tid, main_tid);
-    pthread_t child;
-    pthread_create(&child, nullptr, [](void*) -> void* {
-      std::printf("nested %d by %d\n", Tid(), parent_tid);
-      return nullptr;
-    }, nullptr);
-    pthread_join(child, nullptr);
-    return nullptr;
-  }, nullptr);
+  pthread_create(
+      &parent, nullptr,
+      [](void*) -> void* {
+        static pid_t parent_tid = Tid();
+        std::printf("parent %d by %d\n", parent_tid, main_tid);
+        pthread_t child;
+        pthread_create(
+            &child, nullptr,
+            [](void*) -> void* {
+              std::printf("nested %d by %d\n", Tid(), parent_tid);
+              return nullptr;
+            },
+            nullptr);
+        pthread_join(child, nullptr);
+        return nullptr;
+      },
+      nullptr);
   pthread_join(parent, nullptr);
   pthread_attr_t huge;
   pthread_attr_init(&huge);
   pthread_attr_setstacksize(&huge, size_t(1) << 62);
   pthread_t never;
   errno = 4321;
-  r = pthread_create(&never, &huge, [](void*) -> void* { return nullptr; }, nullptr);
+  r = pthread_create(
+      &never, &huge, [](void*) -> void* { return nullptr; }, nullptr);
   if (r == 0 || errno != 4321) Die("pthread_create with a huge stack");
   pthread_attr_destroy(&huge);
   std::printf("pthreads ok, failed creation %d\n", r);
@@ -461,7 +488,8 @@ int Interrupted() {
 }
 
 int Exec(const char* self) {
-  char* const argv[] = {const_cast<char*>("capture_probe"), const_cast<char*>("exec-target"), nullptr};
+  char* const argv[] = {const_cast<char*>("capture_probe"), const_cast<char*>("exec-target"),
+                        nullptr};
   char* const envp[] = {nullptr};  // no LD_PRELOAD: the library must put itself back
   std::fflush(stdout);
   execve(self, argv, envp);
@@ -470,7 +498,8 @@ int Exec(const char* self) {
 }
 
 int Spawn(const char* self) {
-  char* const argv[] = {const_cast<char*>("capture_probe"), const_cast<char*>("exec-target"), nullptr};
+  char* const argv[] = {const_cast<char*>("capture_probe"), const_cast<char*>("exec-target"),
+                        nullptr};
   char* const envp[] = {nullptr};
   pid_t child = 0;
   std::fflush(stdout);
@@ -541,7 +570,9 @@ int Signals(int n) {
 }
 
 // "GET /<i> HTTP/1.1\r\nHost: probe\r\n\r\n": 33 bytes for i < 10.
-std::string HttpRequest(int i) { return "GET /" + std::to_string(i) + " HTTP/1.1\r\nHost: probe\r\n\r\n"; }
+std::string HttpRequest(int i) {
+  return "GET /" + std::to_string(i) + " HTTP/1.1\r\nHost: probe\r\n\r\n";
+}
 constexpr char kHttpResponse[] = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
 
 int Http(int n, size_t chunk_size) {
@@ -742,7 +773,8 @@ std::vector<Pair> Connect(int listener, int n, int requests) {
   std::vector<Pair> pairs;
   for (int i = 0; i < n; ++i) {
     Pair p{socket(AF_INET, SOCK_STREAM, 0), -1};
-    if (connect(p.client, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) Die("connect");
+    if (connect(p.client, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0)
+      Die("connect");
     p.server = accept(listener, nullptr, nullptr);
     if (p.server < 0) Die("accept");
     fcntl(p.server, F_SETFL, fcntl(p.server, F_GETFL) | O_NONBLOCK);
@@ -905,9 +937,25 @@ int OneInput() {
 // A query for example.com, type A, class IN, with `id` (RFC 1035 §4.1); as an answer with
 // the response bit set and no records.
 std::string DnsMessage(uint16_t id, bool answer) {
-  std::string m = {char(id >> 8), char(id & 0xff), char(answer ? 0x81 : 0x01), char(answer ? 0x80 : 0x00),
-                   0, 1, 0, 0, 0, 0, 0, 0};
-  m += std::string("\x07" "example" "\x03" "com", 12) + std::string(1, '\0');
+  std::string m = {char(id >> 8),
+                   char(id & 0xff),
+                   char(answer ? 0x81 : 0x01),
+                   char(answer ? 0x80 : 0x00),
+                   0,
+                   1,
+                   0,
+                   0,
+                   0,
+                   0,
+                   0,
+                   0};
+  m += std::string(
+           "\x07"
+           "example"
+           "\x03"
+           "com",
+           12) +
+       std::string(1, '\0');
   m += std::string("\x00\x01\x00\x01", 4);
   return m;
 }
@@ -927,7 +975,8 @@ int Dns(int port) {
   char buffer[512];
   sockaddr_in from{};
   socklen_t length = sizeof from;
-  ssize_t n = recvfrom(server, buffer, sizeof buffer, 0, reinterpret_cast<sockaddr*>(&from), &length);
+  ssize_t n =
+      recvfrom(server, buffer, sizeof buffer, 0, reinterpret_cast<sockaddr*>(&from), &length);
   if (n != ssize_t(query.size())) Die("recvfrom");
   sendto(server, answer.data(), answer.size(), 0, reinterpret_cast<sockaddr*>(&from), length);
   n = recv(client, buffer, sizeof buffer, 0);
@@ -958,7 +1007,8 @@ int main(int argc, char** argv) {
   if (scenario == "udp") return Udp(arg(2));
   if (scenario == "autobind") return Autobind();
   if (scenario == "unix" && argc > 3) return Unix(argv[2], arg(3));
-  if (scenario == "unixdgram" && argc > 3) return UnixDatagrams(argv[2], arg(3), argc > 4 ? argv[4] : nullptr);
+  if (scenario == "unixdgram" && argc > 3)
+    return UnixDatagrams(argv[2], arg(3), argc > 4 ? argv[4] : nullptr);
   if (scenario == "threads") return Threads(arg(2), arg(3));
   if (scenario == "churn") return Churn(arg(2), arg(3));
   if (scenario == "pthreads") return PthreadLife();
@@ -974,12 +1024,14 @@ int main(int argc, char** argv) {
   }
   if (scenario == "kill") return Kill(arg(2), arg(3));
   if (scenario == "signals") return Signals(arg(2));
-  if (scenario == "sigterm") return Sigterm(arg(2), argc > 3 && std::string(argv[3]) == "set-default");
+  if (scenario == "sigterm")
+    return Sigterm(arg(2), argc > 3 && std::string(argv[3]) == "set-default");
   if (scenario == "fsize") return FileSizeLimit(arg(2));
   if (scenario == "http") return Http(arg(2), argc > 3 ? size_t(arg(3)) : 7);
   if (scenario == "dns") return Dns(arg(2));
   if (scenario == "isolate") return Isolate();
   if (scenario == "one-input") return OneInput();
-  std::fprintf(stderr, "usage: capture_probe tcp|udp|unix|threads|dup2|exec|kill|signals|fsize ...\n");
+  std::fprintf(stderr,
+               "usage: capture_probe tcp|udp|unix|threads|dup2|exec|kill|signals|fsize ...\n");
   return 2;
 }

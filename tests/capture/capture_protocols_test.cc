@@ -2,9 +2,8 @@
 // finds each HTTP message's end in the bytes of every call, on both sides of a connection,
 // whatever the calls' sizes, and logs it as a boundary record with the processor's
 // attributes; a dup of the descriptor goes on with the same stream.
-#include <unistd.h>
-
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <string>
@@ -36,7 +35,8 @@ class CaptureProtocolsTest : public ::testing::Test {
     auto run = Weft("capture -o " + dir_.string() + flag + " -- " + CAPTURE_PROBE + " http 3 " +
                     std::to_string(chunk));
     EXPECT_EQ(run.rc, 0) << run.output;
-    EXPECT_NE(run.output.find("http 3 requests, 96 + 120 bytes, child 0"), std::string::npos) << run.output;
+    EXPECT_NE(run.output.find("http 3 requests, 96 + 120 bytes, child 0"), std::string::npos)
+        << run.output;
     std::vector<EventLog> logs;
     auto paths = FindEventLogs(dir_.string());
     EXPECT_TRUE(paths.ok());
@@ -48,7 +48,8 @@ class CaptureProtocolsTest : public ::testing::Test {
       EXPECT_EQ(log->loss.corrupt_bytes + log->loss.truncated_bytes, 0u);
       logs.push_back(std::move(*log));
     }
-    if (logs.size() == 2 && logs[0].header.parent_pid != logs[1].header.pid) std::swap(logs[0], logs[1]);
+    if (logs.size() == 2 && logs[0].header.parent_pid != logs[1].header.pid)
+      std::swap(logs[0], logs[1]);
     return logs;
   }
 
@@ -76,21 +77,21 @@ TEST_F(CaptureProtocolsTest, HttpMessagesEndWhereverTheCallsSplitThem) {
   std::vector<EventLog> logs = CaptureHttp("");
   ASSERT_EQ(logs.size(), 2u);
   EXPECT_EQ(Boundaries(logs[0]), (std::vector<std::string>{
-      "1 sent request 32 http.method=GET http.url=/0",
-      "1 sent request 64 http.method=GET http.url=/1",
-      "1 sent request 96 http.method=GET http.url=/2",
-      "1 received response 40 http.status=200",
-      "1 received response 80 http.status=200",
-      "1 received response 120 http.status=200",
-  }));
+                                     "1 sent request 32 http.method=GET http.url=/0",
+                                     "1 sent request 64 http.method=GET http.url=/1",
+                                     "1 sent request 96 http.method=GET http.url=/2",
+                                     "1 received response 40 http.status=200",
+                                     "1 received response 80 http.status=200",
+                                     "1 received response 120 http.status=200",
+                                 }));
   EXPECT_EQ(Boundaries(logs[1]), (std::vector<std::string>{
-      "1 received request 32 http.method=GET http.url=/0",
-      "1 received request 64 http.method=GET http.url=/1",
-      "1 received request 96 http.method=GET http.url=/2",
-      "1 sent response 40 http.status=200",
-      "1 sent response 80 http.status=200",
-      "1 sent response 120 http.status=200",
-  }));
+                                     "1 received request 32 http.method=GET http.url=/0",
+                                     "1 received request 64 http.method=GET http.url=/1",
+                                     "1 received request 96 http.method=GET http.url=/2",
+                                     "1 sent response 40 http.status=200",
+                                     "1 sent response 80 http.status=200",
+                                     "1 sent response 120 http.status=200",
+                                 }));
   // Each boundary comes right after the call that moved its last byte, with its times.
   for (const EventLog& log : logs) {
     for (size_t i = 0; i < log.events.size(); ++i) {
@@ -110,13 +111,13 @@ TEST_F(CaptureProtocolsTest, DetectionWaitsForEnoughFirstBytes) {
   std::vector<EventLog> logs = CaptureHttp("", 2);
   ASSERT_EQ(logs.size(), 2u);
   EXPECT_EQ(Boundaries(logs[1]), (std::vector<std::string>{
-      "1 received request 32 http.method=GET http.url=/0",
-      "1 received request 64 http.method=GET http.url=/1",
-      "1 received request 96 http.method=GET http.url=/2",
-      "1 sent response 40 http.status=200",
-      "1 sent response 80 http.status=200",
-      "1 sent response 120 http.status=200",
-  }));
+                                     "1 received request 32 http.method=GET http.url=/0",
+                                     "1 received request 64 http.method=GET http.url=/1",
+                                     "1 received request 96 http.method=GET http.url=/2",
+                                     "1 sent response 40 http.status=200",
+                                     "1 sent response 80 http.status=200",
+                                     "1 sent response 120 http.status=200",
+                                 }));
 }
 
 TEST_F(CaptureProtocolsTest, NoneAndOtherProtocolsLogNoBoundaries) {
@@ -143,7 +144,8 @@ TEST_F(CaptureProtocolsTest, ProgramNameSelectsTheProtocol) {
 // DNS over UDP: each datagram to or from the port named for dns is one message with the
 // query's id and name, on both sockets (the client's unbound one, the server's bound one).
 TEST_F(CaptureProtocolsTest, DnsDatagramsCarryIdAndName) {
-  auto run = Weft("capture -o " + dir_.string() + " --protocols dns=53053 -- " + CAPTURE_PROBE + " dns 53053");
+  auto run = Weft("capture -o " + dir_.string() + " --protocols dns=53053 -- " + CAPTURE_PROBE +
+                  " dns 53053");
   ASSERT_EQ(run.rc, 0) << run.output;
   ASSERT_NE(run.output.find("dns 29-byte answer"), std::string::npos) << run.output;
   auto paths = FindEventLogs(dir_.string());
@@ -151,11 +153,11 @@ TEST_F(CaptureProtocolsTest, DnsDatagramsCarryIdAndName) {
   auto log = ReadEventLog(paths->front());
   ASSERT_TRUE(log.ok()) << log.status().message();
   EXPECT_EQ(Boundaries(*log), (std::vector<std::string>{
-      "5 sent request 0 dns.id=4660 dns.name=example.com",
-      "5 received request 0 dns.id=4660 dns.name=example.com",
-      "5 sent response 0 dns.id=4660 dns.name=example.com",
-      "5 received response 0 dns.id=4660 dns.name=example.com",
-  }));
+                                  "5 sent request 0 dns.id=4660 dns.name=example.com",
+                                  "5 received request 0 dns.id=4660 dns.name=example.com",
+                                  "5 sent response 0 dns.id=4660 dns.name=example.com",
+                                  "5 received response 0 dns.id=4660 dns.name=example.com",
+                              }));
 }
 
 // Event isolation (capture --isolate, BorderPatrol §5.2) on a real process (capture_probe
@@ -190,11 +192,12 @@ TEST_F(CaptureProtocolsTest, IsolateStopsReadsAtMessageEnds) {
       for (const std::string& line : Boundaries(*log)) {
         if (line.find("received") != std::string::npos) received.push_back(line);
       }
-      if (received.empty()) continue;  // the client
+      if (received.empty()) continue;     // the client
       size_t messages = isolate ? 8 : 9;  // isolated, the last request's bytes die held
       ASSERT_EQ(received.size(), messages);
       for (size_t i = 0; i < messages; ++i) {
-        EXPECT_EQ(received[i], fmt::format("1 received request {} http.method=GET http.url=/{}", 32 * (i + 1), i));
+        EXPECT_EQ(received[i], fmt::format("1 received request {} http.method=GET http.url=/{}",
+                                           32 * (i + 1), i));
       }
       // Figure 15's extra work: 3 reads cut short, 6 served from 3 x 64 held bytes.
       EXPECT_EQ(log->loss.isolated_reads, isolate ? 3u : 0u);
@@ -237,7 +240,8 @@ TEST_F(CaptureProtocolsTest, IsolateReportsOneInputPerWait) {
     // Every request was read once: 6 + 2 + 2 + 5, less the closed connection's with
     // isolation (never reported, never read).
     size_t received = 0;
-    for (const std::string& line : Boundaries(*log)) received += line.find("received request") != std::string::npos;
+    for (const std::string& line : Boundaries(*log))
+      received += line.find("received request") != std::string::npos;
     EXPECT_EQ(received, isolate ? 14u : 15u);
   }
 }
@@ -245,7 +249,8 @@ TEST_F(CaptureProtocolsTest, IsolateReportsOneInputPerWait) {
 TEST_F(CaptureProtocolsTest, BadSpecIsRefusedWithOneLine) {
   auto run = Weft("capture -o " + dir_.string() + " --protocols gopher=70 -- /bin/true");
   EXPECT_NE(run.rc, 0);
-  EXPECT_NE(run.output.find("--protocols: 'gopher': unknown protocol"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("--protocols: 'gopher': unknown protocol"), std::string::npos)
+      << run.output;
   run = Weft("capture -o " + dir_.string() + " --protocols http=99999 -- /bin/true");
   EXPECT_NE(run.rc, 0);
   EXPECT_NE(run.output.find("port out of range"), std::string::npos) << run.output;

@@ -1,11 +1,10 @@
 // weft capture on real processes (capture_probe.cc): exact event counts and bytes, the two
 // ends of a connection named alike, fork and exec followed, damage and loss accounted for.
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <xxhash.h>
-
-#include <gtest/gtest.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -83,7 +82,8 @@ long Bytes(const std::vector<const Event*>& events) {
 // The endpoint record a call named (the first one on `fd` made by `op`).
 const Endpoint* Named(const EventLog& log, EventOp op, int fd) {
   for (const Event& e : log.events) {
-    if (e.op == EventOp::kEndpoint && e.arg == int(op) && e.fd == fd) return &log.endpoints[e.endpoint];
+    if (e.op == EventOp::kEndpoint && e.arg == int(op) && e.fd == fd)
+      return &log.endpoints[e.endpoint];
   }
   return nullptr;
 }
@@ -117,7 +117,8 @@ TEST_F(CaptureTest, TcpClientAndServerAgreeOnBytesAndEndpoints) {
   // saw (the program passed no buffer to accept), and the listener's port is the peer.
   const Endpoint* client = Named(child, EventOp::kConnect, client_fd);
   const Endpoint* server = Named(parent, EventOp::kAccept, server_fd);
-  const Endpoint* listener = Named(parent, EventOp::kListen, Calls(parent, EventOp::kListen)[0]->fd);
+  const Endpoint* listener =
+      Named(parent, EventOp::kListen, Calls(parent, EventOp::kListen)[0]->fd);
   ASSERT_TRUE(client && server && listener);
   EXPECT_EQ(FormatAddress(client->local), FormatAddress(server->peer));
   EXPECT_EQ(FormatAddress(client->peer), FormatAddress(server->local));
@@ -143,8 +144,8 @@ TEST_F(CaptureTest, TcpClientAndServerAgreeOnBytesAndEndpoints) {
 }
 
 TEST_F(CaptureTest, PayloadPrefixKeepsTheFirstBytesOfEachCall) {
-  auto run = Weft("capture -o " + dir_.string() + " --payload-prefix 6 -- " + CAPTURE_PROBE +
-                  " tcp 10");
+  auto run =
+      Weft("capture -o " + dir_.string() + " --payload-prefix 6 -- " + CAPTURE_PROBE + " tcp 10");
   ASSERT_EQ(run.rc, 0) << run.output;
   std::vector<EventLog> logs = Logs();
   ASSERT_EQ(logs.size(), 2u);
@@ -173,7 +174,8 @@ TEST_F(CaptureTest, ListenWithoutBindRecordsThePortTheKernelChose) {
   ASSERT_EQ(std::sscanf(run.output.c_str(), "listening on port %d", &port), 1) << run.output;
   std::vector<EventLog> logs = Logs();
   ASSERT_EQ(logs.size(), 1u);
-  const Endpoint* listener = Named(logs[0], EventOp::kListen, Calls(logs[0], EventOp::kListen)[0]->fd);
+  const Endpoint* listener =
+      Named(logs[0], EventOp::kListen, Calls(logs[0], EventOp::kListen)[0]->fd);
   ASSERT_NE(listener, nullptr);
   EXPECT_EQ(listener->local.port, port);
   EXPECT_TRUE(listener->listening);
@@ -208,7 +210,9 @@ TEST_F(CaptureTest, UdpDatagramsCarryHashesAndPeers) {
 }
 
 TEST_F(CaptureTest, UnixSocketPeerPidAndPathAndExitWithoutAtexit) {
-  std::string path = (fs::path(::testing::TempDir()) / ("weft-probe-" + std::to_string(getpid()) + ".sock")).string();
+  std::string path =
+      (fs::path(::testing::TempDir()) / ("weft-probe-" + std::to_string(getpid()) + ".sock"))
+          .string();
   auto run = Capture("unix " + path + " 3");
   ASSERT_EQ(run.rc, 0) << run.output;
   std::vector<EventLog> logs = Logs();  // the child ended with _exit and still has its end record
@@ -240,7 +244,8 @@ TEST_F(CaptureTest, UnixSocketPeerPidAndPathAndExitWithoutAtexit) {
 // record at the child's start names the other end's inode (sock_diag), as the parent's
 // socketpair records do, so reconcile can tell where the child's datagrams go.
 TEST_F(CaptureTest, InheritedUnixDatagramSocketpairEndNamesItsPeersInode) {
-  std::string path = (fs::path(::testing::TempDir()) / ("weft-probe-ud-" + std::to_string(getpid()))).string();
+  std::string path =
+      (fs::path(::testing::TempDir()) / ("weft-probe-ud-" + std::to_string(getpid()))).string();
   auto run = Capture("unixdgram " + path + " 2");
   ASSERT_EQ(run.rc, 0) << run.output;
   std::vector<EventLog> logs = Logs();
@@ -249,8 +254,8 @@ TEST_F(CaptureTest, InheritedUnixDatagramSocketpairEndNamesItsPeersInode) {
   const EventLog& child = &parent == &logs[0] ? logs[1] : logs[0];
   auto pairs = Calls(parent, EventOp::kSocketpair);
   ASSERT_EQ(pairs.size(), 1u);
-  const Endpoint* kept = Named(parent, EventOp::kSocketpair, pairs[0]->fd);      // parent's end
-  const Endpoint* handed = Named(parent, EventOp::kSocketpair, pairs[0]->arg);   // child's end
+  const Endpoint* kept = Named(parent, EventOp::kSocketpair, pairs[0]->fd);     // parent's end
+  const Endpoint* handed = Named(parent, EventOp::kSocketpair, pairs[0]->arg);  // child's end
   ASSERT_TRUE(kept && handed);
   EXPECT_EQ(kept->kind, wire::kKindUnixDatagram);
   EXPECT_EQ(handed->peer_inode, kept->inode);
@@ -312,7 +317,8 @@ std::map<std::string, std::pair<int32_t, int32_t>> ThreadsReported(const std::st
 TEST_F(CaptureTest, ThreadCreationIsLoggedByEachNewThreadWithItsCreator) {
   auto run = Capture("pthreads");
   ASSERT_EQ(run.rc, 0) << run.output;
-  EXPECT_NE(run.output.find("pthreads ok, failed creation 11\n"), std::string::npos) << run.output;  // EAGAIN
+  EXPECT_NE(run.output.find("pthreads ok, failed creation 11\n"), std::string::npos)
+      << run.output;  // EAGAIN
   std::map<std::string, std::pair<int32_t, int32_t>> reported = ThreadsReported(run.output);
   ASSERT_EQ(reported.size(), 5u) << run.output;
   std::vector<EventLog> logs = Logs();
@@ -328,7 +334,8 @@ TEST_F(CaptureTest, ThreadCreationIsLoggedByEachNewThreadWithItsCreator) {
     EXPECT_EQ(e.result, creator) << name;
     EXPECT_EQ(e.fd, -1) << name;
     EXPECT_LE(e.entry_ns, e.exit_ns) << name;
-    EXPECT_NE(FormatEvent(log, e).find(" thread fd -1 = " + std::to_string(creator)), std::string::npos)
+    EXPECT_NE(FormatEvent(log, e).find(" thread fd -1 = " + std::to_string(creator)),
+              std::string::npos)
         << FormatEvent(log, e);
     // The record is the thread's first: nothing it did comes before its start.
     for (const Event& other : log.events) {
@@ -362,8 +369,11 @@ TEST_F(CaptureTest, NonBlockingPartialWritesAndEagainAreLoggedAsReturned) {
   ASSERT_EQ(run.rc, 0) << run.output;
   int write_calls = 0, read_calls = 0;
   long written = 0, partial = 0, got = 0;
-  ASSERT_EQ(std::sscanf(run.output.c_str(), "nonblock %d writes %ld bytes %ld partial, %d reads %ld bytes",
-                        &write_calls, &written, &partial, &read_calls, &got), 5) << run.output;
+  ASSERT_EQ(std::sscanf(run.output.c_str(),
+                        "nonblock %d writes %ld bytes %ld partial, %d reads %ld bytes",
+                        &write_calls, &written, &partial, &read_calls, &got),
+            5)
+      << run.output;
   EXPECT_EQ(got, written);
   std::vector<EventLog> logs = Logs();
   ASSERT_EQ(logs.size(), 1u);
@@ -385,7 +395,8 @@ TEST_F(CaptureTest, NonBlockingPartialWritesAndEagainAreLoggedAsReturned) {
 TEST_F(CaptureTest, InterruptedCallIsLoggedWithEintrAndItsWholeDuration) {
   auto run = Capture("eintr");
   ASSERT_EQ(run.rc, 0) << run.output;
-  EXPECT_NE(run.output.find(fmt::format("recv -1 errno {}\n", EINTR)), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find(fmt::format("recv -1 errno {}\n", EINTR)), std::string::npos)
+      << run.output;
   std::vector<EventLog> logs = Logs();
   ASSERT_EQ(logs.size(), 1u);
   auto receives = Calls(logs[0], EventOp::kRecv);
@@ -404,8 +415,9 @@ TEST_F(CaptureTest, ExecWithAnEmptyEnvironmentIsStillTraced) {
   const EventLog& after = &before == &logs[0] ? logs[1] : logs[0];
   EXPECT_EQ(before.header.pid, after.header.pid);
   EXPECT_EQ(after.header.exec_index, 1u);
-  EXPECT_EQ(after.path, (fs::path(before.path).parent_path() /
-                         (std::to_string(before.header.pid) + ".1.wev")).string());
+  EXPECT_EQ(after.path,
+            (fs::path(before.path).parent_path() / (std::to_string(before.header.pid) + ".1.wev"))
+                .string());
   EXPECT_TRUE(before.loss.ended_by_exec);
   EXPECT_EQ(Calls(before, EventOp::kExec).size(), 1u);
   EXPECT_EQ(after.header.arguments, (std::vector<std::string>{"capture_probe", "exec-target"}));
@@ -504,7 +516,9 @@ TEST_F(CaptureTest, SignalHandlerRecordsAreLoggedOrCountedNeverCorrupt) {
   ASSERT_EQ(run.rc, 0) << run.output;
   int handler_sends = 0;
   ASSERT_EQ(std::sscanf(run.output.c_str(), "signals 20000 round trips, %d handler sends",
-                        &handler_sends), 1) << run.output;
+                        &handler_sends),
+            1)
+      << run.output;
   auto paths = FindEventLogs(dir_.string());
   ASSERT_TRUE(paths.ok() && paths->size() == 1u);
   auto log = ReadEventLog((*paths)[0]);
@@ -529,8 +543,8 @@ TEST_F(CaptureTest, UnwritableDirectoryLeavesTheProgramAlone) {
   ASSERT_NE(fgets(expected, sizeof expected, plain), nullptr);
   EXPECT_EQ(WEXITSTATUS(pclose(plain)), 0);
   // /proc/self refuses new files even to root.
-  std::string preloaded = std::string("LD_PRELOAD=") + PRELOAD_LIBRARY +
-                          " WEFT_CAPTURE_DIR=/proc/self " + probe;
+  std::string preloaded =
+      std::string("LD_PRELOAD=") + PRELOAD_LIBRARY + " WEFT_CAPTURE_DIR=/proc/self " + probe;
   FILE* traced = popen(preloaded.c_str(), "r");
   char got[256] = {};
   ASSERT_NE(fgets(got, sizeof got, traced), nullptr);
@@ -599,7 +613,7 @@ TEST_F(CaptureTest, TestbedConnectionsBalanceEndToEnd) {
   fs::remove_all(truth);
   ASSERT_EQ(run.rc, 0) << run.output;
   std::vector<EventLog> logs = Logs();  // servers stopped by SIGTERM: all whole, none dropped
-  ASSERT_EQ(logs.size(), 6u);  // the client and five servers
+  ASSERT_EQ(logs.size(), 6u);           // the client and five servers
   auto bytes = BytesByConnection(logs);
   int connections = 0;
   for (const auto& [name, sent_received] : bytes) {

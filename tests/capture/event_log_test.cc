@@ -28,11 +28,11 @@ Result<EventLog> Decode(const std::string& file, Reporter* reporter = nullptr) {
 // A log with two threads' blocks and an end record: every field comes back.
 std::string TwoThreadLog() {
   std::string file = EncodeHeader(TestHeader{});
-  file += Block(101, 0,
-                {CallRecord(w::kOpSocket, 5, 100, 110, 5),
-                 CallRecord(w::kOpConnect, 5, 120, 150, 0),
-                 TcpEndpointRecord(w::kOpConnect, 5, 150, 40000, 8080),
-                 CallRecord(w::kOpSend, 5, 200, 210, 11), PayloadRecord(w::kOpSend, 5, "GET /x\r\n")});
+  file +=
+      Block(101, 0,
+            {CallRecord(w::kOpSocket, 5, 100, 110, 5), CallRecord(w::kOpConnect, 5, 120, 150, 0),
+             TcpEndpointRecord(w::kOpConnect, 5, 150, 40000, 8080),
+             CallRecord(w::kOpSend, 5, 200, 210, 11), PayloadRecord(w::kOpSend, 5, "GET /x\r\n")});
   file += Block(102, 3,
                 {CallRecord(w::kOpRecv, 7, 190, 400, 17),
                  DatagramRecord(w::kOpSendto, 9, 300, 64, 0xabcdef0123456789ULL, 53),
@@ -93,7 +93,8 @@ TEST(EventLogTest, RoundTripsEveryField) {
 // End records of every size a writer has used: 72 bytes (with split_waits), 64 (event
 // isolation without it) and 40 (before event isolation); the counters a record lacks are 0.
 TEST(EventLogTest, EndRecordsOfOlderSizesReadTheirCounters) {
-  w::EndRecord r{w::kEndRecord, w::kOpNone, sizeof(w::EndRecord), 0, 5'000'000'000, 4, 12, 1, 7, 8, 9, 10};
+  w::EndRecord r{
+      w::kEndRecord, w::kOpNone, sizeof(w::EndRecord), 0, 5'000'000'000, 4, 12, 1, 7, 8, 9, 10};
   for (uint16_t size : {72, 64, 40}) {
     SCOPED_TRACE(size);
     r.size = size;
@@ -132,7 +133,8 @@ TEST(EventLogTest, LogCutAnywhereKeepsEveryWholeRecord) {
 // A block that fails its checksum (one flipped byte) is skipped; the next one is read.
 TEST(EventLogTest, CorruptBlockIsSkippedAndCounted) {
   std::string header = EncodeHeader(TestHeader{});
-  std::string first = Block(7, 0, {CallRecord(w::kOpSend, 5, 1, 2, 10), CallRecord(w::kOpSend, 5, 3, 4, 20)});
+  std::string first =
+      Block(7, 0, {CallRecord(w::kOpSend, 5, 1, 2, 10), CallRecord(w::kOpSend, 5, 3, 4, 20)});
   std::string second = Block(7, 2, {CallRecord(w::kOpRecv, 5, 5, 6, 30)});
   std::string file = header + first + second;
   file[header.size() + 32 + 24] ^= 0x40;  // the first record's result
@@ -152,7 +154,8 @@ TEST(EventLogTest, CorruptBlockIsSkippedAndCounted) {
 // block is skipped up to the next block header.
 TEST(EventLogTest, PartialBlockInTheMiddleIsSkipped) {
   std::string header = EncodeHeader(TestHeader{});
-  std::string partial = Block(7, 0, {CallRecord(w::kOpSend, 5, 1, 2, 10), CallRecord(w::kOpSend, 5, 3, 4, 20)});
+  std::string partial =
+      Block(7, 0, {CallRecord(w::kOpSend, 5, 1, 2, 10), CallRecord(w::kOpSend, 5, 3, 4, 20)});
   partial.resize(50);
   std::string file = header + partial + Block(8, 2, {CallRecord(w::kOpRecv, 5, 5, 6, 30)});
   auto log = Decode(file);
@@ -172,14 +175,16 @@ TEST(EventLogTest, DamagedHeaderIsAOneLineError) {
   std::string bad_magic = good;
   bad_magic[1] = 'X';
   EXPECT_EQ(message(bad_magic), "x.wev: not a weft event log (bad magic at byte 0)");
-  EXPECT_EQ(message(good.substr(0, 40)), "x.wev: truncated: 40 bytes, shorter than the 96-byte header");
+  EXPECT_EQ(message(good.substr(0, 40)),
+            "x.wev: truncated: 40 bytes, shorter than the 96-byte header");
   std::string version = good;
   version[8] = 9;
   EXPECT_EQ(message(version), "x.wev: unsupported version 9 at byte 8 (this weft reads version 1)");
   std::string flipped = good;
   flipped[17] ^= 1;  // pid
   EXPECT_EQ(message(flipped).rfind("x.wev: header checksum mismatch (recorded ", 0), 0u);
-  EXPECT_EQ(message(good.substr(0, 100)), "x.wev: truncated: the 136-byte header is cut at byte 100");
+  EXPECT_EQ(message(good.substr(0, 100)),
+            "x.wev: truncated: the 136-byte header is cut at byte 100");
   EXPECT_EQ(message(""), "x.wev: not a weft event log (bad magic at byte 0)");
 }
 
@@ -187,8 +192,8 @@ TEST(EventLogTest, UnknownRecordTypesAreSkippedBySize) {
   std::string unknown(24, '\0');
   unknown[0] = 77;
   unknown[2] = 24;
-  std::string file = EncodeHeader(TestHeader{}) +
-                     Block(3, 0, {unknown, CallRecord(w::kOpClose, 5, 9, 10, 0)});
+  std::string file =
+      EncodeHeader(TestHeader{}) + Block(3, 0, {unknown, CallRecord(w::kOpClose, 5, 9, 10, 0)});
   auto log = Decode(file);
   ASSERT_TRUE(log.ok());
   ASSERT_EQ(log->events.size(), 1u);
@@ -200,10 +205,11 @@ TEST(EventLogTest, UnknownRecordTypesAreSkippedBySize) {
 TEST(EventLogTest, BoundaryRecordsRoundTrip) {
   std::string attributes("http.method=GET\0http.url=/a?b=c\0", 32);
   std::string file = EncodeHeader(TestHeader{}) +
-                     Block(7, 0, {CallRecord(w::kOpRecv, 5, 100, 120, 60),
-                                  BoundaryRecord(5, 100, 120, 25, 1, false, true, attributes),
-                                  BoundaryRecord(5, 100, 120, 60, 1, false, true, ""),
-                                  CallRecord(w::kOpSend, 5, 90, 95, 10)});
+                     Block(7, 0,
+                           {CallRecord(w::kOpRecv, 5, 100, 120, 60),
+                            BoundaryRecord(5, 100, 120, 25, 1, false, true, attributes),
+                            BoundaryRecord(5, 100, 120, 60, 1, false, true, ""),
+                            CallRecord(w::kOpSend, 5, 90, 95, 10)});
   RecordingReporter reporter;
   auto log = Decode(file, &reporter);
   ASSERT_TRUE(log.ok()) << log.status().message();
@@ -234,9 +240,10 @@ TEST(EventLogTest, BoundaryRecordsRoundTrip) {
 // direction out of range) is damage: the rest of its block is reported, as for any record.
 TEST(EventLogTest, DamagedBoundaryRecordIsReported) {
   auto damaged = [](std::string record) {
-    std::string file = EncodeHeader(TestHeader{}) +
-                       Block(7, 0, {CallRecord(w::kOpRecv, 5, 100, 120, 60), record,
-                                    CallRecord(w::kOpClose, 5, 130, 140, 0)});
+    std::string file =
+        EncodeHeader(TestHeader{}) + Block(7, 0,
+                                           {CallRecord(w::kOpRecv, 5, 100, 120, 60), record,
+                                            CallRecord(w::kOpClose, 5, 130, 140, 0)});
     RecordingReporter reporter;
     auto log = Decode(file, &reporter);
     EXPECT_TRUE(log.ok());
@@ -244,9 +251,11 @@ TEST(EventLogTest, DamagedBoundaryRecordIsReported) {
     EXPECT_EQ(log->loss.corrupt_bytes, record.size() + 32);
     return reporter.lines.size();
   };
-  EXPECT_EQ(damaged(BoundaryRecord(5, 100, 120, 25, 1, false, true, std::string("novalue\0", 8))), 1u);
-  EXPECT_EQ(damaged(BoundaryRecord(5, 100, 120, 25, 1, false, true, std::string("unended=x", 9))), 1u);
-  EXPECT_EQ(damaged(BoundaryRecord(5, 100, 120, 25, 0, false, true, "")), 1u);   // protocol none
+  EXPECT_EQ(damaged(BoundaryRecord(5, 100, 120, 25, 1, false, true, std::string("novalue\0", 8))),
+            1u);
+  EXPECT_EQ(damaged(BoundaryRecord(5, 100, 120, 25, 1, false, true, std::string("unended=x", 9))),
+            1u);
+  EXPECT_EQ(damaged(BoundaryRecord(5, 100, 120, 25, 0, false, true, "")), 1u);    // protocol none
   EXPECT_EQ(damaged(BoundaryRecord(5, 100, 120, 25, 200, false, true, "")), 1u);  // unknown
   std::string direction = BoundaryRecord(5, 100, 120, 25, 1, false, true, "");
   direction[offsetof(w::BoundaryRecord, direction)] = 2;
@@ -260,7 +269,9 @@ TEST(EventLogTest, DamagedBoundaryRecordIsReported) {
 // creator as the result; an op past the last one known is still a damaged record.
 TEST(EventLogTest, ThreadRecordNamesTheCreator) {
   std::string file = EncodeHeader(TestHeader{});
-  file += Block(103, 0, {CallRecord(w::kOpThread, -1, 500, 540, 101), CallRecord(w::kOpSend, 5, 600, 610, 3)});
+  file +=
+      Block(103, 0,
+            {CallRecord(w::kOpThread, -1, 500, 540, 101), CallRecord(w::kOpSend, 5, 600, 610, 3)});
   file += Block(0, 0, {EndRecord(0, 0, 0)});
   RecordingReporter reporter;
   auto log = Decode(file, &reporter);

@@ -65,8 +65,8 @@ inline std::string EncodeHeader(const TestHeader& t) {
   return out;
 }
 
-inline std::string CallRecord(uint8_t op, int32_t fd, int64_t entry, int64_t exit,
-                              int32_t result, int32_t arg = 0) {
+inline std::string CallRecord(uint8_t op, int32_t fd, int64_t entry, int64_t exit, int32_t result,
+                              int32_t arg = 0) {
   w::CallRecord r{w::kCallRecord, op, sizeof(w::CallRecord), fd, entry, exit, result, arg};
   std::string out;
   Append(out, r);
@@ -129,7 +129,7 @@ inline std::string UnixEndpointRecord(int32_t fd, int64_t time, const std::strin
 }
 
 inline std::string PayloadRecord(uint8_t op, int32_t fd, const std::string& bytes) {
-  w::PayloadRecord r{w::kPayloadRecord, op, uint16_t(w::RoundUp8(16 + bytes.size())), fd,
+  w::PayloadRecord r{w::kPayloadRecord,      op, uint16_t(w::RoundUp8(16 + bytes.size())), fd,
                      uint32_t(bytes.size()), 0};
   std::string out;
   Append(out, r);
@@ -162,7 +162,7 @@ inline std::string BoundaryRecord(int32_t fd, int64_t entry, int64_t exit, uint6
 
 inline std::string EndRecord(uint64_t dropped, uint64_t untraced, uint64_t failed) {
   w::EndRecord r{w::kEndRecord, w::kOpNone, sizeof(w::EndRecord), 0, 5'000'000'000, dropped,
-                 untraced, failed};
+                 untraced,      failed};
   std::string out;
   Append(out, r);
   return out;
@@ -172,8 +172,13 @@ inline std::string EndRecord(uint64_t dropped, uint64_t untraced, uint64_t faile
 inline std::string Block(int32_t tid, uint64_t dropped, const std::vector<std::string>& records) {
   std::string payload;
   for (const std::string& r : records) payload += r;
-  w::BlockHeader h{w::kBlockMagic, uint32_t(payload.size()), uint32_t(records.size()), tid,
-                   dropped, Sum32(payload.data(), payload.size()), 0};
+  w::BlockHeader h{w::kBlockMagic,
+                   uint32_t(payload.size()),
+                   uint32_t(records.size()),
+                   tid,
+                   dropped,
+                   Sum32(payload.data(), payload.size()),
+                   0};
   h.header_checksum = Sum32(&h, 28);
   std::string out;
   Append(out, h);

@@ -51,7 +51,8 @@ void Client(int fd, const std::string& scenario) {
     for (char& c : noise) c = char((x = x * 1103515245 + 12345) >> 16);
     SendAll(fd, noise);
   } else if (scenario == "half") {
-    std::string request = "POST /half HTTP/1.1\r\nHost: probe\r\nContent-Length: 10\r\n\r\n0123456789";
+    std::string request =
+        "POST /half HTTP/1.1\r\nHost: probe\r\nContent-Length: 10\r\n\r\n0123456789";
     SendAll(fd, request.substr(0, 30));
     usleep(200'000);
     SendAll(fd, request.substr(30));
@@ -65,7 +66,8 @@ void Client(int fd, const std::string& scenario) {
   } else if (scenario == "pipelined") {
     std::string all;
     for (int i = 0; i < 50; ++i) {
-      all += "POST /p/" + std::to_string(i) + " HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n";
+      all += "POST /p/" + std::to_string(i) +
+             " HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n";
     }
     SendAll(fd, all);
   } else {
@@ -113,7 +115,8 @@ int main(int argc, char** argv) {
     total += uint64_t(n);
   }
   char answer[64];
-  int len = std::snprintf(answer, sizeof answer, "%llu %016llx\n", (unsigned long long)total, (unsigned long long)hash);
+  int len = std::snprintf(answer, sizeof answer, "%llu %016llx\n", (unsigned long long)total,
+                          (unsigned long long)hash);
   SendAll(fd, answer, size_t(len));
   int status = 0;
   waitpid(child, &status, 0);

@@ -2,9 +2,8 @@
 // body and a connection closed mid-message never hang or crash a program traced with
 // protocol processors, and what it reads stays exactly what it reads untraced
 // (http_probe.cc prints the size and hash of everything its server read).
-#include <unistd.h>
-
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <string>
@@ -35,7 +34,8 @@ class HttpRobustness : public ::testing::TestWithParam<const char*> {
 #if defined(__SANITIZE_ADDRESS__)
     GTEST_SKIP() << "weft is built with AddressSanitizer, which refuses a preloaded library";
 #endif
-    dir_ = fs::path(::testing::TempDir()) / ("weft-http-" + std::to_string(getpid()) + "-" + GetParam());
+    dir_ = fs::path(::testing::TempDir()) /
+           ("weft-http-" + std::to_string(getpid()) + "-" + GetParam());
     fs::remove_all(dir_);
   }
   void TearDown() override { fs::remove_all(dir_); }
@@ -52,8 +52,8 @@ TEST_P(HttpRobustness, ReadsTheSameBytesTracedAndFinishes) {
   for (const std::string isolate : {"", " --isolate"}) {
     SCOPED_TRACE("capture" + isolate);
     fs::remove_all(dir_);
-    CommandRun traced = Weft("capture -o " + dir_.string() + " --protocols auto" + isolate + " -- timeout 120 " +
-                             HTTP_PROBE + " " + scenario);
+    CommandRun traced = Weft("capture -o " + dir_.string() + " --protocols auto" + isolate +
+                             " -- timeout 120 " + HTTP_PROBE + " " + scenario);
     ASSERT_EQ(traced.rc, 0) << traced.output;
     EXPECT_NE(traced.output.find(untraced.output), std::string::npos)
         << "untraced: " << untraced.output << "traced: " << traced.output;
@@ -84,7 +84,9 @@ TEST_P(HttpRobustness, ReadsTheSameBytesTracedAndFinishes) {
 
 INSTANTIATE_TEST_SUITE_P(Scenarios, HttpRobustness,
                          ::testing::Values("malformed", "half", "big", "cut", "pipelined"),
-                         [](const ::testing::TestParamInfo<const char*>& p) { return std::string(p.param); });
+                         [](const ::testing::TestParamInfo<const char*>& p) {
+                           return std::string(p.param);
+                         });
 
 }  // namespace
 }  // namespace weft

@@ -106,7 +106,7 @@ inline Stream Feed(Parser* parser, std::string_view bytes, const std::vector<siz
 }
 
 inline Stream Feed(Protocol protocol, Direction direction, std::string_view bytes,
-                const std::vector<size_t>& cuts = {}) {
+                   const std::vector<size_t>& cuts = {}) {
   Parser parser;
   Init(&parser, protocol, direction);
   return Feed(&parser, bytes, cuts);

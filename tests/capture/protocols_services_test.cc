@@ -47,7 +47,10 @@ const std::string kSslRequest = PgUntyped(80877103, "");
 TEST(PostgresProcessorTest, StartupSimpleAndExtendedQueryAndCopy) {
   std::string query = "SELECT * FROM questions WHERE id = $1";
   std::string parse = Pg('P', Z("") + Z(query.c_str()) + std::string("\0\1\0\0\0\x17", 6));
-  std::string bind = Pg('B', Z("") + Z("") + std::string("\0\0\0\1\0\0\0\3" "521\0\0", 13));
+  std::string bind = Pg('B', Z("") + Z("") +
+                                 std::string("\0\0\0\1\0\0\0\3"
+                                             "521\0\0",
+                                             13));
   std::vector<Piece> requests = {
       {kSslRequest, ""},
       {PgUntyped(196608, Z("user") + Z("alice") + Z("database") + Z("shop") + Z("")), ""},
@@ -117,12 +120,12 @@ TEST(PostgresProcessorTest, SslRequestAcceptedThenEncrypted) {
 TEST(PostgresProcessorTest, MalformedMessagesFail) {
   std::string startup = PgUntyped(196608, Z("user") + Z("u") + Z(""));
   const std::string bad_requests[] = {
-      PgUntyped(12345, ""),                       // no such code
-      PgUntyped(80877103, "xxxx"),                // SSLRequest of 12 bytes
-      BigEndian32(20000) + BigEndian32(196608),   // startup over 10000 bytes
-      startup + "Z" + BigEndian32(4),             // a backend type from the client
-      startup + "Q" + BigEndian32(3),             // length below 4
-      startup + "Q" + BigEndian32(0x80000000u),   // negative length
+      PgUntyped(12345, ""),                      // no such code
+      PgUntyped(80877103, "xxxx"),               // SSLRequest of 12 bytes
+      BigEndian32(20000) + BigEndian32(196608),  // startup over 10000 bytes
+      startup + "Z" + BigEndian32(4),            // a backend type from the client
+      startup + "Q" + BigEndian32(3),            // length below 4
+      startup + "Q" + BigEndian32(0x80000000u),  // negative length
   };
   for (const std::string& bad : bad_requests) {
     Stream run = Feed(kPostgres, kRequest, bad + Pg('Q', Z("SELECT 1")));
@@ -167,11 +170,11 @@ TEST(PostgresProcessorTest, RecordedPsqlSessions) {
   // COPY FROM STDIN: the query, then the data up to CopyDone; the server's CopyInResponse
   // ends the response in between.
   run = Feed(kPostgres, kRequest, ReadData("psql_copy.req"));
-  EXPECT_EQ(run.ends, (std::vector<End>{{8, ""}, {71, ""}, {94, "sql=copy t from stdin"},
-                                        {112, ""}, {117, ""}}));
+  EXPECT_EQ(run.ends, (std::vector<End>{
+                          {8, ""}, {71, ""}, {94, "sql=copy t from stdin"}, {112, ""}, {117, ""}}));
   run = Feed(kPostgres, kResponse, ReadData("psql_copy.resp"));
-  EXPECT_EQ(run.ends, (std::vector<End>{{1, ""}, {415, "pg.status=I"}, {427, ""},
-                                        {445, "pg.status=I"}}));
+  EXPECT_EQ(run.ends,
+            (std::vector<End>{{1, ""}, {415, "pg.status=I"}, {427, ""}, {445, "pg.status=I"}}));
 }
 
 TEST(PostgresProcessorTest, RecordedPgbenchPreparedStatements) {
@@ -266,8 +269,8 @@ TEST(RedisProcessorTest, DepthLimitAndMalformedInput) {
     EXPECT_TRUE(run.failed) << bad;
     EXPECT_EQ(run.ends, (std::vector<End>{{5, ""}})) << bad;
   }
-  for (std::string bad : {"*2\r\n:1\r\n", "*1\r\n$3\r\nabcd\r\n", "*x\r\n", "*1\r\n$-1\r\n",
-                          "*99999999999\r\n"}) {
+  for (std::string bad :
+       {"*2\r\n:1\r\n", "*1\r\n$3\r\nabcd\r\n", "*x\r\n", "*1\r\n$-1\r\n", "*99999999999\r\n"}) {
     run = Feed(kRedis, kRequest, "*1\r\n$4\r\nPING\r\n" + bad + "*1\r\n$4\r\nPING\r\n");
     EXPECT_TRUE(run.failed) << bad;
     EXPECT_EQ(run.ends.size(), 1u) << bad;
@@ -287,7 +290,11 @@ std::string DnsQuery(uint16_t id, const std::string& qname_wire, std::string res
   m += std::string("\x00\x01\x00\x01", 4);  // A, IN
   return m + rest;
 }
-const std::string kWwwExample = std::string("\x03www\x07" "example\x03" "com\x00", 17);
+const std::string kWwwExample = std::string(
+    "\x03www\x07"
+    "example\x03"
+    "com\x00",
+    17);
 
 std::string DatagramAttributes(Direction direction, const std::string& datagram) {
   Parser parser;
@@ -302,23 +309,31 @@ TEST(DnsProcessorTest, DatagramIdAndName) {
   EXPECT_EQ(DatagramAttributes(kRequest, DnsQuery(0x1234, kWwwExample)),
             "dns.id=4660|dns.name=www.example.com");
   // A response: the answer's name is a compression pointer to the question's.
-  std::string answer = std::string("\xc0\x0c\x00\x01\x00\x01\x00\x00\x0e\x10\x00\x04\x7f\x00\x00\x01", 16);
+  std::string answer =
+      std::string("\xc0\x0c\x00\x01\x00\x01\x00\x00\x0e\x10\x00\x04\x7f\x00\x00\x01", 16);
   std::string response = DnsQuery(65535, kWwwExample, answer);
   response[2] = char(0x81);
   response[7] = 1;  // one answer
   EXPECT_EQ(DatagramAttributes(kResponse, response), "dns.id=65535|dns.name=www.example.com");
   EXPECT_EQ(DatagramAttributes(kRequest, DnsQuery(7, std::string(1, '\0'))), "dns.id=7|dns.name=.");
   std::string long_label = "\x3f" + std::string(63, 'a');
-  EXPECT_EQ(DatagramAttributes(kRequest, DnsQuery(8, long_label + long_label + std::string(1, '\0'))),
-            "dns.id=8|dns.name=" + (std::string(63, 'a') + "." + std::string(63, 'a')).substr(0, kMaxValue));
+  EXPECT_EQ(
+      DatagramAttributes(kRequest, DnsQuery(8, long_label + long_label + std::string(1, '\0'))),
+      "dns.id=8|dns.name=" +
+          (std::string(63, 'a') + "." + std::string(63, 'a')).substr(0, kMaxValue));
 }
 
 TEST(DnsProcessorTest, CompressionLoopsAndTruncationLogNoName) {
   // A pointer to itself, a label and a pointer back to it, a pointer forward, a reserved
   // label type, a name cut short: the id is logged, the name is not, and it is quick.
-  for (std::string qname : {std::string("\xc0\x0c", 2), std::string("\x03www\xc0\x0c", 6),
-                            std::string("\xc0\x20", 2), std::string("\x43" "abc", 4),
-                            std::string("\x03www\x07" "exa", 8)}) {
+  for (std::string qname :
+       {std::string("\xc0\x0c", 2), std::string("\x03www\xc0\x0c", 6), std::string("\xc0\x20", 2),
+        std::string("\x43"
+                    "abc",
+                    4),
+        std::string("\x03www\x07"
+                    "exa",
+                    8)}) {
     std::string m = DnsQuery(99, qname);
     if (qname.size() == 8) m.resize(12 + 8);  // cut inside the label
     EXPECT_EQ(DatagramAttributes(kRequest, m), "dns.id=99");
@@ -337,7 +352,12 @@ TEST(DnsProcessorTest, TcpStreamOfLengthPrefixedMessages) {
   std::string padding(400, 'p');  // past what the processor keeps of a message
   std::vector<Piece> messages = {
       {Tcp(DnsQuery(1, kWwwExample)), "dns.id=1|dns.name=www.example.com"},
-      {Tcp(DnsQuery(2, std::string("\x01" "a\x00", 3), padding)), "dns.id=2|dns.name=a"},
+      {Tcp(DnsQuery(2,
+                    std::string("\x01"
+                                "a\x00",
+                                3),
+                    padding)),
+       "dns.id=2|dns.name=a"},
       {Tcp(DnsQuery(3, std::string("\xc0\x0c", 2))), "dns.id=3"},
   };
   std::string stream = Concat(messages);

@@ -1,8 +1,6 @@
 // The protocol processors (capture/protocols): exact message ends and attributes for
 // realistic streams of every processor, the same for any split of the stream, failure on
 // malformed input, bodies skipped in constant state, and detection.
-#include "capture/protocols/protocol.h"
-
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -10,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "capture/protocols/protocol.h"
 #include "capture/protocols_feed.h"
 
 namespace weft::capture::protocols {
@@ -62,7 +61,8 @@ const std::vector<Piece> kHttpRequests = {
     {"GET /question/521 HTTP/1.1\r\nHost: x\r\nAccept: */*\r\n\r\n",
      "http.method=GET|http.url=/question/521"},
     {"POST /b HTTP/1.1\r\ncontent-LENGTH:  3 \r\n\r\nabc", "http.method=POST|http.url=/b"},
-    {"PUT /c HTTP/1.1\r\nTRANSFER-ENCODING: Chunked\r\n\r\nA\r\n0123456789\r\n3\r\nxyz\r\n0\r\n\r\n",
+    {"PUT /c HTTP/1.1\r\nTRANSFER-ENCODING: "
+     "Chunked\r\n\r\nA\r\n0123456789\r\n3\r\nxyz\r\n0\r\n\r\n",
      "http.method=PUT|http.url=/c"},
     {"\r\nGET /lf HTTP/1.0\nHost: y\n X-Folded: continued\n\n", "http.method=GET|http.url=/lf"},
     {"DELETE /d HTTP/1.1\r\nContent-Length: 0\r\n\r\n", "http.method=DELETE|http.url=/d"},
@@ -99,9 +99,11 @@ const std::vector<Piece> kHttpRequestIds = {
      "traceparent: 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01\r\n\r\n",
      "http.method=GET|http.url=/a|http.request_id=7f3c9a2e-41b0-4d1e-9c55-0e8b2f6a1d34|"
      "http.traceparent=00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"},
-    {"POST /b HTTP/1.1\r\nx-request-ID:\t  first  \r\nX-REQUEST-ID:  two words \r\nContent-Length: 2\r\n\r\nok",
+    {"POST /b HTTP/1.1\r\nx-request-ID:\t  first  \r\nX-REQUEST-ID:  two words \r\nContent-Length: "
+     "2\r\n\r\nok",
      "http.method=POST|http.url=/b|http.request_id=two words"},
-    {"GET /c HTTP/1.1\r\nX-Request-Ids: not-this\r\nX-Request-I: nor-this\r\n\r\n", "http.method=GET|http.url=/c"},
+    {"GET /c HTTP/1.1\r\nX-Request-Ids: not-this\r\nX-Request-I: nor-this\r\n\r\n",
+     "http.method=GET|http.url=/c"},
     {"GET /d HTTP/1.1\r\nX-Request-Id: " + std::string(100, 'r') + "\r\n\r\n",
      "http.method=GET|http.url=/d|http.request_id=" + std::string(64, 'r')},
 };
@@ -137,9 +139,10 @@ TEST(HttpProcessorTest, ResponsesInformationalNoBodyAndChunked) {
 }
 
 TEST(HttpProcessorTest, ResponseWithoutLengthEndsAtClose) {
-  std::string stream = "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nx"
-                       "HTTP/1.0 200 OK\r\nServer: old\r\n\r\n<html>...</html>"
-                       "HTTP/1.1 200 OK\r\n\r\n";
+  std::string stream =
+      "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nx"
+      "HTTP/1.0 200 OK\r\nServer: old\r\n\r\n<html>...</html>"
+      "HTTP/1.1 200 OK\r\n\r\n";
   Stream run = Feed(kHttp, kResponse, stream);
   EXPECT_FALSE(run.failed);
   ASSERT_EQ(run.ends.size(), 1u);
@@ -162,8 +165,9 @@ TEST(HttpProcessorTest, HeadResponseIsTakenToHaveABody) {
 }
 
 TEST(HttpProcessorTest, SwitchingProtocolsEndsBoundaries) {
-  std::string stream = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n"
-                       "\x81\x05hello HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+  std::string stream =
+      "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n"
+      "\x81\x05hello HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
   Stream run = Feed(kHttp, kResponse, stream);
   EXPECT_FALSE(run.failed);
   ASSERT_EQ(run.ends.size(), 1u);
@@ -173,17 +177,17 @@ TEST(HttpProcessorTest, SwitchingProtocolsEndsBoundaries) {
 TEST(HttpProcessorTest, MalformedInputFails) {
   const std::string good = "GET / HTTP/1.1\r\n\r\n";
   const char* requests[] = {
-      "GET /x HTTP/1.1\r\nBad Header\r\n\r\n",                       // no colon
-      "GET /x HTTP/1.1\r\nName : v\r\n\r\n",                          // space before colon
-      "GET /x HTTP/2.0\r\n\r\n",                                      // not HTTP/1.x
-      "GET  /x HTTP/1.1\r\n\r\n",                                     // empty target
-      "GET /x\r\n\r\n",                                               // HTTP/0.9
-      "\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03",                  // TLS ClientHello
+      "GET /x HTTP/1.1\r\nBad Header\r\n\r\n",         // no colon
+      "GET /x HTTP/1.1\r\nName : v\r\n\r\n",           // space before colon
+      "GET /x HTTP/2.0\r\n\r\n",                       // not HTTP/1.x
+      "GET  /x HTTP/1.1\r\n\r\n",                      // empty target
+      "GET /x\r\n\r\n",                                // HTTP/0.9
+      "\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03",  // TLS ClientHello
       "POST /x HTTP/1.1\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\nabc",
       "POST /x HTTP/1.1\r\nContent-Length: -1\r\n\r\n",
       "POST /x HTTP/1.1\r\nContent-Length: 99999999999999999999999\r\n\r\n",
-      "POST /x HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\nabc",       // §6.3: must be chunked
-      "POST /x HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",   // bad chunk size
+      "POST /x HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\nabc",        // §6.3: must be chunked
+      "POST /x HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",  // bad chunk size
       "POST /x HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabcX0\r\n\r\n",  // no CRLF
   };
   for (const char* request : requests) {
@@ -191,8 +195,7 @@ TEST(HttpProcessorTest, MalformedInputFails) {
     Stream run = Feed(kHttp, kRequest, stream);
     EXPECT_TRUE(run.failed) << request;
     EXPECT_EQ(run.consumed, stream.size());
-    EXPECT_EQ(run.ends, (std::vector<End>{{good.size(), "http.method=GET|http.url=/"}}))
-        << request;
+    EXPECT_EQ(run.ends, (std::vector<End>{{good.size(), "http.method=GET|http.url=/"}})) << request;
     ExpectSplitInvariant(kHttp, kRequest, stream);
   }
   Stream run = Feed(kHttp, kResponse, "HTTP/1.1 2x0 OK\r\n\r\n");
@@ -315,7 +318,7 @@ TEST(ProtocolDetectTest, FirstBytesOfEachProtocol) {
 
 TEST(ProtocolDetectTest, TooFewOrAmbiguousBytes) {
   EXPECT_EQ(DetectString(""), kNone);
-  EXPECT_EQ(DetectString("GET"), kNone);      // the space is needed
+  EXPECT_EQ(DetectString("GET"), kNone);  // the space is needed
   EXPECT_EQ(DetectString("GETX / HTTP/1.1"), kNone);
   EXPECT_EQ(DetectString("PRI * HTTP/2.0\r\n"), kNone);  // HTTP/2 preface
   EXPECT_EQ(DetectString("get / HTTP/1.1"), kNone);

@@ -32,7 +32,9 @@ std::vector<Piece> Messages(bool http, bool requests, bool chunked) {
     frame.request_id = 1000 + i;
     frame.call_id = 7 * i + 1;
     frame.parent_call = i;
-    frame.type = requests ? FrameType::kRequest : i % 5 == 4 ? FrameType::kError : FrameType::kReply;
+    frame.type = requests     ? FrameType::kRequest
+                 : i % 5 == 4 ? FrameType::kError
+                              : FrameType::kReply;
     uint32_t payload = uint32_t(27 + (i * 977) % 3000);
     std::string wire = weft::testbed::EncodeMessage(frame, payload, http, chunked);
     std::string attributes;

@@ -6,22 +6,21 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <gtest/gtest.h>
-
 #include <chrono>
-#include <filesystem>
-#include <iostream>
-#include <memory>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <map>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -117,8 +116,8 @@ class Background {
 
   // Runs argv[0] (a path) with stdout and stderr to `log`, as `uid`/`gid` if given.
   // `stop_signal` is what the destructor stops it with if the test did not.
-  pid_t Start(const std::vector<std::string>& argv, const std::string& log, int stop_signal = SIGTERM,
-              uid_t uid = 0, gid_t gid = 0) {
+  pid_t Start(const std::vector<std::string>& argv, const std::string& log,
+              int stop_signal = SIGTERM, uid_t uid = 0, gid_t gid = 0) {
     std::vector<char*> args;
     for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
@@ -172,7 +171,8 @@ class Background {
 // "vm:redis-benchmark[123]" (--nodes process) -> "redis-benchmark".
 inline std::string ProgramOf(std::string_view node) {
   size_t colon = node.find(':'), bracket = node.rfind('[');
-  if (colon == std::string_view::npos || bracket == std::string_view::npos || bracket < colon) return "";
+  if (colon == std::string_view::npos || bracket == std::string_view::npos || bracket < colon)
+    return "";
   return std::string(node.substr(colon + 1, bracket - colon - 1));
 }
 
@@ -207,7 +207,8 @@ inline PairCounts CountByNodes(const Trace& trace) {
   PairCounts counts;
   const TraceColumns& c = trace.columns();
   for (size_t i = 0; i < trace.size(); ++i) {
-    ++counts[{c.kind[i], std::string(trace.NodeName(c.sender[i])), std::string(trace.NodeName(c.receiver[i]))}];
+    ++counts[{c.kind[i], std::string(trace.NodeName(c.sender[i])),
+              std::string(trace.NodeName(c.receiver[i]))}];
   }
   return counts;
 }
@@ -216,7 +217,8 @@ inline std::string FormatCounts(const PairCounts& counts) {
   std::string s;
   for (const auto& [key, n] : counts) {
     const auto& [kind, from, to] = key;
-    s += "  " + std::string(MessageKindOp(kind)) + " " + from + " -> " + to + ": " + std::to_string(n) + "\n";
+    s += "  " + std::string(MessageKindOp(kind)) + " " + from + " -> " + to + ": " +
+         std::to_string(n) + "\n";
   }
   return s;
 }
@@ -244,10 +246,14 @@ class RealServersTest : public ::testing::Test {
   std::string Path(const std::string& name) const { return (base_ / name).string(); }
 
   // `weft capture` of argv in the background, logs under capture/<sub>.
-  pid_t StartCaptured(const std::string& sub, std::vector<std::string> argv, int stop_signal = SIGTERM,
-                      uid_t uid = 0, gid_t gid = 0) {
-    std::vector<std::string> full = {WEFT_BINARY, "capture", "-o", Path("capture/" + sub),
-                                     "--payload-prefix", std::to_string(kPrefix)};
+  pid_t StartCaptured(const std::string& sub, std::vector<std::string> argv,
+                      int stop_signal = SIGTERM, uid_t uid = 0, gid_t gid = 0) {
+    std::vector<std::string> full = {WEFT_BINARY,
+                                     "capture",
+                                     "-o",
+                                     Path("capture/" + sub),
+                                     "--payload-prefix",
+                                     std::to_string(kPrefix)};
     if (isolate_) full.push_back("--isolate");
     full.push_back("--");
     full.insert(full.end(), argv.begin(), argv.end());
@@ -260,7 +266,8 @@ class RealServersTest : public ::testing::Test {
   }
 
   Trace Reconcile() {
-    auto run = Weft("reconcile " + Path("capture") + " -o " + Path("run.weft") + " --nodes process");
+    auto run =
+        Weft("reconcile " + Path("capture") + " -o " + Path("run.weft") + " --nodes process");
     EXPECT_EQ(run.rc, 0) << run.output;
     std::cerr << run.output;
     Result<Trace> trace = LoadTrace(Path("run.weft"));

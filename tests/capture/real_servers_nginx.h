@@ -80,7 +80,8 @@ http {
 
 inline std::string Fill(std::string text, const std::map<std::string, std::string>& values) {
   for (const auto& [key, value] : values) {
-    for (size_t at; (at = text.find(key)) != std::string::npos;) text.replace(at, key.size(), value);
+    for (size_t at; (at = text.find(key)) != std::string::npos;)
+      text.replace(at, key.size(), value);
   }
   return text;
 }
@@ -121,20 +122,25 @@ inline int ExactTrees(const Trace& trace, const PathSet& paths, const std::strin
   for (size_t i = 0; i < paths.instance_count(); ++i) {
     std::span<const MessageId> messages = paths.InstanceMessages(i);
     MessageId root = messages[0];
-    if (c.kind[root.value()] != MessageKind::kCall || trace.NodeName(c.sender[root.value()]) != client) continue;
+    if (c.kind[root.value()] != MessageKind::kCall ||
+        trace.NodeName(c.sender[root.value()]) != client)
+      continue;
     uint64_t request = IdsOf(PayloadPrefix(trace, root)).request;
     auto it = db_calls_of_request.find(request);
-    bool same = it != db_calls_of_request.end() && messages.size() == size_t(http_messages + 2 * it->second);
+    bool same = it != db_calls_of_request.end() &&
+                messages.size() == size_t(http_messages + 2 * it->second);
     for (MessageId m : messages) same = same && IdsOf(PayloadPrefix(trace, m)).request == request;
     exact += same;
     if (!same && wrong != nullptr) wrong->insert(request);
     if (!same && show-- > 0) {
-      std::cerr << "tree of request " << std::hex << request << std::dec << " (" << messages.size() << " messages):\n";
+      std::cerr << "tree of request " << std::hex << request << std::dec << " (" << messages.size()
+                << " messages):\n";
       for (MessageId m : messages) {
         size_t k = m.value();
         std::cerr << "  " << MessageKindOp(c.kind[k]) << " " << trace.NodeName(c.sender[k]) << " > "
-                  << trace.NodeName(c.receiver[k]) << " request " << std::hex << IdsOf(PayloadPrefix(trace, m)).request
-                  << std::dec << " sent " << c.send_time[k] << "\n";
+                  << trace.NodeName(c.receiver[k]) << " request " << std::hex
+                  << IdsOf(PayloadPrefix(trace, m)).request << std::dec << " sent "
+                  << c.send_time[k] << "\n";
       }
     }
   }

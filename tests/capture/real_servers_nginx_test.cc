@@ -1,6 +1,8 @@
 // nginx as a reverse proxy in front of the testbed, under weft capture (issues 7 and 8);
 // the fixture and helpers are in real_servers.h, the figures in docs/reconcile.md ("Real
 // servers").
+#include "capture/real_servers_nginx.h"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -9,7 +11,6 @@
 #include <sstream>
 
 #include "capture/real_servers.h"
-#include "capture/real_servers_nginx.h"
 #include "infer/fragment/fragment.h"
 #include "infer/thread/thread.h"
 #include "testbed/truth.h"
@@ -26,8 +27,8 @@ using testing::kNginxConf;
 using testing::kProxiedTopology;
 using testing::PayloadPrefix;
 using testing::ProgramOf;
-using testing::TestbedIds;
 using testing::RealServersTest;
+using testing::TestbedIds;
 using testing::Weft;
 
 void CheckHttpAttributes(const Trace& trace, const std::vector<MessageId>& requests,
@@ -80,18 +81,22 @@ void NginxFrontTest::Run() {
   std::string topology = Path("topology.toml"), truth_dir = Path("truth"), prefix = Path("nginx");
   fs::create_directories(truth_dir);
   fs::create_directories(prefix);
-  std::ofstream(topology) << Fill(kProxiedTopology, {{"@WEB@", std::to_string(web)}, {"@DB@", std::to_string(db)}});
+  std::ofstream(topology) << Fill(kProxiedTopology,
+                                  {{"@WEB@", std::to_string(web)}, {"@DB@", std::to_string(db)}});
   std::string conf = prefix + "/nginx.conf";
-  std::ofstream(conf) << Fill(kNginxConf, {{"@P@", prefix}, {"@WEB@", std::to_string(web)},
-                                           {"@PORT@", std::to_string(front)}});
+  std::ofstream(conf) << Fill(
+      kNginxConf,
+      {{"@P@", prefix}, {"@WEB@", std::to_string(web)}, {"@PORT@", std::to_string(front)}});
   pid_t db0 = StartCaptured("db0", {WEFT_TESTBED_SERVER, topology, "db0", truth_dir});
   pid_t web0 = StartCaptured("web0", {WEFT_TESTBED_SERVER, topology, "web0", truth_dir});
-  pid_t nginx = StartCaptured("nginx", {"/usr/sbin/nginx", "-c", conf, "-p", prefix, "-e", prefix + "/error.log",
-                                        "-g", "daemon off; master_process on;"});
+  pid_t nginx =
+      StartCaptured("nginx", {"/usr/sbin/nginx", "-c", conf, "-p", prefix, "-e",
+                              prefix + "/error.log", "-g", "daemon off; master_process on;"});
   ASSERT_TRUE(testing::WaitForPort(db) && testing::WaitForPort(web) && testing::WaitForPort(front))
       << testing::ReadFile(prefix + "/error.log");
-  auto load = Weft(Capture("client", std::string(WEFT_BINARY) + " testbed load " + topology + " --entry-port " +
-                                         std::to_string(front) + " --duration 1s --concurrency 4 -o " + truth_dir));
+  auto load = Weft(Capture("client", std::string(WEFT_BINARY) + " testbed load " + topology +
+                                         " --entry-port " + std::to_string(front) +
+                                         " --duration 1s --concurrency 4 -o " + truth_dir));
   ASSERT_EQ(load.rc, 0) << load.output;
   std::cerr << load.output;
   for (pid_t pid : {nginx, web0, db0}) {
@@ -108,12 +113,15 @@ void NginxFrontTest::Run() {
   std::cerr << testing::FormatCounts(pairs);
 
   // The truth's calls per tier pair, and their call ids.
-  using Calls = std::map<std::pair<MessageKind, std::string>, std::multiset<uint64_t>>;  // (kind, "client>web0")
+  using Calls = std::map<std::pair<MessageKind, std::string>,
+                         std::multiset<uint64_t>>;  // (kind, "client>web0")
   Calls truth_calls;
   const TraceColumns& t = truth->columns();
   for (size_t i = 0; i < truth->size(); ++i) {
-    std::string pair = std::string(truth->NodeName(t.sender[i])) + ">" + std::string(truth->NodeName(t.receiver[i]));
-    truth_calls[{t.kind[i], pair}].insert(std::stoull(std::string(truth->strings().Get(t.call_id[i])), nullptr, 16));
+    std::string pair = std::string(truth->NodeName(t.sender[i])) + ">" +
+                       std::string(truth->NodeName(t.receiver[i]));
+    truth_calls[{t.kind[i], pair}].insert(
+        std::stoull(std::string(truth->strings().Get(t.call_id[i])), nullptr, 16));
   }
   size_t requests = truth_calls[{MessageKind::kCall, "client>web0"}].size();
   ASSERT_GT(requests, 500u);
@@ -121,7 +129,9 @@ void NginxFrontTest::Run() {
   // Which process is which: the load client is the only traced "weft"; nginx's worker is
   // the nginx process it calls; web0 is what the worker calls, db0 what web0 calls.
   const TraceColumns& c = trace.columns();
-  auto node = [&](size_t i, bool sender) { return std::string(trace.NodeName(sender ? c.sender[i] : c.receiver[i])); };
+  auto node = [&](size_t i, bool sender) {
+    return std::string(trace.NodeName(sender ? c.sender[i] : c.receiver[i]));
+  };
   std::map<std::string, std::string> role;  // process -> client | nginx | web0 | db0
   for (size_t i = 0; i < trace.size(); ++i) {
     if (c.kind[i] != MessageKind::kCall) continue;
@@ -142,7 +152,9 @@ void NginxFrontTest::Run() {
   std::string client;
   for (const auto& [process, r] : role) {
     if (r == "client") client = process;
-    EXPECT_EQ(ProgramOf(process), r == "client" ? "weft" : r == "nginx" ? "nginx" : "weft-testbed-server");
+    EXPECT_EQ(ProgramOf(process), r == "client"  ? "weft"
+                                  : r == "nginx" ? "nginx"
+                                                 : "weft-testbed-server");
   }
 
   // Every message between these four, by role pair, with the ids it carries.
@@ -171,10 +183,14 @@ void NginxFrontTest::Run() {
   const auto& client_web = truth_calls[{MessageKind::kCall, "client>web0"}];
   EXPECT_EQ((trace_calls[{MessageKind::kCall, "client>nginx"}]), client_web);
   EXPECT_EQ((trace_calls[{MessageKind::kCall, "nginx>web0"}]), client_web);
-  EXPECT_EQ((trace_calls[{MessageKind::kReturn, "web0>nginx"}]), (truth_calls[{MessageKind::kReturn, "web0>client"}]));
-  EXPECT_EQ((trace_calls[{MessageKind::kReturn, "nginx>client"}]), (truth_calls[{MessageKind::kReturn, "web0>client"}]));
-  EXPECT_EQ((trace_calls[{MessageKind::kCall, "web0>db0"}]), (truth_calls[{MessageKind::kCall, "web0>db0"}]));
-  EXPECT_EQ((trace_calls[{MessageKind::kReturn, "db0>web0"}]), (truth_calls[{MessageKind::kReturn, "db0>web0"}]));
+  EXPECT_EQ((trace_calls[{MessageKind::kReturn, "web0>nginx"}]),
+            (truth_calls[{MessageKind::kReturn, "web0>client"}]));
+  EXPECT_EQ((trace_calls[{MessageKind::kReturn, "nginx>client"}]),
+            (truth_calls[{MessageKind::kReturn, "web0>client"}]));
+  EXPECT_EQ((trace_calls[{MessageKind::kCall, "web0>db0"}]),
+            (truth_calls[{MessageKind::kCall, "web0>db0"}]));
+  EXPECT_EQ((trace_calls[{MessageKind::kReturn, "db0>web0"}]),
+            (truth_calls[{MessageKind::kReturn, "db0>web0"}]));
   EXPECT_EQ(trace_calls.size(), 6u);
   CheckHttpAttributes(trace, http_requests, http_replies);
 
@@ -182,10 +198,12 @@ void NginxFrontTest::Run() {
   // truth above).
   std::map<uint64_t, int> db_calls;
   for (MessageId m : http_requests) {
-    if (role[node(m.value(), true)] == "client") db_calls[IdsOf(PayloadPrefix(trace, m)).request] += 0;
+    if (role[node(m.value(), true)] == "client")
+      db_calls[IdsOf(PayloadPrefix(trace, m)).request] += 0;
   }
   for (size_t i = 0; i < trace.size(); ++i) {
-    if (c.kind[i] == MessageKind::kCall && role.count(node(i, true)) && role[node(i, true)] == "web0") {
+    if (c.kind[i] == MessageKind::kCall && role.count(node(i, true)) &&
+        role[node(i, true)] == "web0") {
       ++db_calls[IdsOf(PayloadPrefix(trace, MessageId{uint32_t(i)})).request];
     }
   }
@@ -196,15 +214,18 @@ void NginxFrontTest::Run() {
   std::set<uint64_t> wrong;
   int fragment_exact = ExactTrees(trace, *fragment, client, db_calls, 4, 5, &wrong);
   int thread_exact = ExactTrees(trace, *thread, client, db_calls);
-  std::cerr << requests << " requests; exact trees: fragment " << fragment_exact << ", thread " << thread_exact << "\n";
+  std::cerr << requests << " requests; exact trees: fragment " << fragment_exact << ", thread "
+            << thread_exact << "\n";
   // The requests whose call to web0 was the first message on its connection: nginx
   // connected (non-blocking) while handling the request and wrote the call when the
   // connection became writable, in a fragment of its own.
   std::map<std::pair<StringId, StringId>, std::pair<TimeNs, uint64_t>> first_on_connection;
   for (size_t i = 0; i < trace.size(); ++i) {
-    if (c.kind[i] != MessageKind::kCall || !role.count(node(i, true)) || role[node(i, true)] != "nginx") continue;
-    auto [it, inserted] = first_on_connection.try_emplace({c.sender_endpoint[i], c.receiver_endpoint[i]},
-                                                          c.send_time[i], 0);
+    if (c.kind[i] != MessageKind::kCall || !role.count(node(i, true)) ||
+        role[node(i, true)] != "nginx")
+      continue;
+    auto [it, inserted] = first_on_connection.try_emplace(
+        {c.sender_endpoint[i], c.receiver_endpoint[i]}, c.send_time[i], 0);
     if (inserted || c.send_time[i] < it->second.first) {
       it->second = {c.send_time[i], IdsOf(PayloadPrefix(trace, MessageId{uint32_t(i)})).request};
     }
@@ -213,8 +234,9 @@ void NginxFrontTest::Run() {
   for (const auto& [connection, first] : first_on_connection) opened.insert(first.second);
   int wrong_opened = 0;
   for (uint64_t r : wrong) wrong_opened += opened.count(r) != 0;
-  std::cerr << "fragment: " << wrong.size() << " trees wrong, " << wrong_opened << " of them requests that opened one of "
-            << opened.size() << " upstream connections\n";
+  std::cerr << "fragment: " << wrong.size() << " trees wrong, " << wrong_opened
+            << " of them requests that opened one of " << opened.size()
+            << " upstream connections\n";
   // nginx's worker is one event loop: vPath's assumption (one thread per request) fails,
   // BorderPatrol's holds as long as each input is handled before the next is read.
   // Without isolation a few requests go wrong where one epoll round hands the worker two

@@ -10,9 +10,10 @@
 // Capture's protocol processors (on by default) make one message per request, pipelined
 // or not, and the Check*Attributes functions require every message to carry its
 // attributes (redis.command, sql, http.url, http.status) and check them against the bytes.
-#include <pwd.h>
+#include "capture/real_servers.h"
 
 #include <gtest/gtest.h>
+#include <pwd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -20,7 +21,6 @@
 #include <regex>
 #include <set>
 
-#include "capture/real_servers.h"
 #include "infer/fragment/fragment.h"
 #include "infer/thread/thread.h"
 #include "weft_cli.h"
@@ -68,7 +68,8 @@ void CheckRedisAttributes(const Trace& trace, const std::vector<MessageId>& call
     EXPECT_EQ(command, RespCommand(PayloadPrefix(trace, m)));
     // redis-benchmark's SET and GET use the one key it substitutes a number into.
     std::string key;
-    if ((command == "SET" || command == "GET") && testing::AttributeOf(trace, m, "redis.key", &key)) {
+    if ((command == "SET" || command == "GET") &&
+        testing::AttributeOf(trace, m, "redis.key", &key)) {
       EXPECT_EQ(key, "key:__rand_int__");
     }
   }
@@ -83,18 +84,23 @@ TEST_F(RealServersTest, RedisBenchmarkMessagesMatchCommandStats) {
   constexpr int kRequests = 2000, kClients = 4;
   uint16_t port = testing::FreePort();
   ASSERT_NE(port, 0);
-  pid_t server = StartCaptured("redis", {"/usr/bin/redis-server", "--port", std::to_string(port), "--bind",
-                                         "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", Path("")});
-  ASSERT_TRUE(testing::WaitForLog(Path("redis.out"), "Ready to accept connections")) << testing::ReadFile(Path("redis.out"));
-  auto bench = Weft(Capture("bench", "/usr/bin/redis-benchmark -h 127.0.0.1 -p " + std::to_string(port) +
-                                         " -n " + std::to_string(kRequests) + " -c " + std::to_string(kClients) +
-                                         " -P 1 -t set,get -q"));
+  pid_t server =
+      StartCaptured("redis", {"/usr/bin/redis-server", "--port", std::to_string(port), "--bind",
+                              "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", Path("")});
+  ASSERT_TRUE(testing::WaitForLog(Path("redis.out"), "Ready to accept connections"))
+      << testing::ReadFile(Path("redis.out"));
+  auto bench =
+      Weft(Capture("bench", "/usr/bin/redis-benchmark -h 127.0.0.1 -p " + std::to_string(port) +
+                                " -n " + std::to_string(kRequests) + " -c " +
+                                std::to_string(kClients) + " -P 1 -t set,get -q"));
   ASSERT_EQ(bench.rc, 0) << bench.output;
   // Asked untraced: the server logs this connection, its peer is not a traced process.
-  auto [info_rc, info] = testing::Shell("redis-cli -h 127.0.0.1 -p " + std::to_string(port) + " info commandstats");
+  auto [info_rc, info] =
+      testing::Shell("redis-cli -h 127.0.0.1 -p " + std::to_string(port) + " info commandstats");
   ASSERT_EQ(info_rc, 0) << info;
   int status = background_->Stop(server, SIGTERM);
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << testing::ReadFile(Path("redis.out"));
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      << testing::ReadFile(Path("redis.out"));
   std::map<std::string, int> stats = CommandStats(info);
   EXPECT_EQ(stats["set"], kRequests);
   EXPECT_EQ(stats["get"], kRequests);
@@ -128,7 +134,8 @@ TEST_F(RealServersTest, RedisBenchmarkMessagesMatchCommandStats) {
   ASSERT_EQ(servers.size(), 1u);
   // Debian's /usr/bin/redis-server is a link to redis-check-rdb, which is the executable
   // the header names (the binary picks its role from argv[0]).
-  EXPECT_TRUE(ProgramOf(*servers.begin()) == "redis-check-rdb" || ProgramOf(*servers.begin()) == "redis-server")
+  EXPECT_TRUE(ProgramOf(*servers.begin()) == "redis-check-rdb" ||
+              ProgramOf(*servers.begin()) == "redis-server")
       << *servers.begin();
   // Every SET and GET the server counted is one CALL from the benchmark, and it is
   // answered: one RETURN with the same call id.
@@ -153,9 +160,13 @@ TEST_F(RealServersTest, RedisBenchmarkMessagesMatchCommandStats) {
 
 // The TPC-B-like script pgbench runs per transaction (pgbench's "tpcb-like" builtin), one
 // simple-protocol Query message per statement, each answered before the next is sent.
-const std::vector<std::string> kTpcbStatements = {
-    "BEGIN;", "UPDATE pgbench_accounts ", "SELECT abalance ", "UPDATE pgbench_tellers ",
-    "UPDATE pgbench_branches ", "INSERT INTO pgbench_history ", "END;"};
+const std::vector<std::string> kTpcbStatements = {"BEGIN;",
+                                                  "UPDATE pgbench_accounts ",
+                                                  "SELECT abalance ",
+                                                  "UPDATE pgbench_tellers ",
+                                                  "UPDATE pgbench_branches ",
+                                                  "INSERT INTO pgbench_history ",
+                                                  "END;"};
 
 // The SQL of a simple Query message ('Q', 4-byte length, text, NUL), "" if not one.
 std::string QueryText(const std::string& prefix) {
@@ -202,8 +213,9 @@ void CheckQueryTrees(const Trace& trace, const std::vector<MessageId>& queries) 
       exact += messages.size() == 2 && c.kind[messages[1].value()] == MessageKind::kReturn &&
                c.call_id[messages[1].value()] == c.call_id[call];
       const PathPattern& pattern = paths->patterns[paths->pattern[i]];
-      with_sql += std::any_of(pattern.elements[0].attributes.begin(), pattern.elements[0].attributes.end(),
-                              [](const AttributeCount& a) { return a.key == "sql"; });
+      with_sql +=
+          std::any_of(pattern.elements[0].attributes.begin(), pattern.elements[0].attributes.end(),
+                      [](const AttributeCount& a) { return a.key == "sql"; });
     }
     std::cerr << (fragment ? "fragment" : "thread") << ": " << exact << " of " << queries.size()
               << " query trees exact\n";
@@ -214,7 +226,8 @@ void CheckQueryTrees(const Trace& trace, const std::vector<MessageId>& queries) 
 
 TEST_F(RealServersTest, PgbenchQueriesReachTheirBackend) {
   std::string bin = kPgBin;
-  if (!Installed(bin + "/postgres") || !Installed(bin + "/pgbench") || !Installed(bin + "/initdb")) {
+  if (!Installed(bin + "/postgres") || !Installed(bin + "/pgbench") ||
+      !Installed(bin + "/initdb")) {
     GTEST_SKIP() << "PostgreSQL 15 not installed in " << bin << " (scripts/install-deps)";
   }
   // initdb and postgres refuse to run as root: as root, run them as the postgres user.
@@ -236,15 +249,17 @@ TEST_F(RealServersTest, PgbenchQueriesReachTheirBackend) {
     ASSERT_EQ(chown(data.c_str(), uid, gid), 0);
     ASSERT_EQ(chown(sockets.c_str(), uid, gid), 0);
   }
-  auto [init_rc, init_out] = testing::Shell(as_user + bin + "/initdb -D " + data + " -A trust -U postgres --no-sync");
+  auto [init_rc, init_out] =
+      testing::Shell(as_user + bin + "/initdb -D " + data + " -A trust -U postgres --no-sync");
   ASSERT_EQ(init_rc, 0) << init_out;
   uint16_t port = testing::FreePort();
   ASSERT_NE(port, 0);
-  pid_t server = StartCaptured("postgres",
-                               {bin + "/postgres", "-D", data, "-p", std::to_string(port), "-c",
-                                "listen_addresses=127.0.0.1", "-c", "unix_socket_directories=" + sockets, "-c",
-                                "fsync=off", "-c", "autovacuum=off"},
-                               SIGINT, uid, gid);  // SIGINT: fast shutdown
+  pid_t server =
+      StartCaptured("postgres",
+                    {bin + "/postgres", "-D", data, "-p", std::to_string(port), "-c",
+                     "listen_addresses=127.0.0.1", "-c", "unix_socket_directories=" + sockets, "-c",
+                     "fsync=off", "-c", "autovacuum=off"},
+                    SIGINT, uid, gid);  // SIGINT: fast shutdown
   ASSERT_TRUE(testing::WaitForLog(Path("postgres.out"), "ready to accept connections"))
       << testing::ReadFile(Path("postgres.out"));
   // No SSL or GSSAPI negotiation first: the startup packet is the first message.
@@ -254,15 +269,17 @@ TEST_F(RealServersTest, PgbenchQueriesReachTheirBackend) {
   // The tables are made untraced: the server logs that session with an untraced peer.
   auto [setup_rc, setup_out] = testing::Shell(bin + "/pgbench" + connect + "-i -s 1 -q postgres");
   ASSERT_EQ(setup_rc, 0) << setup_out;
-  auto bench = Weft(Capture("pgbench", bin + "/pgbench" + connect + "-n -c " + std::to_string(kClients) + " -t " +
-                                           std::to_string(kTransactions) + " --protocol=simple postgres"));
+  auto bench = Weft(
+      Capture("pgbench", bin + "/pgbench" + connect + "-n -c " + std::to_string(kClients) + " -t " +
+                             std::to_string(kTransactions) + " --protocol=simple postgres"));
   ASSERT_EQ(bench.rc, 0) << bench.output;
   std::cerr << bench.output;
   ASSERT_NE(bench.output.find("number of transactions actually processed: " +
                               std::to_string(kClients * kTransactions) + "/"),
             std::string::npos);
   int status = background_->Stop(server, SIGINT);  // fast shutdown
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << testing::ReadFile(Path("postgres.out"));
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      << testing::ReadFile(Path("postgres.out"));
 
   Trace trace = Reconcile();
   std::cerr << testing::FormatCounts(testing::CountByNodes(trace));
@@ -303,11 +320,13 @@ TEST_F(RealServersTest, PgbenchQueriesReachTheirBackend) {
     if (prefix[0] == 'Q') {
       queries.push_back(m);
       std::string sql = QueryText(prefix);
-      for (const std::string& statement : kTpcbStatements) statements[statement] += sql.starts_with(statement);
+      for (const std::string& statement : kTpcbStatements)
+        statements[statement] += sql.starts_with(statement);
     } else if (prefix[0] != 'X') {
       // StartupMessage: length, then protocol 3.0 (0x00030000), no type byte.
       ASSERT_GE(prefix.size(), 8u);
-      EXPECT_EQ(prefix.substr(4, 4), std::string("\0\3\0\0", 4)) << "neither Q, X nor a startup packet";
+      EXPECT_EQ(prefix.substr(4, 4), std::string("\0\3\0\0", 4))
+          << "neither Q, X nor a startup packet";
     }
     ++conn.calls[prefix[0] == 'Q' || prefix[0] == 'X' ? prefix[0] : '\0'];
   }
@@ -325,7 +344,8 @@ TEST_F(RealServersTest, PgbenchQueriesReachTheirBackend) {
     EXPECT_EQ(conn.calls.at('X'), 1) << id;   // Terminate: the only CALL with no answer
     EXPECT_EQ(conn.answered.size(), conn.call_ids.size() - 1) << id;
     for (const std::string& call : conn.call_ids) {
-      EXPECT_TRUE(conn.answered.count(call) || call == conn.call_ids.back()) << call << " has no RETURN";
+      EXPECT_TRUE(conn.answered.count(call) || call == conn.call_ids.back())
+          << call << " has no RETURN";
     }
     int q = conn.calls.count('Q') ? conn.calls.at('Q') : 0;
     if (q == 7 * kTransactions) {

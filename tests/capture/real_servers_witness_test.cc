@@ -26,10 +26,10 @@ using testing::RealServersTest;
 using testing::Weft;
 
 struct WitnessRun {
-  size_t requests = 0;     // client calls to nginx
-  size_t downstream = 0;   // nginx's calls to web0
-  size_t landed = 0;       // of those, in the path rooted at the client call they continue
-  int exact = 0;           // client requests whose whole tree is exact
+  size_t requests = 0;    // client calls to nginx
+  size_t downstream = 0;  // nginx's calls to web0
+  size_t landed = 0;      // of those, in the path rooted at the client call they continue
+  int exact = 0;          // client requests whose whole tree is exact
   int64_t linked = 0, ambiguous = 0, unmatched = 0;  // the fragment counters
 };
 
@@ -44,24 +44,27 @@ class WitnessTest : public RealServersTest {
     std::string topology = Path("topology.toml"), truth_dir = Path("truth"), prefix = Path("nginx");
     fs::create_directories(truth_dir);
     fs::create_directories(prefix);
-    std::ofstream(topology) << testing::Fill(testing::kProxiedTopology,
-                                             {{"@WEB@", std::to_string(web)}, {"@DB@", std::to_string(db)}});
+    std::ofstream(topology) << testing::Fill(
+        testing::kProxiedTopology, {{"@WEB@", std::to_string(web)}, {"@DB@", std::to_string(db)}});
     std::string conf = prefix + "/nginx.conf";
-    std::ofstream(conf) << testing::Fill(testing::kNginxConf, {{"@P@", prefix}, {"@WEB@", std::to_string(web)},
-                                                               {"@PORT@", std::to_string(front)}});
+    std::ofstream(conf) << testing::Fill(
+        testing::kNginxConf,
+        {{"@P@", prefix}, {"@WEB@", std::to_string(web)}, {"@PORT@", std::to_string(front)}});
     pid_t db0 = StartCaptured("db0", {WEFT_TESTBED_SERVER, topology, "db0", truth_dir});
     pid_t web0 = StartCaptured("web0", {WEFT_TESTBED_SERVER, topology, "web0", truth_dir});
     // Untraced: started as it is, not under weft capture.
-    pid_t nginx = background_->Start({"/usr/sbin/nginx", "-c", conf, "-p", prefix, "-e", prefix + "/error.log", "-g",
-                                      "daemon off; master_process on;"},
-                                     Path("nginx.out"));
+    pid_t nginx =
+        background_->Start({"/usr/sbin/nginx", "-c", conf, "-p", prefix, "-e",
+                            prefix + "/error.log", "-g", "daemon off; master_process on;"},
+                           Path("nginx.out"));
     bool up = testing::WaitForPort(db) && testing::WaitForPort(web) && testing::WaitForPort(front);
     EXPECT_TRUE(up) << testing::ReadFile(prefix + "/error.log");
     if (!up) return run;
-    auto load = Weft(Capture("client", std::string(WEFT_BINARY) + " testbed load " + topology + " --entry-port " +
-                                           std::to_string(front) + " --duration 1s --concurrency " +
-                                           std::to_string(concurrency) + (request_id ? " --request-id" : "") +
-                                           " -o " + truth_dir));
+    auto load =
+        Weft(Capture("client", std::string(WEFT_BINARY) + " testbed load " + topology +
+                                   " --entry-port " + std::to_string(front) +
+                                   " --duration 1s --concurrency " + std::to_string(concurrency) +
+                                   (request_id ? " --request-id" : "") + " -o " + truth_dir));
     EXPECT_EQ(load.rc, 0) << load.output;
     std::cerr << load.output;
     for (pid_t pid : {nginx, web0, db0}) {
@@ -113,17 +116,21 @@ class WitnessTest : public RealServersTest {
       bool rooted_at_client = name(c.sender[messages[0].value()]) == client;
       for (MessageId m : messages) {
         size_t i = m.value();
-        if (c.kind[i] != MessageKind::kCall || c.sender_thread[i] != 0 || name(c.receiver[i]) != web0_node) continue;
+        if (c.kind[i] != MessageKind::kCall || c.sender_thread[i] != 0 ||
+            name(c.receiver[i]) != web0_node)
+          continue;
         ++run.downstream;
-        run.landed += rooted_at_client && IdsOf(PayloadPrefix(trace, m)).request == root && root != 0;
+        run.landed +=
+            rooted_at_client && IdsOf(PayloadPrefix(trace, m)).request == root && root != 0;
       }
     }
     run.exact = testing::ExactTrees(trace, *fragment, client, db_calls);
-    std::cerr << "concurrency " << concurrency << (request_id ? ", X-Request-Id" : ", method and URL only") << ": "
-              << run.requests << " requests, " << run.landed << " of " << run.downstream
+    std::cerr << "concurrency " << concurrency
+              << (request_id ? ", X-Request-Id" : ", method and URL only") << ": " << run.requests
+              << " requests, " << run.landed << " of " << run.downstream
               << " downstream requests in the right root request, " << run.exact
-              << " exact trees; witness links " << run.linked << ", ambiguous " << run.ambiguous << ", unmatched "
-              << run.unmatched << "\n";
+              << " exact trees; witness links " << run.linked << ", ambiguous " << run.ambiguous
+              << ", unmatched " << run.unmatched << "\n";
     return run;
   }
 };
@@ -138,12 +145,14 @@ TEST_F(WitnessTest, RepliesFromAnUntracedServerResumeTheirRequests) {
   ASSERT_TRUE(web != 0 && db != 0 && web != db);
   std::string topology = Path("topology.toml"), truth_dir = Path("truth");
   fs::create_directories(truth_dir);
-  std::string text = testing::Fill(testing::kProxiedTopology, {{"@WEB@", std::to_string(web)}, {"@DB@", std::to_string(db)}});
+  std::string text = testing::Fill(testing::kProxiedTopology,
+                                   {{"@WEB@", std::to_string(web)}, {"@DB@", std::to_string(db)}});
   // The web tier as an event loop that computes in the loop (on timers the forward scan
   // fails whoever is traced: docs/precise.md).
   text.replace(text.find("thread-per-connection"), 21, "event-loop\"\nservice = \"inline");
   std::ofstream(topology) << text;
-  pid_t db0 = background_->Start({WEFT_TESTBED_SERVER, topology, "db0", truth_dir}, Path("db0.out"));
+  pid_t db0 =
+      background_->Start({WEFT_TESTBED_SERVER, topology, "db0", truth_dir}, Path("db0.out"));
   pid_t web0 = StartCaptured("web0", {WEFT_TESTBED_SERVER, topology, "web0", truth_dir});
   ASSERT_TRUE(testing::WaitForPort(db) && testing::WaitForPort(web));
   auto load = Weft(Capture("client", std::string(WEFT_BINARY) + " testbed load " + topology +
@@ -153,7 +162,8 @@ TEST_F(WitnessTest, RepliesFromAnUntracedServerResumeTheirRequests) {
   int status = background_->Stop(web0, SIGTERM);
   EXPECT_TRUE(WIFEXITED(status)) << "web0 status " << status;
   status = background_->Stop(db0, SIGTERM);  // not under capture: the signal ends it
-  EXPECT_TRUE(WIFEXITED(status) || (WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM)) << "db0 status " << status;
+  EXPECT_TRUE(WIFEXITED(status) || (WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM))
+      << "db0 status " << status;
   Trace trace = Reconcile();
   const TraceColumns& c = trace.columns();
   auto name = [&](NodeId n) { return std::string(trace.NodeName(n)); };
@@ -178,9 +188,10 @@ TEST_F(WitnessTest, RepliesFromAnUntracedServerResumeTheirRequests) {
   }
   Result<PathSet> fragment = InferFragment(trace);
   ASSERT_TRUE(fragment.ok()) << fragment.status().message();
-  int exact = testing::ExactTrees(trace, *fragment, client, db_calls, 2);  // no proxy: client <-> web0
-  std::cerr << db_calls.size() << " requests, " << untraced_calls << " calls to the untraced db0; exact trees "
-            << exact << "\n";
+  int exact =
+      testing::ExactTrees(trace, *fragment, client, db_calls, 2);  // no proxy: client <-> web0
+  std::cerr << db_calls.size() << " requests, " << untraced_calls
+            << " calls to the untraced db0; exact trees " << exact << "\n";
   ASSERT_GT(db_calls.size(), 100u);
   EXPECT_GT(untraced_calls, db_calls.size());  // 1-2 per request
   EXPECT_EQ(exact, int(db_calls.size()));

@@ -1,9 +1,9 @@
 #include "core/histogram.h"
 
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <random>
-
-#include <gtest/gtest.h>
 
 namespace weft {
 namespace {
@@ -54,9 +54,8 @@ TEST(HistogramTest, NegativesZerosAndMerge) {
   EXPECT_NEAR(double(a.Quantile(0.4)), -5e6, 0.01 * 5e6);  // ranks 1-2 are -5ms
   EXPECT_NEAR(double(a.Quantile(0.6)), -1e6, 0.01 * 1e6);  // rank 3 is -1ms
   EXPECT_EQ(a.Quantile(0.8), 0);                           // rank 4 is 0
-  LatencyHistogram restored =
-      LatencyHistogram::FromParts(a.positive(), a.negative(), a.zeros(), a.min(), a.max(), a.sum(),
-                                  a.sum_of_squares());
+  LatencyHistogram restored = LatencyHistogram::FromParts(
+      a.positive(), a.negative(), a.zeros(), a.min(), a.max(), a.sum(), a.sum_of_squares());
   EXPECT_EQ(restored.count(), a.count());
   for (double q : {0.1, 0.3, 0.5, 0.7, 0.9}) EXPECT_EQ(restored.Quantile(q), a.Quantile(q));
 }

@@ -1,18 +1,16 @@
 // weft infer / paths / eval as a user runs them: exact outputs and one-line errors.
+#include <gtest/gtest.h>
 #include <sys/wait.h>
 
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
-
-#include <gtest/gtest.h>
-
-#include "weft_cli.h"
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "infer/paths.h"
 #include "trace/text_format.h"
+#include "weft_cli.h"
 
 namespace weft {
 namespace {
@@ -45,7 +43,8 @@ class EvalCli : public ::testing::Test {
 };
 
 TEST_F(EvalCli, InferPathsAndEvalTruthAgainstItself) {
-  CommandRun infer = Weft("infer " + Path("run.trace") + " --algo truth -o " + Path("truth.paths.json"));
+  CommandRun infer =
+      Weft("infer " + Path("run.trace") + " --algo truth -o " + Path("truth.paths.json"));
   ASSERT_EQ(infer.rc, 0) << infer.output;
   EXPECT_EQ(infer.output, "truth: 2 path instances of 1 patterns over 6 of 6 messages\n");
 
@@ -58,7 +57,8 @@ TEST_F(EvalCli, InferPathsAndEvalTruthAgainstItself) {
                 "   1         2        2.0 100.00%     550ms     500ms     598ms  A→B→C→D\n"
                 "messages_without_truth: 0\n");
 
-  CommandRun json = Weft("eval --truth " + Path("run.trace") + " " + Path("truth.paths.json") + " --json");
+  CommandRun json =
+      Weft("eval --truth " + Path("run.trace") + " " + Path("truth.paths.json") + " --json");
   ASSERT_EQ(json.rc, 0) << json.output;
   nlohmann::json report = nlohmann::json::parse(json.output);
   for (const char* kind : {"patterns", "instances", "messages"}) {
@@ -95,7 +95,8 @@ TEST_F(EvalCli, TruthAgainstTruthOnEveryScenario) {
         EXPECT_EQ(report[kind]["false_positives"], 0) << kind;
         EXPECT_EQ(report[kind]["false_negatives"], 0) << kind;
       }
-      for (const auto& point : report["top_n"]) EXPECT_EQ(point["false_negatives"], nlohmann::json({0, 0, 0}));
+      for (const auto& point : report["top_n"])
+        EXPECT_EQ(point["false_negatives"], nlohmann::json({0, 0, 0}));
       EXPECT_EQ(report["latency"]["max_latency_error"], 0.0);
       EXPECT_EQ(report["latency"]["max_delay_error"], 0.0);
     }
@@ -109,15 +110,19 @@ TEST_F(EvalCli, EvalOfAWrongInference) {
   PathSetBuilder builder(*trace, "hand");
   std::vector<MessageId> chain{MessageId(0), MessageId(1), MessageId(2)};
   ASSERT_TRUE(builder.AddInstance(chain, std::vector<int32_t>{-1, 0, 1}).ok());
-  ASSERT_TRUE(builder.AddInstance(std::vector<MessageId>{MessageId(3)}, std::vector<int32_t>{-1}).ok());
-  ASSERT_TRUE(builder.AddInstance(std::vector<MessageId>{MessageId(5)}, std::vector<int32_t>{-1}).ok());
+  ASSERT_TRUE(
+      builder.AddInstance(std::vector<MessageId>{MessageId(3)}, std::vector<int32_t>{-1}).ok());
+  ASSERT_TRUE(
+      builder.AddInstance(std::vector<MessageId>{MessageId(5)}, std::vector<int32_t>{-1}).ok());
   ASSERT_TRUE(WritePaths(std::move(builder).Finish(), Path("hand.paths.json")).ok());
 
-  CommandRun run = Weft("eval --truth " + Path("run.trace") + " " + Path("hand.paths.json") + " --top 2");
+  CommandRun run =
+      Weft("eval --truth " + Path("run.trace") + " " + Path("hand.paths.json") + " --top 2");
   ASSERT_EQ(run.rc, 0) << run.output;
   EXPECT_EQ(run.output,
             "hand paths against truth paths over a trace of 6 messages\n"
-            "0 messages have no ground truth and are not counted (0 of them in inferred instances); 1 truth "
+            "0 messages have no ground truth and are not counted (0 of them in inferred "
+            "instances); 1 truth "
             "messages were left out of every inferred instance\n"
             "\n"
             "counted by           truth  inferred   correct false pos false neg  FP rate  FN rate\n"
@@ -125,7 +130,8 @@ TEST_F(EvalCli, EvalOfAWrongInference) {
             "path instances           2         3         1         2         1   66.67%   50.00%\n"
             "messages                 6         5         3         2         3   40.00%   50.00%\n"
             "\n"
-            "requests (whole trees): 1 exact (50.00%), 0 wrong parents (0.00%), 1 orphaned (50.00%), 0 mis-stitched "
+            "requests (whole trees): 1 exact (50.00%), 0 wrong parents (0.00%), 1 orphaned "
+            "(50.00%), 0 mis-stitched "
             "(0.00%) of 2\n"
             "\n"
             "top-N false negatives (Figure 17): truth ranked by count, inferred by count\n"
@@ -139,18 +145,23 @@ TEST_F(EvalCli, EvalOfAWrongInference) {
 }
 
 TEST_F(EvalCli, OneLineErrorsAndNonZeroExit) {
-  CommandRun unknown = Weft("infer " + Path("run.trace") + " --algo nesting2 -o " + Path("x.paths.json"));
+  CommandRun unknown =
+      Weft("infer " + Path("run.trace") + " --algo nesting2 -o " + Path("x.paths.json"));
   EXPECT_EQ(unknown.rc, 1);
-  EXPECT_EQ(unknown.output, "weft infer: unknown algorithm 'nesting2' (available: truth, nesting, convolution, linking, thread, fragment, auto)\n");
+  EXPECT_EQ(unknown.output,
+            "weft infer: unknown algorithm 'nesting2' (available: truth, nesting, convolution, "
+            "linking, thread, fragment, auto)\n");
 
   std::ofstream(Path("other.trace")) << "1.0 MSG_SENT A B path=1\n";
-  ASSERT_EQ(Weft("infer " + Path("other.trace") + " --algo truth -o " + Path("other.paths.json")).rc, 0);
+  ASSERT_EQ(
+      Weft("infer " + Path("other.trace") + " --algo truth -o " + Path("other.paths.json")).rc, 0);
   CommandRun mismatch = Weft("eval --truth " + Path("run.trace") + " " + Path("other.paths.json"));
   EXPECT_EQ(mismatch.rc, 1);
-  EXPECT_EQ(mismatch.output.rfind("weft eval: " + Path("other.paths.json") + " against " + Path("run.trace") +
-                                      ": the truth and the inferred paths come from different traces (truth: 6 "
-                                      "messages",
-                                  0),
+  EXPECT_EQ(mismatch.output.rfind(
+                "weft eval: " + Path("other.paths.json") + " against " + Path("run.trace") +
+                    ": the truth and the inferred paths come from different traces (truth: 6 "
+                    "messages",
+                0),
             0u)
       << mismatch.output;
   EXPECT_EQ(std::count(mismatch.output.begin(), mismatch.output.end(), '\n'), 1);
@@ -158,19 +169,24 @@ TEST_F(EvalCli, OneLineErrorsAndNonZeroExit) {
   std::ofstream(Path("bad.paths.json")) << "{\"format\": \"weft.paths\", \"version\": 1,";
   CommandRun bad = Weft("paths " + Path("bad.paths.json"));
   EXPECT_EQ(bad.rc, 1);
-  EXPECT_EQ(bad.output, "weft paths: " + Path("bad.paths.json") +
-                            ": byte 39: not valid JSON (syntax error while parsing object key - unexpected end of "
-                            "input; expected string literal)\n");
+  EXPECT_EQ(
+      bad.output,
+      "weft paths: " + Path("bad.paths.json") +
+          ": byte 39: not valid JSON (syntax error while parsing object key - unexpected end of "
+          "input; expected string literal)\n");
 
   std::ofstream(Path("no_truth.trace")) << "1.0 MSG_SENT A B\n";
-  CommandRun no_truth = Weft("eval --truth " + Path("no_truth.trace") + " " + Path("other.paths.json"));
+  CommandRun no_truth =
+      Weft("eval --truth " + Path("no_truth.trace") + " " + Path("other.paths.json"));
   EXPECT_EQ(no_truth.rc, 1);
   EXPECT_EQ(no_truth.output, "weft eval: " + Path("no_truth.trace") +
                                  ": the trace has no ground truth (no message has a path id)\n");
 
   CommandRun sort = Weft("paths " + Path("other.paths.json") + " --sort size");
   EXPECT_EQ(sort.rc, 1);
-  EXPECT_EQ(sort.output, "weft paths: unknown order 'size' (available: count, latency, expected, probability, expected-sqrt)\n");
+  EXPECT_EQ(sort.output,
+            "weft paths: unknown order 'size' (available: count, latency, expected, probability, "
+            "expected-sqrt)\n");
 
   CommandRun help = Weft("eval --help");
   EXPECT_EQ(help.rc, 0);

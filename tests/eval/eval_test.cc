@@ -3,6 +3,7 @@
 #include "eval/eval.h"
 
 #include <gtest/gtest.h>
+
 #include <nlohmann/json.hpp>
 
 #include "infer/truth/truth.h"
@@ -24,7 +25,9 @@ PathSet Truth(const Trace& trace) {
 }
 
 // An inferred set from instances written as (message ids, parent indices).
-PathSet Inferred(const Trace& trace, const std::vector<std::pair<std::vector<uint32_t>, std::vector<int32_t>>>& instances) {
+PathSet Inferred(
+    const Trace& trace,
+    const std::vector<std::pair<std::vector<uint32_t>, std::vector<int32_t>>>& instances) {
   PathSetBuilder builder(trace, "hand");
   for (const auto& [ids, parents] : instances) {
     std::vector<MessageId> m;
@@ -35,7 +38,8 @@ PathSet Inferred(const Trace& trace, const std::vector<std::pair<std::vector<uin
   return std::move(builder).Finish();
 }
 
-void ExpectCounts(const ErrorCounts& c, uint64_t truth, uint64_t inferred, uint64_t correct, uint64_t fp, uint64_t fn) {
+void ExpectCounts(const ErrorCounts& c, uint64_t truth, uint64_t inferred, uint64_t correct,
+                  uint64_t fp, uint64_t fn) {
   EXPECT_EQ(c.truth, truth);
   EXPECT_EQ(c.inferred, inferred);
   EXPECT_EQ(c.correct, correct);
@@ -115,7 +119,8 @@ TEST(Evaluate, TruthAgainstTruthHasNoError) {
   EXPECT_EQ(r->messages_without_truth, 1u);
   EXPECT_EQ(r->inferred_without_truth, 0u);
   ASSERT_EQ(r->top_n.size(), 3u);
-  for (const TopNPoint& p : r->top_n) EXPECT_EQ(p.false_negatives, (std::vector<uint64_t>{0, 0, 0}));
+  for (const TopNPoint& p : r->top_n)
+    EXPECT_EQ(p.false_negatives, (std::vector<uint64_t>{0, 0, 0}));
   EXPECT_TRUE(r->missed.empty());
   EXPECT_EQ(r->latency_patterns, 3u);
   EXPECT_EQ(r->mean_latency_error, 0.0);
@@ -128,7 +133,8 @@ Trace Singles(int p, int q) {
   std::string text;
   int id = 0;
   for (int i = 0; i < p + q; ++i, ++id) {
-    text += fmt::format("{} MSG_SENT a {} recv={} path={}\n", 1 + id, i < p ? "b" : "c", 1 + id, id);
+    text +=
+        fmt::format("{} MSG_SENT a {} recv={} path={}\n", 1 + id, i < p ? "b" : "c", 1 + id, id);
   }
   return Parse(text);
 }
@@ -216,10 +222,11 @@ TEST(Evaluate, DifferentTracesAreAnError) {
   PathSet ta = Truth(a), tb = Truth(b);
   Result<EvalReport> r = Evaluate(ta, tb);
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().message(),
-            fmt::format("the truth and the inferred paths come from different traces (truth: 6 messages, "
-                        "fingerprint {:016x}; inferred: 1 messages, fingerprint {:016x})",
-                        ta.trace_fingerprint, tb.trace_fingerprint));
+  EXPECT_EQ(
+      r.status().message(),
+      fmt::format("the truth and the inferred paths come from different traces (truth: 6 messages, "
+                  "fingerprint {:016x}; inferred: 1 messages, fingerprint {:016x})",
+                  ta.trace_fingerprint, tb.trace_fingerprint));
   PathSet same_size = ta;
   same_size.trace_fingerprint ^= 1;
   EXPECT_FALSE(Evaluate(ta, same_size).ok());
@@ -252,14 +259,20 @@ TEST(EvalReport, TextAndJson) {
   Result<EvalReport> r = Evaluate(Truth(trace), inferred);
   ASSERT_TRUE(r.ok());
   std::string text = FormatEvalReport(*r);
-  EXPECT_NE(text.find("path patterns            1         3         1         2         0   66.67%    0.00%"),
-            std::string::npos)
+  EXPECT_NE(
+      text.find(
+          "path patterns            1         3         1         2         0   66.67%    0.00%"),
+      std::string::npos)
       << text;
-  EXPECT_NE(text.find("path instances           2         3         1         2         1   66.67%   50.00%"),
-            std::string::npos)
+  EXPECT_NE(
+      text.find(
+          "path instances           2         3         1         2         1   66.67%   50.00%"),
+      std::string::npos)
       << text;
-  EXPECT_NE(text.find("messages                 6         5         3         2         3   40.00%   50.00%"),
-            std::string::npos)
+  EXPECT_NE(
+      text.find(
+          "messages                 6         5         3         2         3   40.00%   50.00%"),
+      std::string::npos)
       << text;
   nlohmann::json j = nlohmann::json::parse(FormatEvalReportJson(*r));
   EXPECT_EQ(j["messages"]["false_negatives"], 3);

@@ -12,8 +12,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto set = weft::ParsePaths(text, "fuzz.paths.json");
   if (!set.ok()) return 0;
   // Exercise what readers of a valid set do: rank and render every pattern.
-  for (weft::PatternOrder order : {weft::PatternOrder::kCount, weft::PatternOrder::kLatency,
-                                   weft::PatternOrder::kExpected}) {
+  for (weft::PatternOrder order :
+       {weft::PatternOrder::kCount, weft::PatternOrder::kLatency, weft::PatternOrder::kExpected}) {
     (void)weft::RankPatterns(*set, order);
   }
   for (const weft::PathPattern& p : set->patterns) {

@@ -1,7 +1,5 @@
 // The gen, skew and drop subcommands end to end: exit codes and their one-line messages.
 #include <gtest/gtest.h>
-
-#include "weft_cli.h"
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -11,6 +9,7 @@
 #include <string>
 
 #include "trace/io.h"
+#include "weft_cli.h"
 
 namespace weft {
 namespace {
@@ -44,7 +43,8 @@ TEST_F(GenCli, UnknownScenarioListsTheKnownOnes) {
   EXPECT_EQ(r.rc, 1);
   EXPECT_EQ(r.output,
             "weft gen: unknown scenario 'multitear' (built-in: multitier, multitier-added-delay, "
-            "multitier-wan, wide-area, children-parallel, children-0-2, children-d-cc, penalty-breaker, email; or give a "
+            "multitier-wan, wide-area, children-parallel, children-0-2, children-d-cc, "
+            "penalty-breaker, email; or give a "
             ".toml file)\n");
 }
 

@@ -1,14 +1,14 @@
 // weft infer --algo convolution, weft paths, weft eval and weft report --dot as a user runs
 // them on the email scenario (docs/convolution.md): exact lines and one-line errors.
 #include <gtest/gtest.h>
-
-#include "weft_cli.h"
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
 #include <string>
+
+#include "weft_cli.h"
 
 namespace {
 

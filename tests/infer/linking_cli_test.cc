@@ -15,23 +15,26 @@ using weft::testing::CommandRun;
 using weft::testing::Weft;
 
 TEST(LinkingCli, WideAreaPathsEvalAndReports) {
-  std::filesystem::path dir = std::filesystem::temp_directory_path() /
-                              ("weft_linking_cli_" + std::to_string(::getpid()));
+  std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("weft_linking_cli_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   const std::string trace = (dir / "wa.weft").string(), paths = (dir / "wa.paths.json").string();
   ASSERT_EQ(Weft("gen wide-area -o " + trace).rc, 0);
   CommandRun infer = Weft("infer " + trace + " --algo linking -o " + paths);
   ASSERT_EQ(infer.rc, 0) << infer.output;
-  EXPECT_NE(infer.output.find("8930 clients aggregated; calls paired with their returns (RPC mode)"),
-            std::string::npos)
+  EXPECT_NE(
+      infer.output.find("8930 clients aggregated; calls paired with their returns (RPC mode)"),
+      std::string::npos)
       << infer.output;
 
   CommandRun table = Weft("paths " + paths + " --top 4 --sort expected");
   ASSERT_EQ(table.rc, 0) << table.output;
-  EXPECT_NE(table.output.find("   4       781      740.0   6.47%     111ms     111ms     138ms  CLIENT→P1[→DNS] →WEB1\n"),
+  EXPECT_NE(table.output.find("   4       781      740.0   6.47%     111ms     111ms     138ms  "
+                              "CLIENT→P1[→DNS] →WEB1\n"),
             std::string::npos)
       << table.output;
-  EXPECT_NE(table.output.find("  P1                   P3                         +311ms  (1834 messages)\n"),
+  EXPECT_NE(table.output.find(
+                "  P1                   P3                         +311ms  (1834 messages)\n"),
             std::string::npos)
       << table.output;
   EXPECT_EQ(Weft("paths " + paths + " --sort expected-sqrt").rc, 0);
@@ -44,7 +47,8 @@ TEST(LinkingCli, WideAreaPathsEvalAndReports) {
 
   CommandRun timeline = Weft("report " + paths + " --timeline - --top 6 --sort expected");
   ASSERT_EQ(timeline.rc, 0) << timeline.output;
-  EXPECT_NE(timeline.output.find("       1.962     65.433  call P1 → P3                                      1.962       63.471\n"),
+  EXPECT_NE(timeline.output.find("       1.962     65.433  call P1 → P3                            "
+                                 "          1.962       63.471\n"),
             std::string::npos)
       << timeline.output;
   CommandRun svg = Weft("report " + paths + " --timeline " + (dir / "figs").string() + " --top 2");

@@ -86,7 +86,7 @@ TEST(Linking, SkewedClocksUntracedSendersAndSendOnlyNodes) {
   Trace trace = Parse(
       "5.000 CALL_SENT WS DB c1 recv=4.002\n"  // DB's clock is a second behind
       "4.004 RET_SENT DB WS c1 recv=5.007\n"
-      "- CALL_SENT client WS c2 recv=5.100\n"   // untraced client
+      "- CALL_SENT client WS c2 recv=5.100\n"  // untraced client
       "5.101 CALL_SENT WS DB c3 recv=4.103\n"
       "4.105 RET_SENT DB WS c3 recv=5.108\n"
       "5.109 RET_SENT WS client c2\n"
@@ -100,7 +100,8 @@ TEST(Linking, SkewedClocksUntracedSendersAndSendOnlyNodes) {
   // Paxson's estimate: DB's clock is 1 s behind, give or take half the asymmetry.
   ClockOffsets offsets = EstimateClockOffsets(trace);
   ASSERT_EQ(offsets.pairs.size(), 1u);
-  EXPECT_NEAR(double(offsets.pairs[0].offset), trace.NodeName(offsets.pairs[0].a) == "WS" ? -1e9 : 1e9, 2e6);
+  EXPECT_NEAR(double(offsets.pairs[0].offset),
+              trace.NodeName(offsets.pairs[0].a) == "WS" ? -1e9 : 1e9, 2e6);
 }
 
 TEST(Linking, RejectsBadOptions) {
@@ -190,7 +191,8 @@ TEST(LinkingAccuracy, RarePath) {
 // delays, which the generator's asymmetry makes non-zero; never by more.
 TEST(LinkingAccuracy, ClockOffsetsWithinTheAsymmetry) {
   Generated g = Generate("wide-area");
-  std::map<std::string, TimeNs> truth(g.summary.clock_offsets.begin(), g.summary.clock_offsets.end());
+  std::map<std::string, TimeNs> truth(g.summary.clock_offsets.begin(),
+                                      g.summary.clock_offsets.end());
   const Trace& trace = g.trace;
   const TraceColumns& c = trace.columns();
   std::map<std::pair<uint32_t, uint32_t>, TimeNs> min_delay;  // true one-way, by direction
@@ -206,7 +208,8 @@ TEST(LinkingAccuracy, ClockOffsetsWithinTheAsymmetry) {
   for (const PairOffset& o : offsets.pairs) {
     const std::string a(trace.NodeName(o.a)), b(trace.NodeName(o.b));
     SCOPED_TRACE(a + "-" + b);
-    const TimeNs asymmetry = min_delay[{o.a.value(), o.b.value()}] - min_delay[{o.b.value(), o.a.value()}];
+    const TimeNs asymmetry =
+        min_delay[{o.a.value(), o.b.value()}] - min_delay[{o.b.value(), o.a.value()}];
     const TimeNs error = o.offset - (truth[b] - truth[a]);
     EXPECT_LE(std::abs(error), std::abs(asymmetry) / 2 + 1);
     EXPECT_NE(asymmetry, 0);

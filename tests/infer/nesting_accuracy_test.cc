@@ -66,7 +66,8 @@ TEST(NestingAccuracyTest, TopNFalseNegatives) {
     for (const TopNPoint& point : report->top_n) {
       worst = std::max(worst, point.false_negatives[0]);
       if (point.n <= e.bounded_up_to) {
-        EXPECT_LE(point.false_negatives[0], 1u) << "N=" << point.n << " weft_scoring=" << e.weft_scoring;
+        EXPECT_LE(point.false_negatives[0], 1u)
+            << "N=" << point.n << " weft_scoring=" << e.weft_scoring;
       }
     }
     EXPECT_EQ(worst, e.worst) << "weft_scoring=" << e.weft_scoring;
@@ -95,10 +96,12 @@ double Ws2ToApCallDelay(const PathSet& set) {
 TEST(NestingAccuracyTest, AddedDelayShowsOnTheWs2ToApCall) {
   Trace normal = Generate("multitier");
   Trace added = Generate("multitier-added-delay");
-  double truth_growth = Ws2ToApCallDelay(*InferFromTruth(added)) - Ws2ToApCallDelay(*InferFromTruth(normal));
+  double truth_growth =
+      Ws2ToApCallDelay(*InferFromTruth(added)) - Ws2ToApCallDelay(*InferFromTruth(normal));
   EXPECT_NEAR(truth_growth, 200e6, 5e6);
   for (bool weft_scoring : {false, true}) {
-    double growth = Ws2ToApCallDelay(Nesting(added, weft_scoring)) - Ws2ToApCallDelay(Nesting(normal, weft_scoring));
+    double growth = Ws2ToApCallDelay(Nesting(added, weft_scoring)) -
+                    Ws2ToApCallDelay(Nesting(normal, weft_scoring));
     EXPECT_NEAR(growth, 200e6, 20e6) << "weft_scoring=" << weft_scoring;
   }
 }

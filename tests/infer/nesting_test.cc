@@ -1,8 +1,7 @@
 #include "infer/nesting/nesting.h"
 
-#include <gtest/gtest.h>
-
 #include <fmt/format.h>
+#include <gtest/gtest.h>
 
 #include "trace/text_format.h"
 
@@ -106,8 +105,8 @@ TEST(NestingTest, NodeCallingItself) {
   // With a skew window each call is a candidate parent of the other; no cycle forms.
   NestingOptions options;
   options.skew_window = 10;
-  PathSet skewed = Infer(Parse("1 CALL_SENT A A 1\n2 CALL_SENT A A 2\n3 RET_SENT A A 2\n4 RET_SENT A A 1\n"),
-                         options);
+  PathSet skewed = Infer(
+      Parse("1 CALL_SENT A A 1\n2 CALL_SENT A A 2\n3 RET_SENT A A 2\n4 RET_SENT A A 1\n"), options);
   EXPECT_EQ(skewed.Counter("call_pairs"), 2);
   EXPECT_EQ(skewed.instance_count(), 1u);
 }
@@ -131,7 +130,8 @@ TEST(NestingTest, WithoutCallIdsAPathThatOvertakesIsMispaired) {
 
 // Under clock skew a return can sort before its own call; it waits and pairs with it.
 TEST(NestingTest, ReturnBeforeItsCallIsPaired) {
-  PathSet set = Infer(Parse("1 CALL_SENT A B 1\n2 RET_SENT C B 2\n3 CALL_SENT B C 2\n4 RET_SENT B A 1\n"));
+  PathSet set =
+      Infer(Parse("1 CALL_SENT A B 1\n2 RET_SENT C B 2\n3 CALL_SENT B C 2\n4 RET_SENT B A 1\n"));
   EXPECT_EQ(set.Counter("call_pairs"), 2);
   EXPECT_EQ(set.Counter("unmatched_returns"), 0);
   EXPECT_EQ(set.Counter("unmatched_calls"), 0);
@@ -174,7 +174,8 @@ TEST(NestingTest, ParentMustArriveBeforeTheChildLeaves) {
 TEST(NestingTest, RejectsNegativeKnobs) {
   NestingOptions options;
   options.skew_window = -1;
-  EXPECT_EQ(InferNesting(Trace(), options).status().message(), "the skew window must not be negative");
+  EXPECT_EQ(InferNesting(Trace(), options).status().message(),
+            "the skew window must not be negative");
 }
 
 TEST(NestingTest, DelayBins) {

@@ -1,9 +1,9 @@
 // The .paths.json file: exact round trips, and one clear error for each malformation.
+#include <gtest/gtest.h>
+
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-
-#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "infer/paths.h"
@@ -99,7 +99,8 @@ TEST(PathsFile, RoundTripIsExact) {
 
 TEST(PathsFile, WriteAndReadAFile) {
   PathSet set = MakeSet();
-  std::string path = (std::filesystem::temp_directory_path() / "weft_paths_file_test.paths.json").string();
+  std::string path =
+      (std::filesystem::temp_directory_path() / "weft_paths_file_test.paths.json").string();
   ASSERT_TRUE(WritePaths(set, path).ok());
   Result<PathSet> back = ReadPaths(path);
   ASSERT_TRUE(back.ok()) << back.status().message();
@@ -126,7 +127,8 @@ TEST(PathsFile, RejectsEachMalformation) {
     EXPECT_EQ(r.status().message().rfind("t.paths.json: byte ", 0), 0u) << r.status().message();
     EXPECT_NE(r.status().message().find("not valid JSON"), std::string::npos);
   }
-  EXPECT_EQ(ParsePaths("[1]", "t.paths.json").status().message(), "t.paths.json: top level: expected a JSON object");
+  EXPECT_EQ(ParsePaths("[1]", "t.paths.json").status().message(),
+            "t.paths.json: top level: expected a JSON object");
 
   struct Case {
     std::function<void(json&)> mutate;
@@ -134,13 +136,17 @@ TEST(PathsFile, RejectsEachMalformation) {
   };
   const Case cases[] = {
       {[](json& j) { j["format"] = "other"; }, "format: not a weft paths file"},
-      {[](json& j) { j["version"] = 2; }, "version: version 2 is not supported (this weft reads 1)"},
+      {[](json& j) { j["version"] = 2; },
+       "version: version 2 is not supported (this weft reads 1)"},
       {[](json& j) { j.erase("patterns"); }, "top level: missing field 'patterns'"},
       {[](json& j) { j["trace_messages"] = -1; }, "trace_messages: expected an unsigned integer"},
-      {[](json& j) { j["trace_messages"] = 5000000000ull; }, "trace_messages: 5000000000 is more messages than a trace can hold"},
-      {[](json& j) { j["trace_fingerprint"] = "12"; }, "trace_fingerprint: expected 16 lower-case hex digits"},
+      {[](json& j) { j["trace_messages"] = 5000000000ull; },
+       "trace_messages: 5000000000 is more messages than a trace can hold"},
+      {[](json& j) { j["trace_fingerprint"] = "12"; },
+       "trace_fingerprint: expected 16 lower-case hex digits"},
       {[](json& j) { j["nodes"][1] = "client"; }, "nodes[1]: node 'client' appears twice"},
-      {[](json& j) { j["counters"][0] = json::array({"x"}); }, "counters[0]: expected [name, value]"},
+      {[](json& j) { j["counters"][0] = json::array({"x"}); },
+       "counters[0]: expected [name, value]"},
       {[](json& j) { j["patterns"][0]["elements"][1]["sender"] = 9; },
        "patterns[0].elements[1].sender: node 9 is not among the 4 nodes"},
       {[](json& j) { j["patterns"][0]["elements"][1]["kind"] = "CALL"; },
@@ -155,33 +161,46 @@ TEST(PathsFile, RejectsEachMalformation) {
       {[](json& j) { j["patterns"][0]["key"] = "C:client>WS1"; },
        "patterns[0].key: does not match its elements, which give "
        "'C:client>WS1(C:WS1>DB(R:DB>WS1) R:WS1>client)'"},
-      {[](json& j) { j["patterns"][1] = j["patterns"][0]; }, "patterns: key 'C:client>WS1(C:WS1>DB(R:DB>WS1) R:WS1>client)' appears twice"},
-      {[](json& j) { j["patterns"][0]["elements"] = json::array(); }, "patterns[0].elements: expected a non-empty array"},
-      {[](json& j) { j["patterns"][0]["count"] = 3; }, "patterns[0].count: is 3 but 2 instances have this pattern"},
-      {[](json& j) { j["patterns"][0]["latency"]["min"] = "0"; }, "patterns[0].latency.min: expected an integer"},
+      {[](json& j) { j["patterns"][1] = j["patterns"][0]; },
+       "patterns: key 'C:client>WS1(C:WS1>DB(R:DB>WS1) R:WS1>client)' appears twice"},
+      {[](json& j) { j["patterns"][0]["elements"] = json::array(); },
+       "patterns[0].elements: expected a non-empty array"},
+      {[](json& j) { j["patterns"][0]["count"] = 3; },
+       "patterns[0].count: is 3 but 2 instances have this pattern"},
+      {[](json& j) { j["patterns"][0]["latency"]["min"] = "0"; },
+       "patterns[0].latency.min: expected an integer"},
       {[](json& j) { j["patterns"][0]["latency"]["min"] = 1000000000; },
        "patterns[0].latency: min 1000000000 is above max 1000000"},
       {[](json& j) { j["patterns"][0]["latency"]["positive"]["first_bin"] = 5000; },
        "patterns[0].latency.positive: bins 5000..5027 are outside the range of durations"},
       {[](json& j) { j["patterns"][0]["elements"][1]["delay"]["negative"]["counts"][0] = -1; },
        "patterns[0].elements[1].delay.negative.counts[0]: expected an unsigned integer"},
-      {[](json& j) { j["patterns"][1]["max_probability"] = nullptr; }, "patterns[1].max_probability: expected a number"},
-      {[](json& j) { j["instances"]["messages"][2] = 9; }, "instances.messages[2]: 9 is outside [0, 8]"},
-      {[](json& j) { j["instances"]["messages"][2] = 5; }, "instances.messages: message 5 is in two instances"},
-      {[](json& j) { j["instances"]["pattern"][2] = 2; }, "instances.pattern[2]: 2 is outside [0, 1]"},
+      {[](json& j) { j["patterns"][1]["max_probability"] = nullptr; },
+       "patterns[1].max_probability: expected a number"},
+      {[](json& j) { j["instances"]["messages"][2] = 9; },
+       "instances.messages[2]: 9 is outside [0, 8]"},
+      {[](json& j) { j["instances"]["messages"][2] = 5; },
+       "instances.messages: message 5 is in two instances"},
+      {[](json& j) { j["instances"]["pattern"][2] = 2; },
+       "instances.pattern[2]: 2 is outside [0, 1]"},
       {[](json& j) { j["instances"]["pattern"][2] = 0; },
        "instances[2]: has 1 messages but its pattern 0 has 4 elements"},
       {[](json& j) { j["instances"]["parent"][3] = 1; },
        "instances[0]: element 3 has parent 1 but its pattern 0 has 0"},
       {[](json& j) { j["instances"]["parent"].erase(0); }, "instances: 9 messages but 8 parents"},
-      {[](json& j) { j["instances"]["begin"][1] = 0; }, "instances[0]: is empty (begin must increase)"},
-      {[](json& j) { j["instances"]["begin"][0] = 1; }, "instances.begin: must start at 0 and end at the 9 messages"},
+      {[](json& j) { j["instances"]["begin"][1] = 0; },
+       "instances[0]: is empty (begin must increase)"},
+      {[](json& j) { j["instances"]["begin"][0] = 1; },
+       "instances.begin: must start at 0 and end at the 9 messages"},
       {[](json& j) { j["instances"]["begin"].erase(3); },
        "instances: begin has 3 entries, pattern 3 and probability 3: expected n+1, n, n"},
-      {[](json& j) { j["instances"]["probability"][0] = 1.5; }, "instances.probability[0]: probability 1.5 is outside (0, 1]"},
+      {[](json& j) { j["instances"]["probability"][0] = 1.5; },
+       "instances.probability[0]: probability 1.5 is outside (0, 1]"},
       {[](json& j) { j["instances"] = json::array(); }, "instances: expected an object"},
-      {[](json& j) { j["patterns"] = json::array(); }, "instances.pattern[0]: 0 is outside [0, -1]"},
-      {[](json& j) { j["patterns"][0]["max_probability"] = 2; }, "patterns[0].max_probability: 2 is outside [0, 1]"},
+      {[](json& j) { j["patterns"] = json::array(); },
+       "instances.pattern[0]: 0 is outside [0, -1]"},
+      {[](json& j) { j["patterns"][0]["max_probability"] = 2; },
+       "patterns[0].max_probability: 2 is outside [0, 1]"},
   };
   for (const Case& c : cases) EXPECT_EQ(ErrorAfter(c.mutate), "t.paths.json: " + c.error);
 }

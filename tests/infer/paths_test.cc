@@ -57,7 +57,8 @@ TEST(PathSetBuilder, CanonicalOrderKeyAndDelays) {
   auto m = set.InstanceMessages(0);
   EXPECT_EQ(std::vector<MessageId>(m.begin(), m.end()), Ids({0, 1, 2, 3, 4, 5, 6, 7}));
   auto par = set.InstanceParents(0);
-  EXPECT_EQ(std::vector<int32_t>(par.begin(), par.end()), (std::vector<int32_t>{-1, 0, 1, 0, 3, 4, 3, 0}));
+  EXPECT_EQ(std::vector<int32_t>(par.begin(), par.end()),
+            (std::vector<int32_t>{-1, 0, 1, 0, 3, 4, 3, 0}));
   // Delay after the parent's arrival at the sender, element by element (microseconds).
   const int64_t expected_us[] = {0, 200, 500, 1100, 200, 1000, 1700, 3400};
   ASSERT_EQ(p.elements.size(), 8u);
@@ -139,10 +140,10 @@ TEST(PathSetBuilder, DelayFallsBackToParentSendAndSkipsMissingTimes) {
   const PathPattern& p = set.patterns[0];
   // Children of the root by time: X→Y (1.0002), B→X (1.0004), B→Z (recv 1.0009).
   EXPECT_EQ(p.key, "M:A>B(M:X>Y M:B>X(M:X>W) M:B>Z)");
-  EXPECT_EQ(p.elements[1].delay.min(), 200 * kMicrosecond);   // X→Y: from A→B's send
-  EXPECT_EQ(p.elements[2].delay.min(), 300 * kMicrosecond);   // B→X: from A→B's arrival
-  EXPECT_EQ(p.elements[3].delay.min(), 600 * kMicrosecond);   // X→W: from B→X's send
-  EXPECT_TRUE(p.elements[4].delay.empty());                   // B→Z: no send time
+  EXPECT_EQ(p.elements[1].delay.min(), 200 * kMicrosecond);  // X→Y: from A→B's send
+  EXPECT_EQ(p.elements[2].delay.min(), 300 * kMicrosecond);  // B→X: from A→B's arrival
+  EXPECT_EQ(p.elements[3].delay.min(), 600 * kMicrosecond);  // X→W: from B→X's send
+  EXPECT_TRUE(p.elements[4].delay.empty());                  // B→Z: no send time
   EXPECT_EQ(p.latency.min(), 1100 * kMicrosecond);
 }
 
@@ -181,8 +182,8 @@ TEST(PathSetBuilder, TiesByLabelThenShape) {
 TEST(PathSetBuilder, RejectsMalformedInstancesAndChangesNothing) {
   Trace trace = Parse(kRequest);
   PathSetBuilder builder(trace, "test");
-  auto expect_error = [&](std::vector<MessageId> m, std::vector<int32_t> p, std::string_view message,
-                          double probability = 1.0) {
+  auto expect_error = [&](std::vector<MessageId> m, std::vector<int32_t> p,
+                          std::string_view message, double probability = 1.0) {
     Status s = builder.AddInstance(m, p, probability);
     EXPECT_FALSE(s.ok());
     EXPECT_EQ(s.message(), message);
@@ -196,7 +197,8 @@ TEST(PathSetBuilder, RejectsMalformedInstancesAndChangesNothing) {
   expect_error(Ids({0, 1}), {-1, 1}, "instance 0: message 1 has parent index 1 (of 2)");
   expect_error(Ids({0, 1}), {-1, -1}, "instance 0 has two roots (messages 0 and 1)");
   expect_error(Ids({0, 1}), {1, 0}, "instance 0 has no root (its parents form a cycle)");
-  expect_error(Ids({0, 1, 2}), {-1, 2, 1}, "instance 0: 2 of its 3 messages are on a cycle, not under the root");
+  expect_error(Ids({0, 1, 2}), {-1, 2, 1},
+               "instance 0: 2 of its 3 messages are on a cycle, not under the root");
   ASSERT_TRUE(builder.AddInstance(Ids({0, 1}), std::vector<int32_t>{-1, 0}).ok());
   expect_error(Ids({2, 1}), {-1, 0}, "instance 1: message 1 is already in another instance");
   PathSet set = std::move(builder).Finish();
@@ -220,20 +222,24 @@ TEST(PatternKey, RejectsTreesNotInPreOrder) {
   EXPECT_EQ(*key, "M:a>b(M:b>c(M:c>d) M:b>e)");
   Result<std::string> bad = PatternKey(labels, std::vector<int32_t>{-1, 0, 0, 1});
   EXPECT_FALSE(bad.ok());
-  EXPECT_EQ(bad.status().message(), "element 3 has parent 1, which is not an ancestor of element 2 (not a pre-order tree)");
+  EXPECT_EQ(bad.status().message(),
+            "element 3 has parent 1, which is not an ancestor of element 2 (not a pre-order tree)");
 }
 
 TEST(RankPatterns, TiesBrokenByKey) {
   Trace trace = Parse("1.0 MSG_SENT b c\n2.0 MSG_SENT a c\n3.0 MSG_SENT a b\n4.0 MSG_SENT a b\n");
   PathSetBuilder builder(trace, "test");
-  for (uint32_t i = 0; i < 4; ++i) ASSERT_TRUE(builder.AddInstance(Ids({i}), std::vector<int32_t>{-1}).ok());
+  for (uint32_t i = 0; i < 4; ++i)
+    ASSERT_TRUE(builder.AddInstance(Ids({i}), std::vector<int32_t>{-1}).ok());
   PathSet set = std::move(builder).Finish();
   // Patterns in order of appearance: b>c (1), a>c (1), a>b (2).
   EXPECT_EQ(RankPatterns(set, PatternOrder::kCount), (std::vector<uint32_t>{2, 1, 0}));
   // All single messages without receive times: every latency is 0, so all tie.
   EXPECT_EQ(RankPatterns(set, PatternOrder::kLatency), (std::vector<uint32_t>{2, 1, 0}));
   EXPECT_TRUE(ParsePatternOrder("expected").ok());
-  EXPECT_EQ(ParsePatternOrder("size").status().message(), "unknown order 'size' (available: count, latency, expected, probability, expected-sqrt)");
+  EXPECT_EQ(
+      ParsePatternOrder("size").status().message(),
+      "unknown order 'size' (available: count, latency, expected, probability, expected-sqrt)");
 }
 
 // WAP5 §6.6's composite metrics: expected / count favours confident patterns,
@@ -252,7 +258,8 @@ TEST(RankPatterns, CompositeMetrics) {
   add("c", 25, 20);   // probability 0.8, 4.0 per sqrt
   EXPECT_EQ(RankPatterns(set, PatternOrder::kExpected), (std::vector<uint32_t>{0, 2, 1}));
   EXPECT_EQ(RankPatterns(set, *ParsePatternOrder("probability")), (std::vector<uint32_t>{1, 2, 0}));
-  EXPECT_EQ(RankPatterns(set, *ParsePatternOrder("expected-sqrt")), (std::vector<uint32_t>{2, 0, 1}));
+  EXPECT_EQ(RankPatterns(set, *ParsePatternOrder("expected-sqrt")),
+            (std::vector<uint32_t>{2, 0, 1}));
   EXPECT_EQ(PatternOrderName(PatternOrder::kExpectedSqrt), "expected-sqrt");
 }
 
@@ -285,7 +292,8 @@ TEST(PathSetBuilder, CountsAttributesPerElement) {
 )");
   PathSetBuilder builder(trace, "test");
   const std::vector<int32_t> parents = {-1, 0};
-  for (uint32_t call : {0u, 2u, 4u}) ASSERT_TRUE(builder.AddInstance(Ids({call, call + 1}), parents).ok());
+  for (uint32_t call : {0u, 2u, 4u})
+    ASSERT_TRUE(builder.AddInstance(Ids({call, call + 1}), parents).ok());
   PathSet set = std::move(builder).Finish();
   ASSERT_EQ(set.patterns.size(), 1u);
   const PatternElement& call = set.patterns[0].elements[0];

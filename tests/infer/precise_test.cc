@@ -16,8 +16,9 @@ namespace {
 class TwoRequests {
  public:
   // One message with its ground truth (`parent_row` -1 for a root).
-  uint32_t Add(MessageKind kind, const char* from, uint32_t from_thread, const char* to, uint32_t to_thread,
-               int send_us, int recv_us, const char* call, uint32_t path, int parent_row) {
+  uint32_t Add(MessageKind kind, const char* from, uint32_t from_thread, const char* to,
+               uint32_t to_thread, int send_us, int recv_us, const char* call, uint32_t path,
+               int parent_row) {
     MessageRecord r;
     r.kind = kind;
     r.sender = b_.Node(from);
@@ -36,18 +37,23 @@ class TwoRequests {
   // thread of A that reads the request, `a_work` the one that calls B and replies; `t` the
   // times of the eight events (send, receive of each message).
   // Returns the row of A's call to B.
-  uint32_t Request(uint32_t path, uint32_t client_thread, uint32_t a_in, uint32_t a_work, uint32_t a_reply_in,
-                   const int (&t)[8]) {
+  uint32_t Request(uint32_t path, uint32_t client_thread, uint32_t a_in, uint32_t a_work,
+                   uint32_t a_reply_in, const int (&t)[8]) {
     std::string c = "c" + std::to_string(path), b = "b" + std::to_string(path);
-    uint32_t call = Add(MessageKind::kCall, "C", client_thread, "A", a_in, t[0], t[1], c.c_str(), path, -1);
-    uint32_t down = Add(MessageKind::kCall, "A", a_work, "B", 20 + path, t[2], t[3], b.c_str(), path, int(call));
-    Add(MessageKind::kReturn, "B", 20 + path, "A", a_reply_in, t[4], t[5], b.c_str(), path, int(down));
-    Add(MessageKind::kReturn, "A", a_work, "C", client_thread, t[6], t[7], c.c_str(), path, int(call));
+    uint32_t call =
+        Add(MessageKind::kCall, "C", client_thread, "A", a_in, t[0], t[1], c.c_str(), path, -1);
+    uint32_t down = Add(MessageKind::kCall, "A", a_work, "B", 20 + path, t[2], t[3], b.c_str(),
+                        path, int(call));
+    Add(MessageKind::kReturn, "B", 20 + path, "A", a_reply_in, t[4], t[5], b.c_str(), path,
+        int(down));
+    Add(MessageKind::kReturn, "A", a_work, "C", client_thread, t[6], t[7], c.c_str(), path,
+        int(call));
     return down;
   }
   // The call in `row` is the first message on a connection its sender opened at `us`.
   void Connected(uint32_t row, int us) {
-    b_.AddAttribute(row, b_.String(kConnectedAttribute), b_.String(std::to_string(TimeNs(us) * 1000)));
+    b_.AddAttribute(row, b_.String(kConnectedAttribute),
+                    b_.String(std::to_string(TimeNs(us) * 1000)));
   }
   RequestOutcomes Score(Result<PathSet> (*infer)(const Trace&)) {
     Result<Trace> trace = TraceBuilder(b_).Finish();
@@ -162,7 +168,8 @@ TEST(PreciseAlgorithms, FragmentFollowsForkAndExec) {
   for (bool links : {true, false}) {
     std::string input = text;
     if (!links) {
-      for (size_t at; (at = input.find(" FORK ")) != std::string::npos || (at = input.find(" EXEC ")) != std::string::npos;) {
+      for (size_t at; (at = input.find(" FORK ")) != std::string::npos ||
+                      (at = input.find(" EXEC ")) != std::string::npos;) {
         size_t begin = input.rfind('\n', at) + 1;  // npos + 1 == 0 for the first line
         input.erase(begin, input.find('\n', at) + 1 - begin);
       }
@@ -195,7 +202,8 @@ std::vector<int64_t> FragmentParents(const Trace& trace, const PathSet& paths) {
     std::span<const MessageId> messages = paths.InstanceMessages(i);
     std::span<const int32_t> parents = paths.InstanceParents(i);
     for (size_t j = 0; j < messages.size(); ++j) {
-      parent[messages[j].value()] = parents[j] < 0 ? -1 : int64_t(messages[size_t(parents[j])].value());
+      parent[messages[j].value()] =
+          parents[j] < 0 ? -1 : int64_t(messages[size_t(parents[j])].value());
     }
   }
   return parent;
@@ -221,7 +229,8 @@ FragmentRun RunFragment(const std::string& text, bool links) {
   EXPECT_TRUE(inferred.ok() && truth.ok());
   Result<EvalReport> report = Evaluate(*truth, *inferred);
   EXPECT_TRUE(report.ok());
-  return {FragmentParents(*trace, *inferred), *report, inferred->Counter("process_links_carrying_requests"),
+  return {FragmentParents(*trace, *inferred), *report,
+          inferred->Counter("process_links_carrying_requests"),
           inferred->Counter("inherited_requests_ended_by_answer"),
           inferred->Counter("outputs_starting_requests")};
 }
@@ -244,7 +253,7 @@ TEST(PreciseAlgorithms, FragmentFollowsThreadLinks) {
   EXPECT_EQ(with.report.requests.requests, 1u);
   EXPECT_EQ(with.report.requests.exact, 1u);
   EXPECT_EQ(with.spawned, 2);
-  EXPECT_EQ(with.ended_by_answer, 2);  // both threads still held c1 when A answered it
+  EXPECT_EQ(with.ended_by_answer, 2);            // both threads still held c1 when A answered it
   EXPECT_EQ(with.outputs_starting_requests, 1);  // the client's c1
   FragmentRun without = RunFragment(text, false);
   EXPECT_EQ(without.parents, (std::vector<int64_t>{-1, -1, -1, 1, 2, 0}));

@@ -2,9 +2,8 @@
 // capture, reconcile makes the trace, and every request's tree is scored against the
 // truth the servers logged themselves (eval/align.h copies it onto the run). Where an
 // algorithm's assumption holds, every request must come out exactly right.
-#include <unistd.h>
-
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -58,7 +57,8 @@ class PreciseTestbedTest : public ::testing::Test {
   // `pipelined`: the client sends 4 requests back to back on each connection, in HTTP (whose
   // replies come in order, so reconcile pairs them by position). `capture_flags` go to
   // weft capture (--isolate).
-  Trace CaptureRun(const std::string& model, bool pipelined = false, const std::string& capture_flags = "") {
+  Trace CaptureRun(const std::string& model, bool pipelined = false,
+                   const std::string& capture_flags = "") {
     std::ifstream in(std::string(WEFT_TOPOLOGIES) + "/one-model.toml.in");
     std::stringstream text;
     text << in.rdbuf();
@@ -68,11 +68,13 @@ class PreciseTestbedTest : public ::testing::Test {
       toml = "pipeline = 4\n" + toml;
       toml.replace(toml.find("service = \"inline\""), 0, "protocol = \"http\"\n");
     }
-    std::string topology = (base_ / "topology.toml").string(), capture = (base_ / "capture").string(),
-                truth_dir = (base_ / "truth").string(), run = (base_ / "run.weft").string();
+    std::string topology = (base_ / "topology.toml").string(),
+                capture = (base_ / "capture").string(), truth_dir = (base_ / "truth").string(),
+                run = (base_ / "run.weft").string();
     std::ofstream(topology) << toml;
-    auto traced = Weft("capture -o " + capture + " " + capture_flags + " -- " + WEFT_BINARY + " testbed run " + topology +
-                       " --duration 2s --concurrency 8 -o " + truth_dir);
+    auto traced =
+        Weft("capture -o " + capture + " " + capture_flags + " -- " + WEFT_BINARY +
+             " testbed run " + topology + " --duration 2s --concurrency 8 -o " + truth_dir);
     EXPECT_EQ(traced.rc, 0) << traced.output;
     auto reconciled = Weft("reconcile " + capture + " -o " + run + " --nodes process");
     EXPECT_EQ(reconciled.rc, 0) << reconciled.output;
@@ -102,14 +104,16 @@ class PreciseTestbedTest : public ::testing::Test {
     Result<EvalReport> report = Evaluate(*truth, *inferred);
     EXPECT_TRUE(report.ok());
     const RequestOutcomes& q = report->requests;
-    std::cerr << inferred->algorithm << ": " << q.exact << " exact, " << q.wrong_parents << " wrong parents, "
-              << q.orphaned << " orphaned, " << q.mis_stitched << " mis-stitched of " << q.requests << "\n";
+    std::cerr << inferred->algorithm << ": " << q.exact << " exact, " << q.wrong_parents
+              << " wrong parents, " << q.orphaned << " orphaned, " << q.mis_stitched
+              << " mis-stitched of " << q.requests << "\n";
     return q;
   }
 
   // Scores `infer` on `trace` and on `trace` without its process links: every request's
   // tree exact with them, none without. The outcomes with the links.
-  static RequestOutcomes ExactOnlyWithLinks(const Trace& trace, Result<PathSet> (*infer)(const Trace&)) {
+  static RequestOutcomes ExactOnlyWithLinks(const Trace& trace,
+                                            Result<PathSet> (*infer)(const Trace&)) {
     RequestOutcomes linked = Score(trace, infer);
     EXPECT_EQ(linked.exact, linked.requests);
     EXPECT_EQ(linked.orphaned + linked.mis_stitched + linked.wrong_parents, 0u);
@@ -123,7 +127,8 @@ class PreciseTestbedTest : public ::testing::Test {
 };
 
 #if defined(__SANITIZE_ADDRESS__)
-#define SKIP_UNDER_ASAN() GTEST_SKIP() << "weft is built with AddressSanitizer, which refuses a preloaded library"
+#define SKIP_UNDER_ASAN() \
+  GTEST_SKIP() << "weft is built with AddressSanitizer, which refuses a preloaded library"
 #else
 #define SKIP_UNDER_ASAN() (void)0
 #endif
@@ -226,7 +231,8 @@ TEST_F(PreciseTestbedTest, SpawnPerCallIsExactForFragmentAndThreadOnlyWithThread
   SKIP_UNDER_ASAN();
   Trace trace = CaptureRun("spawn");
   size_t thread_links = 0;
-  for (const ProcessLink& l : trace.process_links()) thread_links += l.kind == ProcessLinkKind::kThread;
+  for (const ProcessLink& l : trace.process_links())
+    thread_links += l.kind == ProcessLinkKind::kThread;
   Result<PathSet> paths = InferFragment(trace);
   ASSERT_TRUE(paths.ok());
   RequestOutcomes fragment = ExactOnlyWithLinks(trace, InferFragment);

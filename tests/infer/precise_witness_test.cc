@@ -21,9 +21,9 @@ class Scenario {
  public:
   // One message with its ground truth (`parent_row` -1 for a root). Thread 0 and time
   // kUntraced for a side capture did not see.
-  uint32_t Add(MessageKind kind, const char* from, uint32_t from_thread, const char* to, uint32_t to_thread,
-               int send_us, int recv_us, const std::string& call, uint32_t path, int parent_row,
-               std::vector<std::pair<std::string, std::string>> attributes = {}) {
+  uint32_t Add(MessageKind kind, const char* from, uint32_t from_thread, const char* to,
+               uint32_t to_thread, int send_us, int recv_us, const std::string& call, uint32_t path,
+               int parent_row, std::vector<std::pair<std::string, std::string>> attributes = {}) {
     MessageRecord r;
     r.kind = kind;
     r.sender = b_.Node(from);
@@ -35,7 +35,8 @@ class Scenario {
     r.call_id = b_.String(call);
     r.truth_path = PathId(path);
     uint32_t row = b_.Add(r);
-    for (const auto& [key, value] : attributes) b_.AddAttribute(row, b_.String(key), b_.String(value));
+    for (const auto& [key, value] : attributes)
+      b_.AddAttribute(row, b_.String(key), b_.String(value));
     if (parent_row >= 0) b_.SetParent(row, uint32_t(parent_row));
     return row;
   }
@@ -43,15 +44,20 @@ class Scenario {
   // Path `path` through the untraced proxy "10.0.0.9:80": client thread `path` calls the
   // proxy (sent at t[0], answered at t[7]), the proxy calls B (received at t[1], a new
   // connection per request: its own endpoint), B calls D and replies (t[2..6]).
-  void Proxied(uint32_t path, const int (&t)[8], std::vector<std::pair<std::string, std::string>> witness) {
+  void Proxied(uint32_t path, const int (&t)[8],
+               std::vector<std::pair<std::string, std::string>> witness) {
     std::string p = std::to_string(path), proxy_out = "10.0.0.9:4000" + p;
-    uint32_t call = Add(MessageKind::kCall, "C", path, "10.0.0.9:80", 0, t[0], kUntraced, "c" + p, path, -1, witness);
-    uint32_t forwarded = Add(MessageKind::kCall, proxy_out.c_str(), 0, "B", 20 + path, kUntraced, t[1], "f" + p, path,
-                             int(call), witness);
-    uint32_t down = Add(MessageKind::kCall, "B", 20 + path, "D", 30 + path, t[2], t[3], "d" + p, path, int(forwarded));
+    uint32_t call = Add(MessageKind::kCall, "C", path, "10.0.0.9:80", 0, t[0], kUntraced, "c" + p,
+                        path, -1, witness);
+    uint32_t forwarded = Add(MessageKind::kCall, proxy_out.c_str(), 0, "B", 20 + path, kUntraced,
+                             t[1], "f" + p, path, int(call), witness);
+    uint32_t down = Add(MessageKind::kCall, "B", 20 + path, "D", 30 + path, t[2], t[3], "d" + p,
+                        path, int(forwarded));
     Add(MessageKind::kReturn, "D", 30 + path, "B", 20 + path, t[4], t[5], "d" + p, path, int(down));
-    Add(MessageKind::kReturn, "B", 20 + path, proxy_out.c_str(), 0, t[6], kUntraced, "f" + p, path, int(forwarded));
-    Add(MessageKind::kReturn, "10.0.0.9:80", 0, "C", path, kUntraced, t[7], "c" + p, path, int(call));
+    Add(MessageKind::kReturn, "B", 20 + path, proxy_out.c_str(), 0, t[6], kUntraced, "f" + p, path,
+        int(forwarded));
+    Add(MessageKind::kReturn, "10.0.0.9:80", 0, "C", path, kUntraced, t[7], "c" + p, path,
+        int(call));
   }
 
   // Scores fragment against the truth; the path set is kept for its counters.
@@ -87,15 +93,18 @@ TEST(PreciseWitnesses, ReplyFromUntracedServerResumesItsRequest) {
     std::string p = std::to_string(path);
     Attrs query = {{"dns.id", p}, {"dns.name", "b.example"}};
     uint32_t call = s.Add(MessageKind::kCall, "C", path, "A", 10, o, o + 1, "c" + p, path, -1);
-    uint32_t lookup = s.Add(MessageKind::kCall, "A", 10, "10.0.0.53:53", 0, o + 2, kUntraced, "q" + p, path,
-                            int(call), query);
+    uint32_t lookup = s.Add(MessageKind::kCall, "A", 10, "10.0.0.53:53", 0, o + 2, kUntraced,
+                            "q" + p, path, int(call), query);
     // Request 2's answer comes first (20 us), request 1's after (30 us).
     int answer = path == 1 ? 30 : 20;
-    s.Add(MessageKind::kReturn, "10.0.0.53:53", 0, "A", 10, kUntraced, answer, "q" + p, path, int(lookup), query);
-    uint32_t down = s.Add(MessageKind::kCall, "A", 10, "B", 20 + path, answer + 1, answer + 2, "b" + p, path,
-                          int(call));
-    s.Add(MessageKind::kReturn, "B", 20 + path, "A", 10, answer + 3, answer + 10, "b" + p, path, int(down));
-    s.Add(MessageKind::kReturn, "A", 10, "C", path, answer + 11, answer + 12, "c" + p, path, int(call));
+    s.Add(MessageKind::kReturn, "10.0.0.53:53", 0, "A", 10, kUntraced, answer, "q" + p, path,
+          int(lookup), query);
+    uint32_t down = s.Add(MessageKind::kCall, "A", 10, "B", 20 + path, answer + 1, answer + 2,
+                          "b" + p, path, int(call));
+    s.Add(MessageKind::kReturn, "B", 20 + path, "A", 10, answer + 3, answer + 10, "b" + p, path,
+          int(down));
+    s.Add(MessageKind::kReturn, "A", 10, "C", path, answer + 11, answer + 12, "c" + p, path,
+          int(call));
   }
   RequestOutcomes r = s.Score(2);
   EXPECT_EQ(r.exact, 2u);
@@ -159,12 +168,14 @@ TEST(PreciseWitnesses, OnlyOutstandingCallsWithTheSameUrlAreContinued) {
   Scenario s;
   // Request 1 was answered by the proxy itself (a cache) at 8 us, before request 2's
   // forwarded CALL reached B: only request 2's CALL can be continued.
-  uint32_t cached = s.Add(MessageKind::kCall, "C", 1, "10.0.0.9:80", 0, 0, kUntraced, "c1", 1, -1, kPost);
+  uint32_t cached =
+      s.Add(MessageKind::kCall, "C", 1, "10.0.0.9:80", 0, 0, kUntraced, "c1", 1, -1, kPost);
   s.Add(MessageKind::kReturn, "10.0.0.9:80", 0, "C", 1, kUntraced, 8, "c1", 1, int(cached));
   s.Proxied(2, {5, 10, 11, 12, 13, 14, 15, 30}, kPost);
   // Request 3 asks for another URL; request 4 reaches B from an untraced client.
   s.Proxied(3, {40, 50, 51, 52, 53, 54, 55, 60}, {{"http.method", "POST"}, {"http.url", "/r1"}});
-  uint32_t stray = s.Add(MessageKind::kCall, "10.0.0.7:5000", 0, "B", 24, kUntraced, 70, "s4", 4, -1, kPost);
+  uint32_t stray =
+      s.Add(MessageKind::kCall, "10.0.0.7:5000", 0, "B", 24, kUntraced, 70, "s4", 4, -1, kPost);
   s.Add(MessageKind::kReturn, "B", 24, "10.0.0.7:5000", 0, 71, kUntraced, "s4", 4, int(stray));
   RequestOutcomes r = s.Score(4);
   EXPECT_EQ(r.exact, 4u);

@@ -63,15 +63,17 @@ TEST(InferFromTruth, Errors) {
     Result<PathSet> r = InferFromTruth(Parse(text));
     return r.ok() ? std::string("ok") : r.status().message();
   };
-  EXPECT_EQ(error("1.0 MSG_SENT a b\n"), "the trace has no ground truth (no message has a path id)");
+  EXPECT_EQ(error("1.0 MSG_SENT a b\n"),
+            "the trace has no ground truth (no message has a path id)");
   EXPECT_EQ(error("1.0 MSG_SENT a b path=1\n2.0 MSG_SENT b c path=1\n"),
             "path 1 has two roots (messages 0 and 1)");
   EXPECT_EQ(error("1.0 MSG_SENT a b path=1 msg=1\n2.0 MSG_SENT b c path=2 msg=2 parent=1\n"),
             "path 2: message 1 has parent 0, which is in path 1");
   EXPECT_EQ(error("1.0 MSG_SENT a b msg=1\n2.0 MSG_SENT b c path=2 msg=2 parent=1\n"),
             "path 2: message 1 has parent 0, which has no path id");
-  EXPECT_EQ(error("1.0 MSG_SENT a b path=4 msg=1 parent=2\n2.0 MSG_SENT b c path=4 msg=2 parent=1\n"),
-            "path 4 has no root: its parents form a cycle (message 0 is on it)");
+  EXPECT_EQ(
+      error("1.0 MSG_SENT a b path=4 msg=1 parent=2\n2.0 MSG_SENT b c path=4 msg=2 parent=1\n"),
+      "path 4 has no root: its parents form a cycle (message 0 is on it)");
   EXPECT_EQ(error("1.0 MSG_SENT a b path=4 msg=1\n2.0 MSG_SENT b c path=4 msg=2 parent=3\n"
                   "3.0 MSG_SENT c d path=4 msg=3 parent=2\n"),
             "path 4: instance 0: 2 of its 3 messages are on a cycle, not under the root");

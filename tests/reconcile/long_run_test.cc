@@ -4,9 +4,8 @@
 // timestamps, on connections reused for thousands of requests and pipelined (the
 // pipelined topology: up to 8 calls in flight on one connection, HTTP and framed tiers;
 // capture's protocol processors cut one message per request).
-#include <unistd.h>
-
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <iostream>
@@ -32,8 +31,9 @@ TEST(LongCapturedRun, EveryMessageOfSixtySecondsAtConcurrency32) {
   fs::remove_all(base);
   std::string capture = (base / "capture").string(), truth_dir = (base / "truth").string(),
               run = (base / "run.weft").string();
-  auto traced = Weft("capture -o " + capture + " -- " + WEFT_BINARY + " testbed run " + WEFT_TOPOLOGIES +
-                     "/pipelined.toml --duration 60s --concurrency 32 -o " + truth_dir);
+  auto traced =
+      Weft("capture -o " + capture + " -- " + WEFT_BINARY + " testbed run " + WEFT_TOPOLOGIES +
+           "/pipelined.toml --duration 60s --concurrency 32 -o " + truth_dir);
   ASSERT_EQ(traced.rc, 0) << traced.output;
   auto reconciled = Weft("reconcile " + capture + " -o " + run + " --nodes process");
   ASSERT_EQ(reconciled.rc, 0) << reconciled.output;

@@ -2,10 +2,9 @@
 // processes, a process killed with SIGKILL (its log has no end record and reconcile says
 // so), Unix datagram sockets (capture_probe's, and util-linux logger's), and the
 // command's errors.
-#include <unistd.h>
-
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -75,9 +74,16 @@ TEST_F(ReconcileCliTest, SeveralDirectoriesMerge) {
 #if defined(__SANITIZE_ADDRESS__)
   GTEST_SKIP() << "weft is built with AddressSanitizer, which refuses a preloaded library";
 #endif
-  std::string one = (dir_ / "one").string(), two = (dir_ / "two").string(), trace_file = (dir_ / "run.weft").string();
-  ASSERT_EQ(Weft("capture -o " + one + " -- sh -c 'dd if=/dev/zero bs=1000 count=3 status=none | wc -c'").rc, 0);
-  ASSERT_EQ(Weft("capture -o " + two + " -- sh -c 'dd if=/dev/zero bs=1000 count=4 status=none | wc -c'").rc, 0);
+  std::string one = (dir_ / "one").string(), two = (dir_ / "two").string(),
+              trace_file = (dir_ / "run.weft").string();
+  ASSERT_EQ(
+      Weft("capture -o " + one + " -- sh -c 'dd if=/dev/zero bs=1000 count=3 status=none | wc -c'")
+          .rc,
+      0);
+  ASSERT_EQ(
+      Weft("capture -o " + two + " -- sh -c 'dd if=/dev/zero bs=1000 count=4 status=none | wc -c'")
+          .rc,
+      0);
   auto reconciled = Weft("reconcile " + one + " " + two + " -o " + trace_file + " --nodes process");
   ASSERT_EQ(reconciled.rc, 0) << reconciled.output;
   Result<Trace> trace = LoadTrace(trace_file);
@@ -100,7 +106,8 @@ TEST_F(ReconcileCliTest, UnixDatagramSocketsReconcile) {
   const std::string logger = "/usr/bin/logger";
   bool with_logger = access(logger.c_str(), X_OK) == 0;
   std::string capture = (dir_ / "cap").string(), trace_file = (dir_ / "run.weft").string();
-  std::string path = (fs::path(::testing::TempDir()) / ("weft-ud-" + std::to_string(getpid()))).string();
+  std::string path =
+      (fs::path(::testing::TempDir()) / ("weft-ud-" + std::to_string(getpid()))).string();
   auto run = Weft("capture -o " + capture + " -- " + CAPTURE_PROBE + " unixdgram " + path + " " +
                   std::to_string(kN) + (with_logger ? " " + logger : ""));
   ASSERT_EQ(run.rc, 0) << run.output;
@@ -111,14 +118,18 @@ TEST_F(ReconcileCliTest, UnixDatagramSocketsReconcile) {
   auto reconciled = Weft("reconcile " + capture + " -o " + trace_file + " --nodes process");
   ASSERT_EQ(reconciled.rc, 0) << reconciled.output;
   int datagrams = 5 * kN + (with_logger ? kN : 0);  // req, answer, note, pair, back; logger
-  std::string counts = fmt::format(", {} Unix datagrams ({} seen at both ends),", datagrams, datagrams);
+  std::string counts =
+      fmt::format(", {} Unix datagrams ({} seen at both ends),", datagrams, datagrams);
   EXPECT_EQ(CountLines(reconciled.output, counts), 1) << reconciled.output;
-  EXPECT_EQ(CountLines(reconciled.output, ", 0 I/O events on other sockets skipped, 0 I/O events on unnamed"), 1)
+  EXPECT_EQ(CountLines(reconciled.output,
+                       ", 0 I/O events on other sockets skipped, 0 I/O events on unnamed"),
+            1)
       << reconciled.output;
   Result<Trace> trace = LoadTrace(trace_file);
   ASSERT_TRUE(trace.ok()) << trace.status().message();
   // (kind, sender program, sender endpoint, receiver endpoint) -> messages, bytes
-  std::map<std::tuple<MessageKind, std::string, std::string, std::string>, std::pair<int, int64_t>> groups;
+  std::map<std::tuple<MessageKind, std::string, std::string, std::string>, std::pair<int, int64_t>>
+      groups;
   std::map<std::string, int> call_ids;  // of the request/answer exchange
   const TraceColumns& c = trace->columns();
   std::string server = "unix:" + path, client = "unix:" + path + ".c";
@@ -128,9 +139,11 @@ TEST_F(ReconcileCliTest, UnixDatagramSocketsReconcile) {
     EXPECT_NE(c.recv_time[i], kNoTime) << i;
     EXPECT_NE(sender, receiver) << i;  // parent and child, or logger and the server
     EXPECT_NE(receiver.find(":capture_probe["), std::string::npos) << receiver;
-    std::string program = sender.substr(sender.find(':') + 1, sender.find('[') - sender.find(':') - 1);
-    auto& group = groups[{c.kind[i], program, std::string(trace->strings().Get(c.sender_endpoint[i])),
-                          std::string(trace->strings().Get(c.receiver_endpoint[i]))}];
+    std::string program =
+        sender.substr(sender.find(':') + 1, sender.find('[') - sender.find(':') - 1);
+    auto& group =
+        groups[{c.kind[i], program, std::string(trace->strings().Get(c.sender_endpoint[i])),
+                std::string(trace->strings().Get(c.receiver_endpoint[i]))}];
     ++group.first;
     group.second += c.bytes[i];
     if (program == "capture_probe" && c.kind[i] != MessageKind::kMessage &&
@@ -146,10 +159,11 @@ TEST_F(ReconcileCliTest, UnixDatagramSocketsReconcile) {
   };
   using Group = std::tuple<MessageKind, std::string, std::string, std::string>;
   std::map<Group, std::pair<int, int64_t>> expected = {
-      {{MessageKind::kCall, "capture_probe", client, server}, {kN, bytes(4)}},      // req-
-      {{MessageKind::kReturn, "capture_probe", server, client}, {kN, bytes(7)}},    // answer-
-      {{MessageKind::kCall, "capture_probe", "unix:", server}, {kN, bytes(5)}},     // note-
-      {{MessageKind::kMessage, "capture_probe", "unix:", "unix:"}, {2 * kN, bytes(5) * 2}},  // pair-, back-
+      {{MessageKind::kCall, "capture_probe", client, server}, {kN, bytes(4)}},    // req-
+      {{MessageKind::kReturn, "capture_probe", server, client}, {kN, bytes(7)}},  // answer-
+      {{MessageKind::kCall, "capture_probe", "unix:", server}, {kN, bytes(5)}},   // note-
+      {{MessageKind::kMessage, "capture_probe", "unix:", "unix:"},
+       {2 * kN, bytes(5) * 2}},  // pair-, back-
   };
   if (with_logger) expected[{MessageKind::kCall, "logger", "unix:", server}] = {kN, logger_bytes};
   EXPECT_EQ(groups, expected);
@@ -165,7 +179,8 @@ TEST_F(ReconcileCliTest, Errors) {
   fs::create_directories(dir_);
   auto empty = Weft("reconcile " + dir_.string() + " -o " + (dir_ / "x.weft").string());
   EXPECT_EQ(empty.rc, 1);
-  EXPECT_EQ(empty.output, "weft reconcile: " + dir_.string() + ": no event logs (*.wev) under it\n");
+  EXPECT_EQ(empty.output,
+            "weft reconcile: " + dir_.string() + ": no event logs (*.wev) under it\n");
   auto naming = Weft("reconcile " + dir_.string() + " -o x.weft --nodes pod");
   EXPECT_EQ(naming.rc, 1);
   EXPECT_EQ(naming.output, "weft reconcile: node naming 'pod': expected host, process or thread\n");
@@ -186,15 +201,21 @@ TEST_F(ReconcileCliTest, ForksAndExecsOfAShellPipelineAreLinked) {
 #endif
   std::string capture = (dir_ / "cap").string(), trace_file = (dir_ / "run.weft").string(),
               text_file = (dir_ / "run.trace").string();
-  ASSERT_EQ(Weft("capture -o " + capture + " -- sh -c 'dd if=/dev/zero bs=1000 count=2 status=none | wc -c'").rc, 0);
+  ASSERT_EQ(Weft("capture -o " + capture +
+                 " -- sh -c 'dd if=/dev/zero bs=1000 count=2 status=none | wc -c'")
+                .rc,
+            0);
   auto reconciled = Weft("reconcile " + capture + " -o " + trace_file + " --nodes process");
   ASSERT_EQ(reconciled.rc, 0) << reconciled.output;
-  EXPECT_EQ(CountLines(reconciled.output, "2 forks and 2 execs linked to the processes they started"), 1)
+  EXPECT_EQ(
+      CountLines(reconciled.output, "2 forks and 2 execs linked to the processes they started"), 1)
       << reconciled.output;
   Result<Trace> trace = LoadTrace(trace_file);
   ASSERT_TRUE(trace.ok()) << trace.status().message();
   // "host:program[pid]" as (program, pid).
-  auto program = [](std::string_view n) { return std::string(n.substr(n.find(':') + 1, n.find('[') - n.find(':') - 1)); };
+  auto program = [](std::string_view n) {
+    return std::string(n.substr(n.find(':') + 1, n.find('[') - n.find(':') - 1));
+  };
   auto pid = [](std::string_view n) { return std::string(n.substr(n.find('['))); };
   int forks = 0;
   std::vector<std::string> programs;

@@ -25,13 +25,15 @@ std::vector<std::string> Lines(const Trace& trace) {
   const TraceColumns& c = trace.columns();
   auto time = [](TimeNs t) { return t == kNoTime ? std::string("-") : std::to_string(t - kEpoch); };
   for (size_t i = 0; i < trace.size(); ++i) {
-    std::string line = fmt::format("{} {} -> {} {} {}B send={} recv={} tid {}->{}",
-                                   MessageKindOp(c.kind[i]), trace.NodeName(c.sender[i]),
-                                   trace.NodeName(c.receiver[i]), trace.strings().Get(c.call_id[i]),
-                                   c.bytes[i], time(c.send_time[i]), time(c.recv_time[i]),
-                                   c.sender_thread[i], c.receiver_thread[i]);
+    std::string line =
+        fmt::format("{} {} -> {} {} {}B send={} recv={} tid {}->{}", MessageKindOp(c.kind[i]),
+                    trace.NodeName(c.sender[i]), trace.NodeName(c.receiver[i]),
+                    trace.strings().Get(c.call_id[i]), c.bytes[i], time(c.send_time[i]),
+                    time(c.recv_time[i]), c.sender_thread[i], c.receiver_thread[i]);
     for (const Attribute& a : trace.AttributesOf(MessageId(uint32_t(i)))) {
-      if (trace.strings().Get(a.key) == kPayloadAttribute || trace.strings().Get(a.key) == kConnectedAttribute) continue;
+      if (trace.strings().Get(a.key) == kPayloadAttribute ||
+          trace.strings().Get(a.key) == kConnectedAttribute)
+        continue;
       line += fmt::format(" {}={}", trace.strings().Get(a.key), trace.strings().Get(a.value));
     }
     lines.push_back(line);
@@ -71,8 +73,10 @@ capture::EventLog PipelinedServer(bool with_boundaries) {
   LogBuilder b("b", "/srv/server", 200);
   b.Tcp(4, 60, w::kOpAccept, kServer, kClient).Recv(4, 201, 90, 110, 10).Recv(4, 201, 111, 120, 20);
   if (with_boundaries) {
-    b.Boundary(4, 201, 111, 120, 12, false, true, Attrs{{"http.method", "GET"}, {"http.url", "/a"}});
-    b.Boundary(4, 201, 111, 120, 30, false, true, Attrs{{"http.method", "PUT"}, {"http.url", "/b"}});
+    b.Boundary(4, 201, 111, 120, 12, false, true,
+               Attrs{{"http.method", "GET"}, {"http.url", "/a"}});
+    b.Boundary(4, 201, 111, 120, 30, false, true,
+               Attrs{{"http.method", "PUT"}, {"http.url", "/b"}});
   }
   b.Send(4, 202, 200, 201, 5);
   if (with_boundaries) b.Boundary(4, 202, 200, 201, 5, true, false, Attrs{{"http.status", "200"}});
@@ -86,15 +90,20 @@ TEST(ReconcileProtocols, PipelinedRequestsAreOneMessageEach) {
   ReconcileSummary summary;
   Trace trace = MustReconcile(logs, &summary);
   EXPECT_EQ(Lines(trace), (std::vector<std::string>{
-      "CALL_SENT a:client -> b:server c1.1 12B send=100 recv=120 tid 101->201 protocol=http http.method=GET http.url=/a",
-      "CALL_SENT a:client -> b:server c1.2 18B send=100 recv=120 tid 101->201 protocol=http http.method=PUT http.url=/b",
-      "RET_SENT b:server -> a:client c1.1 5B send=200 recv=240 tid 202->101 protocol=http http.status=200",
-      "RET_SENT b:server -> a:client c1.2 6B send=210 recv=240 tid 203->101 protocol=http http.status=404",
-  }));
+                              "CALL_SENT a:client -> b:server c1.1 12B send=100 recv=120 tid "
+                              "101->201 protocol=http http.method=GET http.url=/a",
+                              "CALL_SENT a:client -> b:server c1.2 18B send=100 recv=120 tid "
+                              "101->201 protocol=http http.method=PUT http.url=/b",
+                              "RET_SENT b:server -> a:client c1.1 5B send=200 recv=240 tid "
+                              "202->101 protocol=http http.status=200",
+                              "RET_SENT b:server -> a:client c1.2 6B send=210 recv=240 tid "
+                              "203->101 protocol=http http.status=404",
+                          }));
   EXPECT_EQ(summary.messages, 4u);
   EXPECT_EQ(summary.bytes, 41u);
   EXPECT_EQ(summary.protocol_messages, (std::map<std::string, uint64_t>{{"http", 4}}));
-  EXPECT_NE(summary.OneLine().find(", 4 messages ended at protocol boundaries (http 4)"), std::string::npos);
+  EXPECT_NE(summary.OneLine().find(", 4 messages ended at protocol boundaries (http 4)"),
+            std::string::npos);
 }
 
 // Without boundaries the same exchange is one fat message per direction, as before.
@@ -102,10 +111,11 @@ TEST(ReconcileProtocols, WithoutBoundariesMessagesEndAtDirectionTurns) {
   std::vector<capture::EventLog> logs = {PipelinedClient(false), PipelinedServer(false)};
   ReconcileSummary summary;
   Trace trace = MustReconcile(logs, &summary);
-  EXPECT_EQ(Lines(trace), (std::vector<std::string>{
-      "CALL_SENT a:client -> b:server c1.1 30B send=100 recv=120 tid 101->201",
-      "RET_SENT b:server -> a:client c1.1 11B send=200 recv=240 tid 202->101",
-  }));
+  EXPECT_EQ(Lines(trace),
+            (std::vector<std::string>{
+                "CALL_SENT a:client -> b:server c1.1 30B send=100 recv=120 tid 101->201",
+                "RET_SENT b:server -> a:client c1.1 11B send=200 recv=240 tid 202->101",
+            }));
   EXPECT_TRUE(summary.protocol_messages.empty());
   EXPECT_EQ(summary.OneLine().find("protocol"), std::string::npos);
 }
@@ -116,11 +126,15 @@ TEST(ReconcileProtocols, ReceiverBoundariesSplitWhenTheSenderHasNone) {
   std::vector<capture::EventLog> logs = {PipelinedClient(false), PipelinedServer(true)};
   Trace trace = MustReconcile(logs, nullptr);
   EXPECT_EQ(Lines(trace), (std::vector<std::string>{
-      "CALL_SENT a:client -> b:server c1.1 12B send=100 recv=120 tid 101->201 protocol=http http.method=GET http.url=/a",
-      "CALL_SENT a:client -> b:server c1.2 18B send=100 recv=120 tid 101->201 protocol=http http.method=PUT http.url=/b",
-      "RET_SENT b:server -> a:client c1.1 5B send=200 recv=240 tid 202->101 protocol=http http.status=200",
-      "RET_SENT b:server -> a:client c1.2 6B send=210 recv=240 tid 203->101 protocol=http http.status=404",
-  }));
+                              "CALL_SENT a:client -> b:server c1.1 12B send=100 recv=120 tid "
+                              "101->201 protocol=http http.method=GET http.url=/a",
+                              "CALL_SENT a:client -> b:server c1.2 18B send=100 recv=120 tid "
+                              "101->201 protocol=http http.method=PUT http.url=/b",
+                              "RET_SENT b:server -> a:client c1.1 5B send=200 recv=240 tid "
+                              "202->101 protocol=http http.status=200",
+                              "RET_SENT b:server -> a:client c1.2 6B send=210 recv=240 tid "
+                              "203->101 protocol=http http.status=404",
+                          }));
 }
 
 // Only the server was traced: the untraced client's requests are defined by the server's
@@ -138,12 +152,16 @@ TEST(ReconcileProtocols, BoundariesOfAnUntracedPeersMessages) {
           .Build(),
   };
   Trace trace = MustReconcile(logs, nullptr);
-  EXPECT_EQ(Lines(trace), (std::vector<std::string>{
-      "CALL_SENT 10.0.0.1:40000 -> b:server c1.1 4B send=- recv=110 tid 0->201 protocol=http http.url=/x",
-      "CALL_SENT 10.0.0.1:40000 -> b:server c1.2 8B send=- recv=120 tid 0->201 protocol=http http.url=/y",
-      "CALL_SENT 10.0.0.1:40000 -> b:server c1.3 18B send=- recv=120 tid 0->201 protocol=http http.url=/z",
-      "RET_SENT b:server -> 10.0.0.1:40000 c1.1 9B send=200 recv=- tid 202->0",
-  }));
+  EXPECT_EQ(Lines(trace),
+            (std::vector<std::string>{
+                "CALL_SENT 10.0.0.1:40000 -> b:server c1.1 4B send=- recv=110 tid 0->201 "
+                "protocol=http http.url=/x",
+                "CALL_SENT 10.0.0.1:40000 -> b:server c1.2 8B send=- recv=120 tid 0->201 "
+                "protocol=http http.url=/y",
+                "CALL_SENT 10.0.0.1:40000 -> b:server c1.3 18B send=- recv=120 tid 0->201 "
+                "protocol=http http.url=/z",
+                "RET_SENT b:server -> 10.0.0.1:40000 c1.1 9B send=200 recv=- tid 202->0",
+            }));
 }
 
 // A message whose first byte is in the middle of a send starts at that send: its send
@@ -153,7 +171,8 @@ TEST(ReconcileProtocols, AfterTheLastBoundaryDirectionTurnsCut) {
   std::vector<capture::EventLog> logs = {
       LogBuilder("a", "/usr/bin/client", 100)
           .Tcp(3, 50, w::kOpConnect, kClient, kServer)
-          .Send(3, 101, 100, 101, 8).Send(3, 101, 102, 103, 8)
+          .Send(3, 101, 100, 101, 8)
+          .Send(3, 101, 102, 103, 8)
           .Boundary(3, 101, 102, 103, 10, true, true, Attrs{{"http.url", "/1"}})
           .Recv(3, 101, 104, 150, 3)
           .Send(3, 101, 160, 161, 5)
@@ -162,21 +181,25 @@ TEST(ReconcileProtocols, AfterTheLastBoundaryDirectionTurnsCut) {
           .Build(),
       LogBuilder("b", "/srv/server", 200)
           .Tcp(4, 60, w::kOpAccept, kServer, kClient)
-          .Recv(4, 201, 99, 130, 16).Send(4, 201, 131, 132, 3)
-          .Recv(4, 201, 163, 170, 5).Send(4, 201, 171, 172, 2)
+          .Recv(4, 201, 99, 130, 16)
+          .Send(4, 201, 131, 132, 3)
+          .Recv(4, 201, 163, 170, 5)
+          .Send(4, 201, 171, 172, 2)
           .Recv(4, 201, 202, 210, 4)
           .Build(),
   };
   ReconcileSummary summary;
   Trace trace = MustReconcile(logs, &summary);
-  EXPECT_EQ(Lines(trace), (std::vector<std::string>{
-      "CALL_SENT a:client -> b:server c1.1 10B send=100 recv=130 tid 101->201 protocol=http http.url=/1",
-      "CALL_SENT a:client -> b:server c1.2 6B send=102 recv=130 tid 101->201",
-      "RET_SENT b:server -> a:client c1.1 3B send=131 recv=150 tid 201->101",
-      "CALL_SENT a:client -> b:server c1.3 5B send=160 recv=170 tid 101->201",
-      "RET_SENT b:server -> a:client c1.2 2B send=171 recv=190 tid 201->101",
-      "CALL_SENT a:client -> b:server c1.4 4B send=200 recv=210 tid 101->201",
-  }));
+  EXPECT_EQ(Lines(trace),
+            (std::vector<std::string>{
+                "CALL_SENT a:client -> b:server c1.1 10B send=100 recv=130 tid 101->201 "
+                "protocol=http http.url=/1",
+                "CALL_SENT a:client -> b:server c1.2 6B send=102 recv=130 tid 101->201",
+                "RET_SENT b:server -> a:client c1.1 3B send=131 recv=150 tid 201->101",
+                "CALL_SENT a:client -> b:server c1.3 5B send=160 recv=170 tid 101->201",
+                "RET_SENT b:server -> a:client c1.2 2B send=171 recv=190 tid 201->101",
+                "CALL_SENT a:client -> b:server c1.4 4B send=200 recv=210 tid 101->201",
+            }));
   EXPECT_EQ(summary.protocol_messages, (std::map<std::string, uint64_t>{{"http", 1}}));
 }
 
@@ -206,13 +229,18 @@ TEST(ReconcileProtocols, OutOfOrderProtocolKeepsCallIdsOfRuns) {
   };
   ReconcileSummary summary;
   Trace trace = MustReconcile(logs, &summary);
-  EXPECT_EQ(Lines(trace), (std::vector<std::string>{
-      "CALL_SENT a:client -> b:server c1.1 31B send=100 recv=150 tid 101->201 protocol=testbed testbed.request=0",
-      "CALL_SENT a:client -> b:server c1.1 9B send=100 recv=150 tid 101->201 protocol=testbed testbed.request=1",
-      "RET_SENT b:server -> a:client c1.1 35B send=200 recv=240 tid 201->101 protocol=testbed",
-      "RET_SENT b:server -> a:client c1.1 35B send=202 recv=240 tid 201->101 protocol=testbed",
-      "CALL_SENT a:client -> b:server c1.2 31B send=300 recv=310 tid 101->201 protocol=testbed testbed.request=0",
-  }));
+  EXPECT_EQ(
+      Lines(trace),
+      (std::vector<std::string>{
+          "CALL_SENT a:client -> b:server c1.1 31B send=100 recv=150 tid 101->201 protocol=testbed "
+          "testbed.request=0",
+          "CALL_SENT a:client -> b:server c1.1 9B send=100 recv=150 tid 101->201 protocol=testbed "
+          "testbed.request=1",
+          "RET_SENT b:server -> a:client c1.1 35B send=200 recv=240 tid 201->101 protocol=testbed",
+          "RET_SENT b:server -> a:client c1.1 35B send=202 recv=240 tid 201->101 protocol=testbed",
+          "CALL_SENT a:client -> b:server c1.2 31B send=300 recv=310 tid 101->201 protocol=testbed "
+          "testbed.request=0",
+      }));
   EXPECT_EQ(summary.protocol_messages, (std::map<std::string, uint64_t>{{"testbed", 5}}));
 }
 
@@ -233,11 +261,15 @@ TEST(ReconcileProtocols, WitnessPairsOutOfOrderReplies) {
   };
   Trace trace = MustReconcile(logs, nullptr);
   EXPECT_EQ(Lines(trace), (std::vector<std::string>{
-      "CALL_SENT a:resolver -> 10.0.0.2:80 c1.w1 30B send=100 recv=- tid 101->0 protocol=dns dns.id=1",
-      "CALL_SENT a:resolver -> 10.0.0.2:80 c1.w2 30B send=100 recv=- tid 101->0 protocol=dns dns.id=2",
-      "RET_SENT 10.0.0.2:80 -> a:resolver c1.w2 50B send=- recv=240 tid 0->101 protocol=dns dns.id=2",
-      "RET_SENT 10.0.0.2:80 -> a:resolver c1.w1 40B send=- recv=240 tid 0->101 protocol=dns dns.id=1",
-  }));
+                              "CALL_SENT a:resolver -> 10.0.0.2:80 c1.w1 30B send=100 recv=- tid "
+                              "101->0 protocol=dns dns.id=1",
+                              "CALL_SENT a:resolver -> 10.0.0.2:80 c1.w2 30B send=100 recv=- tid "
+                              "101->0 protocol=dns dns.id=2",
+                              "RET_SENT 10.0.0.2:80 -> a:resolver c1.w2 50B send=- recv=240 tid "
+                              "0->101 protocol=dns dns.id=2",
+                              "RET_SENT 10.0.0.2:80 -> a:resolver c1.w1 40B send=- recv=240 tid "
+                              "0->101 protocol=dns dns.id=1",
+                          }));
 }
 
 // A DNS query and its answer over UDP: the DNS processor's record after each datagram's
@@ -250,7 +282,8 @@ TEST(ReconcileProtocols, DatagramsCarryTheDnsProcessorsAttributes) {
   std::vector<capture::EventLog> logs = {
       LogBuilder("a", "/usr/bin/dig", 100)
           .Datagram(true, 3, 101, 100, 101, 30, 0xaaa, server)
-          .Boundary(3, 101, 100, 101, 0, true, true, Attrs{{"dns.id", "7"}, {"dns.name", "example.com"}}, kDns)
+          .Boundary(3, 101, 100, 101, 0, true, true,
+                    Attrs{{"dns.id", "7"}, {"dns.name", "example.com"}}, kDns)
           .Udp(3, 101, w::kOpSendto, client)
           .Datagram(false, 3, 101, 102, 200, 60, 0xbbb, server)
           .Build(),
@@ -259,14 +292,17 @@ TEST(ReconcileProtocols, DatagramsCarryTheDnsProcessorsAttributes) {
           .Datagram(false, 4, 201, 20, 150, 30, 0xaaa, client)
           .Boundary(4, 201, 20, 150, 0, false, true, Attrs{{"dns.id", "7"}}, kDns)
           .Datagram(true, 4, 201, 160, 161, 60, 0xbbb, client)
-          .Boundary(4, 201, 160, 161, 0, true, false, Attrs{{"dns.id", "7"}, {"dns.name", "example.com"}}, kDns)
+          .Boundary(4, 201, 160, 161, 0, true, false,
+                    Attrs{{"dns.id", "7"}, {"dns.name", "example.com"}}, kDns)
           .Build(),
   };
   ReconcileSummary summary;
   std::vector<std::string> lines = Lines(MustReconcile(logs, &summary));
   ASSERT_EQ(lines.size(), 2u);
-  EXPECT_NE(lines[0].find(" protocol=dns dns.id=7 dns.name=example.com"), std::string::npos) << lines[0];
-  EXPECT_NE(lines[1].find(" protocol=dns dns.id=7 dns.name=example.com"), std::string::npos) << lines[1];
+  EXPECT_NE(lines[0].find(" protocol=dns dns.id=7 dns.name=example.com"), std::string::npos)
+      << lines[0];
+  EXPECT_NE(lines[1].find(" protocol=dns dns.id=7 dns.name=example.com"), std::string::npos)
+      << lines[1];
   EXPECT_EQ(summary.protocol_messages, (std::map<std::string, uint64_t>{{"dns", 2}}));
   EXPECT_EQ(summary.datagrams_matched, 2u);
   EXPECT_EQ(summary.unnamed_io, 0u);
@@ -278,7 +314,8 @@ TEST(ReconcileProtocols, DatagramsCarryTheDnsProcessorsAttributes) {
 TEST(ReconcileProtocols, DnsIdPairsDatagramsAnsweredOutOfOrder) {
   constexpr uint8_t kDns = 5;
   const capture::Address resolver = Ipv4("10.0.0.53", 53), client = Ipv4("10.0.0.1", 5000);
-  Attrs one = {{"dns.id", "1"}, {"dns.name", "a.example"}}, two = {{"dns.id", "2"}, {"dns.name", "b.example"}};
+  Attrs one = {{"dns.id", "1"}, {"dns.name", "a.example"}},
+        two = {{"dns.id", "2"}, {"dns.name", "b.example"}};
   std::vector<capture::EventLog> logs = {
       LogBuilder("a", "/usr/bin/loop", 100)
           .Datagram(true, 3, 101, 100, 101, 30, 0xa1, resolver)
@@ -292,12 +329,17 @@ TEST(ReconcileProtocols, DnsIdPairsDatagramsAnsweredOutOfOrder) {
           .Boundary(3, 101, 210, 300, 0, false, false, one, kDns)
           .Build(),
   };
-  EXPECT_EQ(Lines(MustReconcile(logs, nullptr)), (std::vector<std::string>{
-      "CALL_SENT a:loop -> 10.0.0.53:53 u1.w1 30B send=100 recv=- tid 101->0 protocol=dns dns.id=1 dns.name=a.example",
-      "CALL_SENT a:loop -> 10.0.0.53:53 u1.w2 30B send=110 recv=- tid 101->0 protocol=dns dns.id=2 dns.name=b.example",
-      "RET_SENT 10.0.0.53:53 -> a:loop u1.w2 60B send=- recv=200 tid 0->101 protocol=dns dns.id=2 dns.name=b.example",
-      "RET_SENT 10.0.0.53:53 -> a:loop u1.w1 60B send=- recv=300 tid 0->101 protocol=dns dns.id=1 dns.name=a.example",
-  }));
+  EXPECT_EQ(Lines(MustReconcile(logs, nullptr)),
+            (std::vector<std::string>{
+                "CALL_SENT a:loop -> 10.0.0.53:53 u1.w1 30B send=100 recv=- tid 101->0 "
+                "protocol=dns dns.id=1 dns.name=a.example",
+                "CALL_SENT a:loop -> 10.0.0.53:53 u1.w2 30B send=110 recv=- tid 101->0 "
+                "protocol=dns dns.id=2 dns.name=b.example",
+                "RET_SENT 10.0.0.53:53 -> a:loop u1.w2 60B send=- recv=200 tid 0->101 protocol=dns "
+                "dns.id=2 dns.name=b.example",
+                "RET_SENT 10.0.0.53:53 -> a:loop u1.w1 60B send=- recv=300 tid 0->101 protocol=dns "
+                "dns.id=1 dns.name=a.example",
+            }));
 }
 
 }  // namespace

@@ -22,14 +22,12 @@ std::vector<std::string> Lines(const Trace& trace) {
   const TraceColumns& c = trace.columns();
   auto time = [](TimeNs t) { return t == kNoTime ? std::string("-") : std::to_string(t - kEpoch); };
   for (size_t i = 0; i < trace.size(); ++i) {
-    lines.push_back(fmt::format("{} {} -> {} {} {}B send={} recv={} tid {}->{} {}->{}",
-                                MessageKindOp(c.kind[i]), trace.NodeName(c.sender[i]),
-                                trace.NodeName(c.receiver[i]),
-                                c.call_id[i].valid() ? trace.strings().Get(c.call_id[i]) : "-",
-                                c.bytes[i], time(c.send_time[i]), time(c.recv_time[i]),
-                                c.sender_thread[i], c.receiver_thread[i],
-                                trace.strings().Get(c.sender_endpoint[i]),
-                                trace.strings().Get(c.receiver_endpoint[i])));
+    lines.push_back(fmt::format(
+        "{} {} -> {} {} {}B send={} recv={} tid {}->{} {}->{}", MessageKindOp(c.kind[i]),
+        trace.NodeName(c.sender[i]), trace.NodeName(c.receiver[i]),
+        c.call_id[i].valid() ? trace.strings().Get(c.call_id[i]) : "-", c.bytes[i],
+        time(c.send_time[i]), time(c.recv_time[i]), c.sender_thread[i], c.receiver_thread[i],
+        trace.strings().Get(c.sender_endpoint[i]), trace.strings().Get(c.receiver_endpoint[i])));
   }
   return lines;
 }
@@ -47,22 +45,29 @@ TEST(Reconcile, SizesSplitDifferentlyOnTheTwoSides) {
   std::vector<capture::EventLog> logs = {
       LogBuilder("a", "/usr/bin/client", 100)
           .Tcp(3, 50, w::kOpConnect, kClient, kServer)
-          .Send(3, 101, 100, 105, 4).Send(3, 101, 110, 115, 6)
-          .Recv(3, 101, 116, 210, 5).Recv(3, 101, 211, 220, 15)
-          .Close(3, 300).Build(),
+          .Send(3, 101, 100, 105, 4)
+          .Send(3, 101, 110, 115, 6)
+          .Recv(3, 101, 116, 210, 5)
+          .Recv(3, 101, 211, 220, 15)
+          .Close(3, 300)
+          .Build(),
       LogBuilder("b", "/srv/server", 200, 2)
           .Tcp(4, 60, w::kOpAccept, kServer, kClient)
-          .Recv(4, 201, 90, 120, 3).Recv(4, 201, 121, 130, 7)
+          .Recv(4, 201, 90, 120, 3)
+          .Recv(4, 201, 121, 130, 7)
           .Send(4, 202, 200, 205, 20)
           .Recv(4, 201, 206, 310, 0)  // end of stream: no message
-          .Close(4, 311).Build(),
+          .Close(4, 311)
+          .Build(),
   };
   ReconcileSummary summary;
   Trace trace = MustReconcile(logs, &summary);
   EXPECT_EQ(Lines(trace), (std::vector<std::string>{
-      "CALL_SENT a:client -> b:server c1.1 10B send=100 recv=130 tid 101->201 10.0.0.1:40000->10.0.0.2:80",
-      "RET_SENT b:server -> a:client c1.1 20B send=200 recv=220 tid 202->101 10.0.0.2:80->10.0.0.1:40000",
-  }));
+                              "CALL_SENT a:client -> b:server c1.1 10B send=100 recv=130 tid "
+                              "101->201 10.0.0.1:40000->10.0.0.2:80",
+                              "RET_SENT b:server -> a:client c1.1 20B send=200 recv=220 tid "
+                              "202->101 10.0.0.2:80->10.0.0.1:40000",
+                          }));
   EXPECT_EQ(summary.events, 12u);  // 6 per log
   EXPECT_EQ(summary.connections, 2u);
   EXPECT_EQ(summary.matched, 1u);
@@ -79,25 +84,33 @@ TEST(Reconcile, PipelinedRequestsFormOneMessagePerDirectionTurn) {
   std::vector<capture::EventLog> logs = {
       LogBuilder("a", "/usr/bin/client", 100)
           .Tcp(3, 50, w::kOpConnect, kClient, kServer)
-          .Send(3, 101, 100, 101, 10).Send(3, 101, 102, 103, 12)
+          .Send(3, 101, 100, 101, 10)
+          .Send(3, 101, 102, 103, 12)
           .Recv(3, 101, 104, 240, 11)
-          .Send(3, 101, 300, 301, 7).Recv(3, 101, 302, 420, 3)
+          .Send(3, 101, 300, 301, 7)
+          .Recv(3, 101, 302, 420, 3)
           .Build(),
       LogBuilder("b", "/srv/server", 200)
           .Tcp(4, 60, w::kOpAccept, kServer, kClient)
           .Recv(4, 201, 90, 150, 22)
-          .Send(4, 201, 200, 201, 5).Send(4, 201, 202, 203, 6)
-          .Recv(4, 201, 204, 310, 7).Send(4, 201, 400, 401, 3)
+          .Send(4, 201, 200, 201, 5)
+          .Send(4, 201, 202, 203, 6)
+          .Recv(4, 201, 204, 310, 7)
+          .Send(4, 201, 400, 401, 3)
           .Build(),
   };
   ReconcileSummary summary;
   Trace trace = MustReconcile(logs, &summary);
   EXPECT_EQ(Lines(trace), (std::vector<std::string>{
-      "CALL_SENT a:client -> b:server c1.1 22B send=100 recv=150 tid 101->201 10.0.0.1:40000->10.0.0.2:80",
-      "RET_SENT b:server -> a:client c1.1 11B send=200 recv=240 tid 201->101 10.0.0.2:80->10.0.0.1:40000",
-      "CALL_SENT a:client -> b:server c1.2 7B send=300 recv=310 tid 101->201 10.0.0.1:40000->10.0.0.2:80",
-      "RET_SENT b:server -> a:client c1.2 3B send=400 recv=420 tid 201->101 10.0.0.2:80->10.0.0.1:40000",
-  }));
+                              "CALL_SENT a:client -> b:server c1.1 22B send=100 recv=150 tid "
+                              "101->201 10.0.0.1:40000->10.0.0.2:80",
+                              "RET_SENT b:server -> a:client c1.1 11B send=200 recv=240 tid "
+                              "201->101 10.0.0.2:80->10.0.0.1:40000",
+                              "CALL_SENT a:client -> b:server c1.2 7B send=300 recv=310 tid "
+                              "101->201 10.0.0.1:40000->10.0.0.2:80",
+                              "RET_SENT b:server -> a:client c1.2 3B send=400 recv=420 tid "
+                              "201->101 10.0.0.2:80->10.0.0.1:40000",
+                          }));
   EXPECT_EQ(summary.messages, 4u);
   EXPECT_EQ(summary.bytes, 43u);
 }
@@ -108,25 +121,37 @@ TEST(Reconcile, ReusedPortPairsByLifetime) {
   std::vector<capture::EventLog> logs = {
       LogBuilder("a", "/usr/bin/client", 100)
           .Tcp(3, 50, w::kOpConnect, kClient, kServer)
-          .Send(3, 101, 100, 101, 10).Recv(3, 101, 102, 130, 1).Close(3, 140)
+          .Send(3, 101, 100, 101, 10)
+          .Recv(3, 101, 102, 130, 1)
+          .Close(3, 140)
           .Tcp(3, 1050, w::kOpConnect, kClient, kServer)
-          .Send(3, 101, 1100, 1101, 20).Recv(3, 101, 1102, 1130, 2).Close(3, 1140)
+          .Send(3, 101, 1100, 1101, 20)
+          .Recv(3, 101, 1102, 1130, 2)
+          .Close(3, 1140)
           .Build(),
       LogBuilder("b", "/srv/server", 200)
           .Tcp(5, 1060, w::kOpAccept, kServer, kClient)
-          .Recv(5, 202, 1090, 1110, 20).Send(5, 202, 1120, 1121, 2).Close(5, 1150)
+          .Recv(5, 202, 1090, 1110, 20)
+          .Send(5, 202, 1120, 1121, 2)
+          .Close(5, 1150)
           .Tcp(4, 60, w::kOpAccept, kServer, kClient)
-          .Recv(4, 201, 90, 110, 10).Send(4, 201, 120, 121, 1).Close(4, 150)
+          .Recv(4, 201, 90, 110, 10)
+          .Send(4, 201, 120, 121, 1)
+          .Close(4, 150)
           .Build(),
   };
   ReconcileSummary summary;
   Trace trace = MustReconcile(logs, &summary);
   EXPECT_EQ(Lines(trace), (std::vector<std::string>{
-      "CALL_SENT a:client -> b:server c1.1 10B send=100 recv=110 tid 101->201 10.0.0.1:40000->10.0.0.2:80",
-      "RET_SENT b:server -> a:client c1.1 1B send=120 recv=130 tid 201->101 10.0.0.2:80->10.0.0.1:40000",
-      "CALL_SENT a:client -> b:server c2.1 20B send=1100 recv=1110 tid 101->202 10.0.0.1:40000->10.0.0.2:80",
-      "RET_SENT b:server -> a:client c2.1 2B send=1120 recv=1130 tid 202->101 10.0.0.2:80->10.0.0.1:40000",
-  }));
+                              "CALL_SENT a:client -> b:server c1.1 10B send=100 recv=110 tid "
+                              "101->201 10.0.0.1:40000->10.0.0.2:80",
+                              "RET_SENT b:server -> a:client c1.1 1B send=120 recv=130 tid "
+                              "201->101 10.0.0.2:80->10.0.0.1:40000",
+                              "CALL_SENT a:client -> b:server c2.1 20B send=1100 recv=1110 tid "
+                              "101->202 10.0.0.1:40000->10.0.0.2:80",
+                              "RET_SENT b:server -> a:client c2.1 2B send=1120 recv=1130 tid "
+                              "202->101 10.0.0.2:80->10.0.0.1:40000",
+                          }));
   EXPECT_EQ(summary.connections, 4u);
   EXPECT_EQ(summary.matched, 2u);
   EXPECT_EQ(summary.unmatched_bytes, 0u);
@@ -138,14 +163,19 @@ TEST(Reconcile, UntracedPeerIsNamedByEndpoint) {
   std::vector<capture::EventLog> client_only = {
       LogBuilder("a", "/usr/bin/client", 100)
           .Tcp(3, 50, w::kOpConnect, kClient, kServer)
-          .Send(3, 101, 100, 101, 10).Recv(3, 101, 102, 130, 4).Recv(3, 101, 131, 140, 6)
+          .Send(3, 101, 100, 101, 10)
+          .Recv(3, 101, 102, 130, 4)
+          .Recv(3, 101, 131, 140, 6)
           .Build(),
   };
   ReconcileSummary summary;
-  EXPECT_EQ(Lines(MustReconcile(client_only, &summary)), (std::vector<std::string>{
-      "CALL_SENT a:client -> 10.0.0.2:80 c1.1 10B send=100 recv=- tid 101->0 10.0.0.1:40000->10.0.0.2:80",
-      "RET_SENT 10.0.0.2:80 -> a:client c1.1 10B send=- recv=140 tid 0->101 10.0.0.2:80->10.0.0.1:40000",
-  }));
+  EXPECT_EQ(Lines(MustReconcile(client_only, &summary)),
+            (std::vector<std::string>{
+                "CALL_SENT a:client -> 10.0.0.2:80 c1.1 10B send=100 recv=- tid 101->0 "
+                "10.0.0.1:40000->10.0.0.2:80",
+                "RET_SENT 10.0.0.2:80 -> a:client c1.1 10B send=- recv=140 tid 0->101 "
+                "10.0.0.2:80->10.0.0.1:40000",
+            }));
   EXPECT_EQ(summary.connections, 1u);
   EXPECT_EQ(summary.matched, 0u);
   EXPECT_EQ(summary.half_traced, 1u);
@@ -153,13 +183,18 @@ TEST(Reconcile, UntracedPeerIsNamedByEndpoint) {
   std::vector<capture::EventLog> server_only = {
       LogBuilder("b", "/srv/server", 200)
           .Tcp(4, 60, w::kOpAccept, kServer, kClient)
-          .Recv(4, 201, 90, 110, 4).Recv(4, 201, 111, 112, 6).Send(4, 201, 120, 121, 3)
+          .Recv(4, 201, 90, 110, 4)
+          .Recv(4, 201, 111, 112, 6)
+          .Send(4, 201, 120, 121, 3)
           .Build(),
   };
-  EXPECT_EQ(Lines(MustReconcile(server_only, &summary)), (std::vector<std::string>{
-      "CALL_SENT 10.0.0.1:40000 -> b:server c1.1 10B send=- recv=112 tid 0->201 10.0.0.1:40000->10.0.0.2:80",
-      "RET_SENT b:server -> 10.0.0.1:40000 c1.1 3B send=120 recv=- tid 201->0 10.0.0.2:80->10.0.0.1:40000",
-  }));
+  EXPECT_EQ(Lines(MustReconcile(server_only, &summary)),
+            (std::vector<std::string>{
+                "CALL_SENT 10.0.0.1:40000 -> b:server c1.1 10B send=- recv=112 tid 0->201 "
+                "10.0.0.1:40000->10.0.0.2:80",
+                "RET_SENT b:server -> 10.0.0.1:40000 c1.1 3B send=120 recv=- tid 201->0 "
+                "10.0.0.2:80->10.0.0.1:40000",
+            }));
   EXPECT_EQ(summary.half_traced, 1u);
 }
 
@@ -169,21 +204,27 @@ TEST(Reconcile, DupdDescriptorKeepsTheConnection) {
   std::vector<capture::EventLog> logs = {
       LogBuilder("a", "/usr/bin/client", 100)
           .Tcp(3, 50, w::kOpConnect, kClient, kServer)
-          .Dup(3, 7, 60).Close(3, 70)
-          .Send(7, 101, 100, 101, 10).Recv(7, 101, 102, 130, 5)
+          .Dup(3, 7, 60)
+          .Close(3, 70)
+          .Send(7, 101, 100, 101, 10)
+          .Recv(7, 101, 102, 130, 5)
           .Dup(9, 7, 200)  // 9 was never named: 7 now names nothing
           .Send(7, 101, 210, 211, 99)
           .Build(),
       LogBuilder("b", "/srv/server", 200)
           .Tcp(4, 60, w::kOpAccept, kServer, kClient)
-          .Recv(4, 201, 90, 110, 10).Send(4, 201, 120, 121, 5)
+          .Recv(4, 201, 90, 110, 10)
+          .Send(4, 201, 120, 121, 5)
           .Build(),
   };
   ReconcileSummary summary;
-  EXPECT_EQ(Lines(MustReconcile(logs, &summary)), (std::vector<std::string>{
-      "CALL_SENT a:client -> b:server c1.1 10B send=100 recv=110 tid 101->201 10.0.0.1:40000->10.0.0.2:80",
-      "RET_SENT b:server -> a:client c1.1 5B send=120 recv=130 tid 201->101 10.0.0.2:80->10.0.0.1:40000",
-  }));
+  EXPECT_EQ(Lines(MustReconcile(logs, &summary)),
+            (std::vector<std::string>{
+                "CALL_SENT a:client -> b:server c1.1 10B send=100 recv=110 tid 101->201 "
+                "10.0.0.1:40000->10.0.0.2:80",
+                "RET_SENT b:server -> a:client c1.1 5B send=120 recv=130 tid 201->101 "
+                "10.0.0.2:80->10.0.0.1:40000",
+            }));
   EXPECT_EQ(summary.unnamed_io, 1u);
   EXPECT_EQ(summary.matched, 1u);
 }
@@ -195,22 +236,28 @@ TEST(Reconcile, ForkedChildContinuesTheParentsConnection) {
   std::vector<capture::EventLog> logs = {
       LogBuilder("a", "/usr/bin/client", 100)
           .Tcp(3, 50, w::kOpConnect, kClient, kServer)
-          .Send(3, 101, 100, 101, 10).Recv(3, 101, 102, 130, 5)
+          .Send(3, 101, 100, 101, 10)
+          .Recv(3, 101, 102, 130, 5)
           .Build(),
       LogBuilder("b", "/srv/server", 200)
           .Tcp(4, 60, w::kOpAccept, kServer, kClient)
-          .Recv(4, 200, 90, 110, 10).Close(4, 115)
+          .Recv(4, 200, 90, 110, 10)
+          .Close(4, 115)
           .Build(),
-      LogBuilder("b", "/srv/server", 250).ParentPid(200)
+      LogBuilder("b", "/srv/server", 250)
+          .ParentPid(200)
           .Tcp(4, 112, w::kOpNone, kServer, kClient)
           .Send(4, 250, 120, 121, 5)
           .Build(),
   };
   ReconcileSummary summary;
-  EXPECT_EQ(Lines(MustReconcile(logs, &summary, NodeNaming::kProcess)), (std::vector<std::string>{
-      "CALL_SENT a:client[100] -> b:server[200] c1.1 10B send=100 recv=110 tid 101->200 10.0.0.1:40000->10.0.0.2:80",
-      "RET_SENT b:server[250] -> a:client[100] c1.1 5B send=120 recv=130 tid 250->101 10.0.0.2:80->10.0.0.1:40000",
-  }));
+  EXPECT_EQ(Lines(MustReconcile(logs, &summary, NodeNaming::kProcess)),
+            (std::vector<std::string>{
+                "CALL_SENT a:client[100] -> b:server[200] c1.1 10B send=100 recv=110 tid 101->200 "
+                "10.0.0.1:40000->10.0.0.2:80",
+                "RET_SENT b:server[250] -> a:client[100] c1.1 5B send=120 recv=130 tid 250->101 "
+                "10.0.0.2:80->10.0.0.1:40000",
+            }));
   EXPECT_EQ(summary.matched, 1u);
   EXPECT_EQ(summary.connections, 2u);
 }
@@ -222,22 +269,29 @@ TEST(Reconcile, ChildNamingItsSocketAfterTheParentClosedItStillContinuesIt) {
   std::vector<capture::EventLog> logs = {
       LogBuilder("a", "/usr/bin/client", 100)
           .Tcp(3, 50, w::kOpConnect, kClient, kServer)
-          .Send(3, 101, 100, 101, 10).Recv(3, 101, 102, 130, 5)
+          .Send(3, 101, 100, 101, 10)
+          .Recv(3, 101, 102, 130, 5)
           .Build(),
       LogBuilder("b", "/srv/server", 200)
           .Tcp(4, 60, w::kOpAccept, kServer, kClient)
-          .Fork(250, 70, 80).Close(4, 81)
+          .Fork(250, 70, 80)
+          .Close(4, 81)
           .Build(),
-      LogBuilder("b", "/srv/server", 250).ParentPid(200)
+      LogBuilder("b", "/srv/server", 250)
+          .ParentPid(200)
           .Tcp(4, 95, w::kOpNone, kServer, kClient)
-          .Recv(4, 250, 96, 110, 10).Send(4, 250, 120, 121, 5)
+          .Recv(4, 250, 96, 110, 10)
+          .Send(4, 250, 120, 121, 5)
           .Build(),
   };
   ReconcileSummary summary;
-  EXPECT_EQ(Lines(MustReconcile(logs, &summary, NodeNaming::kProcess)), (std::vector<std::string>{
-      "CALL_SENT a:client[100] -> b:server[250] c1.1 10B send=100 recv=110 tid 101->250 10.0.0.1:40000->10.0.0.2:80",
-      "RET_SENT b:server[250] -> a:client[100] c1.1 5B send=120 recv=130 tid 250->101 10.0.0.2:80->10.0.0.1:40000",
-  }));
+  EXPECT_EQ(Lines(MustReconcile(logs, &summary, NodeNaming::kProcess)),
+            (std::vector<std::string>{
+                "CALL_SENT a:client[100] -> b:server[250] c1.1 10B send=100 recv=110 tid 101->250 "
+                "10.0.0.1:40000->10.0.0.2:80",
+                "RET_SENT b:server[250] -> a:client[100] c1.1 5B send=120 recv=130 tid 250->101 "
+                "10.0.0.2:80->10.0.0.1:40000",
+            }));
   EXPECT_EQ(summary.matched, 1u);
   EXPECT_EQ(summary.half_traced, 0u);
 }
@@ -261,21 +315,29 @@ TEST(Reconcile, SocketAcceptedDuringASlowForkStaysTheParents) {
           .Tcp(4, 60, w::kOpAccept, kServer, kClient)
           .Fork(250, 70, 90)
           .Tcp(5, 75, w::kOpAccept, kServer, second_client)
-          .Recv(5, 202, 105, 110, 11).Send(5, 202, 120, 121, 6)
+          .Recv(5, 202, 105, 110, 11)
+          .Send(5, 202, 120, 121, 6)
           .Build(),
-      LogBuilder("b", "/srv/server", 250).ParentPid(200)
+      LogBuilder("b", "/srv/server", 250)
+          .ParentPid(200)
           .Tcp(4, 95, w::kOpNone, kServer, kClient)
           .Tcp(5, 95, w::kOpNone, kServer, second_client)
-          .Recv(4, 250, 96, 97, 10).Send(4, 250, 125, 126, 5)
+          .Recv(4, 250, 96, 97, 10)
+          .Send(4, 250, 125, 126, 5)
           .Build(),
   };
   ReconcileSummary summary;
-  EXPECT_EQ(Lines(MustReconcile(logs, &summary, NodeNaming::kProcess)), (std::vector<std::string>{
-      "CALL_SENT a:client[100] -> b:server[250] c1.1 10B send=65 recv=97 tid 101->250 10.0.0.1:40000->10.0.0.2:80",
-      "CALL_SENT a:client[100] -> b:server[200] c2.1 11B send=100 recv=110 tid 102->202 10.0.0.1:40001->10.0.0.2:80",
-      "RET_SENT b:server[200] -> a:client[100] c2.1 6B send=120 recv=141 tid 202->102 10.0.0.2:80->10.0.0.1:40001",
-      "RET_SENT b:server[250] -> a:client[100] c1.1 5B send=125 recv=131 tid 250->101 10.0.0.2:80->10.0.0.1:40000",
-  }));
+  EXPECT_EQ(Lines(MustReconcile(logs, &summary, NodeNaming::kProcess)),
+            (std::vector<std::string>{
+                "CALL_SENT a:client[100] -> b:server[250] c1.1 10B send=65 recv=97 tid 101->250 "
+                "10.0.0.1:40000->10.0.0.2:80",
+                "CALL_SENT a:client[100] -> b:server[200] c2.1 11B send=100 recv=110 tid 102->202 "
+                "10.0.0.1:40001->10.0.0.2:80",
+                "RET_SENT b:server[200] -> a:client[100] c2.1 6B send=120 recv=141 tid 202->102 "
+                "10.0.0.2:80->10.0.0.1:40001",
+                "RET_SENT b:server[250] -> a:client[100] c1.1 5B send=125 recv=131 tid 250->101 "
+                "10.0.0.2:80->10.0.0.1:40000",
+            }));
   EXPECT_EQ(summary.matched, 2u);
   EXPECT_EQ(summary.half_traced, 0u);
 }
@@ -289,11 +351,14 @@ TEST(Reconcile, ThreadNamingAndLosses) {
   killed.loss.dropped_events = 3;
   std::vector<capture::EventLog> logs = {killed};
   ReconcileSummary summary;
-  EXPECT_EQ(Lines(MustReconcile(logs, &summary, NodeNaming::kThread)), (std::vector<std::string>{
-      "CALL_SENT a:client[100/107] -> 10.0.0.2:80 c1.1 10B send=100 recv=- tid 107->0 10.0.0.1:40000->10.0.0.2:80",
-  }));
-  EXPECT_EQ(summary.losses, (std::vector<std::string>{
-      "a/100.wev: no end record (killed or still running: its last buffers are missing); 3 events dropped by the writer"}));
+  EXPECT_EQ(Lines(MustReconcile(logs, &summary, NodeNaming::kThread)),
+            (std::vector<std::string>{
+                "CALL_SENT a:client[100/107] -> 10.0.0.2:80 c1.1 10B send=100 recv=- tid 107->0 "
+                "10.0.0.1:40000->10.0.0.2:80",
+            }));
+  EXPECT_EQ(summary.losses,
+            (std::vector<std::string>{"a/100.wev: no end record (killed or still running: its last "
+                                      "buffers are missing); 3 events dropped by the writer"}));
 }
 
 // Two Unix stream connections between the same two processes on one path pair by inode:
@@ -304,23 +369,32 @@ TEST(Reconcile, UnixStreamConnectionsPairByInode) {
       LogBuilder("a", "/usr/bin/client", 100)
           .Unix(3, 50, w::kOpConnect, "", "/run/db.sock", 401, 0)
           .Unix(4, 55, w::kOpConnect, "", "/run/db.sock", 402, 0)
-          .Send(3, 101, 100, 101, 10).Send(4, 102, 102, 103, 20)
-          .Recv(3, 101, 104, 150, 1).Recv(4, 102, 105, 160, 2)
+          .Send(3, 101, 100, 101, 10)
+          .Send(4, 102, 102, 103, 20)
+          .Recv(3, 101, 104, 150, 1)
+          .Recv(4, 102, 105, 160, 2)
           .Build(),
       LogBuilder("a", "/usr/sbin/db", 200)
           .Unix(5, 52, w::kOpAccept, "/run/db.sock", "", 501, 402)
           .Unix(6, 57, w::kOpAccept, "/run/db.sock", "", 502, 401)
-          .Recv(5, 205, 90, 110, 20).Recv(6, 206, 91, 111, 10)
-          .Send(5, 205, 140, 141, 2).Send(6, 206, 130, 131, 1)
+          .Recv(5, 205, 90, 110, 20)
+          .Recv(6, 206, 91, 111, 10)
+          .Send(5, 205, 140, 141, 2)
+          .Send(6, 206, 130, 131, 1)
           .Build(),
   };
   ReconcileSummary summary;
-  EXPECT_EQ(Lines(MustReconcile(logs, &summary)), (std::vector<std::string>{
-      "CALL_SENT a:client -> a:db c1.1 10B send=100 recv=111 tid 101->206 unix:->unix:/run/db.sock",
-      "CALL_SENT a:client -> a:db c2.1 20B send=102 recv=110 tid 102->205 unix:->unix:/run/db.sock",
-      "RET_SENT a:db -> a:client c1.1 1B send=130 recv=150 tid 206->101 unix:/run/db.sock->unix:",
-      "RET_SENT a:db -> a:client c2.1 2B send=140 recv=160 tid 205->102 unix:/run/db.sock->unix:",
-  }));
+  EXPECT_EQ(Lines(MustReconcile(logs, &summary)),
+            (std::vector<std::string>{
+                "CALL_SENT a:client -> a:db c1.1 10B send=100 recv=111 tid 101->206 "
+                "unix:->unix:/run/db.sock",
+                "CALL_SENT a:client -> a:db c2.1 20B send=102 recv=110 tid 102->205 "
+                "unix:->unix:/run/db.sock",
+                "RET_SENT a:db -> a:client c1.1 1B send=130 recv=150 tid 206->101 "
+                "unix:/run/db.sock->unix:",
+                "RET_SENT a:db -> a:client c2.1 2B send=140 recv=160 tid 205->102 "
+                "unix:/run/db.sock->unix:",
+            }));
   EXPECT_EQ(summary.matched, 2u);
   EXPECT_EQ(summary.half_traced, 0u);
 }
@@ -331,15 +405,20 @@ TEST(Reconcile, SocketpairMessagesAreMsg) {
       LogBuilder("a", "/usr/bin/worker", 100)
           .Unix(7, 50, w::kOpSocketpair, "", "", 601, 602)
           .Unix(8, 50, w::kOpSocketpair, "", "", 602, 601)
-          .Send(7, 101, 100, 101, 5).Recv(8, 102, 99, 120, 5)
-          .Send(8, 102, 130, 131, 2).Recv(7, 101, 129, 140, 2)
+          .Send(7, 101, 100, 101, 5)
+          .Recv(8, 102, 99, 120, 5)
+          .Send(8, 102, 130, 131, 2)
+          .Recv(7, 101, 129, 140, 2)
           .Build(),
   };
   ReconcileSummary summary;
-  EXPECT_EQ(Lines(MustReconcile(logs, &summary, NodeNaming::kThread)), (std::vector<std::string>{
-      "MSG_SENT a:worker[100/101] -> a:worker[100/102] c1.1 5B send=100 recv=120 tid 101->102 unix:->unix:",
-      "MSG_SENT a:worker[100/102] -> a:worker[100/101] c1.1 2B send=130 recv=140 tid 102->101 unix:->unix:",
-  }));
+  EXPECT_EQ(Lines(MustReconcile(logs, &summary, NodeNaming::kThread)),
+            (std::vector<std::string>{
+                "MSG_SENT a:worker[100/101] -> a:worker[100/102] c1.1 5B send=100 recv=120 tid "
+                "101->102 unix:->unix:",
+                "MSG_SENT a:worker[100/102] -> a:worker[100/101] c1.1 2B send=130 recv=140 tid "
+                "102->101 unix:->unix:",
+            }));
   EXPECT_EQ(summary.matched, 1u);
 }
 
@@ -368,13 +447,19 @@ TEST(Reconcile, DatagramsPairByPortsAndHash) {
           .Build(),
   };
   ReconcileSummary summary;
-  EXPECT_EQ(Lines(MustReconcile(logs, &summary)), (std::vector<std::string>{
-      "CALL_SENT a:dig -> b:dnsd u1.1 30B send=100 recv=150 tid 101->201 10.0.0.1:5000->10.0.0.2:53",
-      "RET_SENT b:dnsd -> a:dig u1.1 60B send=160 recv=200 tid 201->101 10.0.0.2:53->10.0.0.1:5000",
-      "CALL_SENT a:dig -> b:dnsd u1.2 30B send=300 recv=350 tid 101->201 10.0.0.1:5000->10.0.0.2:53",
-      "RET_SENT b:dnsd -> a:dig u1.2 60B send=360 recv=400 tid 201->101 10.0.0.2:53->10.0.0.1:5000",
-      "CALL_SENT a:dig -> 10.0.0.9:53 u2.1 30B send=500 recv=- tid 101->0 0.0.0.0:5000->10.0.0.9:53",
-  }));
+  EXPECT_EQ(Lines(MustReconcile(logs, &summary)),
+            (std::vector<std::string>{
+                "CALL_SENT a:dig -> b:dnsd u1.1 30B send=100 recv=150 tid 101->201 "
+                "10.0.0.1:5000->10.0.0.2:53",
+                "RET_SENT b:dnsd -> a:dig u1.1 60B send=160 recv=200 tid 201->101 "
+                "10.0.0.2:53->10.0.0.1:5000",
+                "CALL_SENT a:dig -> b:dnsd u1.2 30B send=300 recv=350 tid 101->201 "
+                "10.0.0.1:5000->10.0.0.2:53",
+                "RET_SENT b:dnsd -> a:dig u1.2 60B send=360 recv=400 tid 201->101 "
+                "10.0.0.2:53->10.0.0.1:5000",
+                "CALL_SENT a:dig -> 10.0.0.9:53 u2.1 30B send=500 recv=- tid 101->0 "
+                "0.0.0.0:5000->10.0.0.9:53",
+            }));
   EXPECT_EQ(summary.datagrams, 5u);
   EXPECT_EQ(summary.datagrams_matched, 4u);
   EXPECT_EQ(summary.skipped_io, 0u);
@@ -409,13 +494,19 @@ TEST(Reconcile, UnixDatagramsPairByPathAndHash) {
           .Build(),
   };
   ReconcileSummary summary;
-  EXPECT_EQ(Lines(MustReconcile(logs, &summary)), (std::vector<std::string>{
-      "CALL_SENT a:ctl -> a:ctld u1.1 8B send=100 recv=150 tid 101->201 unix:/tmp/c.sock->unix:/run/ctl",
-      "RET_SENT a:ctld -> a:ctl u1.1 16B send=160 recv=200 tid 201->101 unix:/run/ctl->unix:/tmp/c.sock",
-      "CALL_SENT a:logger -> a:ctld u2.1 3B send=250 recv=260 tid 301->201 unix:->unix:/run/ctl",
-      "CALL_SENT a:logger -> a:ctld u2.2 3B send=255 recv=300 tid 301->201 unix:->unix:/run/ctl",
-      "CALL_SENT a:logger -> unix:@weft-untraced u3.1 5B send=270 recv=- tid 301->0 unix:->unix:@weft-untraced",
-  }));
+  EXPECT_EQ(Lines(MustReconcile(logs, &summary)),
+            (std::vector<std::string>{
+                "CALL_SENT a:ctl -> a:ctld u1.1 8B send=100 recv=150 tid 101->201 "
+                "unix:/tmp/c.sock->unix:/run/ctl",
+                "RET_SENT a:ctld -> a:ctl u1.1 16B send=160 recv=200 tid 201->101 "
+                "unix:/run/ctl->unix:/tmp/c.sock",
+                "CALL_SENT a:logger -> a:ctld u2.1 3B send=250 recv=260 tid 301->201 "
+                "unix:->unix:/run/ctl",
+                "CALL_SENT a:logger -> a:ctld u2.2 3B send=255 recv=300 tid 301->201 "
+                "unix:->unix:/run/ctl",
+                "CALL_SENT a:logger -> unix:@weft-untraced u3.1 5B send=270 recv=- tid 301->0 "
+                "unix:->unix:@weft-untraced",
+            }));
   EXPECT_EQ(summary.unix_datagrams, 5u);
   EXPECT_EQ(summary.unix_datagrams_matched, 4u);
   EXPECT_EQ(summary.datagrams, 0u);
@@ -448,13 +539,18 @@ TEST(Reconcile, UnixDatagramSocketpairsPairByInode) {
           .Build(),
   };
   ReconcileSummary summary;
-  EXPECT_EQ(Lines(MustReconcile(logs, &summary, NodeNaming::kThread)), (std::vector<std::string>{
-      "MSG_SENT a:worker[100/103] -> a:worker[100/104] - 5B send=95 recv=125 tid 103->104 unix:->unix:",
-      "MSG_SENT a:worker[100/101] -> a:worker[100/102] - 5B send=100 recv=120 tid 101->102 unix:->unix:",
-      "MSG_SENT a:worker[100/102] -> a:worker[100/101] - 2B send=130 recv=140 tid 102->101 unix:->unix:",
-      "CALL_SENT a:worker[100/105] -> unix: u1.1 7B send=200 recv=- tid 105->0 unix:->unix:",
-      "RET_SENT unix: -> a:worker[100/106] u1.1 7B send=- recv=250 tid 0->106 unix:->unix:",
-  }));
+  EXPECT_EQ(
+      Lines(MustReconcile(logs, &summary, NodeNaming::kThread)),
+      (std::vector<std::string>{
+          "MSG_SENT a:worker[100/103] -> a:worker[100/104] - 5B send=95 recv=125 tid 103->104 "
+          "unix:->unix:",
+          "MSG_SENT a:worker[100/101] -> a:worker[100/102] - 5B send=100 recv=120 tid 101->102 "
+          "unix:->unix:",
+          "MSG_SENT a:worker[100/102] -> a:worker[100/101] - 2B send=130 recv=140 tid 102->101 "
+          "unix:->unix:",
+          "CALL_SENT a:worker[100/105] -> unix: u1.1 7B send=200 recv=- tid 105->0 unix:->unix:",
+          "RET_SENT unix: -> a:worker[100/106] u1.1 7B send=- recv=250 tid 0->106 unix:->unix:",
+      }));
   EXPECT_EQ(summary.unix_datagrams, 5u);
   EXPECT_EQ(summary.unix_datagrams_matched, 3u);
 }
@@ -465,27 +561,37 @@ TEST(Reconcile, UnixDatagramSocketpairsPairByInode) {
 TEST(Reconcile, PipeMessagesEndWhenTheReaderDrainsIt) {
   std::vector<capture::EventLog> logs = {
       LogBuilder("a", "/bin/sh", 100)
-          .Pipe(3, 40, w::kOpPipe, 77).Pipe(4, 40, w::kOpPipe, 77)
+          .Pipe(3, 40, w::kOpPipe, 77)
+          .Pipe(4, 40, w::kOpPipe, 77)
           .Close(3, 45)
-          .Send(4, 100, 100, 101, 5).Send(4, 100, 102, 103, 7)   // one message: not drained between
+          .Send(4, 100, 100, 101, 5)
+          .Send(4, 100, 102, 103, 7)  // one message: not drained between
           .Send(4, 100, 200, 201, 3)
           .Build(),
-      LogBuilder("a", "/usr/bin/sort", 150).ParentPid(100)
+      LogBuilder("a", "/usr/bin/sort", 150)
+          .ParentPid(100)
           .Pipe(3, 42, w::kOpNone, 77)
-          .Recv(3, 150, 90, 110, 4).Recv(3, 150, 111, 130, 8).Recv(3, 150, 131, 210, 3)
+          .Recv(3, 150, 90, 110, 4)
+          .Recv(3, 150, 111, 130, 8)
+          .Recv(3, 150, 131, 210, 3)
           .Build(),
       LogBuilder("a", "/usr/bin/tee", 300)
           .Pipe(1, 10, w::kOpNone, 88)
-          .Send(1, 300, 400, 401, 9).Send(1, 300, 402, 403, 2)
+          .Send(1, 300, 400, 401, 9)
+          .Send(1, 300, 402, 403, 2)
           .Build(),
   };
   ReconcileSummary summary;
-  EXPECT_EQ(Lines(MustReconcile(logs, &summary, NodeNaming::kProcess)), (std::vector<std::string>{
-      "MSG_SENT a:sh[100] -> a:sort[150] p1.1 12B send=100 recv=130 tid 100->150 pipe:77->pipe:77",
-      "MSG_SENT a:sh[100] -> a:sort[150] p1.2 3B send=200 recv=210 tid 100->150 pipe:77->pipe:77",
-      "MSG_SENT a:tee[300] -> pipe:88 p2.1 9B send=400 recv=- tid 300->0 pipe:88->pipe:88",
-      "MSG_SENT a:tee[300] -> pipe:88 p2.2 2B send=402 recv=- tid 300->0 pipe:88->pipe:88",
-  }));
+  EXPECT_EQ(
+      Lines(MustReconcile(logs, &summary, NodeNaming::kProcess)),
+      (std::vector<std::string>{
+          "MSG_SENT a:sh[100] -> a:sort[150] p1.1 12B send=100 recv=130 tid 100->150 "
+          "pipe:77->pipe:77",
+          "MSG_SENT a:sh[100] -> a:sort[150] p1.2 3B send=200 recv=210 tid 100->150 "
+          "pipe:77->pipe:77",
+          "MSG_SENT a:tee[300] -> pipe:88 p2.1 9B send=400 recv=- tid 300->0 pipe:88->pipe:88",
+          "MSG_SENT a:tee[300] -> pipe:88 p2.2 2B send=402 recv=- tid 300->0 pipe:88->pipe:88",
+      }));
   EXPECT_EQ(summary.pipes, 2u);
   EXPECT_EQ(summary.messages, 4u);
   EXPECT_EQ(summary.skipped_io, 0u);
@@ -497,8 +603,12 @@ TEST(Reconcile, PayloadPrefixBecomesAnAttribute) {
   std::vector<capture::EventLog> logs = {
       LogBuilder("b", "/srv/server", 200)
           .Tcp(4, 60, w::kOpAccept, kServer, kClient)
-          .Recv(4, 201, 90, 110, 4).Payload("GET ").Recv(4, 201, 111, 112, 6).Payload("/x\r\n")
-          .Send(4, 201, 120, 121, 3).Payload(std::string("ok\0", 3))
+          .Recv(4, 201, 90, 110, 4)
+          .Payload("GET ")
+          .Recv(4, 201, 111, 112, 6)
+          .Payload("/x\r\n")
+          .Send(4, 201, 120, 121, 3)
+          .Payload(std::string("ok\0", 3))
           .Build(),
   };
   Trace trace = MustReconcile(logs, nullptr);
@@ -532,20 +642,25 @@ TEST(Reconcile, EstimatesHowFarTheHostsClocksAreApart) {
   const TimeNs second = 1'000'000'000;
   capture::EventLog client = LogBuilder("a", "/usr/bin/client", 100, 1)
                                  .Tcp(3, 50, w::kOpConnect, kClient, kServer)
-                                 .Send(3, 101, 1000, 1010, 10).Recv(3, 101, 1020, 300'100, 20)
-                                 .Send(3, 101, 400'000, 400'010, 10).Recv(3, 101, 400'020, 700'100, 20)
+                                 .Send(3, 101, 1000, 1010, 10)
+                                 .Recv(3, 101, 1020, 300'100, 20)
+                                 .Send(3, 101, 400'000, 400'010, 10)
+                                 .Recv(3, 101, 400'020, 700'100, 20)
                                  .Build();
   // Host b's realtime clock reads 3 s ahead: its times map to the epoch 3 s later.
   capture::EventLog server = LogBuilder("b", "/srv/server", 200, 2)
                                  .Tcp(4, 60, w::kOpAccept, kServer, kClient)
-                                 .Recv(4, 201, 900, 1100, 10).Send(4, 201, 300'000, 300'010, 20)
-                                 .Recv(4, 201, 300'020, 400'100, 10).Send(4, 201, 700'000, 700'010, 20)
+                                 .Recv(4, 201, 900, 1100, 10)
+                                 .Send(4, 201, 300'000, 300'010, 20)
+                                 .Recv(4, 201, 300'020, 400'100, 10)
+                                 .Send(4, 201, 700'000, 700'010, 20)
                                  .Build();
   server.header.clock_realtime_ns += 3 * second;
   ReconcileSummary summary;
   Trace trace = MustReconcile({client, server}, &summary);
   ASSERT_EQ(trace.size(), 4u);
-  EXPECT_EQ(trace.columns().recv_time[0] - trace.columns().send_time[0], 3 * second + 100);  // not shifted
+  EXPECT_EQ(trace.columns().recv_time[0] - trace.columns().send_time[0],
+            3 * second + 100);  // not shifted
   ASSERT_EQ(summary.host_offsets.size(), 1u);
   EXPECT_EQ(summary.host_offsets[0].a, "a");
   EXPECT_EQ(summary.host_offsets[0].b, "b");
@@ -565,8 +680,9 @@ using weft::reconcile::testing::LogBuilder;
 std::vector<std::string> LinkLines(const Trace& trace) {
   std::vector<std::string> lines;
   for (const ProcessLink& l : trace.process_links()) {
-    lines.push_back(fmt::format("{} {} {}/{} -> {}/{}", ProcessLinkKindName(l.kind), l.time - kEpoch,
-                                trace.NodeName(l.from), l.from_thread, trace.NodeName(l.to), l.to_thread));
+    lines.push_back(fmt::format("{} {} {}/{} -> {}/{}", ProcessLinkKindName(l.kind),
+                                l.time - kEpoch, trace.NodeName(l.from), l.from_thread,
+                                trace.NodeName(l.to), l.to_thread));
   }
   return lines;
 }
@@ -579,26 +695,34 @@ TEST(Reconcile, ForkAndExecBecomeProcessLinks) {
   std::vector<capture::EventLog> logs = {
       LogBuilder("b", "/srv/server", 200).Fork(250, 70, 80).Fork(260, 300, 310).Build(),
       LogBuilder("b", "/srv/server", 250).ParentPid(200).OpenedAt(75).Exec(250, 90).Build(),
-      LogBuilder("b", "/usr/lib/cgi/helper", 250).ParentPid(200).OpenedAt(95)
+      LogBuilder("b", "/usr/lib/cgi/helper", 250)
+          .ParentPid(200)
+          .OpenedAt(95)
           .Tcp(3, 96, w::kOpConnect, kClient, kServer)
           .Send(3, 251, 100, 101, 10)
           .Build(),
-      LogBuilder("b", "/usr/bin/other", 250).ParentPid(1).OpenedAt(500).Send(3, 250, 501, 502, 1).Build(),
+      LogBuilder("b", "/usr/bin/other", 250)
+          .ParentPid(1)
+          .OpenedAt(500)
+          .Send(3, 250, 501, 502, 1)
+          .Build(),
   };
   ReconcileSummary summary;
   Trace trace = MustReconcile(logs, &summary, NodeNaming::kProcess);
   EXPECT_EQ(LinkLines(trace), (std::vector<std::string>{
-      "FORK 70 b:server[200]/200 -> b:server[250]/250",
-      "EXEC 90 b:server[250]/250 -> b:helper[250]/250",
-      "EXEC 90 b:server[250]/250 -> b:helper[250]/251",
-  }));
+                                  "FORK 70 b:server[200]/200 -> b:server[250]/250",
+                                  "EXEC 90 b:server[250]/250 -> b:helper[250]/250",
+                                  "EXEC 90 b:server[250]/250 -> b:helper[250]/251",
+                              }));
   EXPECT_EQ(summary.forks_linked, 1u);
   EXPECT_EQ(summary.execs_linked, 1u);
-  EXPECT_NE(summary.OneLine().find(", 1 forks and 1 execs linked to the processes they started"), std::string::npos);
+  EXPECT_NE(summary.OneLine().find(", 1 forks and 1 execs linked to the processes they started"),
+            std::string::npos);
   // The message keeps its place: links add no message.
   EXPECT_EQ(Lines(trace), (std::vector<std::string>{
-      "CALL_SENT b:helper[250] -> 10.0.0.2:80 c1.1 10B send=100 recv=- tid 251->0 10.0.0.1:40000->10.0.0.2:80",
-  }));
+                              "CALL_SENT b:helper[250] -> 10.0.0.2:80 c1.1 10B send=100 recv=- tid "
+                              "251->0 10.0.0.1:40000->10.0.0.2:80",
+                          }));
 }
 
 // A thread made with pthread_create logged its start with its creator: one THREAD link from
@@ -607,24 +731,34 @@ TEST(Reconcile, ForkAndExecBecomeProcessLinks) {
 // the fork; a thread record whose creation failed (result not a tid) links nothing.
 TEST(Reconcile, ThreadRecordsBecomeThreadLinks) {
   std::vector<capture::EventLog> logs = {
-      LogBuilder("b", "/srv/server", 200).Fork(250, 70, 80)
-          .Thread(201, 200, 100, 120).Thread(202, 201, 130, 140).Thread(203, 0, 150, 160)
-          .Send(3, 202, 200, 201, 10).Build(),
-      LogBuilder("b", "/srv/server", 250).ParentPid(200).OpenedAt(75)
-          .Send(3, 250, 300, 301, 1).Thread(251, 250, 310, 320).Send(3, 251, 330, 331, 1).Build(),
+      LogBuilder("b", "/srv/server", 200)
+          .Fork(250, 70, 80)
+          .Thread(201, 200, 100, 120)
+          .Thread(202, 201, 130, 140)
+          .Thread(203, 0, 150, 160)
+          .Send(3, 202, 200, 201, 10)
+          .Build(),
+      LogBuilder("b", "/srv/server", 250)
+          .ParentPid(200)
+          .OpenedAt(75)
+          .Send(3, 250, 300, 301, 1)
+          .Thread(251, 250, 310, 320)
+          .Send(3, 251, 330, 331, 1)
+          .Build(),
   };
   ReconcileSummary summary;
   Trace trace = MustReconcile(logs, &summary, NodeNaming::kProcess);
   EXPECT_EQ(LinkLines(trace), (std::vector<std::string>{
-      "FORK 70 b:server[200]/200 -> b:server[250]/250",
-      "THREAD 100 b:server[200]/200 -> b:server[200]/201",
-      "THREAD 130 b:server[200]/201 -> b:server[200]/202",
-      "THREAD 310 b:server[250]/250 -> b:server[250]/251",
-  }));
+                                  "FORK 70 b:server[200]/200 -> b:server[250]/250",
+                                  "THREAD 100 b:server[200]/200 -> b:server[200]/201",
+                                  "THREAD 130 b:server[200]/201 -> b:server[200]/202",
+                                  "THREAD 310 b:server[250]/250 -> b:server[250]/251",
+                              }));
   EXPECT_EQ(summary.forks_linked, 1u);
   EXPECT_EQ(summary.threads_linked, 3u);
-  EXPECT_NE(summary.OneLine().find(", 1 forks and 0 execs linked to the processes they started, 3 threads "
-                                   "linked to the threads that created them"),
+  EXPECT_NE(summary.OneLine().find(
+                ", 1 forks and 0 execs linked to the processes they started, 3 threads "
+                "linked to the threads that created them"),
             std::string::npos)
       << summary.OneLine();
   Trace per_thread = MustReconcile(logs, nullptr, NodeNaming::kThread);
@@ -645,18 +779,26 @@ TEST(Reconcile, SecondForkedChildsBoundariesFollowTheFirstChildsBytes) {
   std::vector<capture::EventLog> logs = {
       LogBuilder("b", "/srv/server", 200)
           .Tcp(4, 60, w::kOpAccept, kServer, kClient)
-          .Recv(4, 200, 100, 101, 10).Boundary(4, 200, 100, 101, 10, false, true, Attrs{{"http.url", "/1"}})
+          .Recv(4, 200, 100, 101, 10)
+          .Boundary(4, 200, 100, 101, 10, false, true, Attrs{{"http.url", "/1"}})
           .Fork(250, 102, 103)
-          .Recv(4, 200, 200, 201, 10).Boundary(4, 200, 200, 201, 20, false, true, Attrs{{"http.url", "/2"}})
+          .Recv(4, 200, 200, 201, 10)
+          .Boundary(4, 200, 200, 201, 20, false, true, Attrs{{"http.url", "/2"}})
           .Fork(260, 202, 203)
           .Build(),
-      LogBuilder("b", "/srv/server", 250).ParentPid(200).OpenedAt(104)
+      LogBuilder("b", "/srv/server", 250)
+          .ParentPid(200)
+          .OpenedAt(104)
           .Tcp(4, 104, w::kOpNone, kServer, kClient)
-          .Send(4, 250, 110, 111, 7).Boundary(4, 250, 110, 111, 7, true, false, Attrs{{"http.status", "200"}})
+          .Send(4, 250, 110, 111, 7)
+          .Boundary(4, 250, 110, 111, 7, true, false, Attrs{{"http.status", "200"}})
           .Build(),
-      LogBuilder("b", "/srv/server", 260).ParentPid(200).OpenedAt(204)
+      LogBuilder("b", "/srv/server", 260)
+          .ParentPid(200)
+          .OpenedAt(204)
           .Tcp(4, 204, w::kOpNone, kServer, kClient)
-          .Send(4, 260, 210, 211, 7).Boundary(4, 260, 210, 211, 7, true, false, Attrs{{"http.status", "404"}})
+          .Send(4, 260, 210, 211, 7)
+          .Boundary(4, 260, 210, 211, 7, true, false, Attrs{{"http.status", "404"}})
           .Build(),
   };
   ReconcileSummary summary;
@@ -670,11 +812,15 @@ TEST(Reconcile, SecondForkedChildsBoundariesFollowTheFirstChildsBytes) {
     }
   }
   EXPECT_EQ(lines, (std::vector<std::string>{
-      "CALL_SENT 10.0.0.1:40000 -> b:server[200] c1.1 10B send=- recv=101 tid 0->200 10.0.0.1:40000->10.0.0.2:80 http.url=/1",
-      "RET_SENT b:server[250] -> 10.0.0.1:40000 c1.1 7B send=110 recv=- tid 250->0 10.0.0.2:80->10.0.0.1:40000 http.status=200",
-      "CALL_SENT 10.0.0.1:40000 -> b:server[200] c1.2 10B send=- recv=201 tid 0->200 10.0.0.1:40000->10.0.0.2:80 http.url=/2",
-      "RET_SENT b:server[260] -> 10.0.0.1:40000 c1.2 7B send=210 recv=- tid 260->0 10.0.0.2:80->10.0.0.1:40000 http.status=404",
-  }));
+                       "CALL_SENT 10.0.0.1:40000 -> b:server[200] c1.1 10B send=- recv=101 tid "
+                       "0->200 10.0.0.1:40000->10.0.0.2:80 http.url=/1",
+                       "RET_SENT b:server[250] -> 10.0.0.1:40000 c1.1 7B send=110 recv=- tid "
+                       "250->0 10.0.0.2:80->10.0.0.1:40000 http.status=200",
+                       "CALL_SENT 10.0.0.1:40000 -> b:server[200] c1.2 10B send=- recv=201 tid "
+                       "0->200 10.0.0.1:40000->10.0.0.2:80 http.url=/2",
+                       "RET_SENT b:server[260] -> 10.0.0.1:40000 c1.2 7B send=210 recv=- tid "
+                       "260->0 10.0.0.2:80->10.0.0.1:40000 http.status=404",
+                   }));
   EXPECT_EQ(summary.protocol_messages["http"], 4u);
 }
 

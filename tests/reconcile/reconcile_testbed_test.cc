@@ -4,9 +4,8 @@
 // and the processes behind each endpoint are the truth's nodes. Pipelined connections too:
 // capture's protocol processors (on by default) mark where each frame or HTTP message
 // ends, and reconcile cuts messages there.
-#include <unistd.h>
-
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <iostream>
@@ -114,11 +113,12 @@ class ReconcileTestbedTest : public ::testing::Test {
     GTEST_SKIP() << "weft is built with AddressSanitizer, which refuses a preloaded library";
 #endif
     std::string capture = (base_ / "capture").string(), truth_dir = (base_ / "truth").string();
-    auto run = Weft("capture -o " + capture + " --payload-prefix 128 -- " + WEFT_BINARY +
-                    " testbed run " + WEFT_TOPOLOGIES + "/" + topology +
-                    " --duration 2s --concurrency 8 -o " + truth_dir);
+    auto run =
+        Weft("capture -o " + capture + " --payload-prefix 128 -- " + WEFT_BINARY + " testbed run " +
+             WEFT_TOPOLOGIES + "/" + topology + " --duration 2s --concurrency 8 -o " + truth_dir);
     ASSERT_EQ(run.rc, 0) << run.output;
-    std::string truth_file = (base_ / "truth.weft").string(), run_file = (base_ / "run.weft").string();
+    std::string truth_file = (base_ / "truth.weft").string(),
+                run_file = (base_ / "run.weft").string();
     auto truth_run = Weft("testbed truth " + truth_dir + " -o " + truth_file);
     ASSERT_EQ(truth_run.rc, 0) << truth_run.output;
     auto reconciled = Weft("reconcile " + capture + " -o " + run_file + " --nodes process");
@@ -137,8 +137,8 @@ class ReconcileTestbedTest : public ::testing::Test {
       auto it = run_bytes.find(direction);
       int64_t got = it == run_bytes.end() ? -1 : it->second;
       if (got != bytes && ++differences <= 5) {
-        ADD_FAILURE() << direction.first << " -> " << direction.second << ": truth " << bytes << " bytes, reconciled "
-                      << got << " (-1: no message)";
+        ADD_FAILURE() << direction.first << " -> " << direction.second << ": truth " << bytes
+                      << " bytes, reconciled " << got << " (-1: no message)";
       }
     }
     EXPECT_EQ(differences, 0);
@@ -156,15 +156,18 @@ class ReconcileTestbedTest : public ::testing::Test {
     std::map<std::pair<std::string, std::string>, int> truth_tiers, trace_tiers;
     for (size_t i = 0; i < truth->size(); ++i) {
       bool call = t.kind[i] == MessageKind::kCall;
-      std::string_view endpoint = truth->strings().Get(call ? t.receiver_endpoint[i] : t.sender_endpoint[i]);
-      server_of_endpoint[std::string(endpoint)] = truth->NodeName(call ? t.receiver[i] : t.sender[i]);
+      std::string_view endpoint =
+          truth->strings().Get(call ? t.receiver_endpoint[i] : t.sender_endpoint[i]);
+      server_of_endpoint[std::string(endpoint)] =
+          truth->NodeName(call ? t.receiver[i] : t.sender[i]);
       ++truth_tiers[{TierOf(truth->NodeName(t.sender[i])), TierOf(truth->NodeName(t.receiver[i]))}];
     }
     const TraceColumns& c = trace->columns();
     std::map<std::string, std::set<std::string>> truth_nodes_of_process;
     for (size_t i = 0; i < trace->size(); ++i) {
       bool call = c.kind[i] == MessageKind::kCall;
-      std::string endpoint(trace->strings().Get(call ? c.receiver_endpoint[i] : c.sender_endpoint[i]));
+      std::string endpoint(
+          trace->strings().Get(call ? c.receiver_endpoint[i] : c.sender_endpoint[i]));
       std::string process(trace->NodeName(call ? c.receiver[i] : c.sender[i]));
       ASSERT_TRUE(server_of_endpoint.count(endpoint)) << endpoint << " serves nothing in the truth";
       truth_nodes_of_process[process].insert(server_of_endpoint[endpoint]);
@@ -193,7 +196,8 @@ class ReconcileTestbedTest : public ::testing::Test {
     // The call id in each message's payload (its frame, or its X-Weft-Ids header) names a
     // truth message with the same kind and the same two endpoints: every message went to
     // the right sender and receiver. Each HTTP CALL carries the request's method and URL.
-    std::map<std::pair<std::string, MessageKind>, std::pair<std::string, std::string>> truth_by_call;
+    std::map<std::pair<std::string, MessageKind>, std::pair<std::string, std::string>>
+        truth_by_call;
     for (size_t i = 0; i < truth->size(); ++i) {
       truth_by_call[{std::string(truth->strings().Get(t.call_id[i])), t.kind[i]}] = {
           std::string(truth->strings().Get(t.sender_endpoint[i])),
@@ -207,9 +211,10 @@ class ReconcileTestbedTest : public ::testing::Test {
       if (ids.call.empty()) continue;
       ++identified;
       auto it = truth_by_call.find({ids.call, c.kind[i]});
-      right += it != truth_by_call.end() &&
-               it->second == std::make_pair(std::string(trace->strings().Get(c.sender_endpoint[i])),
-                                            std::string(trace->strings().Get(c.receiver_endpoint[i])));
+      right +=
+          it != truth_by_call.end() &&
+          it->second == std::make_pair(std::string(trace->strings().Get(c.sender_endpoint[i])),
+                                       std::string(trace->strings().Get(c.receiver_endpoint[i])));
       if (!ids.request_type.empty() && c.kind[i] == MessageKind::kCall) {
         ++http_calls;
         http_attributes_right += AttributeOf(*trace, m, kProtocolAttribute) == "http" &&
@@ -227,9 +232,10 @@ class ReconcileTestbedTest : public ::testing::Test {
     if (topology != "dns.toml") {
       EXPECT_EQ(with_protocol, int(trace->size()));
     }
-    std::cerr << topology << ": truth " << truth->size() << " messages, reconciled " << trace->size()
-              << ", identified by payload " << identified << " (" << right << " right), HTTP calls "
-              << http_calls << " (" << http_attributes_right << " with the right method and URL)\n";
+    std::cerr << topology << ": truth " << truth->size() << " messages, reconciled "
+              << trace->size() << ", identified by payload " << identified << " (" << right
+              << " right), HTTP calls " << http_calls << " (" << http_attributes_right
+              << " with the right method and URL)\n";
   }
 
   fs::path base_;
@@ -241,7 +247,9 @@ TEST_F(ReconcileTestbedTest, ThreeTierMatchesTruth) { CheckAgainstTruth("three-t
 TEST_F(ReconcileTestbedTest, PipelinedMatchesTruth) { CheckAgainstTruth("pipelined.toml", true); }
 // UDP tiers: one message per datagram, paired by ports and payload hash.
 TEST_F(ReconcileTestbedTest, DnsOverUdpMatchesTruth) { CheckAgainstTruth("dns.toml", false); }
-TEST_F(ReconcileTestbedTest, EveryModelMatchesTruth) { CheckAgainstTruth("every-model.toml", false); }
+TEST_F(ReconcileTestbedTest, EveryModelMatchesTruth) {
+  CheckAgainstTruth("every-model.toml", false);
+}
 
 }  // namespace
 }  // namespace weft::reconcile

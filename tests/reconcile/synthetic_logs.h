@@ -97,8 +97,12 @@ class LogBuilder {
   LogBuilder& Datagram(bool send, int32_t fd, int32_t tid, TimeNs entry, TimeNs exit, int32_t bytes,
                        uint64_t hash, const capture::Address& peer) {
     log_.addresses.push_back(peer);
-    capture::Event e{.op = send ? capture::EventOp::kSendto : capture::EventOp::kRecvfrom, .tid = tid,
-                     .fd = fd, .entry_ns = entry, .exit_ns = exit, .result = bytes};
+    capture::Event e{.op = send ? capture::EventOp::kSendto : capture::EventOp::kRecvfrom,
+                     .tid = tid,
+                     .fd = fd,
+                     .entry_ns = entry,
+                     .exit_ns = exit,
+                     .result = bytes};
     e.peer = int32_t(log_.addresses.size() - 1);
     e.datagram = true;
     e.payload_hash = hash;
@@ -113,20 +117,35 @@ class LogBuilder {
     return AddEndpoint(fd, t, cause, std::move(endpoint));
   }
   LogBuilder& Send(int32_t fd, int32_t tid, TimeNs entry, TimeNs exit, int32_t bytes) {
-    return Add({.op = capture::EventOp::kSend, .tid = tid, .fd = fd, .entry_ns = entry,
-                .exit_ns = exit, .result = bytes});
+    return Add({.op = capture::EventOp::kSend,
+                .tid = tid,
+                .fd = fd,
+                .entry_ns = entry,
+                .exit_ns = exit,
+                .result = bytes});
   }
   LogBuilder& Recv(int32_t fd, int32_t tid, TimeNs entry, TimeNs exit, int32_t bytes) {
-    return Add({.op = capture::EventOp::kRead, .tid = tid, .fd = fd, .entry_ns = entry,
-                .exit_ns = exit, .result = bytes});
+    return Add({.op = capture::EventOp::kRead,
+                .tid = tid,
+                .fd = fd,
+                .entry_ns = entry,
+                .exit_ns = exit,
+                .result = bytes});
   }
   LogBuilder& Close(int32_t fd, TimeNs t) {
-    return Add({.op = capture::EventOp::kClose, .tid = log_.header.pid, .fd = fd, .entry_ns = t,
+    return Add({.op = capture::EventOp::kClose,
+                .tid = log_.header.pid,
+                .fd = fd,
+                .entry_ns = t,
                 .exit_ns = t});
   }
   LogBuilder& Dup(int32_t old_fd, int32_t new_fd, TimeNs t) {
-    return Add({.op = capture::EventOp::kDup, .tid = log_.header.pid, .fd = old_fd, .entry_ns = t,
-                .exit_ns = t, .result = new_fd});
+    return Add({.op = capture::EventOp::kDup,
+                .tid = log_.header.pid,
+                .fd = old_fd,
+                .entry_ns = t,
+                .exit_ns = t,
+                .result = new_fd});
   }
   // A boundary record: a `protocol` message ended at stream `offset` in the call
   // [entry, exit] on `fd` (sent or received by this process), with its attributes.
@@ -134,10 +153,15 @@ class LogBuilder {
                        bool sent, bool request,
                        std::vector<std::pair<std::string, std::string>> attributes = {},
                        uint8_t protocol = 1 /* http */) {
-    log_.boundaries.push_back(capture::Boundary{.protocol = protocol, .sent = sent,
-                                                .request = request, .offset = offset,
+    log_.boundaries.push_back(capture::Boundary{.protocol = protocol,
+                                                .sent = sent,
+                                                .request = request,
+                                                .offset = offset,
                                                 .attributes = std::move(attributes)});
-    capture::Event e{.op = capture::EventOp::kBoundary, .tid = tid, .fd = fd, .entry_ns = entry,
+    capture::Event e{.op = capture::EventOp::kBoundary,
+                     .tid = tid,
+                     .fd = fd,
+                     .entry_ns = entry,
                      .exit_ns = exit};
     e.boundary = int32_t(log_.boundaries.size() - 1);
     return Add(e);
@@ -150,13 +174,21 @@ class LogBuilder {
   }
   // fork() returning `child` in the parent.
   LogBuilder& Fork(int32_t child, TimeNs entry, TimeNs exit) {
-    return Add({.op = capture::EventOp::kFork, .tid = log_.header.pid, .fd = -1, .entry_ns = entry,
-                .exit_ns = exit, .result = child});
+    return Add({.op = capture::EventOp::kFork,
+                .tid = log_.header.pid,
+                .fd = -1,
+                .entry_ns = entry,
+                .exit_ns = exit,
+                .result = child});
   }
   // Thread `tid` started at `start`, created by thread `creator` whose pthread_create was
   // entered at `entry` (the new thread's record).
   LogBuilder& Thread(int32_t tid, int32_t creator, TimeNs entry, TimeNs start) {
-    return Add({.op = capture::EventOp::kThread, .tid = tid, .fd = -1, .entry_ns = entry, .exit_ns = start,
+    return Add({.op = capture::EventOp::kThread,
+                .tid = tid,
+                .fd = -1,
+                .entry_ns = entry,
+                .exit_ns = start,
                 .result = creator});
   }
   // exec() entered at `t` by thread `tid`, which ended the image (a successful exec).
@@ -177,8 +209,9 @@ class LogBuilder {
 
   capture::EventLog Build() const {
     capture::EventLog log = log_;
-    std::stable_sort(log.events.begin(), log.events.end(),
-                     [](const capture::Event& a, const capture::Event& b) { return a.entry_ns < b.entry_ns; });
+    std::stable_sort(
+        log.events.begin(), log.events.end(),
+        [](const capture::Event& a, const capture::Event& b) { return a.entry_ns < b.entry_ns; });
     return log;
   }
 
@@ -186,8 +219,11 @@ class LogBuilder {
   // The endpoint record naming `fd`, made at `t` by `cause`.
   LogBuilder& AddEndpoint(int32_t fd, TimeNs t, w::Op cause, capture::Endpoint endpoint) {
     log_.endpoints.push_back(std::move(endpoint));
-    capture::Event e{.op = capture::EventOp::kEndpoint, .tid = log_.header.pid, .fd = fd,
-                     .entry_ns = t, .exit_ns = t};
+    capture::Event e{.op = capture::EventOp::kEndpoint,
+                     .tid = log_.header.pid,
+                     .fd = fd,
+                     .entry_ns = t,
+                     .exit_ns = t};
     e.arg = cause;
     e.endpoint = int32_t(log_.endpoints.size() - 1);
     return Add(e);

@@ -80,7 +80,8 @@ workers = 2
 name = "r"
 before = "1ms"
 reply_bytes = 100
-)", "stall.toml");
+)",
+                                            "stall.toml");
       ASSERT_TRUE(topo.ok()) << topo.status().message();
       RunOptions options;
       options.duration = 1000 * kMillisecond;

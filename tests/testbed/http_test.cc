@@ -67,7 +67,8 @@ TEST(Http, AddedHeaderFollowsTheStartLine) {
   std::string wire = EncodeHttp(f, 2);
   AddHttpHeader(&wire, "X-Request-Id", "0123abcd");
   EXPECT_EQ(wire,
-            "POST /r2 HTTP/1.1\r\nX-Request-Id: 0123abcd\r\nHost: weft-testbed\r\nX-Weft-Ids: 1 2 ab cd ef\r\n"
+            "POST /r2 HTTP/1.1\r\nX-Request-Id: 0123abcd\r\nHost: weft-testbed\r\nX-Weft-Ids: 1 2 "
+            "ab cd ef\r\n"
             "Content-Length: 2\r\n\r\n..");
   Frame back;
   size_t bytes = 0;

@@ -2,13 +2,12 @@
 // free ports), bounds the run in time and stops every server it forked, also on failure.
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
-#include <sys/socket.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <cerrno>
 #include <cstdlib>
@@ -61,17 +60,18 @@ TEST_P(ShippedTopology, EveryRequestCompletesWithOneWellShapedTree) {
   std::filesystem::remove_all(options.out_dir);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Testbed, ShippedTopology,
-    ::testing::Values(Case{"three-tier", 1}, Case{"three-tier", 32}, Case{"load-balanced", 1},
-                      Case{"load-balanced", 32}, Case{"every-model", 1},
-                      Case{"every-model", 32}, Case{"dns", 1}, Case{"dns", 32},
-                      Case{"pipelined", 1}, Case{"pipelined", 32}),
-    [](const auto& param_info) {
-      std::string name = param_info.param.topology + "_" + std::to_string(param_info.param.concurrency);
-      for (char& ch : name) ch = ch == '-' ? '_' : ch;
-      return name;
-    });
+INSTANTIATE_TEST_SUITE_P(Testbed, ShippedTopology,
+                         ::testing::Values(Case{"three-tier", 1}, Case{"three-tier", 32},
+                                           Case{"load-balanced", 1}, Case{"load-balanced", 32},
+                                           Case{"every-model", 1}, Case{"every-model", 32},
+                                           Case{"dns", 1}, Case{"dns", 32}, Case{"pipelined", 1},
+                                           Case{"pipelined", 32}),
+                         [](const auto& param_info) {
+                           std::string name = param_info.param.topology + "_" +
+                                              std::to_string(param_info.param.concurrency);
+                           for (char& ch : name) ch = ch == '-' ? '_' : ch;
+                           return name;
+                         });
 
 // Runs `topo` for a second at concurrency 8 and checks its truth: every request answered,
 // every truth tree shaped as the topology says. The truth trace, or nothing on a failure.
@@ -213,7 +213,8 @@ TEST(TestbedFailures, MalformedDatagramsLeaveUdpServersServing) {
   ASSERT_TRUE(report.ok()) << report.status().message();
   EXPECT_GT(report->load.ok, 10u);
   EXPECT_EQ(report->load.ok, report->load.sent) << FormatLoadStats(report->load);
-  EXPECT_NE(Slurp(options.out_dir + "/resolver0.log").find("in a datagram of 4 bytes"), std::string::npos);
+  EXPECT_NE(Slurp(options.out_dir + "/resolver0.log").find("in a datagram of 4 bytes"),
+            std::string::npos);
   std::filesystem::remove_all(options.out_dir);
 }
 
@@ -321,7 +322,8 @@ queue = 1
 [[tier.request]]
 name = "slow"
 before = "2ms"
-)", "full.toml");
+)",
+                                        "full.toml");
   ASSERT_TRUE(topo.ok()) << topo.status().message();
   RunOptions options;
   options.duration = 1000 * kMillisecond;
@@ -467,7 +469,8 @@ TEST(TestbedCli, StandaloneServersAndLoad) {
   }
   std::string text = Slurp(std::string(WEFT_TOPOLOGIES) + "/three-tier.toml");
   int k = 0;
-  for (size_t at = text.find("servers = 1"); at != std::string::npos; at = text.find("servers = 1")) {
+  for (size_t at = text.find("servers = 1"); at != std::string::npos;
+       at = text.find("servers = 1")) {
     text.replace(at, 11, "server = [{ port = " + std::to_string(ports[k++]) + " }]");
   }
   ASSERT_EQ(k, 3);

@@ -1,12 +1,13 @@
 #include "testbed/topology.h"
-#include "testbed/http.h"
-#include "testbed/wire.h"
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+
+#include "testbed/http.h"
+#include "testbed/wire.h"
 
 namespace weft::testbed {
 namespace {
@@ -57,7 +58,8 @@ TEST(Topology, ReportsErrorsWithLine) {
   model.replace(model.find("handoff"), 7, "fibers!");
   t = ParseTopology(model, "t.toml");
   ASSERT_FALSE(t.ok());
-  EXPECT_NE(t.status().message().find("event-loop, fork or spawn"), std::string::npos) << t.status().message();
+  EXPECT_NE(t.status().message().find("event-loop, fork or spawn"), std::string::npos)
+      << t.status().message();
   std::string spawn(kSmall);
   spawn.replace(spawn.find("handoff"), 7, "spawn");
   t = ParseTopology(spawn, "t.toml");
@@ -138,9 +140,11 @@ TEST(Topology, ShippedTopologiesLoad) {
       // A template (one-model.toml.in): every model in place of @MODEL@.
       std::ifstream in(e.path());
       std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-      for (const char* model : {"thread-per-connection", "worker-pool", "handoff", "staged", "event-loop"}) {
+      for (const char* model :
+           {"thread-per-connection", "worker-pool", "handoff", "staged", "event-loop"}) {
         std::string toml = text;
-        for (size_t at; (at = toml.find("@MODEL@")) != std::string::npos;) toml.replace(at, 7, model);
+        for (size_t at; (at = toml.find("@MODEL@")) != std::string::npos;)
+          toml.replace(at, 7, model);
         Result<Topology> t = ParseTopology(toml, e.path().string());
         EXPECT_TRUE(t.ok()) << t.status().message();
       }

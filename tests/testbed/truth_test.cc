@@ -67,7 +67,8 @@ calls = [{ tier = "db", request = "select", count = "1-2" }]
 name = "db"
 [[tier.request]]
 name = "select"
-)", "t.toml");
+)",
+                                        "t.toml");
   ASSERT_TRUE(topo.ok()) << topo.status().message();
   Result<TruthCheck> check = CheckTruth(*trace, *topo, true);
   ASSERT_TRUE(check.ok()) << check.status().message();

@@ -462,7 +462,8 @@ TEST(BinaryFormat, ProcessLinkErrors) {
   Result<Trace> thread_link = Decode(Assemble(thread, 4, 3));
   ASSERT_TRUE(thread_link.ok()) << thread_link.status().message();
   EXPECT_EQ(thread_link->process_links()[0].kind, ProcessLinkKind::kThread);
-  EXPECT_EQ(Split(EncodeBinaryTrace(*thread_link)).back().bytes, thread.back().bytes);  // written as read
+  EXPECT_EQ(Split(EncodeBinaryTrace(*thread_link)).back().bytes,
+            thread.back().bytes);  // written as read
   std::vector<Section> bad_kind = with;
   bad_kind.back().bytes[24] = 3;
   EXPECT_EQ(DecodeError(Assemble(bad_kind, 4, 3)),
@@ -474,7 +475,8 @@ TEST(BinaryFormat, ProcessLinkErrors) {
   std::vector<Section> out_of_order = with;
   out_of_order.back().bytes += link;
   Put<int64_t>(out_of_order.back().bytes, 32, 999);
-  EXPECT_EQ(DecodeError(Assemble(out_of_order, 4, 3)), "t.weft: process link 1 is out of time order");
+  EXPECT_EQ(DecodeError(Assemble(out_of_order, 4, 3)),
+            "t.weft: process link 1 is out of time order");
 }
 
 }  // namespace

@@ -130,7 +130,8 @@ TEST(ParseTextTrace, EmptyInputIsAnEmptyTrace) {
 
 TEST(ParseTextTrace, Errors) {
   EXPECT_EQ(ParseError("1.0 MSG_SENT a b\n\n1.1 CAL_SENT a b id1\n"),
-            "t.trace:3: unknown op 'CAL_SENT' (want CALL_SENT, RET_SENT, MSG_SENT, FORK, EXEC or THREAD)");
+            "t.trace:3: unknown op 'CAL_SENT' (want CALL_SENT, RET_SENT, MSG_SENT, FORK, EXEC or "
+            "THREAD)");
   EXPECT_EQ(ParseError("# x\n1.0 MSG_SENT a\n"),
             "t.trace:2: too few fields (want: timestamp op sender receiver [id] [key=value ...])");
   EXPECT_EQ(ParseError("1.0\n"),
@@ -256,23 +257,29 @@ TEST(FormatTextTrace, ProcessLinksRoundTrip) {
   EXPECT_EQ(thread.to_thread, 51u);
   EXPECT_EQ(FormatTextTrace(t), text);
   const std::string bytes = EncodeBinaryTrace(t);
-  Result<Trace> binary = DecodeBinaryTrace(std::span(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()), "t.weft");
+  Result<Trace> binary = DecodeBinaryTrace(
+      std::span(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()), "t.weft");
   ASSERT_TRUE(binary.ok()) << binary.status().message();
   EXPECT_EQ(FormatTextTrace(*binary), text);
   // The section count at byte 32: the 16 required sections and process_links; a trace
   // without links is written as before links existed, with 16.
-  auto section_count = [](const std::string& file) { return uint8_t(file[32]) | uint32_t(uint8_t(file[33])) << 8; };
+  auto section_count = [](const std::string& file) {
+    return uint8_t(file[32]) | uint32_t(uint8_t(file[33])) << 8;
+  };
   EXPECT_EQ(section_count(bytes), 17u);
   EXPECT_EQ(section_count(EncodeBinaryTrace(ParseOk("1.0 MSG_SENT a b\n"))), 16u);
 
   EXPECT_EQ(ParseError("- FORK a b stid=1 rtid=2\n"), "t.trace:1: a FORK line needs a timestamp");
-  EXPECT_EQ(ParseError("1.0 EXEC a b stid=1\n"), "t.trace:1: a EXEC line needs stid= and rtid= (non-zero)");
+  EXPECT_EQ(ParseError("1.0 EXEC a b stid=1\n"),
+            "t.trace:1: a EXEC line needs stid= and rtid= (non-zero)");
   EXPECT_EQ(ParseError("1.0 FORK a b stid=1 rtid=2 bytes=3\n"),
             "t.trace:1: 'bytes=3' on a FORK line (want stid=N rtid=N)");
   EXPECT_EQ(ParseError("1.0 FORK a b stid=x rtid=2\n"), "t.trace:1: bad value in stid=x");
-  EXPECT_EQ(ParseError("1.0 THREAD a a stid=1 rtid=0\n"), "t.trace:1: a THREAD line needs stid= and rtid= (non-zero)");
-  EXPECT_EQ(ParseError("1.0 SPAWN a a stid=1 rtid=2\n"),
-            "t.trace:1: unknown op 'SPAWN' (want CALL_SENT, RET_SENT, MSG_SENT, FORK, EXEC or THREAD)");
+  EXPECT_EQ(ParseError("1.0 THREAD a a stid=1 rtid=0\n"),
+            "t.trace:1: a THREAD line needs stid= and rtid= (non-zero)");
+  EXPECT_EQ(
+      ParseError("1.0 SPAWN a a stid=1 rtid=2\n"),
+      "t.trace:1: unknown op 'SPAWN' (want CALL_SENT, RET_SENT, MSG_SENT, FORK, EXEC or THREAD)");
 }
 
 }  // namespace

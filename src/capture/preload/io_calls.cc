@@ -40,8 +40,8 @@ void NameIfNeeded(uint8_t op, int fd, uint8_t kind, int64_t time) {
 
 // One call on a stream or datagram descriptor that moved `data` (or `iov`).
 void LogTransfer(uint8_t op, int fd, uint8_t kind, int64_t entry, long r, int error, int arg,
-                 const void* data, const struct iovec* iov, int iovcnt,
-                 const struct sockaddr* peer, socklen_t peer_length, bool sending) {
+                 const void* data, const struct iovec* iov, int iovcnt, const struct sockaddr* peer,
+                 socklen_t peer_length, bool sending) {
   int64_t exit = NowNs();
   if (IsDatagramKind(kind)) {
     LogDatagram(op, fd, entry, exit, ResultOf(r, error), arg, data, iov, iovcnt,
@@ -107,8 +107,8 @@ ssize_t RecvFrom(int fd, void* buffer, size_t n, int flags, struct sockaddr* add
   ssize_t r = Real().recvfrom(fd, buffer, n, flags, source, source_length);
   int error = errno;
   bool source_whole = r >= 0 && source != nullptr && *source_length <= given;
-  LogTransfer(op, fd, kind, entry, r < 0 ? r : long(size_t(r) < n ? r : long(n)),
-              error, flags, buffer, nullptr, 0, source_whole ? source : nullptr,
+  LogTransfer(op, fd, kind, entry, r < 0 ? r : long(size_t(r) < n ? r : long(n)), error, flags,
+              buffer, nullptr, 0, source_whole ? source : nullptr,
               source_whole ? *source_length : 0, false);
   errno = error;
   return r;
@@ -129,8 +129,8 @@ ssize_t Recv(int fd, void* buffer, size_t n, int flags) {
   ssize_t r = Real().recv(fd, buffer, n, flags);
   int error = errno;
   size_t got = r > 0 ? (size_t(r) < n ? size_t(r) : n) : 0;  // MSG_TRUNC may return more
-  LogTransfer(wire::kOpRecv, fd, kind, entry, r < 0 ? r : long(got), error, flags, buffer,
-              nullptr, 0, nullptr, 0, false);
+  LogTransfer(wire::kOpRecv, fd, kind, entry, r < 0 ? r : long(got), error, flags, buffer, nullptr,
+              0, nullptr, 0, false);
   errno = error;
   return r;
 }
@@ -141,7 +141,8 @@ ssize_t Send(int fd, const void* buffer, size_t n, int flags) {
   int64_t entry = BeginCall();
   ssize_t r = Real().send(fd, buffer, n, flags);
   int error = errno;
-  LogTransfer(wire::kOpSend, fd, kind, entry, r, error, flags, buffer, nullptr, 0, nullptr, 0, true);
+  LogTransfer(wire::kOpSend, fd, kind, entry, r, error, flags, buffer, nullptr, 0, nullptr, 0,
+              true);
   errno = error;
   return r;
 }
@@ -169,7 +170,8 @@ WEFT_EXPORT ssize_t readv(int fd, const struct iovec* iov, int iovcnt) {
   int64_t entry = BeginCall();
   ssize_t r = Real().readv(fd, iov, iovcnt);
   int error = errno;
-  LogTransfer(wire::kOpReadv, fd, kind, entry, r, error, 0, nullptr, iov, iovcnt, nullptr, 0, false);
+  LogTransfer(wire::kOpReadv, fd, kind, entry, r, error, 0, nullptr, iov, iovcnt, nullptr, 0,
+              false);
   errno = error;
   return r;
 }
@@ -197,7 +199,8 @@ WEFT_EXPORT ssize_t writev(int fd, const struct iovec* iov, int iovcnt) {
   int64_t entry = BeginCall();
   ssize_t r = Real().writev(fd, iov, iovcnt);
   int error = errno;
-  LogTransfer(wire::kOpWritev, fd, kind, entry, r, error, 0, nullptr, iov, iovcnt, nullptr, 0, true);
+  LogTransfer(wire::kOpWritev, fd, kind, entry, r, error, 0, nullptr, iov, iovcnt, nullptr, 0,
+              true);
   errno = error;
   return r;
 }
@@ -345,13 +348,13 @@ WEFT_EXPORT ssize_t sendfile64(int out_fd, int in_fd, off_t* offset, size_t coun
 
 // Waiting: logged with the ready count, so reconcile can tell an event loop's wake-ups
 // (BorderPatrol §5.4 needs them for event isolation).
-#define WEFT_LOG_WAIT(op, fd, arg, call)                     \
-  if (!Logging()) return call;                               \
-  int64_t entry = NowNs();                                   \
-  int r = call;                                              \
-  int error = errno;                                         \
-  LogCall(op, fd, entry, NowNs(), ResultOf(r, error), arg);  \
-  errno = error;                                             \
+#define WEFT_LOG_WAIT(op, fd, arg, call)                    \
+  if (!Logging()) return call;                              \
+  int64_t entry = NowNs();                                  \
+  int r = call;                                             \
+  int error = errno;                                        \
+  LogCall(op, fd, entry, NowNs(), ResultOf(r, error), arg); \
+  errno = error;                                            \
   return r
 
 // With isolation on, a descriptor with held bytes is readable whatever the kernel says
@@ -371,10 +374,10 @@ WEFT_EXPORT int ppoll(struct pollfd* fds, nfds_t n, const struct timespec* timeo
 
 WEFT_EXPORT int select(int n, fd_set* readable, fd_set* writable, fd_set* failed,
                        struct timeval* timeout) {
-  WEFT_LOG_WAIT(wire::kOpSelect, -1, n,
-                Isolating()
-                    ? IsolatedSelect(n, readable, writable, failed, timeout, nullptr, nullptr, false)
-                    : Real().select(n, readable, writable, failed, timeout));
+  WEFT_LOG_WAIT(
+      wire::kOpSelect, -1, n,
+      Isolating() ? IsolatedSelect(n, readable, writable, failed, timeout, nullptr, nullptr, false)
+                  : Real().select(n, readable, writable, failed, timeout));
 }
 
 WEFT_EXPORT int pselect(int n, fd_set* readable, fd_set* writable, fd_set* failed,

@@ -72,8 +72,8 @@ bool IsolatedRead(uint8_t op, int fd, const struct iovec* iov, int iovcnt, int f
                   ssize_t* result);
 
 // Waits, with isolation on (isolation_waits.cc). Each does the whole call.
-int IsolatedPoll(struct pollfd* fds, nfds_t n, const struct timespec* timeout,
-                 const sigset_t* mask, bool ppoll_call, int poll_timeout);
+int IsolatedPoll(struct pollfd* fds, nfds_t n, const struct timespec* timeout, const sigset_t* mask,
+                 bool ppoll_call, int poll_timeout);
 int IsolatedSelect(int n, fd_set* readable, fd_set* writable, fd_set* failed,
                    struct timeval* timeout, const struct timespec* ptimeout, const sigset_t* mask,
                    bool pselect_call);

@@ -145,7 +145,8 @@ uint32_t HintSlot(int epfd, uint64_t data) {
 
 bool RegisteredAs(int fd, int epfd, uint64_t data) {
   uint64_t v = __atomic_load_n(&g_registrations[fd].set_events, __ATOMIC_ACQUIRE);
-  return (v >> 32) == uint64_t(epfd) + 1 && __atomic_load_n(&g_registrations[fd].data, __ATOMIC_RELAXED) == data;
+  return (v >> 32) == uint64_t(epfd) + 1 &&
+         __atomic_load_n(&g_registrations[fd].data, __ATOMIC_RELAXED) == data;
 }
 
 // The descriptor registered in `epfd` with `data`, or -1.
@@ -373,8 +374,8 @@ void ResetWaitsAfterFork() {
 
 // --- the waits -----------------------------------------------------------------------------
 
-int IsolatedPoll(struct pollfd* fds, nfds_t n, const struct timespec* timeout,
-                 const sigset_t* mask, bool ppoll_call, int poll_timeout) {
+int IsolatedPoll(struct pollfd* fds, nfds_t n, const struct timespec* timeout, const sigset_t* mask,
+                 bool ppoll_call, int poll_timeout) {
   bool any = false;
   if (AnyHeldOrKept()) {
     for (nfds_t i = 0; i < n && !any; ++i) {
@@ -459,7 +460,8 @@ void NoteEpollCtl(int epfd, int op, int fd, const struct epoll_event* event) {
   __atomic_store_n(&r.data, event->data.u64, __ATOMIC_RELAXED);
   __atomic_store_n(&r.set_events, (uint64_t(epfd) + 1) << 32 | event->events, __ATOMIC_RELEASE);
   __atomic_store_n(&g_hint[HintSlot(epfd, event->data.u64)], fd + 1, __ATOMIC_RELAXED);
-  if ((event->events & EPOLLONESHOT) != 0) __atomic_store_n(&g_any_one_shot, true, __ATOMIC_RELAXED);
+  if ((event->events & EPOLLONESHOT) != 0)
+    __atomic_store_n(&g_any_one_shot, true, __ATOMIC_RELAXED);
   int top = __atomic_load_n(&g_registered_top, __ATOMIC_RELAXED);
   while (fd > top && !__atomic_compare_exchange_n(&g_registered_top, &top, fd, false,
                                                   __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {

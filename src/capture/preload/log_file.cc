@@ -154,7 +154,8 @@ size_t BuildHeader(uint8_t* out, size_t capacity, uint32_t exec_index, uint32_t 
   char* text = reinterpret_cast<char*>(out) + sizeof h;
   size_t room = capacity - sizeof h - 8;
   struct utsname names;
-  if (syscall(SYS_uname, &names) == 0) h.host_length = uint32_t(CopyString(text, room, names.nodename));
+  if (syscall(SYS_uname, &names) == 0)
+    h.host_length = uint32_t(CopyString(text, room, names.nodename));
   long exe = syscall(SYS_readlink, "/proc/self/exe", text + h.host_length, room - h.host_length);
   h.executable_length = exe > 0 ? uint32_t(exe) : 0;
   char* args = text + h.host_length + h.executable_length;
@@ -230,7 +231,8 @@ bool OpenLog(uint32_t block_size) {
   }
   if (fd < 0) return false;
   size_t capacity = sizeof(wire::FileHeader) + 65536;
-  void* scratch = mmap(nullptr, capacity, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  void* scratch =
+      mmap(nullptr, capacity, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (scratch == MAP_FAILED) {
     SysClose(fd);
     return false;

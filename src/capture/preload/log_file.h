@@ -10,11 +10,11 @@ namespace weft_preload {
 
 // Settings read from the environment at start (weft capture sets them).
 struct CaptureSettings {
-  char dir[1024];            // WEFT_CAPTURE_DIR: where this host's logs go
-  uint32_t payload_prefix;   // WEFT_PAYLOAD_PREFIX
-  char preload_path[1024];   // this library, for LD_PRELOAD of exec'd programs
-  char protocols[512];       // WEFT_PROTOCOLS: which streams get protocol processors
-  bool isolate;              // WEFT_ISOLATE=1: event isolation (isolation.h)
+  char dir[1024];           // WEFT_CAPTURE_DIR: where this host's logs go
+  uint32_t payload_prefix;  // WEFT_PAYLOAD_PREFIX
+  char preload_path[1024];  // this library, for LD_PRELOAD of exec'd programs
+  char protocols[512];      // WEFT_PROTOCOLS: which streams get protocol processors
+  bool isolate;             // WEFT_ISOLATE=1: event isolation (isolation.h)
 };
 extern CaptureSettings g_settings;
 

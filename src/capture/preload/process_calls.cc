@@ -39,9 +39,12 @@ enum class ExecKind { kPath, kSearch, kDescriptor };
 int Exec(ExecKind kind, const char* file, int fd, char* const* argv, char* const* envp) {
   auto call = [&](char* const* env) {
     switch (kind) {
-      case ExecKind::kPath: return Real().execve(file, argv, env);
-      case ExecKind::kSearch: return Real().execvpe(file, argv, env);
-      case ExecKind::kDescriptor: return Real().fexecve(fd, argv, env);
+      case ExecKind::kPath:
+        return Real().execve(file, argv, env);
+      case ExecKind::kSearch:
+        return Real().execvpe(file, argv, env);
+      case ExecKind::kDescriptor:
+        return Real().fexecve(fd, argv, env);
     }
     return -1;
   };
@@ -142,7 +145,8 @@ WEFT_EXPORT int posix_spawn(pid_t* pid, const char* path, const posix_spawn_file
   if (r == 0 && pid != nullptr) *pid = child;
   return r;
 }
-WEFT_EXPORT int posix_spawnp(pid_t* pid, const char* file, const posix_spawn_file_actions_t* actions,
+WEFT_EXPORT int posix_spawnp(pid_t* pid, const char* file,
+                             const posix_spawn_file_actions_t* actions,
                              const posix_spawnattr_t* attributes, char* const argv[],
                              char* const envp[]) {
   if (!Logging()) return Real().posix_spawnp(pid, file, actions, attributes, argv, envp);

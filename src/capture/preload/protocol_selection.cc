@@ -102,8 +102,8 @@ void ConfigureProtocols(const char* spec) {
     if (!(end - p == 4 && memcmp(p, "none", 4) == 0)) AddItem(p, size_t(end - p));
     p = *end == ',' ? end + 1 : end;
   }
-  g_selection.enabled = g_selection.rule_count > 0 || g_selection.dns_port_count > 0 || g_selection.detect != 0 ||
-                        g_selection.program != protocols::kNone;
+  g_selection.enabled = g_selection.rule_count > 0 || g_selection.dns_port_count > 0 ||
+                        g_selection.detect != 0 || g_selection.program != protocols::kNone;
 }
 
 bool ProtocolsEnabled() { return g_selection.enabled; }

@@ -32,8 +32,8 @@ struct Selection {
   bool enabled;
   int dns_port_count;
   uint16_t dns_ports[kMaxDnsPorts];  // datagrams to or from these are DNS
-  uint32_t detect;  // bit p: Detect may pick protocol p
-  protocols::Protocol program;  // every stream of this program, kNone if no program rule
+  uint32_t detect;                   // bit p: Detect may pick protocol p
+  protocols::Protocol program;       // every stream of this program, kNone if no program rule
   int rule_count;
   Rule rules[kMaxRules];
 };

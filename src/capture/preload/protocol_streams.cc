@@ -40,10 +40,10 @@ struct ProtocolStream {
   uint8_t state;        // StreamState
   bool client;          // this process connected: it writes requests, reads responses
   uint8_t padding[2];
-  uint64_t offset[2];   // bytes moved so far per direction (the boundary record's offset)
-  uint8_t early[16];    // detecting: request bytes of earlier calls, too few to tell yet
+  uint64_t offset[2];  // bytes moved so far per direction (the boundary record's offset)
+  uint8_t early[16];   // detecting: request bytes of earlier calls, too few to tell yet
   uint32_t early_length;
-  HeldBytes held;       // event isolation: input bytes read but not yet given (isolation.cc)
+  HeldBytes held;  // event isolation: input bytes read but not yet given (isolation.cc)
   protocols::Parser parsers[2];
 };
 
@@ -54,9 +54,9 @@ constexpr uint32_t kPerSlab = uint32_t(kSlabBytes / sizeof(ProtocolStream));
 constexpr int kMaxSlabs = 1024;
 ProtocolStream* g_slabs[kMaxSlabs];
 int g_slab_count = 0;
-uint32_t g_slots_used = 0;   // ids handed out from the slabs so far
-uint32_t g_free = 0;         // head of the free list
-int g_pool_lock = 0;         // tid of the holder; only connection setup and close take it
+uint32_t g_slots_used = 0;  // ids handed out from the slabs so far
+uint32_t g_free = 0;        // head of the free list
+int g_pool_lock = 0;        // tid of the holder; only connection setup and close take it
 
 bool LockPool() {
   int self = SysGetTid();
@@ -88,9 +88,11 @@ uint32_t TakeSlot() {
   } else if (g_slots_used < uint32_t(g_slab_count) * kPerSlab) {
     id = ++g_slots_used;
   } else if (g_slab_count < kMaxSlabs) {
-    void* memory = mmap(nullptr, kSlabBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void* memory =
+        mmap(nullptr, kSlabBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (memory != MAP_FAILED) {
-      __atomic_store_n(&g_slabs[g_slab_count++], static_cast<ProtocolStream*>(memory), __ATOMIC_RELEASE);
+      __atomic_store_n(&g_slabs[g_slab_count++], static_cast<ProtocolStream*>(memory),
+                       __ATOMIC_RELEASE);
       id = ++g_slots_used;
     }
   }
@@ -144,7 +146,8 @@ void Start(int fd, protocols::Protocol protocol, bool client) {
 
 // The bytes of one call, segment by segment: `data` or the first `bytes` of `iov`.
 template <typename Visit>
-void ForEachSegment(const void* data, const struct iovec* iov, int iovcnt, size_t bytes, Visit visit) {
+void ForEachSegment(const void* data, const struct iovec* iov, int iovcnt, size_t bytes,
+                    Visit visit) {
   if (data != nullptr) {
     visit(static_cast<const uint8_t*>(data), bytes);
     return;
@@ -159,8 +162,9 @@ void ForEachSegment(const void* data, const struct iovec* iov, int iovcnt, size_
 // What the first bytes of a detecting stream's first request say it is: those kept from
 // earlier calls, then this call's, copied into `first` (*have of them). kNone when they
 // name no protocol, or one the selection does not detect.
-protocols::Protocol DetectFirstBytes(const ProtocolStream* s, const void* data, const struct iovec* iov,
-                                     int iovcnt, size_t bytes, uint8_t (&first)[kDetectBytes], size_t* have) {
+protocols::Protocol DetectFirstBytes(const ProtocolStream* s, const void* data,
+                                     const struct iovec* iov, int iovcnt, size_t bytes,
+                                     uint8_t (&first)[kDetectBytes], size_t* have) {
   size_t n = s->early_length;
   memcpy(first, s->early, n);
   ForEachSegment(data, iov, iovcnt, bytes, [&](const uint8_t* p, size_t length) {
@@ -170,13 +174,16 @@ protocols::Protocol DetectFirstBytes(const ProtocolStream* s, const void* data, 
   });
   *have = n;
   protocols::Protocol protocol = protocols::Detect(first, n);
-  return protocol != protocols::kNone && (g_selection.detect & (1u << protocol)) != 0 ? protocol : protocols::kNone;
+  return protocol != protocols::kNone && (g_selection.detect & (1u << protocol)) != 0
+             ? protocol
+             : protocols::kNone;
 }
 
 // Decides a detecting stream's protocol from the first bytes of its first request: those
 // kept from earlier calls and this call's. False when they are too few to tell: this
 // call's bytes are then kept too (the stream stays detecting).
-bool Decide(ProtocolStream* s, const void* data, const struct iovec* iov, int iovcnt, size_t bytes) {
+bool Decide(ProtocolStream* s, const void* data, const struct iovec* iov, int iovcnt,
+            size_t bytes) {
   uint8_t first[kDetectBytes];
   size_t have = 0;
   protocols::Protocol protocol = DetectFirstBytes(s, data, iov, iovcnt, bytes, first, &have);
@@ -239,10 +246,17 @@ void LogBoundary(int fd, uint8_t protocol, bool sent, bool request, int64_t entr
   }
   uint32_t size = wire::RoundUp8(uint32_t(sizeof(wire::BoundaryRecord) + used));
   memset(text + used, 0, size - sizeof(wire::BoundaryRecord) - used);
-  wire::BoundaryRecord r{wire::kBoundaryRecord, protocol, uint16_t(size), fd, entry, exit, offset,
+  wire::BoundaryRecord r{wire::kBoundaryRecord,
+                         protocol,
+                         uint16_t(size),
+                         fd,
+                         entry,
+                         exit,
+                         offset,
                          uint8_t(sent ? wire::kBoundarySent : wire::kBoundaryReceived),
                          uint8_t(request ? wire::kBoundaryRequest : wire::kBoundaryResponse),
-                         uint16_t(used), 0};
+                         uint16_t(used),
+                         0};
   memcpy(record, &r, sizeof r);
   AppendRecord(record, size, entry);
 }
@@ -254,9 +268,10 @@ void AttachProtocol(int fd, uint8_t kind, bool client, uint16_t port, const char
   protocols::Protocol protocol = g_selection.program;
   for (int i = 0; i < g_selection.rule_count && protocol == protocols::kNone; ++i) {
     const Rule& r = g_selection.rules[i];
-    bool match = r.port != 0 ? kind == wire::kKindTcp && r.port == port
-                             : kind == wire::kKindUnixStream && path != nullptr &&
-                                   r.path_length == path_length && memcmp(r.path, path, path_length) == 0;
+    bool match = r.port != 0
+                     ? kind == wire::kKindTcp && r.port == port
+                     : kind == wire::kKindUnixStream && path != nullptr &&
+                           r.path_length == path_length && memcmp(r.path, path, path_length) == 0;
     if (match) protocol = r.protocol;
   }
   if (protocol == protocols::kNone && g_selection.detect == 0) return;
@@ -353,7 +368,8 @@ void FeedTaken(ProtocolStream* s, int d, int fd, bool sending, int64_t entry, in
     }
   };
   if (early > 0) feed(s->early, early);
-  if (__atomic_load_n(&s->broken[d], __ATOMIC_RELAXED) == 0) ForEachSegment(data, iov, iovcnt, bytes, feed);
+  if (__atomic_load_n(&s->broken[d], __ATOMIC_RELAXED) == 0)
+    ForEachSegment(data, iov, iovcnt, bytes, feed);
 }
 
 }  // namespace
@@ -503,8 +519,8 @@ void AttachDatagramProtocol(int fd, uint16_t port, bool bound) {
 }
 
 void FeedDatagram(int fd, bool sending, int64_t entry, int64_t exit, const void* data,
-                  const struct iovec* iov, int iovcnt, size_t bytes,
-                  const struct sockaddr* peer, socklen_t peer_length) {
+                  const struct iovec* iov, int iovcnt, size_t bytes, const struct sockaddr* peer,
+                  socklen_t peer_length) {
   if (g_selection.dns_port_count == 0 || fd < 0 || fd >= kFdTableSize) return;
   uint32_t marker = __atomic_load_n(&g_fd_stream[fd], __ATOMIC_RELAXED);
   bool request;  // a query: to a DNS port, or arriving at a socket bound to one

@@ -66,8 +66,8 @@ void AbandonStream(int fd, bool sending);
 // One datagram on a UDP socket: goes to the DNS processor if the socket or `peer` (the
 // destination or source the call gave) is a DNS port, logging one boundary record.
 void FeedDatagram(int fd, bool sending, int64_t entry, int64_t exit, const void* data,
-                  const struct iovec* iov, int iovcnt, size_t bytes,
-                  const struct sockaddr* peer, socklen_t peer_length);
+                  const struct iovec* iov, int iovcnt, size_t bytes, const struct sockaddr* peer,
+                  socklen_t peer_length);
 
 // --- event isolation (isolation.cc, BorderPatrol §5.2) ---------------------------------
 

@@ -71,7 +71,7 @@ struct ThreadBuffer {
   int64_t first_ns;  // time of the oldest record in the buffer
   uint64_t untraced_io;
   int slot;
-  uint32_t idle;  // 1: its thread ended; the next new thread takes it over
+  uint32_t idle;       // 1: its thread ended; the next new thread takes it over
   int64_t call_since;  // entry time of a byte-moving call in progress (BeginCall), or 0
   uint8_t padding[16];
   uint8_t block[kBlockSize];
@@ -143,7 +143,8 @@ ThreadBuffer* NewThreadBuffer() {
     ThreadBuffer* b = __atomic_load_n(&g_threads[i], __ATOMIC_ACQUIRE);
     if (b == nullptr) break;
     uint32_t idle = 1;
-    if (__atomic_compare_exchange_n(&b->idle, &idle, 0, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+    if (__atomic_compare_exchange_n(&b->idle, &idle, 0, false, __ATOMIC_ACQ_REL,
+                                    __ATOMIC_RELAXED)) {
       return AdoptBuffer(b);
     }
   }
@@ -203,8 +204,7 @@ void Append(const void* first, uint32_t first_size, const void* second, uint32_t
   if (b->records == 0) b->first_ns = time;
   b->used += first_size + second_size;
   b->records += count;
-  if (time - b->first_ns > kMaxBufferAgeNs ||
-      __atomic_load_n(&g_state, __ATOMIC_RELAXED) != kOn) {
+  if (time - b->first_ns > kMaxBufferAgeNs || __atomic_load_n(&g_state, __ATOMIC_RELAXED) != kOn) {
     FlushLocked(b);
   }
   Release(b);
@@ -256,7 +256,8 @@ void FillAddress(wire::WireAddress& w, const struct sockaddr* a, socklen_t lengt
     }
   } else if (a->sa_family == AF_UNIX) {
     w.family = wire::kFamilyUnix;
-    size_t n = length > offsetof(sockaddr_un, sun_path) ? length - offsetof(sockaddr_un, sun_path) : 0;
+    size_t n =
+        length > offsetof(sockaddr_un, sun_path) ? length - offsetof(sockaddr_un, sun_path) : 0;
     const char* p = reinterpret_cast<const sockaddr_un*>(a)->sun_path;
     if (n > sizeof(sockaddr_un::sun_path)) n = sizeof(sockaddr_un::sun_path);
     if (n > 0 && p[0] != '\0') n = strnlen(p, n);  // a pathname, not an abstract name
@@ -530,7 +531,8 @@ void LogEndpoint(uint8_t op, int fd, uint8_t kind, const struct sockaddr* peer,
   // A Unix datagram socket connected to a peer without a path is a socketpair end (one
   // inherited through fork or exec, here): its datagrams go to that peer's inode, which
   // only the kernel can name. Ends with a path are named by the path; not asked for.
-  if (kind == wire::kKindUnixDatagram && r.peer.family == wire::kFamilyUnix && r.peer.path_length == 0) {
+  if (kind == wire::kKindUnixDatagram && r.peer.family == wire::kFamilyUnix &&
+      r.peer.path_length == 0) {
     r.peer_inode = UnixPeerInode(r.inode);
   }
   int listening = 0;
@@ -640,14 +642,27 @@ void EndLog(uint8_t op) {
     wire::BlockHeader header;
     wire::EndRecord end;
   } block;
-  block.end = {wire::kEndRecord, op, sizeof(wire::EndRecord), 0, NowNs(),
+  block.end = {wire::kEndRecord,
+               op,
+               sizeof(wire::EndRecord),
+               0,
+               NowNs(),
                __atomic_load_n(&g_dropped, __ATOMIC_RELAXED),
                __atomic_load_n(&g_untraced_io, __ATOMIC_RELAXED),
-               __atomic_load_n(&g_failed_writes, __ATOMIC_RELAXED), 0, 0, 0, 0};
+               __atomic_load_n(&g_failed_writes, __ATOMIC_RELAXED),
+               0,
+               0,
+               0,
+               0};
   IsolationCounters(&block.end.isolated_reads, &block.end.held_reads, &block.end.held_bytes,
                     &block.end.split_waits);
-  block.header = {wire::kBlockMagic, sizeof(wire::EndRecord), 1, 0, block.end.dropped_events,
-                  uint32_t(XXH3_64bits(&block.end, sizeof block.end)), 0};
+  block.header = {wire::kBlockMagic,
+                  sizeof(wire::EndRecord),
+                  1,
+                  0,
+                  block.end.dropped_events,
+                  uint32_t(XXH3_64bits(&block.end, sizeof block.end)),
+                  0};
   block.header.header_checksum = uint32_t(XXH3_64bits(&block.header, 28));
   WriteBlock(&block, sizeof block);
   errno = saved_errno;

@@ -14,8 +14,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "capture/preload/log_file.h"
 #include "capture/preload/isolation.h"
+#include "capture/preload/log_file.h"
 #include "capture/preload/protocol_streams.h"
 #include "capture/preload/real.h"
 #include "capture/preload/runtime.h"

@@ -23,8 +23,8 @@ constexpr int kMaxLabels = 128;
 struct DnsState {
   uint8_t length_have;  // bytes of the 2-byte length prefix collected
   uint8_t length_bytes[2];
-  uint16_t length;      // of the message being read
-  uint16_t seen;        // bytes of it seen
+  uint16_t length;  // of the message being read
+  uint16_t seen;    // bytes of it seen
   uint8_t kept[kKeptBytes];
 };
 

@@ -47,11 +47,16 @@ enum Phase : uint8_t {
 // Which of the header fields looked at the name being read can still be: the two that
 // frame a body, and the two request ids logged as witnesses (BorderPatrol §3.1: a proxy
 // passes them on unchanged, so they name the same request before and after it).
-enum HeaderMatch : uint8_t { kContentLength = 1, kTransferEncoding = 2, kRequestId = 4, kTraceparent = 8 };
+enum HeaderMatch : uint8_t {
+  kContentLength = 1,
+  kTransferEncoding = 2,
+  kRequestId = 4,
+  kTraceparent = 8
+};
 constexpr int kMatchedHeaders = 4;
 // Lower case, in the order of the HeaderMatch bits.
-constexpr const char* kHeaderNames[kMatchedHeaders] = {"content-length", "transfer-encoding", "x-request-id",
-                                                       "traceparent"};
+constexpr const char* kHeaderNames[kMatchedHeaders] = {"content-length", "transfer-encoding",
+                                                       "x-request-id", "traceparent"};
 constexpr uint8_t kHeaderNameLengths[kMatchedHeaders] = {14, 17, 12, 11};
 constexpr const char kChunkedName[] = "chunked";
 // X-Request-Id values are UUIDs or 32 hex digits in practice, a traceparent 55 bytes
@@ -60,32 +65,32 @@ constexpr int kMaxIdValue = 64;
 
 struct HttpState {
   Phase phase;
-  uint8_t part;          // start line: 0, 1, 2 for the three space-separated parts
-  uint8_t version_pos;   // bytes of "HTTP/1.x" matched
+  uint8_t part;         // start line: 0, 1, 2 for the three space-separated parts
+  uint8_t version_pos;  // bytes of "HTTP/1.x" matched
   uint8_t method_length;
   uint8_t url_length;
   uint8_t status_digits;
   uint16_t status;
-  uint8_t name_length;   // of the field name being read, saturating at 255
-  uint8_t name_match;    // HeaderMatch bits still possible; after ':' the field's kind
-  uint8_t value_state;   // Content-Length: 0 before digits, 1 in them, 2 after them
-  uint8_t token_pos;     // Transfer-Encoding: bytes of "chunked" matched in the last coding
-  bool token_match;      // the last coding can still be "chunked"
-  bool token_done;       // whitespace ended the last coding's name
+  uint8_t name_length;  // of the field name being read, saturating at 255
+  uint8_t name_match;   // HeaderMatch bits still possible; after ':' the field's kind
+  uint8_t value_state;  // Content-Length: 0 before digits, 1 in them, 2 after them
+  uint8_t token_pos;    // Transfer-Encoding: bytes of "chunked" matched in the last coding
+  bool token_match;     // the last coding can still be "chunked"
+  bool token_done;      // whitespace ended the last coding's name
   bool content_length_seen;
   bool transfer_encoding_seen;
-  bool chunked;          // the last transfer coding seen is chunked
-  bool chunk_digits;     // a chunk size has at least one digit
-  bool chunk_cr;         // the CR after a chunk's data was seen
+  bool chunked;       // the last transfer coding seen is chunked
+  bool chunk_digits;  // a chunk size has at least one digit
+  bool chunk_cr;      // the CR after a chunk's data was seen
   uint32_t head_bytes;
-  uint64_t value;        // the Content-Length being read, or the chunk size
+  uint64_t value;  // the Content-Length being read, or the chunk size
   uint64_t content_length;
-  uint64_t remaining;    // body or chunk bytes still to come
+  uint64_t remaining;  // body or chunk bytes still to come
   char method[kMaxMethod];
   char url[kMaxValue];
   uint8_t request_id_length;  // the X-Request-Id value kept, without surrounding whitespace
   uint8_t traceparent_length;
-  uint8_t id_pending;         // whitespace seen inside the id value, kept if more follows
+  uint8_t id_pending;  // whitespace seen inside the id value, kept if more follows
   char request_id[kMaxIdValue];
   char traceparent[kMaxIdValue];
 };
@@ -94,8 +99,21 @@ struct HttpState {
 bool IsTokenChar(uint8_t c) {
   if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || IsDigit(c)) return true;
   switch (c) {
-    case '!': case '#': case '$': case '%': case '&': case '\'': case '*': case '+':
-    case '-': case '.': case '^': case '_': case '`': case '|': case '~':
+    case '!':
+    case '#':
+    case '$':
+    case '%':
+    case '&':
+    case '\'':
+    case '*':
+    case '+':
+    case '-':
+    case '.':
+    case '^':
+    case '_':
+    case '`':
+    case '|':
+    case '~':
       return true;
     default:
       return false;
@@ -217,7 +235,8 @@ bool ValueByte(HttpState* s, uint8_t c) {
       s->token_done = false;
     } else if (space) {
       if (s->token_pos > 0) s->token_done = true;
-    } else if (s->token_done || s->token_pos >= 7 || ToLower(c) != uint8_t(kChunkedName[s->token_pos])) {
+    } else if (s->token_done || s->token_pos >= 7 ||
+               ToLower(c) != uint8_t(kChunkedName[s->token_pos])) {
       s->token_match = false;
       s->token_pos = 7;
     } else {
@@ -266,8 +285,10 @@ size_t EndMessage(Parser* parser, HttpState* s, size_t consumed, bool* ended) {
     AddAttribute(parser, "http.method", s->method,
                  s->method_length < kMaxMethod ? s->method_length : kMaxMethod);
     AddAttribute(parser, "http.url", s->url, s->url_length);
-    if (s->request_id_length > 0) AddAttribute(parser, "http.request_id", s->request_id, s->request_id_length);
-    if (s->traceparent_length > 0) AddAttribute(parser, "http.traceparent", s->traceparent, s->traceparent_length);
+    if (s->request_id_length > 0)
+      AddAttribute(parser, "http.request_id", s->request_id, s->request_id_length);
+    if (s->traceparent_length > 0)
+      AddAttribute(parser, "http.traceparent", s->traceparent, s->traceparent_length);
   }
   // 101 Switching Protocols: what follows is another protocol, a tunnel to this parser.
   bool switched = IsResponse(parser) && s->status == 101;
@@ -394,8 +415,9 @@ size_t ConsumeHttp(Parser* parser, const uint8_t* data, size_t length, bool* end
         s->phase = kHeaderName;
         s->name_length = 0;
         // Request ids only in requests: a response's would name nothing new.
-        s->name_match = IsResponse(parser) ? kContentLength | kTransferEncoding
-                                           : kContentLength | kTransferEncoding | kRequestId | kTraceparent;
+        s->name_match = IsResponse(parser)
+                            ? kContentLength | kTransferEncoding
+                            : kContentLength | kTransferEncoding | kRequestId | kTraceparent;
         [[fallthrough]];
       case kHeaderName:
         if (c == ':') {
@@ -417,7 +439,8 @@ size_t ConsumeHttp(Parser* parser, const uint8_t* data, size_t length, bool* end
         }
         if (!IsTokenChar(c)) return Fail(parser, length, ended);
         for (int h = 0; h < kMatchedHeaders; ++h) {
-          if (s->name_length >= kHeaderNameLengths[h] || ToLower(c) != uint8_t(kHeaderNames[h][s->name_length])) {
+          if (s->name_length >= kHeaderNameLengths[h] ||
+              ToLower(c) != uint8_t(kHeaderNames[h][s->name_length])) {
             s->name_match &= uint8_t(~(1u << h));
           }
         }

@@ -54,14 +54,14 @@ enum SqlPhase : uint8_t { kSqlNone, kSqlStatementName, kSqlText };
 struct PostgresState {
   Phase phase;
   Untyped untyped;
-  uint8_t type;         // the typed message being read
-  uint8_t have;         // header bytes collected
+  uint8_t type;  // the typed message being read
+  uint8_t have;  // header bytes collected
   uint8_t header[8];
-  uint8_t first[4];     // the body's first bytes (ReadyForQuery status, authentication code)
-  uint32_t remaining;   // body bytes still to come
-  uint32_t body_seen;   // body bytes seen, saturating at 4
+  uint8_t first[4];    // the body's first bytes (ReadyForQuery status, authentication code)
+  uint32_t remaining;  // body bytes still to come
+  uint32_t body_seen;  // body bytes seen, saturating at 4
   SqlPhase sql_phase;
-  bool batch_has_sql;   // the extended-query batch's Parse text is in `sql`
+  bool batch_has_sql;  // the extended-query batch's Parse text is in `sql`
   uint8_t sql_length;
   char sql[kMaxValue];
 };
@@ -72,8 +72,20 @@ uint32_t BigEndian32(const uint8_t* p) {
 
 bool IsFrontendType(uint8_t t) {
   switch (t) {
-    case 'B': case 'C': case 'c': case 'd': case 'D': case 'E': case 'f': case 'F':
-    case 'H': case 'p': case 'P': case 'Q': case 'S': case 'X':
+    case 'B':
+    case 'C':
+    case 'c':
+    case 'd':
+    case 'D':
+    case 'E':
+    case 'f':
+    case 'F':
+    case 'H':
+    case 'p':
+    case 'P':
+    case 'Q':
+    case 'S':
+    case 'X':
       return true;
     default:
       return false;
@@ -82,9 +94,30 @@ bool IsFrontendType(uint8_t t) {
 
 bool IsBackendType(uint8_t t) {
   switch (t) {
-    case 'R': case 'K': case '1': case '2': case '3': case 'C': case 'c': case 'd':
-    case 'D': case 'E': case 'G': case 'H': case 'I': case 'n': case 'N': case 'A':
-    case 's': case 'S': case 't': case 'T': case 'V': case 'v': case 'W': case 'Z':
+    case 'R':
+    case 'K':
+    case '1':
+    case '2':
+    case '3':
+    case 'C':
+    case 'c':
+    case 'd':
+    case 'D':
+    case 'E':
+    case 'G':
+    case 'H':
+    case 'I':
+    case 'n':
+    case 'N':
+    case 'A':
+    case 's':
+    case 'S':
+    case 't':
+    case 'T':
+    case 'V':
+    case 'v':
+    case 'W':
+    case 'Z':
       return true;
     default:
       return false;
@@ -108,7 +141,11 @@ bool EndsMessage(Parser* parser, PostgresState* s) {
         s->batch_has_sql = false;
         s->sql_length = 0;
         return true;
-      case 'F': case 'p': case 'c': case 'f': case 'X':
+      case 'F':
+      case 'p':
+      case 'c':
+      case 'f':
+      case 'X':
         ClearAttributes(parser);
         return true;
       default:
@@ -120,13 +157,21 @@ bool EndsMessage(Parser* parser, PostgresState* s) {
       ClearAttributes(parser);
       if (s->body_seen >= 1) AddAttribute(parser, "pg.status", s->first, 1);
       return true;
-    case 'G': case 'W':
+    case 'G':
+    case 'W':
       ClearAttributes(parser);
       return true;
     case 'R': {
       if (s->body_seen < 4) return false;
       switch (BigEndian32(s->first)) {
-        case 2: case 3: case 5: case 7: case 8: case 9: case 10: case 11:
+        case 2:
+        case 3:
+        case 5:
+        case 7:
+        case 8:
+        case 9:
+        case 10:
+        case 11:
           ClearAttributes(parser);
           return true;
         default:  // 0 AuthenticationOk, 12 SASLFinal: the server goes on
@@ -161,8 +206,8 @@ bool UntypedHeader(PostgresState* s) {
 // Reads the 5-byte header of a typed message; false if it is none.
 bool TypedHeader(const Parser* parser, PostgresState* s) {
   s->type = s->header[0];
-  bool known = parser->direction == Direction::kRequest ? IsFrontendType(s->type)
-                                                        : IsBackendType(s->type);
+  bool known =
+      parser->direction == Direction::kRequest ? IsFrontendType(s->type) : IsBackendType(s->type);
   uint32_t length = BigEndian32(s->header + 1);
   if (!known || length < 4 || length > 0x7fffffffu) return false;
   s->untyped = kTyped;

@@ -67,9 +67,9 @@ inline constexpr size_t kParserStateBytes = 320;
 struct Parser {
   Protocol protocol;
   Direction direction;
-  bool failed;        // the bytes broke the protocol: no more boundaries are reported
-  uint64_t consumed;  // bytes consumed so far (the stream offset of the next byte)
-  uint64_t messages;  // messages that ended so far
+  bool failed;            // the bytes broke the protocol: no more boundaries are reported
+  uint64_t consumed;      // bytes consumed so far (the stream offset of the next byte)
+  uint64_t messages;      // messages that ended so far
   Attributes attributes;  // of the message that ended last (valid after Consume ends one)
   alignas(8) uint8_t state[kParserStateBytes];
 };

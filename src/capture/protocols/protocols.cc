@@ -6,9 +6,8 @@
 // BorderPatrol selects a processor by port, Unix path or program name (§5.2) and names
 // detection from the data as future work; Detect does it only where the first bytes can
 // belong to one protocol alone.
-#include "capture/protocols/protocol.h"
-
 #include "capture/protocols/processors.h"
+#include "capture/protocols/protocol.h"
 
 namespace weft::capture::protocols {
 
@@ -23,8 +22,8 @@ uint32_t BigEndian32(const uint8_t* p) {
 
 // HTTP/1.x request methods that Detect accepts (RFC 9110 §9 and PATCH, RFC 5789). "PRI" is
 // left out: it starts the HTTP/2 preface, which the HTTP/1.x processor cannot follow.
-constexpr const char* kHttpMethods[] = {"GET ",     "POST ",    "PUT ",   "HEAD ",   "DELETE ",
-                                        "OPTIONS ", "PATCH ",   "CONNECT ", "TRACE "};
+constexpr const char* kHttpMethods[] = {"GET ",     "POST ",  "PUT ",     "HEAD ", "DELETE ",
+                                        "OPTIONS ", "PATCH ", "CONNECT ", "TRACE "};
 
 // kHttp if the bytes start with a method and a space.
 bool LooksLikeHttp(const uint8_t* data, size_t length) {
@@ -169,7 +168,8 @@ void ConsumeDatagram(Parser* parser, const uint8_t* data, size_t length) {
     Init(&one, parser->protocol, parser->direction);
     size_t offset = 0;
     bool ended = false;
-    while (offset < length && !ended) offset += Consume(&one, data + offset, length - offset, &ended);
+    while (offset < length && !ended)
+      offset += Consume(&one, data + offset, length - offset, &ended);
     if (ended) parser->attributes = one.attributes;
   }
   parser->consumed += length;

@@ -22,7 +22,7 @@ namespace weft::capture::protocols::internal {
 
 namespace {
 
-constexpr uint32_t kMaxInline = 64 * 1024;   // PROTO_INLINE_MAX_SIZE
+constexpr uint32_t kMaxInline = 64 * 1024;  // PROTO_INLINE_MAX_SIZE
 constexpr int64_t kMaxBulk = int64_t(1) << 40;
 constexpr int64_t kMaxElements = 0x7fffffff;
 constexpr int kMaxCommand = 24;
@@ -60,7 +60,7 @@ enum RequestPhase : uint8_t {
   kCommandStart,
   kInline,
   kArrayCount,
-  kBulkType,     // the '$' of the next element
+  kBulkType,  // the '$' of the next element
   kBulkLength,
   kBulkData,
   kBulkCr,
@@ -71,13 +71,13 @@ struct RequestState {
   RequestPhase phase;
   uint8_t command_length;
   uint8_t key_length;
-  bool word_gap;         // inline: spaces since the last word
-  uint32_t words;        // inline: words begun so far
+  bool word_gap;   // inline: spaces since the last word
+  uint32_t words;  // inline: words begun so far
   uint32_t inline_bytes;
-  uint32_t elements;     // array: elements still to come
-  uint32_t element;      // array: index of the element being read
+  uint32_t elements;  // array: elements still to come
+  uint32_t element;   // array: index of the element being read
   NumberLine number;
-  uint64_t remaining;    // bulk bytes still to come
+  uint64_t remaining;  // bulk bytes still to come
   char command[kMaxCommand];
   char key[kMaxValue];
 };
@@ -139,8 +139,10 @@ size_t ConsumeRequest(Parser* parser, const uint8_t* data, size_t length, bool* 
         }
         if (s->word_gap) {
           s->word_gap = false;
-          if (s->words < 2) ++s->words;
-          else s->words = 3;
+          if (s->words < 2)
+            ++s->words;
+          else
+            s->words = 3;
         }
         KeepWordByte(s, s->words - 1, c);
         break;
@@ -194,9 +196,9 @@ size_t ConsumeRequest(Parser* parser, const uint8_t* data, size_t length, bool* 
 
 enum ResponsePhase : uint8_t {
   kValueStart,
-  kSimpleLine,   // the rest of a + - : , # ( _ line
-  kLengthLine,   // the length of a bulk value
-  kCountLine,    // the count of an aggregate
+  kSimpleLine,  // the rest of a + - : , # ( _ line
+  kLengthLine,  // the length of a bulk value
+  kCountLine,   // the count of an aggregate
   kValueData,
   kValueCr,
   kValueLf,
@@ -204,11 +206,11 @@ enum ResponsePhase : uint8_t {
 
 struct ResponseState {
   ResponsePhase phase;
-  uint8_t type;           // the value being read
-  uint8_t depth;          // open aggregates
-  uint16_t attributes;    // bit d: the aggregate at depth d is an attribute (|)
+  uint8_t type;         // the value being read
+  uint8_t depth;        // open aggregates
+  uint16_t attributes;  // bit d: the aggregate at depth d is an attribute (|)
   NumberLine number;
-  uint64_t remaining;     // bulk bytes still to come
+  uint64_t remaining;        // bulk bytes still to come
   uint32_t left[kMaxDepth];  // values still to come in each open aggregate
 };
 
@@ -251,13 +253,25 @@ size_t ConsumeResponse(Parser* parser, const uint8_t* data, size_t length, bool*
       case kValueStart:
         s->type = c;
         switch (c) {
-          case '+': case '-': case ':': case ',': case '#': case '(': case '_':
+          case '+':
+          case '-':
+          case ':':
+          case ',':
+          case '#':
+          case '(':
+          case '_':
             s->phase = kSimpleLine;
             break;
-          case '$': case '!': case '=':
+          case '$':
+          case '!':
+          case '=':
             s->phase = kLengthLine;
             break;
-          case '*': case '~': case '>': case '%': case '|':
+          case '*':
+          case '~':
+          case '>':
+          case '%':
+          case '|':
             s->phase = kCountLine;
             break;
           default:

@@ -8,10 +8,10 @@
 // answered.
 #include "infer/fragment/fragment.h"
 
+#include <absl/container/flat_hash_map.h>
+
 #include <algorithm>
 #include <tuple>
-
-#include <absl/container/flat_hash_map.h>
 
 #include "infer/forest.h"
 #include "infer/fragment/witness.h"
@@ -81,29 +81,35 @@ Result<PathSet> InferFragment(const Trace& trace) {
     const uint32_t sender = c.sender[i].value(), receiver = c.receiver[i].value();
     if (c.send_time[i] != kNoTime && c.sender_thread[i] != 0) {
       events.push_back({clock[sender], sender, c.sender_thread[i], c.send_time[i], Step::kSend, m});
-      TimeNs connected = c.kind[i] == MessageKind::kCall ? ConnectTime(trace, MessageId(m), connected_key) : kNoTime;
+      TimeNs connected = c.kind[i] == MessageKind::kCall
+                             ? ConnectTime(trace, MessageId(m), connected_key)
+                             : kNoTime;
       if (connected != kNoTime && connected <= c.send_time[i]) {
         events.push_back({clock[sender], sender, c.sender_thread[i], connected, Step::kConnect, m});
       }
     }
     if (c.recv_time[i] != kNoTime && c.receiver_thread[i] != 0) {
-      events.push_back({clock[receiver], receiver, c.receiver_thread[i], c.recv_time[i], Step::kReceive, m});
+      events.push_back(
+          {clock[receiver], receiver, c.receiver_thread[i], c.recv_time[i], Step::kReceive, m});
     }
     threads = threads || c.sender_thread[i] != 0 || c.receiver_thread[i] != 0;
   }
   const std::span<const ProcessLink> links = trace.process_links();
   for (size_t k = 0; k < links.size(); ++k) {
     const uint32_t from = links[k].from.value();
-    events.push_back({clock[from], from, links[k].from_thread, links[k].time, Step::kProcessLink, uint32_t(k)});
+    events.push_back(
+        {clock[from], from, links[k].from_thread, links[k].time, Step::kProcessLink, uint32_t(k)});
   }
   if (!threads) {
     return Status::InvalidArgument(
-        "no message names its threads: the fragment algorithm needs a trace reconciled from a capture "
+        "no message names its threads: the fragment algorithm needs a trace reconciled from a "
+        "capture "
         "(weft capture, weft reconcile)");
   }
   // Per node in time order: a RETURN's parent (its CALL's parent) is settled at the node
   // that sent the CALL before the RETURN comes back to it.
-  std::sort(events.begin(), events.end(), [](const ThreadEvent& a, const ThreadEvent& b) { return a.Key() < b.Key(); });
+  std::sort(events.begin(), events.end(),
+            [](const ThreadEvent& a, const ThreadEvent& b) { return a.Key() < b.Key(); });
 
   const std::vector<MessageId> call_of = CallsAnswered(trace);
   std::vector<MessageId> parent(trace.size());
@@ -126,7 +132,8 @@ Result<PathSet> InferFragment(const Trace& trace) {
   // Per request handed on by links: the threads it went to (some may have moved on since).
   absl::flat_hash_map<std::pair<uint32_t, uint32_t>, MessageId> inherited;
   absl::flat_hash_map<uint32_t, std::vector<std::pair<uint32_t, uint32_t>>> heirs;
-  int64_t outputs_without_request = 0, server_calls_outside = 0, requests_spawned = 0, ended_by_answer = 0;
+  int64_t outputs_without_request = 0, server_calls_outside = 0, requests_spawned = 0,
+          ended_by_answer = 0;
   for (const ThreadEvent& e : events) {
     if (e.step == Step::kProcessLink) {
       // §5.5: a spawned process's (thread's) initial fragment works for the request its
@@ -186,7 +193,8 @@ Result<PathSet> InferFragment(const Trace& trace) {
       auto connected = connected_for.find(e.message);
       parent[e.message] = connected != connected_for.end() ? connected->second : current;  // rule 2
       outputs_without_request += !parent[e.message].valid();
-      server_calls_outside += !parent[e.message].valid() && kind == MessageKind::kCall && serves[e.node];
+      server_calls_outside +=
+          !parent[e.message].valid() && kind == MessageKind::kCall && serves[e.node];
     }
   }
   // RETURNs whose sender was not traced still answer their CALL.

@@ -2,10 +2,10 @@
 // outbound CALLs sent before each one queued per witness in send order.
 #include "infer/fragment/witness.h"
 
+#include <absl/container/flat_hash_map.h>
+
 #include <algorithm>
 #include <tuple>
-
-#include <absl/container/flat_hash_map.h>
 
 namespace weft {
 namespace {
@@ -33,12 +33,18 @@ class WitnessReader {
     StringId method, url, request_id, traceparent, id, name;
     for (const Attribute& a : trace_.AttributesOf(m)) {
       if (!a.key.valid()) continue;
-      if (a.key == method_) method = a.value;
-      else if (a.key == url_) url = a.value;
-      else if (a.key == request_id_) request_id = a.value;
-      else if (a.key == traceparent_) traceparent = a.value;
-      else if (a.key == dns_id_) id = a.value;
-      else if (a.key == dns_name_) name = a.value;
+      if (a.key == method_)
+        method = a.value;
+      else if (a.key == url_)
+        url = a.value;
+      else if (a.key == request_id_)
+        request_id = a.value;
+      else if (a.key == traceparent_)
+        traceparent = a.value;
+      else if (a.key == dns_id_)
+        id = a.value;
+      else if (a.key == dns_name_)
+        name = a.value;
     }
     Witness w;
     if (method.valid() && url.valid()) {
@@ -75,12 +81,16 @@ WitnessLinks LinkWitnesses(const Trace& trace, const std::vector<MessageId>& cal
   // A side is traced when its thread and time were logged; the other side of these CALLs
   // logged neither.
   auto traced_send = [&](size_t i) { return c.send_time[i] != kNoTime && c.sender_thread[i] != 0; };
-  auto traced_recv = [&](size_t i) { return c.recv_time[i] != kNoTime && c.receiver_thread[i] != 0; };
+  auto traced_recv = [&](size_t i) {
+    return c.recv_time[i] != kNoTime && c.receiver_thread[i] != 0;
+  };
   std::vector<uint32_t> outbound, inbound;
   for (size_t i = 0; i < n; ++i) {
     if (c.kind[i] != MessageKind::kCall) continue;
-    if (traced_send(i) && c.recv_time[i] == kNoTime && c.receiver_thread[i] == 0) outbound.push_back(uint32_t(i));
-    if (traced_recv(i) && c.send_time[i] == kNoTime && c.sender_thread[i] == 0) inbound.push_back(uint32_t(i));
+    if (traced_send(i) && c.recv_time[i] == kNoTime && c.receiver_thread[i] == 0)
+      outbound.push_back(uint32_t(i));
+    if (traced_recv(i) && c.send_time[i] == kNoTime && c.sender_thread[i] == 0)
+      inbound.push_back(uint32_t(i));
   }
   if (outbound.empty() || inbound.empty()) return links;
   std::stable_sort(outbound.begin(), outbound.end(),
@@ -121,7 +131,9 @@ WitnessLinks LinkWitnesses(const Trace& trace, const std::vector<MessageId>& cal
     size_t chosen = queue.size();
     for (size_t k = 0; k < queue.size(); ++k) {
       const Witness& o = queue[k].witness;
-      if (!OptionalEqual(o.request_id, w.request_id) || !OptionalEqual(o.traceparent, w.traceparent)) continue;
+      if (!OptionalEqual(o.request_id, w.request_id) ||
+          !OptionalEqual(o.traceparent, w.traceparent))
+        continue;
       // The module answers the outbound CALL only after the inbound one was answered.
       TimeNs back = answered[queue[k].message];
       if (back != kNoTime && replied[in] != kNoTime && back <= replied[in]) continue;

@@ -14,7 +14,6 @@
 
 namespace weft::linking {
 
-
 constexpr uint32_t kNone = UINT32_MAX;
 // Candidate parents considered per message, latest first. Identical timestamps (a burst
 // logged at one instant) would otherwise make the work quadratic; beyond a few dozen
@@ -59,7 +58,8 @@ struct CandidateLists {
 
 class Linker {
  public:
-  Linker(const Trace& trace, const LinkingOptions& options) : trace_(trace), c_(trace.columns()), options_(options) {}
+  Linker(const Trace& trace, const LinkingOptions& options)
+      : trace_(trace), c_(trace.columns()), options_(options) {}
   Result<PathSet> Run();
 
  private:
@@ -80,7 +80,8 @@ class Linker {
   Status BuildTrees(PathSetBuilder& builder);
   // Step 3's recursion: expands tree_ from message tree_[next] and its child link `link`
   // on, branching on try-both decisions; emits every finished instance.
-  Status Expand(size_t next, uint32_t link, double probability, uint32_t budget, PathSetBuilder& builder);
+  Status Expand(size_t next, uint32_t link, double probability, uint32_t budget,
+                PathSetBuilder& builder);
   Status Emit(double probability, PathSetBuilder& builder);
   // Adds message m to the tree under tree_[parent] (-1: as the root), with its RETURN
   // under it in RPC mode.
@@ -103,17 +104,17 @@ class Linker {
 
   // RPC mode: calls paired with their returns by call id (kNone if unpaired).
   bool rpc_ = false;
-  std::vector<uint32_t> answer_;    // per CALL: its RETURN
-  std::vector<uint32_t> answers_;   // per RETURN: its CALL
+  std::vector<uint32_t> answer_;   // per CALL: its RETURN
+  std::vector<uint32_t> answers_;  // per RETURN: its CALL
   int64_t unpaired_returns_ = 0;
-  std::vector<TimeNs> reach_;     // per candidate list (see ComputeReach)
-  std::vector<Site> site_;        // per message
-  CandidateLists lists_;          // per site list
-  std::vector<uint32_t> pair_;    // per message: its sender->receiver pair
-  std::vector<double> rate_;      // per pair: lambda = 1/d, per nanosecond
+  std::vector<TimeNs> reach_;   // per candidate list (see ComputeReach)
+  std::vector<Site> site_;      // per message
+  CandidateLists lists_;        // per site list
+  std::vector<uint32_t> pair_;  // per message: its sender->receiver pair
+  std::vector<double> rate_;    // per pair: lambda = 1/d, per nanosecond
   // The learned model (see LearnDelays): per pair with candidates, a weight per delay
   // bin and then one per return-gap bin (kModelSize in all).
-  std::vector<uint32_t> model_of_;   // per pair: index into model_, or kNone
+  std::vector<uint32_t> model_of_;  // per pair: index into model_, or kNone
   std::vector<float> model_;
   std::vector<float> model_spontaneous_;  // per model: the share of its messages spontaneous
 

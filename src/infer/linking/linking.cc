@@ -55,7 +55,8 @@ void Linker::PairCalls() {
   }
   // Calls sort before returns at one instant: a zero-time RPC still pairs.
   std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
-    return std::tie(a.key, a.time, a.is_return, a.message) < std::tie(b.key, b.time, b.is_return, b.message);
+    return std::tie(a.key, a.time, a.is_return, a.message) <
+           std::tie(b.key, b.time, b.is_return, b.message);
   });
   std::vector<uint32_t> open;
   for (size_t i = 0; i < entries.size();) {
@@ -67,9 +68,11 @@ void Linker::PairCalls() {
       // The hash key could collide: check the fields it mixes.
       if (!open.empty()) {
         const uint32_t o = open.back();
-        const bool same = c.call_id[o] == c.call_id[e.message] &&
-                          (e.is_return ? c.receiver[e.message] == c.sender[o] && c.sender[e.message] == c.receiver[o]
-                                       : c.sender[e.message] == c.sender[o] && c.receiver[e.message] == c.receiver[o]);
+        const bool same =
+            c.call_id[o] == c.call_id[e.message] &&
+            (e.is_return
+                 ? c.receiver[e.message] == c.sender[o] && c.sender[e.message] == c.receiver[o]
+                 : c.sender[e.message] == c.sender[o] && c.receiver[e.message] == c.receiver[o]);
         if (!same) open.clear();
       }
       if (!e.is_return) {
@@ -97,8 +100,9 @@ void Linker::ForEachCandidate(size_t m, F&& f) const {
   // An enclosing call arrived at most the node's longest visit ago: older ones are
   // answered already, so the scan stops there (unless the node also gets messages that
   // are not paired calls, which may be candidates from further back).
-  const TimeNs horizon = enclosing_only && reach_[s.list] != kNoTime ? std::min(options_.window, reach_[s.list])
-                                                                     : options_.window;
+  const TimeNs horizon = enclosing_only && reach_[s.list] != kNoTime
+                             ? std::min(options_.window, reach_[s.list])
+                             : options_.window;
   auto first = lists_.entries.begin() + lists_.begin[s.list];
   auto it = std::upper_bound(first, lists_.entries.begin() + lists_.begin[s.list + 1],
                              std::pair(s.time, UINT32_MAX));
@@ -140,12 +144,15 @@ void Linker::ComputeReach() {
   for (size_t m = 0; m < n_; ++m) {
     if (c_.recv_time[m] == kNoTime) continue;
     const uint32_t node = c_.receiver[m].value();
-    if (c_.kind[m] == MessageKind::kMessage || (c_.kind[m] == MessageKind::kCall && answer_[m] == kNone)) {
+    if (c_.kind[m] == MessageKind::kMessage ||
+        (c_.kind[m] == MessageKind::kCall && answer_[m] == kNone)) {
       open_ended[node] = true;
     } else if (c_.kind[m] == MessageKind::kCall) {
       const TimeNs answered = c_.send_time[answer_[m]];
-      if (answered == kNoTime) open_ended[node] = true;
-      else longest[node] = std::max(longest[node], answered - c_.recv_time[m]);
+      if (answered == kNoTime)
+        open_ended[node] = true;
+      else
+        longest[node] = std::max(longest[node], answered - c_.recv_time[m]);
     }
   }
   for (size_t node = 0; node < nodes; ++node) {
@@ -163,11 +170,14 @@ void Linker::IndexSites() {
   site_.resize(n_);
   auto key = [](NodeId a, NodeId b) { return uint64_t(a.value()) << 32 | b.value(); };
   for (size_t m = 0; m < n_; ++m) {
-    pair_[m] = pair_index.try_emplace(key(c_.sender[m], c_.receiver[m]), uint32_t(pair_index.size())).first->second;
+    pair_[m] =
+        pair_index.try_emplace(key(c_.sender[m], c_.receiver[m]), uint32_t(pair_index.size()))
+            .first->second;
     if (c_.send_time[m] != kNoTime) {
       site_[m] = {c_.sender[m].value(), c_.send_time[m]};
     } else {  // a Trace has at least one of the two times
-      auto [it, added] = back_list.try_emplace(key(c_.receiver[m], c_.sender[m]), nodes + uint32_t(back_list.size()));
+      auto [it, added] = back_list.try_emplace(key(c_.receiver[m], c_.sender[m]),
+                                               nodes + uint32_t(back_list.size()));
       site_[m] = {it->second, c_.recv_time[m]};
     }
   }
@@ -188,9 +198,12 @@ void Linker::IndexSites() {
   std::partial_sum(lists_.begin.begin(), lists_.begin.end(), lists_.begin.begin());
   lists_.entries.resize(lists_.begin.back());
   std::vector<uint32_t> fill(lists_.begin.begin(), lists_.begin.end() - 1);
-  for_each_entry([&](uint32_t list, TimeNs t, size_t m) { lists_.entries[fill[list]++] = {t, uint32_t(m)}; });
+  for_each_entry([&](uint32_t list, TimeNs t, size_t m) {
+    lists_.entries[fill[list]++] = {t, uint32_t(m)};
+  });
   for (size_t l = 0; l < lists; ++l) {
-    std::sort(lists_.entries.begin() + lists_.begin[l], lists_.entries.begin() + lists_.begin[l + 1]);
+    std::sort(lists_.entries.begin() + lists_.begin[l],
+              lists_.entries.begin() + lists_.begin[l + 1]);
   }
 }
 
@@ -241,16 +254,19 @@ void Linker::ScoreParents(bool learned) {
     if (first == last) continue;
     const uint32_t model = learned ? model_of_[pair_[m]] : kNone;
     const float* weight = learned ? &model_[size_t(model) * kModelSize] : nullptr;
-    const double spontaneous = learned ? spontaneous_weight * model_spontaneous_[model] : spontaneous_weight;
+    const double spontaneous =
+        learned ? spontaneous_weight * model_spontaneous_[model] : spontaneous_weight;
     double total = spontaneous;
     const float floor = EnclosingOnly(m) ? kMinEnclosingWeight : 0.0f;
     for (uint32_t k = first; k < last; ++k) {
       double w;
       if (learned) {
         w = std::max(weight[candidate_delay_[k]], floor) *
-            (candidate_gap_[k] != kNoGap ? std::max(weight[kDelayBins + candidate_gap_[k]], floor) : 1.0f);
+            (candidate_gap_[k] != kNoGap ? std::max(weight[kDelayBins + candidate_gap_[k]], floor)
+                                         : 1.0f);
       } else {
-        w = std::exp(-double(site_[m].time - ParentTime(m, candidate_parent_[k])) * rate_[pair_[m]]);
+        w = std::exp(-double(site_[m].time - ParentTime(m, candidate_parent_[k])) *
+                     rate_[pair_[m]]);
       }
       candidate_p_[k] = float(w);
       total += w;
@@ -274,13 +290,15 @@ void Linker::LearnDelays() {
     model_of_.assign(rate_.size(), kNone);
     uint32_t models = 0;
     for (size_t m = 0; m < n_; ++m) {
-      if (candidate_begin_[m] != candidate_begin_[m + 1] && model_of_[pair_[m]] == kNone) model_of_[pair_[m]] = models++;
+      if (candidate_begin_[m] != candidate_begin_[m + 1] && model_of_[pair_[m]] == kNone)
+        model_of_[pair_[m]] = models++;
     }
     model_.resize(size_t(models) * kModelSize);
     model_spontaneous_.resize(models);
   }
   std::vector<float> candidates_at(model_.size(), 0), parents_at(model_.size(), 0);
-  std::vector<float> spontaneous(model_spontaneous_.size(), 0), messages(model_spontaneous_.size(), 0);
+  std::vector<float> spontaneous(model_spontaneous_.size(), 0),
+      messages(model_spontaneous_.size(), 0);
   for (size_t m = 0; m < n_; ++m) {
     const uint32_t first = candidate_begin_[m], last = candidate_begin_[m + 1];
     if (first == last) continue;
@@ -310,7 +328,8 @@ void Linker::LearnDelays() {
     }
     // Without any parent: no delay is likely; without any gap seen, gaps say nothing.
     const bool gaps = (base / kDelayBins) % 2 == 1;
-    for (size_t b = base; b < base + kDelayBins; ++b) model_[b] = peak > 0 ? model_[b] / peak : gaps ? 1.0f : 0.0f;
+    for (size_t b = base; b < base + kDelayBins; ++b)
+      model_[b] = peak > 0 ? model_[b] / peak : gaps ? 1.0f : 0.0f;
   }
 }
 
@@ -345,13 +364,16 @@ void Linker::InvertLinks() {
   child_link_.resize(link_parent_.size());
   std::vector<uint32_t> fill(child_begin_.begin(), child_begin_.end() - 1);
   for (size_t m = 0; m < n_; ++m) {
-    for (uint32_t l = link_begin_[m]; l < link_begin_[m + 1]; ++l) child_link_[fill[link_parent_[l]]++] = l;
+    for (uint32_t l = link_begin_[m]; l < link_begin_[m + 1]; ++l)
+      child_link_[fill[link_parent_[l]]++] = l;
   }
 }
 
 Result<PathSet> Linker::Run() {
-  if (!(options_.window > 0)) return Status::InvalidArgument("the linking window x must be positive");
-  if (!(options_.spontaneous_delay > 0)) return Status::InvalidArgument("y (the spontaneous delay) must be positive");
+  if (!(options_.window > 0))
+    return Status::InvalidArgument("the linking window x must be positive");
+  if (!(options_.spontaneous_delay > 0))
+    return Status::InvalidArgument("y (the spontaneous delay) must be positive");
   if (!(options_.min_link > 0 && options_.min_link < 0.5)) {
     return Status::InvalidArgument("min_link must be in (0, 0.5)");
   }
@@ -359,7 +381,8 @@ Result<PathSet> Linker::Run() {
         options_.try_both_high <= 1)) {
     return Status::InvalidArgument("try-both bounds need 0 <= low <= high <= 1");
   }
-  if (options_.try_both_budget > 20) return Status::InvalidArgument("a try-both budget over 20 would build 2^20 trees per root");
+  if (options_.try_both_budget > 20)
+    return Status::InvalidArgument("a try-both budget over 20 would build 2^20 trees per root");
   n_ = trace_.size();
   if (options_.use_calls) PairCalls();
   IndexSites();
@@ -379,7 +402,8 @@ Result<PathSet> Linker::Run() {
   if (options_.aggregate_clients) {
     NodeAggregation aggregation = AggregateClients(trace_);
     clients = aggregation.clients;
-    if (clients > 0) builder.RenameNodes(std::move(aggregation.names), std::move(aggregation.alias));
+    if (clients > 0)
+      builder.RenameNodes(std::move(aggregation.names), std::move(aggregation.alias));
   }
   // Network latency per hop with the clock offsets removed (WAP5 §5.2).
   const ClockOffsets offsets = EstimateClockOffsets(trace_);
@@ -398,7 +422,8 @@ Result<PathSet> Linker::Run() {
   PathSet set = std::move(builder).Finish();
   set.clients_aggregated = clients > 0;
   for (const PairOffset& o : offsets.pairs) {
-    set.clock_offsets.push_back({std::string(trace_.NodeName(o.a)), std::string(trace_.NodeName(o.b)), o.offset, o.messages});
+    set.clock_offsets.push_back({std::string(trace_.NodeName(o.a)),
+                                 std::string(trace_.NodeName(o.b)), o.offset, o.messages});
   }
   return set;
 }

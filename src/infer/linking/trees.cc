@@ -55,7 +55,8 @@ void Linker::Shrink(size_t size) {
   tree_parent_.resize(size);
 }
 
-Status Linker::Expand(size_t next, uint32_t link, double probability, uint32_t budget, PathSetBuilder& builder) {
+Status Linker::Expand(size_t next, uint32_t link, double probability, uint32_t budget,
+                      PathSetBuilder& builder) {
   const size_t entry_size = tree_.size();
   for (; next < tree_.size(); ++next, link = 0) {
     const uint32_t m = tree_[next];
@@ -64,8 +65,9 @@ Status Linker::Expand(size_t next, uint32_t link, double probability, uint32_t b
       const uint32_t child = link_child_[l];
       if (in_tree_[child]) continue;
       const double p = link_p_[l];
-      const bool ambiguous = best_link_[l] ? p < options_.try_both_high
-                                           : p >= options_.try_both_low && p <= options_.try_both_high;
+      const bool ambiguous = best_link_[l]
+                                 ? p < options_.try_both_high
+                                 : p >= options_.try_both_low && p <= options_.try_both_high;
       if (ambiguous && budget > 0) {
         // Try both: with the link (the child joins) and without, each going on from the
         // next link; both branches emit their instances.
@@ -80,7 +82,8 @@ Status Linker::Expand(size_t next, uint32_t link, double probability, uint32_t b
         return status;
       }
       if (ambiguous) hit_budget_ = true;
-      const bool include = ambiguous ? (best_link_[l] || p >= 0.5) : p > options_.try_both_high || best_link_[l];
+      const bool include =
+          ambiguous ? (best_link_[l] || p >= 0.5) : p > options_.try_both_high || best_link_[l];
       if (include && tree_.size() < kMaxTreeMessages) {
         Join(child, int32_t(next));
         probability *= p;

@@ -21,12 +21,12 @@
 //   with a skew window a parent that would close a cycle is skipped.
 #include "infer/nesting/nesting.h"
 
+#include <absl/container/flat_hash_map.h>
+#include <absl/container/inlined_vector.h>
+
 #include <algorithm>
 #include <cmath>
 #include <vector>
-
-#include <absl/container/flat_hash_map.h>
-#include <absl/container/inlined_vector.h>
 
 #include "core/progress.h"
 
@@ -117,7 +117,8 @@ class Nesting {
       });
     };
     // Sized once: growing by doubling would copy these hot arrays and fault in pages twice.
-    size_t call_count = size_t(std::count(cols_.kind.begin(), cols_.kind.end(), MessageKind::kCall));
+    size_t call_count =
+        size_t(std::count(cols_.kind.begin(), cols_.kind.end(), MessageKind::kCall));
     calls_.reserve(call_count);
     lost.reserve(call_count);
     candidates_.reserve(2 * call_count);
@@ -194,7 +195,8 @@ class Nesting {
   // into its caller A still open when the return arrived, made before the child (in
   // trace order; with a skew window, up to w after it).
   template <typename Prune>
-  void ClosePair(uint32_t child, MessageId ret, std::vector<uint32_t>& active_into_caller, Prune& prune) {
+  void ClosePair(uint32_t child, MessageId ret, std::vector<uint32_t>& active_into_caller,
+                 Prune& prune) {
     const TimeNs w = options_.skew_window;
     Call& c = calls_[child];
     c.ret = ret;
@@ -241,7 +243,9 @@ class Nesting {
     return it->second;
   }
 
-  double& CallScore(uint32_t triple, int bin) { return scoreboard_[triple * kRowSize + size_t(bin)]; }
+  double& CallScore(uint32_t triple, int bin) {
+    return scoreboard_[triple * kRowSize + size_t(bin)];
+  }
   double& ReturnScore(uint32_t triple, int bin) {
     return scoreboard_[triple * kRowSize + kNestingBins + size_t(bin)];
   }
@@ -252,7 +256,8 @@ class Nesting {
   double RawScore(uint32_t k) {
     uint32_t triple = candidate_triples_[k];
     double score = CallScore(triple, candidate_bins_[k].call);
-    if (options_.score_returns) score *= ReturnScore(triple, candidate_bins_[k].ret) / triple_weight_[triple];
+    if (options_.score_returns)
+      score *= ReturnScore(triple, candidate_bins_[k].ret) / triple_weight_[triple];
     return score;
   }
 
@@ -302,7 +307,8 @@ class Nesting {
     const int radius = int(std::ceil(3 * sigma));
     std::vector<double> kernel(size_t(2 * radius + 1));
     double total = 0;
-    for (int d = -radius; d <= radius; ++d) total += kernel[size_t(d + radius)] = std::exp(-0.5 * d * d / (sigma * sigma));
+    for (int d = -radius; d <= radius; ++d)
+      total += kernel[size_t(d + radius)] = std::exp(-0.5 * d * d / (sigma * sigma));
     for (double& k : kernel) k /= total;
     std::vector<double> row(kNestingBins);
     for (size_t t = 0; t < 2 * triples_.size(); ++t) {  // call and return histograms
@@ -400,7 +406,8 @@ class Nesting {
           if (learn) best_siblings = DescribeSiblings(best, child);
         }
       }
-      for (uint32_t k = c.candidates_begin; c.candidate_count > 1 && k < c.candidates_begin + c.candidate_count; ++k) {
+      for (uint32_t k = c.candidates_begin;
+           c.candidate_count > 1 && k < c.candidates_begin + c.candidate_count; ++k) {
         uint32_t p = candidates_[k];
         if (o.skew_window > 0 && IsAncestor(child, p)) continue;
         double score = RawScore(k);
@@ -491,8 +498,8 @@ class Nesting {
   std::vector<Bins> candidate_bins_;         // its two bins, computed once
   std::vector<uint32_t> direct_triples_;     // (a, b, c) -> row, when nodes are few
   absl::flat_hash_map<Triple, uint32_t> triples_;
-  std::vector<double> scoreboard_;     // kRowSize per triple
-  std::vector<double> triple_weight_;  // per triple: the weight it was given in all
+  std::vector<double> scoreboard_;      // kRowSize per triple
+  std::vector<double> triple_weight_;   // per triple: the weight it was given in all
   std::vector<double> sibling_board_;   // see SiblingBin
   std::vector<double> sibling_weight_;  // per triple: children chosen in the last pass
 
@@ -509,9 +516,11 @@ int NestingDelayBin(TimeNs delay) {
 }
 
 Result<PathSet> InferNesting(const Trace& trace, const NestingOptions& options) {
-  if (options.skew_window < 0) return Status::InvalidArgument("the skew window must not be negative");
+  if (options.skew_window < 0)
+    return Status::InvalidArgument("the skew window must not be negative");
   if (options.smoothing_bins < 0) return Status::InvalidArgument("smoothing must not be negative");
-  if (options.sibling_passes < 0) return Status::InvalidArgument("sibling passes must not be negative");
+  if (options.sibling_passes < 0)
+    return Status::InvalidArgument("sibling passes must not be negative");
   return Nesting(trace, options).Run();
 }
 

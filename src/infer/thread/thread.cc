@@ -3,10 +3,10 @@
 // completion times §3.3 had to approximate; capture logs them).
 #include "infer/thread/thread.h"
 
+#include <absl/container/flat_hash_map.h>
+
 #include <algorithm>
 #include <tuple>
-
-#include <absl/container/flat_hash_map.h>
 
 #include "infer/forest.h"
 
@@ -35,7 +35,8 @@ Result<PathSet> InferThread(const Trace& trace) {
   const TraceColumns& c = trace.columns();
   if (!trace.empty() && !HasThreads(c)) {
     return Status::InvalidArgument(
-        "no message names its threads: the thread algorithm needs a trace reconciled from a capture "
+        "no message names its threads: the thread algorithm needs a trace reconciled from a "
+        "capture "
         "(weft capture, weft reconcile)");
   }
   const std::vector<MessageId> call_of = CallsAnswered(trace);
@@ -78,7 +79,8 @@ Result<PathSet> InferThread(const Trace& trace) {
   // a handler fans out over threads it spawns (std::async) would each start a path.
   absl::flat_hash_map<ThreadKey, ThreadKey> creator;
   for (const ProcessLink& l : trace.process_links()) {
-    creator.try_emplace(ThreadKey{l.to.value(), l.to_thread}, ThreadKey{l.from.value(), l.from_thread});
+    creator.try_emplace(ThreadKey{l.to.value(), l.to_thread},
+                        ThreadKey{l.from.value(), l.from_thread});
   }
   // The request the thread `t` (or, if it never replies, its creator, and so on up) works
   // for when it sends at `sent`: the request its next reply answers, if that arrived before.
@@ -87,9 +89,11 @@ Result<PathSet> InferThread(const Trace& trace) {
       auto it = replies.find(t);
       if (it != replies.end()) {
         const std::vector<Reply>& r = it->second;
-        auto next = std::lower_bound(r.begin(), r.end(), sent, [](const Reply& a, TimeNs x) { return a.sent < x; });
+        auto next = std::lower_bound(r.begin(), r.end(), sent,
+                                     [](const Reply& a, TimeNs x) { return a.sent < x; });
         const TimeNs arrived = next == r.end() ? kNoTime : c.recv_time[next->request.value()];
-        return next != r.end() && arrived != kNoTime && arrived <= sent ? next->request : MessageId();
+        return next != r.end() && arrived != kNoTime && arrived <= sent ? next->request
+                                                                        : MessageId();
       }
       auto up = creator.find(t);
       if (up == creator.end()) break;

@@ -4,12 +4,12 @@
 // is involved and the answer does not depend on the nesting algorithm being right.
 #include "infer/truth/truth.h"
 
-#include "infer/aggregate.h"
-#include "trace/clock_offsets.h"
+#include <absl/container/flat_hash_map.h>
 
 #include <algorithm>
 
-#include <absl/container/flat_hash_map.h>
+#include "infer/aggregate.h"
+#include "trace/clock_offsets.h"
 
 namespace weft {
 
@@ -71,24 +71,27 @@ Result<PathSet> InferFromTruth(const Trace& trace, const TruthOptions& options) 
       MessageId parent = c.truth_parent[m.value()];
       if (!parent.valid()) {
         if (root.valid()) {
-          return Status::InvalidArgument("path {} has two roots (messages {} and {})", id, root.value(), m.value());
+          return Status::InvalidArgument("path {} has two roots (messages {} and {})", id,
+                                         root.value(), m.value());
         }
         root = m;
         continue;
       }
       if (path_of[parent.value()] != p) {
         if (!c.truth_path[parent.value()].valid()) {
-          return Status::InvalidArgument("path {}: message {} has parent {}, which has no path id", id, m.value(),
-                                         parent.value());
+          return Status::InvalidArgument("path {}: message {} has parent {}, which has no path id",
+                                         id, m.value(), parent.value());
         }
-        return Status::InvalidArgument("path {}: message {} has parent {}, which is in path {}", id, m.value(),
-                                       parent.value(), c.truth_path[parent.value()].value());
+        return Status::InvalidArgument("path {}: message {} has parent {}, which is in path {}", id,
+                                       m.value(), parent.value(),
+                                       c.truth_path[parent.value()].value());
       }
       parents[k] = int32_t(index_in_path[parent.value()]);
     }
     if (!root.valid()) {
-      return Status::InvalidArgument("path {} has no root: its parents form a cycle (message {} is on it)", id,
-                                     messages[0].value());
+      return Status::InvalidArgument(
+          "path {} has no root: its parents form a cycle (message {} is on it)", id,
+          messages[0].value());
     }
     Status added = builder.AddInstance(messages, parents);
     if (!added.ok()) return added.WithContext(fmt::format("path {}", id));
