@@ -1,4 +1,4 @@
-// The message trace: every later stage of weft reads it (DESIGN.md "Data model").
+// The message trace: every later stage of weft reads it (docs/architecture.md "The data model").
 //
 // A Trace is a time-sorted, columnar table of messages plus two name tables (nodes and
 // other strings). A message is identified by its MessageId, its index in time order;
