@@ -1,4 +1,4 @@
-// Cost of capture (issue 7): a 1-byte request/response echo over loopback TCP with 50
+// Cost of capture: a 1-byte request/response echo over loopback TCP with 50
 // client threads (vPath's worst case, §4 Table 3: vPath kept 81% of its throughput), run
 // untraced, under `weft capture`, and under `strace -f -e trace=network` (WAP5 §3 compares
 // LibSockCap's ~1 us per call with strace's up to 60 us), side by side in one invocation,
@@ -12,8 +12,8 @@
 //
 //   capture_overhead --weft build/release/weft [--seconds 5] [--runs 5] [--threads 50]
 //                    [--testbed testbed/topologies/three-tier.toml]
-// With --testbed, also the testbed's throughput (issue 7) untraced, under weft capture and
-// under weft capture --isolate (issue 8; BorderPatrol §6 measured 10-15% on real workloads).
+// With --testbed, also the testbed's throughput untraced, under weft capture and
+// under weft capture --isolate (BorderPatrol §6 measured 10-15% on real workloads).
 // The same binary is the traced program: `capture_overhead echo SECONDS THREADS` and
 // `capture_overhead loop CALLS` (what the driver runs under each tracer).
 #include <dlfcn.h>

@@ -1,4 +1,4 @@
-// Speed and memory of the convolution algorithm (issue 4; Project 5 Table 1, §5.2.5 and
+// Speed and memory of the convolution algorithm (Project 5 Table 1, §5.2.5 and
 // Figure 23).
 //
 // Part 1, the paper's row: a 200,000-message, 500-second multitier trace at mu = 10 ms,

@@ -1,4 +1,4 @@
-// Speed and memory of message linking (issue 5; WAP5 §6.5, Table 5).
+// Speed and memory of message linking (WAP5 §6.5, Table 5).
 //
 // For each row: generate a two-timestamp trace, then time InferLinking on it (one thread)
 // over --runs runs and report the median, messages per second, the peak heap the algorithm

@@ -1,4 +1,4 @@
-// Speed and memory of the nesting algorithm (issue 3, Project 5 Table 1 and §5.1.2).
+// Speed and memory of the nesting algorithm (Project 5 Table 1 and §5.1.2).
 //
 // For each row: generate a multitier trace at a parallelism, then time InferNesting on it
 // (one thread) over --runs runs and report the median, messages per second, the peak heap

@@ -1,4 +1,4 @@
-// Reconcile speed (issue 7: at least 2 million events per second; WAP5 §4 reconciled 4.7
+// Reconcile speed (target: at least 2 million events per second; WAP5 §4 reconciled 4.7
 // million messages in 982 s). Captures real testbed runs once (TCP: three-tier; UDP: the
 // DNS-like tier), then times, per run, the two steps of `weft reconcile` on one thread:
 // reading the logs (the baseline: a plain load of the same data) and Reconcile itself.

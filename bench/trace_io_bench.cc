@@ -1,4 +1,4 @@
-// Trace generation and I/O speed (issue 2): messages per second for gen, for the text
+// Trace generation and I/O speed: messages per second for gen, for the text
 // parser and for the binary loader, and bytes per message on disk and in memory.
 //
 // Each step is timed beside its baseline in the same run: loading a .weft file against
