@@ -279,17 +279,16 @@ class MessageEmitter {
         record.receiver = namer_.Traced(last.log, last.tid);
         record.sender = namer_.Untraced(receiver->peer);
       }
-      uint32_t row = builder_.Add(record);
-      if (!payload.empty()) builder_.AddAttribute(row, payload_key_, builder_.String(payload));
-      if (span.boundary != nullptr) AddProtocolAttributes(row, *span.boundary);
       // The first call on a connection its sender's thread connected: when (a non-blocking
       // connect's call may be written later, from another fragment).
       if (sequence == 1 && kind == MessageKind::kCall && sender != nullptr &&
           sender->opener == Opener::kConnect && sender->open_tid == int32_t(record.sender_thread) &&
           sender->open_ns <= record.send_time) {
-        builder_.AddAttribute(row, builder_.String(kConnectedAttribute),
-                              builder_.String(fmt::format("{}", sender->open_ns)));
+        record.connect_time = sender->open_ns;
       }
+      uint32_t row = builder_.Add(record);
+      if (!payload.empty()) builder_.AddAttribute(row, payload_key_, builder_.String(payload));
+      if (span.boundary != nullptr) AddProtocolAttributes(row, *span.boundary);
       ++summary_.messages;
       summary_.bytes += uint64_t(record.bytes);
     }
