@@ -111,16 +111,17 @@ Status RunCapture(const CaptureFlags& f) {
   if (f.command.empty()) return Status::InvalidArgument("give the program after --");
   WEFT_ASSIGN_OR_RETURN(std::string program, FindProgram(f.command[0]));
   WEFT_RETURN_IF_ERROR(CheckDynamicallyLinked(program));
-  std::string preload = std::filesystem::absolute(PreloadLibrary()).string();
+  // The error_code overloads of std::filesystem throughout: this returns a Status.
+  std::error_code ec;
+  std::string preload = std::filesystem::absolute(PreloadLibrary(), ec).string();
   if (access(preload.c_str(), R_OK) != 0) {
     return Status::NotFound("{}: {} (build the weft-preload target)", preload,
                             std::strerror(errno));
   }
   char host[256] = {};
   gethostname(host, sizeof host - 1);
-  std::error_code ec;
-  std::filesystem::path dir = std::filesystem::absolute(f.output) / host;
-  std::filesystem::create_directories(dir, ec);
+  std::filesystem::path dir = std::filesystem::absolute(f.output, ec) / host;
+  if (!ec) std::filesystem::create_directories(dir, ec);
   bool traced = !ec;
   if (!traced) {  // the program must not be harmed by where its logs cannot go
     std::fprintf(stderr, "weft capture: cannot create %s: %s; running the program untraced\n",
@@ -168,9 +169,8 @@ Status RunCapture(const CaptureFlags& f) {
   }
   if (traced) {
     size_t logs = 0;
-    for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
-      logs += entry.path().extension() == ".wev";
-    }
+    std::filesystem::directory_iterator it(dir, ec), end;
+    for (; !ec && it != end; it.increment(ec)) logs += it->path().extension() == ".wev";
     std::fprintf(stderr, "weft capture: %zu process logs in %s\n", logs, dir.c_str());
   }
   std::fflush(nullptr);
