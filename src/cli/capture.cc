@@ -19,7 +19,7 @@
 #include <fstream>
 
 #include "capture/event_log.h"
-#include "capture/protocols/protocol.h"
+#include "capture/protocols/spec.h"
 #include "cli/command.h"
 
 namespace weft::cli {
@@ -111,16 +111,17 @@ Status RunCapture(const CaptureFlags& f) {
   if (f.command.empty()) return Status::InvalidArgument("give the program after --");
   WEFT_ASSIGN_OR_RETURN(std::string program, FindProgram(f.command[0]));
   WEFT_RETURN_IF_ERROR(CheckDynamicallyLinked(program));
-  std::string preload = std::filesystem::absolute(PreloadLibrary()).string();
+  // The error_code overloads of std::filesystem throughout: this returns a Status.
+  std::error_code ec;
+  std::string preload = std::filesystem::absolute(PreloadLibrary(), ec).string();
   if (access(preload.c_str(), R_OK) != 0) {
     return Status::NotFound("{}: {} (build the weft-preload target)", preload,
                             std::strerror(errno));
   }
   char host[256] = {};
   gethostname(host, sizeof host - 1);
-  std::error_code ec;
-  std::filesystem::path dir = std::filesystem::absolute(f.output) / host;
-  std::filesystem::create_directories(dir, ec);
+  std::filesystem::path dir = std::filesystem::absolute(f.output, ec) / host;
+  if (!ec) std::filesystem::create_directories(dir, ec);
   bool traced = !ec;
   if (!traced) {  // the program must not be harmed by where its logs cannot go
     std::fprintf(stderr, "weft capture: cannot create %s: %s; running the program untraced\n",
@@ -168,9 +169,8 @@ Status RunCapture(const CaptureFlags& f) {
   }
   if (traced) {
     size_t logs = 0;
-    for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
-      logs += entry.path().extension() == ".wev";
-    }
+    std::filesystem::directory_iterator it(dir, ec), end;
+    for (; !ec && it != end; it.increment(ec)) logs += it->path().extension() == ".wev";
     std::fprintf(stderr, "weft capture: %zu process logs in %s\n", logs, dir.c_str());
   }
   std::fflush(nullptr);
@@ -217,45 +217,22 @@ Status RunEvents(const CaptureFlags& f) {
   return Status::Ok();
 }
 
-// --protocols: "auto", "none", or a comma list of "auto" and PROTO=SELECTOR items (the
-// preload library parses it again and ignores what it does not understand, so it is
-// checked here, where a mistake can be told).
+// --protocols (capture/protocols/spec.h): the preload library reads it again and skips
+// what it cannot use, so it is checked here, where a mistake can be told.
 Status CheckProtocolSpec(const std::string& spec) {
   if (spec.empty())
     return Status::InvalidArgument("--protocols: empty (use 'none' for no processors)");
   if (spec.size() >= 512) return Status::InvalidArgument("--protocols: longer than 511 bytes");
-  std::string_view rest = spec;
-  while (true) {
-    size_t comma = rest.find(',');
-    std::string_view item = rest.substr(0, comma);
-    if (item != "auto" && item != "none") {
-      size_t equals = item.find('=');
-      capture::protocols::Protocol protocol;
-      if (equals == std::string_view::npos || equals + 1 == item.size()) {
-        return Status::InvalidArgument(
-            "--protocols: '{}': expected auto, none, or PROTOCOL=PORT|/PATH|@NAME|auto|PROGRAM",
-            item);
-      }
-      if (!capture::protocols::ParseProtocol(item.data(), equals, &protocol) ||
-          protocol == capture::protocols::kNone) {
-        return Status::InvalidArgument(
-            "--protocols: '{}': unknown protocol (http, testbed, postgres, redis, dns, line, "
-            "oneshot)",
-            item.substr(0, equals));
-      }
-      std::string_view value = item.substr(equals + 1);
-      bool digits = value.find_first_not_of("0123456789") == std::string_view::npos;
-      if (digits && (value.size() > 5 || std::stoul(std::string(value)) == 0 ||
-                     std::stoul(std::string(value)) > 65535)) {
-        return Status::InvalidArgument("--protocols: '{}': port out of range", item);
-      }
-      if ((value[0] == '/' || value[0] == '@') && value.size() > 108) {
-        return Status::InvalidArgument("--protocols: '{}': a Unix path has at most 108 bytes",
-                                       item);
-      }
-    }
-    if (comma == std::string_view::npos) break;
-    rest.remove_prefix(comma + 1);
+  capture::protocols::SpecReader reader(spec.data(), spec.size());
+  capture::protocols::SpecItem item;
+  capture::protocols::SpecError error;
+  while (reader.Next(&item, &error)) {
+    if (error == capture::protocols::SpecError::kOk) continue;
+    // An unknown protocol is named alone; every other mistake with its whole item.
+    size_t shown =
+        error == capture::protocols::SpecError::kUnknownProtocol ? item.name_length : item.length;
+    return Status::InvalidArgument("--protocols: '{}': {}", std::string_view(item.text, shown),
+                                   capture::protocols::SpecErrorText(error));
   }
   return Status::Ok();
 }

@@ -21,9 +21,11 @@ void AddReconcileCommand(CLI::App& app, Status& result) {
       "it turns (vPath §3.2), and lines the two sides up by byte offset. UDP datagrams pair\n"
       "by ports, size and payload hash, Unix datagrams by path (socketpair: inode), size and\n"
       "payload hash; a pipe's message ends when its reader drains it. Peers that were not\n"
-      "traced are named by endpoint. Prints a one-line summary and one line per log that\n"
-      "lost something. Several directories (one per host) merge into one trace: each\n"
-      "host keeps its own clock, and how far the hosts' clocks disagree is estimated from\n"
+      "traced are named by endpoint. Prints a one-line summary, one line per log that\n"
+      "lost something, and one per log that could not be read at all (\"skipped:\", a\n"
+      "stray file or a damaged header: the other logs are still reconciled). Several\n"
+      "directories (one per host) merge into one trace: each host keeps its own clock,\n"
+      "and how far the hosts' clocks disagree is estimated from\n"
       "the messages between them (WAP5 §5.2) and printed. See docs/reconcile.md.\n\n"
       "Examples:\n"
       "  weft capture -o run -- ./start-my-services.sh\n"
@@ -41,17 +43,18 @@ void AddReconcileCommand(CLI::App& app, Status& result) {
   cmd->callback([&result] {
     result = [&]() -> Status {
       WEFT_ASSIGN_OR_RETURN(reconcile::NodeNaming naming, reconcile::ParseNodeNaming(nodes));
-      std::vector<std::string> read_losses;
+      reconcile::ReadProblems problems;
       auto start = std::chrono::steady_clock::now();
       std::vector<capture::EventLog> logs;
       for (const std::string& directory : directories) {
         WEFT_ASSIGN_OR_RETURN(std::vector<capture::EventLog> more,
-                              reconcile::ReadCaptureDirectory(directory, &read_losses));
+                              reconcile::ReadCaptureDirectory(directory, &problems));
         std::move(more.begin(), more.end(), std::back_inserter(logs));
       }
       auto read_done = std::chrono::steady_clock::now();
       reconcile::ReconcileSummary summary;
       WEFT_ASSIGN_OR_RETURN(Trace trace, reconcile::Reconcile(logs, {.nodes = naming}, &summary));
+      summary.unreadable_logs = problems.unreadable.size();
       auto done = std::chrono::steady_clock::now();
       WEFT_RETURN_IF_ERROR(SaveTrace(trace, output));
       double reconcile_s = std::chrono::duration<double>(done - read_done).count();
@@ -60,7 +63,8 @@ void AddReconcileCommand(CLI::App& app, Status& result) {
                  summary.OneLine(), read_s, reconcile_s);
       if (std::string clocks = summary.HostClocks(); !clocks.empty())
         fmt::print(stderr, "{}\n", clocks);
-      for (const std::string& line : read_losses) fmt::print(stderr, "lost: {}\n", line);
+      for (const std::string& line : problems.unreadable) fmt::print(stderr, "skipped: {}\n", line);
+      for (const std::string& line : problems.losses) fmt::print(stderr, "lost: {}\n", line);
       for (const std::string& line : summary.losses) fmt::print(stderr, "lost: {}\n", line);
       return Status::Ok();
     }();

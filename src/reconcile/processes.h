@@ -1,6 +1,6 @@
 // What reconcile takes from the process tree a capture saw (fork, exec): the date of a
 // forked child's inherited connection ends, and the trace's process links (trace.h).
-// Internal to reconcile.cc.
+// Internal to reconcile.
 #pragma once
 
 #include <array>

@@ -69,6 +69,9 @@ struct ReconcileSummary {
   // name; the rest ended where the direction turned.
   std::map<std::string, uint64_t> protocol_messages;
   std::vector<std::string> losses;  // one line per log that lost something
+  // Logs skipped whole because they could not be read at all (ReadProblems::unreadable).
+  // Reconcile never sees them: its caller, which read the logs, sets this.
+  uint64_t unreadable_logs = 0;
   // Logs from several hosts (boot ids): per pair of hosts that exchanged messages timed at
   // both ends in both directions, b's clock minus a's, estimated as WAP5 §5.2 does
   // (trace/clock_offsets.h). The trace's times stay on each host's own clock.
@@ -104,12 +107,23 @@ struct ReconcileSummary {
 Result<Trace> Reconcile(std::span<const capture::EventLog> logs, const ReconcileOptions& options,
                         ReconcileSummary* summary);
 
+// What reading a capture directory could not read. Reading goes on past both kinds.
+struct ReadProblems {
+  // Damage inside a log, one line per piece naming the file and byte offset:
+  // "run/web/7.wev: byte 65600: 65536 bytes lost: block checksum mismatch".
+  std::vector<std::string> losses;
+  // Logs skipped whole, one line each naming the file and what is wrong: a stray file
+  // ("not a weft event log (bad magic at byte 0)"), a damaged or cut header, a file that
+  // cannot be opened.
+  std::vector<std::string> unreadable;
+};
+
 // Reads every `*.wev` under `dir` (recursively: one folder per host). Damage inside a log
-// is not an error: each piece is appended to `losses` (may be null) as one line naming the
-// file and byte offset, and reading goes on; a missing directory, an empty one, or a
-// foreign file header is. What each log lost overall is told by Reconcile's summary.
+// and logs that cannot be read at all are not errors: each is told in `problems` (may be
+// null) and reading goes on. A missing directory, one without logs, or one none of whose
+// logs can be read is an error. What each log lost overall is told by Reconcile's summary.
 Result<std::vector<capture::EventLog>> ReadCaptureDirectory(const std::string& dir,
-                                                            std::vector<std::string>* losses);
+                                                            ReadProblems* problems);
 
 // One line describing what `log` lost, or "" if nothing.
 std::string DescribeLoss(const capture::EventLog& log);

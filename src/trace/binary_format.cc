@@ -12,10 +12,12 @@
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <charconv>
 #include <cstring>
 #include <type_traits>
 
 #include "core/file.h"
+#include "trace/legacy_attributes.h"
 
 namespace weft {
 namespace {
@@ -50,10 +52,11 @@ enum class SectionKind : uint32_t {
   kTruthParent = 15,
   kAttributes = 16,
   kProcessLinks = 17,  // optional: written only when the trace has links
+  kConnectTime = 18,   // optional: written only when some message has a connect time
 };
 constexpr uint32_t kFirstKind = 1;
 constexpr uint32_t kLastRequiredKind = 16;
-constexpr uint32_t kLastKind = 17;
+constexpr uint32_t kLastKind = 18;
 // A process link on disk: i64 time, u32 from node, u32 from thread, u32 to node, u32 to
 // thread, u8 kind, 7 zero bytes.
 constexpr size_t kProcessLinkSize = 32;
@@ -75,7 +78,8 @@ constexpr std::array<std::string_view, kKnownSectionCount> kSectionNames = {"nod
                                                                             "truth_path",
                                                                             "truth_parent",
                                                                             "attributes",
-                                                                            "process_links"};
+                                                                            "process_links",
+                                                                            "connect_time"};
 
 std::string_view SectionName(SectionKind kind) {
   return kSectionNames[uint32_t(kind) - kFirstKind];
@@ -184,6 +188,11 @@ std::string EncodeBinaryTrace(const Trace& trace) {
   if (!trace.process_links().empty()) {
     sections.push_back({SectionKind::kProcessLinks, EncodeProcessLinks(trace.process_links())});
   }
+  // Likewise connect times: a trace without any is written as before they were a column.
+  if (std::any_of(c.connect_time.begin(), c.connect_time.end(),
+                  [](TimeNs t) { return t != kNoTime; })) {
+    sections.push_back(Column(SectionKind::kConnectTime, c.connect_time));
+  }
   for (SectionSource& s : sections) {
     if (!s.data) {
       s.data = s.owned.data();
@@ -234,6 +243,25 @@ namespace {
 // ---------------------------------------------------------------------------------------
 // Decoding
 
+// Files written before connect times were a column carry them as attributes
+// "net.connected=<decimal ns>": they become the column, and the attributes go.
+void MoveLegacyConnectTimes(const StringTable& strings, std::vector<TimeNs>& connect_time,
+                            std::vector<Attribute>& attributes) {
+  const StringId key = strings.Find(kLegacyConnectedAttribute);
+  if (!key.valid()) return;
+  auto moved = [&](const Attribute& a) {
+    if (a.key != key || a.message.value() >= connect_time.size() || !strings.Contains(a.value))
+      return false;
+    std::string_view text = strings.Get(a.value);
+    TimeNs t = 0;
+    auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), t);
+    if (error != std::errc() || end != text.data() + text.size()) return false;
+    connect_time[a.message.value()] = t;
+    return true;
+  };
+  attributes.erase(std::remove_if(attributes.begin(), attributes.end(), moved), attributes.end());
+}
+
 struct SectionView {
   const uint8_t* data = nullptr;
   uint64_t size = 0;
@@ -268,6 +296,12 @@ class Decoder {
     CopyColumn(SectionKind::kTruthParent, c.truth_parent);
     std::vector<Attribute> attributes;
     CopyColumn(SectionKind::kAttributes, attributes);
+    if (sections_[uint32_t(SectionKind::kConnectTime) - kFirstKind].present) {
+      CopyColumn(SectionKind::kConnectTime, c.connect_time);
+    } else {
+      c.connect_time.assign(message_count_, kNoTime);
+      MoveLegacyConnectTimes(strings, c.connect_time, attributes);
+    }
     std::vector<ProcessLink> links = DecodeProcessLinks();
     // Ids in range, time order, parents, attribute and link order are the trace's own rules.
     auto trace = Trace::FromParts(std::move(nodes), std::move(strings), std::move(c),
@@ -361,6 +395,7 @@ class Decoder {
       case SectionKind::kSendTime:
       case SectionKind::kRecvTime:
       case SectionKind::kBytes:
+      case SectionKind::kConnectTime:
         width = 8;
         return true;
       case SectionKind::kKind:

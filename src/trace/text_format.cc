@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "core/progress.h"
+#include "trace/legacy_attributes.h"
 
 namespace weft {
 namespace {
@@ -247,6 +248,10 @@ class TextParser {
     auto bad = [&] { return Status::InvalidArgument("bad value in {}={}", key, value); };
     if (key == "recv") {
       WEFT_ASSIGN_OR_RETURN(m.recv_time, ParseTimestamp(value));
+    } else if (key == "connect") {
+      WEFT_ASSIGN_OR_RETURN(m.connect_time, ParseTimestamp(value));
+    } else if (key == kLegacyConnectedAttribute) {
+      if (!ParseInt(value, m.connect_time)) return bad();
     } else if (key == "bytes") {
       if (!ParseInt(value, m.bytes) || m.bytes < 0) return bad();
     } else if (key == "path") {
@@ -334,6 +339,9 @@ std::string FormatTextTrace(const Trace& trace) {
       out += '-';
     }
     if (c.recv_time[i] != kNoTime) fmt::format_to(it, " recv={}", FormatTimestamp(c.recv_time[i]));
+    if (c.connect_time[i] != kNoTime) {
+      fmt::format_to(it, " connect={}", FormatTimestamp(c.connect_time[i]));
+    }
     if (c.bytes[i] >= 0) fmt::format_to(it, " bytes={}", c.bytes[i]);
     if (c.truth_path[i].valid()) fmt::format_to(it, " path={}", c.truth_path[i].value());
     if (labels) fmt::format_to(it, " msg={}", i);

@@ -42,6 +42,7 @@ void TraceColumns::Resize(size_t n) {
   receiver_thread.resize(n, 0);
   sender_endpoint.resize(n);
   receiver_endpoint.resize(n);
+  connect_time.resize(n, kNoTime);
   truth_path.resize(n);
   truth_parent.resize(n);
 }
@@ -55,7 +56,8 @@ Result<Trace> Trace::FromParts(NodeTable nodes, StringTable strings, TraceColumn
                           columns.call_id.size(),         columns.bytes.size(),
                           columns.sender_thread.size(),   columns.receiver_thread.size(),
                           columns.sender_endpoint.size(), columns.receiver_endpoint.size(),
-                          columns.truth_path.size(),      columns.truth_parent.size()};
+                          columns.truth_path.size(),      columns.truth_parent.size(),
+                          columns.connect_time.size()};
   for (size_t s : sizes) {
     if (s != n) return Status::Corruption("columns have different lengths ({} and {})", n, s);
   }
@@ -138,7 +140,8 @@ MessageRecord Trace::Row(MessageId m) const {
                        c.sender_endpoint[i],
                        c.receiver_endpoint[i],
                        c.truth_path[i],
-                       c.truth_parent[i]};
+                       c.truth_parent[i],
+                       c.connect_time[i]};
 }
 
 bool Trace::HasTruth() const {
@@ -148,9 +151,10 @@ bool Trace::HasTruth() const {
 
 size_t Trace::MemoryBytes() const {
   const TraceColumns& c = columns_;
-  size_t bytes = c.size() * (2 * sizeof(TimeNs) + 2 * sizeof(NodeId) + sizeof(MessageKind) +
-                             sizeof(StringId) + sizeof(int64_t) + 2 * sizeof(uint32_t) +
-                             2 * sizeof(StringId) + sizeof(PathId) + sizeof(MessageId));
+  size_t bytes =
+      c.size() * (2 * sizeof(TimeNs) + 2 * sizeof(NodeId) + sizeof(MessageKind) + sizeof(StringId) +
+                  sizeof(int64_t) + 2 * sizeof(uint32_t) + 2 * sizeof(StringId) + sizeof(PathId) +
+                  sizeof(MessageId) + sizeof(TimeNs));
   bytes += attributes_.size() * sizeof(Attribute) + process_links_.size() * sizeof(ProcessLink);
   for (size_t i = 0; i < nodes_.size(); ++i) bytes += nodes_.Get(NodeId(uint32_t(i))).size() + 48;
   for (size_t i = 0; i < strings_.size(); ++i)
@@ -174,6 +178,7 @@ uint32_t TraceBuilder::Add(const MessageRecord& r) {
   c.receiver_endpoint.push_back(r.receiver_endpoint);
   c.truth_path.push_back(r.truth_path);
   c.truth_parent.push_back(r.truth_parent);
+  c.connect_time.push_back(r.connect_time);
   return row;
 }
 
@@ -235,6 +240,7 @@ Result<Trace> TraceBuilder::Finish() && {
     Permute(c.receiver_endpoint, order);
     Permute(c.truth_path, order);
     Permute(c.truth_parent, order);
+    Permute(c.connect_time, order);
     for (MessageId& p : c.truth_parent) {
       if (p.valid()) p = MessageId(new_index[p.value()]);
     }

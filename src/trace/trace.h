@@ -28,12 +28,6 @@ inline constexpr int kMessageKindCount = 3;
 
 std::string_view MessageKindOp(MessageKind kind);  // "CALL_SENT", "RET_SENT", "MSG_SENT"
 
-// Attribute of the first CALL sent on a connection the sender's thread opened with
-// connect: the connect's time (decimal nanoseconds, on the sender's clock like send_time).
-// BorderPatrol counts a connection's creation as an output of the request being worked on
-// (§3), so `infer --algo fragment` gives this call to that request.
-inline constexpr std::string_view kConnectedAttribute = "net.connected";
-
 // An attribute of a message that has no column of its own (http.url=..., sql=...).
 struct Attribute {
   MessageId message;
@@ -47,8 +41,8 @@ struct Attribute {
 // `to_thread` of `to`: one link per thread of the new process (image). Or it created the
 // thread `to_thread` of its own process (pthread_create), named `to`: one link. `time` is
 // the fork, exec or pthread_create call's entry, on the clock of the host both run on.
-// Not a message: algorithms that read messages never see links; the precise ones
-// (infer/fragment, infer/thread) use them.
+// Not a message: algorithms that read only messages never see links; those that follow
+// threads across process creation use them.
 enum class ProcessLinkKind : uint8_t { kFork = 0, kExec = 1, kThread = 2 };
 inline constexpr int kProcessLinkKindCount = 3;
 std::string_view ProcessLinkKindName(ProcessLinkKind kind);  // "FORK", "EXEC", "THREAD"
@@ -75,6 +69,12 @@ struct TraceColumns {
   std::vector<uint32_t> receiver_thread;    // 0 if unknown
   std::vector<StringId> sender_endpoint;    // "10.0.0.1:5432"; invalid if unknown
   std::vector<StringId> receiver_endpoint;  // invalid if unknown
+  // For the first CALL sent on a connection that its sender's thread opened with connect:
+  // when it connected, on the sender's clock like send_time and no later than it; kNoTime
+  // for every other message. BorderPatrol §3 counts a connection's creation as an output
+  // of the request being worked on then, which a non-blocking connect's call, written
+  // later, no longer shows.
+  std::vector<TimeNs> connect_time;
   // Ground truth, only in generated or specially captured traces:
   std::vector<PathId> truth_path;       // the path instance the message belongs to
   std::vector<MessageId> truth_parent;  // the message that caused it; invalid for a root
@@ -98,6 +98,7 @@ struct MessageRecord {
   StringId receiver_endpoint;
   PathId truth_path;
   MessageId truth_parent;
+  TimeNs connect_time = kNoTime;
 };
 
 class Trace {
@@ -164,6 +165,7 @@ class TraceBuilder {
   void SetParent(uint32_t row, uint32_t parent_row) {
     columns_.truth_parent[row] = MessageId(parent_row);
   }
+  void SetConnectTime(uint32_t row, TimeNs time) { columns_.connect_time[row] = time; }
   // Links may be added in any order; Finish() sorts them by time.
   void AddProcessLink(const ProcessLink& link) { process_links_.push_back(link); }
   size_t size() const { return columns_.size(); }

@@ -243,7 +243,7 @@ void NginxFrontTest::Run() {
   // inputs at once (measured 99.9% exact; docs/precise.md). With it every tree is exact:
   // one input per wait, and the requests that opened an upstream connection (nginx
   // connects without blocking, takes the next client's input, and writes the call when
-  // the connection is writable) are followed by the connect (net.connected, BorderPatrol
+  // the connection is writable) are followed by the connect (connect_time, BorderPatrol
   // §3: connection creation is an output of the request that made it).
   if (isolate_) {
     EXPECT_EQ(fragment_exact, int(requests));

@@ -51,10 +51,7 @@ class TwoRequests {
     return down;
   }
   // The call in `row` is the first message on a connection its sender opened at `us`.
-  void Connected(uint32_t row, int us) {
-    b_.AddAttribute(row, b_.String(kConnectedAttribute),
-                    b_.String(std::to_string(TimeNs(us) * 1000)));
-  }
+  void Connected(uint32_t row, int us) { b_.SetConnectTime(row, TimeNs(us) * 1000); }
   RequestOutcomes Score(Result<PathSet> (*infer)(const Trace&)) {
     Result<Trace> trace = TraceBuilder(b_).Finish();
     EXPECT_TRUE(trace.ok()) << trace.status().message();
@@ -108,7 +105,7 @@ TEST(PreciseAlgorithms, EventLoop) {
 // An event loop that connects to B without blocking while handling each request, and
 // writes the call when the connection is writable, after it took the next request:
 // fragment follows the connection to the request that opened it (BorderPatrol §3,
-// connection creation is an output), and without the connect times (net.connected)
+// connection creation is an output), and without the connect times (connect_time)
 // gives both calls to the later request.
 TEST(PreciseAlgorithms, EventLoopWithNonBlockingConnects) {
   for (bool connects : {false, true}) {

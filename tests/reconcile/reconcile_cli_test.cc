@@ -13,6 +13,7 @@
 #include <tuple>
 #include <vector>
 
+#include "reconcile/damaged_directory.h"
 #include "trace/io.h"
 #include "weft_cli.h"
 
@@ -184,6 +185,30 @@ TEST_F(ReconcileCliTest, Errors) {
   auto naming = Weft("reconcile " + dir_.string() + " -o x.weft --nodes pod");
   EXPECT_EQ(naming.rc, 1);
   EXPECT_EQ(naming.output, "weft reconcile: node naming 'pod': expected host, process or thread\n");
+}
+
+// A stray file and a log with a damaged header: each is named on its own line, counted in
+// the summary, and the other logs are reconciled (exit 0, both messages in the trace).
+TEST_F(ReconcileCliTest, UnreadableLogsAreSkippedAndNamed) {
+  testing::DamagedDirectory bad = testing::WriteDamagedDirectory(dir_ / "cap");
+  std::string trace_file = (dir_ / "run.weft").string();
+  auto run = Weft("reconcile " + (dir_ / "cap").string() + " -o " + trace_file);
+  ASSERT_EQ(run.rc, 0) << run.output;
+  EXPECT_EQ(CountLines(run.output,
+                       "skipped: " + bad.stray + ": not a weft event log (bad magic at byte 0)\n"),
+            1)
+      << run.output;
+  EXPECT_EQ(CountLines(run.output, "skipped: " + bad.damaged + ": header checksum mismatch"), 1)
+      << run.output;
+  EXPECT_EQ(CountLines(run.output, "2 logs: "), 1) << run.output;
+  EXPECT_EQ(CountLines(run.output, ", 2 messages, 28 bytes,"), 1) << run.output;
+  EXPECT_EQ(CountLines(run.output, ", 0 logs with losses, 2 unreadable logs skipped"), 1)
+      << run.output;
+  Result<Trace> trace = LoadTrace(trace_file);
+  ASSERT_TRUE(trace.ok()) << trace.status().message();
+  ASSERT_EQ(trace->size(), 2u);
+  EXPECT_EQ(trace->columns().bytes[0], 11);
+  EXPECT_EQ(trace->columns().bytes[1], 17);
 }
 
 }  // namespace

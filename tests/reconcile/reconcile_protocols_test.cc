@@ -31,9 +31,7 @@ std::vector<std::string> Lines(const Trace& trace) {
                     trace.strings().Get(c.call_id[i]), c.bytes[i], time(c.send_time[i]),
                     time(c.recv_time[i]), c.sender_thread[i], c.receiver_thread[i]);
     for (const Attribute& a : trace.AttributesOf(MessageId(uint32_t(i)))) {
-      if (trace.strings().Get(a.key) == kPayloadAttribute ||
-          trace.strings().Get(a.key) == kConnectedAttribute)
-        continue;
+      if (trace.strings().Get(a.key) == kPayloadAttribute) continue;
       line += fmt::format(" {}={}", trace.strings().Get(a.key), trace.strings().Get(a.value));
     }
     lines.push_back(line);

@@ -260,6 +260,7 @@ TEST(TraceColumns, ResizeFillsUnknownValues) {
   EXPECT_EQ(c.sender_thread[1], 0u);
   EXPECT_FALSE(c.truth_path[1].valid());
   EXPECT_FALSE(c.truth_parent[1].valid());
+  EXPECT_EQ(c.connect_time[1], kNoTime);
 }
 
 }  // namespace

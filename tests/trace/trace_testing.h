@@ -37,6 +37,7 @@ inline void ExpectSameMessages(const Trace& a, const Trace& b) {
     EXPECT_EQ(StringOf(a, x.receiver_endpoint[i]), StringOf(b, y.receiver_endpoint[i]));
     EXPECT_EQ(x.truth_path[i], y.truth_path[i]);
     EXPECT_EQ(x.truth_parent[i], y.truth_parent[i]);
+    EXPECT_EQ(x.connect_time[i], y.connect_time[i]);
   }
   ASSERT_EQ(a.attributes().size(), b.attributes().size());
   for (size_t i = 0; i < a.attributes().size(); ++i) {

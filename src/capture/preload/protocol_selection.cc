@@ -6,10 +6,13 @@
 #include <unistd.h>
 
 #include "capture/preload/protocol_streams.h"
+#include "capture/protocols/descriptor.h"
+#include "capture/protocols/spec.h"
 
 namespace weft_preload {
 
 Selection g_selection;
+static_assert(protocols::kMaxSpecPath == kMaxPath, "a spec path must fit a rule");
 
 namespace {
 
@@ -36,53 +39,42 @@ size_t ProgramName(char* out, size_t capacity) {
   return length;
 }
 
-// One item of the list: "auto", "PROTO=PORT", "PROTO=/path", "PROTO=@name", "PROTO=auto",
-// "PROTO=PROGRAM".
-void AddItem(const char* item, size_t length) {
-  if (length == 4 && memcmp(item, "auto", 4) == 0) {
-    AddPortRule(protocols::kPostgres, 5432);
-    AddPortRule(protocols::kRedis, 6379);
-    AddPortRule(protocols::kDns, 53);
-    g_selection.detect = ~0u;
-    return;
-  }
-  size_t equals = 0;
-  while (equals < length && item[equals] != '=') ++equals;
-  protocols::Protocol protocol;
-  if (equals == length || !protocols::ParseProtocol(item, equals, &protocol) ||
-      protocol == protocols::kNone) {
-    return;
-  }
-  const char* value = item + equals + 1;
-  size_t value_length = length - equals - 1;
-  if (value_length == 0) return;
-  if (value_length == 4 && memcmp(value, "auto", 4) == 0) {
-    g_selection.detect |= 1u << protocol;
-    return;
-  }
-  if (value[0] >= '0' && value[0] <= '9') {
-    uint32_t port = 0;
-    for (size_t i = 0; i < value_length && port <= 65535; ++i) {
-      if (value[i] < '0' || value[i] > '9') return;
-      port = port * 10 + uint32_t(value[i] - '0');
+// One item of the spec, read by protocols::SpecReader (capture/protocols/spec.h).
+void AddItem(const protocols::SpecItem& item) {
+  switch (item.kind) {
+    case protocols::SpecItemKind::kAuto:
+      for (const protocols::ProtocolDescriptor& d : protocols::kProtocolTable) {
+        if (d.auto_port != 0) AddPortRule(d.protocol, d.auto_port);
+      }
+      g_selection.detect = ~0u;
+      return;
+    case protocols::SpecItemKind::kNone:
+      return;
+    case protocols::SpecItemKind::kDetect:
+      g_selection.detect |= 1u << item.protocol;
+      return;
+    case protocols::SpecItemKind::kPort:
+      AddPortRule(item.protocol, item.port);
+      return;
+    case protocols::SpecItemKind::kPath: {
+      if (g_selection.rule_count == kMaxRules || item.value_length > kMaxPath) return;
+      Rule& r = g_selection.rules[g_selection.rule_count++];
+      r.protocol = item.protocol;
+      r.port = 0;
+      r.path_length = uint8_t(item.value_length);
+      memcpy(r.path, item.value, item.value_length);
+      if (r.path[0] == '@') r.path[0] = '\0';  // the abstract namespace, as the kernel names it
+      return;
     }
-    if (port == 0 || port > 65535) return;
-    AddPortRule(protocol, uint16_t(port));
-    return;
+    case protocols::SpecItemKind::kProgram: {
+      char program[256];
+      size_t n = ProgramName(program, sizeof program);
+      if (n == item.value_length && memcmp(program, item.value, n) == 0) {
+        g_selection.program = item.protocol;
+      }
+      return;
+    }
   }
-  if (value[0] == '/' || value[0] == '@') {
-    if (g_selection.rule_count == kMaxRules || value_length > kMaxPath) return;
-    Rule& r = g_selection.rules[g_selection.rule_count++];
-    r.protocol = protocol;
-    r.port = 0;
-    r.path_length = uint8_t(value_length);
-    memcpy(r.path, value, value_length);
-    if (r.path[0] == '@') r.path[0] = '\0';  // the abstract namespace, as the kernel names it
-    return;
-  }
-  char program[256];
-  size_t n = ProgramName(program, sizeof program);
-  if (n == value_length && memcmp(program, value, n) == 0) g_selection.program = protocol;
 }
 }  // namespace
 
@@ -96,11 +88,12 @@ bool IsDnsPort(uint16_t port) {
 void ConfigureProtocols(const char* spec) {
   memset(&g_selection, 0, sizeof g_selection);
   if (spec == nullptr || spec[0] == '\0') return;
-  for (const char* p = spec; *p != '\0';) {
-    const char* end = p;
-    while (*end != '\0' && *end != ',') ++end;
-    if (!(end - p == 4 && memcmp(p, "none", 4) == 0)) AddItem(p, size_t(end - p));
-    p = *end == ',' ? end + 1 : end;
+  // Items the CLI would have refused are skipped: a traced program is never stopped.
+  protocols::SpecReader reader(spec, strlen(spec));
+  protocols::SpecItem item;
+  protocols::SpecError error;
+  while (reader.Next(&item, &error)) {
+    if (error == protocols::SpecError::kOk) AddItem(item);
   }
   g_selection.enabled = g_selection.rule_count > 0 || g_selection.dns_port_count > 0 ||
                         g_selection.detect != 0 || g_selection.program != protocols::kNone;

@@ -6,6 +6,7 @@
 // BorderPatrol selects a processor by port, Unix path or program name (§5.2) and names
 // detection from the data as future work; Detect does it only where the first bytes can
 // belong to one protocol alone.
+#include "capture/protocols/descriptor.h"
 #include "capture/protocols/processors.h"
 #include "capture/protocols/protocol.h"
 
@@ -13,8 +14,16 @@ namespace weft::capture::protocols {
 
 namespace {
 
-constexpr const char* kNames[kProtocolCount] = {"none",  "http", "testbed", "postgres",
-                                                "redis", "dns",  "line",    "oneshot"};
+static_assert(
+    [] {
+      for (int i = 0; i < kProtocolCount; ++i) {
+        if (kProtocolTable[i].protocol != Protocol(i)) return false;
+      }
+      return true;
+    }(),
+    "kProtocolTable must be indexed by Protocol");
+
+constexpr ProtocolDescriptor kUnknown = {kNone, "unknown", false, nullptr, 0, false};
 
 uint32_t BigEndian32(const uint8_t* p) {
   return (uint32_t(p[0]) << 24) | (uint32_t(p[1]) << 16) | (uint32_t(p[2]) << 8) | uint32_t(p[3]);
@@ -77,13 +86,16 @@ void AddDecimalAttribute(Parser* parser, const char* key, uint64_t value) {
 
 }  // namespace internal
 
-const char* ProtocolName(Protocol protocol) {
-  return protocol < kProtocolCount ? kNames[protocol] : "unknown";
+const ProtocolDescriptor& Describe(Protocol protocol) {
+  return protocol < kProtocolCount ? kProtocolTable[protocol] : kUnknown;
 }
+
+const char* ProtocolName(Protocol protocol) { return Describe(protocol).name; }
 
 bool ParseProtocol(const char* name, size_t length, Protocol* protocol) {
   for (int i = 0; i < kProtocolCount; ++i) {
-    if (strlen(kNames[i]) == length && memcmp(kNames[i], name, length) == 0) {
+    const char* known = kProtocolTable[i].name;
+    if (strlen(known) == length && memcmp(known, name, length) == 0) {
       *protocol = Protocol(i);
       return true;
     }

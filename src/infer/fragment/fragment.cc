@@ -51,22 +51,6 @@ std::vector<uint32_t> ClockOfNodes(const Trace& trace) {
   return root;
 }
 
-// The connect time of `message` (its net.connected attribute), or kNoTime.
-TimeNs ConnectTime(const Trace& trace, MessageId message, StringId key) {
-  if (!key.valid()) return kNoTime;
-  for (const Attribute& a : trace.AttributesOf(message)) {
-    if (a.key != key) continue;
-    std::string_view text = trace.strings().Get(a.value);
-    TimeNs t = 0;
-    for (char ch : text) {
-      if (ch < '0' || ch > '9') return kNoTime;
-      t = t * 10 + (ch - '0');
-    }
-    return text.empty() ? kNoTime : t;
-  }
-  return kNoTime;
-}
-
 }  // namespace
 
 Result<PathSet> InferFragment(const Trace& trace) {
@@ -75,15 +59,12 @@ Result<PathSet> InferFragment(const Trace& trace) {
   bool threads = trace.empty();
   std::vector<ThreadEvent> events;
   events.reserve(2 * trace.size() + trace.process_links().size());
-  const StringId connected_key = trace.strings().Find(kConnectedAttribute);
   for (size_t i = 0; i < trace.size(); ++i) {
     const uint32_t m = uint32_t(i);
     const uint32_t sender = c.sender[i].value(), receiver = c.receiver[i].value();
     if (c.send_time[i] != kNoTime && c.sender_thread[i] != 0) {
       events.push_back({clock[sender], sender, c.sender_thread[i], c.send_time[i], Step::kSend, m});
-      TimeNs connected = c.kind[i] == MessageKind::kCall
-                             ? ConnectTime(trace, MessageId(m), connected_key)
-                             : kNoTime;
+      TimeNs connected = c.kind[i] == MessageKind::kCall ? c.connect_time[i] : kNoTime;
       if (connected != kNoTime && connected <= c.send_time[i]) {
         events.push_back({clock[sender], sender, c.sender_thread[i], connected, Step::kConnect, m});
       }

@@ -13,7 +13,7 @@
 //   - a CALL or free-form message sent belongs to the sender's current fragment; a
 //     RETURN to the CALL it answers;
 //   - except the first CALL on a connection the sending thread opened with connect
-//     (reconcile's net.connected attribute): it belongs to the fragment that connected.
+//     (the trace's connect_time column): it belongs to the fragment that connected.
 //     BorderPatrol counts connection creation as an output of the request being worked on
 //     (§3) and begins a fragment when poll reports a descriptor writable (Figure 8): an
 //     event loop that connects without blocking writes the call from that writable

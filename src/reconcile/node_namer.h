@@ -1,0 +1,49 @@
+// Names the trace's nodes (reconcile.h NodeNaming): a traced process or thread by its
+// host, program and ids, an untraced peer by its endpoint. Also keeps each node's clock:
+// the boot (host) whose monotonic clock its times are on, for clock offset estimation.
+// Internal to reconcile.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "capture/event_log.h"
+#include "reconcile/reconcile.h"
+#include "trace/clock_offsets.h"
+#include "trace/trace.h"
+
+namespace weft::reconcile {
+
+class NodeNamer {
+ public:
+  // `clock_of_log[i]` is the clock (boot number) of logs[i]. All three must outlive the
+  // namer; nodes are interned in `builder`.
+  NodeNamer(std::span<const capture::EventLog> logs, std::span<const uint32_t> clock_of_log,
+            NodeNaming naming, TraceBuilder& builder)
+      : logs_(logs), clock_of_log_(clock_of_log), naming_(naming), builder_(builder) {}
+
+  // Thread `tid` of the process that wrote logs[log_index] (the thread is ignored unless
+  // naming by thread).
+  NodeId Traced(uint32_t log_index, int32_t tid);
+  // A peer that was not traced, named by its endpoint ("10.0.0.2:5432").
+  NodeId Untraced(const std::string& endpoint) { return builder_.Node(endpoint); }
+
+  // Per node of the builder, its clock, or kNoClock for an untraced peer.
+  std::vector<uint32_t> ClockOfNode();
+
+ private:
+  NodeId Name(uint32_t log_index, int32_t tid);
+  uint32_t& ClockSlot(NodeId node);
+
+  std::span<const capture::EventLog> logs_;
+  std::span<const uint32_t> clock_of_log_;
+  NodeNaming naming_;
+  TraceBuilder& builder_;
+  std::unordered_map<uint64_t, NodeId> cache_;  // (log, tid) -> node
+  std::vector<uint32_t> clock_of_node_;
+};
+
+}  // namespace weft::reconcile

@@ -1,0 +1,187 @@
+// Stream connections and pipes -> messages (stream_emitter.h). vPath §3 (ATC'09):
+// per-connection send/recv streams, normalised into messages at direction turns (§3.2).
+// Two departures from vPath, both because weft's logs hold more:
+//   - the two ends are lined up by byte offset, not by event count, so a 10-byte write
+//     read as 4 + 6 bytes is still one message with an exact receive time;
+//   - a receive completes at its exit time (logged), not at the next system call.
+#include "reconcile/stream_emitter.h"
+
+#include <fmt/format.h>
+
+#include "capture/protocols/descriptor.h"
+
+namespace weft::reconcile {
+namespace {
+
+// Whether call ids may pair a connection's messages by position (descriptor.h
+// replies_in_order), judged by the protocol of its first boundary. Where no processor
+// found any, each message is a direction-turn run, and position and run agree.
+bool AnswersInOrder(const ConnectionPair& pair) {
+  for (const ConnectionEnd* end : {pair.client, pair.server}) {
+    if (end == nullptr || end->boundaries.empty()) continue;
+    auto protocol = capture::protocols::Protocol(end->boundaries.front().protocol);
+    return capture::protocols::Describe(protocol).replies_in_order;
+  }
+  return true;
+}
+
+}  // namespace
+
+void StreamEmitter::Emit(const ConnectionPair& pair, uint32_t connection) {
+  bool ordered = AnswersInOrder(pair);
+  EmitDirection({pair.client, pair.server,
+                 pair.symmetric ? MessageKind::kMessage : MessageKind::kCall, connection, ordered});
+  EmitDirection({pair.server, pair.client,
+                 pair.symmetric ? MessageKind::kMessage : MessageKind::kReturn, connection,
+                 ordered});
+}
+
+void StreamEmitter::EmitDirection(const Direction& d) {
+  // Message boundaries come from the sender's own order of sends and receives when it
+  // was traced, else from the receiver's; protocol boundaries from the sender's log if
+  // it has any for this direction, else from the receiver's (message_splitter.h).
+  const ConnectionEnd* definer = d.sender != nullptr ? d.sender : d.receiver;
+  std::vector<const StreamBoundary*> boundaries = DirectionBoundaries(d.sender, d.receiver);
+  std::vector<MessageSpan> spans = SplitMessages(*definer, d.sender != nullptr, boundaries);
+  StringId sender_endpoint =
+      builder_.String(d.sender != nullptr ? d.sender->local : d.receiver->peer);
+  StringId receiver_endpoint =
+      builder_.String(d.receiver != nullptr ? d.receiver->local : d.sender->peer);
+  ReadCursor cursor(d.sender != nullptr ? d.receiver : nullptr);
+  uint32_t sequence = 0;
+  for (const MessageSpan& span : spans) {
+    MessageRecord record;
+    record.kind = d.kind;
+    record.call_id = builder_.String(CallId(d, ++sequence, span));
+    record.bytes = span.end - span.begin;
+    record.sender_endpoint = sender_endpoint;
+    record.receiver_endpoint = receiver_endpoint;
+    SetEnds(d, span, cursor, record);
+    // The first call on a connection its sender's thread connected: when (a non-blocking
+    // connect's call may be written later, from another fragment).
+    if (sequence == 1 && d.kind == MessageKind::kCall && d.sender != nullptr &&
+        d.sender->opener == Opener::kConnect &&
+        d.sender->open_tid == int32_t(record.sender_thread) &&
+        d.sender->open_ns <= record.send_time) {
+      record.connect_time = d.sender->open_ns;
+    }
+    uint32_t row = builder_.Add(record);
+    // The sender's first send, or the receiver's first read when the sender was not
+    // traced; its payload prefix from the message's first byte, if it reaches that far.
+    const StreamIo& opening = definer->io[span.first];
+    attributes_.AddPayload(row, opening.log, opening.payload, span.begin - span.first_begin);
+    if (const StreamBoundary* b = span.boundary; b != nullptr) {
+      attributes_.AddProtocol(
+          row, b->protocol,
+          b->boundary >= 0 ? &logs_[b->log].boundaries[size_t(b->boundary)] : nullptr);
+    }
+    ++summary_.messages;
+    summary_.bytes += uint64_t(record.bytes);
+  }
+  if (d.sender != nullptr && d.receiver != nullptr) {
+    int64_t sent = spans.empty() ? 0 : spans.back().end;
+    int64_t read = cursor.BytesRead();
+    if (sent > read) summary_.unmatched_bytes += uint64_t(sent - read);
+  }
+}
+
+void StreamEmitter::SetEnds(const Direction& d, const MessageSpan& span, ReadCursor& cursor,
+                            MessageRecord& record) {
+  if (d.sender == nullptr) {
+    const StreamIo& last = d.receiver->io[span.last];
+    record.recv_time = last.exit_ns;
+    record.receiver_thread = uint32_t(last.tid);
+    record.receiver = namer_.Traced(last.log, last.tid);
+    record.sender = namer_.Untraced(d.receiver->peer);
+    return;
+  }
+  const StreamIo& first = d.sender->io[span.first];
+  record.send_time = first.entry_ns;
+  record.sender_thread = uint32_t(first.tid);
+  record.sender = namer_.Traced(first.log, first.tid);
+  const StreamIo* read = cursor.ReadHolding(span.end - 1);
+  if (read != nullptr) {
+    record.recv_time = read->exit_ns;
+    record.receiver_thread = uint32_t(read->tid);
+    record.receiver = namer_.Traced(read->log, read->tid);
+  } else if (d.receiver != nullptr) {
+    // Traced receiver that never read these bytes: named, but no receive time.
+    record.receiver = namer_.Traced(d.receiver->log, 0);
+  } else {
+    record.receiver = namer_.Untraced(d.sender->peer);
+  }
+}
+
+// The call id of a message (docs/reconcile.md, 5.): by position where replies come in
+// order; else by the processor's witness when it logged one (the DNS id; a request's and
+// its reply's are equal: "c3.w4660"); else the direction-turn run's number, which is all
+// a run of requests and the run of replies after it are known to share.
+std::string StreamEmitter::CallId(const Direction& d, uint32_t sequence,
+                                  const MessageSpan& span) const {
+  if (d.ordered) return fmt::format("c{}.{}", d.connection, sequence);
+  if (const StreamBoundary* b = span.boundary; b != nullptr && b->boundary >= 0) {
+    const std::string* witness =
+        FindWitness(b->protocol, &logs_[b->log].boundaries[size_t(b->boundary)]);
+    if (witness != nullptr) return fmt::format("c{}.w{}", d.connection, *witness);
+  }
+  return fmt::format("c{}.{}", d.connection, span.run + 1);
+}
+
+void StreamEmitter::EmitPipe(const ConnectionEnd& pipe, uint32_t number) {
+  std::vector<size_t> writes, reads;
+  for (size_t i = 0; i < pipe.io.size(); ++i) (pipe.io[i].send ? writes : reads).push_back(i);
+  uint32_t sequence = 0;
+  if (writes.empty()) {
+    for (size_t r : reads)
+      AddPipeMessage(pipe, number, ++sequence, nullptr, &pipe.io[r], pipe.io[r].bytes);
+    return;
+  }
+  ReadCursor cursor(reads.empty() ? nullptr : &pipe);
+  int64_t written = 0, message_start = 0;
+  size_t first_of_message = writes[0], next_read = 0, read_end = 0;
+  for (size_t w = 0; w < writes.size(); ++w) {
+    if (written == message_start) first_of_message = writes[w];
+    written += pipe.io[writes[w]].bytes;
+    // Has the reader drained the pipe before the next write?
+    bool drained = reads.empty();
+    while (next_read < reads.size() && int64_t(read_end) < written)
+      read_end += size_t(pipe.io[reads[next_read++]].bytes);
+    if (!reads.empty() && int64_t(read_end) == written && next_read > 0) {
+      TimeNs next_write = w + 1 < writes.size() ? pipe.io[writes[w + 1]].entry_ns : INT64_MAX;
+      drained = pipe.io[reads[next_read - 1]].exit_ns <= next_write;
+    }
+    if (!drained && w + 1 < writes.size()) continue;
+    AddPipeMessage(pipe, number, ++sequence, &pipe.io[first_of_message],
+                   cursor.ReadHolding(written - 1), written - message_start);
+    message_start = written;
+  }
+}
+
+// A pipe message: MSG, call id "p<pipe>.<k>", both endpoints the pipe's name.
+void StreamEmitter::AddPipeMessage(const ConnectionEnd& pipe, uint32_t number, uint32_t sequence,
+                                   const StreamIo* first_write, const StreamIo* completing_read,
+                                   int64_t bytes) {
+  MessageRecord record;
+  record.kind = MessageKind::kMessage;
+  record.sender_endpoint = record.receiver_endpoint = builder_.String(pipe.local);
+  record.call_id = builder_.String(fmt::format("p{}.{}", number, sequence));
+  record.bytes = bytes;
+  record.sender = first_write != nullptr ? namer_.Traced(first_write->log, first_write->tid)
+                                         : namer_.Untraced(pipe.local);
+  record.receiver = completing_read != nullptr
+                        ? namer_.Traced(completing_read->log, completing_read->tid)
+                        : namer_.Untraced(pipe.local);
+  if (first_write != nullptr) {
+    record.send_time = first_write->entry_ns;
+    record.sender_thread = uint32_t(first_write->tid);
+  }
+  if (completing_read != nullptr) {
+    record.recv_time = completing_read->exit_ns;
+    record.receiver_thread = uint32_t(completing_read->tid);
+  }
+  builder_.Add(record);
+  ++summary_.messages;
+  summary_.bytes += uint64_t(bytes);
+}
+
+}  // namespace weft::reconcile

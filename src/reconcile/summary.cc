@@ -1,0 +1,80 @@
+// The reconcile summary's lines (reconcile.h ReconcileSummary) and DescribeLoss.
+#include <fmt/format.h>
+
+#include <string>
+#include <vector>
+
+#include "reconcile/reconcile.h"
+
+namespace weft::reconcile {
+
+std::string ReconcileSummary::OneLine() const {
+  return fmt::format(
+             "{} events, {} connection ends ({} paired, {} half-traced), {} messages, {} bytes, "
+             "{} bytes never read, {} UDP datagrams ({} seen at both ends), {} Unix datagrams ({} "
+             "seen "
+             "at both ends), {} pipes, {} I/O events on other sockets skipped, {} I/O events on "
+             "unnamed "
+             "descriptors, {} logs with losses",
+             events, connections, matched, half_traced, messages, bytes, unmatched_bytes, datagrams,
+             datagrams_matched, unix_datagrams, unix_datagrams_matched, pipes, skipped_io,
+             unnamed_io, losses.size()) +
+         (unreadable_logs == 0 ? ""
+                               : fmt::format(", {} unreadable logs skipped", unreadable_logs)) +
+         ProtocolPart() +
+         (forks_linked + execs_linked == 0
+              ? ""
+              : fmt::format(", {} forks and {} execs linked to the processes they started",
+                            forks_linked, execs_linked)) +
+         (threads_linked == 0 ? ""
+                              : fmt::format(", {} threads linked to the threads that created them",
+                                            threads_linked)) +
+         (isolated_reads + held_reads + split_waits == 0
+              ? ""
+              : fmt::format(
+                    ", event isolation: {} reads cut at a message end, {} served from {} held "
+                    "bytes, {} waits held inputs back",
+                    isolated_reads, held_reads, held_bytes, split_waits));
+}
+
+std::string ReconcileSummary::HostClocks() const {
+  std::vector<std::string> parts;
+  for (const HostOffset& h : host_offsets) {
+    parts.push_back(
+        fmt::format("{} is {}{} ahead of {} ({} messages)", h.b, h.offset >= 0 ? "" : "-",
+                    FormatDuration(h.offset >= 0 ? h.offset : -h.offset), h.a, h.messages));
+  }
+  return parts.empty() ? "" : fmt::format("host clocks: {}", fmt::join(parts, "; "));
+}
+
+std::string ReconcileSummary::ProtocolPart() const {
+  if (protocol_messages.empty()) return "";
+  uint64_t total = 0;
+  std::vector<std::string> parts;
+  for (const auto& [protocol, count] : protocol_messages) {
+    total += count;
+    parts.push_back(fmt::format("{} {}", protocol, count));
+  }
+  return fmt::format(", {} messages ended at protocol boundaries ({})", total,
+                     fmt::join(parts, ", "));
+}
+
+std::string DescribeLoss(const capture::EventLog& log) {
+  const capture::EventLogLoss& l = log.loss;
+  std::vector<std::string> parts;
+  if (!l.has_end_record)
+    parts.push_back("no end record (killed or still running: its last buffers are missing)");
+  if (l.dropped_events > 0)
+    parts.push_back(fmt::format("{} events dropped by the writer", l.dropped_events));
+  if (l.truncated_bytes > 0)
+    parts.push_back(fmt::format("{} bytes cut off after the last whole record", l.truncated_bytes));
+  if (l.corrupt_bytes > 0) {
+    parts.push_back(
+        fmt::format("{} bytes in {} corrupt blocks skipped", l.corrupt_bytes, l.corrupt_blocks));
+  }
+  if (l.failed_writes > 0) parts.push_back(fmt::format("{} log writes failed", l.failed_writes));
+  if (parts.empty()) return "";
+  return fmt::format("{}: {}", log.path, fmt::join(parts, "; "));
+}
+
+}  // namespace weft::reconcile
