@@ -10,6 +10,19 @@
 #include "gen/random.h"
 
 namespace weft {
+namespace {
+
+// `time` moved by `offset` into *out; kNoTime stays kNoTime. False if the sum overflows or
+// lands on kNoTime.
+bool Shift(TimeNs time, TimeNs offset, TimeNs* out) {
+  if (time == kNoTime) {
+    *out = kNoTime;
+    return true;
+  }
+  return !__builtin_add_overflow(time, offset, out) && *out != kNoTime;
+}
+
+}  // namespace
 
 Result<std::pair<std::string, TimeNs>> ParseNodeOffset(std::string_view text) {
   size_t eq = text.rfind('=');
@@ -58,9 +71,11 @@ Result<Trace> SkewTrace(const Trace& trace, const SkewOptions& options,
   builder.strings() = trace.strings();
   for (size_t i = 0; i < trace.size(); ++i) {
     MessageRecord r = trace.Row(MessageId(uint32_t(i)));
-    for (auto [time, node] : {std::pair{&r.send_time, r.sender}, {&r.recv_time, r.receiver}}) {
-      if (*time == kNoTime) continue;
-      if (__builtin_add_overflow(*time, offset[node.value()], time) || *time == kNoTime) {
+    // A connection's connect time is on its sender's clock, like the send.
+    for (auto [time, node] : {std::pair{&r.send_time, r.sender},
+                              {&r.connect_time, r.sender},
+                              {&r.recv_time, r.receiver}}) {
+      if (!Shift(*time, offset[node.value()], time)) {
         return Status::OutOfRange("message {}: shifted time overflows", i);
       }
     }
@@ -70,6 +85,13 @@ Result<Trace> SkewTrace(const Trace& trace, const SkewOptions& options,
   }
   for (const Attribute& a : trace.attributes())
     builder.AddAttribute(a.message.value(), a.key, a.value);
+  // A process link's time is on the clock of the host its two ends share: the creator's.
+  for (ProcessLink link : trace.process_links()) {
+    if (!Shift(link.time, offset[link.from.value()], &link.time)) {
+      return Status::OutOfRange("process link at {}: shifted time overflows", link.time);
+    }
+    builder.AddProcessLink(link);
+  }
   if (applied) *applied = offset;
   return std::move(builder).Finish();
 }

@@ -104,6 +104,46 @@ TEST(SkewTrace, RandomOffsetsAreSeededAndUnknownNodesNamed) {
       << bad.status().message();
 }
 
+// Connect times are on the sender's clock and process links on their creator's: both move
+// with that node's offset, and no link is lost.
+TEST(SkewTrace, ShiftsConnectTimesAndProcessLinks) {
+  TraceBuilder builder;
+  const NodeId a = builder.nodes().Intern("A"), b = builder.nodes().Intern("B");
+  MessageRecord call;
+  call.kind = MessageKind::kCall;
+  call.sender = a;
+  call.receiver = b;
+  call.send_time = 10 * kMillisecond;
+  call.recv_time = 11 * kMillisecond;
+  call.connect_time = 9 * kMillisecond;
+  call.sender_thread = 1;
+  call.receiver_thread = 2;
+  builder.Add(call);
+  ProcessLink link;
+  link.time = 5 * kMillisecond;
+  link.from = a;
+  link.from_thread = 1;
+  link.to = a;
+  link.to_thread = 3;
+  link.kind = ProcessLinkKind::kThread;
+  builder.AddProcessLink(link);
+  Result<Trace> trace = std::move(builder).Finish();
+  ASSERT_TRUE(trace.ok()) << trace.status().message();
+
+  SkewOptions options;
+  options.offsets = {{"A", 100 * kMillisecond}, {"B", -1 * kMillisecond}};
+  Result<Trace> skewed = SkewTrace(*trace, options);
+  ASSERT_TRUE(skewed.ok()) << skewed.status().message();
+  const TraceColumns& c = skewed->columns();
+  ASSERT_EQ(skewed->size(), 1u);
+  EXPECT_EQ(c.send_time[0], 110 * kMillisecond);
+  EXPECT_EQ(c.connect_time[0], 109 * kMillisecond);
+  EXPECT_EQ(c.recv_time[0], 10 * kMillisecond);
+  ASSERT_EQ(skewed->process_links().size(), 1u);
+  EXPECT_EQ(skewed->process_links()[0].time, 105 * kMillisecond);
+  EXPECT_EQ(skewed->process_links()[0].to_thread, 3u);
+}
+
 TEST(ParseNodeOffset, SignedDurations) {
   auto plus = ParseNodeOffset("WS2=+30ms");
   ASSERT_TRUE(plus.ok());
