@@ -468,6 +468,24 @@ int Nonblocking() {
 }
 
 // A blocking receive interrupted by a signal whose handler does not restart calls.
+// True once thread `tid` of this process sleeps in the kernel (state S in its stat file).
+bool IsSleeping(pid_t tid) {
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/self/task/%d/stat", int(tid));
+  FILE* f = std::fopen(path, "r");
+  if (!f) return false;
+  char buffer[512];
+  size_t n = std::fread(buffer, 1, sizeof buffer - 1, f);
+  std::fclose(f);
+  buffer[n] = 0;
+  const char* state = std::strrchr(buffer, ')');  // the name may hold spaces and ')'
+  return state && state[1] == ' ' && state[2] == 'S';
+}
+
+// A recv blocked for at least 20 ms, then interrupted by a signal without SA_RESTART. The
+// signal is sent only once the thread sleeps in recv (on a loaded machine it could
+// otherwise come before the call and leave it blocked), and again every 20 ms until the
+// call returns.
 int Interrupted() {
   int sv[2];
   if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) Die("socketpair");
@@ -475,13 +493,19 @@ int Interrupted() {
   action.sa_handler = [](int) {};
   sigaction(SIGUSR1, &action, nullptr);  // no SA_RESTART
   pthread_t self = pthread_self();
-  std::thread interrupter([self] {
-    usleep(20'000);
-    pthread_kill(self, SIGUSR1);
+  const pid_t tid = pid_t(syscall(SYS_gettid));
+  std::atomic<bool> returned{false};
+  std::thread interrupter([self, tid, &returned] {
+    while (!IsSleeping(tid)) usleep(1'000);
+    while (!returned.load()) {
+      usleep(20'000);
+      pthread_kill(self, SIGUSR1);
+    }
   });
   char c;
   ssize_t r = recv(sv[1], &c, 1, 0);
   int error = errno;
+  returned.store(true);
   interrupter.join();
   std::printf("recv %zd errno %d\n", r, error);
   return 0;
