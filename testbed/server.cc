@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "testbed/accept.h"
+#include "testbed/downstream.h"
 #include "testbed/event_loop.h"
 #include "testbed/pipelined_conn.h"
 #include "testbed/wire.h"
@@ -98,13 +99,6 @@ class JobQueue {
   std::deque<Job> jobs_;
 };
 
-// A downstream connection of the blocking models and the server it leads to, to return
-// it to its pool.
-struct CallConn {
-  ServerRef to;
-  std::unique_ptr<Conn> conn;
-};
-
 std::mt19937_64& Rng() {
   thread_local std::mt19937_64 rng(uint64_t(WallNow()) ^ (uint64_t(CurrentThreadId()) << 20));
   return rng;
@@ -117,15 +111,13 @@ class Server {
         tier_(topo.tiers[tier]),
         spec_(tier_.servers[index]),
         log_(std::move(log)),
-        balancer_(topo, spec_.name) {}
+        caller_(topo, tier_, spec_, *log_) {}
 
   // Serves until the process is killed. Returns only on an error: at setup, or when the
   // listening socket fails for good. Threads it started may still run then.
   Status Run(int listen_fd);
 
  private:
-  uint64_t NewCallId() { return (uint64_t(getpid()) << 32) | ++next_call_; }
-
   // --- The request path, shared by every threading model.
   void RunStep(Step step, Job& job);
   // Every step, on the calling thread.
@@ -140,26 +132,7 @@ class Server {
   void Refuse(Job& job, std::string_view why);
   // Answers job.request with job.status; on HTTP after every earlier request's reply.
   void Reply(Job& job);
-  Status Downstream(const Frame& request);
 
-  // --- Downstream calls.
-  Status CallGroup(const Frame& request, const CallSpec& spec, uint32_t count);
-  // The spawn model's call group: each call on a std::thread spawned for it, all of them
-  // started before any is joined (a parallel group) and all joined before it returns.
-  Status CallGroupOnThreads(const Frame& request, const CallSpec& spec, uint32_t count);
-  Result<CallConn> GetConn(int tier);
-  void PutConn(CallConn conn);
-  // A call frame nested in `request`, to `spec`'s request type.
-  Frame NewCall(const Frame& request, const CallSpec& spec);
-  // With tier_.pipeline > 1 calls to TCP tiers share pooled connections, up to
-  // tier_.pipeline calls in flight on each.
-  bool Pipelines(int tier) const {
-    return tier_.pipeline > 1 && !topo_.tiers[tier].udp && !in_child_;
-  }
-  // A pooled connection to a server of `tier` with a slot reserved for one call: the
-  // first open one with room, else a new one.
-  Result<std::shared_ptr<PipelinedConn>> GetPipelined(int tier);
-  Status PipelinedCallGroup(const Frame& request, const CallSpec& spec, uint32_t count);
   const RequestType& TypeOf(const Frame& f) const { return tier_.requests[f.request_type]; }
 
   // --- The threading models: who runs the request path.
@@ -197,15 +170,7 @@ class Server {
   const Tier& tier_;
   const ServerSpec& spec_;
   std::unique_ptr<TruthLog> log_;
-  // Set in a fork model's child, which has one thread: it takes no lock that another
-  // thread of the parent may have held at the fork (the connection pools), so it calls
-  // downstream on connections of its own, one per call, and never pipelines.
-  bool in_child_ = false;
-  std::atomic<uint32_t> next_call_{0};
-  Balancer balancer_;
-  std::mutex pool_mu_;
-  std::map<ServerRef, std::vector<std::unique_ptr<Conn>>> pool_;
-  std::map<ServerRef, std::vector<std::shared_ptr<PipelinedConn>>> pipelined_;
+  DownstreamCaller caller_;
   // The pool models.
   std::vector<std::vector<Step>> stages_;
   std::vector<std::unique_ptr<JobQueue>> queues_;  // one per stage
@@ -228,7 +193,7 @@ void Server::RunStep(Step step, Job& job) {
       Serve(rt.before.Sample(Rng()));
       return;
     case Step::kCalls:
-      job.status = Downstream(job.request);
+      job.status = caller_.CallAll(job.request, Rng());
       if (!job.status.ok()) {
         fmt::print(stderr, "{}: request {:x}: {}\n", spec_.name, job.request.request_id,
                    job.status.message());
@@ -294,171 +259,6 @@ void Server::Reply(Job& job) {
       fmt::print(stderr, "{}: shutdown to {}: {}\n", spec_.name, conn.peer, std::strerror(errno));
     }
   }
-}
-
-Result<CallConn> Server::GetConn(int tier) {
-  const Tier& t = topo_.tiers[tier];
-  ServerRef to{tier, balancer_.Pick(tier)};
-  if (tier_.pooled && !in_child_) {
-    std::lock_guard lock(pool_mu_);
-    auto& idle = pool_[to];
-    if (!idle.empty()) {
-      std::unique_ptr<Conn> c = std::move(idle.back());
-      idle.pop_back();
-      return CallConn{to, std::move(c)};
-    }
-  }
-  WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Conn> c,
-                        ConnectLoopback(t.servers[to.index].port, topo_.io_timeout, t.udp));
-  c->http = t.http;
-  return CallConn{to, std::move(c)};
-}
-
-void Server::PutConn(CallConn conn) {
-  if (!tier_.pooled || in_child_) return;  // per-request connections close here
-  std::lock_guard lock(pool_mu_);
-  pool_[conn.to].push_back(std::move(conn.conn));
-}
-
-Status Server::CallGroup(const Frame& request, const CallSpec& spec, uint32_t count) {
-  if (Pipelines(spec.tier)) return PipelinedCallGroup(request, spec, count);
-  const RequestType& callee = topo_.tiers[spec.tier].requests[spec.request];
-  // A parallel group sends every call before awaiting any reply, each on its own
-  // connection; a sequential group of one is the same code with count 1.
-  std::vector<std::pair<CallConn, Frame>> calls;
-  for (uint32_t k = 0; k < count; ++k) {
-    WEFT_ASSIGN_OR_RETURN(CallConn c, GetConn(spec.tier));
-    Conn& conn = *c.conn;
-    Frame call = NewCall(request, spec);
-    std::string wire = EncodeMessage(call, callee.request_bytes, conn.http);
-    log_->Record(TruthLog::Direction::kSend, call, conn, wire.size(), callee.name, WallNow());
-    WEFT_RETURN_IF_ERROR(WriteAll(conn.fd, wire).WithContext(conn.peer));
-    calls.emplace_back(std::move(c), call);
-  }
-  Status result;
-  for (auto& [c, call] : calls) {
-    Conn& conn = *c.conn;
-    size_t bytes = 0;
-    Result<std::optional<Frame>> reply = ReadConnFrame(conn, &bytes);
-    if (!reply.ok() || !reply->has_value()) {
-      return Status::IoError("{} from {}", reply.ok() ? "end of stream" : reply.status().message(),
-                             conn.peer);
-    }
-    const Frame& r = **reply;
-    log_->Record(TruthLog::Direction::kRecv, r, conn, bytes, "-", WallNow());
-    if (r.call_id != call.call_id) {
-      return Status::Corruption("reply for call {:x} while awaiting {:x}", r.call_id, call.call_id);
-    }
-    if (r.type == FrameType::kError && result.ok()) {
-      result = Status::Internal("{} answered with an error", conn.peer);
-    }
-    if (!r.close) PutConn(std::move(c));  // the server closes it after this reply
-  }
-  return result;
-}
-
-Frame Server::NewCall(const Frame& request, const CallSpec& spec) {
-  Frame call;
-  call.type = FrameType::kRequest;
-  call.request_type = uint16_t(spec.request);
-  call.request_id = request.request_id;
-  call.call_id = NewCallId();
-  call.parent_call = request.call_id;
-  // HTTP: a connection that is not pooled is closed after its call, so say so.
-  call.close = !tier_.pooled || in_child_;
-  return call;
-}
-
-Result<std::shared_ptr<PipelinedConn>> Server::GetPipelined(int tier) {
-  ServerRef to{tier, balancer_.Pick(tier)};
-  {
-    std::lock_guard lock(pool_mu_);
-    auto& open = pipelined_[to];
-    std::erase_if(open, [](const auto& c) { return c->broken(); });
-    // First fit, not least loaded: calls pack onto few connections, as pipelining
-    // clients do, so that connections really carry several calls at once.
-    for (const std::shared_ptr<PipelinedConn>& c : open) {
-      if (c->TryReserve(tier_.pipeline)) return c;
-    }
-  }
-  const Tier& t = topo_.tiers[tier];
-  WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Conn> conn,
-                        ConnectLoopback(t.servers[to.index].port, topo_.io_timeout));
-  conn->http = t.http;
-  WEFT_ASSIGN_OR_RETURN(std::shared_ptr<PipelinedConn> c,
-                        PipelinedConn::Start(std::move(conn), *log_));
-  (void)c->TryReserve(tier_.pipeline);  // a fresh connection has room
-  std::lock_guard lock(pool_mu_);
-  pipelined_[to].push_back(c);
-  return c;
-}
-
-Status Server::PipelinedCallGroup(const Frame& request, const CallSpec& spec, uint32_t count) {
-  const RequestType& callee = topo_.tiers[spec.tier].requests[spec.request];
-  // As CallGroup: every call of a parallel group goes out before any reply is awaited;
-  // here calls may share a connection, their own or another worker's.
-  std::vector<std::pair<std::shared_ptr<PipelinedConn>, std::shared_ptr<PipelinedConn::Pending>>>
-      calls;
-  for (uint32_t k = 0; k < count; ++k) {
-    WEFT_ASSIGN_OR_RETURN(std::shared_ptr<PipelinedConn> conn, GetPipelined(spec.tier));
-    Frame call = NewCall(request, spec);
-    std::string wire = EncodeMessage(call, callee.request_bytes, conn->conn().http);
-    WEFT_ASSIGN_OR_RETURN(auto pending, conn->Send(call, wire, callee.name));
-    calls.emplace_back(std::move(conn), std::move(pending));
-  }
-  Status result;
-  for (auto& [conn, pending] : calls) {
-    WEFT_ASSIGN_OR_RETURN(Frame reply, conn->Await(pending));
-    if (reply.type == FrameType::kError && result.ok()) {
-      result = Status::Internal("{} answered with an error", conn->conn().peer);
-    }
-  }
-  return result;
-}
-
-Status Server::CallGroupOnThreads(const Frame& request, const CallSpec& spec, uint32_t count) {
-  std::vector<Status> results(count);
-  std::vector<std::thread> threads;
-  threads.reserve(count);
-  Status spawned;
-  for (uint32_t k = 0; k < count; ++k) {
-    try {
-      threads.emplace_back(
-          [this, &request, &spec, &results, k] { results[k] = CallGroup(request, spec, 1); });
-    } catch (const std::system_error& e) {  // no thread to be had: the calls made so far finish
-      spawned = Status::IoError("spawning a thread for a call: {}", e.what());
-      break;
-    }
-  }
-  for (std::thread& t : threads) t.join();
-  WEFT_RETURN_IF_ERROR(spawned);
-  for (const Status& s : results) WEFT_RETURN_IF_ERROR(s);
-  return Status::Ok();
-}
-
-Status Server::Downstream(const Frame& request) {
-  const RequestType& rt = TypeOf(request);
-  auto call_group = [&](const CallSpec& spec, uint32_t count) {
-    return spec_.model == ThreadingModel::kSpawn ? CallGroupOnThreads(request, spec, count)
-                                                 : CallGroup(request, spec, count);
-  };
-  bool first = true;
-  for (const CallSpec& spec : rt.calls) {
-    uint32_t n = std::uniform_int_distribution<uint32_t>(spec.min_count, spec.max_count)(Rng());
-    if (spec.parallel) {
-      if (n == 0) continue;
-      if (!first) Serve(rt.between.Sample(Rng()));
-      first = false;
-      WEFT_RETURN_IF_ERROR(call_group(spec, n));
-      continue;
-    }
-    for (uint32_t k = 0; k < n; ++k) {
-      if (!first) Serve(rt.between.Sample(Rng()));
-      first = false;
-      WEFT_RETURN_IF_ERROR(call_group(spec, 1));
-    }
-  }
-  return Status::Ok();
 }
 
 Status Server::AcceptLoop(int listen_fd, const std::function<void(std::shared_ptr<Conn>)>& take) {
@@ -533,7 +333,7 @@ void Server::ServeConnection(std::shared_ptr<Conn> conn) {
 void Server::ServeInChild(Job& job) {
   pid_t child = fork();
   if (child == 0) {
-    in_child_ = true;
+    caller_.EnterChild();
     // Dies with the server, by the signal that stops servers, so that a tracer gets to
     // write down what it saw (weft capture does so on SIGTERM).
     if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0) {
