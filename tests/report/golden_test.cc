@@ -45,11 +45,14 @@ constexpr const char* kInferConvolution =
     "infer trace.txt --algo convolution -o convolution.paths.json";
 
 const GoldenCase kCases[] = {
-    // weft paths: the ranked table, the trees, JSON, and a causal graph as a table.
+    // weft paths: the ranked table, the trees, JSON, the slowest requests, and a causal graph
+    // as a table.
     {"paths-truth.txt", {kInferTruth, "paths truth.paths.json --top 0"}},
     {"paths-nesting.txt", {kInferNesting, "paths nesting.paths.json --top 0 --sort latency"}},
     {"paths-nesting-tree.txt", {kInferNesting, "paths nesting.paths.json --top 3 --tree"}},
     {"paths-nesting.json", {kInferNesting, "paths nesting.paths.json --top 2 --json"}},
+    {"paths-nesting-requests.txt",
+     {kInferNesting, "paths nesting.paths.json --requests 3 --trace trace.txt"}},
     {"paths-convolution.txt", {kInferConvolution, "paths convolution.paths.json"}},
     // weft report: dot (patterns and a causal graph), timelines, node delays.
     {"report-nesting.dot",
