@@ -16,7 +16,10 @@
 #include <cstring>
 #include <deque>
 #include <map>
+#include <optional>
 #include <queue>
+
+#include "testbed/accept.h"
 
 namespace weft::testbed {
 namespace {
@@ -32,7 +35,7 @@ struct EvConn {
   // connection, and it closes once that request's reply is flushed (close_when_flushed).
   bool closing = false;
   bool close_when_flushed = false;
-  int tier = -1, server = -1;  // outbound only
+  std::optional<ServerRef> callee;  // outbound only: the server it leads to
   // Outbound only: the calls awaiting a reply, in the order they went out, and the request
   // that made each.
   std::deque<std::pair<uint64_t, std::shared_ptr<Req>>> waiting;
@@ -55,8 +58,8 @@ struct Req {
 struct Timer {
   TimeNs at;
   uint64_t seq;
-  std::shared_ptr<Req> req;
-  bool sleep;  // a service time, else a deferred wake-up
+  std::shared_ptr<Req> req;  // null: the end of a pause in accepting (ResumeAccepting)
+  bool sleep;                // a service time, else a deferred wake-up
   bool operator>(const Timer& o) const { return at != o.at ? at > o.at : seq > o.seq; }
 };
 
@@ -76,10 +79,20 @@ class Loop {
         rng_(uint64_t(WallNow())),
         balancer_(topo, name_) {}
 
-  [[noreturn]] void Run(int listen_fd);
+  // Returns only on an error: at setup, or when epoll or the listening socket fails.
+  Status Run(int listen_fd);
 
  private:
-  void Watch(const std::shared_ptr<EvConn>& c);
+  // Makes the connection non-blocking and watches it for input.
+  Status Watch(const std::shared_ptr<EvConn>& c);
+  // Takes one connection off the listening socket; pauses accepting (a timer resumes it)
+  // when out of descriptors or memory, as AcceptConnection does for blocking servers.
+  Status OnAcceptable();
+  Status ResumeAccepting();
+  // The epoll set with the listening socket and the timerfd in it.
+  Status Open(int listen_fd);
+  // Steps the requests whose timers are due, then arms the timerfd for the next timer.
+  Status FireTimers();
   void Close(const std::shared_ptr<EvConn>& c);
   void Send(const std::shared_ptr<EvConn>& c, std::string data);
   void Flush(const std::shared_ptr<EvConn>& c);
@@ -99,28 +112,43 @@ class Loop {
   Balancer balancer_;
   uint32_t next_call_ = 0;
   int ep_ = -1, timer_fd_ = -1, listen_fd_ = -1;
+  AcceptBackoff accept_backoff_;
   std::map<int, std::shared_ptr<EvConn>> conns_;
   // Pooled downstream connections per (tier, server); one with fewer than the tier's
   // `pipeline` calls awaiting a reply takes the next call.
-  std::map<std::pair<int, int>, std::vector<std::shared_ptr<EvConn>>> pool_;
+  std::map<ServerRef, std::vector<std::shared_ptr<EvConn>>> pool_;
   std::priority_queue<Timer, std::vector<Timer>, std::greater<>> timers_;
   uint64_t timer_seq_ = 0;
 };
 
-void Loop::Watch(const std::shared_ptr<EvConn>& c) {
+Status SetNonBlocking(int fd) {
+  int flags = fcntl(fd, F_GETFL);
+  if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) != 0) {
+    return Status::IoError("fcntl: {}", std::strerror(errno));
+  }
+  return Status::Ok();
+}
+
+Status Loop::Watch(const std::shared_ptr<EvConn>& c) {
   int fd = c->conn->fd;
-  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+  WEFT_RETURN_IF_ERROR(SetNonBlocking(fd));
   epoll_event ev{};
   ev.events = EPOLLIN;
   ev.data.fd = fd;
-  epoll_ctl(ep_, EPOLL_CTL_ADD, fd, &ev);
+  if (epoll_ctl(ep_, EPOLL_CTL_ADD, fd, &ev) != 0) {
+    return Status::IoError("epoll_ctl: {}", std::strerror(errno));
+  }
   conns_[fd] = c;
+  return Status::Ok();
 }
 
 void Loop::Close(const std::shared_ptr<EvConn>& c) {
   if (c->closed) return;
   c->closed = true;
-  epoll_ctl(ep_, EPOLL_CTL_DEL, c->conn->fd, nullptr);
+  if (epoll_ctl(ep_, EPOLL_CTL_DEL, c->conn->fd, nullptr) != 0) {
+    fmt::print(stderr, "{}: connection with {}: epoll_ctl: {}\n", name_, c->conn->peer,
+               std::strerror(errno));
+  }
   conns_.erase(c->conn->fd);
   for (auto& [call, r] : c->waiting) {
     if (r->status.ok()) r->status = Status::IoError("connection to {} lost", c->conn->peer);
@@ -163,7 +191,12 @@ void Loop::Flush(const std::shared_ptr<EvConn>& c) {
     epoll_event ev{};
     ev.events = want ? uint32_t(EPOLLIN | EPOLLOUT) : uint32_t(EPOLLIN);
     ev.data.fd = c->conn->fd;
-    epoll_ctl(ep_, EPOLL_CTL_MOD, c->conn->fd, &ev);
+    if (epoll_ctl(ep_, EPOLL_CTL_MOD, c->conn->fd, &ev) != 0) {
+      // Unwatched for output, what is left to write would never go: give up the connection.
+      fmt::print(stderr, "{}: connection with {}: epoll_ctl: {}\n", name_, c->conn->peer,
+                 std::strerror(errno));
+      Close(c);
+    }
   }
 }
 
@@ -185,7 +218,7 @@ void Loop::OnReadable(const std::shared_ptr<EvConn>& c) {
       return;
     }
     if (!*taken) break;
-    if (c->tier >= 0) {
+    if (c->callee) {
       OnReply(c, f, bytes);
     } else {
       OnRequest(c, f, bytes);
@@ -258,10 +291,10 @@ bool Loop::Sleep(const std::shared_ptr<Req>& r, const Distribution& d) {
 
 void Loop::Call(const std::shared_ptr<Req>& r, const CallSpec& spec) {
   const Tier& t = topo_.tiers[spec.tier];
-  int server = balancer_.Pick(spec.tier);
+  ServerRef to{spec.tier, balancer_.Pick(spec.tier)};
   std::shared_ptr<EvConn> c;
   if (tier_.pooled) {
-    auto& open = pool_[{spec.tier, server}];
+    auto& open = pool_[to];
     std::erase_if(open, [](const std::shared_ptr<EvConn>& o) { return o->closed; });
     // First fit: calls pack onto few connections, so that pipelining really happens.
     for (const std::shared_ptr<EvConn>& o : open) {
@@ -273,7 +306,7 @@ void Loop::Call(const std::shared_ptr<Req>& r, const CallSpec& spec) {
   }
   if (!c) {
     Result<std::unique_ptr<Conn>> conn =
-        ConnectLoopback(t.servers[server].port, topo_.io_timeout, t.udp);
+        ConnectLoopback(t.servers[to.index].port, topo_.io_timeout, t.udp);
     if (!conn.ok()) {
       if (r->status.ok()) r->status = conn.status();
       return;
@@ -281,10 +314,12 @@ void Loop::Call(const std::shared_ptr<Req>& r, const CallSpec& spec) {
     c = std::make_shared<EvConn>();
     c->conn = std::move(*conn);
     c->conn->http = t.http;
-    c->tier = spec.tier;
-    c->server = server;
-    Watch(c);
-    if (tier_.pooled) pool_[{spec.tier, server}].push_back(c);
+    c->callee = to;
+    if (Status s = Watch(c); !s.ok()) {
+      if (r->status.ok()) r->status = s.WithContext(c->conn->peer);
+      return;
+    }
+    if (tier_.pooled) pool_[to].push_back(c);
   }
   const RequestType& callee = t.requests[spec.request];
   Frame call;
@@ -372,51 +407,116 @@ void Loop::Reply(const std::shared_ptr<Req>& r) {
   }
 }
 
-void Loop::Run(int listen_fd) {
+Status Loop::OnAcceptable() {
+  int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+  if (fd < 0) {
+    int err = errno;
+    switch (ClassifyAcceptError(err)) {
+      case AcceptFailure::kRetry:  // also EAGAIN: another wake-up took it
+        return Status::Ok();
+      case AcceptFailure::kFatal:
+        return Status::IoError("accept: {}", std::strerror(err));
+      case AcceptFailure::kBackOff:
+        // The connection stays queued and the socket readable: stop watching it until
+        // the pause is over, or the loop would spin on it.
+        if (!accept_backoff_.pausing()) {
+          fmt::print(stderr, "{}: accept: {}; pausing until connections close\n", name_,
+                     std::strerror(err));
+        }
+        if (epoll_ctl(ep_, EPOLL_CTL_DEL, listen_fd_, nullptr) != 0) {
+          return Status::IoError("epoll_ctl: {}", std::strerror(errno));
+        }
+        timers_.push({MonoNow() + accept_backoff_.Next(), ++timer_seq_, nullptr, false});
+        return Status::Ok();
+    }
+  }
+  if (accept_backoff_.pausing()) fmt::print(stderr, "{}: accepting connections again\n", name_);
+  accept_backoff_.Reset();
+  auto c = std::make_shared<EvConn>();
+  c->conn = std::make_unique<Conn>(fd);
+  c->conn->http = tier_.http;
+  if (Status s = Watch(c); !s.ok()) {
+    fmt::print(stderr, "{}: connection from {}: {}; closing it\n", name_, c->conn->peer,
+               s.message());
+  }
+  return Status::Ok();
+}
+
+Status Loop::ResumeAccepting() {
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.fd = listen_fd_;
+  if (epoll_ctl(ep_, EPOLL_CTL_ADD, listen_fd_, &ev) != 0) {
+    return Status::IoError("epoll_ctl: {}", std::strerror(errno));
+  }
+  return Status::Ok();
+}
+
+Status Loop::Open(int listen_fd) {
   listen_fd_ = listen_fd;
   ep_ = epoll_create1(EPOLL_CLOEXEC);
+  if (ep_ < 0) return Status::IoError("epoll_create1: {}", std::strerror(errno));
   timer_fd_ = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-  fcntl(listen_fd, F_SETFL, fcntl(listen_fd, F_GETFL) | O_NONBLOCK);
+  if (timer_fd_ < 0) return Status::IoError("timerfd_create: {}", std::strerror(errno));
+  WEFT_RETURN_IF_ERROR(SetNonBlocking(listen_fd));
   for (int fd : {listen_fd, timer_fd_}) {
     epoll_event ev{};
     ev.events = EPOLLIN;
     ev.data.fd = fd;
-    epoll_ctl(ep_, EPOLL_CTL_ADD, fd, &ev);
+    if (epoll_ctl(ep_, EPOLL_CTL_ADD, fd, &ev) != 0) {
+      return Status::IoError("epoll_ctl: {}", std::strerror(errno));
+    }
   }
+  return Status::Ok();
+}
+
+Status Loop::FireTimers() {
+  TimeNs now = MonoNow();
+  while (!timers_.empty() && timers_.top().at <= now) {
+    Timer t = timers_.top();
+    timers_.pop();
+    if (!t.req) {
+      WEFT_RETURN_IF_ERROR(ResumeAccepting());
+      continue;
+    }
+    if (t.sleep) {
+      t.req->sleeping = false;
+    } else if (t.req->sleeping) {
+      continue;
+    }
+    Step(t.req);
+  }
+  itimerspec spec{};
+  if (!timers_.empty()) {
+    spec.it_value.tv_sec = timers_.top().at / kSecond;
+    spec.it_value.tv_nsec = timers_.top().at % kSecond;
+  }
+  if (timerfd_settime(timer_fd_, TFD_TIMER_ABSTIME, &spec, nullptr) != 0) {
+    return Status::IoError("timerfd_settime: {}", std::strerror(errno));
+  }
+  return Status::Ok();
+}
+
+Status Loop::Run(int listen_fd) {
+  WEFT_RETURN_IF_ERROR(Open(listen_fd));
   epoll_event events[128];
   while (true) {
-    // Fire due timers, then arm the timerfd for the next one.
-    TimeNs now = MonoNow();
-    while (!timers_.empty() && timers_.top().at <= now) {
-      Timer t = timers_.top();
-      timers_.pop();
-      if (t.sleep) {
-        t.req->sleeping = false;
-      } else if (t.req->sleeping) {
-        continue;
-      }
-      Step(t.req);
-    }
-    itimerspec spec{};
-    if (!timers_.empty()) {
-      spec.it_value.tv_sec = timers_.top().at / kSecond;
-      spec.it_value.tv_nsec = timers_.top().at % kSecond;
-    }
-    timerfd_settime(timer_fd_, TFD_TIMER_ABSTIME, &spec, nullptr);
+    WEFT_RETURN_IF_ERROR(FireTimers());
     int n = epoll_wait(ep_, events, 128, -1);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Status::IoError("epoll_wait: {}", std::strerror(errno));
+    }
     for (int k = 0; k < n; ++k) {
       int fd = events[k].data.fd;
       if (fd == timer_fd_) {
+        // Only to wake the loop; EAGAIN when the timer was re-armed since it fired.
         uint64_t expirations = 0;
-        ssize_t ignored = read(timer_fd_, &expirations, sizeof expirations);
-        (void)ignored;
+        if (read(timer_fd_, &expirations, sizeof expirations) < 0 && errno != EAGAIN) {
+          return Status::IoError("timerfd read: {}", std::strerror(errno));
+        }
       } else if (fd == listen_fd_) {
-        int cfd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-        if (cfd < 0) continue;
-        auto c = std::make_shared<EvConn>();
-        c->conn = std::make_unique<Conn>(cfd);
-        c->conn->http = tier_.http;
-        Watch(c);
+        WEFT_RETURN_IF_ERROR(OnAcceptable());
       } else {
         auto it = conns_.find(fd);
         if (it == conns_.end()) continue;
@@ -430,9 +530,9 @@ void Loop::Run(int listen_fd) {
 
 }  // namespace
 
-void RunEventLoop(const Topology& topology, int tier, int index, int listen_fd, TruthLog& log) {
+Status RunEventLoop(const Topology& topology, int tier, int index, int listen_fd, TruthLog& log) {
   Loop loop(topology, tier, index, log);
-  loop.Run(listen_fd);
+  return loop.Run(listen_fd);
 }
 
 }  // namespace weft::testbed

@@ -4,13 +4,19 @@
 #include <poll.h>
 
 #include <cerrno>
+#include <system_error>
 #include <thread>
 
 namespace weft::testbed {
 
-std::shared_ptr<PipelinedConn> PipelinedConn::Start(std::unique_ptr<Conn> conn, TruthLog& log) {
+Result<std::shared_ptr<PipelinedConn>> PipelinedConn::Start(std::unique_ptr<Conn> conn,
+                                                            TruthLog& log) {
   std::shared_ptr<PipelinedConn> c(new PipelinedConn(std::move(conn), log));
-  std::thread([c] { c->ReadReplies(); }).detach();
+  try {
+    std::thread([c] { c->ReadReplies(); }).detach();
+  } catch (const std::system_error& e) {
+    return Status::IoError("a reader thread for {}: {}", c->conn_->peer, e.what());
+  }
   return c;
 }
 

@@ -31,10 +31,10 @@ class PipelinedConn : public std::enable_shared_from_this<PipelinedConn> {
     Result<Frame> reply = Status::Internal("no reply yet");
   };
 
-  // Takes a connected socket and starts its reader thread. Replies are logged to `log`,
-  // which must outlive the process's use of the connection (a server's log lives as long
-  // as the server).
-  static std::shared_ptr<PipelinedConn> Start(std::unique_ptr<Conn> conn, TruthLog& log);
+  // Takes a connected socket and starts its reader thread; an error when no thread can be
+  // had. Replies are logged to `log`, which must outlive the process's use of the
+  // connection (a server's log lives as long as the server).
+  static Result<std::shared_ptr<PipelinedConn>> Start(std::unique_ptr<Conn> conn, TruthLog& log);
 
   // Logs and writes the request `call` (already encoded as `wire`) after every request
   // written before it. An error when the connection is broken or the write fails.

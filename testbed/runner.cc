@@ -23,7 +23,11 @@ Result<int> BindLoopback(uint16_t port, bool udp, uint16_t* bound) {
   int fd = socket(AF_INET, udp ? SOCK_DGRAM : SOCK_STREAM, 0);
   if (fd < 0) return Status::IoError("socket: {}", std::strerror(errno));
   int one = 1;
-  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0) {
+    int err = errno;
+    close(fd);
+    return Status::IoError("setsockopt: {}", std::strerror(err));
+  }
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_port = htons(port);

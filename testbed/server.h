@@ -11,7 +11,8 @@
 namespace weft::testbed {
 
 // `listen_fd` is bound and listening; `topology` has every port resolved. Returns only on
-// a setup error.
+// an error: at setup, or when the listening socket fails for good (accept(2) reports it
+// unusable). Server threads may still run then: the caller exits the process at once.
 Status RunServer(const Topology& topology, int tier, int index, int listen_fd,
                  const std::string& truth_dir);
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <compare>
 #include <cstdint>
 #include <mutex>
 #include <random>
@@ -103,6 +104,14 @@ struct Topology {
   uint64_t seed = 1;  // seeds random load sharing, so that a run's choices can be repeated
 
   int TierIndex(std::string_view name) const;
+};
+
+// One server of a topology: topology.tiers[tier].servers[index]. Ordered, to key the
+// downstream connection pools.
+struct ServerRef {
+  int tier = -1;
+  int index = -1;
+  auto operator<=>(const ServerRef&) const = default;
 };
 
 // Picks the server of a tier for each call from one node, by the tier's balance. Random

@@ -91,8 +91,10 @@ Conn::Conn(int fd_in) : fd(fd_in) {
   if (getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) local = Endpoint(a);
   len = sizeof a;
   if (getpeername(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) peer = Endpoint(a);
+  // Fails harmlessly on a UDP socket and on the endpoint-only Conn(-1) of a datagram: a
+  // TCP socket that keeps Nagle only answers later.
   int one = 1;
-  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 }
 
 Conn::~Conn() {

@@ -59,7 +59,6 @@ struct Conn {
   int fd;
   std::string local, peer;
   std::mutex write_mu;    // replies from several threads on one connection
-  int target = -1;        // for pooled downstream connections: the server index
   bool datagram = false;  // a connected UDP socket: one frame per datagram
   bool http = false;      // HTTP/1.1 messages instead of frames
   // Bytes read past the last whole message: HTTP reads, and every non-blocking reader

@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -34,21 +35,33 @@
 
 namespace weft::testing {
 
-// A free TCP port on 127.0.0.1: bound to port 0, read back, closed. A server started right
-// after takes it (loopback ports are not handed out again that soon).
-inline uint16_t FreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
-    if (fd >= 0) close(fd);
-    return 0;
+// N distinct free TCP ports on 127.0.0.1 for servers that take their port on the command
+// line (redis, postgres, nginx, a testbed server with fixed ports). Each is bound to port 0
+// and read back, and all N sockets stay open until every port is chosen: a socket closed
+// first would free its port for the next bind(0), so two ports of one test could collide.
+// A server started right after takes its port (loopback ports are not handed out again
+// that soon). All zeros when a socket cannot be had.
+template <size_t N>
+std::array<uint16_t, N> FreePorts() {
+  std::array<int, N> fds;
+  fds.fill(-1);
+  std::array<uint16_t, N> ports{};
+  bool ok = true;
+  for (size_t i = 0; i < N && ok; ++i) {
+    fds[i] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    ok = fds[i] >= 0 && bind(fds[i], reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+         getsockname(fds[i], reinterpret_cast<sockaddr*>(&a), &len) == 0;
+    ports[i] = ok ? ntohs(a.sin_port) : 0;
   }
-  close(fd);
-  return ntohs(a.sin_port);
+  for (int fd : fds) {
+    if (fd >= 0) close(fd);
+  }
+  if (!ok) ports.fill(0);
+  return ports;
 }
 
 // Waits until something accepts on 127.0.0.1:port. The probe connects and closes without

@@ -76,8 +76,8 @@ TEST_F(NginxFrontTest, IsolateMakesEveryTreeExactForFragment) {
 
 void NginxFrontTest::Run() {
   if (!Installed("/usr/sbin/nginx")) GTEST_SKIP() << "nginx not installed (scripts/install-deps)";
-  uint16_t web = testing::FreePort(), db = testing::FreePort(), front = testing::FreePort();
-  ASSERT_TRUE(web != 0 && db != 0 && front != 0 && web != db && db != front && web != front);
+  auto [web, db, front] = testing::FreePorts<3>();
+  ASSERT_TRUE(web != 0 && db != 0 && front != 0);
   std::string topology = Path("topology.toml"), truth_dir = Path("truth"), prefix = Path("nginx");
   fs::create_directories(truth_dir);
   fs::create_directories(prefix);

@@ -82,7 +82,7 @@ TEST_F(RealServersTest, RedisBenchmarkMessagesMatchCommandStats) {
     GTEST_SKIP() << "redis-server / redis-tools not installed (scripts/install-deps)";
   }
   constexpr int kRequests = 2000, kClients = 4;
-  uint16_t port = testing::FreePort();
+  uint16_t port = testing::FreePorts<1>()[0];
   ASSERT_NE(port, 0);
   pid_t server =
       StartCaptured("redis", {"/usr/bin/redis-server", "--port", std::to_string(port), "--bind",
@@ -252,7 +252,7 @@ TEST_F(RealServersTest, PgbenchQueriesReachTheirBackend) {
   auto [init_rc, init_out] =
       testing::Shell(as_user + bin + "/initdb -D " + data + " -A trust -U postgres --no-sync");
   ASSERT_EQ(init_rc, 0) << init_out;
-  uint16_t port = testing::FreePort();
+  uint16_t port = testing::FreePorts<1>()[0];
   ASSERT_NE(port, 0);
   pid_t server =
       StartCaptured("postgres",

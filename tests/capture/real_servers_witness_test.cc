@@ -39,8 +39,8 @@ class WitnessTest : public RealServersTest {
   // `concurrency`, with X-Request-Id on its requests if `request_id`.
   WitnessRun Run(int concurrency, bool request_id) {
     WitnessRun run;
-    uint16_t web = testing::FreePort(), db = testing::FreePort(), front = testing::FreePort();
-    EXPECT_TRUE(web != 0 && db != 0 && front != 0 && web != db && db != front && web != front);
+    auto [web, db, front] = testing::FreePorts<3>();
+    EXPECT_TRUE(web != 0 && db != 0 && front != 0);
     std::string topology = Path("topology.toml"), truth_dir = Path("truth"), prefix = Path("nginx");
     fs::create_directories(truth_dir);
     fs::create_directories(prefix);
@@ -141,8 +141,8 @@ class WitnessTest : public RealServersTest {
 // the call (BorderPatrol §4: the untraced server is one black box), so each request's
 // tree is exact: client <-> web0 and web0 <-> db0 per db call.
 TEST_F(WitnessTest, RepliesFromAnUntracedServerResumeTheirRequests) {
-  uint16_t web = testing::FreePort(), db = testing::FreePort();
-  ASSERT_TRUE(web != 0 && db != 0 && web != db);
+  auto [web, db] = testing::FreePorts<2>();
+  ASSERT_TRUE(web != 0 && db != 0);
   std::string topology = Path("topology.toml"), truth_dir = Path("truth");
   fs::create_directories(truth_dir);
   std::string text = testing::Fill(testing::kProxiedTopology,
