@@ -35,6 +35,28 @@
 namespace weft::testbed {
 namespace {
 
+// While alive (and `active`), SIGTERM waits in this thread; it is delivered once the
+// object is gone.
+class SigtermHeldBack {
+ public:
+  explicit SigtermHeldBack(bool active) : active_(active) {
+    if (!active_) return;
+    sigset_t term;
+    sigemptyset(&term);
+    sigaddset(&term, SIGTERM);
+    active_ = pthread_sigmask(SIG_BLOCK, &term, &saved_) == 0;
+  }
+  ~SigtermHeldBack() {
+    if (active_) pthread_sigmask(SIG_SETMASK, &saved_, nullptr);
+  }
+  SigtermHeldBack(const SigtermHeldBack&) = delete;
+  SigtermHeldBack& operator=(const SigtermHeldBack&) = delete;
+
+ private:
+  bool active_;
+  sigset_t saved_;
+};
+
 // One request on its way through the request path. Every threading model runs the same
 // steps on it (RunStep); the models differ only in which threads run which steps.
 struct Job {
@@ -171,6 +193,8 @@ class Server {
   const ServerSpec& spec_;
   std::unique_ptr<TruthLog> log_;
   DownstreamCaller caller_;
+  // This process is a fork child serving one request (ThreadingModel::kFork).
+  bool forked_child_ = false;
   // The pool models.
   std::vector<std::vector<Step>> stages_;
   std::vector<std::unique_ptr<JobQueue>> queues_;  // one per stage
@@ -239,6 +263,10 @@ void Server::Reply(Job& job) {
   reply.type = job.status.ok() ? FrameType::kReply : FrameType::kError;
   uint32_t size = job.status.ok() ? TypeOf(job.request).reply_bytes : uint32_t(kPayloadHeader);
   std::string wire = EncodeMessage(reply, size, conn.http, tier_.http_chunked);
+  // A fork child dies by SIGTERM when its server stops (PR_SET_PDEATHSIG). Its reply goes
+  // into the truth and onto the wire with SIGTERM held back, so that the truth never holds
+  // a reply that was not sent, or whose send the tracer had no time to write down.
+  SigtermHeldBack held_back(forked_child_);
   std::lock_guard lock(conn.write_mu);
   for (const auto& [frame, bytes] : ReleaseReply(conn, job.seq, reply, std::move(wire))) {
     log_->Record(TruthLog::Direction::kSend, frame, conn, bytes.size(), "-", WallNow());
@@ -333,6 +361,7 @@ void Server::ServeConnection(std::shared_ptr<Conn> conn) {
 void Server::ServeInChild(Job& job) {
   pid_t child = fork();
   if (child == 0) {
+    forked_child_ = true;
     caller_.EnterChild();
     // Dies with the server, by the signal that stops servers, so that a tracer gets to
     // write down what it saw (weft capture does so on SIGTERM).
