@@ -67,9 +67,11 @@ TimeNs ConnectTime(const Trace& trace, MessageId message, StringId key) {
   return kNoTime;
 }
 
-}  // namespace
-
-Result<PathSet> InferFragment(const Trace& trace) {
+// Every input and output of a traced thread, every process link from one, and the
+// connect that opened a call's connection, sorted per clock in time order: a RETURN's
+// parent (its CALL's parent) is settled at the node that sent the CALL before the RETURN
+// comes back to it. An error if no message names its threads.
+Result<std::vector<ThreadEvent>> CollectThreadEvents(const Trace& trace) {
   const TraceColumns& c = trace.columns();
   const std::vector<uint32_t> clock = ClockOfNodes(trace);
   bool threads = trace.empty();
@@ -106,118 +108,177 @@ Result<PathSet> InferFragment(const Trace& trace) {
         "capture "
         "(weft capture, weft reconcile)");
   }
-  // Per node in time order: a RETURN's parent (its CALL's parent) is settled at the node
-  // that sent the CALL before the RETURN comes back to it.
   std::sort(events.begin(), events.end(),
             [](const ThreadEvent& a, const ThreadEvent& b) { return a.Key() < b.Key(); });
+  return events;
+}
 
-  const std::vector<MessageId> call_of = CallsAnswered(trace);
-  std::vector<MessageId> parent(trace.size());
-  // Per (node, thread): the message its current fragment works for (invalid: none).
-  absl::flat_hash_map<std::pair<uint32_t, uint32_t>, MessageId> designation;
+// The forward scan of §5.5 (the rules are listed in fragment.h): sets the parent of every
+// message a traced thread sent, from the request the thread was working for.
+class FragmentScan {
+ public:
+  // `parent` (one per message) is filled in; `call_of` is CallsAnswered's.
+  FragmentScan(const Trace& trace, std::span<const MessageId> call_of,
+               std::vector<MessageId>& parent)
+      : trace_(trace), c_(trace.columns()), call_of_(call_of), parent_(parent) {
+    // A server (a node that is called) sending a call outside every fragment had the work
+    // handed to it through something capture cannot see, such as a dispatcher's queue:
+    // BorderPatrol's independence assumption fails there. Counted for --algo auto.
+    serves_.assign(trace.nodes().size(), false);
+    for (size_t i = 0; i < trace.size(); ++i) {
+      if (c_.kind[i] == MessageKind::kCall) serves_[c_.receiver[i].value()] = true;
+    }
+  }
+
+  void Run(std::span<const ThreadEvent> events) {
+    for (const ThreadEvent& e : events) {
+      switch (e.step) {
+        case Step::kProcessLink:
+          Spawn(trace_.process_links()[e.message], {e.node, e.thread});
+          break;
+        case Step::kConnect:
+          if (const MessageId current = designation_[{e.node, e.thread}]; current.valid())
+            connected_for_[e.message] = current;
+          break;
+        case Step::kReceive:
+          Receive(e);
+          break;
+        case Step::kSend:
+          Send(e);
+          break;
+      }
+    }
+  }
+
+  int64_t outputs_without_request() const { return outputs_without_request_; }
+  int64_t server_calls_outside() const { return server_calls_outside_; }
+  int64_t requests_spawned() const { return requests_spawned_; }
+  int64_t ended_by_answer() const { return ended_by_answer_; }
+
+ private:
+  using Thread = std::pair<uint32_t, uint32_t>;  // (node, thread)
+
+  // §5.5: a spawned process's (thread's) initial fragment works for the request its
+  // parent's thread was in at the fork, exec or thread creation.
+  void Spawn(const ProcessLink& l, Thread from) {
+    const MessageId request = designation_[from];
+    const Thread to{l.to.value(), l.to_thread};
+    designation_[to] = request;
+    if (request.valid()) {
+      inherited_[to] = request;
+      heirs_[request.value()].push_back(to);
+    } else {
+      inherited_.erase(to);
+    }
+    requests_spawned_ += request.valid();
+  }
+
+  void Receive(const ThreadEvent& e) {
+    const MessageKind kind = c_.kind[e.message];
+    const Thread self{e.node, e.thread};
+    MessageId& current = designation_[self];
+    if (kind == MessageKind::kReturn) {
+      // Rule 1 for a reply: the request that made the call goes on. A root call's reply
+      // ends its request at the node that made it.
+      MessageId call = call_of_[e.message];
+      current = call.valid() ? parent_[call.value()] : MessageId();
+    } else {
+      current = MessageId(e.message);  // rule 1: a new input starts a fragment
+    }
+    // The thread's own input ends its inheritance, unless it is the reply to a call made
+    // for the inherited request, which goes on as before the call.
+    auto held = inherited_.find(self);
+    if (held != inherited_.end() && (kind != MessageKind::kReturn || held->second != current)) {
+      inherited_.erase(held);
+    }
+  }
+
+  void Send(const ThreadEvent& e) {
+    const MessageKind kind = c_.kind[e.message];
+    if (kind == MessageKind::kReturn) {
+      parent_[e.message] = call_of_[e.message];
+      EndInheritance(call_of_[e.message]);
+      return;
+    }
+    const MessageId current = designation_[{e.node, e.thread}];
+    auto connected = connected_for_.find(e.message);
+    parent_[e.message] = connected != connected_for_.end() ? connected->second : current;  // rule 2
+    outputs_without_request_ += !parent_[e.message].valid();
+    server_calls_outside_ +=
+        !parent_[e.message].valid() && kind == MessageKind::kCall && serves_[e.node];
+  }
+
+  // The request `call` is answered: threads that got it by a link and hold it still let go.
+  void EndInheritance(MessageId call) {
+    auto it = call.valid() ? heirs_.find(call.value()) : heirs_.end();
+    if (it == heirs_.end()) return;
+    for (const Thread& heir : it->second) {
+      auto held = inherited_.find(heir);
+      if (held == inherited_.end() || held->second != call) continue;
+      inherited_.erase(held);
+      designation_.find(heir)->second = MessageId();  // present: set at the link
+      ++ended_by_answer_;
+    }
+    heirs_.erase(it);
+  }
+
+  const Trace& trace_;
+  const TraceColumns& c_;
+  std::span<const MessageId> call_of_;
+  std::vector<MessageId>& parent_;
+  std::vector<bool> serves_;  // per node: some CALL goes to it
+  // Per thread: the message its current fragment works for (invalid: none).
+  absl::flat_hash_map<Thread, MessageId> designation_;
   // A call that is the first message on a connection: the request whose fragment
   // connected (BorderPatrol §3: "output ... includes any interaction with an outside
   // module, such as connection creation"). A non-blocking connect's call is written when
   // the connection becomes writable, a fragment of its own (§6, Figure 8) that may come
   // after the next input; it still belongs to the request that connected.
-  absl::flat_hash_map<uint32_t, MessageId> connected_for;
-  // A server (a node that is called) sending a call outside every fragment had the work
-  // handed to it through something capture cannot see, such as a dispatcher's queue:
-  // BorderPatrol's independence assumption fails there. Counted for --algo auto.
-  std::vector<bool> serves(trace.nodes().size(), false);
-  for (size_t i = 0; i < trace.size(); ++i) {
-    if (c.kind[i] == MessageKind::kCall) serves[c.receiver[i].value()] = true;
-  }
-  // Per (node, thread) that holds its designation only by a process link: that request.
+  absl::flat_hash_map<uint32_t, MessageId> connected_for_;
+  // Per thread that holds its designation only by a process link: that request.
   // Per request handed on by links: the threads it went to (some may have moved on since).
-  absl::flat_hash_map<std::pair<uint32_t, uint32_t>, MessageId> inherited;
-  absl::flat_hash_map<uint32_t, std::vector<std::pair<uint32_t, uint32_t>>> heirs;
-  int64_t outputs_without_request = 0, server_calls_outside = 0, requests_spawned = 0,
-          ended_by_answer = 0;
-  for (const ThreadEvent& e : events) {
-    if (e.step == Step::kProcessLink) {
-      // §5.5: a spawned process's (thread's) initial fragment works for the request its
-      // parent's thread was in at the fork, exec or thread creation.
-      const ProcessLink& l = links[e.message];
-      const MessageId request = designation[{e.node, e.thread}];
-      const std::pair<uint32_t, uint32_t> to{l.to.value(), l.to_thread};
-      designation[to] = request;
-      if (request.valid()) {
-        inherited[to] = request;
-        heirs[request.value()].push_back(to);
-      } else {
-        inherited.erase(to);
-      }
-      requests_spawned += request.valid();
-      continue;
-    }
-    const MessageKind kind = c.kind[e.message];
-    const std::pair<uint32_t, uint32_t> self{e.node, e.thread};
-    MessageId& current = designation[self];
-    if (e.step == Step::kConnect) {
-      if (current.valid()) connected_for[e.message] = current;
-      continue;
-    }
-    if (e.step == Step::kReceive) {
-      if (kind == MessageKind::kReturn) {
-        // Rule 1 for a reply: the request that made the call goes on. A root call's reply
-        // ends its request at the node that made it.
-        MessageId call = call_of[e.message];
-        current = call.valid() ? parent[call.value()] : MessageId();
-      } else {
-        current = MessageId(e.message);  // rule 1: a new input starts a fragment
-      }
-      // The thread's own input ends its inheritance, unless it is the reply to a call made
-      // for the inherited request, which goes on as before the call.
-      auto held = inherited.find(self);
-      if (held != inherited.end() && (kind != MessageKind::kReturn || held->second != current)) {
-        inherited.erase(held);
-      }
-      continue;
-    }
-    if (kind == MessageKind::kReturn) {
-      parent[e.message] = call_of[e.message];
-      // The request is answered: threads that got it by a link and hold it still let go.
-      auto it = call_of[e.message].valid() ? heirs.find(call_of[e.message].value()) : heirs.end();
-      if (it != heirs.end()) {
-        for (const std::pair<uint32_t, uint32_t>& heir : it->second) {
-          auto held = inherited.find(heir);
-          if (held == inherited.end() || held->second != call_of[e.message]) continue;
-          inherited.erase(held);
-          designation.find(heir)->second = MessageId();  // present: set at the link
-          ++ended_by_answer;
-        }
-        heirs.erase(it);
-      }
-    } else {
-      auto connected = connected_for.find(e.message);
-      parent[e.message] = connected != connected_for.end() ? connected->second : current;  // rule 2
-      outputs_without_request += !parent[e.message].valid();
-      server_calls_outside +=
-          !parent[e.message].valid() && kind == MessageKind::kCall && serves[e.node];
-    }
-  }
-  // RETURNs whose sender was not traced still answer their CALL.
+  absl::flat_hash_map<Thread, MessageId> inherited_;
+  absl::flat_hash_map<uint32_t, std::vector<Thread>> heirs_;
+  int64_t outputs_without_request_ = 0, server_calls_outside_ = 0, requests_spawned_ = 0,
+          ended_by_answer_ = 0;
+};
+
+// After the scan: RETURNs whose sender was not traced still answer their CALL, and a CALL
+// from an untraced module continues the CALL into it that carried the same witness
+// (witness.h, BorderPatrol §3.1); it would otherwise start a path of its own.
+WitnessLinks LinkUntracedSenders(const Trace& trace, const std::vector<MessageId>& call_of,
+                                 std::vector<MessageId>& parent) {
+  const TraceColumns& c = trace.columns();
   for (size_t i = 0; i < trace.size(); ++i) {
     if (c.kind[i] == MessageKind::kReturn && !parent[i].valid()) parent[i] = call_of[i];
   }
-  // A CALL from an untraced module continues the CALL into it that carried the same
-  // witness (witness.h, BorderPatrol §3.1); it would otherwise start a path of its own.
-  const WitnessLinks witnesses = LinkWitnesses(trace, call_of);
+  WitnessLinks witnesses = LinkWitnesses(trace, call_of);
   for (size_t i = 0; i < trace.size(); ++i) {
     if (witnesses.continues[i].valid() && !parent[i].valid()) parent[i] = witnesses.continues[i];
   }
+  return witnesses;
+}
+
+}  // namespace
+
+Result<PathSet> InferFragment(const Trace& trace) {
+  WEFT_ASSIGN_OR_RETURN(const std::vector<ThreadEvent> events, CollectThreadEvents(trace));
+  const std::vector<MessageId> call_of = CallsAnswered(trace);
+  std::vector<MessageId> parent(trace.size());
+  FragmentScan scan(trace, call_of, parent);
+  scan.Run(events);
+  const WitnessLinks witnesses = LinkUntracedSenders(trace, call_of, parent);
 
   PathSetBuilder builder(trace, "fragment");
   WEFT_ASSIGN_OR_RETURN(uint64_t in_cycles, AddForest(trace, parent, builder));
-  builder.AddCounter("outputs_starting_requests", outputs_without_request);
-  builder.AddCounter("server_calls_outside_fragments", server_calls_outside);
+  builder.AddCounter("outputs_starting_requests", scan.outputs_without_request());
+  builder.AddCounter("server_calls_outside_fragments", scan.server_calls_outside());
   builder.AddCounter("messages_in_cycles", int64_t(in_cycles));
   builder.AddCounter("witness_links", witnesses.linked);
   builder.AddCounter("witness_links_ambiguous", witnesses.ambiguous);
   builder.AddCounter("witnesses_unmatched", witnesses.unlinked);
-  builder.AddCounter("process_links_carrying_requests", requests_spawned);
-  builder.AddCounter("inherited_requests_ended_by_answer", ended_by_answer);
+  builder.AddCounter("process_links_carrying_requests", scan.requests_spawned());
+  builder.AddCounter("inherited_requests_ended_by_answer", scan.ended_by_answer());
   return std::move(builder).Finish();
 }
 
