@@ -59,18 +59,16 @@ class Pairer {
       return;
     }
     auto& calls = it->second;
-    uint32_t call;
+    uint32_t call = calls.back();
     switch (options_.answer) {
       case Options::Answer::kEarliestOpen:
         call = calls.front();
         calls.erase(calls.begin());
         break;
       case Options::Answer::kLatestOpen:
-        call = calls.back();
         calls.pop_back();
         break;
       case Options::Answer::kLatest:
-        call = calls.back();
         break;
     }
     if (calls.empty()) open_.erase(it);

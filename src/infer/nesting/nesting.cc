@@ -22,7 +22,6 @@
 #include "infer/nesting/nesting.h"
 
 #include <absl/container/flat_hash_map.h>
-#include <absl/container/inlined_vector.h>
 
 #include <algorithm>
 #include <cmath>
