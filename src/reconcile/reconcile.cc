@@ -40,7 +40,7 @@ std::string ProgramName(const capture::EventLog& log) {
 // Also keeps each node's clock: the boot (host) whose monotonic clock its times are on.
 class NodeNamer {
  public:
-  NodeNamer(std::span<const capture::EventLog> logs, std::span<const uint32_t> clock_of_log,
+  NodeNamer(std::span<const capture::EventLog> logs, std::span<const ClockId> clock_of_log,
             NodeNaming naming, TraceBuilder& builder)
       : logs_(logs), clock_of_log_(clock_of_log), naming_(naming), builder_(builder) {}
 
@@ -51,15 +51,15 @@ class NodeNamer {
     if (inserted) {
       it->second = Name(log_index, tid);
       // A node name shared by two boots (a host that rebooted) keeps the first clock.
-      if (ClockSlot(it->second) == kNoClock) ClockSlot(it->second) = clock_of_log_[log_index];
+      if (!ClockSlot(it->second).valid()) ClockSlot(it->second) = clock_of_log_[log_index];
     }
     return it->second;
   }
   NodeId Untraced(const std::string& endpoint) { return builder_.Node(endpoint); }
 
-  // Per node of the builder, its clock, or kNoClock for an untraced peer.
-  std::vector<uint32_t> ClockOfNode() {
-    clock_of_node_.resize(builder_.nodes().size(), kNoClock);
+  // Per node of the builder, its clock, or an invalid one for an untraced peer.
+  std::vector<ClockId> ClockOfNode() {
+    clock_of_node_.resize(builder_.nodes().size(), ClockId());
     return clock_of_node_;
   }
 
@@ -72,17 +72,17 @@ class NodeNamer {
     return builder_.Node(name);
   }
 
-  uint32_t& ClockSlot(NodeId node) {
-    if (clock_of_node_.size() <= node.value()) clock_of_node_.resize(node.value() + 1, kNoClock);
+  ClockId& ClockSlot(NodeId node) {
+    if (clock_of_node_.size() <= node.value()) clock_of_node_.resize(node.value() + 1, ClockId());
     return clock_of_node_[node.value()];
   }
 
   std::span<const capture::EventLog> logs_;
-  std::span<const uint32_t> clock_of_log_;
+  std::span<const ClockId> clock_of_log_;
   NodeNaming naming_;
   TraceBuilder& builder_;
   std::unordered_map<uint64_t, NodeId> cache_;  // (log, tid) -> node
-  std::vector<uint32_t> clock_of_node_;
+  std::vector<ClockId> clock_of_node_;
 };
 
 // The client end decides CALL vs RETURN. A TCP connection whose ends were both named by
@@ -169,11 +169,11 @@ class MessageEmitter {
                             : namer_.Untraced(pipe.local);
       if (first_write != nullptr) {
         record.send_time = first_write->entry_ns;
-        record.sender_thread = uint32_t(first_write->tid);
+        record.sender_thread = ThreadId(uint32_t(first_write->tid));
       }
       if (completing_read != nullptr) {
         record.recv_time = completing_read->exit_ns;
-        record.receiver_thread = uint32_t(completing_read->tid);
+        record.receiver_thread = ThreadId(uint32_t(completing_read->tid));
       }
       builder_.Add(record);
       ++summary_.messages;
@@ -259,12 +259,12 @@ class MessageEmitter {
       if (sender != nullptr) {
         const StreamIo& first = sender->io[span.first];
         record.send_time = first.entry_ns;
-        record.sender_thread = uint32_t(first.tid);
+        record.sender_thread = ThreadId(uint32_t(first.tid));
         record.sender = namer_.Traced(first.log, first.tid);
         const StreamIo* read = cursor.ReadHolding(span.end - 1);
         if (read != nullptr) {
           record.recv_time = read->exit_ns;
-          record.receiver_thread = uint32_t(read->tid);
+          record.receiver_thread = ThreadId(uint32_t(read->tid));
           record.receiver = namer_.Traced(read->log, read->tid);
         } else if (receiver != nullptr) {
           // Traced receiver that never read these bytes: named, but no receive time.
@@ -275,7 +275,7 @@ class MessageEmitter {
       } else {
         const StreamIo& last = receiver->io[span.last];
         record.recv_time = last.exit_ns;
-        record.receiver_thread = uint32_t(last.tid);
+        record.receiver_thread = ThreadId(uint32_t(last.tid));
         record.receiver = namer_.Traced(last.log, last.tid);
         record.sender = namer_.Untraced(receiver->peer);
       }
@@ -285,7 +285,8 @@ class MessageEmitter {
       // The first call on a connection its sender's thread connected: when (a non-blocking
       // connect's call may be written later, from another fragment).
       if (sequence == 1 && kind == MessageKind::kCall && sender != nullptr &&
-          sender->opener == Opener::kConnect && sender->open_tid == int32_t(record.sender_thread) &&
+          sender->opener == Opener::kConnect &&
+          sender->open_tid == int32_t(record.sender_thread.value()) &&
           sender->open_ns <= record.send_time) {
         builder_.AddAttribute(row, builder_.String(kConnectedAttribute),
                               builder_.String(fmt::format("{}", sender->open_ns)));
@@ -439,14 +440,14 @@ class DatagramEmitter {
     record.receiver_endpoint = builder_.String(destination);
     if (m.send != nullptr) {
       record.send_time = m.send->entry_ns;
-      record.sender_thread = uint32_t(m.send->tid);
+      record.sender_thread = ThreadId(uint32_t(m.send->tid));
       record.sender = namer_.Traced(m.send->log, m.send->tid);
     } else {
       record.sender = namer_.Untraced(source);
     }
     if (m.recv != nullptr) {
       record.recv_time = m.recv->exit_ns;
-      record.receiver_thread = uint32_t(m.recv->tid);
+      record.receiver_thread = ThreadId(uint32_t(m.recv->tid));
       record.receiver = namer_.Traced(m.recv->log, m.recv->tid);
     } else {
       record.receiver = namer_.Untraced(destination);
@@ -570,7 +571,7 @@ std::string ReconcileSummary::OneLine() const {
 
 std::string ReconcileSummary::HostClocks() const {
   std::vector<std::string> parts;
-  for (const HostOffset& h : host_offsets) {
+  for (const ClockOffset& h : host_offsets) {
     parts.push_back(
         fmt::format("{} is {}{} ahead of {} ({} messages)", h.b, h.offset >= 0 ? "" : "-",
                     FormatDuration(h.offset >= 0 ? h.offset : -h.offset), h.a, h.messages));
@@ -599,7 +600,7 @@ Result<Trace> Reconcile(std::span<const capture::EventLog> logs, const Reconcile
   // boot, since they share CLOCK_MONOTONIC exactly.
   BootOffsets boot_offsets;
   std::map<std::array<uint8_t, 16>, uint32_t> boot_number;  // clocks, in order of first log
-  std::vector<uint32_t> clock_of_log(logs.size());
+  std::vector<ClockId> clock_of_log(logs.size());
   std::vector<std::string> host_of_clock;
   std::vector<ConnectionEnd> ends;
   std::vector<DatagramSocket> udp_sockets;
@@ -612,7 +613,7 @@ Result<Trace> Reconcile(std::span<const capture::EventLog> logs, const Reconcile
     auto [number, first] =
         boot_number.try_emplace(log.header.boot_id, uint32_t(host_of_clock.size()));
     if (first) host_of_clock.push_back(log.header.host);
-    clock_of_log[i] = number->second;
+    clock_of_log[i] = ClockId(number->second);
     CollectConnectionEnds(log, i, it->second, ends, udp_sockets, datagrams, counts);
     std::string loss = DescribeLoss(log);
     if (!loss.empty()) s.losses.push_back(std::move(loss));
@@ -674,18 +675,13 @@ Result<Trace> Reconcile(std::span<const capture::EventLog> logs, const Reconcile
   AddProcessLinks(
       logs, boot_offsets, [&](uint32_t log, int32_t tid) { return namer.Traced(log, tid); },
       builder, s);
-  std::vector<uint32_t> clock_of_node = namer.ClockOfNode();
+  std::vector<ClockId> clock_of_node = namer.ClockOfNode();
   WEFT_ASSIGN_OR_RETURN(Trace trace, std::move(builder).Finish());
   if (host_of_clock.size() > 1) {
     // Hosts: their times are on their own clocks, mapped to the epoch by their realtime
     // clocks; how far those disagree is estimated from the messages between them (WAP5
     // §5.2), reported, and left in the data: times are never shifted.
-    ClockOffsets offsets =
-        EstimateClockOffsets(trace, clock_of_node, uint32_t(host_of_clock.size()));
-    for (const PairOffset& p : offsets.pairs) {
-      s.host_offsets.push_back(
-          {host_of_clock[p.a.value()], host_of_clock[p.b.value()], p.offset, p.messages});
-    }
+    s.host_offsets = EstimateClockOffsets(trace, clock_of_node, host_of_clock).pairs;
   }
   return trace;
 }

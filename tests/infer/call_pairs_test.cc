@@ -49,10 +49,10 @@ TEST(CallPairsTest, PreciseByCallIdAlone) {
   EXPECT_EQ(pairs.pairs, 3);
   EXPECT_EQ(pairs.unmatched_calls, 1);    // the CALL A->B y at 5
   EXPECT_EQ(pairs.unmatched_returns, 1);  // z
-  EXPECT_EQ(CallsAnswered(trace), (std::vector<MessageId>{
-                                      MessageId(), MessageId(), MessageId(), MessageId(0),
-                                      MessageId(), MessageId(), MessageId(5), MessageId(5),
-                                      MessageId(), MessageId()}));
+  EXPECT_EQ(
+      CallsAnswered(trace),
+      (std::vector<MessageId>{MessageId(), MessageId(), MessageId(), MessageId(0), MessageId(),
+                              MessageId(), MessageId(5), MessageId(5), MessageId(), MessageId()}));
 }
 
 // Without call ids a RETURN answers the earliest open call between its pair (Project 5

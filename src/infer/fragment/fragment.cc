@@ -25,9 +25,9 @@ enum class Step : uint8_t { kReceive, kProcessLink, kConnect, kSend };
 // One input or output of a traced thread, a process link (fork, exec, thread) from one, or the
 // connect that opened the connection a call is the first message on.
 struct ThreadEvent {
-  uint32_t clock;  // nodes joined by process links run on one host: one time order
+  ClockId clock;  // nodes joined by process links run on one host: one time order
   uint32_t node;
-  uint32_t thread;
+  ThreadId thread;
   TimeNs time;
   Step step;
   uint32_t message;  // for a process link, the link's index
@@ -36,7 +36,7 @@ struct ThreadEvent {
 
 // Per node, the node all nodes joined to it by process links are ordered with (union-find
 // over the links, whose two ends share a host's clock); a node without links is its own.
-std::vector<uint32_t> ClockOfNodes(const Trace& trace) {
+std::vector<ClockId> ClockOfNodes(const Trace& trace) {
   std::vector<uint32_t> root(trace.nodes().size());
   for (uint32_t n = 0; n < root.size(); ++n) root[n] = n;
   auto find = [&](uint32_t n) {
@@ -47,8 +47,9 @@ std::vector<uint32_t> ClockOfNodes(const Trace& trace) {
     uint32_t a = find(l.from.value()), b = find(l.to.value());
     root[std::max(a, b)] = std::min(a, b);
   }
-  for (uint32_t n = 0; n < root.size(); ++n) root[n] = find(n);
-  return root;
+  std::vector<ClockId> clock(root.size());
+  for (uint32_t n = 0; n < root.size(); ++n) clock[n] = ClockId(find(n));
+  return clock;
 }
 
 // The connect time of `message` (its net.connected attribute), or kNoTime.
@@ -73,7 +74,7 @@ TimeNs ConnectTime(const Trace& trace, MessageId message, StringId key) {
 // comes back to it. An error if no message names its threads.
 Result<std::vector<ThreadEvent>> CollectThreadEvents(const Trace& trace) {
   const TraceColumns& c = trace.columns();
-  const std::vector<uint32_t> clock = ClockOfNodes(trace);
+  const std::vector<ClockId> clock = ClockOfNodes(trace);
   bool threads = trace.empty();
   std::vector<ThreadEvent> events;
   events.reserve(2 * trace.size() + trace.process_links().size());
@@ -81,7 +82,7 @@ Result<std::vector<ThreadEvent>> CollectThreadEvents(const Trace& trace) {
   for (size_t i = 0; i < trace.size(); ++i) {
     const uint32_t m = uint32_t(i);
     const uint32_t sender = c.sender[i].value(), receiver = c.receiver[i].value();
-    if (c.send_time[i] != kNoTime && c.sender_thread[i] != 0) {
+    if (c.send_time[i] != kNoTime && c.sender_thread[i].valid()) {
       events.push_back({clock[sender], sender, c.sender_thread[i], c.send_time[i], Step::kSend, m});
       TimeNs connected = c.kind[i] == MessageKind::kCall
                              ? ConnectTime(trace, MessageId(m), connected_key)
@@ -90,11 +91,11 @@ Result<std::vector<ThreadEvent>> CollectThreadEvents(const Trace& trace) {
         events.push_back({clock[sender], sender, c.sender_thread[i], connected, Step::kConnect, m});
       }
     }
-    if (c.recv_time[i] != kNoTime && c.receiver_thread[i] != 0) {
+    if (c.recv_time[i] != kNoTime && c.receiver_thread[i].valid()) {
       events.push_back(
           {clock[receiver], receiver, c.receiver_thread[i], c.recv_time[i], Step::kReceive, m});
     }
-    threads = threads || c.sender_thread[i] != 0 || c.receiver_thread[i] != 0;
+    threads = threads || c.sender_thread[i].valid() || c.receiver_thread[i].valid();
   }
   const std::span<const ProcessLink> links = trace.process_links();
   for (size_t k = 0; k < links.size(); ++k) {
@@ -156,7 +157,7 @@ class FragmentScan {
   int64_t ended_by_answer() const { return ended_by_answer_; }
 
  private:
-  using Thread = std::pair<uint32_t, uint32_t>;  // (node, thread)
+  using Thread = std::pair<uint32_t, ThreadId>;  // (node, thread)
 
   // §5.5: a spawned process's (thread's) initial fragment works for the request its
   // parent's thread was in at the fork, exec or thread creation.

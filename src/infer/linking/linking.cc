@@ -370,10 +370,7 @@ Result<PathSet> Linker::Run() {
   builder.AddCounter("unpaired_returns", unpaired_returns_);
   PathSet set = std::move(builder).Finish();
   set.clients_aggregated = clients > 0;
-  for (const PairOffset& o : offsets.pairs) {
-    set.clock_offsets.push_back({std::string(trace_.NodeName(o.a)),
-                                 std::string(trace_.NodeName(o.b)), o.offset, o.messages});
-  }
+  set.clock_offsets = offsets.pairs;
   return set;
 }
 
