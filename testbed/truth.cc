@@ -104,8 +104,8 @@ Result<Trace> BuildTruthTrace(const std::string& dir) {
     // An unlogged side (a process killed before it logged) is named by its endpoint.
     r.sender = b.Node(m.send.seen ? m.send.node : m.recv.peer);
     r.receiver = b.Node(m.recv.seen ? m.recv.node : m.send.peer);
-    r.sender_thread = m.send.thread;
-    r.receiver_thread = m.recv.thread;
+    r.sender_thread = ThreadId(m.send.thread);
+    r.receiver_thread = ThreadId(m.recv.thread);
     r.sender_endpoint = b.String(m.send.seen ? m.send.local : m.recv.peer);
     r.receiver_endpoint = b.String(m.recv.seen ? m.recv.local : m.send.peer);
     r.bytes = m.send.seen ? m.send.bytes : m.recv.bytes;

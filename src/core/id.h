@@ -1,4 +1,7 @@
 // Strongly typed 32-bit ids: a NodeId cannot be passed where a MessageId is expected.
+// Most ids count from 0 and are invalid at the largest value; an id whose 0 already means
+// "unknown" in the data (a thread id, as the kernel numbers threads) says so with
+// `InvalidValue`.
 #pragma once
 
 #include <compare>
@@ -8,11 +11,11 @@
 
 namespace weft {
 
-template <typename Tag>
+template <typename Tag, uint32_t InvalidValue = std::numeric_limits<uint32_t>::max()>
 class Id {
  public:
   using Rep = uint32_t;
-  static constexpr Rep kInvalidValue = std::numeric_limits<Rep>::max();
+  static constexpr Rep kInvalidValue = InvalidValue;
 
   constexpr Id() = default;
   constexpr explicit Id(Rep value) : value_(value) {}
@@ -30,10 +33,16 @@ using StringId = Id<struct StringIdTag>;    // an interned string (call id, attr
 using NodeId = Id<struct NodeIdTag>;        // a node of the system: host, process or thread
 using MessageId = Id<struct MessageIdTag>;  // a message: its index in the time-sorted trace
 using PathId = Id<struct PathIdTag>;        // a ground-truth path instance
+// A thread of a node, by the id its kernel gave it; invalid (0) when capture did not see it.
+using ThreadId = Id<struct ThreadIdTag, 0>;
+// A clock that times messages: the host of a traced process (reconcile), or a node's own.
+using ClockId = Id<struct ClockIdTag>;
 
 }  // namespace weft
 
-template <typename Tag>
-struct std::hash<weft::Id<Tag>> {
-  size_t operator()(weft::Id<Tag> id) const noexcept { return std::hash<uint32_t>()(id.value()); }
+template <typename Tag, uint32_t InvalidValue>
+struct std::hash<weft::Id<Tag, InvalidValue>> {
+  size_t operator()(weft::Id<Tag, InvalidValue> id) const noexcept {
+    return std::hash<uint32_t>()(id.value());
+  }
 };

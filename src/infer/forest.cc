@@ -1,22 +1,12 @@
 #include "infer/forest.h"
 
-#include <absl/container/flat_hash_map.h>
-
 namespace weft {
 
 std::vector<MessageId> CallsAnswered(const Trace& trace) {
+  std::vector<MessageId> call_of = PairCalls(trace, kPreciseCallPairing).partner;
   const TraceColumns& c = trace.columns();
-  std::vector<MessageId> call_of(trace.size());
-  // Messages are in time order: the CALL an id names when its RETURN comes is the latest.
-  absl::flat_hash_map<StringId, MessageId> open_call;
   for (size_t i = 0; i < trace.size(); ++i) {
-    if (!c.call_id[i].valid()) continue;
-    if (c.kind[i] == MessageKind::kCall) {
-      open_call[c.call_id[i]] = MessageId(uint32_t(i));
-    } else if (c.kind[i] == MessageKind::kReturn) {
-      auto it = open_call.find(c.call_id[i]);
-      if (it != open_call.end()) call_of[i] = it->second;
-    }
+    if (c.kind[i] != MessageKind::kReturn) call_of[i] = MessageId();
   }
   return call_of;
 }

@@ -7,15 +7,26 @@
 
 #include "core/id.h"
 #include "core/status.h"
+#include "infer/call_pairs.h"
 #include "infer/paths.h"
 #include "trace/trace.h"
 
 namespace weft {
 
-// Per message, the CALL with the same call id that a RETURN answers (invalid for other
-// messages, and for a RETURN whose CALL is not in the trace). Reconcile gives a CALL and
-// its RETURN one call id (connection and sequence); a call id used by two CALLs answers
-// with the later CALL sent before the RETURN.
+// How the precise algorithms pair calls: by call id alone, in trace order. Reconcile gives
+// a CALL and its RETURN one call id (connection and sequence), so the id names one call
+// wherever the two were seen; a call id used by two CALLs answers with the later CALL
+// sent before the RETURN (Answer::kLatest).
+inline constexpr CallPairingOptions kPreciseCallPairing = {
+    .nodes = false,
+    .call_id = true,
+    .require_call_id = true,
+    .order = CallPairingOptions::Order::kTrace,
+    .answer = CallPairingOptions::Answer::kLatest,
+};
+
+// Per message, the CALL a RETURN answers under kPreciseCallPairing (invalid for other
+// messages, and for a RETURN whose CALL is not in the trace).
 std::vector<MessageId> CallsAnswered(const Trace& trace);
 
 // Adds one instance per root (a message whose parent is invalid) holding it and all its

@@ -41,6 +41,7 @@
 #include "core/id.h"
 #include "core/intern.h"
 #include "core/status.h"
+#include "trace/clock_offsets.h"
 #include "trace/trace.h"
 
 namespace weft {
@@ -104,11 +105,7 @@ struct CausalGraph {
 };
 
 // The estimated offset of node b's clock from node a's (WAP5 §5.2; trace/clock_offsets.h).
-struct ClockOffsetRow {
-  std::string a, b;
-  TimeNs offset = 0;
-  uint64_t messages = 0;  // the messages it was estimated from
-};
+using ClockOffsetRow = ClockOffset;
 
 inline constexpr double kProbabilityUnits = 1024;
 

@@ -34,14 +34,14 @@ void DatagramEmitter::SetEnds(const DatagramMessage& m, MessageRecord& record) {
   record.receiver_endpoint = builder_.String(destination);
   if (m.send != nullptr) {
     record.send_time = m.send->entry_ns;
-    record.sender_thread = uint32_t(m.send->tid);
+    record.sender_thread = ThreadId(uint32_t(m.send->tid));
     record.sender = namer_.Traced(m.send->log, m.send->tid);
   } else {
     record.sender = namer_.Untraced(source);
   }
   if (m.recv != nullptr) {
     record.recv_time = m.recv->exit_ns;
-    record.receiver_thread = uint32_t(m.recv->tid);
+    record.receiver_thread = ThreadId(uint32_t(m.recv->tid));
     record.receiver = namer_.Traced(m.recv->log, m.recv->tid);
   } else {
     record.receiver = namer_.Untraced(destination);

@@ -24,13 +24,13 @@ NodeId NodeNamer::Traced(uint32_t log_index, int32_t tid) {
   if (inserted) {
     it->second = Name(log_index, tid);
     // A node name shared by two boots (a host that rebooted) keeps the first clock.
-    if (ClockSlot(it->second) == kNoClock) ClockSlot(it->second) = clock_of_log_[log_index];
+    if (!ClockSlot(it->second).valid()) ClockSlot(it->second) = clock_of_log_[log_index];
   }
   return it->second;
 }
 
-std::vector<uint32_t> NodeNamer::ClockOfNode() {
-  clock_of_node_.resize(builder_.nodes().size(), kNoClock);
+std::vector<ClockId> NodeNamer::ClockOfNode() {
+  clock_of_node_.resize(builder_.nodes().size(), ClockId());
   return clock_of_node_;
 }
 
@@ -42,8 +42,8 @@ NodeId NodeNamer::Name(uint32_t log_index, int32_t tid) {
   return builder_.Node(name);
 }
 
-uint32_t& NodeNamer::ClockSlot(NodeId node) {
-  if (clock_of_node_.size() <= node.value()) clock_of_node_.resize(node.value() + 1, kNoClock);
+ClockId& NodeNamer::ClockSlot(NodeId node) {
+  if (clock_of_node_.size() <= node.value()) clock_of_node_.resize(node.value() + 1, ClockId());
   return clock_of_node_[node.value()];
 }
 

@@ -21,7 +21,7 @@ class NodeNamer {
  public:
   // `clock_of_log[i]` is the clock (boot number) of logs[i]. All three must outlive the
   // namer; nodes are interned in `builder`.
-  NodeNamer(std::span<const capture::EventLog> logs, std::span<const uint32_t> clock_of_log,
+  NodeNamer(std::span<const capture::EventLog> logs, std::span<const ClockId> clock_of_log,
             NodeNaming naming, TraceBuilder& builder)
       : logs_(logs), clock_of_log_(clock_of_log), naming_(naming), builder_(builder) {}
 
@@ -31,19 +31,19 @@ class NodeNamer {
   // A peer that was not traced, named by its endpoint ("10.0.0.2:5432").
   NodeId Untraced(const std::string& endpoint) { return builder_.Node(endpoint); }
 
-  // Per node of the builder, its clock, or kNoClock for an untraced peer.
-  std::vector<uint32_t> ClockOfNode();
+  // Per node of the builder, its clock, or an invalid one for an untraced peer.
+  std::vector<ClockId> ClockOfNode();
 
  private:
   NodeId Name(uint32_t log_index, int32_t tid);
-  uint32_t& ClockSlot(NodeId node);
+  ClockId& ClockSlot(NodeId node);
 
   std::span<const capture::EventLog> logs_;
-  std::span<const uint32_t> clock_of_log_;
+  std::span<const ClockId> clock_of_log_;
   NodeNaming naming_;
   TraceBuilder& builder_;
   std::unordered_map<uint64_t, NodeId> cache_;  // (log, tid) -> node
-  std::vector<uint32_t> clock_of_node_;
+  std::vector<ClockId> clock_of_node_;
 };
 
 }  // namespace weft::reconcile

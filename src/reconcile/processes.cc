@@ -90,8 +90,8 @@ void AddProcessLinks(std::span<const capture::EventLog> logs, const BootOffsets&
     });
     const TimeNs time = e.entry_ns + boot_offsets.at(logs[from_log].header.boot_id);
     for (int32_t tid : threads) {
-      builder.AddProcessLink(ProcessLink{time, node_of(from_log, e.tid), uint32_t(e.tid),
-                                         node_of(to_log, tid), uint32_t(tid), kind});
+      builder.AddProcessLink(ProcessLink{time, node_of(from_log, e.tid), ThreadId(uint32_t(e.tid)),
+                                         node_of(to_log, tid), ThreadId(uint32_t(tid)), kind});
     }
     ++(kind == ProcessLinkKind::kFork ? summary.forks_linked : summary.execs_linked);
   };
@@ -115,8 +115,8 @@ void AddProcessLinks(std::span<const capture::EventLog> logs, const BootOffsets&
     for (const capture::Event& e : logs[i].events) {
       if (e.op != capture::EventOp::kThread || e.result <= 0 || e.tid <= 0) continue;
       builder.AddProcessLink(ProcessLink{e.entry_ns + offset, node_of(i, e.result),
-                                         uint32_t(e.result), node_of(i, e.tid), uint32_t(e.tid),
-                                         ProcessLinkKind::kThread});
+                                         ThreadId(uint32_t(e.result)), node_of(i, e.tid),
+                                         ThreadId(uint32_t(e.tid)), ProcessLinkKind::kThread});
       ++summary.threads_linked;
     }
   }

@@ -37,7 +37,7 @@ struct Collected {
   // One epoch mapping per boot: the first log's reference is used for every log of that
   // boot, since they share CLOCK_MONOTONIC exactly.
   BootOffsets boot_offsets;
-  std::vector<uint32_t> clock_of_log;      // per log, its boot's number
+  std::vector<ClockId> clock_of_log;       // per log, its boot's number
   std::vector<std::string> host_of_clock;  // per boot number (in order of first log), its host
   std::vector<ConnectionEnd> ends;
   std::vector<DatagramSocket> udp_sockets;
@@ -56,7 +56,7 @@ Collected CollectLogs(std::span<const capture::EventLog> logs, ReconcileSummary&
     auto [number, first] =
         boot_number.try_emplace(log.header.boot_id, uint32_t(c.host_of_clock.size()));
     if (first) c.host_of_clock.push_back(log.header.host);
-    c.clock_of_log[i] = number->second;
+    c.clock_of_log[i] = ClockId(number->second);
     CollectConnectionEnds(log, i, it->second, c.ends, c.udp_sockets, c.datagrams, counts);
     std::string loss = DescribeLoss(log);
     if (!loss.empty()) s.losses.push_back(std::move(loss));
@@ -119,14 +119,10 @@ void EmitDatagrams(const Collected& c, DatagramEmitter& emitter) {
 // Hosts: their times are on their own clocks, mapped to the epoch by their realtime
 // clocks; how far those disagree is estimated from the messages between them (WAP5 §5.2),
 // reported, and left in the data: times are never shifted.
-void EstimateHostOffsets(const Trace& trace, const std::vector<uint32_t>& clock_of_node,
-                         const std::vector<std::string>& host_of_clock, ReconcileSummary& s) {
+void EstimateHostOffsets(const Trace& trace, std::span<const ClockId> clock_of_node,
+                         std::span<const std::string> host_of_clock, ReconcileSummary& s) {
   if (host_of_clock.size() <= 1) return;
-  ClockOffsets offsets = EstimateClockOffsets(trace, clock_of_node, uint32_t(host_of_clock.size()));
-  for (const PairOffset& p : offsets.pairs) {
-    s.host_offsets.push_back(
-        {host_of_clock[p.a.value()], host_of_clock[p.b.value()], p.offset, p.messages});
-  }
+  s.host_offsets = EstimateClockOffsets(trace, clock_of_node, host_of_clock).pairs;
 }
 
 }  // namespace
@@ -153,7 +149,7 @@ Result<Trace> Reconcile(std::span<const capture::EventLog> logs, const Reconcile
   AddProcessLinks(
       logs, c.boot_offsets, [&](uint32_t log, int32_t tid) { return namer.Traced(log, tid); },
       builder, s);
-  std::vector<uint32_t> clock_of_node = namer.ClockOfNode();
+  std::vector<ClockId> clock_of_node = namer.ClockOfNode();
   WEFT_ASSIGN_OR_RETURN(Trace trace, std::move(builder).Finish());
   EstimateHostOffsets(trace, clock_of_node, c.host_of_clock, s);
   return trace;

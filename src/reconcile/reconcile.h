@@ -26,6 +26,7 @@
 
 #include "capture/event_log.h"
 #include "core/status.h"
+#include "trace/clock_offsets.h"
 #include "trace/trace.h"
 
 namespace weft::reconcile {
@@ -75,12 +76,7 @@ struct ReconcileSummary {
   // Logs from several hosts (boot ids): per pair of hosts that exchanged messages timed at
   // both ends in both directions, b's clock minus a's, estimated as WAP5 §5.2 does
   // (trace/clock_offsets.h). The trace's times stay on each host's own clock.
-  struct HostOffset {
-    std::string a, b;
-    TimeNs offset = 0;
-    uint64_t messages = 0;
-  };
-  std::vector<HostOffset> host_offsets;
+  std::vector<ClockOffset> host_offsets;
   std::string HostClocks() const;  // "host clocks: b is 3.01s ahead of a (1234 messages)", or ""
   // Event isolation's extra work (capture --isolate, BorderPatrol Figure 15), summed over
   // the logs' end records: reads cut at a message end, reads served from held bytes,

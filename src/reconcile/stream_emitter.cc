@@ -61,7 +61,7 @@ void StreamEmitter::EmitDirection(const Direction& d) {
     // connect's call may be written later, from another fragment).
     if (sequence == 1 && d.kind == MessageKind::kCall && d.sender != nullptr &&
         d.sender->opener == Opener::kConnect &&
-        d.sender->open_tid == int32_t(record.sender_thread) &&
+        d.sender->open_tid == int32_t(record.sender_thread.value()) &&
         d.sender->open_ns <= record.send_time) {
       record.connect_time = d.sender->open_ns;
     }
@@ -90,19 +90,19 @@ void StreamEmitter::SetEnds(const Direction& d, const MessageSpan& span, ReadCur
   if (d.sender == nullptr) {
     const StreamIo& last = d.receiver->io[span.last];
     record.recv_time = last.exit_ns;
-    record.receiver_thread = uint32_t(last.tid);
+    record.receiver_thread = ThreadId(uint32_t(last.tid));
     record.receiver = namer_.Traced(last.log, last.tid);
     record.sender = namer_.Untraced(d.receiver->peer);
     return;
   }
   const StreamIo& first = d.sender->io[span.first];
   record.send_time = first.entry_ns;
-  record.sender_thread = uint32_t(first.tid);
+  record.sender_thread = ThreadId(uint32_t(first.tid));
   record.sender = namer_.Traced(first.log, first.tid);
   const StreamIo* read = cursor.ReadHolding(span.end - 1);
   if (read != nullptr) {
     record.recv_time = read->exit_ns;
-    record.receiver_thread = uint32_t(read->tid);
+    record.receiver_thread = ThreadId(uint32_t(read->tid));
     record.receiver = namer_.Traced(read->log, read->tid);
   } else if (d.receiver != nullptr) {
     // Traced receiver that never read these bytes: named, but no receive time.
@@ -173,11 +173,11 @@ void StreamEmitter::AddPipeMessage(const ConnectionEnd& pipe, uint32_t number, u
                         : namer_.Untraced(pipe.local);
   if (first_write != nullptr) {
     record.send_time = first_write->entry_ns;
-    record.sender_thread = uint32_t(first_write->tid);
+    record.sender_thread = ThreadId(uint32_t(first_write->tid));
   }
   if (completing_read != nullptr) {
     record.recv_time = completing_read->exit_ns;
-    record.receiver_thread = uint32_t(completing_read->tid);
+    record.receiver_thread = ThreadId(uint32_t(completing_read->tid));
   }
   builder_.Add(record);
   ++summary_.messages;

@@ -39,7 +39,7 @@ std::string ReconcileSummary::OneLine() const {
 
 std::string ReconcileSummary::HostClocks() const {
   std::vector<std::string> parts;
-  for (const HostOffset& h : host_offsets) {
+  for (const ClockOffset& h : host_offsets) {
     parts.push_back(
         fmt::format("{} is {}{} ahead of {} ({} messages)", h.b, h.offset >= 0 ? "" : "-",
                     FormatDuration(h.offset >= 0 ? h.offset : -h.offset), h.a, h.messages));

@@ -145,9 +145,9 @@ std::string EncodeProcessLinks(std::span<const ProcessLink> links) {
   for (const ProcessLink& l : links) {
     Store<int64_t>(p, l.time);
     Store<uint32_t>(p + 8, l.from.value());
-    Store<uint32_t>(p + 12, l.from_thread);
+    Store<uint32_t>(p + 12, l.from_thread.value());
     Store<uint32_t>(p + 16, l.to.value());
-    Store<uint32_t>(p + 20, l.to_thread);
+    Store<uint32_t>(p + 20, l.to_thread.value());
     p[24] = uint8_t(l.kind);
     p += kProcessLinkSize;
   }
@@ -539,9 +539,9 @@ class Decoder {
     for (ProcessLink& l : links) {
       l.time = Load<int64_t>(p);
       l.from = NodeId(Load<uint32_t>(p + 8));
-      l.from_thread = Load<uint32_t>(p + 12);
+      l.from_thread = ThreadId(Load<uint32_t>(p + 12));
       l.to = NodeId(Load<uint32_t>(p + 16));
-      l.to_thread = Load<uint32_t>(p + 20);
+      l.to_thread = ThreadId(Load<uint32_t>(p + 20));
       l.kind = ProcessLinkKind(p[24]);
       p += kProcessLinkSize;
     }

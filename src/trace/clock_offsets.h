@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "core/id.h"
@@ -16,30 +17,33 @@
 
 namespace weft {
 
-// One pair of nodes that exchanged messages timed at both ends in both directions.
-struct PairOffset {
-  NodeId a, b;        // a < b
-  TimeNs offset = 0;  // b's clock minus a's
-  TimeNs min_ab = 0;  // the smallest recv - send of a->b messages (both clocks raw)
-  TimeNs min_ba = 0;
+// The estimated offset of clock b from clock a, by the clocks' names: nodes of a trace, or
+// the hosts of a capture in reconcile. The one clock-offset type of weft: inference keeps
+// these in a PathSet (paths.h), reconcile in its summary.
+struct ClockOffset {
+  std::string a, b;       // a's clock number is below b's
+  TimeNs offset = 0;      // b's clock minus a's
   uint64_t messages = 0;  // both-timestamp messages between them, both ways
+  bool operator==(const ClockOffset&) const = default;
 };
 
 struct ClockOffsets {
-  std::vector<PairOffset> pairs;  // sorted by (a, b)
-  // Per node: its clock minus the reference clock of its group (nodes joined by pairs; the
-  // reference is the group's node with most messages), or kNoTime if it has no pair.
+  // Per pair of clocks that exchanged messages timed at both ends in both directions,
+  // sorted by the clocks' numbers.
+  std::vector<ClockOffset> pairs;
+  // Per clock: its time minus the reference clock of its group (clocks joined by pairs; the
+  // reference is the group's clock with most messages), or kNoTime if it has no pair.
   std::vector<TimeNs> node;
 };
 
+// Every node its own clock, named as the node.
 ClockOffsets EstimateClockOffsets(const Trace& trace);
 
 // The same with nodes that share a clock taken together (the processes of one host, in
-// reconcile): `clock_of_node[n]` is node n's clock, numbered from 0 to `clocks` - 1, or
-// kNoClock for a node whose times are not its own (an untraced peer). PairOffset's `a`
-// and `b` and the result's `node` are then clock numbers.
-inline constexpr uint32_t kNoClock = UINT32_MAX;
-ClockOffsets EstimateClockOffsets(const Trace& trace, std::span<const uint32_t> clock_of_node,
-                                  uint32_t clocks);
+// reconcile): `clock_of_node[n]` is node n's clock, below `clock_names.size()`, or invalid
+// for a node whose times are not its own (an untraced peer). The result's `node` is then
+// per clock.
+ClockOffsets EstimateClockOffsets(const Trace& trace, std::span<const ClockId> clock_of_node,
+                                  std::span<const std::string> clock_names);
 
 }  // namespace weft

@@ -217,7 +217,7 @@ class TextParser {
   }
 
   Status ParseLink(ProcessLinkKind kind, TimeNs time, NodeId from, NodeId to, Tokenizer& tokens) {
-    ProcessLink link{time, from, 0, to, 0, kind};
+    ProcessLink link{time, from, ThreadId(), to, ThreadId(), kind};
     if (time == kNoTime)
       return Status::InvalidArgument("a {} line needs a timestamp", ProcessLinkKindName(kind));
     std::string_view token;
@@ -225,16 +225,18 @@ class TextParser {
       size_t eq = token.find('=');
       std::string_view key = token.substr(0, eq),
                        value = eq == std::string_view::npos ? "" : token.substr(eq + 1);
-      uint32_t* field = key == "stid"   ? &link.from_thread
+      ThreadId* field = key == "stid"   ? &link.from_thread
                         : key == "rtid" ? &link.to_thread
                                         : nullptr;
       if (eq == std::string_view::npos || field == nullptr) {
         return Status::InvalidArgument("'{}' on a {} line (want stid=N rtid=N)", token,
                                        ProcessLinkKindName(kind));
       }
-      if (!ParseInt(value, *field)) return Status::InvalidArgument("bad value in {}", token);
+      uint32_t thread;
+      if (!ParseInt(value, thread)) return Status::InvalidArgument("bad value in {}", token);
+      *field = ThreadId(thread);
     }
-    if (link.from_thread == 0 || link.to_thread == 0) {
+    if (!link.from_thread.valid() || !link.to_thread.valid()) {
       return Status::InvalidArgument("a {} line needs stid= and rtid= (non-zero)",
                                      ProcessLinkKindName(kind));
     }
@@ -268,10 +270,10 @@ class TextParser {
       uint64_t label;
       if (!ParseInt(value, label)) return bad();
       pending_parents_.push_back({row, label, line_number});
-    } else if (key == "stid") {
-      if (!ParseInt(value, m.sender_thread)) return bad();
-    } else if (key == "rtid") {
-      if (!ParseInt(value, m.receiver_thread)) return bad();
+    } else if (key == "stid" || key == "rtid") {
+      uint32_t thread;
+      if (!ParseInt(value, thread)) return bad();
+      (key == "stid" ? m.sender_thread : m.receiver_thread) = ThreadId(thread);
     } else if (key == "src" || key == "dst") {
       if (!Unescape(value, scratch_)) return bad();
       (key == "src" ? m.sender_endpoint : m.receiver_endpoint) = builder_.String(scratch_);
@@ -318,7 +320,7 @@ std::string FormatTextTrace(const Trace& trace) {
       AppendEscaped(out, trace.NodeName(l.from));
       out += ' ';
       AppendEscaped(out, trace.NodeName(l.to));
-      fmt::format_to(it, " stid={} rtid={}\n", l.from_thread, l.to_thread);
+      fmt::format_to(it, " stid={} rtid={}\n", l.from_thread.value(), l.to_thread.value());
     }
   };
   for (size_t i = 0; i < trace.size(); ++i) {
@@ -346,8 +348,8 @@ std::string FormatTextTrace(const Trace& trace) {
     if (c.truth_path[i].valid()) fmt::format_to(it, " path={}", c.truth_path[i].value());
     if (labels) fmt::format_to(it, " msg={}", i);
     if (c.truth_parent[i].valid()) fmt::format_to(it, " parent={}", c.truth_parent[i].value());
-    if (c.sender_thread[i]) fmt::format_to(it, " stid={}", c.sender_thread[i]);
-    if (c.receiver_thread[i]) fmt::format_to(it, " rtid={}", c.receiver_thread[i]);
+    if (c.sender_thread[i].valid()) fmt::format_to(it, " stid={}", c.sender_thread[i].value());
+    if (c.receiver_thread[i].valid()) fmt::format_to(it, " rtid={}", c.receiver_thread[i].value());
     if (c.sender_endpoint[i].valid()) {
       out += " src=";
       AppendEscaped(out, trace.strings().Get(c.sender_endpoint[i]));

@@ -38,8 +38,8 @@ void TraceColumns::Resize(size_t n) {
   kind.resize(n, MessageKind::kMessage);
   call_id.resize(n);
   bytes.resize(n, -1);
-  sender_thread.resize(n, 0);
-  receiver_thread.resize(n, 0);
+  sender_thread.resize(n, ThreadId());
+  receiver_thread.resize(n, ThreadId());
   sender_endpoint.resize(n);
   receiver_endpoint.resize(n);
   connect_time.resize(n, kNoTime);
@@ -101,7 +101,8 @@ Result<Trace> Trace::FromParts(NodeTable nodes, StringTable strings, TraceColumn
   for (size_t i = 0; i < process_links.size(); ++i) {
     const ProcessLink& l = process_links[i];
     if (l.time == kNoTime || !nodes.Contains(l.from) || !nodes.Contains(l.to) ||
-        l.from_thread == 0 || l.to_thread == 0 || uint8_t(l.kind) >= kProcessLinkKindCount) {
+        !l.from_thread.valid() || !l.to_thread.valid() ||
+        uint8_t(l.kind) >= kProcessLinkKindCount) {
       return Status::Corruption("process link {} has no time, an unknown node, thread or kind", i);
     }
     if (i > 0 && process_links[i - 1].time > l.time) {

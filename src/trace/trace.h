@@ -50,9 +50,9 @@ std::string_view ProcessLinkKindName(ProcessLinkKind kind);  // "FORK", "EXEC", 
 struct ProcessLink {
   TimeNs time = kNoTime;
   NodeId from;
-  uint32_t from_thread = 0;
+  ThreadId from_thread;
   NodeId to;
-  uint32_t to_thread = 0;
+  ThreadId to_thread;
   ProcessLinkKind kind = ProcessLinkKind::kFork;
 };
 
@@ -65,8 +65,8 @@ struct TraceColumns {
   std::vector<MessageKind> kind;
   std::vector<StringId> call_id;            // matches a CALL with its RETURN; invalid if unknown
   std::vector<int64_t> bytes;               // -1 if unknown
-  std::vector<uint32_t> sender_thread;      // 0 if unknown
-  std::vector<uint32_t> receiver_thread;    // 0 if unknown
+  std::vector<ThreadId> sender_thread;      // invalid (0) if unknown
+  std::vector<ThreadId> receiver_thread;    // invalid (0) if unknown
   std::vector<StringId> sender_endpoint;    // "10.0.0.1:5432"; invalid if unknown
   std::vector<StringId> receiver_endpoint;  // invalid if unknown
   // For the first CALL sent on a connection that its sender's thread opened with connect:
@@ -92,8 +92,8 @@ struct MessageRecord {
   MessageKind kind = MessageKind::kMessage;
   StringId call_id;
   int64_t bytes = -1;
-  uint32_t sender_thread = 0;
-  uint32_t receiver_thread = 0;
+  ThreadId sender_thread;
+  ThreadId receiver_thread;
   StringId sender_endpoint;
   StringId receiver_endpoint;
   PathId truth_path;

@@ -85,7 +85,7 @@ class WitnessTest : public RealServersTest {
     for (size_t i = 0; i < trace.size(); ++i) {
       if (c.kind[i] != MessageKind::kCall) continue;
       if (ProgramOf(name(c.sender[i])) == "weft") client = name(c.sender[i]);
-      if (c.sender_thread[i] == 0 && ProgramOf(name(c.receiver[i])) == "weft-testbed-server") {
+      if (!c.sender_thread[i].valid() && ProgramOf(name(c.receiver[i])) == "weft-testbed-server") {
         web0_node = name(c.receiver[i]);
       }
     }
@@ -116,7 +116,7 @@ class WitnessTest : public RealServersTest {
       bool rooted_at_client = name(c.sender[messages[0].value()]) == client;
       for (MessageId m : messages) {
         size_t i = m.value();
-        if (c.kind[i] != MessageKind::kCall || c.sender_thread[i] != 0 ||
+        if (c.kind[i] != MessageKind::kCall || c.sender_thread[i].valid() ||
             name(c.receiver[i]) != web0_node)
           continue;
         ++run.downstream;
@@ -183,7 +183,7 @@ TEST_F(WitnessTest, RepliesFromAnUntracedServerResumeTheirRequests) {
     if (name(c.sender[i]) == client) db_calls[request] += 0;
     if (name(c.sender[i]) == web0_node) {
       ++db_calls[request];
-      untraced_calls += c.receiver_thread[i] == 0 && c.recv_time[i] == kNoTime;
+      untraced_calls += !c.receiver_thread[i].valid() && c.recv_time[i] == kNoTime;
     }
   }
   Result<PathSet> fragment = InferFragment(trace);

@@ -116,15 +116,15 @@ TEST(SkewTrace, ShiftsConnectTimesAndProcessLinks) {
   call.send_time = 10 * kMillisecond;
   call.recv_time = 11 * kMillisecond;
   call.connect_time = 9 * kMillisecond;
-  call.sender_thread = 1;
-  call.receiver_thread = 2;
+  call.sender_thread = ThreadId(1);
+  call.receiver_thread = ThreadId(2);
   builder.Add(call);
   ProcessLink link;
   link.time = 5 * kMillisecond;
   link.from = a;
-  link.from_thread = 1;
+  link.from_thread = ThreadId(1);
   link.to = a;
-  link.to_thread = 3;
+  link.to_thread = ThreadId(3);
   link.kind = ProcessLinkKind::kThread;
   builder.AddProcessLink(link);
   Result<Trace> trace = std::move(builder).Finish();
@@ -141,7 +141,7 @@ TEST(SkewTrace, ShiftsConnectTimesAndProcessLinks) {
   EXPECT_EQ(c.recv_time[0], 10 * kMillisecond);
   ASSERT_EQ(skewed->process_links().size(), 1u);
   EXPECT_EQ(skewed->process_links()[0].time, 105 * kMillisecond);
-  EXPECT_EQ(skewed->process_links()[0].to_thread, 3u);
+  EXPECT_EQ(skewed->process_links()[0].to_thread, ThreadId(3));
 }
 
 TEST(ParseNodeOffset, SignedDurations) {

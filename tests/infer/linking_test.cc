@@ -100,8 +100,7 @@ TEST(Linking, SkewedClocksUntracedSendersAndSendOnlyNodes) {
   // Paxson's estimate: DB's clock is 1 s behind, give or take half the asymmetry.
   ClockOffsets offsets = EstimateClockOffsets(trace);
   ASSERT_EQ(offsets.pairs.size(), 1u);
-  EXPECT_NEAR(double(offsets.pairs[0].offset),
-              trace.NodeName(offsets.pairs[0].a) == "WS" ? -1e9 : 1e9, 2e6);
+  EXPECT_NEAR(double(offsets.pairs[0].offset), offsets.pairs[0].a == "WS" ? -1e9 : 1e9, 2e6);
 }
 
 TEST(Linking, RejectsBadOptions) {
@@ -205,11 +204,12 @@ TEST(LinkingAccuracy, ClockOffsetsWithinTheAsymmetry) {
   }
   ClockOffsets offsets = EstimateClockOffsets(trace);
   ASSERT_EQ(offsets.pairs.size(), 12u);  // the proxies with each other and with the DHT nodes
-  for (const PairOffset& o : offsets.pairs) {
-    const std::string a(trace.NodeName(o.a)), b(trace.NodeName(o.b));
+  for (const ClockOffset& o : offsets.pairs) {
+    const std::string& a = o.a;
+    const std::string& b = o.b;
     SCOPED_TRACE(a + "-" + b);
-    const TimeNs asymmetry =
-        min_delay[{o.a.value(), o.b.value()}] - min_delay[{o.b.value(), o.a.value()}];
+    const uint32_t ia = trace.nodes().Find(a).value(), ib = trace.nodes().Find(b).value();
+    const TimeNs asymmetry = min_delay[{ia, ib}] - min_delay[{ib, ia}];
     const TimeNs error = o.offset - (truth[b] - truth[a]);
     EXPECT_LE(std::abs(error), std::abs(asymmetry) / 2 + 1);
     EXPECT_NE(asymmetry, 0);

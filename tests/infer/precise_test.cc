@@ -23,8 +23,8 @@ class TwoRequests {
     r.kind = kind;
     r.sender = b_.Node(from);
     r.receiver = b_.Node(to);
-    r.sender_thread = from_thread;
-    r.receiver_thread = to_thread;
+    r.sender_thread = ThreadId(from_thread);
+    r.receiver_thread = ThreadId(to_thread);
     r.send_time = TimeNs(send_us) * 1000;
     r.recv_time = TimeNs(recv_us) * 1000;
     r.call_id = b_.String(call);

@@ -28,8 +28,8 @@ class Scenario {
     r.kind = kind;
     r.sender = b_.Node(from);
     r.receiver = b_.Node(to);
-    r.sender_thread = from_thread;
-    r.receiver_thread = to_thread;
+    r.sender_thread = ThreadId(from_thread);
+    r.receiver_thread = ThreadId(to_thread);
     r.send_time = send_us == kUntraced ? kNoTime : TimeNs(send_us) * 1000;
     r.recv_time = recv_us == kUntraced ? kNoTime : TimeNs(recv_us) * 1000;
     r.call_id = b_.String(call);

@@ -29,7 +29,7 @@ std::vector<std::string> Lines(const Trace& trace) {
         fmt::format("{} {} -> {} {} {}B send={} recv={} tid {}->{}", MessageKindOp(c.kind[i]),
                     trace.NodeName(c.sender[i]), trace.NodeName(c.receiver[i]),
                     trace.strings().Get(c.call_id[i]), c.bytes[i], time(c.send_time[i]),
-                    time(c.recv_time[i]), c.sender_thread[i], c.receiver_thread[i]);
+                    time(c.recv_time[i]), c.sender_thread[i].value(), c.receiver_thread[i].value());
     for (const Attribute& a : trace.AttributesOf(MessageId(uint32_t(i)))) {
       if (trace.strings().Get(a.key) == kPayloadAttribute) continue;
       line += fmt::format(" {}={}", trace.strings().Get(a.key), trace.strings().Get(a.value));

@@ -26,8 +26,9 @@ std::vector<std::string> Lines(const Trace& trace) {
         "{} {} -> {} {} {}B send={} recv={} tid {}->{} {}->{}", MessageKindOp(c.kind[i]),
         trace.NodeName(c.sender[i]), trace.NodeName(c.receiver[i]),
         c.call_id[i].valid() ? trace.strings().Get(c.call_id[i]) : "-", c.bytes[i],
-        time(c.send_time[i]), time(c.recv_time[i]), c.sender_thread[i], c.receiver_thread[i],
-        trace.strings().Get(c.sender_endpoint[i]), trace.strings().Get(c.receiver_endpoint[i])));
+        time(c.send_time[i]), time(c.recv_time[i]), c.sender_thread[i].value(),
+        c.receiver_thread[i].value(), trace.strings().Get(c.sender_endpoint[i]),
+        trace.strings().Get(c.receiver_endpoint[i])));
   }
   return lines;
 }
@@ -681,8 +682,8 @@ std::vector<std::string> LinkLines(const Trace& trace) {
   std::vector<std::string> lines;
   for (const ProcessLink& l : trace.process_links()) {
     lines.push_back(fmt::format("{} {} {}/{} -> {}/{}", ProcessLinkKindName(l.kind),
-                                l.time - kEpoch, trace.NodeName(l.from), l.from_thread,
-                                trace.NodeName(l.to), l.to_thread));
+                                l.time - kEpoch, trace.NodeName(l.from), l.from_thread.value(),
+                                trace.NodeName(l.to), l.to_thread.value()));
   }
   return lines;
 }

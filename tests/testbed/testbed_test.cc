@@ -133,7 +133,7 @@ TEST(Testbed, SpawnMakesEachCallOnAThreadOfItsOwn) {
   ASSERT_TRUE(trace.has_value());
   const TraceColumns& c = trace->columns();
   size_t calls = 0, replies = 0;
-  std::map<uint32_t, std::set<uint32_t>> threads_of_request;  // mid's request -> its call threads
+  std::map<uint32_t, std::set<ThreadId>> threads_of_request;  // mid's request -> its call threads
   std::map<uint32_t, size_t> calls_of_request;
   for (size_t i = 0; i < trace->size(); ++i) {
     if (trace->NodeName(c.sender[i]) != "mid0" || !c.truth_parent[i].valid()) continue;

@@ -48,8 +48,8 @@ TEST_F(TruthTest, JoinsSidesAndNestsCalls) {
   EXPECT_EQ(trace->NodeName(c.sender[0]), "client");
   EXPECT_EQ(trace->NodeName(c.receiver[0]), "web0");
   EXPECT_EQ(c.recv_time[0], 110);
-  EXPECT_EQ(c.sender_thread[0], 7u);
-  EXPECT_EQ(c.receiver_thread[0], 8u);
+  EXPECT_EQ(c.sender_thread[0], ThreadId(7));
+  EXPECT_EQ(c.receiver_thread[0], ThreadId(8));
   EXPECT_FALSE(c.truth_parent[0].valid());
   EXPECT_EQ(c.truth_parent[1], MessageId(0));  // db call nested in the web call
   EXPECT_EQ(c.kind[2], MessageKind::kReturn);

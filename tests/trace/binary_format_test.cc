@@ -452,7 +452,7 @@ TEST(BinaryFormat, ProcessLinkErrors) {
   ASSERT_TRUE(ok.ok()) << ok.status().message();
   ASSERT_EQ(ok->process_links().size(), 1u);
   EXPECT_EQ(ok->process_links()[0].kind, ProcessLinkKind::kExec);
-  EXPECT_EQ(ok->process_links()[0].to_thread, 9u);
+  EXPECT_EQ(ok->process_links()[0].to_thread, ThreadId(9));
   std::vector<Section> short_section = with;
   short_section.back().bytes.resize(31);
   EXPECT_EQ(DecodeError(Assemble(short_section, 4, 3)),

@@ -25,7 +25,7 @@ Trace TwoCalls(bool legacy_attribute) {
   r.sender = b.Node("web");
   r.receiver = b.Node("db");
   r.kind = MessageKind::kCall;
-  r.sender_thread = 7;
+  r.sender_thread = ThreadId(7);
   r.send_time = kSend + 1000;
   b.Add(r);
   r.send_time = kSend;

@@ -73,8 +73,10 @@ TEST(ParseTextTrace, EveryFieldAndKey) {
   // parent=11 refers forward to a later line; after sorting the labels become MessageIds.
   EXPECT_EQ(c.truth_parent,
             (std::vector<MessageId>{MessageId(), MessageId(), MessageId(1), MessageId(2)}));
-  EXPECT_EQ(c.sender_thread, (std::vector<uint32_t>{0, 0, 7, 0}));
-  EXPECT_EQ(c.receiver_thread, (std::vector<uint32_t>{0, 0, 9, 0}));
+  EXPECT_EQ(c.sender_thread,
+            (std::vector<ThreadId>{ThreadId(), ThreadId(), ThreadId(7), ThreadId()}));
+  EXPECT_EQ(c.receiver_thread,
+            (std::vector<ThreadId>{ThreadId(), ThreadId(), ThreadId(9), ThreadId()}));
   EXPECT_EQ(t.strings().Get(c.sender_endpoint[2]), "10.0.0.1:40000");
   EXPECT_EQ(t.strings().Get(c.receiver_endpoint[2]), "10.0.0.2:5432");
   EXPECT_FALSE(c.sender_endpoint[3].valid());
@@ -98,7 +100,7 @@ TEST(ParseTextTrace, ExampleFromTheDocumentation) {
   EXPECT_EQ(t.columns().truth_parent[1], MessageId(0));
   EXPECT_EQ(t.columns().recv_time[2], 1047680085000000001);
   EXPECT_EQ(t.NodeName(t.columns().receiver[2]), "web 1");
-  EXPECT_EQ(t.columns().sender_thread[2], 17u);
+  EXPECT_EQ(t.columns().sender_thread[2], ThreadId(17));
   ASSERT_EQ(t.attributes().size(), 1u);
   EXPECT_EQ(t.strings().Get(t.attributes()[0].value), "/a b");
 }
@@ -184,7 +186,7 @@ TEST(FormatTextTrace, ExactOutput) {
   m.kind = MessageKind::kReturn;
   m.bytes = 0;
   m.truth_path = PathId(2);
-  m.sender_thread = 4;
+  m.sender_thread = ThreadId(4);
   m.receiver_endpoint = b.String("h:80");
   uint32_t second = b.Add(m);
   b.SetParent(second, first);
@@ -247,14 +249,14 @@ TEST(FormatTextTrace, ProcessLinksRoundTrip) {
   EXPECT_EQ(fork.kind, ProcessLinkKind::kFork);
   EXPECT_EQ(fork.time, 1'500'000'000);
   EXPECT_EQ(t.NodeName(fork.from), "web");
-  EXPECT_EQ(fork.from_thread, 1u);
-  EXPECT_EQ(fork.to_thread, 50u);
+  EXPECT_EQ(fork.from_thread, ThreadId(1));
+  EXPECT_EQ(fork.to_thread, ThreadId(50));
   EXPECT_EQ(t.NodeName(t.process_links()[1].to), "cgi x");
   const ProcessLink& thread = t.process_links()[2];
   EXPECT_EQ(thread.kind, ProcessLinkKind::kThread);
   EXPECT_EQ(thread.from, thread.to);
-  EXPECT_EQ(thread.from_thread, 50u);
-  EXPECT_EQ(thread.to_thread, 51u);
+  EXPECT_EQ(thread.from_thread, ThreadId(50));
+  EXPECT_EQ(thread.to_thread, ThreadId(51));
   EXPECT_EQ(FormatTextTrace(t), text);
   const std::string bytes = EncodeBinaryTrace(t);
   Result<Trace> binary = DecodeBinaryTrace(

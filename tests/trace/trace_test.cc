@@ -153,8 +153,8 @@ TEST(Trace, AttributesOfAndRow) {
   EXPECT_EQ(r.kind, MessageKind::kCall);
   EXPECT_EQ(t.strings().Get(r.call_id), "id37");
   EXPECT_EQ(r.bytes, 120);
-  EXPECT_EQ(r.sender_thread, 7u);
-  EXPECT_EQ(r.receiver_thread, 9u);
+  EXPECT_EQ(r.sender_thread, ThreadId(7));
+  EXPECT_EQ(r.receiver_thread, ThreadId(9));
   EXPECT_EQ(t.strings().Get(r.sender_endpoint), "10.0.0.1:40000");
   EXPECT_EQ(t.strings().Get(r.receiver_endpoint), "10.0.0.2:5432");
   EXPECT_EQ(r.truth_path, PathId(3));
@@ -257,7 +257,7 @@ TEST(TraceColumns, ResizeFillsUnknownValues) {
   EXPECT_EQ(c.kind[1], MessageKind::kMessage);
   EXPECT_FALSE(c.call_id[1].valid());
   EXPECT_EQ(c.bytes[1], -1);
-  EXPECT_EQ(c.sender_thread[1], 0u);
+  EXPECT_EQ(c.sender_thread[1], ThreadId());
   EXPECT_FALSE(c.truth_path[1].valid());
   EXPECT_FALSE(c.truth_parent[1].valid());
   EXPECT_EQ(c.connect_time[1], kNoTime);

@@ -86,8 +86,8 @@ inline Trace SampleTrace() {
   call.kind = MessageKind::kCall;
   call.call_id = b.String("id37");
   call.bytes = 120;
-  call.sender_thread = 7;
-  call.receiver_thread = 9;
+  call.sender_thread = ThreadId(7);
+  call.receiver_thread = ThreadId(9);
   call.sender_endpoint = b.String("10.0.0.1:40000");
   call.receiver_endpoint = b.String("10.0.0.2:5432");
   call.truth_path = PathId(3);

@@ -25,9 +25,9 @@ enum class Step : uint8_t { kReceive, kProcessLink, kConnect, kSend };
 // One input or output of a traced thread, a process link (fork, exec, thread) from one, or the
 // connect that opened the connection a call is the first message on.
 struct ThreadEvent {
-  uint32_t clock;  // nodes joined by process links run on one host: one time order
+  ClockId clock;  // nodes joined by process links run on one host: one time order
   uint32_t node;
-  uint32_t thread;
+  ThreadId thread;
   TimeNs time;
   Step step;
   uint32_t message;  // for a process link, the link's index
@@ -36,7 +36,7 @@ struct ThreadEvent {
 
 // Per node, the node all nodes joined to it by process links are ordered with (union-find
 // over the links, whose two ends share a host's clock); a node without links is its own.
-std::vector<uint32_t> ClockOfNodes(const Trace& trace) {
+std::vector<ClockId> ClockOfNodes(const Trace& trace) {
   std::vector<uint32_t> root(trace.nodes().size());
   for (uint32_t n = 0; n < root.size(); ++n) root[n] = n;
   auto find = [&](uint32_t n) {
@@ -47,33 +47,36 @@ std::vector<uint32_t> ClockOfNodes(const Trace& trace) {
     uint32_t a = find(l.from.value()), b = find(l.to.value());
     root[std::max(a, b)] = std::min(a, b);
   }
-  for (uint32_t n = 0; n < root.size(); ++n) root[n] = find(n);
-  return root;
+  std::vector<ClockId> clock(root.size());
+  for (uint32_t n = 0; n < root.size(); ++n) clock[n] = ClockId(find(n));
+  return clock;
 }
 
-}  // namespace
-
-Result<PathSet> InferFragment(const Trace& trace) {
+// Every input and output of a traced thread, every process link from one, and the
+// connect that opened a call's connection, sorted per clock in time order: a RETURN's
+// parent (its CALL's parent) is settled at the node that sent the CALL before the RETURN
+// comes back to it. An error if no message names its threads.
+Result<std::vector<ThreadEvent>> CollectThreadEvents(const Trace& trace) {
   const TraceColumns& c = trace.columns();
-  const std::vector<uint32_t> clock = ClockOfNodes(trace);
+  const std::vector<ClockId> clock = ClockOfNodes(trace);
   bool threads = trace.empty();
   std::vector<ThreadEvent> events;
   events.reserve(2 * trace.size() + trace.process_links().size());
   for (size_t i = 0; i < trace.size(); ++i) {
     const uint32_t m = uint32_t(i);
     const uint32_t sender = c.sender[i].value(), receiver = c.receiver[i].value();
-    if (c.send_time[i] != kNoTime && c.sender_thread[i] != 0) {
+    if (c.send_time[i] != kNoTime && c.sender_thread[i].valid()) {
       events.push_back({clock[sender], sender, c.sender_thread[i], c.send_time[i], Step::kSend, m});
       TimeNs connected = c.kind[i] == MessageKind::kCall ? c.connect_time[i] : kNoTime;
       if (connected != kNoTime && connected <= c.send_time[i]) {
         events.push_back({clock[sender], sender, c.sender_thread[i], connected, Step::kConnect, m});
       }
     }
-    if (c.recv_time[i] != kNoTime && c.receiver_thread[i] != 0) {
+    if (c.recv_time[i] != kNoTime && c.receiver_thread[i].valid()) {
       events.push_back(
           {clock[receiver], receiver, c.receiver_thread[i], c.recv_time[i], Step::kReceive, m});
     }
-    threads = threads || c.sender_thread[i] != 0 || c.receiver_thread[i] != 0;
+    threads = threads || c.sender_thread[i].valid() || c.receiver_thread[i].valid();
   }
   const std::span<const ProcessLink> links = trace.process_links();
   for (size_t k = 0; k < links.size(); ++k) {
@@ -87,118 +90,177 @@ Result<PathSet> InferFragment(const Trace& trace) {
         "capture "
         "(weft capture, weft reconcile)");
   }
-  // Per node in time order: a RETURN's parent (its CALL's parent) is settled at the node
-  // that sent the CALL before the RETURN comes back to it.
   std::sort(events.begin(), events.end(),
             [](const ThreadEvent& a, const ThreadEvent& b) { return a.Key() < b.Key(); });
+  return events;
+}
 
-  const std::vector<MessageId> call_of = CallsAnswered(trace);
-  std::vector<MessageId> parent(trace.size());
-  // Per (node, thread): the message its current fragment works for (invalid: none).
-  absl::flat_hash_map<std::pair<uint32_t, uint32_t>, MessageId> designation;
+// The forward scan of §5.5 (the rules are listed in fragment.h): sets the parent of every
+// message a traced thread sent, from the request the thread was working for.
+class FragmentScan {
+ public:
+  // `parent` (one per message) is filled in; `call_of` is CallsAnswered's.
+  FragmentScan(const Trace& trace, std::span<const MessageId> call_of,
+               std::vector<MessageId>& parent)
+      : trace_(trace), c_(trace.columns()), call_of_(call_of), parent_(parent) {
+    // A server (a node that is called) sending a call outside every fragment had the work
+    // handed to it through something capture cannot see, such as a dispatcher's queue:
+    // BorderPatrol's independence assumption fails there. Counted for --algo auto.
+    serves_.assign(trace.nodes().size(), false);
+    for (size_t i = 0; i < trace.size(); ++i) {
+      if (c_.kind[i] == MessageKind::kCall) serves_[c_.receiver[i].value()] = true;
+    }
+  }
+
+  void Run(std::span<const ThreadEvent> events) {
+    for (const ThreadEvent& e : events) {
+      switch (e.step) {
+        case Step::kProcessLink:
+          Spawn(trace_.process_links()[e.message], {e.node, e.thread});
+          break;
+        case Step::kConnect:
+          if (const MessageId current = designation_[{e.node, e.thread}]; current.valid())
+            connected_for_[e.message] = current;
+          break;
+        case Step::kReceive:
+          Receive(e);
+          break;
+        case Step::kSend:
+          Send(e);
+          break;
+      }
+    }
+  }
+
+  int64_t outputs_without_request() const { return outputs_without_request_; }
+  int64_t server_calls_outside() const { return server_calls_outside_; }
+  int64_t requests_spawned() const { return requests_spawned_; }
+  int64_t ended_by_answer() const { return ended_by_answer_; }
+
+ private:
+  using Thread = std::pair<uint32_t, ThreadId>;  // (node, thread)
+
+  // §5.5: a spawned process's (thread's) initial fragment works for the request its
+  // parent's thread was in at the fork, exec or thread creation.
+  void Spawn(const ProcessLink& l, Thread from) {
+    const MessageId request = designation_[from];
+    const Thread to{l.to.value(), l.to_thread};
+    designation_[to] = request;
+    if (request.valid()) {
+      inherited_[to] = request;
+      heirs_[request.value()].push_back(to);
+    } else {
+      inherited_.erase(to);
+    }
+    requests_spawned_ += request.valid();
+  }
+
+  void Receive(const ThreadEvent& e) {
+    const MessageKind kind = c_.kind[e.message];
+    const Thread self{e.node, e.thread};
+    MessageId& current = designation_[self];
+    if (kind == MessageKind::kReturn) {
+      // Rule 1 for a reply: the request that made the call goes on. A root call's reply
+      // ends its request at the node that made it.
+      MessageId call = call_of_[e.message];
+      current = call.valid() ? parent_[call.value()] : MessageId();
+    } else {
+      current = MessageId(e.message);  // rule 1: a new input starts a fragment
+    }
+    // The thread's own input ends its inheritance, unless it is the reply to a call made
+    // for the inherited request, which goes on as before the call.
+    auto held = inherited_.find(self);
+    if (held != inherited_.end() && (kind != MessageKind::kReturn || held->second != current)) {
+      inherited_.erase(held);
+    }
+  }
+
+  void Send(const ThreadEvent& e) {
+    const MessageKind kind = c_.kind[e.message];
+    if (kind == MessageKind::kReturn) {
+      parent_[e.message] = call_of_[e.message];
+      EndInheritance(call_of_[e.message]);
+      return;
+    }
+    const MessageId current = designation_[{e.node, e.thread}];
+    auto connected = connected_for_.find(e.message);
+    parent_[e.message] = connected != connected_for_.end() ? connected->second : current;  // rule 2
+    outputs_without_request_ += !parent_[e.message].valid();
+    server_calls_outside_ +=
+        !parent_[e.message].valid() && kind == MessageKind::kCall && serves_[e.node];
+  }
+
+  // The request `call` is answered: threads that got it by a link and hold it still let go.
+  void EndInheritance(MessageId call) {
+    auto it = call.valid() ? heirs_.find(call.value()) : heirs_.end();
+    if (it == heirs_.end()) return;
+    for (const Thread& heir : it->second) {
+      auto held = inherited_.find(heir);
+      if (held == inherited_.end() || held->second != call) continue;
+      inherited_.erase(held);
+      designation_.find(heir)->second = MessageId();  // present: set at the link
+      ++ended_by_answer_;
+    }
+    heirs_.erase(it);
+  }
+
+  const Trace& trace_;
+  const TraceColumns& c_;
+  std::span<const MessageId> call_of_;
+  std::vector<MessageId>& parent_;
+  std::vector<bool> serves_;  // per node: some CALL goes to it
+  // Per thread: the message its current fragment works for (invalid: none).
+  absl::flat_hash_map<Thread, MessageId> designation_;
   // A call that is the first message on a connection: the request whose fragment
   // connected (BorderPatrol §3: "output ... includes any interaction with an outside
   // module, such as connection creation"). A non-blocking connect's call is written when
   // the connection becomes writable, a fragment of its own (§6, Figure 8) that may come
   // after the next input; it still belongs to the request that connected.
-  absl::flat_hash_map<uint32_t, MessageId> connected_for;
-  // A server (a node that is called) sending a call outside every fragment had the work
-  // handed to it through something capture cannot see, such as a dispatcher's queue:
-  // BorderPatrol's independence assumption fails there. Counted for --algo auto.
-  std::vector<bool> serves(trace.nodes().size(), false);
-  for (size_t i = 0; i < trace.size(); ++i) {
-    if (c.kind[i] == MessageKind::kCall) serves[c.receiver[i].value()] = true;
-  }
-  // Per (node, thread) that holds its designation only by a process link: that request.
+  absl::flat_hash_map<uint32_t, MessageId> connected_for_;
+  // Per thread that holds its designation only by a process link: that request.
   // Per request handed on by links: the threads it went to (some may have moved on since).
-  absl::flat_hash_map<std::pair<uint32_t, uint32_t>, MessageId> inherited;
-  absl::flat_hash_map<uint32_t, std::vector<std::pair<uint32_t, uint32_t>>> heirs;
-  int64_t outputs_without_request = 0, server_calls_outside = 0, requests_spawned = 0,
-          ended_by_answer = 0;
-  for (const ThreadEvent& e : events) {
-    if (e.step == Step::kProcessLink) {
-      // §5.5: a spawned process's (thread's) initial fragment works for the request its
-      // parent's thread was in at the fork, exec or thread creation.
-      const ProcessLink& l = links[e.message];
-      const MessageId request = designation[{e.node, e.thread}];
-      const std::pair<uint32_t, uint32_t> to{l.to.value(), l.to_thread};
-      designation[to] = request;
-      if (request.valid()) {
-        inherited[to] = request;
-        heirs[request.value()].push_back(to);
-      } else {
-        inherited.erase(to);
-      }
-      requests_spawned += request.valid();
-      continue;
-    }
-    const MessageKind kind = c.kind[e.message];
-    const std::pair<uint32_t, uint32_t> self{e.node, e.thread};
-    MessageId& current = designation[self];
-    if (e.step == Step::kConnect) {
-      if (current.valid()) connected_for[e.message] = current;
-      continue;
-    }
-    if (e.step == Step::kReceive) {
-      if (kind == MessageKind::kReturn) {
-        // Rule 1 for a reply: the request that made the call goes on. A root call's reply
-        // ends its request at the node that made it.
-        MessageId call = call_of[e.message];
-        current = call.valid() ? parent[call.value()] : MessageId();
-      } else {
-        current = MessageId(e.message);  // rule 1: a new input starts a fragment
-      }
-      // The thread's own input ends its inheritance, unless it is the reply to a call made
-      // for the inherited request, which goes on as before the call.
-      auto held = inherited.find(self);
-      if (held != inherited.end() && (kind != MessageKind::kReturn || held->second != current)) {
-        inherited.erase(held);
-      }
-      continue;
-    }
-    if (kind == MessageKind::kReturn) {
-      parent[e.message] = call_of[e.message];
-      // The request is answered: threads that got it by a link and hold it still let go.
-      auto it = call_of[e.message].valid() ? heirs.find(call_of[e.message].value()) : heirs.end();
-      if (it != heirs.end()) {
-        for (const std::pair<uint32_t, uint32_t>& heir : it->second) {
-          auto held = inherited.find(heir);
-          if (held == inherited.end() || held->second != call_of[e.message]) continue;
-          inherited.erase(held);
-          designation.find(heir)->second = MessageId();  // present: set at the link
-          ++ended_by_answer;
-        }
-        heirs.erase(it);
-      }
-    } else {
-      auto connected = connected_for.find(e.message);
-      parent[e.message] = connected != connected_for.end() ? connected->second : current;  // rule 2
-      outputs_without_request += !parent[e.message].valid();
-      server_calls_outside +=
-          !parent[e.message].valid() && kind == MessageKind::kCall && serves[e.node];
-    }
-  }
-  // RETURNs whose sender was not traced still answer their CALL.
+  absl::flat_hash_map<Thread, MessageId> inherited_;
+  absl::flat_hash_map<uint32_t, std::vector<Thread>> heirs_;
+  int64_t outputs_without_request_ = 0, server_calls_outside_ = 0, requests_spawned_ = 0,
+          ended_by_answer_ = 0;
+};
+
+// After the scan: RETURNs whose sender was not traced still answer their CALL, and a CALL
+// from an untraced module continues the CALL into it that carried the same witness
+// (witness.h, BorderPatrol §3.1); it would otherwise start a path of its own.
+WitnessLinks LinkUntracedSenders(const Trace& trace, const std::vector<MessageId>& call_of,
+                                 std::vector<MessageId>& parent) {
+  const TraceColumns& c = trace.columns();
   for (size_t i = 0; i < trace.size(); ++i) {
     if (c.kind[i] == MessageKind::kReturn && !parent[i].valid()) parent[i] = call_of[i];
   }
-  // A CALL from an untraced module continues the CALL into it that carried the same
-  // witness (witness.h, BorderPatrol §3.1); it would otherwise start a path of its own.
-  const WitnessLinks witnesses = LinkWitnesses(trace, call_of);
+  WitnessLinks witnesses = LinkWitnesses(trace, call_of);
   for (size_t i = 0; i < trace.size(); ++i) {
     if (witnesses.continues[i].valid() && !parent[i].valid()) parent[i] = witnesses.continues[i];
   }
+  return witnesses;
+}
+
+}  // namespace
+
+Result<PathSet> InferFragment(const Trace& trace) {
+  WEFT_ASSIGN_OR_RETURN(const std::vector<ThreadEvent> events, CollectThreadEvents(trace));
+  const std::vector<MessageId> call_of = CallsAnswered(trace);
+  std::vector<MessageId> parent(trace.size());
+  FragmentScan scan(trace, call_of, parent);
+  scan.Run(events);
+  const WitnessLinks witnesses = LinkUntracedSenders(trace, call_of, parent);
 
   PathSetBuilder builder(trace, "fragment");
   WEFT_ASSIGN_OR_RETURN(uint64_t in_cycles, AddForest(trace, parent, builder));
-  builder.AddCounter("outputs_starting_requests", outputs_without_request);
-  builder.AddCounter("server_calls_outside_fragments", server_calls_outside);
+  builder.AddCounter("outputs_starting_requests", scan.outputs_without_request());
+  builder.AddCounter("server_calls_outside_fragments", scan.server_calls_outside());
   builder.AddCounter("messages_in_cycles", int64_t(in_cycles));
   builder.AddCounter("witness_links", witnesses.linked);
   builder.AddCounter("witness_links_ambiguous", witnesses.ambiguous);
   builder.AddCounter("witnesses_unmatched", witnesses.unlinked);
-  builder.AddCounter("process_links_carrying_requests", requests_spawned);
-  builder.AddCounter("inherited_requests_ended_by_answer", ended_by_answer);
+  builder.AddCounter("process_links_carrying_requests", scan.requests_spawned());
+  builder.AddCounter("inherited_requests_ended_by_answer", scan.ended_by_answer());
   return std::move(builder).Finish();
 }
 

@@ -80,16 +80,18 @@ WitnessLinks LinkWitnesses(const Trace& trace, const std::vector<MessageId>& cal
   }
   // A side is traced when its thread and time were logged; the other side of these CALLs
   // logged neither.
-  auto traced_send = [&](size_t i) { return c.send_time[i] != kNoTime && c.sender_thread[i] != 0; };
+  auto traced_send = [&](size_t i) {
+    return c.send_time[i] != kNoTime && c.sender_thread[i].valid();
+  };
   auto traced_recv = [&](size_t i) {
-    return c.recv_time[i] != kNoTime && c.receiver_thread[i] != 0;
+    return c.recv_time[i] != kNoTime && c.receiver_thread[i].valid();
   };
   std::vector<uint32_t> outbound, inbound;
   for (size_t i = 0; i < n; ++i) {
     if (c.kind[i] != MessageKind::kCall) continue;
-    if (traced_send(i) && c.recv_time[i] == kNoTime && c.receiver_thread[i] == 0)
+    if (traced_send(i) && c.recv_time[i] == kNoTime && !c.receiver_thread[i].valid())
       outbound.push_back(uint32_t(i));
-    if (traced_recv(i) && c.send_time[i] == kNoTime && c.sender_thread[i] == 0)
+    if (traced_recv(i) && c.send_time[i] == kNoTime && !c.sender_thread[i].valid())
       inbound.push_back(uint32_t(i));
   }
   if (outbound.empty() || inbound.empty()) return links;

@@ -25,69 +25,18 @@ namespace linking {
 // matter. Only the choice among enclosing calls is left to the delay model; everything
 // else is decided, and path instances come out as call trees (paths.h) directly.
 //
-// A return is paired with the latest unpaired call with the same (caller, callee, id)
-// before it on the clock both were seen by: the caller's (call sent, return received)
-// when it was traced, else the callee's (call received, return sent).
+// Calls and returns are paired by kLinkingCallPairing (linking.h).
 void Linker::PairCalls() {
+  const CallPairs pairs = weft::PairCalls(trace_, kLinkingCallPairing);
   answer_.assign(n_, kNone);
   answers_.assign(n_, kNone);
-  struct Entry {
-    uint64_t key;
-    TimeNs time;
-    bool is_return;
-    uint32_t message;
-  };
-  std::vector<Entry> entries;
   for (size_t m = 0; m < n_; ++m) {
-    const MessageKind kind = c_.kind[m];
-    if (kind == MessageKind::kMessage || !c_.call_id[m].valid()) continue;
-    const bool ret = kind == MessageKind::kReturn;
-    const NodeId caller = ret ? c_.receiver[m] : c_.sender[m];
-    const NodeId callee = ret ? c_.sender[m] : c_.receiver[m];
-    // Caller's clock if it has a time here, else the callee's: one clock per key below.
-    const TimeNs at_caller = ret ? c_.recv_time[m] : c_.send_time[m];
-    const TimeNs at_callee = ret ? c_.send_time[m] : c_.recv_time[m];
-    const bool by_caller = at_caller != kNoTime;
-    const uint64_t key = (uint64_t(caller.value()) << 40) ^ (uint64_t(callee.value()) << 20) ^
-                         (uint64_t(c_.call_id[m].value()) << 1) ^ uint64_t(by_caller) ^
-                         (uint64_t(c_.call_id[m].value()) << 44);
-    entries.push_back({key, by_caller ? at_caller : at_callee, ret, uint32_t(m)});
+    const MessageId partner = pairs.partner[m];
+    if (!partner.valid()) continue;
+    (c_.kind[m] == MessageKind::kCall ? answer_ : answers_)[m] = partner.value();
   }
-  // Calls sort before returns at one instant: a zero-time RPC still pairs.
-  std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
-    return std::tie(a.key, a.time, a.is_return, a.message) <
-           std::tie(b.key, b.time, b.is_return, b.message);
-  });
-  std::vector<uint32_t> open;
-  for (size_t i = 0; i < entries.size();) {
-    size_t j = i;
-    open.clear();
-    for (; j < entries.size() && entries[j].key == entries[i].key; ++j) {
-      const Entry& e = entries[j];
-      const TraceColumns& c = c_;
-      // The hash key could collide: check the fields it mixes.
-      if (!open.empty()) {
-        const uint32_t o = open.back();
-        const bool same =
-            c.call_id[o] == c.call_id[e.message] &&
-            (e.is_return
-                 ? c.receiver[e.message] == c.sender[o] && c.sender[e.message] == c.receiver[o]
-                 : c.sender[e.message] == c.sender[o] && c.receiver[e.message] == c.receiver[o]);
-        if (!same) open.clear();
-      }
-      if (!e.is_return) {
-        open.push_back(e.message);
-      } else if (!open.empty()) {
-        answer_[open.back()] = e.message;
-        answers_[e.message] = open.back();
-        open.pop_back();
-        rpc_ = true;
-      } else {
-        ++unpaired_returns_;
-      }
-    }
-    i = j;
-  }
+  rpc_ = pairs.pairs > 0;
+  unpaired_returns_ = pairs.unmatched_returns;
 }
 
 template <typename F>
@@ -421,10 +370,7 @@ Result<PathSet> Linker::Run() {
   builder.AddCounter("unpaired_returns", unpaired_returns_);
   PathSet set = std::move(builder).Finish();
   set.clients_aggregated = clients > 0;
-  for (const PairOffset& o : offsets.pairs) {
-    set.clock_offsets.push_back({std::string(trace_.NodeName(o.a)),
-                                 std::string(trace_.NodeName(o.b)), o.offset, o.messages});
-  }
+  set.clock_offsets = offsets.pairs;
   return set;
 }
 

@@ -19,6 +19,7 @@
 
 #include "core/status.h"
 #include "core/time.h"
+#include "infer/call_pairs.h"
 #include "infer/paths.h"
 #include "trace/trace.h"
 
@@ -58,6 +59,18 @@ struct LinkingOptions {
 // try_both (decisions taken), budget_exhausted (trees that hit the budget), truncated
 // (links left out of trees grown to their limit), clients (nodes named CLIENT), rpc (1 if
 // calls were paired), unpaired_returns.
+// How RPC mode pairs calls: a RETURN answers the latest unanswered CALL with the same
+// (caller, callee, call id) before it on the one clock that saw both, the caller's when it
+// was traced, else the callee's, so that clock offsets cannot reorder the two. Messages
+// without a call id are not paired.
+inline constexpr CallPairingOptions kLinkingCallPairing = {
+    .nodes = true,
+    .call_id = true,
+    .require_call_id = true,
+    .order = CallPairingOptions::Order::kLocalClock,
+    .answer = CallPairingOptions::Answer::kLatestOpen,
+};
+
 Result<PathSet> InferLinking(const Trace& trace, const LinkingOptions& options);
 
 }  // namespace weft

@@ -22,13 +22,13 @@
 #include "infer/nesting/nesting.h"
 
 #include <absl/container/flat_hash_map.h>
-#include <absl/container/inlined_vector.h>
 
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
 #include "core/progress.h"
+#include "infer/call_pairs.h"
 
 namespace weft {
 namespace {
@@ -46,17 +46,6 @@ struct Call {
   uint32_t parent = kNone;
   uint32_t first_child = kNone;
   uint32_t next_sibling = kNone;
-};
-
-struct CallKey {
-  NodeId caller;
-  NodeId callee;
-  StringId id;
-  bool operator==(const CallKey&) const = default;
-  template <typename H>
-  friend H AbslHashValue(H h, const CallKey& k) {
-    return H::combine(std::move(h), k.caller.value(), k.callee.value(), k.id.value());
-  }
 };
 
 struct Triple {
@@ -92,23 +81,23 @@ class Nesting {
     return r != kNoTime ? r : trace_.SortTime(m);
   }
 
-  // §5.1.1.1. Walks the trace once in time order, keeping for each node the calls into it
-  // that are open (or closed less than the skew window ago): when a return closes the
-  // call A->B, the calls into A open at that moment and made before A->B are its
-  // candidate parents.
+  // §5.1.1.1. Pairs calls with returns (PairCalls with NestingCallPairing), then walks the
+  // trace once in time order, keeping for each node the calls into it that are open (or
+  // closed less than the skew window ago): when a return closes the call A->B, the calls
+  // into A open at that moment and made before A->B are its candidate parents.
   //
   // Two departures keep one lost or reordered message from harming the rest. A return
   // that finds no open call waits: under clock skew it can sort before its own call,
-  // which then pairs with it. And with call ids, a call whose key is still open means the
-  // open call lost its return (ids are unique among open calls); that call is closed as
-  // unmatched, so a later reuse of its id cannot stretch it over seconds of trace and
-  // make it every child's candidate parent.
+  // which then pairs with it (the pair closes at the call). And with call ids, a call
+  // whose key is still open means the open call lost its return (ids are unique among
+  // open calls); that call is closed as unmatched, so a later reuse of its id cannot
+  // stretch it over seconds of trace and make it every child's candidate parent.
   void FindCallPairs() {
     const TimeNs w = options_.skew_window;
-    absl::flat_hash_map<CallKey, absl::InlinedVector<uint32_t, 1>> open;     // calls
-    absl::flat_hash_map<CallKey, absl::InlinedVector<uint32_t, 1>> pending;  // returns
+    const CallPairs pairs = PairCalls(trace_, NestingCallPairing(options_));
     std::vector<std::vector<uint32_t>> active_into(trace_.nodes().size());
-    std::vector<bool> lost;  // per call: closed as unmatched
+    std::vector<uint32_t> call_index(trace_.size());  // per CALL message: its index in calls_
+    std::vector<bool> lost;                           // per call: closed as unmatched
     // Drops calls that can no longer be a parent: lost, or returned longer ago than w.
     auto prune = [&](std::vector<uint32_t>& active, TimeNs now) {
       std::erase_if(active, [&](uint32_t i) {
@@ -122,6 +111,7 @@ class Nesting {
     calls_.reserve(call_count);
     lost.reserve(call_count);
     candidates_.reserve(2 * call_count);
+    size_t next_given_up = 0;
     Progress progress("nesting: call pairs", trace_.size(), "messages");
     for (uint32_t i = 0; i < trace_.size(); ++i) {
       progress.Update(i);
@@ -131,47 +121,33 @@ class Nesting {
         ++ignored_messages_;
         continue;
       }
-      StringId id = options_.use_call_ids ? cols_.call_id[i] : StringId();
+      const MessageId partner = pairs.partner[i];
       if (kind == MessageKind::kCall) {
         uint32_t index = uint32_t(calls_.size());
+        call_index[i] = index;
         calls_.push_back(Call{.call = m, .caller = cols_.sender[i], .callee = cols_.receiver[i]});
         lost.push_back(false);
-        CallKey key{cols_.sender[i], cols_.receiver[i], id};
         std::vector<uint32_t>& active = active_into[cols_.receiver[i].value()];
         if ((active.size() & 15) == 15) prune(active, Sent(m));
         active.push_back(index);
-        if (!pending.empty()) {
-          if (auto it = pending.find(key); it != pending.end()) {
-            MessageId ret(it->second.front());
-            it->second.erase(it->second.begin());
-            if (it->second.empty()) pending.erase(it);
-            ClosePair(index, ret, active_into[cols_.sender[i].value()], prune);
-            continue;
-          }
+        if (partner.valid() && partner.value() < i) {  // a return that waited for it
+          ClosePair(index, partner, active_into[cols_.sender[i].value()], prune);
         }
-        auto& calls = open[key];
-        if (id.valid() && !calls.empty()) {
-          lost[calls.front()] = true;
-          calls.clear();
+        for (; next_given_up < pairs.given_up.size() && pairs.given_up[next_given_up].by == m;
+             ++next_given_up) {
+          lost[call_index[pairs.given_up[next_given_up].call.value()]] = true;
         }
-        calls.push_back(index);
         continue;
       }
-      // A RETURN from B to A closes the earliest open call A->B with its id.
-      ++returns_;
-      CallKey key{cols_.receiver[i], cols_.sender[i], id};
-      auto it = open.find(key);
-      if (it == open.end()) {
-        pending[key].push_back(i);
-        continue;
+      // A RETURN from B to A closes the call A->B it answers.
+      if (partner.valid() && partner.value() < i) {
+        const uint32_t child = call_index[partner.value()];
+        ClosePair(child, m, active_into[calls_[child].caller.value()], prune);
       }
-      uint32_t child = it->second.front();
-      it->second.erase(it->second.begin());
-      if (it->second.empty()) open.erase(it);
-      ClosePair(child, m, active_into[calls_[child].caller.value()], prune);
     }
-    for (const auto& [key, returns] : pending) unmatched_returns_ += int64_t(returns.size());
-    for (const Call& c : calls_) unmatched_calls_ += !c.ret.valid();
+    returns_ = pairs.pairs + pairs.unmatched_returns;
+    unmatched_returns_ = pairs.unmatched_returns;
+    unmatched_calls_ = pairs.unmatched_calls;
     // Now that every pair is known, keep only candidates that returned and that nest
     // the child on the middle node's own clock, within the skew window: arrived before
     // the child left and returned after the child's return arrived. The walk above
@@ -508,6 +484,18 @@ class Nesting {
 };
 
 }  // namespace
+
+CallPairingOptions NestingCallPairing(const NestingOptions& options) {
+  return {
+      .nodes = true,
+      .call_id = options.use_call_ids,
+      .require_call_id = false,
+      .order = CallPairingOptions::Order::kTrace,
+      .answer = CallPairingOptions::Answer::kEarliestOpen,
+      .returns_wait = true,
+      .give_up_reused_ids = true,
+  };
+}
 
 int NestingDelayBin(TimeNs delay) {
   if (delay < kNestingMinDelay) return 0;

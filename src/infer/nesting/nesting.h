@@ -11,6 +11,7 @@
 
 #include "core/status.h"
 #include "core/time.h"
+#include "infer/call_pairs.h"
 #include "infer/paths.h"
 #include "trace/trace.h"
 
@@ -53,6 +54,12 @@ inline constexpr double kNestingBinBase = 1.05;
 inline constexpr TimeNs kNestingMinDelay = 100;
 inline constexpr int kNestingBins = 540;
 int NestingDelayBin(TimeNs delay);
+
+// How FindCallPairs pairs calls (§5.1.1.1): in trace order, each RETURN B->A answers the
+// earliest unanswered CALL A->B, with the same call id when `use_call_ids` (a message
+// without one pairs by nodes alone). Departing from the paper, a RETURN met before its
+// CALL waits for it, and a CALL reusing an open call's id gives that call up (nesting.cc).
+CallPairingOptions NestingCallPairing(const NestingOptions& options);
 
 // Runs the four steps over the CALL and RETURN messages of `trace` (MSG messages are
 // ignored and counted). Unmatched calls and returns are dropped and counted, never fatal.

@@ -15,7 +15,7 @@ namespace {
 
 // A thread of a node: (node, thread id). Thread ids are unique per host, and a node is at
 // most one host, so the pair names one thread.
-using ThreadKey = std::pair<uint32_t, uint32_t>;
+using ThreadKey = std::pair<uint32_t, ThreadId>;  // (node, thread)
 
 struct Reply {
   TimeNs sent;
@@ -24,7 +24,7 @@ struct Reply {
 
 bool HasThreads(const TraceColumns& c) {
   for (size_t i = 0; i < c.size(); ++i) {
-    if (c.sender_thread[i] != 0 || c.receiver_thread[i] != 0) return true;
+    if (c.sender_thread[i].valid() || c.receiver_thread[i].valid()) return true;
   }
   return false;
 }
@@ -45,7 +45,7 @@ Result<PathSet> InferThread(const Trace& trace) {
   absl::flat_hash_map<ThreadKey, std::vector<Reply>> replies;
   for (size_t i = 0; i < trace.size(); ++i) {
     if (c.kind[i] != MessageKind::kReturn || !call_of[i].valid() || c.send_time[i] == kNoTime ||
-        c.sender_thread[i] == 0) {
+        !c.sender_thread[i].valid()) {
       continue;
     }
     replies[{c.sender[i].value(), c.sender_thread[i]}].push_back({c.send_time[i], call_of[i]});
@@ -56,7 +56,8 @@ Result<PathSet> InferThread(const Trace& trace) {
   // assumption rules out (an event loop): counted, so a user (and --algo auto) can tell.
   absl::flat_hash_map<ThreadKey, std::vector<TimeNs>> read_requests;
   for (size_t i = 0; i < trace.size(); ++i) {
-    if (c.kind[i] == MessageKind::kCall && c.recv_time[i] != kNoTime && c.receiver_thread[i] != 0) {
+    if (c.kind[i] == MessageKind::kCall && c.recv_time[i] != kNoTime &&
+        c.receiver_thread[i].valid()) {
       read_requests[{c.receiver[i].value(), c.receiver_thread[i]}].push_back(c.recv_time[i]);
     }
   }
@@ -110,7 +111,8 @@ Result<PathSet> InferThread(const Trace& trace) {
       unanswered_returns += !call_of[i].valid();
       continue;
     }
-    if (c.kind[i] != MessageKind::kCall || c.send_time[i] == kNoTime || c.sender_thread[i] == 0) {
+    if (c.kind[i] != MessageKind::kCall || c.send_time[i] == kNoTime ||
+        !c.sender_thread[i].valid()) {
       ++roots;  // sent by an untraced node, or not a call: starts a path
       continue;
     }
