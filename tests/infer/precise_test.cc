@@ -55,13 +55,15 @@ class TwoRequests {
     b_.AddAttribute(row, b_.String(kConnectedAttribute),
                     b_.String(std::to_string(TimeNs(us) * 1000)));
   }
-  RequestOutcomes Score(Result<PathSet> (*infer)(const Trace&)) {
+  // `infer` is InferThread or InferFragment.
+  template <typename Infer>
+  RequestOutcomes Score(Infer infer) {
     Result<Trace> trace = TraceBuilder(b_).Finish();
     EXPECT_TRUE(trace.ok()) << trace.status().message();
-    Result<PathSet> inferred = infer(*trace);
+    auto inferred = infer(*trace);
     EXPECT_TRUE(inferred.ok()) << inferred.status().message();
-    Result<PathSet> truth = InferFromTruth(*trace);
-    Result<EvalReport> report = Evaluate(*truth, *inferred);
+    Result<TruthInference> truth = InferFromTruth(*trace);
+    Result<EvalReport> report = Evaluate(truth->paths, inferred->paths);
     EXPECT_TRUE(report.ok()) << report.status().message();
     EXPECT_EQ(report->requests.requests, 2u);
     return report->requests;
@@ -133,15 +135,15 @@ TEST(PreciseAlgorithms, NeedThreads) {
   b.Add(m);
   Result<Trace> trace = std::move(b).Finish();
   ASSERT_TRUE(trace.ok());
-  Result<PathSet> thread = InferThread(*trace);
+  Result<ThreadInference> thread = InferThread(*trace);
   ASSERT_FALSE(thread.ok());
   EXPECT_NE(thread.status().message().find("no message names its threads"), std::string::npos);
   EXPECT_FALSE(InferFragment(*trace).ok());
   // An empty trace is no error: no requests.
   Result<Trace> empty = TraceBuilder().Finish();
   ASSERT_TRUE(empty.ok());
-  EXPECT_EQ(InferThread(*empty)->instance_count(), 0u);
-  EXPECT_EQ(InferFragment(*empty)->instance_count(), 0u);
+  EXPECT_EQ(InferThread(*empty)->paths.instance_count(), 0u);
+  EXPECT_EQ(InferFragment(*empty)->paths.instance_count(), 0u);
 }
 
 // BorderPatrol §5.5: a CGI-style server. A's thread reads each request and forks a child
@@ -177,19 +179,19 @@ TEST(PreciseAlgorithms, FragmentFollowsForkAndExec) {
     Result<Trace> trace = ParseTextTrace(input, "cgi.trace");
     ASSERT_TRUE(trace.ok()) << trace.status().message();
     EXPECT_EQ(trace->process_links().size(), links ? 3u : 0u);
-    Result<PathSet> inferred = InferFragment(*trace);
-    Result<PathSet> truth = InferFromTruth(*trace);
+    Result<FragmentInference> inferred = InferFragment(*trace);
+    Result<TruthInference> truth = InferFromTruth(*trace);
     ASSERT_TRUE(inferred.ok() && truth.ok());
-    EXPECT_EQ(inferred->Counter("process_links_carrying_requests"), links ? 3 : 0);
-    Result<EvalReport> report = Evaluate(*truth, *inferred);
+    EXPECT_EQ(inferred->counters.process_links_carrying_requests, links ? 3 : 0);
+    Result<EvalReport> report = Evaluate(truth->paths, inferred->paths);
     ASSERT_TRUE(report.ok());
     EXPECT_EQ(report->requests.requests, 2u);
     EXPECT_EQ(report->requests.exact, links ? 2u : 0u) << (links ? "with" : "without") << " links";
     // vPath's rule needs no link for the child that answers the client itself, and fails
     // the one that answers through its parent: the thread that replies made no call.
-    Result<PathSet> thread = InferThread(*trace);
+    Result<ThreadInference> thread = InferThread(*trace);
     ASSERT_TRUE(thread.ok());
-    Result<EvalReport> by_thread = Evaluate(*truth, *thread);
+    Result<EvalReport> by_thread = Evaluate(truth->paths, thread->paths);
     ASSERT_TRUE(by_thread.ok());
     EXPECT_EQ(by_thread->requests.exact, 1u);
   }
@@ -224,15 +226,15 @@ FragmentRun RunFragment(const std::string& text, bool links) {
   }
   Result<Trace> trace = ParseTextTrace(input, "spawn.trace");
   EXPECT_TRUE(trace.ok()) << trace.status().message();
-  Result<PathSet> inferred = InferFragment(*trace);
-  Result<PathSet> truth = InferFromTruth(*trace);
+  Result<FragmentInference> inferred = InferFragment(*trace);
+  Result<TruthInference> truth = InferFromTruth(*trace);
   EXPECT_TRUE(inferred.ok() && truth.ok());
-  Result<EvalReport> report = Evaluate(*truth, *inferred);
+  Result<EvalReport> report = Evaluate(truth->paths, inferred->paths);
   EXPECT_TRUE(report.ok());
-  return {FragmentParents(*trace, *inferred), *report,
-          inferred->Counter("process_links_carrying_requests"),
-          inferred->Counter("inherited_requests_ended_by_answer"),
-          inferred->Counter("outputs_starting_requests")};
+  return {FragmentParents(*trace, inferred->paths), *report,
+          inferred->counters.process_links_carrying_requests,
+          inferred->counters.inherited_requests_ended_by_answer,
+          inferred->counters.outputs_starting_requests};
 }
 
 // A handler thread (1) of A spawns a thread per downstream call (50 to B, 51 to D, in

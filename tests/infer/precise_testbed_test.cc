@@ -97,14 +97,16 @@ class PreciseTestbedTest : public ::testing::Test {
     return std::move(*labelled);
   }
 
-  static RequestOutcomes Score(const Trace& trace, Result<PathSet> (*infer)(const Trace&)) {
-    Result<PathSet> inferred = infer(trace);
-    Result<PathSet> truth = InferFromTruth(trace);
+  // `infer` is InferThread or InferFragment.
+  template <typename Infer>
+  static RequestOutcomes Score(const Trace& trace, Infer infer) {
+    auto inferred = infer(trace);
+    Result<TruthInference> truth = InferFromTruth(trace);
     EXPECT_TRUE(inferred.ok() && truth.ok());
-    Result<EvalReport> report = Evaluate(*truth, *inferred);
+    Result<EvalReport> report = Evaluate(truth->paths, inferred->paths);
     EXPECT_TRUE(report.ok());
     const RequestOutcomes& q = report->requests;
-    std::cerr << inferred->algorithm << ": " << q.exact << " exact, " << q.wrong_parents
+    std::cerr << inferred->paths.algorithm << ": " << q.exact << " exact, " << q.wrong_parents
               << " wrong parents, " << q.orphaned << " orphaned, " << q.mis_stitched
               << " mis-stitched of " << q.requests << "\n";
     return q;
@@ -112,8 +114,8 @@ class PreciseTestbedTest : public ::testing::Test {
 
   // Scores `infer` on `trace` and on `trace` without its process links: every request's
   // tree exact with them, none without. The outcomes with the links.
-  static RequestOutcomes ExactOnlyWithLinks(const Trace& trace,
-                                            Result<PathSet> (*infer)(const Trace&)) {
+  template <typename Infer>
+  static RequestOutcomes ExactOnlyWithLinks(const Trace& trace, Infer infer) {
     RequestOutcomes linked = Score(trace, infer);
     EXPECT_EQ(linked.exact, linked.requests);
     EXPECT_EQ(linked.orphaned + linked.mis_stitched + linked.wrong_parents, 0u);
@@ -213,12 +215,12 @@ namespace {
 TEST_F(PreciseTestbedTest, ForkPerRequestIsExactForFragmentOnlyWithForkLinks) {
   SKIP_UNDER_ASAN();
   Trace trace = CaptureRun("fork");
-  Result<PathSet> paths = InferFragment(trace);
+  Result<FragmentInference> paths = InferFragment(trace);
   ASSERT_TRUE(paths.ok());
   RequestOutcomes fragment = ExactOnlyWithLinks(trace, InferFragment);
   // One fork per request, each carrying it (a request still being served when the run
   // stopped may have its fork without its reply in the truth).
-  EXPECT_GE(paths->Counter("process_links_carrying_requests"), int64_t(fragment.requests));
+  EXPECT_GE(paths->counters.process_links_carrying_requests, int64_t(fragment.requests));
 }
 
 // A handler that fans its downstream calls out over threads it spawns (std::thread, as
@@ -233,14 +235,14 @@ TEST_F(PreciseTestbedTest, SpawnPerCallIsExactForFragmentAndThreadOnlyWithThread
   size_t thread_links = 0;
   for (const ProcessLink& l : trace.process_links())
     thread_links += l.kind == ProcessLinkKind::kThread;
-  Result<PathSet> paths = InferFragment(trace);
+  Result<FragmentInference> paths = InferFragment(trace);
   ASSERT_TRUE(paths.ok());
   RequestOutcomes fragment = ExactOnlyWithLinks(trace, InferFragment);
   // At least one spawned thread per request, each carrying it; every one let go of it
   // when the request was answered (the threads are joined before the reply).
-  EXPECT_GE(paths->Counter("process_links_carrying_requests"), int64_t(fragment.requests));
+  EXPECT_GE(paths->counters.process_links_carrying_requests, int64_t(fragment.requests));
   EXPECT_GE(thread_links, fragment.requests);
-  EXPECT_GE(paths->Counter("inherited_requests_ended_by_answer"), int64_t(fragment.requests));
+  EXPECT_GE(paths->counters.inherited_requests_ended_by_answer, int64_t(fragment.requests));
   EXPECT_GE(Score(WithoutProcessLinks(trace), InferFragment).orphaned, fragment.requests * 9 / 10);
   // thread: a call thread never replies, so its calls go where its creator's would.
   ExactOnlyWithLinks(trace, InferThread);
@@ -262,13 +264,13 @@ TEST_F(PreciseTestbedTest, ForksOutsideRequestsChangeNothing) {
   EXPECT_GE(forks, 3u);    // front, back and store were forked
   EXPECT_GE(threads, 8u);  // at least the front tier's thread per client connection
   EXPECT_EQ(forks + threads, trace.process_links().size());
-  Result<PathSet> linked = InferFragment(trace);
-  Result<PathSet> unlinked = InferFragment(WithoutProcessLinks(trace));
+  Result<FragmentInference> linked = InferFragment(trace);
+  Result<FragmentInference> unlinked = InferFragment(WithoutProcessLinks(trace));
   ASSERT_TRUE(linked.ok() && unlinked.ok());
-  EXPECT_EQ(linked->Counter("process_links_carrying_requests"), 0);
-  EXPECT_EQ(linked->instance_begin, unlinked->instance_begin);
-  EXPECT_EQ(linked->messages, unlinked->messages);
-  EXPECT_EQ(linked->parent, unlinked->parent);
+  EXPECT_EQ(linked->counters.process_links_carrying_requests, 0);
+  EXPECT_EQ(linked->paths.instance_begin, unlinked->paths.instance_begin);
+  EXPECT_EQ(linked->paths.messages, unlinked->paths.messages);
+  EXPECT_EQ(linked->paths.parent, unlinked->paths.parent);
 }
 
 }  // namespace

@@ -69,7 +69,7 @@ TimeNs ConnectTime(const Trace& trace, MessageId message, StringId key) {
 
 }  // namespace
 
-Result<PathSet> InferFragment(const Trace& trace) {
+Result<FragmentInference> InferFragment(const Trace& trace) {
   const TraceColumns& c = trace.columns();
   const std::vector<uint32_t> clock = ClockOfNodes(trace);
   bool threads = trace.empty();
@@ -209,16 +209,18 @@ Result<PathSet> InferFragment(const Trace& trace) {
   }
 
   PathSetBuilder builder(trace, "fragment");
-  WEFT_ASSIGN_OR_RETURN(uint64_t in_cycles, AddForest(trace, parent, builder));
-  builder.AddCounter("outputs_starting_requests", outputs_without_request);
-  builder.AddCounter("server_calls_outside_fragments", server_calls_outside);
-  builder.AddCounter("messages_in_cycles", int64_t(in_cycles));
-  builder.AddCounter("witness_links", witnesses.linked);
-  builder.AddCounter("witness_links_ambiguous", witnesses.ambiguous);
-  builder.AddCounter("witnesses_unmatched", witnesses.unlinked);
-  builder.AddCounter("process_links_carrying_requests", requests_spawned);
-  builder.AddCounter("inherited_requests_ended_by_answer", ended_by_answer);
-  return std::move(builder).Finish();
+  WEFT_ASSIGN_OR_RETURN(ForestCounts forest, AddForest(trace, parent, builder));
+  return FragmentInference{std::move(builder).Finish(),
+                           {.instances = forest.instances,
+                            .messages_in_instances = forest.messages_in_instances,
+                            .outputs_starting_requests = outputs_without_request,
+                            .server_calls_outside_fragments = server_calls_outside,
+                            .messages_in_cycles = forest.messages_in_cycles,
+                            .witness_links = witnesses.linked,
+                            .witness_links_ambiguous = witnesses.ambiguous,
+                            .witnesses_unmatched = witnesses.unlinked,
+                            .process_links_carrying_requests = requests_spawned,
+                            .inherited_requests_ended_by_answer = ended_by_answer}};
 }
 
 }  // namespace weft

@@ -369,7 +369,7 @@ void Linker::InvertLinks() {
   }
 }
 
-Result<PathSet> Linker::Run() {
+Result<LinkingInference> Linker::Run() {
   if (!(options_.window > 0))
     return Status::InvalidArgument("the linking window x must be positive");
   if (!(options_.spontaneous_delay > 0))
@@ -409,28 +409,29 @@ Result<PathSet> Linker::Run() {
   const ClockOffsets offsets = EstimateClockOffsets(trace_);
   builder.SetClockOffsets(offsets.node);
   WEFT_RETURN_IF_ERROR(BuildTrees(builder));
-  builder.AddCounter("messages", int64_t(n_));
-  builder.AddCounter("pairs", int64_t(rate_.size()));
-  builder.AddCounter("links", int64_t(link_parent_.size()));
-  builder.AddCounter("roots", roots_);
-  builder.AddCounter("try_both", try_both_);
-  builder.AddCounter("budget_exhausted", exhausted_);
-  builder.AddCounter("truncated", truncated_);
-  builder.AddCounter("clients", clients);
-  builder.AddCounter("rpc", rpc_);
-  builder.AddCounter("unpaired_returns", unpaired_returns_);
-  PathSet set = std::move(builder).Finish();
+  LinkingInference result{std::move(builder).Finish(),
+                          {.messages = int64_t(n_),
+                           .pairs = int64_t(rate_.size()),
+                           .links = int64_t(link_parent_.size()),
+                           .roots = roots_,
+                           .try_both = try_both_,
+                           .budget_exhausted = exhausted_,
+                           .truncated = truncated_,
+                           .clients = clients,
+                           .rpc = rpc_,
+                           .unpaired_returns = unpaired_returns_}};
+  PathSet& set = result.paths;
   set.clients_aggregated = clients > 0;
   for (const PairOffset& o : offsets.pairs) {
     set.clock_offsets.push_back({std::string(trace_.NodeName(o.a)),
                                  std::string(trace_.NodeName(o.b)), o.offset, o.messages});
   }
-  return set;
+  return result;
 }
 
 }  // namespace linking
 
-Result<PathSet> InferLinking(const Trace& trace, const LinkingOptions& options) {
+Result<LinkingInference> InferLinking(const Trace& trace, const LinkingOptions& options) {
   linking::Linker linker(trace, options);
   return linker.Run();
 }

@@ -19,7 +19,7 @@
 
 #include "core/status.h"
 #include "core/time.h"
-#include "infer/paths.h"
+#include "infer/inference.h"
 #include "trace/trace.h"
 
 namespace weft {
@@ -54,10 +54,37 @@ struct LinkingOptions {
   bool call_trees = true;
 };
 
-// Counters in the result: messages, pairs (sender->receiver pairs), links, roots,
-// try_both (decisions taken), budget_exhausted (trees that hit the budget), truncated
-// (links left out of trees grown to their limit), clients (nodes named CLIENT), rpc (1 if
-// calls were paired), unpaired_returns.
-Result<PathSet> InferLinking(const Trace& trace, const LinkingOptions& options);
+// messages, pairs (sender->receiver pairs), links, roots, try_both (decisions taken),
+// budget_exhausted (trees that hit the budget), truncated (links left out of trees grown
+// to their limit), clients (nodes named CLIENT), rpc (1 if calls were paired),
+// unpaired_returns.
+struct LinkingCounters {
+  int64_t messages = 0;
+  int64_t pairs = 0;
+  int64_t links = 0;
+  int64_t roots = 0;
+  int64_t try_both = 0;
+  int64_t budget_exhausted = 0;
+  int64_t truncated = 0;
+  int64_t clients = 0;
+  int64_t rpc = 0;
+  int64_t unpaired_returns = 0;
+  // Name and value of each, in the order paths files and `weft paths` list them.
+  CounterList List() const {
+    return {{"messages", messages},
+            {"pairs", pairs},
+            {"links", links},
+            {"roots", roots},
+            {"try_both", try_both},
+            {"budget_exhausted", budget_exhausted},
+            {"truncated", truncated},
+            {"clients", clients},
+            {"rpc", rpc},
+            {"unpaired_returns", unpaired_returns}};
+  }
+};
+using LinkingInference = Inference<LinkingCounters>;
+
+Result<LinkingInference> InferLinking(const Trace& trace, const LinkingOptions& options);
 
 }  // namespace weft
