@@ -39,7 +39,7 @@ std::string EscapeKeyName(std::string_view name) {
 }
 
 std::string KeyLabel(MessageKind kind, std::string_view escaped_sender,
-                  std::string_view escaped_receiver) {
+                     std::string_view escaped_receiver) {
   std::string s;
   s.reserve(escaped_sender.size() + escaped_receiver.size() + 3);
   s += KindLetter(kind);
@@ -49,7 +49,6 @@ std::string KeyLabel(MessageKind kind, std::string_view escaped_sender,
   s += escaped_receiver;
   return s;
 }
-
 
 uint64_t TraceFingerprint(const Trace& trace) {
   // Node names are hashed rather than node ids, so that a trace converted between formats
@@ -115,6 +114,5 @@ Result<std::string> PatternKey(std::span<const std::string> labels,
   }
   return key;
 }
-
 
 }  // namespace weft

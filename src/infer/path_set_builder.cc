@@ -301,8 +301,7 @@ TimeNs PathSetBuilder::OnReference(TimeNs t, NodeId node) const {
   return t - node_offset_[node.value()];
 }
 
-void PathSetBuilder::RecordNetwork(uint32_t m, PatternElement& element,
-                                   uint64_t weight) const {
+void PathSetBuilder::RecordNetwork(uint32_t m, PatternElement& element, uint64_t weight) const {
   if (node_offset_.empty()) return;
   const TraceColumns& c = trace_.columns();
   const TimeNs from = node_offset_[c.sender[m].value()], to = node_offset_[c.receiver[m].value()];

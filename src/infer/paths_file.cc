@@ -215,96 +215,113 @@ Result<MessageKind> ParseKind(std::string_view name) {
   return Status::InvalidArgument("unknown kind '{}' (CALL_SENT, RET_SENT or MSG_SENT)", name);
 }
 
+// "attributes": [{"key": ..., "value": ..., "count": n}, ...], optional.
+Status ParseAttributes(const Reader& r, const nlohmann::json& e, const std::string& eat,
+                       PatternElement& element) {
+  auto list = e.find("attributes");
+  if (list == e.end()) return Status::Ok();
+  if (!list->is_array() || list->size() > kMaxElementAttributes) {
+    return r.Error(eat + ".attributes",
+                   fmt::format("expected an array of at most {}", kMaxElementAttributes));
+  }
+  for (size_t j = 0; j < list->size(); ++j) {
+    std::string aat = fmt::format("{}.attributes[{}]", eat, j);
+    AttributeCount a;
+    if (!(*list)[j].is_object()) return r.Error(aat, "expected an object");
+    WEFT_ASSIGN_OR_RETURN(const nlohmann::json* g, r.Field((*list)[j], aat, "key"));
+    WEFT_ASSIGN_OR_RETURN(a.key, r.String(*g, aat + ".key"));
+    WEFT_ASSIGN_OR_RETURN(g, r.Field((*list)[j], aat, "value"));
+    WEFT_ASSIGN_OR_RETURN(a.value, r.String(*g, aat + ".value"));
+    WEFT_ASSIGN_OR_RETURN(g, r.Field((*list)[j], aat, "count"));
+    WEFT_ASSIGN_OR_RETURN(a.count, r.Unsigned(*g, aat + ".count"));
+    element.attributes.push_back(std::move(a));
+  }
+  return Status::Ok();
+}
+
+// Element k of a pattern, at `eat` ("patterns[3].elements[1]").
+Result<PatternElement> ParseElement(const Reader& r, const nlohmann::json& e,
+                                    const std::string& eat, size_t k, int64_t node_count) {
+  if (!e.is_object()) return r.Error(eat, "expected an object");
+  PatternElement element;
+  WEFT_ASSIGN_OR_RETURN(const nlohmann::json* g, r.Field(e, eat, "kind"));
+  WEFT_ASSIGN_OR_RETURN(std::string kind, r.String(*g, eat + ".kind"));
+  Result<MessageKind> parsed = ParseKind(kind);
+  if (!parsed.ok()) return r.Error(eat + ".kind", parsed.status().message());
+  element.kind = *parsed;
+  for (auto [name, node] :
+       {std::pair{"sender", &element.sender}, std::pair{"receiver", &element.receiver}}) {
+    WEFT_ASSIGN_OR_RETURN(g, r.Field(e, eat, name));
+    std::string nat = fmt::format("{}.{}", eat, name);
+    WEFT_ASSIGN_OR_RETURN(int64_t id, r.Signed(*g, nat));
+    if (id < 0 || id >= node_count)
+      return r.Error(nat, fmt::format("node {} is not among the {} nodes", id, node_count));
+    *node = NodeId(uint32_t(id));
+  }
+  WEFT_ASSIGN_OR_RETURN(g, r.Field(e, eat, "parent"));
+  WEFT_ASSIGN_OR_RETURN(int64_t parent, r.Signed(*g, eat + ".parent"));
+  if (parent < -1 || parent >= int64_t(k) || (k == 0) != (parent == -1)) {
+    return r.Error(
+        eat + ".parent",
+        fmt::format("parent {} is not an earlier element (or -1 for element 0)", parent));
+  }
+  element.parent = int32_t(parent);
+  WEFT_ASSIGN_OR_RETURN(g, r.Field(e, eat, "delay"));
+  WEFT_ASSIGN_OR_RETURN(element.delay, r.Histogram(*g, eat + ".delay"));
+  if (auto n = e.find("network"); n != e.end()) {
+    WEFT_ASSIGN_OR_RETURN(element.network, r.Histogram(*n, eat + ".network"));
+  }
+  if (auto t = e.find("round_trip"); t != e.end()) {
+    if (!t->is_boolean()) return r.Error(eat + ".round_trip", "expected true or false");
+    element.round_trip = t->get<bool>();
+  }
+  WEFT_RETURN_IF_ERROR(ParseAttributes(r, e, eat, element));
+  return element;
+}
+
+// Pattern i at `at`, its key checked against its elements.
+Result<PathPattern> ParsePattern(const Reader& r, const nlohmann::json& p, const std::string& at,
+                                 const PathSet& set) {
+  if (!p.is_object()) return r.Error(at, "expected an object");
+  PathPattern pattern;
+  WEFT_ASSIGN_OR_RETURN(const nlohmann::json* f, r.Field(p, at, "key"));
+  WEFT_ASSIGN_OR_RETURN(pattern.key, r.String(*f, at + ".key"));
+  WEFT_ASSIGN_OR_RETURN(f, r.Field(p, at, "count"));
+  WEFT_ASSIGN_OR_RETURN(pattern.count, r.Unsigned(*f, at + ".count"));
+  WEFT_ASSIGN_OR_RETURN(f, r.Field(p, at, "expected_count"));
+  WEFT_ASSIGN_OR_RETURN(pattern.expected_count, r.Number(*f, at + ".expected_count"));
+  WEFT_ASSIGN_OR_RETURN(f, r.Field(p, at, "max_probability"));
+  WEFT_ASSIGN_OR_RETURN(pattern.max_probability, r.Number(*f, at + ".max_probability"));
+  if (pattern.expected_count < 0) return r.Error(at + ".expected_count", "must not be negative");
+  if (pattern.max_probability < 0 || pattern.max_probability > 1) {
+    return r.Error(at + ".max_probability",
+                   fmt::format("{} is outside [0, 1]", pattern.max_probability));
+  }
+  WEFT_ASSIGN_OR_RETURN(f, r.Field(p, at, "latency"));
+  WEFT_ASSIGN_OR_RETURN(pattern.latency, r.Histogram(*f, at + ".latency"));
+  WEFT_ASSIGN_OR_RETURN(f, r.Field(p, at, "elements"));
+  if (!f->is_array() || f->empty()) return r.Error(at + ".elements", "expected a non-empty array");
+  std::vector<std::string> labels;
+  std::vector<int32_t> parents;
+  for (size_t k = 0; k < f->size(); ++k) {
+    WEFT_ASSIGN_OR_RETURN(PatternElement element,
+                          ParseElement(r, (*f)[k], fmt::format("{}.elements[{}]", at, k), k,
+                                       int64_t(set.nodes.size())));
+    labels.push_back(ElementLabel(set, element));
+    parents.push_back(element.parent);
+    pattern.elements.push_back(std::move(element));
+  }
+  Result<std::string> key = PatternKey(labels, parents);
+  if (!key.ok()) return r.Error(at + ".elements", key.status().message());
+  if (*key != pattern.key)
+    return r.Error(at + ".key", fmt::format("does not match its elements, which give '{}'", *key));
+  return pattern;
+}
+
 Status ParsePatterns(const Reader& r, const nlohmann::json& array, PathSet& set) {
   for (size_t i = 0; i < array.size(); ++i) {
-    std::string at = fmt::format("patterns[{}]", i);
-    const nlohmann::json& p = array[i];
-    if (!p.is_object()) return r.Error(at, "expected an object");
-    PathPattern pattern;
-    WEFT_ASSIGN_OR_RETURN(const nlohmann::json* f, r.Field(p, at, "key"));
-    WEFT_ASSIGN_OR_RETURN(pattern.key, r.String(*f, at + ".key"));
-    WEFT_ASSIGN_OR_RETURN(f, r.Field(p, at, "count"));
-    WEFT_ASSIGN_OR_RETURN(pattern.count, r.Unsigned(*f, at + ".count"));
-    WEFT_ASSIGN_OR_RETURN(f, r.Field(p, at, "expected_count"));
-    WEFT_ASSIGN_OR_RETURN(pattern.expected_count, r.Number(*f, at + ".expected_count"));
-    WEFT_ASSIGN_OR_RETURN(f, r.Field(p, at, "max_probability"));
-    WEFT_ASSIGN_OR_RETURN(pattern.max_probability, r.Number(*f, at + ".max_probability"));
-    if (pattern.expected_count < 0) return r.Error(at + ".expected_count", "must not be negative");
-    if (pattern.max_probability < 0 || pattern.max_probability > 1) {
-      return r.Error(at + ".max_probability",
-                     fmt::format("{} is outside [0, 1]", pattern.max_probability));
-    }
-    WEFT_ASSIGN_OR_RETURN(f, r.Field(p, at, "latency"));
-    WEFT_ASSIGN_OR_RETURN(pattern.latency, r.Histogram(*f, at + ".latency"));
-    WEFT_ASSIGN_OR_RETURN(f, r.Field(p, at, "elements"));
-    if (!f->is_array() || f->empty())
-      return r.Error(at + ".elements", "expected a non-empty array");
-    std::vector<std::string> labels;
-    std::vector<int32_t> parents;
-    const int64_t node_count = int64_t(set.nodes.size());
-    for (size_t k = 0; k < f->size(); ++k) {
-      std::string eat = fmt::format("{}.elements[{}]", at, k);
-      const nlohmann::json& e = (*f)[k];
-      if (!e.is_object()) return r.Error(eat, "expected an object");
-      PatternElement element;
-      WEFT_ASSIGN_OR_RETURN(const nlohmann::json* g, r.Field(e, eat, "kind"));
-      WEFT_ASSIGN_OR_RETURN(std::string kind, r.String(*g, eat + ".kind"));
-      Result<MessageKind> parsed = ParseKind(kind);
-      if (!parsed.ok()) return r.Error(eat + ".kind", parsed.status().message());
-      element.kind = *parsed;
-      for (auto [name, node] :
-           {std::pair{"sender", &element.sender}, std::pair{"receiver", &element.receiver}}) {
-        WEFT_ASSIGN_OR_RETURN(g, r.Field(e, eat, name));
-        std::string nat = fmt::format("{}.{}", eat, name);
-        WEFT_ASSIGN_OR_RETURN(int64_t id, r.Signed(*g, nat));
-        if (id < 0 || id >= node_count)
-          return r.Error(nat, fmt::format("node {} is not among the {} nodes", id, node_count));
-        *node = NodeId(uint32_t(id));
-      }
-      WEFT_ASSIGN_OR_RETURN(g, r.Field(e, eat, "parent"));
-      WEFT_ASSIGN_OR_RETURN(int64_t parent, r.Signed(*g, eat + ".parent"));
-      if (parent < -1 || parent >= int64_t(k) || (k == 0) != (parent == -1)) {
-        return r.Error(
-            eat + ".parent",
-            fmt::format("parent {} is not an earlier element (or -1 for element 0)", parent));
-      }
-      element.parent = int32_t(parent);
-      WEFT_ASSIGN_OR_RETURN(g, r.Field(e, eat, "delay"));
-      WEFT_ASSIGN_OR_RETURN(element.delay, r.Histogram(*g, eat + ".delay"));
-      if (auto n = e.find("network"); n != e.end()) {
-        WEFT_ASSIGN_OR_RETURN(element.network, r.Histogram(*n, eat + ".network"));
-      }
-      if (auto t = e.find("round_trip"); t != e.end()) {
-        if (!t->is_boolean()) return r.Error(eat + ".round_trip", "expected true or false");
-        element.round_trip = t->get<bool>();
-      }
-      if (auto list = e.find("attributes"); list != e.end()) {
-        if (!list->is_array() || list->size() > kMaxElementAttributes) {
-          return r.Error(eat + ".attributes",
-                         fmt::format("expected an array of at most {}", kMaxElementAttributes));
-        }
-        for (size_t j = 0; j < list->size(); ++j) {
-          std::string aat = fmt::format("{}.attributes[{}]", eat, j);
-          AttributeCount a;
-          if (!(*list)[j].is_object()) return r.Error(aat, "expected an object");
-          WEFT_ASSIGN_OR_RETURN(g, r.Field((*list)[j], aat, "key"));
-          WEFT_ASSIGN_OR_RETURN(a.key, r.String(*g, aat + ".key"));
-          WEFT_ASSIGN_OR_RETURN(g, r.Field((*list)[j], aat, "value"));
-          WEFT_ASSIGN_OR_RETURN(a.value, r.String(*g, aat + ".value"));
-          WEFT_ASSIGN_OR_RETURN(g, r.Field((*list)[j], aat, "count"));
-          WEFT_ASSIGN_OR_RETURN(a.count, r.Unsigned(*g, aat + ".count"));
-          element.attributes.push_back(std::move(a));
-        }
-      }
-      labels.push_back(ElementLabel(set, element));
-      parents.push_back(element.parent);
-      pattern.elements.push_back(std::move(element));
-    }
-    Result<std::string> key = PatternKey(labels, parents);
-    if (!key.ok()) return r.Error(at + ".elements", key.status().message());
-    if (*key != pattern.key)
-      return r.Error(at + ".key",
-                     fmt::format("does not match its elements, which give '{}'", *key));
+    WEFT_ASSIGN_OR_RETURN(PathPattern pattern,
+                          ParsePattern(r, array[i], fmt::format("patterns[{}]", i), set));
     set.patterns.push_back(std::move(pattern));
   }
   std::vector<std::string_view> keys;

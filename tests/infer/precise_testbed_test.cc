@@ -2,6 +2,7 @@
 // capture, reconcile makes the trace, and every request's tree is scored against the
 // truth the servers logged themselves (eval/align.h copies it onto the run). Where an
 // algorithm's assumption holds, every request must come out exactly right.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -13,6 +14,7 @@
 
 #include "eval/align.h"
 #include "eval/eval.h"
+#include "infer/choose.h"
 #include "infer/fragment/fragment.h"
 #include "infer/thread/thread.h"
 #include "infer/truth/truth.h"
@@ -53,12 +55,12 @@ class PreciseTestbedTest : public ::testing::Test {
   }
 
   // Runs testbed/topologies/one-model.toml.in with the front tier's `model` under capture
-  // at concurrency 8 for 2 s; returns the reconciled trace with the truth copied onto it.
+  // at concurrency 8 for 2 s (the truth in base_/truth); returns the reconciled trace's path.
   // `pipelined`: the client sends 4 requests back to back on each connection, in HTTP (whose
   // replies come in order, so reconcile pairs them by position). `capture_flags` go to
   // weft capture (--isolate).
-  Trace CaptureRun(const std::string& model, bool pipelined = false,
-                   const std::string& capture_flags = "") {
+  std::string CaptureAndReconcile(const std::string& model, bool pipelined,
+                                  const std::string& capture_flags) {
     std::ifstream in(std::string(WEFT_TOPOLOGIES) + "/one-model.toml.in");
     std::stringstream text;
     text << in.rdbuf();
@@ -78,6 +80,14 @@ class PreciseTestbedTest : public ::testing::Test {
     EXPECT_EQ(traced.rc, 0) << traced.output;
     auto reconciled = Weft("reconcile " + capture + " -o " + run + " --nodes process");
     EXPECT_EQ(reconciled.rc, 0) << reconciled.output;
+    return run;
+  }
+
+  // CaptureAndReconcile's trace with the truth copied onto it.
+  Trace CaptureRun(const std::string& model, bool pipelined = false,
+                   const std::string& capture_flags = "") {
+    const std::string run = CaptureAndReconcile(model, pipelined, capture_flags);
+    const std::string truth_dir = (base_ / "truth").string();
     Result<Trace> truth = testbed::BuildTruthTrace(truth_dir);
     Result<Trace> trace = LoadTrace(run);
     EXPECT_TRUE(truth.ok() && trace.ok());
@@ -272,6 +282,97 @@ TEST_F(PreciseTestbedTest, ForksOutsideRequestsChangeNothing) {
   EXPECT_EQ(linked->paths.messages, unlinked->paths.messages);
   EXPECT_EQ(linked->paths.parent, unlinked->paths.parent);
 }
+
+}  // namespace
+}  // namespace weft
+
+namespace weft {
+namespace {
+
+// --algo auto on each threading model of the front tier (docs/precise.md "auto"): the
+// algorithm ChooseAlgorithm picks, the counters it read and the sentence it gives. Counts
+// vary from run to run; which of them are 0 does not. No model makes auto fall back to
+// linking: that branch is covered by a synthetic trace in precise_test.cc.
+struct AutoCase {
+  const char* model;
+  AutoAlgorithm expected;
+};
+void PrintTo(const AutoCase& c, std::ostream* os) { *os << c.model; }
+
+void ExpectChoice(const Trace& trace, const AutoCase& c) {
+  Result<AutoInference> decided = ChooseAlgorithm(trace);
+  ASSERT_TRUE(decided.ok()) << decided.status().message();
+  const AutoChoice& choice = decided->choice;
+  std::cerr << c.model << ": auto: " << choice.Describe() << "\n";
+  EXPECT_EQ(AutoAlgorithmName(choice.algorithm), AutoAlgorithmName(c.expected)) << c.model;
+  ASSERT_TRUE(choice.threads_named);
+  ASSERT_TRUE(decided->thread.has_value());
+  EXPECT_EQ(choice.overlapping_requests, decided->thread->counters.overlapping_requests);
+  EXPECT_EQ(choice.calls_outside_requests, decided->thread->counters.calls_outside_requests);
+  const std::string not_thread = fmt::format(
+      "not thread: {} requests were taken in by a thread that still owed a reply, {} calls "
+      "lie outside the requests their thread answered",
+      choice.overlapping_requests, choice.calls_outside_requests);
+  switch (c.expected) {
+    case AutoAlgorithm::kThread:
+      EXPECT_EQ(choice.overlapping_requests, 0);
+      EXPECT_EQ(choice.calls_outside_requests, 0);
+      EXPECT_FALSE(choice.server_calls_outside_fragments.has_value());
+      EXPECT_FALSE(decided->fragment.has_value());  // thread fits: fragment is not run
+      EXPECT_EQ(choice.Describe(),
+                "thread (vPath): every thread worked on one request at a time and every call "
+                "lies inside a request its thread answered");
+      break;
+    case AutoAlgorithm::kFragment:
+      EXPECT_GT(choice.overlapping_requests + choice.calls_outside_requests, 0);
+      ASSERT_TRUE(decided->fragment.has_value());
+      EXPECT_EQ(choice.server_calls_outside_fragments, 0);
+      EXPECT_EQ(choice.Describe(), "fragment (BorderPatrol): " + not_thread +
+                                       "; every call a server sent follows an input");
+      break;
+    case AutoAlgorithm::kLinking:
+      EXPECT_GT(choice.overlapping_requests + choice.calls_outside_requests, 0);
+      ASSERT_TRUE(decided->fragment.has_value());
+      ASSERT_TRUE(choice.server_calls_outside_fragments.has_value());
+      EXPECT_GT(*choice.server_calls_outside_fragments, 0);
+      EXPECT_EQ(*choice.server_calls_outside_fragments,
+                decided->fragment->counters.server_calls_outside_fragments);
+      EXPECT_EQ(choice.Describe(),
+                fmt::format("linking (WAP5): {}; not fragment: servers sent {} calls before any "
+                            "input of theirs (a hidden hand-off)",
+                            not_thread, *choice.server_calls_outside_fragments));
+      break;
+  }
+}
+
+class AutoChoiceTestbedTest : public PreciseTestbedTest,
+                              public ::testing::WithParamInterface<AutoCase> {};
+
+TEST_P(AutoChoiceTestbedTest, PicksTheMostPreciseAlgorithmThatFits) {
+  SKIP_UNDER_ASAN();
+  // Auto reads no truth: the trace as reconciled is what `weft infer --algo auto` gets.
+  Result<Trace> trace = LoadTrace(CaptureAndReconcile(GetParam().model, false, ""));
+  ASSERT_TRUE(trace.ok()) << trace.status().message();
+  ExpectChoice(*trace, GetParam());
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    EveryModel, AutoChoiceTestbedTest,
+    ::testing::Values(AutoCase{"thread-per-connection", AutoAlgorithm::kThread},
+                      AutoCase{"worker-pool", AutoAlgorithm::kThread},
+                      // The thread that calls downstream never replies, so thread counts
+                      // its calls as roots, not as calls outside a request: auto keeps
+                      // thread, which orphans every request (docs/precise.md "auto").
+                      AutoCase{"handoff", AutoAlgorithm::kThread},
+                      AutoCase{"staged", AutoAlgorithm::kThread},
+                      AutoCase{"event-loop", AutoAlgorithm::kFragment},
+                      AutoCase{"fork", AutoAlgorithm::kThread},
+                      AutoCase{"spawn", AutoAlgorithm::kThread}),
+    [](const ::testing::TestParamInfo<AutoCase>& param) {
+      std::string name = param.param.model;
+      for (char& ch : name) ch = ch == '-' ? '_' : ch;
+      return name;
+    });
 
 }  // namespace
 }  // namespace weft

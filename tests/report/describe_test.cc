@@ -36,7 +36,8 @@ TEST(CompactShape, LeavesOutReturnsAndBracketsAllButTheLastChild) {
 )");
   PathSetBuilder builder(trace, "test");
   ASSERT_TRUE(
-      builder.AddInstance(Ids({0, 1, 2, 3, 4, 5, 6, 7}), std::vector<int32_t>{-1, 0, 1, 0, 3, 4, 3, 0})
+      builder
+          .AddInstance(Ids({0, 1, 2, 3, 4, 5, 6, 7}), std::vector<int32_t>{-1, 0, 1, 0, 3, 4, 3, 0})
           .ok());
   PathSet set = std::move(builder).Finish();
   ASSERT_EQ(set.patterns.size(), 1u);
@@ -70,9 +71,8 @@ TEST(FormatCausalGraph, OneLinePerVertexIndentedByDepth) {
   NodeId a = nodes.Intern("A"), b = nodes.Intern("B"), c = nodes.Intern("C");
   CausalGraph graph;
   graph.quantum = 5 * kMillisecond;
-  graph.vertices = {{a, -1, 50, {}},
-                    {b, 0, 50, {}},
-                    {c, 1, 40, {{20 * kMillisecond, 30}, {kSecond, 10}}}};
+  graph.vertices = {
+      {a, -1, 50, {}}, {b, 0, 50, {}}, {c, 1, 40, {{20 * kMillisecond, 30}, {kSecond, 10}}}};
   EXPECT_EQ(FormatCausalGraph(graph, nodes),
             "causal graph: 3 vertices, quantum 5ms\n"
             "A  (root, 50 msgs sent)\n"

@@ -23,7 +23,7 @@ namespace linking {
 // the CALL into its sender that encloses it: arrived before it was sent and answered
 // after its answer arrived, both ends on the sender's own clock, so clock offsets do not
 // matter. Only the choice among enclosing calls is left to the delay model; everything
-// else is decided, and path instances come out as call trees (paths.h) directly.
+// else is decided, and path instances come out as call trees (path_set.h) directly.
 //
 // A return is paired with the latest unpaired call with the same (caller, callee, id)
 // before it on the clock both were seen by: the caller's (call sent, return received)

@@ -49,7 +49,7 @@ struct LinkingOptions {
   // RPC mode: when messages are CALLs and RETURNs with call ids, pair them and let a CALL
   // be caused only by a CALL that encloses it on its sender's clock (weft's addition).
   bool use_calls = true;
-  // Paths that are calls and returns follow the call-tree convention of paths.h, as
+  // Paths that are calls and returns follow the call-tree convention of path_set.h, as
   // ground truth does; false keeps the linked "caused by arrival" tree.
   bool call_trees = true;
 };
