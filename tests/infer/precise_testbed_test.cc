@@ -39,9 +39,11 @@ Trace WithoutProcessLinks(const Trace& trace) {
 class PreciseTestbedTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    base_ = fs::path(::testing::TempDir()) /
-            ("weft-precise-" + std::to_string(getpid()) + "-" +
-             ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    // A parameterised test's name has a '/' ("Picks.../fork"): one directory, not two.
+    std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    for (char& c : name) c = c == '/' ? '-' : c;
+    base_ =
+        fs::path(::testing::TempDir()) / ("weft-precise-" + std::to_string(getpid()) + "-" + name);
     fs::remove_all(base_);
     fs::create_directories(base_);
   }
