@@ -87,23 +87,22 @@ int Main(int argc, char** argv) {
     ConvolutionOptions options;
     if (!automatic) options.roots = {"CLIENT"};
     std::vector<double> times;
-    PathSet set;
+    ConvolutionCounters set;
     for (int r = 0; r < runs; ++r) {
       auto t0 = std::chrono::steady_clock::now();
-      Result<PathSet> result = InferConvolution(*trace, options);
+      Result<ConvolutionInference> result = InferConvolution(*trace, options);
       times.push_back(Seconds(std::chrono::steady_clock::now() - t0));
       if (!result.ok()) {
         fmt::print("error: {}\n", result.status().message());
         return 1;
       }
-      set = std::move(result).value();
+      set = result->counters;
     }
     std::sort(times.begin(), times.end());
     double median = times[times.size() / 2];
     fmt::print("{:<14} {:>9.3f} {:>7} {:>6} {:>9} {:>9.1f} {:>10.0f} {:>11.0f}x\n",
-               automatic ? "automatic" : "CLIENT", median, set.Counter("edges"),
-               set.Counter("correlations"), set.Counter("fft_size"), PeakRssMiB(), kPaperSeconds,
-               kPaperSeconds / median);
+               automatic ? "automatic" : "CLIENT", median, set.edges, set.correlations,
+               set.fft_size, PeakRssMiB(), kPaperSeconds, kPaperSeconds / median);
   }
 
   fmt::print("\nPart 2: run time against S = duration / mu (Figure 23), depth 2 from CLIENT\n");
@@ -123,15 +122,15 @@ int Main(int argc, char** argv) {
     options.max_depth = 2;
     options.max_signal_bytes = uint64_t(8) << 30;
     auto t0 = std::chrono::steady_clock::now();
-    Result<PathSet> set = InferConvolution(*trace, options);
+    Result<ConvolutionInference> set = InferConvolution(*trace, options);
     double seconds = Seconds(std::chrono::steady_clock::now() - t0);
     if (!set.ok()) {
       fmt::print("{:>10.0e}  error: {}\n", s, set.status().message());
       continue;
     }
-    uint64_t fft = uint64_t(set->Counter("fft_size"));
+    uint64_t fft = uint64_t(set->counters.fft_size);
     double plain = PlainFft(fft);
-    double per = seconds / double(std::max<int64_t>(1, set->Counter("correlations")));
+    double per = seconds / double(std::max<int64_t>(1, set->counters.correlations));
     double ratio = per / (s * std::log2(s));
     if (first_ratio == 0) first_ratio = ratio;
     // The last column: seconds per correlation / (S log2 S), relative to the first row;
@@ -140,7 +139,7 @@ int Main(int argc, char** argv) {
     fmt::print(
         "{:>10.0e} {:>9} {:>10} {:>6} {:>9.3f} {:>12.5f} {:>12.5f} {:>10.1f} {:>9.1f} {:>12.0f} "
         "{:>12.3f}  threads {}\n",
-        s, FormatDuration(options.quantum), fft, set->Counter("correlations"), seconds, per, plain,
+        s, FormatDuration(options.quantum), fft, set->counters.correlations, seconds, per, plain,
         per / plain, PeakRssMiB(), PaperScaled(s), ratio / first_ratio, threads);
   }
   return 0;

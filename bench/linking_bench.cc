@@ -70,11 +70,11 @@ int Run(int runs, uint64_t messages) {
     options.try_both_budget = row.budget;
     std::vector<double> seconds;
     int64_t peak_bytes = 0;
-    PathSet last;
+    LinkingInference last;
     for (int r = 0; r < runs; ++r) {
       const int64_t before = bench::StartPeak();
       auto start = std::chrono::steady_clock::now();
-      Result<PathSet> set = InferLinking(trace, options);
+      Result<LinkingInference> set = InferLinking(trace, options);
       seconds.push_back(
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
       if (!set.ok()) Die(set.status());
@@ -88,7 +88,7 @@ int Run(int runs, uint64_t messages) {
         "{:<14} {:>7} {:>9} {:>9.3f} {:>10.2f} {:>8.1f} {:>10} {:>10} {:>10} | {:>9.1f} "
         "{:>7.0f}x\n",
         row.scenario, row.budget, size_t(n), median, n / median / 1e6, double(peak_bytes) / n,
-        last.instance_count(), last.Counter("try_both"), last.patterns.size(), scaled,
+        last.paths.instance_count(), last.counters.try_both, last.paths.patterns.size(), scaled,
         scaled / median);
   }
   fmt::print(

@@ -62,13 +62,13 @@ int Run(int runs, double scale) {
     for (int r = 0; r < runs; ++r) {
       const int64_t before = bench::StartPeak();
       auto start = std::chrono::steady_clock::now();
-      Result<PathSet> set = InferNesting(*trace, NestingOptions{});
+      Result<NestingInference> set = InferNesting(*trace, NestingOptions{});
       seconds.push_back(
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
       if (!set.ok()) Die(set.status());
       peak_bytes = bench::PeakSince(before);
-      parallelism = double(set->Counter("candidate_parents")) /
-                    double(set->Counter("children_with_candidates"));
+      parallelism =
+          double(set->counters.candidate_parents) / double(set->counters.children_with_candidates);
     }
     std::sort(seconds.begin(), seconds.end());
     double median = seconds[seconds.size() / 2];

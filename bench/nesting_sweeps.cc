@@ -46,12 +46,12 @@ struct Cell {
 };
 
 Cell Score(const Trace& trace, const NestingOptions& options) {
-  PathSet inferred = Check(InferNesting(trace, options));
-  PathSet truth = Check(InferFromTruth(trace));
-  EvalReport r = Check(Evaluate(truth, inferred));
+  NestingInference inferred = Check(InferNesting(trace, options));
+  PathSet truth = Check(InferFromTruth(trace)).paths;
+  EvalReport r = Check(Evaluate(truth, inferred.paths));
   Cell c;
-  int64_t children = inferred.Counter("children_with_candidates");
-  c.parallelism = children ? double(inferred.Counter("candidate_parents")) / double(children) : 0;
+  int64_t children = inferred.counters.children_with_candidates;
+  c.parallelism = children ? double(inferred.counters.candidate_parents) / double(children) : 0;
   c.fp_rate = r.instances.FalsePositiveRate();
   c.fn_rate = r.instances.FalseNegativeRate();
   c.truth_instances = r.instances.truth;

@@ -8,7 +8,7 @@
 #include "cli/command.h"
 #include "core/file.h"
 #include "eval/align.h"
-#include "infer/paths.h"
+#include "infer/paths_file.h"
 #include "infer/truth/truth.h"
 #include "testbed/truth.h"
 #include "trace/io.h"
@@ -51,14 +51,17 @@ Result<PathSet> LoadTruth(const std::string& path, const PathSet& inferred,
     trace = std::move(*labelled);
   } else {
     WEFT_ASSIGN_OR_RETURN(bool is_paths, IsPathsFile(path));
-    if (is_paths) return ReadPaths(path);
+    if (is_paths) {
+      WEFT_ASSIGN_OR_RETURN(PathsFile file, ReadPaths(path));
+      return std::move(file.paths);
+    }
     WEFT_ASSIGN_OR_RETURN(trace, LoadTrace(path));
   }
-  Result<PathSet> set =
+  Result<TruthInference> truth =
       InferFromTruth(trace, TruthOptions{.aggregate_clients = inferred.clients_aggregated,
                                          .clock_offsets = !inferred.clock_offsets.empty()});
-  if (!set.ok()) return set.status().WithContext(path);
-  return set;
+  if (!truth.ok()) return truth.status().WithContext(path);
+  return std::move(truth->paths);
 }
 
 Status RunEval(const EvalFlags& f) {
@@ -69,11 +72,12 @@ Status RunEval(const EvalFlags& f) {
     WEFT_ASSIGN_OR_RETURN(PatternOrder order, ParsePatternOrder(f.order));
     options.inferred_order = order;
   }
-  WEFT_ASSIGN_OR_RETURN(PathSet inferred, ReadPaths(f.inferred));
+  WEFT_ASSIGN_OR_RETURN(PathsFile file, ReadPaths(f.inferred));
+  const PathSet& inferred = file.paths;
   WEFT_ASSIGN_OR_RETURN(PathSet truth, LoadTruth(f.truth, inferred, f.run));
-  if (!inferred.graph.empty()) {
+  if (!file.graph.empty()) {
     // A causal graph (convolution): edges and delays against the truth's graph (§7.5.7).
-    Result<GraphEvalReport> report = EvaluateGraph(truth, inferred, f.min_messages);
+    Result<GraphEvalReport> report = EvaluateGraph(truth, inferred, file.graph, f.min_messages);
     if (!report.ok())
       return report.status().WithContext(fmt::format("{} against {}", f.inferred, f.truth));
     fmt::print("{}", FormatGraphEvalReport(*report));

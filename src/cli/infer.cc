@@ -3,11 +3,12 @@
 #include <fmt/format.h>
 
 #include "cli/command.h"
+#include "infer/choose.h"
 #include "infer/convolution/convolution.h"
 #include "infer/fragment/fragment.h"
 #include "infer/linking/linking.h"
 #include "infer/nesting/nesting.h"
-#include "infer/paths.h"
+#include "infer/paths_file.h"
 #include "infer/thread/thread.h"
 #include "infer/truth/truth.h"
 #include "trace/io.h"
@@ -31,9 +32,12 @@ struct InferFlags {
   bool no_rpc = false;
 };
 
-Result<PathSet> RunTruth(const Trace& trace, const InferFlags&) { return InferFromTruth(trace); }
+Result<PathsFile> RunTruth(const Trace& trace, const InferFlags&) {
+  WEFT_ASSIGN_OR_RETURN(TruthInference truth, InferFromTruth(trace));
+  return ToPathsFile(std::move(truth));
+}
 
-Result<PathSet> RunNesting(const Trace& trace, const InferFlags& f) {
+Result<PathsFile> RunNesting(const Trace& trace, const InferFlags& f) {
   NestingOptions options = f.nesting;
   WEFT_ASSIGN_OR_RETURN(options.skew_window, ParseDuration(f.skew_window));
   options.use_call_ids = !f.no_call_ids;
@@ -41,21 +45,22 @@ Result<PathSet> RunNesting(const Trace& trace, const InferFlags& f) {
     options.score_returns = false;
     options.sibling_passes = 0;
   }
-  WEFT_ASSIGN_OR_RETURN(PathSet set, InferNesting(trace, options));
-  int64_t children = set.Counter("children_with_candidates");
+  WEFT_ASSIGN_OR_RETURN(NestingInference nesting, InferNesting(trace, options));
+  const NestingCounters& c = nesting.counters;
   fmt::print(stderr,
              "nesting: {} call pairs; {} unmatched calls, {} unmatched returns, {} other messages "
              "ignored; mean per-node parallelism {:.3f}\n",
-             set.Counter("call_pairs"), set.Counter("unmatched_calls"),
-             set.Counter("unmatched_returns"), set.Counter("ignored_messages"),
-             children ? double(set.Counter("candidate_parents")) / double(children) : 0.0);
-  if (set.Counter("call_pairs") == 0) {
+             c.call_pairs, c.unmatched_calls, c.unmatched_returns, c.ignored_messages,
+             c.children_with_candidates
+                 ? double(c.candidate_parents) / double(c.children_with_candidates)
+                 : 0.0);
+  if (c.call_pairs == 0) {
     fmt::print(
         stderr,
         "nesting: no call pairs: the nesting algorithm needs CALL_SENT and RET_SENT messages "
         "whose call ids match\n");
   }
-  return set;
+  return ToPathsFile(std::move(nesting));
 }
 
 Result<uint64_t> ParseBytes(const std::string& text) {
@@ -77,102 +82,84 @@ Result<uint64_t> ParseBytes(const std::string& text) {
   return uint64_t(value * scale);
 }
 
-Result<PathSet> RunConvolution(const Trace& trace, const InferFlags& f) {
+Result<PathsFile> RunConvolution(const Trace& trace, const InferFlags& f) {
   ConvolutionOptions options = f.convolution;
   WEFT_ASSIGN_OR_RETURN(options.quantum, ParseDuration(f.quantum));
   WEFT_ASSIGN_OR_RETURN(options.tolerance, ParseDuration(f.tolerance));
   WEFT_ASSIGN_OR_RETURN(options.max_delay, ParseDuration(f.max_delay));
   WEFT_ASSIGN_OR_RETURN(options.max_signal_bytes, ParseBytes(f.max_memory));
   options.suppress_short_paths = !f.no_short_path_suppression;
-  WEFT_ASSIGN_OR_RETURN(PathSet set, InferConvolution(trace, options));
+  WEFT_ASSIGN_OR_RETURN(ConvolutionInference convolution, InferConvolution(trace, options));
+  const ConvolutionCounters& c = convolution.counters;
   fmt::print(
       stderr,
       "convolution: {} roots, {} edges from {} correlations of size {}; {} messages explained\n",
-      set.Counter("roots"), set.Counter("edges"), set.Counter("correlations"),
-      set.Counter("fft_size"), set.Counter("messages_explained"));
-  return set;
+      c.roots, c.edges, c.correlations, c.fft_size, c.messages_explained);
+  return PathsFile{std::move(convolution.paths), c.List(), std::move(convolution.graph)};
 }
 
-Result<PathSet> RunLinking(const Trace& trace, const InferFlags& f) {
+Result<PathsFile> RunLinking(const Trace& trace, const InferFlags& f) {
   LinkingOptions options = f.linking;
   WEFT_ASSIGN_OR_RETURN(options.window, ParseDuration(f.window));
   options.aggregate_clients = !f.no_client_aggregation;
   options.call_trees = !f.linked_trees;
   options.use_calls = !f.no_rpc;
-  WEFT_ASSIGN_OR_RETURN(PathSet set, InferLinking(trace, options));
+  WEFT_ASSIGN_OR_RETURN(LinkingInference linking, InferLinking(trace, options));
+  const LinkingCounters& c = linking.counters;
   fmt::print(
       stderr,
       "linking: {} links between {} messages over {} node pairs; {} roots, {} try-both decisions, "
       "{} trees hit the budget; {} clients aggregated{}\n",
-      set.Counter("links"), set.Counter("messages"), set.Counter("pairs"), set.Counter("roots"),
-      set.Counter("try_both"), set.Counter("budget_exhausted"), set.Counter("clients"),
-      set.Counter("rpc") ? "; calls paired with their returns (RPC mode)" : "");
-  return set;
+      c.links, c.messages, c.pairs, c.roots, c.try_both, c.budget_exhausted, c.clients,
+      c.rpc ? "; calls paired with their returns (RPC mode)" : "");
+  return ToPathsFile(std::move(linking));
 }
 
-Result<PathSet> RunThread(const Trace& trace, const InferFlags&) {
-  WEFT_ASSIGN_OR_RETURN(PathSet set, InferThread(trace));
+PathsFile ReportThread(ThreadInference thread) {
+  const ThreadCounters& c = thread.counters;
   fmt::print(
       stderr,
       "thread: {} requests; {} calls sent outside any request the thread replied to, {} returns "
       "without their call\n",
-      set.Counter("instances"), set.Counter("calls_outside_requests"),
-      set.Counter("returns_without_call"));
-  return set;
+      c.instances, c.calls_outside_requests, c.returns_without_call);
+  return ToPathsFile(std::move(thread));
 }
 
-Result<PathSet> RunFragment(const Trace& trace, const InferFlags&) {
-  WEFT_ASSIGN_OR_RETURN(PathSet set, InferFragment(trace));
+PathsFile ReportFragment(FragmentInference fragment) {
   fmt::print(stderr, "fragment: {} requests; {} messages sent outside any fragment started them\n",
-             set.Counter("instances"), set.Counter("outputs_starting_requests"));
-  return set;
+             fragment.counters.instances, fragment.counters.outputs_starting_requests);
+  return ToPathsFile(std::move(fragment));
 }
 
-// --algo auto: the most precise algorithm whose assumptions the trace does not contradict
-// (docs/precise.md): thread (vPath) when no thread took in a request while it owed the
-// reply to another and every call a thread sent lies inside a request it answered; else
-// fragment (BorderPatrol) when no server sent a call outside every fragment; else
-// linking (WAP5), which assumes nothing of threads. Without threads in the trace: linking.
-Result<PathSet> RunAuto(const Trace& trace, const InferFlags& f) {
-  Result<PathSet> thread = InferThread(trace);
-  if (!thread.ok()) {
-    fmt::print(
-        stderr,
-        "auto: the trace names no threads, so neither precise algorithm applies: linking (WAP5)\n");
-    return RunLinking(trace, f);
+Result<PathsFile> RunThread(const Trace& trace, const InferFlags&) {
+  WEFT_ASSIGN_OR_RETURN(ThreadInference thread, InferThread(trace));
+  return ReportThread(std::move(thread));
+}
+
+Result<PathsFile> RunFragment(const Trace& trace, const InferFlags&) {
+  WEFT_ASSIGN_OR_RETURN(FragmentInference fragment, InferFragment(trace));
+  return ReportFragment(std::move(fragment));
+}
+
+// --algo auto (infer/choose.h): prints the choice and its reasons, then runs the chosen
+// algorithm unless deciding already did.
+Result<PathsFile> RunAuto(const Trace& trace, const InferFlags& f) {
+  WEFT_ASSIGN_OR_RETURN(AutoInference decided, ChooseAlgorithm(trace));
+  fmt::print(stderr, "auto: {}\n", decided.choice.Describe());
+  switch (decided.choice.algorithm) {
+    case AutoAlgorithm::kThread:
+      return ReportThread(std::move(*decided.thread));
+    case AutoAlgorithm::kFragment:
+      return ReportFragment(std::move(*decided.fragment));
+    case AutoAlgorithm::kLinking:
+      break;
   }
-  const int64_t overlapping = thread->Counter("overlapping_requests"),
-                outside = thread->Counter("calls_outside_requests");
-  if (overlapping == 0 && outside == 0) {
-    fmt::print(
-        stderr,
-        "auto: thread (vPath): every thread worked on one request at a time and every call lies "
-        "inside a request its thread answered\n");
-    return RunThread(trace, f);
-  }
-  WEFT_ASSIGN_OR_RETURN(PathSet fragment, InferFragment(trace));
-  const int64_t hidden = fragment.Counter("server_calls_outside_fragments");
-  std::string why = fmt::format(
-      "not thread: {} requests were taken in by a thread that still owed a reply, {} calls "
-      "lie outside the requests their thread answered",
-      overlapping, outside);
-  if (hidden == 0) {
-    fmt::print(stderr,
-               "auto: fragment (BorderPatrol): {}; every call a server sent follows an input\n",
-               why);
-    return RunFragment(trace, f);
-  }
-  fmt::print(
-      stderr,
-      "auto: linking (WAP5): {}; not fragment: servers sent {} calls before any input of theirs "
-      "(a hidden hand-off)\n",
-      why, hidden);
   return RunLinking(trace, f);
 }
 
 struct Algorithm {
   std::string_view name;
-  Result<PathSet> (*infer)(const Trace& trace, const InferFlags& flags);
+  Result<PathsFile> (*infer)(const Trace& trace, const InferFlags& flags);
 };
 
 constexpr Algorithm kAlgorithms[] = {
@@ -197,11 +184,12 @@ Status RunInfer(const InferFlags& f) {
     return Status::InvalidArgument("unknown algorithm '{}' (available: {})", f.algo,
                                    AlgorithmNames());
   WEFT_ASSIGN_OR_RETURN(Trace trace, LoadTrace(f.input));
-  Result<PathSet> set = algorithm->infer(trace, f);
-  if (!set.ok()) return set.status().WithContext(f.input);
-  WEFT_RETURN_IF_ERROR(WritePaths(*set, f.output));
+  Result<PathsFile> file = algorithm->infer(trace, f);
+  if (!file.ok()) return file.status().WithContext(f.input);
+  WEFT_RETURN_IF_ERROR(WritePaths(*file, f.output));
+  const PathSet& set = file->paths;
   fmt::print(stderr, "{}: {} path instances of {} patterns over {} of {} messages\n", f.algo,
-             set->instance_count(), set->patterns.size(), set->messages.size(), trace.size());
+             set.instance_count(), set.patterns.size(), set.messages.size(), trace.size());
   return Status::Ok();
 }
 

@@ -1,12 +1,13 @@
 // weft paths: the path patterns of a paths file, ranked, with their end-to-end latency
 // (Project 5 §5.4: patterns sorted by frequency, with latency distributions).
-#include "infer/paths.h"
-
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "infer/paths_file.h"
+#include "infer/ranking.h"
+#include "report/describe.h"
 #include "report/requests.h"
 #include "trace/io.h"
 
@@ -69,21 +70,23 @@ std::string FormatTree(const PathSet& set, const PathPattern& p, std::string_vie
 
 Status RunPaths(const PathsFlags& f) {
   WEFT_ASSIGN_OR_RETURN(PatternOrder order, ParsePatternOrder(f.sort));
-  WEFT_ASSIGN_OR_RETURN(PathSet set, ReadPaths(f.input));
+  WEFT_ASSIGN_OR_RETURN(PathsFile file, ReadPaths(f.input));
+  const PathSet& set = file.paths;
+  const CausalGraph& graph = file.graph;
   if (f.requests > 0) return PrintSlowestRequests(set, f);
   std::vector<uint32_t> rank = RankPatterns(set, order);
   const size_t shown = f.top == 0 ? rank.size() : std::min(f.top, rank.size());
   const double instances = double(set.instance_count());
-  if (f.json && !set.graph.empty()) {
+  if (f.json && !graph.empty()) {
     // A causal graph (convolution): one object per vertex, parents first.
     nlohmann::ordered_json out = nlohmann::ordered_json::array();
-    for (uint32_t v = 0; v < set.graph.vertices.size(); ++v) {
-      const CausalVertex& vertex = set.graph.vertices[v];
+    for (uint32_t v = 0; v < graph.vertices.size(); ++v) {
+      const CausalVertex& vertex = graph.vertices[v];
       nlohmann::ordered_json delays = nlohmann::ordered_json::array();
       for (const CausalDelay& d : vertex.delays)
         delays.push_back({{"delay_ns", d.delay}, {"count", d.count}});
       out.push_back({{"vertex", v},
-                     {"key", CausalVertexKey(set, v)},
+                     {"key", CausalVertexKey(graph, set.nodes, v)},
                      {"node", set.nodes.Get(vertex.node)},
                      {"parent", vertex.parent},
                      {"messages", vertex.messages},
@@ -109,11 +112,11 @@ Status RunPaths(const PathsFlags& f) {
     fmt::print("{}\n", out.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace));
     return Status::Ok();
   }
-  if (!set.graph.empty() && !f.json) {
+  if (!graph.empty() && !f.json) {
     // The convolution algorithm gives a causal graph, not instances (docs/convolution.md).
     fmt::print("{}: {} paths over a trace of {} messages\n{}", f.input, set.algorithm,
-               set.trace_messages, FormatCausalGraph(set));
-    for (const auto& [name, value] : set.counters) fmt::print("{}: {}\n", name, value);
+               set.trace_messages, FormatCausalGraph(graph, set.nodes));
+    for (const auto& [name, value] : file.counters) fmt::print("{}: {}\n", name, value);
     return Status::Ok();
   }
   fmt::print("{}: {} instances of {} patterns ({} paths over a trace of {} messages), by {}\n",
@@ -131,11 +134,11 @@ Status RunPaths(const PathsFlags& f) {
   }
   if (shown < rank.size())
     fmt::print("({} more patterns; --top 0 shows all)\n", rank.size() - shown);
-  for (const auto& [name, value] : set.counters) fmt::print("{}: {}\n", name, value);
+  for (const auto& [name, value] : file.counters) fmt::print("{}: {}\n", name, value);
   if (!set.clock_offsets.empty()) {
     // WAP5 §5.2: per node pair, how far b's clock is ahead of a's (negative: behind).
     fmt::print("clock offsets (b's clock minus a's, from the smallest delays both ways):\n");
-    for (const ClockOffsetRow& o : set.clock_offsets) {
+    for (const ClockOffset& o : set.clock_offsets) {
       fmt::print("  {:<20} {:<20} {:>12}  ({} messages)\n", o.a, o.b,
                  (o.offset >= 0 ? "+" : "") + FormatDuration(o.offset), o.messages);
     }

@@ -10,7 +10,8 @@
 
 #include "cli/command.h"
 #include "core/file.h"
-#include "infer/paths.h"
+#include "infer/paths_file.h"
+#include "infer/ranking.h"
 #include "report/dot.h"
 #include "report/timeline.h"
 
@@ -55,7 +56,8 @@ Status WriteTimelines(const PathSet& set, const std::vector<uint32_t>& ranked,
 }
 
 Status RunReport(const ReportOptions& o) {
-  WEFT_ASSIGN_OR_RETURN(PathSet set, ReadPaths(o.paths));
+  WEFT_ASSIGN_OR_RETURN(PathsFile paths_file, ReadPaths(o.paths));
+  const PathSet& set = paths_file.paths;
   WEFT_ASSIGN_OR_RETURN(PatternOrder order, ParsePatternOrder(o.sort));
   std::vector<uint32_t> ranked = RankPatterns(set, order);
   if (ranked.size() > o.top) ranked.resize(o.top);
@@ -65,9 +67,9 @@ Status RunReport(const ReportOptions& o) {
     return Status::InvalidArgument(
         "say what to write: --dot DIR, --timeline DIR, --timeline - or --node-delays");
   }
-  if (!set.graph.empty()) {
+  if (!paths_file.graph.empty()) {
     // A causal graph (convolution): one drawing, Project 5 Figure 9.
-    std::string dot = CausalGraphToDot(set, o.min_messages);
+    std::string dot = CausalGraphToDot(paths_file.graph, set.nodes, o.min_messages);
     if (o.dot == "-") return WriteFile("-", dot);
     WEFT_RETURN_IF_ERROR(MakeDirectory(o.dot));
     WEFT_RETURN_IF_ERROR(WriteFile(o.dot + "/causal-graph.dot", dot));

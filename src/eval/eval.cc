@@ -13,6 +13,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "report/describe.h"
+
 namespace weft {
 
 namespace {

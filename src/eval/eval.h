@@ -13,7 +13,9 @@
 #include <vector>
 
 #include "core/status.h"
-#include "infer/paths.h"
+#include "infer/causal_graph.h"
+#include "infer/path_set.h"
+#include "infer/ranking.h"
 
 namespace weft {
 
@@ -144,9 +146,10 @@ struct GraphEvalReport {
   }
 };
 
-// An error if the two sets do not refer to the same trace or `inferred` has no graph.
+// `graph` was inferred over the trace and nodes of `inferred` (a convolution result, or
+// a paths file holding one). An error if the two sets do not refer to the same trace.
 Result<GraphEvalReport> EvaluateGraph(const PathSet& truth, const PathSet& inferred,
-                                      uint64_t min_messages = 100);
+                                      const CausalGraph& graph, uint64_t min_messages = 100);
 std::string FormatGraphEvalReport(const GraphEvalReport& report);
 
 // An error if the two sets do not refer to the same trace (size and fingerprint).

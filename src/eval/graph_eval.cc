@@ -35,7 +35,7 @@ std::map<std::string, TruthEdge> TruthEdges(const PathSet& truth) {
 }  // namespace
 
 Result<GraphEvalReport> EvaluateGraph(const PathSet& truth, const PathSet& inferred,
-                                      uint64_t min_messages) {
+                                      const CausalGraph& graph, uint64_t min_messages) {
   if (truth.trace_messages != inferred.trace_messages ||
       truth.trace_fingerprint != inferred.trace_fingerprint) {
     return Status::InvalidArgument(
@@ -44,10 +44,10 @@ Result<GraphEvalReport> EvaluateGraph(const PathSet& truth, const PathSet& infer
   }
   std::map<std::string, TruthEdge> truth_edges = TruthEdges(truth);
   std::map<std::string, const CausalVertex*> inferred_edges;
-  for (uint32_t v = 0; v < inferred.graph.vertices.size(); ++v) {
-    const CausalVertex& vertex = inferred.graph.vertices[v];
+  for (uint32_t v = 0; v < graph.vertices.size(); ++v) {
+    const CausalVertex& vertex = graph.vertices[v];
     if (vertex.parent < 0) continue;
-    const CausalVertex*& slot = inferred_edges[CausalVertexKey(inferred, v)];
+    const CausalVertex*& slot = inferred_edges[CausalVertexKey(graph, inferred.nodes, v)];
     if (!slot || slot->messages < vertex.messages) slot = &vertex;  // keys are unique after merging
   }
   GraphEvalReport r;

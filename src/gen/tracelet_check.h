@@ -1,5 +1,5 @@
 // The structural check of a parsed tracelet against the causality convention of
-// infer/paths.h, and the ground-truth parent of each step it computes. Internal to gen.
+// infer/path_set.h, and the ground-truth parent of each step it computes. Internal to gen.
 #pragma once
 
 #include <string>

@@ -11,8 +11,8 @@ std::vector<MessageId> CallsAnswered(const Trace& trace) {
   return call_of;
 }
 
-Result<uint64_t> AddForest(const Trace& trace, std::span<const MessageId> parent,
-                           PathSetBuilder& builder) {
+Result<ForestCounts> AddForest(const Trace& trace, std::span<const MessageId> parent,
+                               PathSetBuilder& builder) {
   const size_t n = trace.size();
   // Children lists by counting sort, in time order.
   std::vector<uint32_t> child_begin(n + 1, 0), children(n);
@@ -50,9 +50,9 @@ Result<uint64_t> AddForest(const Trace& trace, std::span<const MessageId> parent
     placed += members.size();
     ++instances;
   }
-  builder.AddCounter("instances", int64_t(instances));
-  builder.AddCounter("messages_in_instances", int64_t(placed));
-  return n - placed;
+  return ForestCounts{.instances = int64_t(instances),
+                      .messages_in_instances = int64_t(placed),
+                      .messages_in_cycles = int64_t(n - placed)};
 }
 
 }  // namespace weft

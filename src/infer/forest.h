@@ -8,7 +8,7 @@
 #include "core/id.h"
 #include "core/status.h"
 #include "infer/call_pairs.h"
-#include "infer/paths.h"
+#include "infer/path_set_builder.h"
 #include "trace/trace.h"
 
 namespace weft {
@@ -29,11 +29,17 @@ inline constexpr CallPairingOptions kPreciseCallPairing = {
 // messages, and for a RETURN whose CALL is not in the trace).
 std::vector<MessageId> CallsAnswered(const Trace& trace);
 
+// What AddForest counted.
+struct ForestCounts {
+  int64_t instances = 0;
+  int64_t messages_in_instances = 0;
+  int64_t messages_in_cycles = 0;  // on a parent cycle, so under no root
+};
+
 // Adds one instance per root (a message whose parent is invalid) holding it and all its
 // descendants, with probability 1. Messages on a parent cycle reach no root and are left
-// out; their number is returned. Counters "instances" and "messages_in_instances" are
-// added to the builder.
-Result<uint64_t> AddForest(const Trace& trace, std::span<const MessageId> parent,
-                           PathSetBuilder& builder);
+// out (counted in messages_in_cycles).
+Result<ForestCounts> AddForest(const Trace& trace, std::span<const MessageId> parent,
+                               PathSetBuilder& builder);
 
 }  // namespace weft

@@ -1,6 +1,8 @@
 // The .paths.json file (docs/paths.md): writing with exact histograms and reading with
 // full validation. nlohmann::json throws; every call into it stays inside ParsePaths's
 // try block, and fields are read only after their type was checked.
+#include "infer/paths_file.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -9,7 +11,6 @@
 #include <nlohmann/json.hpp>
 
 #include "core/file.h"
-#include "infer/paths.h"
 
 namespace weft {
 
@@ -214,96 +215,113 @@ Result<MessageKind> ParseKind(std::string_view name) {
   return Status::InvalidArgument("unknown kind '{}' (CALL_SENT, RET_SENT or MSG_SENT)", name);
 }
 
+// "attributes": [{"key": ..., "value": ..., "count": n}, ...], optional.
+Status ParseAttributes(const Reader& r, const nlohmann::json& e, const std::string& eat,
+                       PatternElement& element) {
+  auto list = e.find("attributes");
+  if (list == e.end()) return Status::Ok();
+  if (!list->is_array() || list->size() > kMaxElementAttributes) {
+    return r.Error(eat + ".attributes",
+                   fmt::format("expected an array of at most {}", kMaxElementAttributes));
+  }
+  for (size_t j = 0; j < list->size(); ++j) {
+    std::string aat = fmt::format("{}.attributes[{}]", eat, j);
+    AttributeCount a;
+    if (!(*list)[j].is_object()) return r.Error(aat, "expected an object");
+    WEFT_ASSIGN_OR_RETURN(const nlohmann::json* g, r.Field((*list)[j], aat, "key"));
+    WEFT_ASSIGN_OR_RETURN(a.key, r.String(*g, aat + ".key"));
+    WEFT_ASSIGN_OR_RETURN(g, r.Field((*list)[j], aat, "value"));
+    WEFT_ASSIGN_OR_RETURN(a.value, r.String(*g, aat + ".value"));
+    WEFT_ASSIGN_OR_RETURN(g, r.Field((*list)[j], aat, "count"));
+    WEFT_ASSIGN_OR_RETURN(a.count, r.Unsigned(*g, aat + ".count"));
+    element.attributes.push_back(std::move(a));
+  }
+  return Status::Ok();
+}
+
+// Element k of a pattern, at `eat` ("patterns[3].elements[1]").
+Result<PatternElement> ParseElement(const Reader& r, const nlohmann::json& e,
+                                    const std::string& eat, size_t k, int64_t node_count) {
+  if (!e.is_object()) return r.Error(eat, "expected an object");
+  PatternElement element;
+  WEFT_ASSIGN_OR_RETURN(const nlohmann::json* g, r.Field(e, eat, "kind"));
+  WEFT_ASSIGN_OR_RETURN(std::string kind, r.String(*g, eat + ".kind"));
+  Result<MessageKind> parsed = ParseKind(kind);
+  if (!parsed.ok()) return r.Error(eat + ".kind", parsed.status().message());
+  element.kind = *parsed;
+  for (auto [name, node] :
+       {std::pair{"sender", &element.sender}, std::pair{"receiver", &element.receiver}}) {
+    WEFT_ASSIGN_OR_RETURN(g, r.Field(e, eat, name));
+    std::string nat = fmt::format("{}.{}", eat, name);
+    WEFT_ASSIGN_OR_RETURN(int64_t id, r.Signed(*g, nat));
+    if (id < 0 || id >= node_count)
+      return r.Error(nat, fmt::format("node {} is not among the {} nodes", id, node_count));
+    *node = NodeId(uint32_t(id));
+  }
+  WEFT_ASSIGN_OR_RETURN(g, r.Field(e, eat, "parent"));
+  WEFT_ASSIGN_OR_RETURN(int64_t parent, r.Signed(*g, eat + ".parent"));
+  if (parent < -1 || parent >= int64_t(k) || (k == 0) != (parent == -1)) {
+    return r.Error(
+        eat + ".parent",
+        fmt::format("parent {} is not an earlier element (or -1 for element 0)", parent));
+  }
+  element.parent = int32_t(parent);
+  WEFT_ASSIGN_OR_RETURN(g, r.Field(e, eat, "delay"));
+  WEFT_ASSIGN_OR_RETURN(element.delay, r.Histogram(*g, eat + ".delay"));
+  if (auto n = e.find("network"); n != e.end()) {
+    WEFT_ASSIGN_OR_RETURN(element.network, r.Histogram(*n, eat + ".network"));
+  }
+  if (auto t = e.find("round_trip"); t != e.end()) {
+    if (!t->is_boolean()) return r.Error(eat + ".round_trip", "expected true or false");
+    element.round_trip = t->get<bool>();
+  }
+  WEFT_RETURN_IF_ERROR(ParseAttributes(r, e, eat, element));
+  return element;
+}
+
+// Pattern i at `at`, its key checked against its elements.
+Result<PathPattern> ParsePattern(const Reader& r, const nlohmann::json& p, const std::string& at,
+                                 const PathSet& set) {
+  if (!p.is_object()) return r.Error(at, "expected an object");
+  PathPattern pattern;
+  WEFT_ASSIGN_OR_RETURN(const nlohmann::json* f, r.Field(p, at, "key"));
+  WEFT_ASSIGN_OR_RETURN(pattern.key, r.String(*f, at + ".key"));
+  WEFT_ASSIGN_OR_RETURN(f, r.Field(p, at, "count"));
+  WEFT_ASSIGN_OR_RETURN(pattern.count, r.Unsigned(*f, at + ".count"));
+  WEFT_ASSIGN_OR_RETURN(f, r.Field(p, at, "expected_count"));
+  WEFT_ASSIGN_OR_RETURN(pattern.expected_count, r.Number(*f, at + ".expected_count"));
+  WEFT_ASSIGN_OR_RETURN(f, r.Field(p, at, "max_probability"));
+  WEFT_ASSIGN_OR_RETURN(pattern.max_probability, r.Number(*f, at + ".max_probability"));
+  if (pattern.expected_count < 0) return r.Error(at + ".expected_count", "must not be negative");
+  if (pattern.max_probability < 0 || pattern.max_probability > 1) {
+    return r.Error(at + ".max_probability",
+                   fmt::format("{} is outside [0, 1]", pattern.max_probability));
+  }
+  WEFT_ASSIGN_OR_RETURN(f, r.Field(p, at, "latency"));
+  WEFT_ASSIGN_OR_RETURN(pattern.latency, r.Histogram(*f, at + ".latency"));
+  WEFT_ASSIGN_OR_RETURN(f, r.Field(p, at, "elements"));
+  if (!f->is_array() || f->empty()) return r.Error(at + ".elements", "expected a non-empty array");
+  std::vector<std::string> labels;
+  std::vector<int32_t> parents;
+  for (size_t k = 0; k < f->size(); ++k) {
+    WEFT_ASSIGN_OR_RETURN(PatternElement element,
+                          ParseElement(r, (*f)[k], fmt::format("{}.elements[{}]", at, k), k,
+                                       int64_t(set.nodes.size())));
+    labels.push_back(ElementLabel(set, element));
+    parents.push_back(element.parent);
+    pattern.elements.push_back(std::move(element));
+  }
+  Result<std::string> key = PatternKey(labels, parents);
+  if (!key.ok()) return r.Error(at + ".elements", key.status().message());
+  if (*key != pattern.key)
+    return r.Error(at + ".key", fmt::format("does not match its elements, which give '{}'", *key));
+  return pattern;
+}
+
 Status ParsePatterns(const Reader& r, const nlohmann::json& array, PathSet& set) {
   for (size_t i = 0; i < array.size(); ++i) {
-    std::string at = fmt::format("patterns[{}]", i);
-    const nlohmann::json& p = array[i];
-    if (!p.is_object()) return r.Error(at, "expected an object");
-    PathPattern pattern;
-    WEFT_ASSIGN_OR_RETURN(const nlohmann::json* f, r.Field(p, at, "key"));
-    WEFT_ASSIGN_OR_RETURN(pattern.key, r.String(*f, at + ".key"));
-    WEFT_ASSIGN_OR_RETURN(f, r.Field(p, at, "count"));
-    WEFT_ASSIGN_OR_RETURN(pattern.count, r.Unsigned(*f, at + ".count"));
-    WEFT_ASSIGN_OR_RETURN(f, r.Field(p, at, "expected_count"));
-    WEFT_ASSIGN_OR_RETURN(pattern.expected_count, r.Number(*f, at + ".expected_count"));
-    WEFT_ASSIGN_OR_RETURN(f, r.Field(p, at, "max_probability"));
-    WEFT_ASSIGN_OR_RETURN(pattern.max_probability, r.Number(*f, at + ".max_probability"));
-    if (pattern.expected_count < 0) return r.Error(at + ".expected_count", "must not be negative");
-    if (pattern.max_probability < 0 || pattern.max_probability > 1) {
-      return r.Error(at + ".max_probability",
-                     fmt::format("{} is outside [0, 1]", pattern.max_probability));
-    }
-    WEFT_ASSIGN_OR_RETURN(f, r.Field(p, at, "latency"));
-    WEFT_ASSIGN_OR_RETURN(pattern.latency, r.Histogram(*f, at + ".latency"));
-    WEFT_ASSIGN_OR_RETURN(f, r.Field(p, at, "elements"));
-    if (!f->is_array() || f->empty())
-      return r.Error(at + ".elements", "expected a non-empty array");
-    std::vector<std::string> labels;
-    std::vector<int32_t> parents;
-    const int64_t node_count = int64_t(set.nodes.size());
-    for (size_t k = 0; k < f->size(); ++k) {
-      std::string eat = fmt::format("{}.elements[{}]", at, k);
-      const nlohmann::json& e = (*f)[k];
-      if (!e.is_object()) return r.Error(eat, "expected an object");
-      PatternElement element;
-      WEFT_ASSIGN_OR_RETURN(const nlohmann::json* g, r.Field(e, eat, "kind"));
-      WEFT_ASSIGN_OR_RETURN(std::string kind, r.String(*g, eat + ".kind"));
-      Result<MessageKind> parsed = ParseKind(kind);
-      if (!parsed.ok()) return r.Error(eat + ".kind", parsed.status().message());
-      element.kind = *parsed;
-      for (auto [name, node] :
-           {std::pair{"sender", &element.sender}, std::pair{"receiver", &element.receiver}}) {
-        WEFT_ASSIGN_OR_RETURN(g, r.Field(e, eat, name));
-        std::string nat = fmt::format("{}.{}", eat, name);
-        WEFT_ASSIGN_OR_RETURN(int64_t id, r.Signed(*g, nat));
-        if (id < 0 || id >= node_count)
-          return r.Error(nat, fmt::format("node {} is not among the {} nodes", id, node_count));
-        *node = NodeId(uint32_t(id));
-      }
-      WEFT_ASSIGN_OR_RETURN(g, r.Field(e, eat, "parent"));
-      WEFT_ASSIGN_OR_RETURN(int64_t parent, r.Signed(*g, eat + ".parent"));
-      if (parent < -1 || parent >= int64_t(k) || (k == 0) != (parent == -1)) {
-        return r.Error(
-            eat + ".parent",
-            fmt::format("parent {} is not an earlier element (or -1 for element 0)", parent));
-      }
-      element.parent = int32_t(parent);
-      WEFT_ASSIGN_OR_RETURN(g, r.Field(e, eat, "delay"));
-      WEFT_ASSIGN_OR_RETURN(element.delay, r.Histogram(*g, eat + ".delay"));
-      if (auto n = e.find("network"); n != e.end()) {
-        WEFT_ASSIGN_OR_RETURN(element.network, r.Histogram(*n, eat + ".network"));
-      }
-      if (auto t = e.find("round_trip"); t != e.end()) {
-        if (!t->is_boolean()) return r.Error(eat + ".round_trip", "expected true or false");
-        element.round_trip = t->get<bool>();
-      }
-      if (auto list = e.find("attributes"); list != e.end()) {
-        if (!list->is_array() || list->size() > kMaxElementAttributes) {
-          return r.Error(eat + ".attributes",
-                         fmt::format("expected an array of at most {}", kMaxElementAttributes));
-        }
-        for (size_t j = 0; j < list->size(); ++j) {
-          std::string aat = fmt::format("{}.attributes[{}]", eat, j);
-          AttributeCount a;
-          if (!(*list)[j].is_object()) return r.Error(aat, "expected an object");
-          WEFT_ASSIGN_OR_RETURN(g, r.Field((*list)[j], aat, "key"));
-          WEFT_ASSIGN_OR_RETURN(a.key, r.String(*g, aat + ".key"));
-          WEFT_ASSIGN_OR_RETURN(g, r.Field((*list)[j], aat, "value"));
-          WEFT_ASSIGN_OR_RETURN(a.value, r.String(*g, aat + ".value"));
-          WEFT_ASSIGN_OR_RETURN(g, r.Field((*list)[j], aat, "count"));
-          WEFT_ASSIGN_OR_RETURN(a.count, r.Unsigned(*g, aat + ".count"));
-          element.attributes.push_back(std::move(a));
-        }
-      }
-      labels.push_back(ElementLabel(set, element));
-      parents.push_back(element.parent);
-      pattern.elements.push_back(std::move(element));
-    }
-    Result<std::string> key = PatternKey(labels, parents);
-    if (!key.ok()) return r.Error(at + ".elements", key.status().message());
-    if (*key != pattern.key)
-      return r.Error(at + ".key",
-                     fmt::format("does not match its elements, which give '{}'", *key));
+    WEFT_ASSIGN_OR_RETURN(PathPattern pattern,
+                          ParsePattern(r, array[i], fmt::format("patterns[{}]", i), set));
     set.patterns.push_back(std::move(pattern));
   }
   std::vector<std::string_view> keys;
@@ -394,10 +412,11 @@ Status ParseInstances(const Reader& r, const nlohmann::json& object, PathSet& se
 }
 
 // "causal_graph": {"quantum": ns, "vertices": [[node, parent, messages, [[delay, count]...]]...]}.
-Status ParseCausalGraph(const Reader& r, const nlohmann::json& g, PathSet& set) {
+Status ParseCausalGraph(const Reader& r, const nlohmann::json& g, const NodeTable& nodes,
+                        CausalGraph& graph) {
   if (!g.is_object()) return r.Error("causal_graph", "expected an object");
   WEFT_ASSIGN_OR_RETURN(const nlohmann::json* f, r.Field(g, "causal_graph", "quantum"));
-  WEFT_ASSIGN_OR_RETURN(set.graph.quantum, r.Signed(*f, "causal_graph.quantum"));
+  WEFT_ASSIGN_OR_RETURN(graph.quantum, r.Signed(*f, "causal_graph.quantum"));
   WEFT_ASSIGN_OR_RETURN(f, r.Field(g, "causal_graph", "vertices"));
   if (!f->is_array()) return r.Error("causal_graph.vertices", "expected an array");
   for (size_t i = 0; i < f->size(); ++i) {
@@ -408,7 +427,7 @@ Status ParseCausalGraph(const Reader& r, const nlohmann::json& g, PathSet& set) 
     }
     CausalVertex vertex;
     WEFT_ASSIGN_OR_RETURN(uint64_t node, r.Unsigned(v[0], at));
-    if (node >= set.nodes.size()) return r.Error(at, fmt::format("node {} is not in nodes", node));
+    if (node >= nodes.size()) return r.Error(at, fmt::format("node {} is not in nodes", node));
     vertex.node = NodeId(uint32_t(node));
     WEFT_ASSIGN_OR_RETURN(int64_t parent, r.Signed(v[1], at));
     if (parent < -1 || parent >= int64_t(i))
@@ -422,14 +441,13 @@ Status ParseCausalGraph(const Reader& r, const nlohmann::json& g, PathSet& set) 
       WEFT_ASSIGN_OR_RETURN(delay.count, r.Unsigned(d[1], at));
       vertex.delays.push_back(delay);
     }
-    set.graph.vertices.push_back(std::move(vertex));
+    graph.vertices.push_back(std::move(vertex));
   }
   return Status::Ok();
 }
 
-Result<PathSet> ParseDocument(const Reader& r, const nlohmann::json& doc) {
-  if (!doc.is_object()) return r.Error("top level", "expected a JSON object");
-  PathSet set;
+// The fields before the patterns: format, version, algorithm, the trace, nodes, flags.
+Status ParseHeader(const Reader& r, const nlohmann::json& doc, PathSet& set) {
   WEFT_ASSIGN_OR_RETURN(const nlohmann::json* f, r.Field(doc, "top level", "format"));
   if (!f->is_string() || f->get<std::string>() != kFormatName)
     return r.Error("format", "not a weft paths file");
@@ -469,7 +487,12 @@ Result<PathSet> ParseDocument(const Reader& r, const nlohmann::json& doc) {
     if (!a->is_boolean()) return r.Error(name, "expected true or false");
     *flag = a->get<bool>();
   }
-  WEFT_ASSIGN_OR_RETURN(f, r.Field(doc, "top level", "counters"));
+  return Status::Ok();
+}
+
+// "counters": [[name, value], ...].
+Status ParseCounters(const Reader& r, const nlohmann::json& doc, CounterList& counters) {
+  WEFT_ASSIGN_OR_RETURN(const nlohmann::json* f, r.Field(doc, "top level", "counters"));
   if (!f->is_array()) return r.Error("counters", "expected an array");
   for (size_t i = 0; i < f->size(); ++i) {
     std::string at = fmt::format("counters[{}]", i);
@@ -477,38 +500,53 @@ Result<PathSet> ParseDocument(const Reader& r, const nlohmann::json& doc) {
     if (!c.is_array() || c.size() != 2) return r.Error(at, "expected [name, value]");
     WEFT_ASSIGN_OR_RETURN(std::string name, r.String(c[0], at));
     WEFT_ASSIGN_OR_RETURN(int64_t value, r.Signed(c[1], at));
-    set.counters.emplace_back(std::move(name), value);
+    counters.emplace_back(std::move(name), value);
   }
-  if (auto o = doc.find("clock_offsets"); o != doc.end()) {
-    if (!o->is_array()) return r.Error("clock_offsets", "expected an array");
-    for (size_t i = 0; i < o->size(); ++i) {
-      std::string at = fmt::format("clock_offsets[{}]", i);
-      const nlohmann::json& row = (*o)[i];
-      if (!row.is_array() || row.size() != 4)
-        return r.Error(at, "expected [node a, node b, offset, messages]");
-      ClockOffsetRow offset;
-      WEFT_ASSIGN_OR_RETURN(offset.a, r.String(row[0], at));
-      WEFT_ASSIGN_OR_RETURN(offset.b, r.String(row[1], at));
-      WEFT_ASSIGN_OR_RETURN(offset.offset, r.Signed(row[2], at));
-      WEFT_ASSIGN_OR_RETURN(offset.messages, r.Unsigned(row[3], at));
-      set.clock_offsets.push_back(std::move(offset));
-    }
+  return Status::Ok();
+}
+
+// "clock_offsets": [[node a, node b, offset, messages], ...], optional.
+Status ParseClockOffsets(const Reader& r, const nlohmann::json& doc, PathSet& set) {
+  auto o = doc.find("clock_offsets");
+  if (o == doc.end()) return Status::Ok();
+  if (!o->is_array()) return r.Error("clock_offsets", "expected an array");
+  for (size_t i = 0; i < o->size(); ++i) {
+    std::string at = fmt::format("clock_offsets[{}]", i);
+    const nlohmann::json& row = (*o)[i];
+    if (!row.is_array() || row.size() != 4)
+      return r.Error(at, "expected [node a, node b, offset, messages]");
+    ClockOffset offset;
+    WEFT_ASSIGN_OR_RETURN(offset.a, r.String(row[0], at));
+    WEFT_ASSIGN_OR_RETURN(offset.b, r.String(row[1], at));
+    WEFT_ASSIGN_OR_RETURN(offset.offset, r.Signed(row[2], at));
+    WEFT_ASSIGN_OR_RETURN(offset.messages, r.Unsigned(row[3], at));
+    set.clock_offsets.push_back(std::move(offset));
   }
+  return Status::Ok();
+}
+
+Result<PathsFile> ParseDocument(const Reader& r, const nlohmann::json& doc) {
+  if (!doc.is_object()) return r.Error("top level", "expected a JSON object");
+  PathsFile file;
+  PathSet& set = file.paths;
+  WEFT_RETURN_IF_ERROR(ParseHeader(r, doc, set));
+  WEFT_RETURN_IF_ERROR(ParseCounters(r, doc, file.counters));
+  WEFT_RETURN_IF_ERROR(ParseClockOffsets(r, doc, set));
   if (auto g = doc.find("causal_graph"); g != doc.end())
-    WEFT_RETURN_IF_ERROR(ParseCausalGraph(r, *g, set));
-  WEFT_ASSIGN_OR_RETURN(f, r.Field(doc, "top level", "patterns"));
+    WEFT_RETURN_IF_ERROR(ParseCausalGraph(r, *g, set.nodes, file.graph));
+  WEFT_ASSIGN_OR_RETURN(const nlohmann::json* f, r.Field(doc, "top level", "patterns"));
   if (!f->is_array()) return r.Error("patterns", "expected an array");
   WEFT_RETURN_IF_ERROR(ParsePatterns(r, *f, set));
   WEFT_ASSIGN_OR_RETURN(f, r.Field(doc, "top level", "instances"));
   WEFT_RETURN_IF_ERROR(ParseInstances(r, *f, set));
-  return set;
+  return file;
 }
 
 }  // namespace
 
-std::string FormatPaths(const PathSet& set) {
-  std::string out;
-  out.reserve(64 + set.messages.size() * 12 + set.patterns.size() * 256);
+namespace {
+
+void AppendHeader(std::string& out, const PathSet& set) {
   out += fmt::format("{{\"format\":\"{}\",\"version\":{},\n\"algorithm\":", kFormatName,
                      kFormatVersion);
   AppendJsonString(out, set.algorithm);
@@ -521,77 +559,92 @@ std::string FormatPaths(const PathSet& set) {
   out += "]";
   if (set.clients_aggregated) out += ",\"clients_aggregated\":true";
   if (set.shared_messages) out += ",\"shared_messages\":true";
+}
+
+void AppendCounters(std::string& out, const CounterList& counters) {
   out += ",\n\"counters\":[";
-  for (size_t i = 0; i < set.counters.size(); ++i) {
+  for (size_t i = 0; i < counters.size(); ++i) {
     if (i) out += ',';
     out += '[';
-    AppendJsonString(out, set.counters[i].first);
-    out += fmt::format(",{}]", set.counters[i].second);
+    AppendJsonString(out, counters[i].first);
+    out += fmt::format(",{}]", counters[i].second);
   }
   out += "]";
-  if (!set.clock_offsets.empty()) {
-    // [node a, node b, b's clock minus a's in ns, messages] per pair (docs/paths.md).
-    out += ",\n\"clock_offsets\":[";
-    for (size_t i = 0; i < set.clock_offsets.size(); ++i) {
-      const ClockOffsetRow& o = set.clock_offsets[i];
-      out += i ? ",[" : "[";
-      AppendJsonString(out, o.a);
-      out += ',';
-      AppendJsonString(out, o.b);
-      out += fmt::format(",{},{}]", o.offset, o.messages);
-    }
-    out += "]";
+}
+
+void AppendClockOffsets(std::string& out, const std::vector<ClockOffset>& offsets) {
+  if (offsets.empty()) return;
+  // [node a, node b, b's clock minus a's in ns, messages] per pair (docs/paths.md).
+  out += ",\n\"clock_offsets\":[";
+  for (size_t i = 0; i < offsets.size(); ++i) {
+    const ClockOffset& o = offsets[i];
+    out += i ? ",[" : "[";
+    AppendJsonString(out, o.a);
+    out += ',';
+    AppendJsonString(out, o.b);
+    out += fmt::format(",{},{}]", o.offset, o.messages);
   }
-  if (!set.graph.empty() || set.graph.quantum != 0) {
-    // The convolution algorithm's causal graph (docs/paths.md): [node, parent, messages,
-    // [[delay, count], ...]] per vertex, parents first.
-    out += fmt::format(",\n\"causal_graph\":{{\"quantum\":{},\"vertices\":[", set.graph.quantum);
-    for (size_t i = 0; i < set.graph.vertices.size(); ++i) {
-      const CausalVertex& v = set.graph.vertices[i];
-      out += fmt::format("{}\n[{},{},{},[", i ? "," : "", v.node.value(), v.parent, v.messages);
-      for (size_t d = 0; d < v.delays.size(); ++d) {
-        out += fmt::format("{}[{},{}]", d ? "," : "", v.delays[d].delay, v.delays[d].count);
-      }
-      out += "]]";
+  out += "]";
+}
+
+void AppendCausalGraph(std::string& out, const CausalGraph& graph) {
+  if (graph.empty() && graph.quantum == 0) return;
+  // The convolution algorithm's causal graph (docs/paths.md): [node, parent, messages,
+  // [[delay, count], ...]] per vertex, parents first.
+  out += fmt::format(",\n\"causal_graph\":{{\"quantum\":{},\"vertices\":[", graph.quantum);
+  for (size_t i = 0; i < graph.vertices.size(); ++i) {
+    const CausalVertex& v = graph.vertices[i];
+    out += fmt::format("{}\n[{},{},{},[", i ? "," : "", v.node.value(), v.parent, v.messages);
+    for (size_t d = 0; d < v.delays.size(); ++d) {
+      out += fmt::format("{}[{},{}]", d ? "," : "", v.delays[d].delay, v.delays[d].count);
     }
-    out += "]}";
+    out += "]]";
   }
+  out += "]}";
+}
+
+void AppendElement(std::string& out, const PatternElement& e, bool first) {
+  out += fmt::format(
+      "{}\n  {{\"kind\":\"{}\",\"sender\":{},\"receiver\":{},\"parent\":{},\"delay\":",
+      first ? "" : ",", MessageKindOp(e.kind), e.sender.value(), e.receiver.value(), e.parent);
+  AppendHistogram(out, e.delay);
+  if (!e.network.empty()) {
+    out += ",\"network\":";
+    AppendHistogram(out, e.network);
+  }
+  if (e.round_trip) out += ",\"round_trip\":true";
+  if (!e.attributes.empty()) {
+    out += ",\"attributes\":[";
+    for (size_t j = 0; j < e.attributes.size(); ++j) {
+      out += j ? ",{\"key\":" : "{\"key\":";
+      AppendJsonString(out, e.attributes[j].key);
+      out += ",\"value\":";
+      AppendJsonString(out, e.attributes[j].value);
+      out += fmt::format(",\"count\":{}}}", e.attributes[j].count);
+    }
+    out += ']';
+  }
+  out += '}';
+}
+
+void AppendPatterns(std::string& out, const std::vector<PathPattern>& patterns) {
   out += ",\n\"patterns\":[";
-  for (size_t i = 0; i < set.patterns.size(); ++i) {
-    const PathPattern& p = set.patterns[i];
+  for (size_t i = 0; i < patterns.size(); ++i) {
+    const PathPattern& p = patterns[i];
     out += i ? ",\n{\"key\":" : "\n{\"key\":";
     AppendJsonString(out, p.key);
     out += fmt::format(",\"count\":{},\"expected_count\":{},\"max_probability\":{},\"latency\":",
                        p.count, p.expected_count, p.max_probability);
     AppendHistogram(out, p.latency);
     out += ",\"elements\":[";
-    for (size_t k = 0; k < p.elements.size(); ++k) {
-      const PatternElement& e = p.elements[k];
-      out += fmt::format(
-          "{}\n  {{\"kind\":\"{}\",\"sender\":{},\"receiver\":{},\"parent\":{},\"delay\":",
-          k ? "," : "", MessageKindOp(e.kind), e.sender.value(), e.receiver.value(), e.parent);
-      AppendHistogram(out, e.delay);
-      if (!e.network.empty()) {
-        out += ",\"network\":";
-        AppendHistogram(out, e.network);
-      }
-      if (e.round_trip) out += ",\"round_trip\":true";
-      if (!e.attributes.empty()) {
-        out += ",\"attributes\":[";
-        for (size_t j = 0; j < e.attributes.size(); ++j) {
-          out += j ? ",{\"key\":" : "{\"key\":";
-          AppendJsonString(out, e.attributes[j].key);
-          out += ",\"value\":";
-          AppendJsonString(out, e.attributes[j].value);
-          out += fmt::format(",\"count\":{}}}", e.attributes[j].count);
-        }
-        out += ']';
-      }
-      out += '}';
-    }
+    for (size_t k = 0; k < p.elements.size(); ++k) AppendElement(out, p.elements[k], k == 0);
     out += "]}";
   }
-  out += "],\n\"instances\":{\"begin\":";
+  out += "]";
+}
+
+void AppendInstances(std::string& out, const PathSet& set) {
+  out += ",\n\"instances\":{\"begin\":";
   AppendArray(out, set.instance_begin);
   out += ",\n\"messages\":[";
   for (size_t i = 0; i < set.messages.size(); ++i) {
@@ -604,15 +657,30 @@ std::string FormatPaths(const PathSet& set) {
   AppendArray(out, set.pattern);
   out += ",\n\"probability\":";
   AppendArray(out, set.probability);
-  out += "}}\n";
+  out += "}";
+}
+
+}  // namespace
+
+std::string FormatPaths(const PathsFile& file) {
+  const PathSet& set = file.paths;
+  std::string out;
+  out.reserve(64 + set.messages.size() * 12 + set.patterns.size() * 256);
+  AppendHeader(out, set);
+  AppendCounters(out, file.counters);
+  AppendClockOffsets(out, set.clock_offsets);
+  AppendCausalGraph(out, file.graph);
+  AppendPatterns(out, set.patterns);
+  AppendInstances(out, set);
+  out += "}\n";
   return out;
 }
 
-Status WritePaths(const PathSet& set, const std::string& path) {
-  return WriteFile(path, FormatPaths(set));
+Status WritePaths(const PathsFile& file, const std::string& path) {
+  return WriteFile(path, FormatPaths(file));
 }
 
-Result<PathSet> ParsePaths(std::string_view text, std::string_view source) {
+Result<PathsFile> ParsePaths(std::string_view text, std::string_view source) {
   Reader reader(source);
   try {
     nlohmann::json doc = nlohmann::json::parse(text.begin(), text.end());
@@ -632,7 +700,7 @@ Result<PathSet> ParsePaths(std::string_view text, std::string_view source) {
   }
 }
 
-Result<PathSet> ReadPaths(const std::string& path) {
+Result<PathsFile> ReadPaths(const std::string& path) {
   WEFT_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
   if (text.empty()) return Status::Corruption("{}: empty file, not a paths file", path);
   return ParsePaths(text, path);

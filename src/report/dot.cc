@@ -5,6 +5,7 @@
 #include <iterator>
 
 #include "core/time.h"
+#include "report/describe.h"
 
 namespace weft {
 namespace {
@@ -63,8 +64,7 @@ std::string PatternToDot(const PathSet& set, uint32_t index) {
   return out;
 }
 
-std::string CausalGraphToDot(const PathSet& set, uint64_t min_messages) {
-  const CausalGraph& g = set.graph;
+std::string CausalGraphToDot(const CausalGraph& g, const NodeTable& nodes, uint64_t min_messages) {
   std::string out = "digraph causal_graph {\n  rankdir=TB;\n  node [shape=ellipse];\n";
   auto it = std::back_inserter(out);
   std::vector<bool> shown(g.vertices.size(), false);
@@ -73,7 +73,7 @@ std::string CausalGraphToDot(const PathSet& set, uint64_t min_messages) {
     if (vertex.parent >= 0 && (!shown[size_t(vertex.parent)] || vertex.messages < min_messages))
       continue;
     shown[v] = true;
-    fmt::format_to(it, "  v{} [label={}{}];\n", v, Quote(set.nodes.Get(vertex.node)),
+    fmt::format_to(it, "  v{} [label={}{}];\n", v, Quote(nodes.Get(vertex.node)),
                    vertex.parent < 0 ? ", shape=box" : "");
     if (vertex.parent < 0) continue;
     // Figure 9: "count: delay1, delay2, ..." (Graphviz reads \n in a label as a break).

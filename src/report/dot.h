@@ -10,7 +10,9 @@
 
 #include <string>
 
-#include "infer/paths.h"
+#include "core/intern.h"
+#include "infer/causal_graph.h"
+#include "infer/path_set.h"
 
 namespace weft {
 
@@ -20,7 +22,8 @@ std::string PatternToDot(const PathSet& set, uint32_t pattern);
 // The convolution algorithm's causal graph in the style of Project 5 Figure 9: an
 // ellipse per vertex (a node visit) with the node's name; an arrow per edge labelled with
 // its message count and its delays, most frequent first. Edges with fewer than
-// `min_messages` messages are left out, with their subtrees.
-std::string CausalGraphToDot(const PathSet& set, uint64_t min_messages = 0);
+// `min_messages` messages are left out, with their subtrees. Node names from `nodes`.
+std::string CausalGraphToDot(const CausalGraph& graph, const NodeTable& nodes,
+                             uint64_t min_messages = 0);
 
 }  // namespace weft

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "report/describe.h"
+
 namespace weft {
 namespace {
 

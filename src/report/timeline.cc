@@ -7,6 +7,8 @@
 #include <cmath>
 #include <map>
 
+#include "report/describe.h"
+
 namespace weft {
 namespace {
 

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "core/time.h"
-#include "infer/paths.h"
+#include "infer/path_set.h"
 
 namespace weft {
 

@@ -12,7 +12,7 @@
 #include <string>
 
 #include "capture/real_servers.h"
-#include "infer/paths.h"
+#include "infer/path_set.h"
 #include "trace/trace.h"
 
 namespace weft::testing {

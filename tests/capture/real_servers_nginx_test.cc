@@ -208,12 +208,12 @@ void NginxFrontTest::Run() {
     }
   }
   ASSERT_EQ(db_calls.size(), requests);
-  Result<PathSet> fragment = InferFragment(trace);
-  Result<PathSet> thread = InferThread(trace);
+  Result<FragmentInference> fragment = InferFragment(trace);
+  Result<ThreadInference> thread = InferThread(trace);
   ASSERT_TRUE(fragment.ok() && thread.ok());
   std::set<uint64_t> wrong;
-  int fragment_exact = ExactTrees(trace, *fragment, client, db_calls, 4, 5, &wrong);
-  int thread_exact = ExactTrees(trace, *thread, client, db_calls);
+  int fragment_exact = ExactTrees(trace, fragment->paths, client, db_calls, 4, 5, &wrong);
+  int thread_exact = ExactTrees(trace, thread->paths, client, db_calls);
   std::cerr << requests << " requests; exact trees: fragment " << fragment_exact << ", thread "
             << thread_exact << "\n";
   // The requests whose call to web0 was the first message on its connection: nginx

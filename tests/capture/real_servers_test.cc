@@ -203,7 +203,15 @@ void CheckQueryTrees(const Trace& trace, const std::vector<MessageId>& queries) 
   std::set<uint32_t> query_set;
   for (MessageId m : queries) query_set.insert(m.value());
   for (bool fragment : {true, false}) {
-    Result<PathSet> paths = fragment ? InferFragment(trace) : InferThread(trace);
+    auto infer = [&]() -> Result<PathSet> {
+      if (fragment) {
+        WEFT_ASSIGN_OR_RETURN(FragmentInference inferred, InferFragment(trace));
+        return std::move(inferred.paths);
+      }
+      WEFT_ASSIGN_OR_RETURN(ThreadInference inferred, InferThread(trace));
+      return std::move(inferred.paths);
+    };
+    Result<PathSet> paths = infer();
     ASSERT_TRUE(paths.ok()) << paths.status().message();
     int exact = 0, with_sql = 0;
     for (size_t i = 0; i < paths->instance_count(); ++i) {

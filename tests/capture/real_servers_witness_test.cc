@@ -91,12 +91,12 @@ class WitnessTest : public RealServersTest {
     }
     EXPECT_FALSE(client.empty() || web0_node.empty());
 
-    Result<PathSet> fragment = InferFragment(trace);
+    Result<FragmentInference> fragment = InferFragment(trace);
     EXPECT_TRUE(fragment.ok()) << fragment.status().message();
     if (!fragment.ok()) return run;
-    run.linked = fragment->Counter("witness_links");
-    run.ambiguous = fragment->Counter("witness_links_ambiguous");
-    run.unmatched = fragment->Counter("witnesses_unmatched");
+    run.linked = fragment->counters.witness_links;
+    run.ambiguous = fragment->counters.witness_links_ambiguous;
+    run.unmatched = fragment->counters.witnesses_unmatched;
 
     // Each of nginx's calls to web0 should sit in the path rooted at the client call with
     // the same testbed request id; web0's calls to db0 counted per request for the trees.
@@ -110,8 +110,8 @@ class WitnessTest : public RealServersTest {
       }
       if (name(c.sender[i]) == web0_node) ++db_calls[request];
     }
-    for (size_t k = 0; k < fragment->instance_count(); ++k) {
-      std::span<const MessageId> messages = fragment->InstanceMessages(k);
+    for (size_t k = 0; k < fragment->paths.instance_count(); ++k) {
+      std::span<const MessageId> messages = fragment->paths.InstanceMessages(k);
       uint64_t root = IdsOf(PayloadPrefix(trace, messages[0])).request;
       bool rooted_at_client = name(c.sender[messages[0].value()]) == client;
       for (MessageId m : messages) {
@@ -124,7 +124,7 @@ class WitnessTest : public RealServersTest {
             rooted_at_client && IdsOf(PayloadPrefix(trace, m)).request == root && root != 0;
       }
     }
-    run.exact = testing::ExactTrees(trace, *fragment, client, db_calls);
+    run.exact = testing::ExactTrees(trace, fragment->paths, client, db_calls);
     std::cerr << "concurrency " << concurrency
               << (request_id ? ", X-Request-Id" : ", method and URL only") << ": " << run.requests
               << " requests, " << run.landed << " of " << run.downstream
@@ -186,16 +186,16 @@ TEST_F(WitnessTest, RepliesFromAnUntracedServerResumeTheirRequests) {
       untraced_calls += !c.receiver_thread[i].valid() && c.recv_time[i] == kNoTime;
     }
   }
-  Result<PathSet> fragment = InferFragment(trace);
+  Result<FragmentInference> fragment = InferFragment(trace);
   ASSERT_TRUE(fragment.ok()) << fragment.status().message();
-  int exact =
-      testing::ExactTrees(trace, *fragment, client, db_calls, 2);  // no proxy: client <-> web0
+  int exact = testing::ExactTrees(trace, fragment->paths, client, db_calls,
+                                  2);  // no proxy: client <-> web0
   std::cerr << db_calls.size() << " requests, " << untraced_calls
             << " calls to the untraced db0; exact trees " << exact << "\n";
   ASSERT_GT(db_calls.size(), 100u);
   EXPECT_GT(untraced_calls, db_calls.size());  // 1-2 per request
   EXPECT_EQ(exact, int(db_calls.size()));
-  EXPECT_EQ(fragment->Counter("witness_links"), 0);  // nothing came out of db0
+  EXPECT_EQ(fragment->counters.witness_links, 0);  // nothing came out of db0
 }
 
 // Every request went through nginx to web0, its call there was linked by its witness, at

@@ -8,7 +8,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "infer/paths.h"
+#include "infer/path_set_builder.h"
+#include "infer/paths_file.h"
 #include "trace/text_format.h"
 #include "weft_cli.h"
 
@@ -114,7 +115,7 @@ TEST_F(EvalCli, EvalOfAWrongInference) {
       builder.AddInstance(std::vector<MessageId>{MessageId(3)}, std::vector<int32_t>{-1}).ok());
   ASSERT_TRUE(
       builder.AddInstance(std::vector<MessageId>{MessageId(5)}, std::vector<int32_t>{-1}).ok());
-  ASSERT_TRUE(WritePaths(std::move(builder).Finish(), Path("hand.paths.json")).ok());
+  ASSERT_TRUE(WritePaths({std::move(builder).Finish()}, Path("hand.paths.json")).ok());
 
   CommandRun run =
       Weft("eval --truth " + Path("run.trace") + " " + Path("hand.paths.json") + " --top 2");

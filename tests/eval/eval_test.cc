@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "infer/path_set_builder.h"
 #include "infer/truth/truth.h"
 #include "trace/text_format.h"
 
@@ -19,9 +20,9 @@ Trace Parse(std::string_view text) {
 }
 
 PathSet Truth(const Trace& trace) {
-  Result<PathSet> set = InferFromTruth(trace);
+  Result<TruthInference> set = InferFromTruth(trace);
   EXPECT_TRUE(set.ok()) << set.status().message();
-  return std::move(set).value();
+  return std::move(set->paths);
 }
 
 // An inferred set from instances written as (message ids, parent indices).

@@ -63,13 +63,13 @@ TEST(MakeTrace, NetworkScenarios) {
   }
   EXPECT_GT(both, 1000);
   // The ground truth still makes trees, now with one client node per instance.
-  Result<PathSet> truth = InferFromTruth(trace);
+  Result<TruthInference> truth = InferFromTruth(trace);
   ASSERT_TRUE(truth.ok()) << truth.status().message();
-  EXPECT_EQ(truth->instance_count(), summary.paths);
+  EXPECT_EQ(truth->paths.instance_count(), summary.paths);
   // Aggregated, the clients are one CLIENT node again: 22 patterns, as the tracelets give.
-  Result<PathSet> aggregated = InferFromTruth(trace, {.aggregate_clients = true});
+  Result<TruthInference> aggregated = InferFromTruth(trace, {.aggregate_clients = true});
   ASSERT_TRUE(aggregated.ok());
-  EXPECT_EQ(aggregated->patterns.size(), 22u);
+  EXPECT_EQ(aggregated->paths.patterns.size(), 22u);
 }
 
 TEST(MakeTrace, SameSeedSameTraceOtherSeedOtherTrace) {

@@ -8,7 +8,9 @@
 #include "eval/eval.h"
 #include "gen/gen.h"
 #include "infer/convolution/correlator.h"
+#include "infer/paths_file.h"
 #include "infer/truth/truth.h"
+#include "report/describe.h"
 #include "report/dot.h"
 
 namespace weft {
@@ -23,11 +25,18 @@ Trace Generate(const std::string& scenario, uint64_t messages) {
   return std::move(trace).value();
 }
 
-PathSet Convolve(const Trace& trace, const ConvolutionOptions& options) {
-  Result<PathSet> set = InferConvolution(trace, options);
+ConvolutionInference Convolve(const Trace& trace, const ConvolutionOptions& options) {
+  Result<ConvolutionInference> set = InferConvolution(trace, options);
   EXPECT_TRUE(set.ok()) << set.status().message();
-  return set.ok() ? std::move(set).value() : PathSet();
+  return set.ok() ? std::move(set).value() : ConvolutionInference();
 }
+
+std::string Table(const ConvolutionInference& c) {
+  return FormatCausalGraph(c.graph, c.paths.nodes);
+}
+
+// What `weft infer --algo convolution` writes.
+PathsFile File(const ConvolutionInference& c) { return {c.paths, c.counters.List(), c.graph}; }
 
 // A trace of MSG messages (sender, receiver, time in ms).
 Trace MakeMessages(const std::vector<std::tuple<std::string, std::string, double>>& messages) {
@@ -45,9 +54,9 @@ Trace MakeMessages(const std::vector<std::tuple<std::string, std::string, double
 }
 
 // The vertex whose key (CausalVertexKey) is `key`, or -1.
-int FindVertex(const PathSet& set, const std::string& key) {
+int FindVertex(const ConvolutionInference& set, const std::string& key) {
   for (uint32_t v = 0; v < set.graph.vertices.size(); ++v) {
-    if (CausalVertexKey(set, v) == key) return int(v);
+    if (CausalVertexKey(set.graph, set.paths.nodes, v) == key) return int(v);
   }
   return -1;
 }
@@ -120,11 +129,11 @@ TEST(ConvolutionTest, FindsDelaysOfAForwardingChain) {
   ConvolutionOptions options;
   options.quantum = 5 * kMillisecond;
   options.roots = {"ROOT"};
-  PathSet set = Convolve(trace, options);
+  ConvolutionInference set = Convolve(trace, options);
   int c = FindVertex(set, "ROOT>A>C");
   int d = FindVertex(set, "ROOT>A>D");
-  ASSERT_GE(c, 0) << FormatCausalGraph(set);
-  ASSERT_GE(d, 0) << FormatCausalGraph(set);
+  ASSERT_GE(c, 0) << Table(set);
+  ASSERT_GE(d, 0) << Table(set);
   const CausalVertex& vc = set.graph.vertices[size_t(c)];
   const CausalVertex& vd = set.graph.vertices[size_t(d)];
   EXPECT_EQ(vc.messages, 400u);
@@ -132,27 +141,27 @@ TEST(ConvolutionTest, FindsDelaysOfAForwardingChain) {
   ASSERT_EQ(vc.delays.size(), 1u);
   EXPECT_EQ(vc.delays[0].delay, 30 * kMillisecond);
   EXPECT_NEAR(double(vd.delays[0].delay), double(122 * kMillisecond), double(options.quantum));
-  EXPECT_EQ(set.graph.vertices.size(), 4u) << FormatCausalGraph(set);  // ROOT, A, C, D
-  EXPECT_EQ(set.Counter("roots"), 1);
+  EXPECT_EQ(set.graph.vertices.size(), 4u) << Table(set);  // ROOT, A, C, D
+  EXPECT_EQ(set.counters.roots, 1);
   // With memory for the FFT buffers only, no spectrum is cached: the same graph.
   options.max_signal_bytes = ConvolutionSignalBytes(trace.EndTime() - trace.StartTime(), options);
-  EXPECT_EQ(FormatCausalGraph(Convolve(trace, options)), FormatCausalGraph(set));
+  EXPECT_EQ(Table(Convolve(trace, options)), Table(set));
   options.max_signal_bytes -= 1;
   EXPECT_EQ(InferConvolution(trace, options).status().code(), StatusCode::kOutOfRange);
 }
 
 // The delays of WS2 -> AP after the AUTH return: the edge of the path
 // CLIENT>WS2>AUTH>DB>AUTH>WS2>APn (after the session check of "browse" and the others).
-std::vector<TimeNs> Ws2ToApDelays(const PathSet& set) {
+std::vector<TimeNs> Ws2ToApDelays(const ConvolutionInference& set) {
   std::vector<TimeNs> delays;
   for (uint32_t v = 0; v < set.graph.vertices.size(); ++v) {
     const CausalVertex& vertex = set.graph.vertices[v];
     if (vertex.parent < 0 || vertex.delays.empty()) continue;
     const CausalVertex& ws = set.graph.vertices[size_t(vertex.parent)];
     if (ws.parent < 0) continue;
-    std::string_view node = set.nodes.Get(vertex.node);
-    if (set.nodes.Get(ws.node) != "WS2" || (node != "AP1" && node != "AP2")) continue;
-    if (set.nodes.Get(set.graph.vertices[size_t(ws.parent)].node) != "AUTH") continue;
+    std::string_view node = set.paths.nodes.Get(vertex.node);
+    if (set.paths.nodes.Get(ws.node) != "WS2" || (node != "AP1" && node != "AP2")) continue;
+    if (set.paths.nodes.Get(set.graph.vertices[size_t(ws.parent)].node) != "AUTH") continue;
     delays.push_back(vertex.delays.front().delay);  // the most frequent
   }
   return delays;
@@ -163,12 +172,12 @@ std::vector<TimeNs> Ws2ToApDelays(const PathSet& set) {
 TEST(ConvolutionTest, AddedDelayShowsAtWs2ToAp) {
   ConvolutionOptions options;  // mu = 10 ms
   options.roots = {"CLIENT"};
-  PathSet normal = Convolve(Generate("multitier", 60'000), options);
-  PathSet added = Convolve(Generate("multitier-added-delay", 60'000), options);
+  ConvolutionInference normal = Convolve(Generate("multitier", 60'000), options);
+  ConvolutionInference added = Convolve(Generate("multitier-added-delay", 60'000), options);
   std::vector<TimeNs> before = Ws2ToApDelays(normal);
   std::vector<TimeNs> after = Ws2ToApDelays(added);
-  ASSERT_FALSE(before.empty()) << FormatCausalGraph(normal);
-  ASSERT_FALSE(after.empty()) << FormatCausalGraph(added);
+  ASSERT_FALSE(before.empty()) << Table(normal);
+  ASSERT_FALSE(after.empty()) << Table(added);
   for (TimeNs d : before)
     EXPECT_NEAR(double(d), double(50 * kMillisecond), double(options.quantum));
   for (TimeNs d : after)
@@ -177,12 +186,12 @@ TEST(ConvolutionTest, AddedDelayShowsAtWs2ToAp) {
   for (uint32_t v = 0; v < normal.graph.vertices.size(); ++v) {
     const CausalVertex& vertex = normal.graph.vertices[v];
     if (vertex.parent < 0 ||
-        normal.nodes.Get(normal.graph.vertices[size_t(vertex.parent)].node) != "WS2")
+        normal.paths.nodes.Get(normal.graph.vertices[size_t(vertex.parent)].node) != "WS2")
       continue;
-    if (!normal.nodes.Get(vertex.node).starts_with("AP")) continue;
+    if (!normal.paths.nodes.Get(vertex.node).starts_with("AP")) continue;
     for (const CausalDelay& d : vertex.delays) {
       EXPECT_FALSE(d.delay > 240 * kMillisecond && d.delay < 260 * kMillisecond)
-          << CausalVertexKey(normal, v);
+          << CausalVertexKey(normal.graph, normal.paths.nodes, v);
     }
   }
 }
@@ -194,12 +203,12 @@ TEST(ConvolutionTest, EmailFrequentPathsExactly) {
   ConvolutionOptions options;
   options.quantum = kSecond;
   options.tolerance = 500 * kMillisecond;  // §5.2.2: forwarding delays vary by ~0.5 s
-  PathSet graph = Convolve(trace, options);
-  Result<PathSet> truth = InferFromTruth(trace);
+  ConvolutionInference graph = Convolve(trace, options);
+  Result<TruthInference> truth = InferFromTruth(trace);
   ASSERT_TRUE(truth.ok());
-  Result<GraphEvalReport> report = EvaluateGraph(*truth, graph, 100);
+  Result<GraphEvalReport> report = EvaluateGraph(truth->paths, graph.paths, graph.graph, 100);
   ASSERT_TRUE(report.ok()) << report.status().message();
-  SCOPED_TRACE(FormatGraphEvalReport(*report) + FormatCausalGraph(graph));
+  SCOPED_TRACE(FormatGraphEvalReport(*report) + Table(graph));
   EXPECT_EQ(report->truth_edges, 9u);  // the newsletter, partner and outbound routes
   EXPECT_TRUE(report->false_negatives.empty());
   EXPECT_TRUE(report->false_positives.empty());
@@ -219,29 +228,29 @@ TEST(ConvolutionTest, GraphRoundTripsAndDraws) {
   Trace trace = MakeMessages(m);
   ConvolutionOptions options;
   options.quantum = 5 * kMillisecond;
-  PathSet set = Convolve(trace, options);
-  ASSERT_EQ(set.graph.vertices.size(), 3u) << FormatCausalGraph(set);
-  Result<PathSet> back = ParsePaths(FormatPaths(set), "test");
+  ConvolutionInference set = Convolve(trace, options);
+  ASSERT_EQ(set.graph.vertices.size(), 3u) << Table(set);
+  Result<PathsFile> back = ParsePaths(FormatPaths(File(set)), "test");
   ASSERT_TRUE(back.ok()) << back.status().message();
   ASSERT_EQ(back->graph.vertices.size(), 3u);
   EXPECT_EQ(back->graph.quantum, options.quantum);
-  EXPECT_EQ(FormatPaths(*back), FormatPaths(set));
-  EXPECT_EQ(FormatCausalGraph(*back),
+  EXPECT_EQ(FormatPaths(*back), FormatPaths(File(set)));
+  EXPECT_EQ(FormatCausalGraph(back->graph, back->paths.nodes),
             "causal graph: 3 vertices, quantum 5ms\n"
             "A  (root, 50 msgs sent)\n"
             "  B  <- A  50 msgs  delays\n"
             "    C  <- B  50 msgs  delays 20ms (50)\n");
-  EXPECT_EQ(CausalGraphToDot(*back),
+  EXPECT_EQ(CausalGraphToDot(back->graph, back->paths.nodes),
             "digraph causal_graph {\n  rankdir=TB;\n  node [shape=ellipse];\n"
             "  v0 [label=\"A\", shape=box];\n"
             "  v1 [label=\"B\"];\n  v0 -> v1 [label=\"50\"];\n"
             "  v2 [label=\"C\"];\n  v1 -> v2 [label=\"50: 20ms\"];\n}\n");
   // A vertex whose parent is not before it is corrupt, with the field named.
-  std::string text = FormatPaths(set);
+  std::string text = FormatPaths(File(set));
   size_t at = text.find("[2,1,");
   ASSERT_NE(at, std::string::npos) << text;
   text.replace(at, 5, "[2,7,");
-  Result<PathSet> bad = ParsePaths(text, "bad.json");
+  Result<PathsFile> bad = ParsePaths(text, "bad.json");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("causal_graph.vertices[2]"), std::string::npos)
       << bad.status().message();
@@ -250,10 +259,10 @@ TEST(ConvolutionTest, GraphRoundTripsAndDraws) {
 TEST(ConvolutionTest, EdgeCasesGiveGraphsNotCrashes) {
   ConvolutionOptions options;
   // An empty trace.
-  PathSet empty = Convolve(Trace(), options);
+  ConvolutionInference empty = Convolve(Trace(), options);
   EXPECT_TRUE(empty.graph.empty());
   // A single message: one root with one edge (under min_messages, so no edge).
-  PathSet one = Convolve(MakeMessages({{"A", "B", 1}}), options);
+  ConvolutionInference one = Convolve(MakeMessages({{"A", "B", 1}}), options);
   ASSERT_EQ(one.graph.vertices.size(), 1u);
   EXPECT_EQ(one.graph.vertices[0].messages, 1u);
   // A trace shorter than one quantum, and a quantum longer than the trace: one sample.
@@ -264,18 +273,18 @@ TEST(ConvolutionTest, EdgeCasesGiveGraphsNotCrashes) {
   }
   Trace short_trace = MakeMessages(m);
   options.min_messages = 5;
-  PathSet tiny = Convolve(short_trace, options);
-  EXPECT_EQ(tiny.Counter("fft_size"), 1);
-  ASSERT_GE(FindVertex(tiny, "A>B"), 0) << FormatCausalGraph(tiny);
+  ConvolutionInference tiny = Convolve(short_trace, options);
+  EXPECT_EQ(tiny.counters.fft_size, 1);
+  ASSERT_GE(FindVertex(tiny, "A>B"), 0) << Table(tiny);
   options.quantum = 3600 * kSecond;
-  PathSet huge = Convolve(short_trace, options);
+  ConvolutionInference huge = Convolve(short_trace, options);
   ASSERT_GE(FindVertex(huge, "A>B"), 0);
   // C sends nothing: its vertex has no children, and the search ends there.
   options.quantum = kMillisecond;
-  PathSet chain = Convolve(short_trace, options);
+  ConvolutionInference chain = Convolve(short_trace, options);
   for (const CausalVertex& v : chain.graph.vertices) {
     if (v.parent >= 0) {
-      EXPECT_NE(chain.nodes.Get(chain.graph.vertices[size_t(v.parent)].node), "C");
+      EXPECT_NE(chain.paths.nodes.Get(chain.graph.vertices[size_t(v.parent)].node), "C");
     }
   }
 }
@@ -284,7 +293,7 @@ TEST(ConvolutionTest, TooSmallAQuantumSaysHowMuchMemory) {
   Trace trace = MakeMessages({{"A", "B", 0}, {"B", "C", 3600.0 * 1000}});  // an hour
   ConvolutionOptions options;
   options.quantum = 1;  // 3.6e12 samples
-  Result<PathSet> set = InferConvolution(trace, options);
+  Result<ConvolutionInference> set = InferConvolution(trace, options);
   ASSERT_FALSE(set.ok());
   EXPECT_EQ(set.status().code(), StatusCode::kOutOfRange);
   EXPECT_NE(set.status().message().find("MiB"), std::string::npos) << set.status().message();

@@ -22,8 +22,8 @@ Trace Parse(std::string_view text) {
   return std::move(t).value();
 }
 
-PathSet Link(const Trace& trace, LinkingOptions options = {}) {
-  Result<PathSet> set = InferLinking(trace, options);
+LinkingInference Link(const Trace& trace, LinkingOptions options = {}) {
+  Result<LinkingInference> set = InferLinking(trace, options);
   EXPECT_TRUE(set.ok()) << set.status().message();
   return std::move(set).value();
 }
@@ -45,7 +45,7 @@ TEST(Linking, PaperModelProbabilities) {
       "0.011 MSG_SENT B C recv=0.020\n");
   LinkingOptions options;
   options.learning_iterations = 0;
-  PathSet set = Link(trace, options);
+  auto [set, counters] = Link(trace, options);
   const double total = std::exp(-1) + std::exp(-2) + std::exp(-4);
   const double px = std::exp(-1) / total, pa = std::exp(-2) / total;
   std::map<std::string, double> expected = ExpectedByKey(set);
@@ -54,8 +54,8 @@ TEST(Linking, PaperModelProbabilities) {
   EXPECT_NEAR(expected["M:X>B"], 1 - px, 1e-6);
   EXPECT_NEAR(expected["M:A>B(M:B>C)"], pa, 1e-6);
   EXPECT_NEAR(expected["M:A>B"], 1 - pa, 1e-6);
-  EXPECT_EQ(set.Counter("roots"), 2);
-  EXPECT_EQ(set.Counter("try_both"), 2);
+  EXPECT_EQ(counters.roots, 2);
+  EXPECT_EQ(counters.try_both, 2);
   // Alternatives share messages: B->C is in two instances.
   EXPECT_TRUE(set.shared_messages);
   EXPECT_EQ(set.messages.size(), 6u);
@@ -70,12 +70,12 @@ TEST(Linking, WindowShorterThanEveryDelay) {
       "0.6 MSG_SENT C D recv=0.7\n");
   LinkingOptions options;
   options.window = 100 * kMillisecond;  // every delay is 200 ms
-  PathSet set = Link(trace, options);
+  auto [set, counters] = Link(trace, options);
   EXPECT_EQ(set.instance_count(), 3u);
-  EXPECT_EQ(set.Counter("links"), 0);
+  EXPECT_EQ(counters.links, 0);
   for (double p : set.probability) EXPECT_EQ(p, 1.0);
   options.window = kSecond;
-  set = Link(trace, options);
+  set = Link(trace, options).paths;
   ASSERT_EQ(set.patterns.size(), 1u);
   EXPECT_EQ(set.patterns[0].key, "M:A>B(M:B>C(M:C>D))");
 }
@@ -91,12 +91,12 @@ TEST(Linking, SkewedClocksUntracedSendersAndSendOnlyNodes) {
       "4.105 RET_SENT DB WS c3 recv=5.108\n"
       "5.109 RET_SENT WS client c2\n"
       "7.000 MSG_SENT cron WS recv=7.001\n");  // cron only sends
-  PathSet set = Link(trace);
+  auto [set, counters] = Link(trace);
   std::map<std::string, double> expected = ExpectedByKey(set);
   EXPECT_NEAR(expected["C:client>WS(C:WS>DB(R:DB>WS) R:WS>client)"], 1.0, 0.05);
   EXPECT_NEAR(expected["C:WS>DB(R:DB>WS)"], 1.0, 0.05);
   EXPECT_NEAR(expected["M:cron>WS"], 1.0, 1e-9);
-  EXPECT_EQ(set.Counter("rpc"), 1);
+  EXPECT_EQ(counters.rpc, 1);
   // Paxson's estimate: DB's clock is 1 s behind, give or take half the asymmetry.
   ClockOffsets offsets = EstimateClockOffsets(trace);
   ASSERT_EQ(offsets.pairs.size(), 1u);
@@ -133,12 +133,13 @@ Generated Generate(const std::string& scenario, uint64_t messages = 0) {
 }
 
 EvalReport Evaluate(const Trace& trace, const PathSet& inferred) {
-  Result<PathSet> truth = InferFromTruth(trace, {.aggregate_clients = true, .clock_offsets = true});
+  Result<TruthInference> truth =
+      InferFromTruth(trace, {.aggregate_clients = true, .clock_offsets = true});
   EXPECT_TRUE(truth.ok()) << truth.status().message();
   EvalOptions options;
   options.max_n = 30;
   options.inferred_order = PatternOrder::kExpected;
-  Result<EvalReport> report = Evaluate(*truth, inferred, options);
+  Result<EvalReport> report = Evaluate(truth->paths, inferred, options);
   EXPECT_TRUE(report.ok()) << report.status().message();
   return std::move(report).value();
 }
@@ -149,7 +150,7 @@ void ExpectTopNAndLatency(const std::string& scenario, uint64_t messages, size_t
                           int bounded_up_to) {
   SCOPED_TRACE(scenario);
   Generated g = Generate(scenario, messages);
-  PathSet set = Link(g.trace);
+  auto [set, counters] = Link(g.trace);
   EvalReport r = Evaluate(g.trace, set);
   EXPECT_EQ(r.patterns.truth, truth_patterns);
   EXPECT_EQ(r.patterns.correct, truth_patterns);  // every true pattern is found
@@ -172,15 +173,15 @@ TEST(LinkingAccuracy, MultitierWan) { ExpectTopNAndLatency("multitier-wan", 200'
 // 30% of the truth (convolution cannot find it at all).
 TEST(LinkingAccuracy, RarePath) {
   Generated g = Generate("wide-area");
-  PathSet set = Link(g.trace);
-  Result<PathSet> truth = InferFromTruth(g.trace, {.aggregate_clients = true});
+  auto [set, counters] = Link(g.trace);
+  Result<TruthInference> truth = InferFromTruth(g.trace, {.aggregate_clients = true});
   ASSERT_TRUE(truth.ok());
   const std::string purge = "C:CLIENT>P1(C:P1>P2(R:P2>P1) C:P1>P3(R:P3>P1) R:P1>CLIENT)";
   uint64_t truth_count = 0;
-  for (const PathPattern& p : truth->patterns) {
+  for (const PathPattern& p : truth->paths.patterns) {
     if (p.key == purge) truth_count = p.count;
   }
-  const double share = double(truth_count) / double(truth->instance_count());
+  const double share = double(truth_count) / double(truth->paths.instance_count());
   EXPECT_GT(share, 0.0005);
   EXPECT_LT(share, 0.002);
   EXPECT_NEAR(ExpectedByKey(set)[purge], double(truth_count), 0.3 * double(truth_count));

@@ -26,17 +26,17 @@ Trace Generate(const std::string& scenario) {
 }
 
 // weft's scoring (the default) or the paper's (call delays only: --paper-scoring).
-PathSet Nesting(const Trace& trace, bool weft_scoring) {
+NestingInference Nesting(const Trace& trace, bool weft_scoring) {
   NestingOptions options;
   options.score_returns = weft_scoring;
   options.sibling_passes = weft_scoring ? 1 : 0;
-  Result<PathSet> set = InferNesting(trace, options);
+  Result<NestingInference> set = InferNesting(trace, options);
   EXPECT_TRUE(set.ok()) << set.status().message();
   return std::move(set).value();
 }
 
-double PerNodeParallelism(const PathSet& set) {
-  return double(set.Counter("candidate_parents")) / double(set.Counter("children_with_candidates"));
+double PerNodeParallelism(const NestingCounters& c) {
+  return double(c.candidate_parents) / double(c.children_with_candidates);
 }
 
 // Figure 17: the number of true top-N patterns missing from the inferred top N. Issue 3
@@ -47,9 +47,9 @@ double PerNodeParallelism(const PathSet& set) {
 // either direction shows.
 TEST(NestingAccuracyTest, TopNFalseNegatives) {
   Trace trace = Generate("multitier");
-  Result<PathSet> truth = InferFromTruth(trace);
+  Result<TruthInference> truth = InferFromTruth(trace);
   ASSERT_TRUE(truth.ok());
-  ASSERT_EQ(truth->patterns.size(), 34u);
+  ASSERT_EQ(truth->paths.patterns.size(), 34u);
   struct Expected {
     bool weft_scoring;
     int bounded_up_to;  // FN <= 1 for N up to here
@@ -57,9 +57,9 @@ TEST(NestingAccuracyTest, TopNFalseNegatives) {
     double correct;     // instances exactly right
   };
   for (Expected e : {Expected{true, 30, 1, 0.845}, Expected{false, 9, 4, 0.701}}) {
-    PathSet inferred = Nesting(trace, e.weft_scoring);
-    EXPECT_NEAR(PerNodeParallelism(inferred), 1.641, 0.02);
-    Result<EvalReport> report = Evaluate(*truth, inferred, EvalOptions{.max_n = 30});
+    NestingInference inferred = Nesting(trace, e.weft_scoring);
+    EXPECT_NEAR(PerNodeParallelism(inferred.counters), 1.641, 0.02);
+    Result<EvalReport> report = Evaluate(truth->paths, inferred.paths, EvalOptions{.max_n = 30});
     ASSERT_TRUE(report.ok()) << report.status().message();
     ASSERT_EQ(report->top_n.size(), 30u);
     uint64_t worst = 0;
@@ -96,12 +96,12 @@ double Ws2ToApCallDelay(const PathSet& set) {
 TEST(NestingAccuracyTest, AddedDelayShowsOnTheWs2ToApCall) {
   Trace normal = Generate("multitier");
   Trace added = Generate("multitier-added-delay");
-  double truth_growth =
-      Ws2ToApCallDelay(*InferFromTruth(added)) - Ws2ToApCallDelay(*InferFromTruth(normal));
+  double truth_growth = Ws2ToApCallDelay(InferFromTruth(added)->paths) -
+                        Ws2ToApCallDelay(InferFromTruth(normal)->paths);
   EXPECT_NEAR(truth_growth, 200e6, 5e6);
   for (bool weft_scoring : {false, true}) {
-    double growth = Ws2ToApCallDelay(Nesting(added, weft_scoring)) -
-                    Ws2ToApCallDelay(Nesting(normal, weft_scoring));
+    double growth = Ws2ToApCallDelay(Nesting(added, weft_scoring).paths) -
+                    Ws2ToApCallDelay(Nesting(normal, weft_scoring).paths);
     EXPECT_NEAR(growth, 200e6, 20e6) << "weft_scoring=" << weft_scoring;
   }
 }

@@ -14,8 +14,8 @@ Trace Parse(std::string_view text) {
   return std::move(t).value();
 }
 
-PathSet Infer(const Trace& trace, NestingOptions options = {}) {
-  Result<PathSet> set = InferNesting(trace, options);
+NestingInference Infer(const Trace& trace, NestingOptions options = {}) {
+  Result<NestingInference> set = InferNesting(trace, options);
   EXPECT_TRUE(set.ok()) << set.status().message();
   return std::move(set).value();
 }
@@ -30,7 +30,7 @@ TEST(NestingTest, Figure3) {
 9 RET_SENT D B 3
 11 RET_SENT B A 1
 )");
-  PathSet set = Infer(trace);
+  auto [set, counters] = Infer(trace);
   ASSERT_EQ(set.instance_count(), 1u);
   ASSERT_EQ(set.patterns.size(), 1u);
   EXPECT_EQ(set.patterns[0].key, "C:A>B(C:B>C(R:C>B) C:B>D(R:D>B) R:B>A)");
@@ -38,8 +38,8 @@ TEST(NestingTest, Figure3) {
   EXPECT_EQ(set.patterns[0].elements[1].delay.mean(), 2.0);
   EXPECT_EQ(set.patterns[0].elements[2].delay.mean(), 2.0);
   EXPECT_EQ(set.patterns[0].latency.mean(), 10.0);
-  EXPECT_EQ(set.Counter("call_pairs"), 3);
-  EXPECT_EQ(set.Counter("roots"), 1);
+  EXPECT_EQ(counters.call_pairs, 3);
+  EXPECT_EQ(counters.roots, 1);
 }
 
 // Two interleaved requests through B: the scoreboard's peak at the common delay assigns
@@ -55,7 +55,7 @@ TEST(NestingTest, ScoreboardSeparatesInterleavedRequests) {
     text += fmt::format("{} RET_SENT C B c{}\n{} RET_SENT C B d{}\n", t(20), r, t(24), r);
     text += fmt::format("{} RET_SENT B A a{}\n{} RET_SENT B A b{}\n", t(30), r, t(34), r);
   }
-  PathSet set = Infer(Parse(text));
+  auto [set, counters] = Infer(Parse(text));
   ASSERT_EQ(set.patterns.size(), 1u);
   EXPECT_EQ(set.patterns[0].count, 100u);
   EXPECT_EQ(set.patterns[0].elements[1].delay.min(), 10'000);
@@ -63,27 +63,27 @@ TEST(NestingTest, ScoreboardSeparatesInterleavedRequests) {
 }
 
 TEST(NestingTest, NoCallsGivesNoPaths) {
-  PathSet set = Infer(Parse("1 MSG_SENT A B\n2 MSG_SENT B C\n"));
+  auto [set, counters] = Infer(Parse("1 MSG_SENT A B\n2 MSG_SENT B C\n"));
   EXPECT_EQ(set.instance_count(), 0u);
-  EXPECT_EQ(set.Counter("ignored_messages"), 2);
+  EXPECT_EQ(counters.ignored_messages, 2);
 }
 
 TEST(NestingTest, OnlyReturnsAreUnmatched) {
-  PathSet set = Infer(Parse("1 RET_SENT B A 1\n2 RET_SENT B A 2\n"));
+  auto [set, counters] = Infer(Parse("1 RET_SENT B A 1\n2 RET_SENT B A 2\n"));
   EXPECT_EQ(set.instance_count(), 0u);
-  EXPECT_EQ(set.Counter("unmatched_returns"), 2);
+  EXPECT_EQ(counters.unmatched_returns, 2);
 }
 
 TEST(NestingTest, UnmatchedCallsAreDroppedAndCannotBeParents) {
   // A->B never returns (the trace was cut); B->C returns and becomes a root.
-  PathSet set = Infer(Parse("1 CALL_SENT A B 1\n2 CALL_SENT B C 2\n3 RET_SENT C B 2\n"));
-  EXPECT_EQ(set.Counter("unmatched_calls"), 1);
+  auto [set, counters] = Infer(Parse("1 CALL_SENT A B 1\n2 CALL_SENT B C 2\n3 RET_SENT C B 2\n"));
+  EXPECT_EQ(counters.unmatched_calls, 1);
   ASSERT_EQ(set.instance_count(), 1u);
   EXPECT_EQ(set.patterns[0].key, "C:B>C(R:C>B)");
 }
 
 TEST(NestingTest, IdenticalTimestamps) {
-  PathSet set = Infer(Parse(R"(
+  auto [set, counters] = Infer(Parse(R"(
 5 CALL_SENT A B 1
 5 CALL_SENT B C 2
 5 RET_SENT C B 2
@@ -94,7 +94,7 @@ TEST(NestingTest, IdenticalTimestamps) {
 }
 
 TEST(NestingTest, NodeCallingItself) {
-  PathSet set = Infer(Parse(R"(
+  auto [set, counters] = Infer(Parse(R"(
 1 CALL_SENT A A 1
 2 CALL_SENT A A 2
 3 RET_SENT A A 2
@@ -105,9 +105,9 @@ TEST(NestingTest, NodeCallingItself) {
   // With a skew window each call is a candidate parent of the other; no cycle forms.
   NestingOptions options;
   options.skew_window = 10;
-  PathSet skewed = Infer(
+  auto [skewed, skewed_counters] = Infer(
       Parse("1 CALL_SENT A A 1\n2 CALL_SENT A A 2\n3 RET_SENT A A 2\n4 RET_SENT A A 1\n"), options);
-  EXPECT_EQ(skewed.Counter("call_pairs"), 2);
+  EXPECT_EQ(skewed_counters.call_pairs, 2);
   EXPECT_EQ(skewed.instance_count(), 1u);
 }
 
@@ -115,10 +115,10 @@ TEST(NestingTest, NodeCallingItself) {
 // (A,B,i,l) and (A,B,k,j) when the later call returns first.
 TEST(NestingTest, WithoutCallIdsAPathThatOvertakesIsMispaired) {
   Trace trace = Parse("1 CALL_SENT A B x\n2 CALL_SENT A B y\n3 RET_SENT B A y\n4 RET_SENT B A x\n");
-  PathSet with_ids = Infer(trace);
+  auto [with_ids, with_ids_counters] = Infer(trace);
   NestingOptions no_ids;
   no_ids.use_call_ids = false;
-  PathSet without = Infer(trace, no_ids);
+  auto [without, without_counters] = Infer(trace, no_ids);
   ASSERT_EQ(with_ids.patterns.size(), 1u);
   ASSERT_EQ(without.patterns.size(), 1u);
   // Latencies: with ids 3 and 1 ns; without, 2 and 2 ns.
@@ -130,24 +130,24 @@ TEST(NestingTest, WithoutCallIdsAPathThatOvertakesIsMispaired) {
 
 // Under clock skew a return can sort before its own call; it waits and pairs with it.
 TEST(NestingTest, ReturnBeforeItsCallIsPaired) {
-  PathSet set =
+  auto [set, counters] =
       Infer(Parse("1 CALL_SENT A B 1\n2 RET_SENT C B 2\n3 CALL_SENT B C 2\n4 RET_SENT B A 1\n"));
-  EXPECT_EQ(set.Counter("call_pairs"), 2);
-  EXPECT_EQ(set.Counter("unmatched_returns"), 0);
-  EXPECT_EQ(set.Counter("unmatched_calls"), 0);
+  EXPECT_EQ(counters.call_pairs, 2);
+  EXPECT_EQ(counters.unmatched_returns, 0);
+  EXPECT_EQ(counters.unmatched_calls, 0);
 }
 
 // A call whose return was lost must not pair with the return of a later call that reuses
 // its id (which would make it a candidate parent for everything in between).
 TEST(NestingTest, LostReturnDoesNotStretchACall) {
-  PathSet set = Infer(Parse(R"(
+  auto [set, counters] = Infer(Parse(R"(
 1 CALL_SENT A B 7
 100 CALL_SENT A B 7
 101 CALL_SENT B C 9
 102 RET_SENT C B 9
 103 RET_SENT B A 7
 )"));
-  EXPECT_EQ(set.Counter("unmatched_calls"), 1);
+  EXPECT_EQ(counters.unmatched_calls, 1);
   ASSERT_EQ(set.instance_count(), 1u);
   EXPECT_EQ(set.patterns[0].latency.max(), 3);  // the second call, 100 -> 103
   EXPECT_EQ(set.patterns[0].key, "C:A>B(C:B>C(R:C>B) R:B>A)");
@@ -156,7 +156,7 @@ TEST(NestingTest, LostReturnDoesNotStretchACall) {
 // With receive times, a call sent before the child but queued until after the child
 // left B cannot be its parent (times on B's clock), whatever the send order says.
 TEST(NestingTest, ParentMustArriveBeforeTheChildLeaves) {
-  PathSet set = Infer(Parse(R"(
+  auto [set, counters] = Infer(Parse(R"(
 1000 CALL_SENT A B p1 recv=10000
 2000 CALL_SENT A B p2 recv=3000
 5000 CALL_SENT B C c recv=5000
@@ -164,7 +164,7 @@ TEST(NestingTest, ParentMustArriveBeforeTheChildLeaves) {
 7000 RET_SENT B A p2 recv=7000
 12000 RET_SENT B A p1 recv=12000
 )"));
-  EXPECT_EQ(set.Counter("candidate_parents"), 1);
+  EXPECT_EQ(counters.candidate_parents, 1);
   ASSERT_EQ(set.instance_count(), 2u);
   // p2 (sent at 2000) carries the child; p1 is a root with no children.
   EXPECT_EQ(set.patterns[set.pattern[0]].key, "C:A>B(R:B>A)");

@@ -1,4 +1,6 @@
 // The .paths.json file: exact round trips, and one clear error for each malformation.
+#include "infer/paths_file.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -6,7 +8,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "infer/paths.h"
+#include "infer/path_set_builder.h"
 #include "trace/text_format.h"
 
 namespace weft {
@@ -15,7 +17,7 @@ namespace {
 using nlohmann::json;
 
 // Two shapes, one with delays of both signs (clock skew) and a zero, probabilities < 1.
-PathSet MakeSet() {
+PathsFile MakeSet() {
   Result<Trace> trace = ParseTextTrace(R"(
 1.000000 CALL_SENT client WS1 recv=1.000100
 1.000300 CALL_SENT WS1 DB recv=1.000400
@@ -38,9 +40,7 @@ PathSet MakeSet() {
   add({0, 1, 2, 3}, {-1, 0, 1, 0}, 1.0);
   add({4, 5, 6, 7}, {-1, 0, 1, 0}, 0.3);
   add({8}, {-1}, 0.1);
-  builder.AddCounter("unmatched_returns", 7);
-  builder.AddCounter("negative", -2);
-  return std::move(builder).Finish();
+  return {std::move(builder).Finish(), {{"unmatched_returns", 7}, {"negative", -2}}, {}};
 }
 
 void ExpectSameHistogram(const LatencyHistogram& a, const LatencyHistogram& b) {
@@ -57,29 +57,30 @@ void ExpectSameHistogram(const LatencyHistogram& a, const LatencyHistogram& b) {
 }
 
 TEST(PathsFile, RoundTripIsExact) {
-  PathSet set = MakeSet();
+  const PathsFile file = MakeSet();
+  const PathSet& set = file.paths;
   // The second instance's DB call was sent 50us before WS1's clock says the request
   // arrived (2.00005 - 2.0001): a negative delay, as under clock skew.
   EXPECT_EQ(set.patterns[0].elements[1].delay.min(), -50 * kMicrosecond);
-  std::string text = FormatPaths(set);
-  Result<PathSet> back = ParsePaths(text, "t.paths.json");
+  std::string text = FormatPaths(file);
+  Result<PathsFile> back = ParsePaths(text, "t.paths.json");
   ASSERT_TRUE(back.ok()) << back.status().message();
   EXPECT_EQ(FormatPaths(*back), text);
-  EXPECT_EQ(back->algorithm, "test");
-  EXPECT_EQ(back->trace_messages, 9u);
-  EXPECT_EQ(back->trace_fingerprint, set.trace_fingerprint);
-  ASSERT_EQ(back->nodes.size(), set.nodes.size());
-  EXPECT_EQ(back->nodes.Get(NodeId(3)), "odd\tname");
-  EXPECT_EQ(back->counters, set.counters);
-  EXPECT_EQ(back->instance_begin, set.instance_begin);
-  EXPECT_EQ(back->messages, set.messages);
-  EXPECT_EQ(back->parent, set.parent);
-  EXPECT_EQ(back->pattern, set.pattern);
-  EXPECT_EQ(back->probability, set.probability);
-  ASSERT_EQ(back->patterns.size(), set.patterns.size());
+  EXPECT_EQ(back->paths.algorithm, "test");
+  EXPECT_EQ(back->paths.trace_messages, 9u);
+  EXPECT_EQ(back->paths.trace_fingerprint, set.trace_fingerprint);
+  ASSERT_EQ(back->paths.nodes.size(), set.nodes.size());
+  EXPECT_EQ(back->paths.nodes.Get(NodeId(3)), "odd\tname");
+  EXPECT_EQ(back->counters, file.counters);
+  EXPECT_EQ(back->paths.instance_begin, set.instance_begin);
+  EXPECT_EQ(back->paths.messages, set.messages);
+  EXPECT_EQ(back->paths.parent, set.parent);
+  EXPECT_EQ(back->paths.pattern, set.pattern);
+  EXPECT_EQ(back->paths.probability, set.probability);
+  ASSERT_EQ(back->paths.patterns.size(), set.patterns.size());
   for (size_t i = 0; i < set.patterns.size(); ++i) {
     const PathPattern& a = set.patterns[i];
-    const PathPattern& b = back->patterns[i];
+    const PathPattern& b = back->paths.patterns[i];
     EXPECT_EQ(a.key, b.key);
     EXPECT_EQ(a.count, b.count);
     EXPECT_EQ(a.expected_count, b.expected_count);
@@ -94,15 +95,15 @@ TEST(PathsFile, RoundTripIsExact) {
       ExpectSameHistogram(a.elements[k].delay, b.elements[k].delay);
     }
   }
-  EXPECT_DOUBLE_EQ(back->patterns[0].expected_count, 1.3);
+  EXPECT_DOUBLE_EQ(back->paths.patterns[0].expected_count, 1.3);
 }
 
 TEST(PathsFile, WriteAndReadAFile) {
-  PathSet set = MakeSet();
+  const PathsFile set = MakeSet();
   std::string path =
       (std::filesystem::temp_directory_path() / "weft_paths_file_test.paths.json").string();
   ASSERT_TRUE(WritePaths(set, path).ok());
-  Result<PathSet> back = ReadPaths(path);
+  Result<PathsFile> back = ReadPaths(path);
   ASSERT_TRUE(back.ok()) << back.status().message();
   EXPECT_EQ(FormatPaths(*back), FormatPaths(set));
   { std::ofstream(path, std::ios::trunc); }
@@ -115,14 +116,14 @@ TEST(PathsFile, WriteAndReadAFile) {
 std::string ErrorAfter(const std::function<void(json&)>& mutate) {
   json j = json::parse(FormatPaths(MakeSet()));
   mutate(j);
-  Result<PathSet> r = ParsePaths(j.dump(), "t.paths.json");
+  Result<PathsFile> r = ParsePaths(j.dump(), "t.paths.json");
   return r.ok() ? "ok" : r.status().message();
 }
 
 TEST(PathsFile, RejectsEachMalformation) {
   std::string text = FormatPaths(MakeSet());
   for (size_t cut : {size_t(0), size_t(1), text.size() / 3, text.size() / 2, text.size() - 3}) {
-    Result<PathSet> r = ParsePaths(text.substr(0, cut), "t.paths.json");
+    Result<PathsFile> r = ParsePaths(text.substr(0, cut), "t.paths.json");
     ASSERT_FALSE(r.ok()) << cut;
     EXPECT_EQ(r.status().message().rfind("t.paths.json: byte ", 0), 0u) << r.status().message();
     EXPECT_NE(r.status().message().find("not valid JSON"), std::string::npos);

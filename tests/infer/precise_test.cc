@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "eval/eval.h"
+#include "infer/choose.h"
 #include "infer/fragment/fragment.h"
 #include "infer/thread/thread.h"
 #include "infer/truth/truth.h"
@@ -52,13 +53,20 @@ class TwoRequests {
   }
   // The call in `row` is the first message on a connection its sender opened at `us`.
   void Connected(uint32_t row, int us) { b_.SetConnectTime(row, TimeNs(us) * 1000); }
-  RequestOutcomes Score(Result<PathSet> (*infer)(const Trace&)) {
+  Trace Build() {
     Result<Trace> trace = TraceBuilder(b_).Finish();
     EXPECT_TRUE(trace.ok()) << trace.status().message();
-    Result<PathSet> inferred = infer(*trace);
+    return std::move(trace).value();
+  }
+  // `infer` is InferThread or InferFragment.
+  template <typename Infer>
+  RequestOutcomes Score(Infer infer) {
+    Result<Trace> trace = TraceBuilder(b_).Finish();
+    EXPECT_TRUE(trace.ok()) << trace.status().message();
+    auto inferred = infer(*trace);
     EXPECT_TRUE(inferred.ok()) << inferred.status().message();
-    Result<PathSet> truth = InferFromTruth(*trace);
-    Result<EvalReport> report = Evaluate(*truth, *inferred);
+    Result<TruthInference> truth = InferFromTruth(*trace);
+    Result<EvalReport> report = Evaluate(truth->paths, inferred->paths);
     EXPECT_TRUE(report.ok()) << report.status().message();
     EXPECT_EQ(report->requests.requests, 2u);
     return report->requests;
@@ -130,15 +138,15 @@ TEST(PreciseAlgorithms, NeedThreads) {
   b.Add(m);
   Result<Trace> trace = std::move(b).Finish();
   ASSERT_TRUE(trace.ok());
-  Result<PathSet> thread = InferThread(*trace);
+  Result<ThreadInference> thread = InferThread(*trace);
   ASSERT_FALSE(thread.ok());
   EXPECT_NE(thread.status().message().find("no message names its threads"), std::string::npos);
   EXPECT_FALSE(InferFragment(*trace).ok());
   // An empty trace is no error: no requests.
   Result<Trace> empty = TraceBuilder().Finish();
   ASSERT_TRUE(empty.ok());
-  EXPECT_EQ(InferThread(*empty)->instance_count(), 0u);
-  EXPECT_EQ(InferFragment(*empty)->instance_count(), 0u);
+  EXPECT_EQ(InferThread(*empty)->paths.instance_count(), 0u);
+  EXPECT_EQ(InferFragment(*empty)->paths.instance_count(), 0u);
 }
 
 // BorderPatrol §5.5: a CGI-style server. A's thread reads each request and forks a child
@@ -174,19 +182,19 @@ TEST(PreciseAlgorithms, FragmentFollowsForkAndExec) {
     Result<Trace> trace = ParseTextTrace(input, "cgi.trace");
     ASSERT_TRUE(trace.ok()) << trace.status().message();
     EXPECT_EQ(trace->process_links().size(), links ? 3u : 0u);
-    Result<PathSet> inferred = InferFragment(*trace);
-    Result<PathSet> truth = InferFromTruth(*trace);
+    Result<FragmentInference> inferred = InferFragment(*trace);
+    Result<TruthInference> truth = InferFromTruth(*trace);
     ASSERT_TRUE(inferred.ok() && truth.ok());
-    EXPECT_EQ(inferred->Counter("process_links_carrying_requests"), links ? 3 : 0);
-    Result<EvalReport> report = Evaluate(*truth, *inferred);
+    EXPECT_EQ(inferred->counters.process_links_carrying_requests, links ? 3 : 0);
+    Result<EvalReport> report = Evaluate(truth->paths, inferred->paths);
     ASSERT_TRUE(report.ok());
     EXPECT_EQ(report->requests.requests, 2u);
     EXPECT_EQ(report->requests.exact, links ? 2u : 0u) << (links ? "with" : "without") << " links";
     // vPath's rule needs no link for the child that answers the client itself, and fails
     // the one that answers through its parent: the thread that replies made no call.
-    Result<PathSet> thread = InferThread(*trace);
+    Result<ThreadInference> thread = InferThread(*trace);
     ASSERT_TRUE(thread.ok());
-    Result<EvalReport> by_thread = Evaluate(*truth, *thread);
+    Result<EvalReport> by_thread = Evaluate(truth->paths, thread->paths);
     ASSERT_TRUE(by_thread.ok());
     EXPECT_EQ(by_thread->requests.exact, 1u);
   }
@@ -221,15 +229,15 @@ FragmentRun RunFragment(const std::string& text, bool links) {
   }
   Result<Trace> trace = ParseTextTrace(input, "spawn.trace");
   EXPECT_TRUE(trace.ok()) << trace.status().message();
-  Result<PathSet> inferred = InferFragment(*trace);
-  Result<PathSet> truth = InferFromTruth(*trace);
+  Result<FragmentInference> inferred = InferFragment(*trace);
+  Result<TruthInference> truth = InferFromTruth(*trace);
   EXPECT_TRUE(inferred.ok() && truth.ok());
-  Result<EvalReport> report = Evaluate(*truth, *inferred);
+  Result<EvalReport> report = Evaluate(truth->paths, inferred->paths);
   EXPECT_TRUE(report.ok());
-  return {FragmentParents(*trace, *inferred), *report,
-          inferred->Counter("process_links_carrying_requests"),
-          inferred->Counter("inherited_requests_ended_by_answer"),
-          inferred->Counter("outputs_starting_requests")};
+  return {FragmentParents(*trace, inferred->paths), *report,
+          inferred->counters.process_links_carrying_requests,
+          inferred->counters.inherited_requests_ended_by_answer,
+          inferred->counters.outputs_starting_requests};
 }
 
 // A handler thread (1) of A spawns a thread per downstream call (50 to B, 51 to D, in
@@ -300,6 +308,81 @@ TEST(PreciseAlgorithms, InheritedRequestEndsWhenItIsAnswered) {
   EXPECT_EQ(run.outputs_starting_requests, 3);  // c1, c2 (the client's) and b2
   EXPECT_EQ(run.report.requests.requests, 2u);
   EXPECT_EQ(run.report.requests.exact, 1u);
+}
+
+}  // namespace
+}  // namespace weft
+
+namespace weft {
+namespace {
+
+// --algo auto's three outcomes on the two-request traces above (the testbed's models are
+// in precise_testbed_test.cc); a trace without threads goes to linking at once.
+TEST(ChooseAlgorithm, ThreadThenFragmentThenLinking) {
+  TwoRequests per_connection;
+  per_connection.Request(1, 1, 11, 11, 11, {0, 10, 20, 30, 40, 50, 60, 70});
+  per_connection.Request(2, 2, 12, 12, 12, {15, 25, 35, 45, 55, 65, 75, 85});
+  Result<AutoInference> thread = ChooseAlgorithm(per_connection.Build());
+  ASSERT_TRUE(thread.ok());
+  EXPECT_EQ(thread->choice.algorithm, AutoAlgorithm::kThread);
+  EXPECT_TRUE(thread->thread.has_value());
+  EXPECT_FALSE(thread->fragment.has_value());
+
+  TwoRequests loop;
+  loop.Request(1, 1, 10, 10, 10, {0, 10, 11, 20, 40, 50, 51, 60});
+  loop.Request(2, 2, 10, 10, 10, {12, 15, 16, 25, 60, 70, 71, 80});
+  Result<AutoInference> fragment = ChooseAlgorithm(loop.Build());
+  ASSERT_TRUE(fragment.ok());
+  EXPECT_EQ(fragment->choice.algorithm, AutoAlgorithm::kFragment);
+  EXPECT_EQ(fragment->choice.overlapping_requests, 1);
+  EXPECT_EQ(fragment->choice.calls_outside_requests, 0);
+  EXPECT_EQ(fragment->choice.server_calls_outside_fragments, 0);
+  EXPECT_EQ(fragment->choice.Describe(),
+            "fragment (BorderPatrol): not thread: 1 requests were taken in by a thread that "
+            "still owed a reply, 0 calls lie outside the requests their thread answered; every "
+            "call a server sent follows an input");
+
+  // A's thread 10 reads both requests and answers both, handing each to a thread (11, 12)
+  // that calls B: thread 10 takes the second while it owes the first its reply, and the
+  // calls come from threads that had no input (a hidden hand-off). Neither precise
+  // algorithm fits.
+  TwoRequests handoff;
+  for (uint32_t path : {1u, 2u}) {
+    const int at = path == 1 ? 0 : 15;
+    const std::string c = "c" + std::to_string(path), down = "b" + std::to_string(path);
+    uint32_t call =
+        handoff.Add(MessageKind::kCall, "C", path, "A", 10, at, at + 10, c.c_str(), path, -1);
+    uint32_t b = handoff.Add(MessageKind::kCall, "A", 10 + path, "B", 20 + path, at + 20, at + 30,
+                             down.c_str(), path, int(call));
+    handoff.Add(MessageKind::kReturn, "B", 20 + path, "A", 10 + path, at + 40, at + 50,
+                down.c_str(), path, int(b));
+    handoff.Add(MessageKind::kReturn, "A", 10, "C", path, at + 60, at + 70, c.c_str(), path,
+                int(call));
+  }
+  Result<AutoInference> linking = ChooseAlgorithm(handoff.Build());
+  ASSERT_TRUE(linking.ok());
+  EXPECT_EQ(linking->choice.algorithm, AutoAlgorithm::kLinking);
+  EXPECT_TRUE(linking->thread.has_value() && linking->fragment.has_value());
+  EXPECT_EQ(linking->choice.Describe(),
+            "linking (WAP5): not thread: 1 requests were taken in by a thread that still owed a "
+            "reply, 0 calls lie outside the requests their thread answered; not fragment: "
+            "servers sent 2 calls before any input of theirs (a hidden hand-off)");
+
+  TraceBuilder b;
+  MessageRecord m;
+  m.sender = b.Node("a");
+  m.receiver = b.Node("b");
+  m.send_time = 1;
+  b.Add(m);
+  Result<Trace> no_threads = std::move(b).Finish();
+  ASSERT_TRUE(no_threads.ok());
+  Result<AutoInference> none = ChooseAlgorithm(*no_threads);
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->choice.algorithm, AutoAlgorithm::kLinking);
+  EXPECT_FALSE(none->choice.threads_named);
+  EXPECT_FALSE(none->thread.has_value() || none->fragment.has_value());
+  EXPECT_EQ(none->choice.Describe(),
+            "the trace names no threads, so neither precise algorithm applies: linking (WAP5)");
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // capture, reconcile makes the trace, and every request's tree is scored against the
 // truth the servers logged themselves (eval/align.h copies it onto the run). Where an
 // algorithm's assumption holds, every request must come out exactly right.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -13,6 +14,7 @@
 
 #include "eval/align.h"
 #include "eval/eval.h"
+#include "infer/choose.h"
 #include "infer/fragment/fragment.h"
 #include "infer/thread/thread.h"
 #include "infer/truth/truth.h"
@@ -37,9 +39,11 @@ Trace WithoutProcessLinks(const Trace& trace) {
 class PreciseTestbedTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    base_ = fs::path(::testing::TempDir()) /
-            ("weft-precise-" + std::to_string(getpid()) + "-" +
-             ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    // A parameterised test's name has a '/' ("Picks.../fork"): one directory, not two.
+    std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    for (char& c : name) c = c == '/' ? '-' : c;
+    base_ =
+        fs::path(::testing::TempDir()) / ("weft-precise-" + std::to_string(getpid()) + "-" + name);
     fs::remove_all(base_);
     fs::create_directories(base_);
   }
@@ -53,12 +57,12 @@ class PreciseTestbedTest : public ::testing::Test {
   }
 
   // Runs testbed/topologies/one-model.toml.in with the front tier's `model` under capture
-  // at concurrency 8 for 2 s; returns the reconciled trace with the truth copied onto it.
+  // at concurrency 8 for 2 s (the truth in base_/truth); returns the reconciled trace's path.
   // `pipelined`: the client sends 4 requests back to back on each connection, in HTTP (whose
   // replies come in order, so reconcile pairs them by position). `capture_flags` go to
   // weft capture (--isolate).
-  Trace CaptureRun(const std::string& model, bool pipelined = false,
-                   const std::string& capture_flags = "") {
+  std::string CaptureAndReconcile(const std::string& model, bool pipelined,
+                                  const std::string& capture_flags) {
     std::ifstream in(std::string(WEFT_TOPOLOGIES) + "/one-model.toml.in");
     std::stringstream text;
     text << in.rdbuf();
@@ -78,6 +82,14 @@ class PreciseTestbedTest : public ::testing::Test {
     EXPECT_EQ(traced.rc, 0) << traced.output;
     auto reconciled = Weft("reconcile " + capture + " -o " + run + " --nodes process");
     EXPECT_EQ(reconciled.rc, 0) << reconciled.output;
+    return run;
+  }
+
+  // CaptureAndReconcile's trace with the truth copied onto it.
+  Trace CaptureRun(const std::string& model, bool pipelined = false,
+                   const std::string& capture_flags = "") {
+    const std::string run = CaptureAndReconcile(model, pipelined, capture_flags);
+    const std::string truth_dir = (base_ / "truth").string();
     Result<Trace> truth = testbed::BuildTruthTrace(truth_dir);
     Result<Trace> trace = LoadTrace(run);
     EXPECT_TRUE(truth.ok() && trace.ok());
@@ -97,14 +109,16 @@ class PreciseTestbedTest : public ::testing::Test {
     return std::move(*labelled);
   }
 
-  static RequestOutcomes Score(const Trace& trace, Result<PathSet> (*infer)(const Trace&)) {
-    Result<PathSet> inferred = infer(trace);
-    Result<PathSet> truth = InferFromTruth(trace);
+  // `infer` is InferThread or InferFragment.
+  template <typename Infer>
+  static RequestOutcomes Score(const Trace& trace, Infer infer) {
+    auto inferred = infer(trace);
+    Result<TruthInference> truth = InferFromTruth(trace);
     EXPECT_TRUE(inferred.ok() && truth.ok());
-    Result<EvalReport> report = Evaluate(*truth, *inferred);
+    Result<EvalReport> report = Evaluate(truth->paths, inferred->paths);
     EXPECT_TRUE(report.ok());
     const RequestOutcomes& q = report->requests;
-    std::cerr << inferred->algorithm << ": " << q.exact << " exact, " << q.wrong_parents
+    std::cerr << inferred->paths.algorithm << ": " << q.exact << " exact, " << q.wrong_parents
               << " wrong parents, " << q.orphaned << " orphaned, " << q.mis_stitched
               << " mis-stitched of " << q.requests << "\n";
     return q;
@@ -112,8 +126,8 @@ class PreciseTestbedTest : public ::testing::Test {
 
   // Scores `infer` on `trace` and on `trace` without its process links: every request's
   // tree exact with them, none without. The outcomes with the links.
-  static RequestOutcomes ExactOnlyWithLinks(const Trace& trace,
-                                            Result<PathSet> (*infer)(const Trace&)) {
+  template <typename Infer>
+  static RequestOutcomes ExactOnlyWithLinks(const Trace& trace, Infer infer) {
     RequestOutcomes linked = Score(trace, infer);
     EXPECT_EQ(linked.exact, linked.requests);
     EXPECT_EQ(linked.orphaned + linked.mis_stitched + linked.wrong_parents, 0u);
@@ -213,12 +227,12 @@ namespace {
 TEST_F(PreciseTestbedTest, ForkPerRequestIsExactForFragmentOnlyWithForkLinks) {
   SKIP_UNDER_ASAN();
   Trace trace = CaptureRun("fork");
-  Result<PathSet> paths = InferFragment(trace);
+  Result<FragmentInference> paths = InferFragment(trace);
   ASSERT_TRUE(paths.ok());
   RequestOutcomes fragment = ExactOnlyWithLinks(trace, InferFragment);
   // One fork per request, each carrying it (a request still being served when the run
   // stopped may have its fork without its reply in the truth).
-  EXPECT_GE(paths->Counter("process_links_carrying_requests"), int64_t(fragment.requests));
+  EXPECT_GE(paths->counters.process_links_carrying_requests, int64_t(fragment.requests));
 }
 
 // A handler that fans its downstream calls out over threads it spawns (std::thread, as
@@ -233,14 +247,14 @@ TEST_F(PreciseTestbedTest, SpawnPerCallIsExactForFragmentAndThreadOnlyWithThread
   size_t thread_links = 0;
   for (const ProcessLink& l : trace.process_links())
     thread_links += l.kind == ProcessLinkKind::kThread;
-  Result<PathSet> paths = InferFragment(trace);
+  Result<FragmentInference> paths = InferFragment(trace);
   ASSERT_TRUE(paths.ok());
   RequestOutcomes fragment = ExactOnlyWithLinks(trace, InferFragment);
   // At least one spawned thread per request, each carrying it; every one let go of it
   // when the request was answered (the threads are joined before the reply).
-  EXPECT_GE(paths->Counter("process_links_carrying_requests"), int64_t(fragment.requests));
+  EXPECT_GE(paths->counters.process_links_carrying_requests, int64_t(fragment.requests));
   EXPECT_GE(thread_links, fragment.requests);
-  EXPECT_GE(paths->Counter("inherited_requests_ended_by_answer"), int64_t(fragment.requests));
+  EXPECT_GE(paths->counters.inherited_requests_ended_by_answer, int64_t(fragment.requests));
   EXPECT_GE(Score(WithoutProcessLinks(trace), InferFragment).orphaned, fragment.requests * 9 / 10);
   // thread: a call thread never replies, so its calls go where its creator's would.
   ExactOnlyWithLinks(trace, InferThread);
@@ -262,14 +276,105 @@ TEST_F(PreciseTestbedTest, ForksOutsideRequestsChangeNothing) {
   EXPECT_GE(forks, 3u);    // front, back and store were forked
   EXPECT_GE(threads, 8u);  // at least the front tier's thread per client connection
   EXPECT_EQ(forks + threads, trace.process_links().size());
-  Result<PathSet> linked = InferFragment(trace);
-  Result<PathSet> unlinked = InferFragment(WithoutProcessLinks(trace));
+  Result<FragmentInference> linked = InferFragment(trace);
+  Result<FragmentInference> unlinked = InferFragment(WithoutProcessLinks(trace));
   ASSERT_TRUE(linked.ok() && unlinked.ok());
-  EXPECT_EQ(linked->Counter("process_links_carrying_requests"), 0);
-  EXPECT_EQ(linked->instance_begin, unlinked->instance_begin);
-  EXPECT_EQ(linked->messages, unlinked->messages);
-  EXPECT_EQ(linked->parent, unlinked->parent);
+  EXPECT_EQ(linked->counters.process_links_carrying_requests, 0);
+  EXPECT_EQ(linked->paths.instance_begin, unlinked->paths.instance_begin);
+  EXPECT_EQ(linked->paths.messages, unlinked->paths.messages);
+  EXPECT_EQ(linked->paths.parent, unlinked->paths.parent);
 }
+
+}  // namespace
+}  // namespace weft
+
+namespace weft {
+namespace {
+
+// --algo auto on each threading model of the front tier (docs/precise.md "auto"): the
+// algorithm ChooseAlgorithm picks, the counters it read and the sentence it gives. Counts
+// vary from run to run; which of them are 0 does not. No model makes auto fall back to
+// linking: that branch is covered by a synthetic trace in precise_test.cc.
+struct AutoCase {
+  const char* model;
+  AutoAlgorithm expected;
+};
+void PrintTo(const AutoCase& c, std::ostream* os) { *os << c.model; }
+
+void ExpectChoice(const Trace& trace, const AutoCase& c) {
+  Result<AutoInference> decided = ChooseAlgorithm(trace);
+  ASSERT_TRUE(decided.ok()) << decided.status().message();
+  const AutoChoice& choice = decided->choice;
+  std::cerr << c.model << ": auto: " << choice.Describe() << "\n";
+  EXPECT_EQ(AutoAlgorithmName(choice.algorithm), AutoAlgorithmName(c.expected)) << c.model;
+  ASSERT_TRUE(choice.threads_named);
+  ASSERT_TRUE(decided->thread.has_value());
+  EXPECT_EQ(choice.overlapping_requests, decided->thread->counters.overlapping_requests);
+  EXPECT_EQ(choice.calls_outside_requests, decided->thread->counters.calls_outside_requests);
+  const std::string not_thread = fmt::format(
+      "not thread: {} requests were taken in by a thread that still owed a reply, {} calls "
+      "lie outside the requests their thread answered",
+      choice.overlapping_requests, choice.calls_outside_requests);
+  switch (c.expected) {
+    case AutoAlgorithm::kThread:
+      EXPECT_EQ(choice.overlapping_requests, 0);
+      EXPECT_EQ(choice.calls_outside_requests, 0);
+      EXPECT_FALSE(choice.server_calls_outside_fragments.has_value());
+      EXPECT_FALSE(decided->fragment.has_value());  // thread fits: fragment is not run
+      EXPECT_EQ(choice.Describe(),
+                "thread (vPath): every thread worked on one request at a time and every call "
+                "lies inside a request its thread answered");
+      break;
+    case AutoAlgorithm::kFragment:
+      EXPECT_GT(choice.overlapping_requests + choice.calls_outside_requests, 0);
+      ASSERT_TRUE(decided->fragment.has_value());
+      EXPECT_EQ(choice.server_calls_outside_fragments, 0);
+      EXPECT_EQ(choice.Describe(), "fragment (BorderPatrol): " + not_thread +
+                                       "; every call a server sent follows an input");
+      break;
+    case AutoAlgorithm::kLinking:
+      EXPECT_GT(choice.overlapping_requests + choice.calls_outside_requests, 0);
+      ASSERT_TRUE(decided->fragment.has_value());
+      ASSERT_TRUE(choice.server_calls_outside_fragments.has_value());
+      EXPECT_GT(*choice.server_calls_outside_fragments, 0);
+      EXPECT_EQ(*choice.server_calls_outside_fragments,
+                decided->fragment->counters.server_calls_outside_fragments);
+      EXPECT_EQ(choice.Describe(),
+                fmt::format("linking (WAP5): {}; not fragment: servers sent {} calls before any "
+                            "input of theirs (a hidden hand-off)",
+                            not_thread, *choice.server_calls_outside_fragments));
+      break;
+  }
+}
+
+class AutoChoiceTestbedTest : public PreciseTestbedTest,
+                              public ::testing::WithParamInterface<AutoCase> {};
+
+TEST_P(AutoChoiceTestbedTest, PicksTheMostPreciseAlgorithmThatFits) {
+  SKIP_UNDER_ASAN();
+  // Auto reads no truth: the trace as reconciled is what `weft infer --algo auto` gets.
+  Result<Trace> trace = LoadTrace(CaptureAndReconcile(GetParam().model, false, ""));
+  ASSERT_TRUE(trace.ok()) << trace.status().message();
+  ExpectChoice(*trace, GetParam());
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    EveryModel, AutoChoiceTestbedTest,
+    ::testing::Values(AutoCase{"thread-per-connection", AutoAlgorithm::kThread},
+                      AutoCase{"worker-pool", AutoAlgorithm::kThread},
+                      // The thread that calls downstream never replies, so thread counts
+                      // its calls as roots, not as calls outside a request: auto keeps
+                      // thread, which orphans every request (docs/precise.md "auto").
+                      AutoCase{"handoff", AutoAlgorithm::kThread},
+                      AutoCase{"staged", AutoAlgorithm::kThread},
+                      AutoCase{"event-loop", AutoAlgorithm::kFragment},
+                      AutoCase{"fork", AutoAlgorithm::kThread},
+                      AutoCase{"spawn", AutoAlgorithm::kThread}),
+    [](const ::testing::TestParamInfo<AutoCase>& param) {
+      std::string name = param.param.model;
+      for (char& ch : name) ch = ch == '-' ? '_' : ch;
+      return name;
+    });
 
 }  // namespace
 }  // namespace weft

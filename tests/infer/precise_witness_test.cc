@@ -60,24 +60,24 @@ class Scenario {
         int(call));
   }
 
-  // Scores fragment against the truth; the path set is kept for its counters.
+  // Scores fragment against the truth; its counters are kept.
   RequestOutcomes Score(size_t requests) {
     Result<Trace> trace = TraceBuilder(b_).Finish();
     EXPECT_TRUE(trace.ok()) << trace.status().message();
-    Result<PathSet> inferred = InferFragment(*trace);
+    Result<FragmentInference> inferred = InferFragment(*trace);
     EXPECT_TRUE(inferred.ok()) << inferred.status().message();
-    paths_ = std::move(*inferred);
-    Result<PathSet> truth = InferFromTruth(*trace);
-    Result<EvalReport> report = Evaluate(*truth, paths_);
+    counters_ = inferred->counters;
+    Result<TruthInference> truth = InferFromTruth(*trace);
+    Result<EvalReport> report = Evaluate(truth->paths, inferred->paths);
     EXPECT_TRUE(report.ok()) << report.status().message();
     EXPECT_EQ(report->requests.requests, requests);
     return report->requests;
   }
-  int64_t Counter(std::string_view name) const { return paths_.Counter(name); }
+  const FragmentCounters& counters() const { return counters_; }
 
  private:
   TraceBuilder b_;
-  PathSet paths_;
+  FragmentCounters counters_;
 };
 
 using Attrs = std::vector<std::pair<std::string, std::string>>;
@@ -108,7 +108,7 @@ TEST(PreciseWitnesses, ReplyFromUntracedServerResumesItsRequest) {
   }
   RequestOutcomes r = s.Score(2);
   EXPECT_EQ(r.exact, 2u);
-  EXPECT_EQ(s.Counter("witness_links"), 0);  // no CALL came out of the resolver
+  EXPECT_EQ(s.counters().witness_links, 0);  // no CALL came out of the resolver
 }
 
 // Each request goes through the proxy on its own: the witness links B's CALL to the
@@ -119,9 +119,9 @@ TEST(PreciseWitnesses, ProxyForwardsOneRequestAtATime) {
   s.Proxied(2, {30, 40, 41, 42, 43, 44, 45, 50}, kPost);
   RequestOutcomes r = s.Score(2);
   EXPECT_EQ(r.exact, 2u);
-  EXPECT_EQ(s.Counter("witness_links"), 2);
-  EXPECT_EQ(s.Counter("witness_links_ambiguous"), 0);
-  EXPECT_EQ(s.Counter("witnesses_unmatched"), 0);
+  EXPECT_EQ(s.counters().witness_links, 2);
+  EXPECT_EQ(s.counters().witness_links_ambiguous, 0);
+  EXPECT_EQ(s.counters().witnesses_unmatched, 0);
 }
 
 // Two requests with the same URL in flight at once: B's first CALL could continue either
@@ -133,8 +133,8 @@ TEST(PreciseWitnesses, SameUrlInFlightTakesTheEarliestAndCountsTheGuess) {
   s.Proxied(2, {5, 16, 17, 18, 19, 20, 21, 35}, kPost);
   RequestOutcomes r = s.Score(2);
   EXPECT_EQ(r.exact, 2u);
-  EXPECT_EQ(s.Counter("witness_links"), 2);
-  EXPECT_EQ(s.Counter("witness_links_ambiguous"), 1);
+  EXPECT_EQ(s.counters().witness_links, 2);
+  EXPECT_EQ(s.counters().witness_links_ambiguous, 1);
 }
 
 // The proxy forwards the later request first: with the URL alone both are given to the
@@ -147,7 +147,7 @@ TEST(PreciseWitnesses, RequestIdSettlesWhatTheUrlCannot) {
     RequestOutcomes r = s.Score(2);
     EXPECT_EQ(r.exact, 0u);
     EXPECT_EQ(r.mis_stitched, 2u);
-    EXPECT_EQ(s.Counter("witness_links_ambiguous"), 1);
+    EXPECT_EQ(s.counters().witness_links_ambiguous, 1);
   }
   Scenario s;
   Attrs one = kPost, two = kPost;
@@ -157,8 +157,8 @@ TEST(PreciseWitnesses, RequestIdSettlesWhatTheUrlCannot) {
   s.Proxied(2, {5, 10, 11, 12, 13, 14, 15, 35}, two);
   RequestOutcomes r = s.Score(2);
   EXPECT_EQ(r.exact, 2u);
-  EXPECT_EQ(s.Counter("witness_links"), 2);
-  EXPECT_EQ(s.Counter("witness_links_ambiguous"), 0);
+  EXPECT_EQ(s.counters().witness_links, 2);
+  EXPECT_EQ(s.counters().witness_links_ambiguous, 0);
 }
 
 // A client CALL whose reply had already come back is no longer outstanding, a URL that
@@ -179,9 +179,9 @@ TEST(PreciseWitnesses, OnlyOutstandingCallsWithTheSameUrlAreContinued) {
   s.Add(MessageKind::kReturn, "B", 24, "10.0.0.7:5000", 0, 71, kUntraced, "s4", 4, int(stray));
   RequestOutcomes r = s.Score(4);
   EXPECT_EQ(r.exact, 4u);
-  EXPECT_EQ(s.Counter("witness_links"), 2);
-  EXPECT_EQ(s.Counter("witness_links_ambiguous"), 0);
-  EXPECT_EQ(s.Counter("witnesses_unmatched"), 1);
+  EXPECT_EQ(s.counters().witness_links, 2);
+  EXPECT_EQ(s.counters().witness_links_ambiguous, 0);
+  EXPECT_EQ(s.counters().witnesses_unmatched, 1);
 }
 
 // A forwarding resolver that keeps the query's id: id and name link the query it sends
@@ -192,8 +192,8 @@ TEST(PreciseWitnesses, ForwardingResolverLinksByDnsIdAndName) {
   s.Proxied(2, {5, 16, 17, 18, 19, 20, 21, 35}, {{"dns.id", "4661"}, {"dns.name", "a.example"}});
   RequestOutcomes r = s.Score(2);
   EXPECT_EQ(r.exact, 2u);
-  EXPECT_EQ(s.Counter("witness_links"), 2);
-  EXPECT_EQ(s.Counter("witness_links_ambiguous"), 0);
+  EXPECT_EQ(s.counters().witness_links, 2);
+  EXPECT_EQ(s.counters().witness_links_ambiguous, 0);
 }
 
 }  // namespace

@@ -29,27 +29,27 @@ TEST(InferFromTruth, GroupsByPathAndLinksByParent) {
 2.5 MSG_SENT noise WS1
 3.0 MSG_SENT client WS1 recv=3.1 path=5
 )");
-  Result<PathSet> set = InferFromTruth(trace);
+  Result<TruthInference> set = InferFromTruth(trace);
   ASSERT_TRUE(set.ok()) << set.status().message();
-  EXPECT_EQ(set->algorithm, "truth");
-  EXPECT_EQ(set->Counter("messages_without_truth"), 1);
-  ASSERT_EQ(set->instance_count(), 3u);
-  ASSERT_EQ(set->patterns.size(), 2u);
-  EXPECT_EQ(set->patterns[0].key, "C:client>WS1(C:WS1>DB(R:DB>WS1) R:WS1>client)");
-  EXPECT_EQ(set->patterns[0].count, 2u);
-  EXPECT_EQ(set->patterns[1].key, "M:client>WS1");
+  EXPECT_EQ(set->paths.algorithm, "truth");
+  EXPECT_EQ(set->counters.messages_without_truth, 1);
+  ASSERT_EQ(set->paths.instance_count(), 3u);
+  ASSERT_EQ(set->paths.patterns.size(), 2u);
+  EXPECT_EQ(set->paths.patterns[0].key, "C:client>WS1(C:WS1>DB(R:DB>WS1) R:WS1>client)");
+  EXPECT_EQ(set->paths.patterns[0].count, 2u);
+  EXPECT_EQ(set->paths.patterns[1].key, "M:client>WS1");
   // Time-sorted ids: path 7 is 0, 2, 4, 6; path 3 is 1, 3, 5, 7 (first message first).
-  auto m0 = set->InstanceMessages(0);
-  auto m1 = set->InstanceMessages(1);
+  auto m0 = set->paths.InstanceMessages(0);
+  auto m1 = set->paths.InstanceMessages(1);
   EXPECT_EQ(std::vector<MessageId>(m0.begin(), m0.end()),
             (std::vector<MessageId>{MessageId(0), MessageId(2), MessageId(4), MessageId(6)}));
   EXPECT_EQ(std::vector<MessageId>(m1.begin(), m1.end()),
             (std::vector<MessageId>{MessageId(1), MessageId(3), MessageId(5), MessageId(7)}));
-  auto p0 = set->InstanceParents(0);
+  auto p0 = set->paths.InstanceParents(0);
   EXPECT_EQ(std::vector<int32_t>(p0.begin(), p0.end()), (std::vector<int32_t>{-1, 0, 1, 0}));
-  EXPECT_EQ(set->InstanceMessages(2)[0], MessageId(9));
+  EXPECT_EQ(set->paths.InstanceMessages(2)[0], MessageId(9));
   // Call delays at WS1: 100 ms in both; DB visits: 50 ms in both; WS1 visits 350 ms.
-  const PathPattern& p = set->patterns[0];
+  const PathPattern& p = set->paths.patterns[0];
   EXPECT_EQ(p.elements[1].delay.min(), 100 * kMillisecond);
   EXPECT_EQ(p.elements[1].delay.max(), 100 * kMillisecond);
   EXPECT_EQ(p.elements[2].delay.count(), 2u);
@@ -60,7 +60,7 @@ TEST(InferFromTruth, GroupsByPathAndLinksByParent) {
 
 TEST(InferFromTruth, Errors) {
   auto error = [](std::string_view text) {
-    Result<PathSet> r = InferFromTruth(Parse(text));
+    Result<TruthInference> r = InferFromTruth(Parse(text));
     return r.ok() ? std::string("ok") : r.status().message();
   };
   EXPECT_EQ(error("1.0 MSG_SENT a b\n"),

@@ -26,10 +26,10 @@ TEST(DotTest, Figure8Layout) {
 )",
                                        "test");
   ASSERT_TRUE(trace.ok()) << trace.status().message();
-  Result<PathSet> set = InferNesting(*trace, {});
+  Result<NestingInference> set = InferNesting(*trace, {});
   ASSERT_TRUE(set.ok());
-  ASSERT_EQ(set->patterns.size(), 1u);
-  EXPECT_EQ(PatternToDot(*set, 0), R"(digraph pattern_0 {
+  ASSERT_EQ(set->paths.patterns.size(), 1u);
+  EXPECT_EQ(PatternToDot(set->paths, 0), R"(digraph pattern_0 {
   rankdir=TB;
   node [shape=ellipse];
   root [label="A", shape=box];

@@ -20,9 +20,9 @@ constexpr std::string_view kTrace =
 PathSet Truth() {
   Result<Trace> trace = ParseTextTrace(kTrace, "t.trace");
   EXPECT_TRUE(trace.ok()) << trace.status().message();
-  Result<PathSet> set = InferFromTruth(*trace, {.clock_offsets = true});
+  Result<TruthInference> set = InferFromTruth(*trace, {.clock_offsets = true});
   EXPECT_TRUE(set.ok()) << set.status().message();
-  return std::move(set).value();
+  return std::move(set->paths);
 }
 
 TEST(Timeline, LaysOutMeanTimes) {

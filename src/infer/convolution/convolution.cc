@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "infer/convolution/correlator.h"
+#include "infer/path_set_builder.h"
 
 namespace weft {
 namespace {
@@ -390,7 +391,8 @@ uint64_t ConvolutionSignalBytes(TimeNs duration, const ConvolutionOptions& optio
                                  options.max_delay);
 }
 
-Result<PathSet> InferConvolution(const Trace& trace, const ConvolutionOptions& options) {
+Result<ConvolutionInference> InferConvolution(const Trace& trace,
+                                              const ConvolutionOptions& options) {
   if (options.quantum <= 0)
     return Status::InvalidArgument("convolution: the quantum must be positive");
   if (!(options.separation_sigmas < options.spike_sigmas)) {
@@ -406,12 +408,9 @@ Result<PathSet> InferConvolution(const Trace& trace, const ConvolutionOptions& o
   if (options.fft_threads < 0)
     return Status::InvalidArgument("convolution: FFT threads must not be negative");
   PathSetBuilder builder(trace, "convolution");
-  PathSet set = std::move(builder).Finish();
-  set.graph.quantum = options.quantum;
-  if (trace.empty()) {
-    set.counters = {{"roots", 0}, {"vertices", 0}};
-    return set;
-  }
+  ConvolutionInference result{std::move(builder).Finish(), {}, {}};
+  result.graph.quantum = options.quantum;
+  if (trace.empty()) return result;
   WEFT_ASSIGN_OR_RETURN(
       std::unique_ptr<Correlator> correlator,
       Correlator::Create(trace.StartTime(), trace.EndTime(), options.quantum, options.max_delay,
@@ -461,20 +460,20 @@ Result<PathSet> InferConvolution(const Trace& trace, const ConvolutionOptions& o
   }
 
   int64_t explained = search.Explained();
-  set.graph = MergeSiblings(search.TakeGraph());
-  set.graph.quantum = options.quantum;
+  result.graph = MergeSiblings(search.TakeGraph());
+  result.graph.quantum = options.quantum;
   int64_t edges = 0;
-  for (const CausalVertex& v : set.graph.vertices) edges += v.parent >= 0;
-  set.counters = {{"roots", search.roots()},
-                  {"vertices", int64_t(set.graph.vertices.size())},
-                  {"edges", edges},
-                  {"correlations", search.correlations()},
-                  {"fft_size", int64_t(correlator->fft_size())},
-                  {"messages_explained", explained},
-                  {"short_paths_suppressed", search.short_paths()},
-                  {"low_frequency_suppressed", search.low_frequency()},
-                  {"cycles_cut", search.cycles_cut()}};
-  return set;
+  for (const CausalVertex& v : result.graph.vertices) edges += v.parent >= 0;
+  result.counters = {.roots = search.roots(),
+                     .vertices = int64_t(result.graph.vertices.size()),
+                     .edges = edges,
+                     .correlations = search.correlations(),
+                     .fft_size = int64_t(correlator->fft_size()),
+                     .messages_explained = explained,
+                     .short_paths_suppressed = search.short_paths(),
+                     .low_frequency_suppressed = search.low_frequency(),
+                     .cycles_cut = search.cycles_cut()};
+  return result;
 }
 
 }  // namespace weft

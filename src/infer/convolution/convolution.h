@@ -16,7 +16,8 @@
 
 #include "core/status.h"
 #include "core/time.h"
-#include "infer/paths.h"
+#include "infer/causal_graph.h"
+#include "infer/inference.h"
 #include "trace/trace.h"
 
 namespace weft {
@@ -73,10 +74,44 @@ uint64_t ConvolutionSignalBytes(TimeNs duration, const ConvolutionOptions& optio
 // by a point below mean + low * sd, highest first. Empty for a flat (sd = 0) input.
 std::vector<uint32_t> FindSpikes(const std::vector<double>& correlation, double high, double low);
 
+// What convolution counted: roots, vertices and edges of the graph, correlations
+// computed, fft_size, messages_explained, short_paths_suppressed,
+// low_frequency_suppressed, cycles_cut (docs/convolution.md).
+struct ConvolutionCounters {
+  int64_t roots = 0;
+  int64_t vertices = 0;
+  int64_t edges = 0;
+  int64_t correlations = 0;
+  int64_t fft_size = 0;
+  int64_t messages_explained = 0;
+  int64_t short_paths_suppressed = 0;
+  int64_t low_frequency_suppressed = 0;
+  int64_t cycles_cut = 0;
+  // Name and value of each, in the order paths files and `weft paths` list them.
+  CounterList List() const {
+    return {{"roots", roots},
+            {"vertices", vertices},
+            {"edges", edges},
+            {"correlations", correlations},
+            {"fft_size", fft_size},
+            {"messages_explained", messages_explained},
+            {"short_paths_suppressed", short_paths_suppressed},
+            {"low_frequency_suppressed", low_frequency_suppressed},
+            {"cycles_cut", cycles_cut}};
+  }
+};
+
+// Convolution gives a causal graph, not path instances: `paths` has no instances or
+// patterns, only the trace's identity and nodes, which the graph's node ids index.
+struct ConvolutionInference {
+  PathSet paths;
+  CausalGraph graph;
+  ConvolutionCounters counters;
+};
+
 // Runs the algorithm over every message of `trace` (kinds are ignored, except to pick
-// roots among CALL senders when no node is receive-only). The result has no instances or
-// patterns, only `graph`. Counters: roots, vertices, edges, correlations, fft_size,
-// messages_explained, short_paths_suppressed, low_frequency_suppressed, cycles_cut.
-Result<PathSet> InferConvolution(const Trace& trace, const ConvolutionOptions& options);
+// roots among CALL senders when no node is receive-only).
+Result<ConvolutionInference> InferConvolution(const Trace& trace,
+                                              const ConvolutionOptions& options);
 
 }  // namespace weft

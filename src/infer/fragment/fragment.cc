@@ -243,7 +243,7 @@ WitnessLinks LinkUntracedSenders(const Trace& trace, const std::vector<MessageId
 
 }  // namespace
 
-Result<PathSet> InferFragment(const Trace& trace) {
+Result<FragmentInference> InferFragment(const Trace& trace) {
   WEFT_ASSIGN_OR_RETURN(const std::vector<ThreadEvent> events, CollectThreadEvents(trace));
   const std::vector<MessageId> call_of = CallsAnswered(trace);
   std::vector<MessageId> parent(trace.size());
@@ -252,16 +252,18 @@ Result<PathSet> InferFragment(const Trace& trace) {
   const WitnessLinks witnesses = LinkUntracedSenders(trace, call_of, parent);
 
   PathSetBuilder builder(trace, "fragment");
-  WEFT_ASSIGN_OR_RETURN(uint64_t in_cycles, AddForest(trace, parent, builder));
-  builder.AddCounter("outputs_starting_requests", scan.outputs_without_request());
-  builder.AddCounter("server_calls_outside_fragments", scan.server_calls_outside());
-  builder.AddCounter("messages_in_cycles", int64_t(in_cycles));
-  builder.AddCounter("witness_links", witnesses.linked);
-  builder.AddCounter("witness_links_ambiguous", witnesses.ambiguous);
-  builder.AddCounter("witnesses_unmatched", witnesses.unlinked);
-  builder.AddCounter("process_links_carrying_requests", scan.requests_spawned());
-  builder.AddCounter("inherited_requests_ended_by_answer", scan.ended_by_answer());
-  return std::move(builder).Finish();
+  WEFT_ASSIGN_OR_RETURN(ForestCounts forest, AddForest(trace, parent, builder));
+  return FragmentInference{std::move(builder).Finish(),
+                           {.instances = forest.instances,
+                            .messages_in_instances = forest.messages_in_instances,
+                            .outputs_starting_requests = scan.outputs_without_request(),
+                            .server_calls_outside_fragments = scan.server_calls_outside(),
+                            .messages_in_cycles = forest.messages_in_cycles,
+                            .witness_links = witnesses.linked,
+                            .witness_links_ambiguous = witnesses.ambiguous,
+                            .witnesses_unmatched = witnesses.unlinked,
+                            .process_links_carrying_requests = scan.requests_spawned(),
+                            .inherited_requests_ended_by_answer = scan.ended_by_answer()}};
 }
 
 }  // namespace weft

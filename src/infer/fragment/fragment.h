@@ -50,12 +50,45 @@
 #pragma once
 
 #include "core/status.h"
-#include "infer/paths.h"
+#include "infer/inference.h"
 #include "trace/trace.h"
 
 namespace weft {
 
+// instances and messages_in_instances: the requests found and the messages in them;
+// outputs_starting_requests: messages sent outside any fragment (they start a path);
+// server_calls_outside_fragments: of those, calls from nodes that serve requests (a
+// hidden hand-off); messages_in_cycles; witness_links, witness_links_ambiguous and
+// witnesses_unmatched (witness.h); process_links_carrying_requests;
+// inherited_requests_ended_by_answer.
+struct FragmentCounters {
+  int64_t instances = 0;
+  int64_t messages_in_instances = 0;
+  int64_t outputs_starting_requests = 0;
+  int64_t server_calls_outside_fragments = 0;
+  int64_t messages_in_cycles = 0;
+  int64_t witness_links = 0;
+  int64_t witness_links_ambiguous = 0;
+  int64_t witnesses_unmatched = 0;
+  int64_t process_links_carrying_requests = 0;
+  int64_t inherited_requests_ended_by_answer = 0;
+  // Name and value of each, in the order paths files and `weft paths` list them.
+  CounterList List() const {
+    return {{"instances", instances},
+            {"messages_in_instances", messages_in_instances},
+            {"outputs_starting_requests", outputs_starting_requests},
+            {"server_calls_outside_fragments", server_calls_outside_fragments},
+            {"messages_in_cycles", messages_in_cycles},
+            {"witness_links", witness_links},
+            {"witness_links_ambiguous", witness_links_ambiguous},
+            {"witnesses_unmatched", witnesses_unmatched},
+            {"process_links_carrying_requests", process_links_carrying_requests},
+            {"inherited_requests_ended_by_answer", inherited_requests_ended_by_answer}};
+  }
+};
+using FragmentInference = Inference<FragmentCounters>;
+
 // An error if no message has a thread (the trace was not reconciled from a capture).
-Result<PathSet> InferFragment(const Trace& trace);
+Result<FragmentInference> InferFragment(const Trace& trace);
 
 }  // namespace weft

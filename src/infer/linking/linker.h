@@ -9,7 +9,7 @@
 #include "core/status.h"
 #include "core/time.h"
 #include "infer/linking/linking.h"
-#include "infer/paths.h"
+#include "infer/path_set_builder.h"
 #include "trace/trace.h"
 
 namespace weft::linking {
@@ -60,7 +60,7 @@ class Linker {
  public:
   Linker(const Trace& trace, const LinkingOptions& options)
       : trace_(trace), c_(trace.columns()), options_(options) {}
-  Result<PathSet> Run();
+  Result<LinkingInference> Run();
 
  private:
   void PairCalls();

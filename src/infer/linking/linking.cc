@@ -23,7 +23,7 @@ namespace linking {
 // the CALL into its sender that encloses it: arrived before it was sent and answered
 // after its answer arrived, both ends on the sender's own clock, so clock offsets do not
 // matter. Only the choice among enclosing calls is left to the delay model; everything
-// else is decided, and path instances come out as call trees (paths.h) directly.
+// else is decided, and path instances come out as call trees (path_set.h) directly.
 //
 // Calls and returns are paired by kLinkingCallPairing (linking.h).
 void Linker::PairCalls() {
@@ -318,7 +318,7 @@ void Linker::InvertLinks() {
   }
 }
 
-Result<PathSet> Linker::Run() {
+Result<LinkingInference> Linker::Run() {
   if (!(options_.window > 0))
     return Status::InvalidArgument("the linking window x must be positive");
   if (!(options_.spontaneous_delay > 0))
@@ -358,25 +358,26 @@ Result<PathSet> Linker::Run() {
   const ClockOffsets offsets = EstimateClockOffsets(trace_);
   builder.SetClockOffsets(offsets.node);
   WEFT_RETURN_IF_ERROR(BuildTrees(builder));
-  builder.AddCounter("messages", int64_t(n_));
-  builder.AddCounter("pairs", int64_t(rate_.size()));
-  builder.AddCounter("links", int64_t(link_parent_.size()));
-  builder.AddCounter("roots", roots_);
-  builder.AddCounter("try_both", try_both_);
-  builder.AddCounter("budget_exhausted", exhausted_);
-  builder.AddCounter("truncated", truncated_);
-  builder.AddCounter("clients", clients);
-  builder.AddCounter("rpc", rpc_);
-  builder.AddCounter("unpaired_returns", unpaired_returns_);
-  PathSet set = std::move(builder).Finish();
+  LinkingInference result{std::move(builder).Finish(),
+                          {.messages = int64_t(n_),
+                           .pairs = int64_t(rate_.size()),
+                           .links = int64_t(link_parent_.size()),
+                           .roots = roots_,
+                           .try_both = try_both_,
+                           .budget_exhausted = exhausted_,
+                           .truncated = truncated_,
+                           .clients = clients,
+                           .rpc = rpc_,
+                           .unpaired_returns = unpaired_returns_}};
+  PathSet& set = result.paths;
   set.clients_aggregated = clients > 0;
   set.clock_offsets = offsets.pairs;
-  return set;
+  return result;
 }
 
 }  // namespace linking
 
-Result<PathSet> InferLinking(const Trace& trace, const LinkingOptions& options) {
+Result<LinkingInference> InferLinking(const Trace& trace, const LinkingOptions& options) {
   linking::Linker linker(trace, options);
   return linker.Run();
 }

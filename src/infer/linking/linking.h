@@ -20,7 +20,7 @@
 #include "core/status.h"
 #include "core/time.h"
 #include "infer/call_pairs.h"
-#include "infer/paths.h"
+#include "infer/inference.h"
 #include "trace/trace.h"
 
 namespace weft {
@@ -50,15 +50,11 @@ struct LinkingOptions {
   // RPC mode: when messages are CALLs and RETURNs with call ids, pair them and let a CALL
   // be caused only by a CALL that encloses it on its sender's clock (weft's addition).
   bool use_calls = true;
-  // Paths that are calls and returns follow the call-tree convention of paths.h, as
+  // Paths that are calls and returns follow the call-tree convention of path_set.h, as
   // ground truth does; false keeps the linked "caused by arrival" tree.
   bool call_trees = true;
 };
 
-// Counters in the result: messages, pairs (sender->receiver pairs), links, roots,
-// try_both (decisions taken), budget_exhausted (trees that hit the budget), truncated
-// (links left out of trees grown to their limit), clients (nodes named CLIENT), rpc (1 if
-// calls were paired), unpaired_returns.
 // How RPC mode pairs calls: a RETURN answers the latest unanswered CALL with the same
 // (caller, callee, call id) before it on the one clock that saw both, the caller's when it
 // was traced, else the callee's, so that clock offsets cannot reorder the two. Messages
@@ -71,6 +67,37 @@ inline constexpr CallPairingOptions kLinkingCallPairing = {
     .answer = CallPairingOptions::Answer::kLatestOpen,
 };
 
-Result<PathSet> InferLinking(const Trace& trace, const LinkingOptions& options);
+// Counters in the result: messages, pairs (sender->receiver pairs), links, roots, try_both
+// (decisions taken), budget_exhausted (trees that hit the budget), truncated (links left out of
+// trees grown to their limit), clients (nodes named CLIENT), rpc (1 if calls were paired),
+// unpaired_returns.
+struct LinkingCounters {
+  int64_t messages = 0;
+  int64_t pairs = 0;
+  int64_t links = 0;
+  int64_t roots = 0;
+  int64_t try_both = 0;
+  int64_t budget_exhausted = 0;
+  int64_t truncated = 0;
+  int64_t clients = 0;
+  int64_t rpc = 0;
+  int64_t unpaired_returns = 0;
+  // Name and value of each, in the order paths files and `weft paths` list them.
+  CounterList List() const {
+    return {{"messages", messages},
+            {"pairs", pairs},
+            {"links", links},
+            {"roots", roots},
+            {"try_both", try_both},
+            {"budget_exhausted", budget_exhausted},
+            {"truncated", truncated},
+            {"clients", clients},
+            {"rpc", rpc},
+            {"unpaired_returns", unpaired_returns}};
+  }
+};
+using LinkingInference = Inference<LinkingCounters>;
+
+Result<LinkingInference> InferLinking(const Trace& trace, const LinkingOptions& options);
 
 }  // namespace weft

@@ -11,7 +11,7 @@ Status Linker::Emit(double probability, PathSetBuilder& builder) {
   const size_t size = tree_.size();
   std::span<const int32_t> parents = tree_parent_;
   if (options_.call_trees && !rpc_) {
-    // Call trees (paths.h): a CALL's parent is the CALL into its sender that encloses it,
+    // Call trees (path_set.h): a CALL's parent is the CALL into its sender that encloses it,
     // a RETURN's the CALL it answers. Both are "the enclosing call" of the message: its
     // cause if that is a CALL into the sender; if its cause is a RETURN, the enclosing
     // call of the CALL that RETURN answers. Every result is an ancestor, so the instance

@@ -29,6 +29,7 @@
 
 #include "core/progress.h"
 #include "infer/call_pairs.h"
+#include "infer/path_set_builder.h"
 
 namespace weft {
 namespace {
@@ -64,7 +65,7 @@ class Nesting {
   Nesting(const Trace& trace, const NestingOptions& options)
       : trace_(trace), cols_(trace.columns()), options_(options) {}
 
-  Result<PathSet> Run() {
+  Result<NestingInference> Run() {
     FindCallPairs();
     ScoreNestings();
     const int passes = options_.sibling_passes;
@@ -421,7 +422,7 @@ class Nesting {
 
   // §5.1.1.4. One path instance per root call pair: its call and return, and those of
   // every call nested under it. Latencies are aggregated by the shared PathSetBuilder.
-  Result<PathSet> FindCallPaths() {
+  Result<NestingInference> FindCallPaths() {
     PathSetBuilder builder(trace_, "nesting");
     std::vector<MessageId> messages;
     std::vector<int32_t> parents;
@@ -447,16 +448,16 @@ class Nesting {
       }
       WEFT_RETURN_IF_ERROR(builder.AddInstance(messages, parents));
     }
-    builder.AddCounter("calls", int64_t(calls_.size()));
-    builder.AddCounter("returns", returns_);
-    builder.AddCounter("call_pairs", call_pairs_);
-    builder.AddCounter("unmatched_calls", unmatched_calls_);
-    builder.AddCounter("unmatched_returns", unmatched_returns_);
-    builder.AddCounter("ignored_messages", ignored_messages_);
-    builder.AddCounter("roots", roots);
-    builder.AddCounter("candidate_parents", candidate_parents_);
-    builder.AddCounter("children_with_candidates", children_with_candidates_);
-    return std::move(builder).Finish();
+    return NestingInference{std::move(builder).Finish(),
+                            {.calls = int64_t(calls_.size()),
+                             .returns = returns_,
+                             .call_pairs = call_pairs_,
+                             .unmatched_calls = unmatched_calls_,
+                             .unmatched_returns = unmatched_returns_,
+                             .ignored_messages = ignored_messages_,
+                             .roots = roots,
+                             .candidate_parents = candidate_parents_,
+                             .children_with_candidates = children_with_candidates_}};
   }
 
   const Trace& trace_;
@@ -503,7 +504,7 @@ int NestingDelayBin(TimeNs delay) {
   return std::min(bin, kNestingBins - 1);
 }
 
-Result<PathSet> InferNesting(const Trace& trace, const NestingOptions& options) {
+Result<NestingInference> InferNesting(const Trace& trace, const NestingOptions& options) {
   if (options.skew_window < 0)
     return Status::InvalidArgument("the skew window must not be negative");
   if (options.smoothing_bins < 0) return Status::InvalidArgument("smoothing must not be negative");

@@ -12,7 +12,7 @@
 #include "core/status.h"
 #include "core/time.h"
 #include "infer/call_pairs.h"
-#include "infer/paths.h"
+#include "infer/inference.h"
 #include "trace/trace.h"
 
 namespace weft {
@@ -66,6 +66,34 @@ CallPairingOptions NestingCallPairing(const NestingOptions& options);
 // Counters in the result: calls, returns, call_pairs, unmatched_calls, unmatched_returns,
 // ignored_messages, roots, candidate_parents (summed over children that had any),
 // children_with_candidates.
-Result<PathSet> InferNesting(const Trace& trace, const NestingOptions& options);
+// What nesting counted: calls and returns seen, call_pairs matched, unmatched_calls,
+// unmatched_returns, ignored_messages (not CALL or RETURN), roots (root calls), and
+// candidate_parents over children_with_candidates, the mean per-node parallelism.
+struct NestingCounters {
+  int64_t calls = 0;
+  int64_t returns = 0;
+  int64_t call_pairs = 0;
+  int64_t unmatched_calls = 0;
+  int64_t unmatched_returns = 0;
+  int64_t ignored_messages = 0;
+  int64_t roots = 0;
+  int64_t candidate_parents = 0;
+  int64_t children_with_candidates = 0;
+  // Name and value of each, in the order paths files and `weft paths` list them.
+  CounterList List() const {
+    return {{"calls", calls},
+            {"returns", returns},
+            {"call_pairs", call_pairs},
+            {"unmatched_calls", unmatched_calls},
+            {"unmatched_returns", unmatched_returns},
+            {"ignored_messages", ignored_messages},
+            {"roots", roots},
+            {"candidate_parents", candidate_parents},
+            {"children_with_candidates", children_with_candidates}};
+  }
+};
+using NestingInference = Inference<NestingCounters>;
+
+Result<NestingInference> InferNesting(const Trace& trace, const NestingOptions& options);
 
 }  // namespace weft

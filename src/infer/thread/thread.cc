@@ -31,7 +31,7 @@ bool HasThreads(const TraceColumns& c) {
 
 }  // namespace
 
-Result<PathSet> InferThread(const Trace& trace) {
+Result<ThreadInference> InferThread(const Trace& trace) {
   const TraceColumns& c = trace.columns();
   if (!trace.empty() && !HasThreads(c)) {
     return Status::InvalidArgument(
@@ -127,13 +127,15 @@ Result<PathSet> InferThread(const Trace& trace) {
   }
 
   PathSetBuilder builder(trace, "thread");
-  WEFT_ASSIGN_OR_RETURN(uint64_t in_cycles, AddForest(trace, parent, builder));
-  builder.AddCounter("root_calls", roots);
-  builder.AddCounter("calls_outside_requests", unplaced_calls);
-  builder.AddCounter("returns_without_call", unanswered_returns);
-  builder.AddCounter("overlapping_requests", overlapping);
-  builder.AddCounter("messages_in_cycles", int64_t(in_cycles));
-  return std::move(builder).Finish();
+  WEFT_ASSIGN_OR_RETURN(ForestCounts forest, AddForest(trace, parent, builder));
+  return ThreadInference{std::move(builder).Finish(),
+                         {.instances = forest.instances,
+                          .messages_in_instances = forest.messages_in_instances,
+                          .root_calls = roots,
+                          .calls_outside_requests = unplaced_calls,
+                          .returns_without_call = unanswered_returns,
+                          .overlapping_requests = overlapping,
+                          .messages_in_cycles = forest.messages_in_cycles}};
 }
 
 }  // namespace weft

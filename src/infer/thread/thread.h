@@ -19,12 +19,37 @@
 #pragma once
 
 #include "core/status.h"
-#include "infer/paths.h"
+#include "infer/inference.h"
 #include "trace/trace.h"
 
 namespace weft {
 
+// instances and messages_in_instances: the requests found and the messages in them;
+// root_calls: calls that start a path; calls_outside_requests: calls sent by a thread
+// whose next reply answers a later request; returns_without_call; overlapping_requests:
+// requests a thread took in while it still owed a reply to another; messages_in_cycles.
+struct ThreadCounters {
+  int64_t instances = 0;
+  int64_t messages_in_instances = 0;
+  int64_t root_calls = 0;
+  int64_t calls_outside_requests = 0;
+  int64_t returns_without_call = 0;
+  int64_t overlapping_requests = 0;
+  int64_t messages_in_cycles = 0;
+  // Name and value of each, in the order paths files and `weft paths` list them.
+  CounterList List() const {
+    return {{"instances", instances},
+            {"messages_in_instances", messages_in_instances},
+            {"root_calls", root_calls},
+            {"calls_outside_requests", calls_outside_requests},
+            {"returns_without_call", returns_without_call},
+            {"overlapping_requests", overlapping_requests},
+            {"messages_in_cycles", messages_in_cycles}};
+  }
+};
+using ThreadInference = Inference<ThreadCounters>;
+
 // An error if no message has a thread (the trace was not reconciled from a capture).
-Result<PathSet> InferThread(const Trace& trace);
+Result<ThreadInference> InferThread(const Trace& trace);
 
 }  // namespace weft

@@ -9,11 +9,12 @@
 #include <algorithm>
 
 #include "infer/aggregate.h"
+#include "infer/path_set_builder.h"
 #include "trace/clock_offsets.h"
 
 namespace weft {
 
-Result<PathSet> InferFromTruth(const Trace& trace, const TruthOptions& options) {
+Result<TruthInference> InferFromTruth(const Trace& trace, const TruthOptions& options) {
   const TraceColumns& c = trace.columns();
   if (!trace.HasTruth()) {
     return Status::InvalidArgument("the trace has no ground truth (no message has a path id)");
@@ -96,10 +97,10 @@ Result<PathSet> InferFromTruth(const Trace& trace, const TruthOptions& options) 
     Status added = builder.AddInstance(messages, parents);
     if (!added.ok()) return added.WithContext(fmt::format("path {}", id));
   }
-  builder.AddCounter("messages_without_truth", without_truth);
-  PathSet set = std::move(builder).Finish();
-  set.clients_aggregated = aggregated;
-  return set;
+  TruthInference result{std::move(builder).Finish(), {}};
+  result.paths.clients_aggregated = aggregated;
+  result.counters.messages_without_truth = without_truth;
+  return result;
 }
 
 }  // namespace weft

@@ -4,7 +4,7 @@
 #pragma once
 
 #include "core/status.h"
-#include "infer/paths.h"
+#include "infer/inference.h"
 #include "trace/trace.h"
 
 namespace weft {
@@ -17,6 +17,13 @@ struct TruthOptions {
   bool aggregate_clients = false;  // name nodes as AggregateClients (infer/aggregate.h) does
   bool clock_offsets = false;      // measure latencies with estimated clock offsets removed
 };
-Result<PathSet> InferFromTruth(const Trace& trace, const TruthOptions& options = {});
+// messages_without_truth: messages with no path id, left out of every instance.
+struct TruthCounters {
+  int64_t messages_without_truth = 0;
+  // Name and value of each, in the order paths files and `weft paths` list them.
+  CounterList List() const { return {{"messages_without_truth", messages_without_truth}}; }
+};
+using TruthInference = Inference<TruthCounters>;
+Result<TruthInference> InferFromTruth(const Trace& trace, const TruthOptions& options = {});
 
 }  // namespace weft

@@ -1,8 +1,10 @@
 // PathSetBuilder: validation, canonical order, keys, delays and histograms, ranking.
-#include "infer/paths.h"
+#include "infer/path_set_builder.h"
 
 #include <gtest/gtest.h>
 
+#include "infer/paths_file.h"
+#include "infer/ranking.h"
 #include "trace/text_format.h"
 
 namespace weft {
@@ -73,7 +75,6 @@ TEST(PathSetBuilder, CanonicalOrderKeyAndDelays) {
   EXPECT_EQ(p.elements[6].kind, MessageKind::kReturn);
   EXPECT_EQ(p.latency.count(), 1u);
   EXPECT_EQ(p.latency.min(), 3600 * kMicrosecond);  // last receive 1.003600 - root send 1.0
-  EXPECT_EQ(CompactShape(set, p), "client→WS1[→AUTH] →AP2→DB");
   EXPECT_EQ(set.trace_messages, 8u);
   EXPECT_EQ(set.trace_fingerprint, TraceFingerprint(trace));
 }
@@ -91,8 +92,6 @@ TEST(PathSetBuilder, HistogramsAggregateInstancesOfOneShape) {
   ASSERT_TRUE(builder.AddInstance(Ids({0, 1}), std::vector<int32_t>{-1, 0}).ok());
   ASSERT_TRUE(builder.AddInstance(Ids({3, 2}), std::vector<int32_t>{1, -1}, 0.5).ok());
   ASSERT_TRUE(builder.AddInstance(Ids({4}), std::vector<int32_t>{-1}, 0.25).ok());
-  builder.AddCounter("dropped", 3);
-  builder.AddCounter("dropped", 2);
   PathSet set = std::move(builder).Finish();
 
   ASSERT_EQ(set.patterns.size(), 2u);
@@ -114,8 +113,6 @@ TEST(PathSetBuilder, HistogramsAggregateInstancesOfOneShape) {
   EXPECT_EQ(set.patterns[1].max_probability, 0.25);
   EXPECT_EQ(set.pattern, (std::vector<uint32_t>{0, 0, 1}));
   EXPECT_EQ(set.instance_begin, (std::vector<uint32_t>{0, 2, 4, 5}));
-  EXPECT_EQ(set.Counter("dropped"), 5);
-  EXPECT_EQ(set.Counter("absent"), 0);
 
   EXPECT_EQ(RankPatterns(set, PatternOrder::kCount), (std::vector<uint32_t>{0, 1}));
   EXPECT_EQ(RankPatterns(set, PatternOrder::kLatency), (std::vector<uint32_t>{0, 1}));
@@ -304,14 +301,12 @@ TEST(PathSetBuilder, CountsAttributesPerElement) {
   EXPECT_EQ(call.attributes[1].value, "/a");
   EXPECT_EQ(call.attributes[1].count, 2u);
   EXPECT_EQ(call.attributes[2].value, "/b");
-  EXPECT_EQ(DescribeAttributes(call, 3), "http.method=GET http.url=/a (67%)");
-  EXPECT_EQ(DescribeAttributes(set.patterns[0].elements[1], 3), "http.status=200 (67%)");
 
-  Result<PathSet> back = ParsePaths(FormatPaths(set), "test");
+  Result<PathsFile> back = ParsePaths(FormatPaths({set}), "test");
   ASSERT_TRUE(back.ok()) << back.status().message();
-  EXPECT_EQ(FormatPaths(*back), FormatPaths(set));
-  ASSERT_EQ(back->patterns[0].elements[0].attributes.size(), 3u);
-  EXPECT_EQ(back->patterns[0].elements[0].attributes[2].value, "/b");
+  EXPECT_EQ(FormatPaths(*back), FormatPaths({set}));
+  ASSERT_EQ(back->paths.patterns[0].elements[0].attributes.size(), 3u);
+  EXPECT_EQ(back->paths.patterns[0].elements[0].attributes[2].value, "/b");
 }
 
 }  // namespace

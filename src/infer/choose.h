@@ -1,0 +1,63 @@
+// --algo auto: the most precise algorithm whose assumptions the trace does not contradict
+// (docs/precise.md, "Choosing automatically").
+//
+//   thread (vPath)           when no thread took in a request while it owed the reply to
+//                            another and every call a thread sent lies inside a request it
+//                            answered (ThreadCounters: overlapping_requests and
+//                            calls_outside_requests both 0);
+//   fragment (BorderPatrol)  else, when no server sent a call outside every fragment
+//                            (FragmentCounters::server_calls_outside_fragments == 0);
+//   linking (WAP5)           else, or when the trace names no threads: it assumes nothing
+//                            of threads.
+//
+// Deciding runs thread and, when thread does not fit, fragment; each at most once. The
+// runs are handed back with the choice, so the chosen precise algorithm is not run again.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+#include "infer/fragment/fragment.h"
+#include "infer/thread/thread.h"
+#include "trace/trace.h"
+
+namespace weft {
+
+enum class AutoAlgorithm { kThread, kFragment, kLinking };
+
+// "thread", "fragment" or "linking": the --algo name.
+std::string_view AutoAlgorithmName(AutoAlgorithm algorithm);
+
+// What auto read and why it chose what it chose.
+struct AutoChoice {
+  AutoAlgorithm algorithm = AutoAlgorithm::kLinking;
+  bool threads_named = false;  // false: thread failed (no thread in the trace)
+  // Read from thread's counters, when threads_named.
+  int64_t overlapping_requests = 0;
+  int64_t calls_outside_requests = 0;
+  // Read from fragment's counters, when fragment was run (thread did not fit).
+  std::optional<int64_t> server_calls_outside_fragments;
+  // One sentence per reason, in the order they were weighed.
+  std::vector<std::string> reasons;
+
+  // The line `weft infer --algo auto` prints after "auto: ".
+  std::string Describe() const;
+};
+
+struct AutoInference {
+  AutoChoice choice;
+  // The runs made while deciding: thread's whenever the trace names threads, fragment's
+  // when thread did not fit. The chosen one is among them unless linking was chosen.
+  std::optional<ThreadInference> thread;
+  std::optional<FragmentInference> fragment;
+};
+
+// Decides for `trace`. Only an error of fragment's is returned; thread failing means the
+// trace names no threads, and linking is chosen.
+Result<AutoInference> ChooseAlgorithm(const Trace& trace);
+
+}  // namespace weft
