@@ -54,8 +54,10 @@ Result<AutoInference> ChooseAlgorithm(const Trace& trace) {
   choice.threads_named = true;
   choice.overlapping_requests = thread->counters.overlapping_requests;
   choice.calls_outside_requests = thread->counters.calls_outside_requests;
+  choice.root_calls_from_servers = thread->counters.root_calls_from_servers;
   result.thread = std::move(*thread);
-  if (choice.overlapping_requests == 0 && choice.calls_outside_requests == 0) {
+  if (choice.overlapping_requests == 0 && choice.calls_outside_requests == 0 &&
+      choice.root_calls_from_servers == 0) {
     choice.algorithm = AutoAlgorithm::kThread;
     choice.reasons = {
         "every thread worked on one request at a time and every call lies inside a request its "
@@ -64,8 +66,9 @@ Result<AutoInference> ChooseAlgorithm(const Trace& trace) {
   }
   choice.reasons.push_back(fmt::format(
       "not thread: {} requests were taken in by a thread that still owed a reply, {} calls "
-      "lie outside the requests their thread answered",
-      choice.overlapping_requests, choice.calls_outside_requests));
+      "lie outside the requests their thread answered, {} calls came from a server's thread "
+      "that never replies (a hand-off)",
+      choice.overlapping_requests, choice.calls_outside_requests, choice.root_calls_from_servers));
   WEFT_ASSIGN_OR_RETURN(FragmentInference fragment, InferFragment(trace));
   const int64_t hidden = fragment.counters.server_calls_outside_fragments;
   choice.server_calls_outside_fragments = hidden;

@@ -2,9 +2,10 @@
 // (docs/precise.md, "Choosing automatically").
 //
 //   thread (vPath)           when no thread took in a request while it owed the reply to
-//                            another and every call a thread sent lies inside a request it
-//                            answered (ThreadCounters: overlapping_requests and
-//                            calls_outside_requests both 0);
+//                            another, every call a thread sent lies inside a request it
+//                            answered, and no server's thread that never replies started
+//                            a path (ThreadCounters: overlapping_requests,
+//                            calls_outside_requests and root_calls_from_servers all 0);
 //   fragment (BorderPatrol)  else, when no server sent a call outside every fragment
 //                            (FragmentCounters::server_calls_outside_fragments == 0);
 //   linking (WAP5)           else, or when the trace names no threads: it assumes nothing
@@ -39,6 +40,7 @@ struct AutoChoice {
   // Read from thread's counters, when threads_named.
   int64_t overlapping_requests = 0;
   int64_t calls_outside_requests = 0;
+  int64_t root_calls_from_servers = 0;
   // Read from fragment's counters, when fragment was run (thread did not fit).
   std::optional<int64_t> server_calls_outside_fragments;
   // One sentence per reason, in the order they were weighed.

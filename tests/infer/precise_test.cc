@@ -339,8 +339,9 @@ TEST(ChooseAlgorithm, ThreadThenFragmentThenLinking) {
   EXPECT_EQ(fragment->choice.server_calls_outside_fragments, 0);
   EXPECT_EQ(fragment->choice.Describe(),
             "fragment (BorderPatrol): not thread: 1 requests were taken in by a thread that "
-            "still owed a reply, 0 calls lie outside the requests their thread answered; every "
-            "call a server sent follows an input");
+            "still owed a reply, 0 calls lie outside the requests their thread answered, 0 calls "
+            "came from a server's thread that never replies (a hand-off); every call a server "
+            "sent follows an input");
 
   // A's thread 10 reads both requests and answers both, handing each to a thread (11, 12)
   // that calls B: thread 10 takes the second while it owes the first its reply, and the
@@ -365,8 +366,10 @@ TEST(ChooseAlgorithm, ThreadThenFragmentThenLinking) {
   EXPECT_TRUE(linking->thread.has_value() && linking->fragment.has_value());
   EXPECT_EQ(linking->choice.Describe(),
             "linking (WAP5): not thread: 1 requests were taken in by a thread that still owed a "
-            "reply, 0 calls lie outside the requests their thread answered; not fragment: "
-            "servers sent 2 calls before any input of theirs (a hidden hand-off)");
+            "reply, 0 calls lie outside the requests their thread answered, 2 calls came from a "
+            "server's thread that never replies (a hand-off); not fragment: servers sent 2 calls "
+            "before any input of theirs (a hidden hand-off)");
+  EXPECT_EQ(linking->choice.root_calls_from_servers, 2);
 
   TraceBuilder b;
   MessageRecord m;

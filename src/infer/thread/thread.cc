@@ -4,6 +4,7 @@
 #include "infer/thread/thread.h"
 
 #include <absl/container/flat_hash_map.h>
+#include <absl/container/flat_hash_set.h>
 
 #include <algorithm>
 #include <tuple>
@@ -103,8 +104,14 @@ Result<ThreadInference> InferThread(const Trace& trace) {
     return MessageId();
   };
 
+  // Nodes that answer requests. A call one of their threads starts a path with came from a
+  // thread that never replies and was started by none that does: a hand-off pool's or a
+  // SEDA stage's worker, given the request through memory. Counted for --algo auto.
+  absl::flat_hash_set<uint32_t> serving;
+  for (const auto& [thread, owed] : replies) serving.insert(thread.first);
+
   std::vector<MessageId> parent(trace.size());
-  int64_t roots = 0, unplaced_calls = 0, unanswered_returns = 0;
+  int64_t roots = 0, unplaced_calls = 0, unanswered_returns = 0, server_roots = 0;
   for (size_t i = 0; i < trace.size(); ++i) {
     if (c.kind[i] == MessageKind::kReturn) {
       parent[i] = call_of[i];
@@ -123,6 +130,7 @@ Result<ThreadInference> InferThread(const Trace& trace) {
       ++unplaced_calls;  // the thread's next reply answers a later request
     } else {
       ++roots;  // a thread that never replies, nor any thread that started it: a client
+      server_roots += serving.contains(c.sender[i].value());  // ... or a hand-off's worker
     }
   }
 
@@ -135,7 +143,8 @@ Result<ThreadInference> InferThread(const Trace& trace) {
                           .calls_outside_requests = unplaced_calls,
                           .returns_without_call = unanswered_returns,
                           .overlapping_requests = overlapping,
-                          .messages_in_cycles = forest.messages_in_cycles}};
+                          .messages_in_cycles = forest.messages_in_cycles,
+                          .root_calls_from_servers = server_roots}};
 }
 
 }  // namespace weft

@@ -27,7 +27,10 @@ namespace weft {
 // instances and messages_in_instances: the requests found and the messages in them;
 // root_calls: calls that start a path; calls_outside_requests: calls sent by a thread
 // whose next reply answers a later request; returns_without_call; overlapping_requests:
-// requests a thread took in while it still owed a reply to another; messages_in_cycles.
+// requests a thread took in while it still owed a reply to another; messages_in_cycles;
+// root_calls_from_servers: root calls sent by a thread that never replies (nor does any
+// thread that started it) of a node whose other threads answer requests: work handed to
+// it through memory (a queue), which vPath cannot follow.
 struct ThreadCounters {
   int64_t instances = 0;
   int64_t messages_in_instances = 0;
@@ -36,6 +39,7 @@ struct ThreadCounters {
   int64_t returns_without_call = 0;
   int64_t overlapping_requests = 0;
   int64_t messages_in_cycles = 0;
+  int64_t root_calls_from_servers = 0;
   // Name and value of each, in the order paths files and `weft paths` list them.
   CounterList List() const {
     return {{"instances", instances},
@@ -44,7 +48,8 @@ struct ThreadCounters {
             {"calls_outside_requests", calls_outside_requests},
             {"returns_without_call", returns_without_call},
             {"overlapping_requests", overlapping_requests},
-            {"messages_in_cycles", messages_in_cycles}};
+            {"messages_in_cycles", messages_in_cycles},
+            {"root_calls_from_servers", root_calls_from_servers}};
   }
 };
 using ThreadInference = Inference<ThreadCounters>;
