@@ -69,7 +69,7 @@ struct PatternLatencyError {
   double max_delay_error = 0;           // over its elements with a defined error
 };
 
-// Per request (truth instance, issue 8): is its whole tree inferred exactly, with the same
+// Per request (truth instance): is its whole tree inferred exactly, with the same
 // messages and parents, or broken apart, or joined with another request's messages? The
 // inferred instance of a message is the most probable one holding it.
 struct RequestOutcomes {

@@ -1,5 +1,5 @@
 // --algo auto: the most precise algorithm whose assumptions the trace does not contradict
-// (docs/precise.md, "Choosing automatically").
+// (docs/precise.md, "auto").
 //
 //   thread (vPath)           when no thread took in a request while it owed the reply to
 //                            another, every call a thread sent lies inside a request it

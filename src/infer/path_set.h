@@ -1,5 +1,5 @@
 // Path instances and path patterns: what every inference algorithm produces and what
-// report, query and eval read (docs/architecture.md, "Data model").
+// report, query and eval read (docs/architecture.md, "The data model").
 //
 // One causality convention for every algorithm and for ground truth: a message's parent is
 // the message that caused it.

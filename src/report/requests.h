@@ -1,4 +1,4 @@
-// Requests one by one (issue 8): a precise algorithm gives every request its own path
+// Requests one by one: a precise algorithm gives every request its own path
 // instance, so one slow request can be looked at by itself — each message with when it
 // was sent, how long each call took, and what the protocol processors said of it
 // (http.url, sql, ...). Times come from the trace the paths were inferred from.

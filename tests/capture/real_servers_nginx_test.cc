@@ -1,4 +1,4 @@
-// nginx as a reverse proxy in front of the testbed, under weft capture (issues 7 and 8);
+// nginx as a reverse proxy in front of the testbed, under weft capture;
 // the fixture and helpers are in real_servers.h, the figures in docs/reconcile.md ("Real
 // servers").
 #include "capture/real_servers_nginx.h"
@@ -68,7 +68,7 @@ class NginxFrontTest : public RealServersTest {
 TEST_F(NginxFrontTest, ReconcilesEveryRequest) { Run(); }
 
 // With --isolate, each epoll_wait reports the worker one input (BorderPatrol §3.2): every
-// request's tree is exact for fragment (issue 8).
+// request's tree is exact for fragment.
 TEST_F(NginxFrontTest, IsolateMakesEveryTreeExactForFragment) {
   isolate_ = true;
   Run();

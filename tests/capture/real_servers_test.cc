@@ -1,5 +1,5 @@
-// weft capture + weft reconcile (+ weft's precise inference) on real servers from Debian
-// (issues 7 and 8): redis-server driven by redis-benchmark, PostgreSQL driven by pgbench,
+// weft capture + weft reconcile (+ weft's precise inference) on real servers from Debian:
+// redis-server driven by redis-benchmark, PostgreSQL driven by pgbench,
 // and nginx as a reverse proxy in front of the testbed's HTTP tier. Each test starts the
 // servers under `weft capture` on free ports with their own configuration in a scratch
 // directory, runs a real client under capture, stops everything, reconciles with

@@ -1,4 +1,4 @@
-// Paths through an untraced module (BorderPatrol §3.1, issue 8): nginx started outside
+// Paths through an untraced module (BorderPatrol §3.1): nginx started outside
 // weft capture as a reverse proxy between the traced testbed load client and the traced
 // web tier. The trace sees the client call nginx's endpoint and web0 receive calls from
 // nginx's endpoints; the fragment algorithm links each of web0's calls to the client

@@ -1,6 +1,6 @@
 // The convolution algorithm (Project 5 §5.2): its pieces on hand-made signals, its
 // accuracy on generated traces (the added-delay experiment of §7.2 and the email
-// experiment of §7.5.7), and the edge cases of issue 4.
+// experiment of §7.5.7), and its edge cases.
 #include "infer/convolution/convolution.h"
 
 #include <gtest/gtest.h>

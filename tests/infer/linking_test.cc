@@ -1,5 +1,5 @@
 // Message linking (WAP5 §5.1): exact probabilities on hand-made traces, the edge cases of
-// issue 5, and the accuracy figures on generated wide-area and multi-tier traces.
+// docs/linking.md, and the accuracy figures on generated wide-area and multi-tier traces.
 #include "infer/linking/linking.h"
 
 #include <gtest/gtest.h>

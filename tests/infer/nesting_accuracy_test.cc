@@ -1,5 +1,5 @@
 // The nesting algorithm against ground truth on generated traces: the accuracy figures of
-// issue 3 (Project 5 Figure 17 and the added-delay experiment of §7.2).
+// docs/nesting.md (Project 5 Figure 17 and the added-delay experiment of §7.2).
 #include <gtest/gtest.h>
 
 #include "eval/eval.h"

@@ -1,4 +1,4 @@
-// The precise algorithms on the real testbed (issue 8): its servers run under weft
+// The precise algorithms on the real testbed: its servers run under weft
 // capture, reconcile makes the trace, and every request's tree is scored against the
 // truth the servers logged themselves (eval/align.h copies it onto the run). Where an
 // algorithm's assumption holds, every request must come out exactly right.

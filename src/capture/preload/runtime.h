@@ -2,7 +2,7 @@
 // descriptor table, and how records get from a wrapper into the log. Internal to
 // libweft-preload.so (hidden visibility); the wrappers in *_calls.cc use it.
 //
-// Cost rules (issue 7; WAP5 §3.1 measured about 1 us per call for LibSockCap): on the
+// Cost rules (WAP5 §3.1 measured about 1 us per call for LibSockCap): on the
 // common path a wrapper reads the descriptor table, takes two CLOCK_MONOTONIC readings
 // (vDSO, no system call), and copies a 32-byte record into its thread's buffer. No lock,
 // no allocation, no system call. A buffer is written to the log with one write() when it
