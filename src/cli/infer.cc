@@ -122,6 +122,13 @@ PathsFile ReportThread(ThreadInference thread) {
       "thread: {} requests; {} calls sent outside any request the thread replied to, {} returns "
       "without their call\n",
       c.instances, c.calls_outside_requests, c.returns_without_call);
+  if (c.root_calls_from_servers > 0) {
+    fmt::print(stderr,
+               "thread: warning: {} calls came from a server's thread that never replies: work "
+               "handed over through a queue, which vPath cannot follow; their requests are "
+               "orphaned (--algo auto weighs this)\n",
+               c.root_calls_from_servers);
+  }
   return ToPathsFile(std::move(thread));
 }
 
