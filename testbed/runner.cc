@@ -51,6 +51,9 @@ struct Child {
   int listen_fd = -1;
 };
 
+// How long the servers get, after the load ends, to finish the last requests' work.
+constexpr std::chrono::milliseconds kDrain{200};
+
 // Stops every server: SIGTERM, up to a second to exit, then SIGKILL. Always reaps.
 void StopAll(std::vector<Child>& children) {
   for (Child& c : children) {
@@ -170,6 +173,11 @@ Result<RunReport> RunTestbed(Topology topo, const RunOptions& options) {
   load.stop = options.stop;
   Result<LoadStats> stats = RunLoad(topo, load);
   done = true;
+  // Let the servers finish the work of the last requests before they are stopped, as an
+  // operator would: a server killed in the middle of a reply leaves its truth and a
+  // tracer's log disagreeing about the last message (a terminating signal delivered as a
+  // send returns ends the process before the tracer has written the send down).
+  std::this_thread::sleep_for(kDrain);
   if (killer.joinable()) killer.join();
   if (side.joinable()) side.join();
   // A server that exited on its own (other than the one killed on purpose) is a failure.
