@@ -1,0 +1,546 @@
+// Tables, CSV, JSON and SVG line charts of query results; see output.h.
+#include "query/output.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <nlohmann/json.hpp>
+
+namespace weft::query {
+namespace {
+
+constexpr std::string_view kWeightedNote =
+    "# weighted by instance probability: tuples from statistically inferred paths count by "
+    "their instance's probability, so counts and sums may be fractional\n";
+
+// A column as the formats show it. `decimals` >= 0 fixes the digits after the point (the
+// interval column, whose values are multiples of the interval length).
+struct Column {
+  std::string name;
+  int decimals = -1;
+};
+
+// The result's rows as they are written: the interval column first, rows repeated by
+// their weight or a weight column last (output.h).
+struct Table {
+  std::vector<Column> columns;
+  std::vector<std::vector<Value>> rows;
+};
+
+// Digits after the point that multiples of `interval` ns need in seconds.
+int IntervalDecimals(TimeNs interval) {
+  int decimals = 0;
+  for (TimeNs unit = kSecond; decimals < 9 && interval % unit != 0; unit /= 10) ++decimals;
+  return decimals;
+}
+
+Value IntervalValue(const ResultRow& row, const OutputOptions& options) {
+  if (row.interval_start == kNoTime) return Value::Null();
+  TimeNs since = row.interval_start - options.origin;
+  if (since % kSecond == 0) return Value::Int(since / kSecond);
+  return Value::Float(double(since) / double(kSecond));
+}
+
+bool IsIntegral(double w) { return std::isfinite(w) && w == std::trunc(w) && w >= 0; }
+
+Table BuildTable(const QueryResult& result, const OutputOptions& options) {
+  Table table;
+  const bool with_interval = options.interval > 0;
+  if (with_interval) table.columns.push_back({"interval", IntervalDecimals(options.interval)});
+  for (const std::string& name : result.columns) table.columns.push_back({name});
+  // A query without aggregates: rows by their tuple count. Weighted counts are fractional
+  // by nature (an integral one is a coincidence), so they always get the column.
+  bool weight_column = false;
+  if (!result.aggregated) {
+    weight_column = result.counters.weighted ||
+                    std::any_of(result.rows.begin(), result.rows.end(),
+                                [](const ResultRow& r) { return !IsIntegral(r.weight); });
+  }
+  if (weight_column) table.columns.push_back({"weight"});
+  for (const ResultRow& row : result.rows) {
+    std::vector<Value> values;
+    values.reserve(table.columns.size());
+    if (with_interval) values.push_back(IntervalValue(row, options));
+    values.insert(values.end(), row.values.begin(), row.values.end());
+    values.resize(table.columns.size() - (weight_column ? 1 : 0));  // short rows: nulls
+    if (weight_column) values.push_back(Value::Float(row.weight));
+    size_t copies = result.aggregated || weight_column ? 1 : size_t(row.weight);
+    for (size_t k = 0; k < copies; ++k) table.rows.push_back(values);
+  }
+  return table;
+}
+
+std::string CellText(const Value& v, const Column& column) {
+  if (column.decimals >= 0 && v.is_number())
+    return fmt::format("{:.{}f}", v.AsDouble(), column.decimals);
+  return FormatValue(v);
+}
+
+// Control characters as C escapes, so that a table row stays on one line.
+std::string EscapeControls(std::string text) {
+  if (std::none_of(text.begin(), text.end(), [](char c) { return (unsigned char)c < 0x20; }))
+    return text;
+  std::string out;
+  for (char c : text) {
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if ((unsigned char)c < 0x20) {
+      out += fmt::format("\\x{:02x}", (unsigned char)c);
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+// Terminal columns a UTF-8 string takes, one per code point.
+size_t DisplayWidth(std::string_view text) {
+  return size_t(std::count_if(text.begin(), text.end(),
+                              [](char c) { return ((unsigned char)c & 0xC0) != 0x80; }));
+}
+
+std::string CsvField(std::string text) {
+  if (text.find_first_of(",\"\r\n") == std::string::npos) return text;
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + '"';
+}
+
+nlohmann::ordered_json JsonValue(const Value& v) {
+  switch (v.type) {
+    case ValueType::kNull:
+      return nullptr;
+    case ValueType::kInt:
+      return v.i;
+    case ValueType::kFloat:
+      if (!std::isfinite(v.f)) return nullptr;
+      return v.f;
+    case ValueType::kString:
+      return std::string(v.s);
+  }
+  return nullptr;
+}
+
+std::string JsonDump(const nlohmann::ordered_json& j) {
+  return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+}
+
+}  // namespace
+
+Result<OutputFormat> ParseOutputFormat(std::string_view name) {
+  if (name == "table") return OutputFormat::kTable;
+  if (name == "csv") return OutputFormat::kCsv;
+  if (name == "json") return OutputFormat::kJson;
+  return Status::InvalidArgument("unknown format '{}': expected table, csv or json", name);
+}
+
+std::string FormatResult(const QueryResult& result, OutputFormat format,
+                         const OutputOptions& options) {
+  switch (format) {
+    case OutputFormat::kTable:
+      return FormatTable(result, options);
+    case OutputFormat::kCsv:
+      return FormatCsv(result, options);
+    case OutputFormat::kJson:
+      return FormatJson(result, options);
+  }
+  return "";
+}
+
+std::string FormatTable(const QueryResult& result, const OutputOptions& options) {
+  Table table = BuildTable(result, options);
+  const size_t n = table.columns.size();
+  std::vector<std::vector<std::string>> cells;
+  cells.reserve(table.rows.size());
+  std::vector<size_t> width(n);
+  std::vector<bool> has_number(n, false), has_string(n, false);
+  for (size_t c = 0; c < n; ++c) width[c] = DisplayWidth(table.columns[c].name);
+  for (const std::vector<Value>& row : table.rows) {
+    std::vector<std::string>& line = cells.emplace_back();
+    for (size_t c = 0; c < n; ++c) {
+      line.push_back(EscapeControls(CellText(row[c], table.columns[c])));
+      width[c] = std::max(width[c], DisplayWidth(line.back()));
+      has_number[c] = has_number[c] || row[c].is_number();
+      has_string[c] = has_string[c] || row[c].type == ValueType::kString;
+    }
+  }
+  auto write_line = [&](std::string& out, const std::vector<std::string>& line) {
+    std::string text;
+    for (size_t c = 0; c < n; ++c) {
+      if (c > 0) text += "  ";
+      size_t pad = width[c] - DisplayWidth(line[c]);
+      bool right = has_number[c] && !has_string[c];
+      if (right) text.append(pad, ' ');
+      text += line[c];
+      if (!right) text.append(pad, ' ');
+    }
+    while (!text.empty() && text.back() == ' ') text.pop_back();
+    out += text + '\n';
+  };
+  std::string out;
+  if (result.counters.weighted) out += kWeightedNote;
+  std::vector<std::string> header;
+  for (const Column& c : table.columns) header.push_back(EscapeControls(c.name));
+  write_line(out, header);
+  for (const std::vector<std::string>& line : cells) write_line(out, line);
+  return out;
+}
+
+std::string FormatCsv(const QueryResult& result, const OutputOptions& options) {
+  Table table = BuildTable(result, options);
+  std::string out;
+  if (result.counters.weighted) out += kWeightedNote;
+  for (size_t c = 0; c < table.columns.size(); ++c)
+    out += (c > 0 ? "," : "") + CsvField(table.columns[c].name);
+  out += '\n';
+  for (const std::vector<Value>& row : table.rows) {
+    for (size_t c = 0; c < row.size(); ++c) {
+      if (c > 0) out += ',';
+      if (!row[c].is_null()) out += CsvField(CellText(row[c], table.columns[c]));
+    }
+    out += '\n';
+  }
+  return out;
+}
+
+std::string FormatJson(const QueryResult& result, const OutputOptions& options) {
+  Table table = BuildTable(result, options);
+  nlohmann::ordered_json columns = nlohmann::ordered_json::array();
+  for (const Column& c : table.columns) columns.push_back(c.name);
+  const EvaluationCounters& k = result.counters;
+  nlohmann::ordered_json counters = {{"requests", k.requests},
+                                     {"events", k.events},
+                                     {"tuples_observed", k.tuples_observed},
+                                     {"tuples_packed", k.tuples_packed},
+                                     {"tuples_emitted", k.tuples_emitted},
+                                     {"baggage_tuples_max", k.baggage_tuples_max},
+                                     {"baggage_tuples_mean", k.baggage_tuples_mean}};
+  // One row per line: the object stays readable and greppable at any size.
+  std::string out = "{\n";
+  out += fmt::format("  \"columns\": {},\n", JsonDump(columns));
+  out += fmt::format("  \"aggregated\": {},\n", result.aggregated);
+  out += fmt::format("  \"weighted\": {},\n", k.weighted);
+  if (options.interval > 0) {
+    out += fmt::format("  \"interval_ns\": {},\n", options.interval);
+    out += fmt::format("  \"origin_ns\": {},\n", options.origin);
+  }
+  out += "  \"rows\": [";
+  for (size_t r = 0; r < table.rows.size(); ++r) {
+    nlohmann::ordered_json row = nlohmann::ordered_json::array();
+    for (const Value& v : table.rows[r]) row.push_back(JsonValue(v));
+    out += fmt::format("{}\n    {}", r > 0 ? "," : "", JsonDump(row));
+  }
+  out += table.rows.empty() ? "],\n" : "\n  ],\n";
+  out += fmt::format("  \"counters\": {}\n}}\n", JsonDump(counters));
+  return out;
+}
+
+
+// ---- The line chart (PlotResultSvg) ----
+
+namespace {
+
+// Sizes in pixels. Text width is estimated, generously, from the character count, so that
+// the canvas always has room for the longest label.
+constexpr double kCharWidth = 7.2;  // 12px sans-serif
+constexpr double kPlotWidth = 640, kPlotHeight = 360;
+constexpr double kTop = 44, kBottom = 52, kRight = 24, kLegendRow = 18;
+constexpr size_t kMaxLabelChars = 60;  // longer group names end in "…" (the full one in <title>)
+
+// Colours that stay apart from each other (Tableau 10 and two more); "other" is grey.
+constexpr const char* kColours[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2",
+                                    "#59a14f", "#edc948", "#b07aa1", "#ff9da7",
+                                    "#9c755f", "#17becf", "#8c564b", "#393b79"};
+constexpr const char* kOtherColour = "#9a9a9a";
+
+std::string XmlEscape(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        // XML 1.0 forbids most control characters even escaped.
+        out += (unsigned char)c < 0x20 && c != '\t' ? ' ' : c;
+    }
+  }
+  return out;
+}
+
+// At most `limit` code points, the last one "…" when cut.
+std::string Shorten(std::string_view text, size_t limit) {
+  if (DisplayWidth(text) <= limit) return std::string(text);
+  size_t points = 0, end = 0;
+  for (; end < text.size(); ++end) {
+    if (((unsigned char)text[end] & 0xC0) != 0x80 && ++points == limit) break;
+  }
+  return std::string(text.substr(0, end)) + "…";
+}
+
+double TextWidth(std::string_view text) { return double(DisplayWidth(text)) * kCharWidth; }
+
+// 1, 2 or 5 times a power of ten, near `rough`; `exponent` gets the power.
+double NiceStep(double rough, int& exponent) {
+  if (!(rough > 0) || !std::isfinite(rough)) rough = 1;
+  exponent = int(std::floor(std::log10(rough)));
+  double base = std::pow(10.0, exponent);
+  double f = rough / base;
+  return (f <= 1 ? 1 : f <= 2 ? 2 : f <= 5 ? 5 : 10) * base;
+}
+
+struct Axis {
+  double lo = 0, hi = 1, step = 1;
+  int exponent = 0;
+  std::vector<double> ticks;
+};
+
+Axis MakeAxis(double lo, double hi, int wanted_ticks) {
+  Axis axis;
+  if (hi <= lo) hi = lo + 1;
+  axis.step = NiceStep((hi - lo) / wanted_ticks, axis.exponent);
+  if (axis.step == std::pow(10.0, axis.exponent + 1)) ++axis.exponent;
+  axis.lo = std::floor(lo / axis.step + 1e-9) * axis.step;
+  axis.hi = std::ceil(hi / axis.step - 1e-9) * axis.step;
+  for (double t = axis.lo; t <= axis.hi + axis.step / 2; t += axis.step) axis.ticks.push_back(t);
+  return axis;
+}
+
+// A tick's label: SI suffixes for large values (latencies are in ns), digits to the step.
+std::string TickLabel(double value, const Axis& axis) {
+  static constexpr struct {
+    double scale;
+    const char* suffix;
+  } kUnits[] = {{1e12, "T"}, {1e9, "G"}, {1e6, "M"}, {1e3, "k"}};
+  if (std::fabs(value) < axis.step / 2) return "0";
+  for (const auto& unit : kUnits) {
+    if (axis.step >= unit.scale) {
+      int decimals = std::max(0, int(std::log10(unit.scale)) - axis.exponent);
+      return fmt::format("{:.{}f}{}", value / unit.scale, decimals, unit.suffix);
+    }
+  }
+  return fmt::format("{:.{}f}", value, std::max(0, -axis.exponent));
+}
+
+struct Series {
+  std::string label;
+  std::map<int64_t, double> points;  // interval index -> y
+  double total = 0;
+};
+
+std::string GroupLabel(const ResultRow& row, const std::vector<std::string>& columns) {
+  if (columns.size() == 1) return columns[0];
+  std::string label;
+  for (size_t c = 0; c + 1 < columns.size() && c < row.values.size(); ++c) {
+    if (c > 0) label += ", ";
+    label += FormatValue(row.values[c]);
+  }
+  return label;
+}
+
+}  // namespace
+
+Result<std::string> PlotResultSvg(const QueryResult& result, const PlotOptions& options) {
+  if (options.interval <= 0)
+    return Status::InvalidArgument("a plot needs an interval (--interval, e.g. 1s)");
+  if (result.columns.empty()) return Status::InvalidArgument("the result has no columns");
+  const std::string& y_name = result.columns.back();
+  // One series per group, in the order groups first appear (rows are sorted by interval).
+  std::vector<Series> series;
+  std::map<std::string, size_t> by_label;
+  for (const ResultRow& row : result.rows) {
+    if (row.interval_start == kNoTime)
+      return Status::InvalidArgument("the result has rows without an interval");
+    if (row.values.size() != result.columns.size())
+      return Status::Internal("a row has {} values for {} columns", row.values.size(),
+                              result.columns.size());
+    const Value& y = row.values.back();
+    if (y.is_null()) continue;
+    if (!y.is_number()) {
+      return Status::InvalidArgument(
+          "cannot plot '{}': the last column is the y axis and must be a number, not '{}'",
+          y_name, FormatValue(y));
+    }
+    std::string label = GroupLabel(row, result.columns);
+    auto [it, added] = by_label.try_emplace(label, series.size());
+    if (added) series.push_back({label, {}, 0});
+    Series& s = series[it->second];
+    int64_t index = (row.interval_start - options.origin) / options.interval;
+    if (!s.points.emplace(index, y.AsDouble()).second) {
+      return Status::InvalidArgument(
+          "cannot plot '{}': group '{}' has several values in one interval; plot a query "
+          "that aggregates its last column (GroupBy the other columns, e.g. Select g, "
+          "AVERAGE(x))",
+          y_name, label);
+    }
+    s.total += y.AsDouble();
+  }
+  // The largest groups by total, the rest summed as "other".
+  std::stable_sort(series.begin(), series.end(),
+                   [](const Series& a, const Series& b) { return a.total > b.total; });
+  const size_t max_groups = std::max<size_t>(options.max_groups, 2);
+  const bool has_other = series.size() > max_groups;
+  if (has_other) {
+    Series other{fmt::format("other ({} groups, summed)", series.size() - (max_groups - 1)),
+                 {},
+                 0};
+    for (size_t k = max_groups - 1; k < series.size(); ++k) {
+      for (const auto& [index, y] : series[k].points) other.points[index] += y;
+      other.total += series[k].total;
+    }
+    series.resize(max_groups - 1);
+    series.push_back(std::move(other));
+  }
+
+  // Axes: x in seconds since the origin, y from zero (or below, for negative values).
+  const double interval_s = double(options.interval) / double(kSecond);
+  double x_min = 0, x_max = 0, y_min = 0, y_max = 0;
+  bool any = false;
+  for (const Series& s : series) {
+    for (const auto& [index, y] : s.points) {
+      double x = double(index) * interval_s;
+      x_min = any ? std::min(x_min, x) : x;
+      x_max = any ? std::max(x_max, x) : x;
+      y_min = std::min(y_min, y);
+      y_max = std::max(y_max, y);
+      any = true;
+    }
+  }
+  if (x_max <= x_min) x_max = x_min + interval_s;
+  Axis x_axis = MakeAxis(x_min, x_max, 8);
+  Axis y_axis = MakeAxis(y_min, y_max, 6);
+
+  std::vector<std::string> y_labels;
+  double y_label_width = 0;
+  for (double t : y_axis.ticks) {
+    y_labels.push_back(TickLabel(t, y_axis));
+    y_label_width = std::max(y_label_width, TextWidth(y_labels.back()));
+  }
+  std::string title = options.title.empty()
+                          ? fmt::format("{} per {}", y_name, FormatDuration(options.interval))
+                          : options.title;
+  title = Shorten(title, 120);
+  std::string x_title = fmt::format("interval start, seconds since {}",
+                                    options.origin == 0 ? std::string("0")
+                                                        : FormatTimestamp(options.origin));
+  std::string y_title = Shorten(y_name, 50);
+
+  const double left = 8 + 16 + 8 + y_label_width + 8;  // margin, y title, gap, labels, gap
+  const double plot_right = left + kPlotWidth;
+  std::vector<std::string> legend;
+  double legend_width = 0;
+  for (const Series& s : series) {
+    legend.push_back(Shorten(s.label, kMaxLabelChars));
+    legend_width = std::max(legend_width, 28 + TextWidth(legend.back()));
+  }
+  const double legend_x = plot_right + 24;
+  double width = legend_x + legend_width + kRight;
+  // The y title runs along the plot's height; a longer one widens nothing, so it is cut.
+  width = std::max(width, 16 + TextWidth(title) * 14.0 / 12.0);
+  width = std::max(width, left + TextWidth(x_title) + kRight);
+  const double height = std::max(kTop + kPlotHeight + kBottom,
+                                 kTop + 8 + double(legend.size()) * kLegendRow + 8);
+  auto sx = [&](double x) {
+    return left + (x - x_axis.lo) / (x_axis.hi - x_axis.lo) * kPlotWidth;
+  };
+  auto sy = [&](double y) {
+    return kTop + kPlotHeight - (y - y_axis.lo) / (y_axis.hi - y_axis.lo) * kPlotHeight;
+  };
+
+  std::string out = fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{:.0f}\" height=\"{:.0f}\" "
+      "viewBox=\"0 0 {:.0f} {:.0f}\" font-family=\"sans-serif\" font-size=\"12\">\n"
+      "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n",
+      width, height, width, height);
+  out += fmt::format("<text x=\"{:.1f}\" y=\"24\" font-size=\"14\">{}</text>\n", 8.0,
+                     XmlEscape(title));
+  // Grid and y ticks.
+  for (size_t k = 0; k < y_axis.ticks.size(); ++k) {
+    double y = sy(y_axis.ticks[k]);
+    out += fmt::format(
+        "<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#e4e4e4\"/>\n",
+        left, y, plot_right, y);
+    out += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>\n",
+                       left - 6, y + 4, XmlEscape(y_labels[k]));
+  }
+  // x ticks.
+  for (double t : x_axis.ticks) {
+    double x = sx(t);
+    out += fmt::format(
+        "<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#444\"/>\n", x,
+        kTop + kPlotHeight, x, kTop + kPlotHeight + 5);
+    out += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{}</text>\n", x,
+                       kTop + kPlotHeight + 19, TickLabel(t, x_axis));
+  }
+  // The axes and their titles.
+  out += fmt::format(
+      "<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{0:.1f}\" y2=\"{2:.1f}\" stroke=\"#444\"/>\n"
+      "<line x1=\"{0:.1f}\" y1=\"{2:.1f}\" x2=\"{3:.1f}\" y2=\"{2:.1f}\" stroke=\"#444\"/>\n",
+      left, kTop, kTop + kPlotHeight, plot_right);
+  out += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{}</text>\n",
+                     left + kPlotWidth / 2, kTop + kPlotHeight + 42, XmlEscape(x_title));
+  out += fmt::format(
+      "<text transform=\"translate(20 {:.1f}) rotate(-90)\" text-anchor=\"middle\">{}</text>\n",
+      kTop + kPlotHeight / 2, XmlEscape(y_title));
+  // One path per group; a group missing from an interval has a gap there, and a point
+  // with no neighbour is a dot (a zero-length segment with round caps).
+  for (size_t g = 0; g < series.size(); ++g) {
+    const char* colour =
+        has_other && g + 1 == series.size() ? kOtherColour : kColours[g % std::size(kColours)];
+    std::string d;
+    int64_t previous = 0;
+    bool first = true;
+    for (const auto& [index, y] : series[g].points) {
+      bool joined = !first && index == previous + 1;
+      d += fmt::format("{}{:.1f} {:.1f}", joined ? " L" : (first ? "M" : " M"),
+                       sx(double(index) * interval_s), sy(y));
+      auto next = series[g].points.upper_bound(index);
+      bool alone = !joined && (next == series[g].points.end() || next->first != index + 1);
+      if (alone) d += " l0 0";
+      previous = index;
+      first = false;
+    }
+    out += fmt::format(
+        "<path d=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\" "
+        "stroke-linejoin=\"round\" stroke-linecap=\"round\"><title>{}</title></path>\n",
+        d, colour, XmlEscape(series[g].label));
+  }
+  // The legend, right of the plot, in the order of the groups' totals.
+  for (size_t g = 0; g < series.size(); ++g) {
+    const char* colour =
+        has_other && g + 1 == series.size() ? kOtherColour : kColours[g % std::size(kColours)];
+    double y = kTop + 8 + double(g) * kLegendRow;
+    out += fmt::format(
+        "<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"{}\" "
+        "stroke-width=\"3\"/>\n",
+        legend_x, y, legend_x + 20, y, colour);
+    out += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\"><title>{}</title>{}</text>\n",
+                       legend_x + 28, y + 4, XmlEscape(series[g].label), XmlEscape(legend[g]));
+  }
+  if (series.empty()) {
+    out += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">no data</text>\n",
+                       left + kPlotWidth / 2, kTop + kPlotHeight / 2);
+  }
+  out += "</svg>\n";
+  return out;
+}
+
+}  // namespace weft::query
