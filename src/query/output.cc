@@ -244,7 +244,6 @@ std::string FormatJson(const QueryResult& result, const OutputOptions& options) 
   return out;
 }
 
-
 // ---- The line chart (PlotResultSvg) ----
 
 namespace {
@@ -376,8 +375,8 @@ Result<std::string> PlotResultSvg(const QueryResult& result, const PlotOptions& 
     if (y.is_null()) continue;
     if (!y.is_number()) {
       return Status::InvalidArgument(
-          "cannot plot '{}': the last column is the y axis and must be a number, not '{}'",
-          y_name, FormatValue(y));
+          "cannot plot '{}': the last column is the y axis and must be a number, not '{}'", y_name,
+          FormatValue(y));
     }
     std::string label = GroupLabel(row, result.columns);
     auto [it, added] = by_label.try_emplace(label, series.size());
@@ -399,9 +398,7 @@ Result<std::string> PlotResultSvg(const QueryResult& result, const PlotOptions& 
   const size_t max_groups = std::max<size_t>(options.max_groups, 2);
   const bool has_other = series.size() > max_groups;
   if (has_other) {
-    Series other{fmt::format("other ({} groups, summed)", series.size() - (max_groups - 1)),
-                 {},
-                 0};
+    Series other{fmt::format("other ({} groups, summed)", series.size() - (max_groups - 1)), {}, 0};
     for (size_t k = max_groups - 1; k < series.size(); ++k) {
       for (const auto& [index, y] : series[k].points) other.points[index] += y;
       other.total += series[k].total;
@@ -438,9 +435,9 @@ Result<std::string> PlotResultSvg(const QueryResult& result, const PlotOptions& 
                           ? fmt::format("{} per {}", y_name, FormatDuration(options.interval))
                           : options.title;
   title = Shorten(title, 120);
-  std::string x_title = fmt::format("interval start, seconds since {}",
-                                    options.origin == 0 ? std::string("0")
-                                                        : FormatTimestamp(options.origin));
+  std::string x_title =
+      fmt::format("interval start, seconds since {}",
+                  options.origin == 0 ? std::string("0") : FormatTimestamp(options.origin));
   std::string y_title = Shorten(y_name, 50);
 
   const double left = 8 + 16 + 8 + y_label_width + 8;  // margin, y title, gap, labels, gap
@@ -456,11 +453,9 @@ Result<std::string> PlotResultSvg(const QueryResult& result, const PlotOptions& 
   // The y title runs along the plot's height; a longer one widens nothing, so it is cut.
   width = std::max(width, 16 + TextWidth(title) * 14.0 / 12.0);
   width = std::max(width, left + TextWidth(x_title) + kRight);
-  const double height = std::max(kTop + kPlotHeight + kBottom,
-                                 kTop + 8 + double(legend.size()) * kLegendRow + 8);
-  auto sx = [&](double x) {
-    return left + (x - x_axis.lo) / (x_axis.hi - x_axis.lo) * kPlotWidth;
-  };
+  const double height =
+      std::max(kTop + kPlotHeight + kBottom, kTop + 8 + double(legend.size()) * kLegendRow + 8);
+  auto sx = [&](double x) { return left + (x - x_axis.lo) / (x_axis.hi - x_axis.lo) * kPlotWidth; };
   auto sy = [&](double y) {
     return kTop + kPlotHeight - (y - y_axis.lo) / (y_axis.hi - y_axis.lo) * kPlotHeight;
   };
@@ -478,8 +473,8 @@ Result<std::string> PlotResultSvg(const QueryResult& result, const PlotOptions& 
     out += fmt::format(
         "<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#e4e4e4\"/>\n",
         left, y, plot_right, y);
-    out += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>\n",
-                       left - 6, y + 4, XmlEscape(y_labels[k]));
+    out += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>\n", left - 6,
+                       y + 4, XmlEscape(y_labels[k]));
   }
   // x ticks.
   for (double t : x_axis.ticks) {

@@ -48,9 +48,9 @@ std::string FormatCsv(const QueryResult& result, const OutputOptions& options);
 std::string FormatJson(const QueryResult& result, const OutputOptions& options);
 
 struct PlotOptions {
-  TimeNs interval = 0;  // the query's interval; must be > 0
-  TimeNs origin = 0;    // x is seconds since it
-  std::string title;    // drawn above the chart; empty: "<y column> per <interval>"
+  TimeNs interval = 0;     // the query's interval; must be > 0
+  TimeNs origin = 0;       // x is seconds since it
+  std::string title;       // drawn above the chart; empty: "<y column> per <interval>"
   size_t max_groups = 12;  // lines at most; beyond, all but the largest are summed as "other"
 };
 

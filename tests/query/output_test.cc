@@ -211,9 +211,9 @@ TEST(OutputTest, PlotSumsGroupsBeyondTheLimitAsOther) {
   for (int g = 0; g < 20; ++g) names.push_back("host" + std::to_string(g));
   for (int g = 0; g < 20; ++g) {
     for (int t = 0; t < 3; ++t) {
-      r.rows.push_back(Row(
-          {Value::String(names[size_t(g)]), Value::Int(80), Value::Float(1000.0 * (g + 1) + t)},
-          1, t * kSecond));
+      r.rows.push_back(
+          Row({Value::String(names[size_t(g)]), Value::Int(80), Value::Float(1000.0 * (g + 1) + t)},
+              1, t * kSecond));
     }
   }
   Result<std::string> svg = PlotResultSvg(r, {.interval = kSecond});
@@ -252,7 +252,7 @@ TEST(OutputTest, PlotEscapesTextAndKeepsLongLabelsInside) {
   ASSERT_TRUE(svg.ok()) << svg.status().message();
   EXPECT_EQ(svg->find("< 'a'"), std::string::npos);
   EXPECT_NE(svg->find("&lt; 'a'"), std::string::npos);
-  EXPECT_NE(svg->find("…</text>"), std::string::npos);  // the legend label, shortened
+  EXPECT_NE(svg->find("…</text>"), std::string::npos);             // the legend label, shortened
   EXPECT_NE(svg->find(">30M</text>"), std::string::npos) << *svg;  // SI ticks
   EXPECT_NE(svg->find(">0</text>"), std::string::npos) << *svg;
 }
