@@ -1,6 +1,8 @@
 // weft query: Pivot Tracing queries (Pivot Tracing §3-§4) over a trace and the paths
 // inferred from it, the instances replayed as request executions with their baggage
 // (query/blackbox.h); docs/query.md has the language and the tracepoints.
+#include "query/query.h"
+
 #include <fmt/format.h>
 
 #include <cmath>
@@ -11,7 +13,6 @@
 #include "query/blackbox.h"
 #include "query/output.h"
 #include "query/parser.h"
-#include "query/query.h"
 #include "trace/io.h"
 
 namespace weft::cli {
@@ -55,9 +56,9 @@ bool SameRows(const QueryResult& a, const QueryResult& b) {
       return false;
     for (size_t c = 0; c < x.values.size(); ++c) {
       const query::Value &u = x.values[c], &v = y.values[c];
-      bool close = u.is_number() && v.is_number() &&
-                   std::fabs(u.AsDouble() - v.AsDouble()) <=
-                       1e-9 * std::max(1.0, std::fabs(u.AsDouble()));
+      bool close =
+          u.is_number() && v.is_number() &&
+          std::fabs(u.AsDouble() - v.AsDouble()) <= 1e-9 * std::max(1.0, std::fabs(u.AsDouble()));
       if (!close && query::CompareValues(u, v) != 0) return false;
     }
   }
@@ -85,8 +86,8 @@ Result<QueryResult> Explain(const query::Program& program, query::BlackBoxEvents
   QueryResult after = query::RunOffline(optimized, events, evaluate);
   const query::EvaluationCounters &b = before.counters, &a = after.counters;
   fmt::print("baggage over {} requests:\n", a.requests);
-  fmt::print("  {:<12} {:>14} {:>14} {:>13} {:>15}\n", "plan", "tuples packed",
-             "baggage mean", "baggage max", "tuples emitted");
+  fmt::print("  {:<12} {:>14} {:>14} {:>13} {:>15}\n", "plan", "tuples packed", "baggage mean",
+             "baggage max", "tuples emitted");
   fmt::print("  {:<12} {:>14} {:>14.2f} {:>13} {:>15}\n", "unoptimized", b.tuples_packed,
              b.baggage_tuples_mean, b.baggage_tuples_max, b.tuples_emitted);
   fmt::print("  {:<12} {:>14} {:>14.2f} {:>13} {:>15}\n", "optimized", a.tuples_packed,
@@ -108,8 +109,7 @@ Status RunQuery(const QueryFlags& f) {
     if (!f.paths.empty()) {  // say now if the paths were not inferred from this trace
       WEFT_ASSIGN_OR_RETURN(PathsFile paths, ReadPaths(f.paths));
       Result<query::BlackBoxEvents> made = query::BlackBoxEvents::Make(trace, paths.paths);
-      if (!made.ok())
-        return made.status().WithContext(fmt::format("{} over {}", f.paths, f.trace));
+      if (!made.ok()) return made.status().WithContext(fmt::format("{} over {}", f.paths, f.trace));
     }
     fmt::print("{}", FormatTracepoints(query::BlackBoxTracepoints(trace)));
     return Status::Ok();
@@ -169,14 +169,14 @@ Status RunQuery(const QueryFlags& f) {
       if (c != ' ' || (!title.empty() && title.back() != ' ')) title += c;
     }
     while (!title.empty() && (title.back() == ' ' || title.back() == ';')) title.pop_back();
-    WEFT_ASSIGN_OR_RETURN(std::string svg,
-                          query::PlotResultSvg(result, {.interval = evaluate.interval,
-                                                        .origin = evaluate.origin,
-                                                        .title = title}));
+    WEFT_ASSIGN_OR_RETURN(
+        std::string svg,
+        query::PlotResultSvg(
+            result, {.interval = evaluate.interval, .origin = evaluate.origin, .title = title}));
     WEFT_RETURN_IF_ERROR(WriteFile(f.plot, svg));
   }
-  std::string out = query::FormatResult(
-      result, format, {.interval = evaluate.interval, .origin = evaluate.origin});
+  std::string out = query::FormatResult(result, format,
+                                        {.interval = evaluate.interval, .origin = evaluate.origin});
   if (f.output.empty() || f.output == "-") {
     fmt::print("{}", out);
     return Status::Ok();
@@ -220,8 +220,7 @@ void AddQueryCommand(CLI::App& app, Status& result) {
   cmd->add_option("paths", flags.paths, "Paths inferred from TRACE (.paths.json)");
   cmd->add_option("query", flags.text, "The query (or -f FILE)");
   cmd->add_option("-f,--file", flags.file, "Read the query from FILE (- for stdin)");
-  cmd->add_option("--format", flags.format, "Output as table, csv or json")
-      ->capture_default_str();
+  cmd->add_option("--format", flags.format, "Output as table, csv or json")->capture_default_str();
   cmd->add_option("-o,--output", flags.output, "Write the result to FILE instead of stdout");
   cmd->add_option("--interval", flags.interval,
                   "Report one set of rows per interval of event time (e.g. 1s, 100ms); a "
