@@ -72,9 +72,29 @@ Table BuildTable(const QueryResult& result, const OutputOptions& options) {
   return table;
 }
 
-std::string CellText(const Value& v, const Column& column) {
+// Floats for reading: six significant digits, without an exponent between 1e-4 and 1e15
+// (latencies in ns read as 10005200, not 1.00052e+07).
+std::string ReadableFloat(double f) {
+  double magnitude = std::fabs(f);
+  if (!std::isfinite(f) || magnitude >= 1e15 || (magnitude < 1e-4 && magnitude != 0))
+    return FormatValue(Value::Float(f));
+  int digits = magnitude < 1 ? 0 : int(std::floor(std::log10(magnitude))) + 1;
+  int decimals = magnitude < 1 ? 5 - int(std::floor(std::log10(std::max(magnitude, 1e-300))))
+                               : std::max(0, 6 - digits);
+  if (magnitude == 0) decimals = 0;
+  std::string text = fmt::format("{:.{}f}", f, decimals);
+  if (text.find('.') != std::string::npos) {
+    while (text.back() == '0') text.pop_back();
+    if (text.back() == '.') text.pop_back();
+  }
+  return text == "-0" ? "0" : text;
+}
+
+// A value as a table or CSV cell. CSV is read by programs: its floats round-trip exactly.
+std::string CellText(const Value& v, const Column& column, bool exact) {
   if (column.decimals >= 0 && v.is_number())
     return fmt::format("{:.{}f}", v.AsDouble(), column.decimals);
+  if (v.type == ValueType::kFloat) return exact ? fmt::format("{}", v.f) : ReadableFloat(v.f);
   return FormatValue(v);
 }
 
@@ -167,7 +187,7 @@ std::string FormatTable(const QueryResult& result, const OutputOptions& options)
   for (const std::vector<Value>& row : table.rows) {
     std::vector<std::string>& line = cells.emplace_back();
     for (size_t c = 0; c < n; ++c) {
-      line.push_back(EscapeControls(CellText(row[c], table.columns[c])));
+      line.push_back(EscapeControls(CellText(row[c], table.columns[c], false)));
       width[c] = std::max(width[c], DisplayWidth(line.back()));
       has_number[c] = has_number[c] || row[c].is_number();
       has_string[c] = has_string[c] || row[c].type == ValueType::kString;
@@ -205,7 +225,7 @@ std::string FormatCsv(const QueryResult& result, const OutputOptions& options) {
   for (const std::vector<Value>& row : table.rows) {
     for (size_t c = 0; c < row.size(); ++c) {
       if (c > 0) out += ',';
-      if (!row[c].is_null()) out += CsvField(CellText(row[c], table.columns[c]));
+      if (!row[c].is_null()) out += CsvField(CellText(row[c], table.columns[c], true));
     }
     out += '\n';
   }

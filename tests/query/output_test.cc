@@ -149,6 +149,23 @@ TEST(OutputTest, IntervalColumnIsSecondsSinceTheOrigin) {
   EXPECT_EQ(FormatTable(one, seconds), "interval  COUNT\n       3      7\n");
 }
 
+TEST(OutputTest, FloatsReadPlainlyInTablesAndExactlyInCsv) {
+  QueryResult r;
+  r.columns = {"x"};
+  r.aggregated = true;
+  for (double x : {10005200.345678, 1.5e20, 0.000123456, 1e-7, 2.0, -0.25})
+    r.rows.push_back(Row({Value::Float(x)}));
+  EXPECT_EQ(FormatTable(r, {}),
+            "          x\n"
+            "   10005200\n"
+            "    1.5e+20\n"
+            "0.000123456\n"
+            "      1e-07\n"
+            "          2\n"
+            "      -0.25\n");
+  EXPECT_EQ(FormatCsv(r, {}), "x\n10005200.345678\n1.5e+20\n0.000123456\n1e-07\n2\n-0.25\n");
+}
+
 TEST(OutputTest, EmptyResultsKeepTheirHeader) {
   QueryResult r;
   r.columns = {"a", "b"};
