@@ -38,8 +38,8 @@ enum ExportIndex : uint32_t {
   kFixedExports,
 };
 constexpr std::string_view kExportNames[] = {
-    "host", "procname", "procid", "tracepoint", "timestamp", "node",
-    "thread", "peer", "kind", "bytes", "latency",
+    "host",   "procname", "procid", "tracepoint", "timestamp", "node",
+    "thread", "peer",     "kind",   "bytes",      "latency",
 };
 static_assert(std::size(kExportNames) == kFixedExports);
 
@@ -86,23 +86,22 @@ std::vector<Tracepoint> BlackBoxTracepoints(const Trace& trace) {
   exports.insert(exports.end(), keys.begin(), keys.end());
   std::vector<Tracepoint> tracepoints;
   for (size_t t = 0; t < std::size(kTracepointNames); ++t) {
-    tracepoints.push_back({std::string(kTracepointNames[t]), exports,
-                           std::string(kTracepointDescriptions[t])});
+    tracepoints.push_back(
+        {std::string(kTracepointNames[t]), exports, std::string(kTracepointDescriptions[t])});
   }
   return tracepoints;
 }
 
 Result<BlackBoxEvents> BlackBoxEvents::Make(const Trace& trace, const PathSet& paths) {
-  if (paths.trace_messages != trace.size() ||
-      paths.trace_fingerprint != TraceFingerprint(trace)) {
+  if (paths.trace_messages != trace.size() || paths.trace_fingerprint != TraceFingerprint(trace)) {
     return Status::InvalidArgument(
         "the paths ({} messages) were not inferred from this trace ({} messages)",
         paths.trace_messages, trace.size());
   }
   for (MessageId m : paths.messages) {
     if (m.value() >= trace.size()) {
-      return Status::InvalidArgument("the paths name message {}, beyond the trace's {}",
-                                     m.value(), trace.size());
+      return Status::InvalidArgument("the paths name message {}, beyond the trace's {}", m.value(),
+                                     trace.size());
     }
   }
   return BlackBoxEvents(trace, paths);
@@ -333,7 +332,8 @@ Value BlackBoxEvents::Export(uint32_t tracepoint, uint32_t export_id, uint32_t e
   const StringId wanted = attribute_keys_[key];
   std::span<const Attribute> attributes = trace_->attributes();
   for (uint32_t a = attribute_begin_[m], end = attribute_begin_[m + 1]; a < end; ++a) {
-    if (attributes[a].key == wanted) return Value::String(trace_->strings().Get(attributes[a].value));
+    if (attributes[a].key == wanted)
+      return Value::String(trace_->strings().Get(attributes[a].value));
   }
   return Value::Null();
 }
@@ -341,6 +341,19 @@ Value BlackBoxEvents::Export(uint32_t tracepoint, uint32_t export_id, uint32_t e
 TimeNs BlackBoxEvents::Time(uint32_t event) const {
   const uint32_t m = event >> 1;
   return event & 1 ? trace_->columns().recv_time[m] : trace_->columns().send_time[m];
+}
+
+QueryResult RunOffline(std::shared_ptr<const CompiledQuery> query, BlackBoxEvents& events,
+                       const EvaluateOptions& options) {
+  Evaluator evaluator(std::move(query), events, options);
+  Execution execution;
+  Progress progress("query", events.executions(), "requests");
+  for (size_t i = 0; i < events.executions(); ++i) {
+    events.BuildExecution(i, execution);
+    evaluator.Run(execution);
+    progress.Update(i + 1);
+  }
+  return std::move(evaluator).Finish();
 }
 
 }  // namespace weft::query

@@ -4,8 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <string>
 #include <vector>
+
+#include "query/parser.h"
+#include "query/query.h"
 
 namespace weft::query {
 namespace {
@@ -23,8 +27,9 @@ struct Msg {
 };
 
 // A trace of `messages`, given in time order so that message ids are their positions.
-Trace MakeTrace(const std::vector<Msg>& messages,
-                const std::vector<std::tuple<uint32_t, const char*, const char*>>& attributes = {}) {
+Trace MakeTrace(
+    const std::vector<Msg>& messages,
+    const std::vector<std::tuple<uint32_t, const char*, const char*>>& attributes = {}) {
   TraceBuilder b;
   for (const Msg& m : messages) {
     MessageRecord r;
@@ -52,8 +57,7 @@ struct Instance {
   double probability = 1;
 };
 
-PathSet MakePaths(const Trace& trace, const std::vector<Instance>& instances,
-                  bool shared = false) {
+PathSet MakePaths(const Trace& trace, const std::vector<Instance>& instances, bool shared = false) {
   PathSet paths;
   paths.algorithm = "hand";
   paths.trace_messages = trace.size();
@@ -77,8 +81,7 @@ std::vector<std::string> Script(const BlackBoxEvents& events, const Execution& e
     switch (s.op) {
       case StepOp::kFire:
         out.push_back("fire " + std::to_string(s.segment) + " " +
-                      events.tracepoints()[s.tracepoint].name + " m" +
-                      std::to_string(s.event / 2));
+                      events.tracepoints()[s.tracepoint].name + " m" + std::to_string(s.event / 2));
         break;
       case StepOp::kBranch:
         out.push_back("branch " + std::to_string(s.segment) + ">" + std::to_string(s.other));
@@ -146,7 +149,9 @@ Trace SequentialTrace() {
           {R, "db", "h1:nginx[42]", 500, 510},           // m4
           {R, "h1:nginx[42]", "client", 600, 610, 4096}  // m5
       },
-      {{0, "http.url", "/home"}, {0, "http.method", "GET"}, {5, "http.status", "200"},
+      {{0, "http.url", "/home"},
+       {0, "http.method", "GET"},
+       {5, "http.status", "200"},
        {5, "payload.prefix", "48545450"}});
 }
 
@@ -160,8 +165,8 @@ TEST(BlackBoxTest, TracepointsExportTheFixedVariablesAndTheTracesAttributeKeys) 
   EXPECT_EQ(tracepoints[3].name, "Send");
   EXPECT_EQ(tracepoints[4].name, "Receive");
   std::vector<std::string> exports = {
-      "host", "procname", "procid", "tracepoint", "timestamp", "node", "thread",
-      "peer", "kind", "bytes", "latency", "http.method", "http.status", "http.url"};
+      "host", "procname", "procid", "tracepoint", "timestamp",   "node",        "thread",
+      "peer", "kind",     "bytes",  "latency",    "http.method", "http.status", "http.url"};
   for (const Tracepoint& t : tracepoints) {
     EXPECT_EQ(t.exports, exports) << t.name;
     EXPECT_FALSE(t.description.empty());
@@ -180,14 +185,12 @@ TEST(BlackBoxTest, SequentialCallsSeeEachOthersReplies) {
   EXPECT_EQ(e.segments, 7u);
   EXPECT_EQ(e.weight, 1);
   std::vector<std::string> want = {
-      "fire 0 Call m0",    "fire 0 Send m0",    "branch 0>1",        "fire 1 Receive m0",
-      "fire 1 Request m0", "fire 1 Call m1",    "fire 1 Send m1",    "branch 1>2",
-      "fire 2 Receive m1", "fire 2 Request m1", "fire 2 Reply m2",   "fire 2 Send m2",
-      "branch 2>3",        "join 1<3",          "fire 1 Receive m2", "fire 1 Call m3",
-      "fire 1 Send m3",    "branch 1>4",        "fire 4 Receive m3", "fire 4 Request m3",
-      "fire 4 Reply m4",   "fire 4 Send m4",    "branch 4>5",        "join 1<5",
-      "fire 1 Receive m4", "fire 1 Reply m5",   "fire 1 Send m5",    "branch 1>6",
-      "join 0<6",          "fire 0 Receive m5",
+      "fire 0 Call m0",  "fire 0 Send m0", "branch 0>1", "fire 1 Receive m0", "fire 1 Request m0",
+      "fire 1 Call m1",  "fire 1 Send m1", "branch 1>2", "fire 2 Receive m1", "fire 2 Request m1",
+      "fire 2 Reply m2", "fire 2 Send m2", "branch 2>3", "join 1<3",          "fire 1 Receive m2",
+      "fire 1 Call m3",  "fire 1 Send m3", "branch 1>4", "fire 4 Receive m3", "fire 4 Request m3",
+      "fire 4 Reply m4", "fire 4 Send m4", "branch 4>5", "join 1<5",          "fire 1 Receive m4",
+      "fire 1 Reply m5", "fire 1 Send m5", "branch 1>6", "join 0<6",          "fire 0 Receive m5",
   };
   EXPECT_EQ(Script(*events, e), want);
 
@@ -241,9 +244,9 @@ TEST(BlackBoxTest, MessageChainsGoOnAsEachReceiversWork) {
   ExpectWellFormed(e);
   EXPECT_EQ(e.segments, 5u);
   std::vector<std::string> want = {
-      "fire 0 Send m0",    "branch 0>1", "fire 1 Receive m0", "fire 1 Send m1",
-      "branch 1>2",        "fire 2 Receive m1", "fire 2 Send m2", "branch 2>3",
-      "fire 3 Receive m2", "fire 1 Send m3", "branch 1>4", "fire 4 Receive m3",
+      "fire 0 Send m0",    "branch 0>1",        "fire 1 Receive m0", "fire 1 Send m1",
+      "branch 1>2",        "fire 2 Receive m1", "fire 2 Send m2",    "branch 2>3",
+      "fire 3 Receive m2", "fire 1 Send m3",    "branch 1>4",        "fire 4 Receive m3",
   };
   EXPECT_EQ(Script(*events, e), want);
   EXPECT_TRUE(Get(*events, "Send", "latency", 0).is_null());
@@ -266,11 +269,10 @@ TEST(BlackBoxTest, UntracedClientFiresNothingButKeepsTheStructure) {
   events->BuildExecution(0, e);
   ExpectWellFormed(e);
   std::vector<std::string> want = {
-      "branch 0>1",        "fire 1 Receive m0", "fire 1 Request m0", "fire 1 Call m1",
-      "fire 1 Send m1",    "branch 1>2",        "fire 2 Receive m1", "fire 2 Request m1",
-      "fire 2 Reply m2",   "fire 2 Send m2",    "branch 2>3",        "join 1<3",
-      "fire 1 Receive m2", "fire 1 Reply m3",   "fire 1 Send m3",    "branch 1>4",
-      "join 0<4",
+      "branch 0>1", "fire 1 Receive m0", "fire 1 Request m0", "fire 1 Call m1",  "fire 1 Send m1",
+      "branch 1>2", "fire 2 Receive m1", "fire 2 Request m1", "fire 2 Reply m2", "fire 2 Send m2",
+      "branch 2>3", "join 1<3",          "fire 1 Receive m2", "fire 1 Reply m3", "fire 1 Send m3",
+      "branch 1>4", "join 0<4",
   };
   EXPECT_EQ(Script(*events, e), want);
   // The untraced client's endpoint is its own host and program.
@@ -318,8 +320,8 @@ TEST(BlackBoxTest, EventsExportTheirEndsValues) {
   EXPECT_TRUE(Get(ev, "Send", "latency", 0).is_null());
 
   // Web's calls: the caller's round trip, the callee's work.
-  EXPECT_EQ(Get(ev, "Call", "latency", 1).i, 110);     // 310 - 200
-  EXPECT_EQ(Get(ev, "Request", "latency", 1).i, 90);   // 300 - 210
+  EXPECT_EQ(Get(ev, "Call", "latency", 1).i, 110);    // 310 - 200
+  EXPECT_EQ(Get(ev, "Request", "latency", 1).i, 90);  // 300 - 210
   EXPECT_EQ(Get(ev, "Reply", "latency", 2).i, 90);
   EXPECT_EQ(Get(ev, "Reply", "peer", 2).s, "h1:nginx[42]");
   EXPECT_EQ(Get(ev, "Reply", "kind", 2).s, "RETURN");
@@ -383,11 +385,10 @@ TEST(BlackBoxTest, MisalignedParentsStillBranchFromTheParentsSegment) {
   events->BuildExecution(0, e);
   ExpectWellFormed(e);
   std::vector<std::string> want = {
-      "fire 0 Call m0",    "fire 0 Send m0",    "branch 0>1",        "fire 1 Receive m0",
-      "fire 1 Request m0", "fire 1 Call m1",    "fire 1 Send m1",    "branch 1>2",
-      "fire 2 Receive m1", "fire 2 Request m1", "fire 2 Reply m2",   "fire 2 Send m2",
-      "branch 2>3",        "join 1<3",          "fire 1 Receive m2", "fire 1 Reply m3",
-      "fire 1 Send m3",    "branch 1>4",        "join 0<4",          "fire 0 Receive m3",
+      "fire 0 Call m0",  "fire 0 Send m0", "branch 0>1", "fire 1 Receive m0", "fire 1 Request m0",
+      "fire 1 Call m1",  "fire 1 Send m1", "branch 1>2", "fire 2 Receive m1", "fire 2 Request m1",
+      "fire 2 Reply m2", "fire 2 Send m2", "branch 2>3", "join 1<3",          "fire 1 Receive m2",
+      "fire 1 Reply m3", "fire 1 Send m3", "branch 1>4", "join 0<4",          "fire 0 Receive m3",
   };
   EXPECT_EQ(Script(*events, e), want);
   EXPECT_EQ(Get(*events, "Call", "node", 1).s, "other");
@@ -400,6 +401,83 @@ TEST(BlackBoxTest, PathsOfAnotherTraceAreRefused) {
   EXPECT_FALSE(BlackBoxEvents::Make(trace, paths).ok());
   PathSet right = MakePaths(trace, {{{0, 5}, {-1, 0}}});
   EXPECT_TRUE(BlackBoxEvents::Make(trace, right).ok());
+}
+
+// `text` over every instance, as rows of "value value ... xWEIGHT".
+std::vector<std::string> Query(BlackBoxEvents& events, const std::string& text,
+                               QueryResult* result = nullptr) {
+  Result<Program> program = ParseProgram(text);
+  EXPECT_TRUE(program.ok()) << program.status().message();
+  if (!program.ok()) return {};
+  auto compiled = Compile(*program, events.tracepoints(), {.text = text});
+  EXPECT_TRUE(compiled.ok()) << compiled.status().message();
+  if (!compiled.ok()) return {};
+  QueryResult r = RunOffline(*compiled, events, {});
+  std::vector<std::string> rows;
+  for (const ResultRow& row : r.rows) {
+    std::string line;
+    for (const Value& v : row.values) line += FormatValue(v) + " ";
+    rows.push_back(line + "x" + FormatValue(Value::Float(row.weight)));
+  }
+  if (result != nullptr) *result = std::move(r);
+  return rows;
+}
+
+// Baggage as it would travel live: a call sent after another's reply carries it, one sent
+// in parallel does not.
+TEST(BlackBoxTest, RepliesReachOnlyTheCallsSentAfterThem) {
+  const std::string text =
+      "From r In Request Join p In Reply On p -> r Select r.node, r.timestamp, p.timestamp";
+  {
+    Trace trace = SequentialTrace();
+    PathSet paths = MakePaths(trace, {{{0, 1, 2, 3, 4, 5}, {-1, 0, 1, 0, 3, 0}}});
+    Result<BlackBoxEvents> events = BlackBoxEvents::Make(trace, paths);
+    ASSERT_TRUE(events.ok());
+    EXPECT_EQ(Query(*events, text), std::vector<std::string>{"db 410 300 x1"});
+  }
+  {
+    Trace trace = MakeTrace({
+        {C, "client", "web", 100, 110},  // m0
+        {C, "web", "db", 200, 210},      // m1
+        {C, "web", "db", 205, 215},      // m2
+        {R, "db", "web", 300, 320},      // m3
+        {R, "db", "web", 310, 315},      // m4
+        {R, "web", "client", 600, 610},  // m5
+    });
+    PathSet paths = MakePaths(trace, {{{0, 1, 3, 2, 4, 5}, {-1, 0, 1, 0, 3, 0}}});
+    Result<BlackBoxEvents> events = BlackBoxEvents::Make(trace, paths);
+    ASSERT_TRUE(events.ok());
+    EXPECT_EQ(Query(*events, text), std::vector<std::string>{});
+    // The entry's Request reaches both calls; each db call is its own.
+    EXPECT_EQ(Query(*events,
+                    "From c In Request Join q In First(Request) On q -> c "
+                    "GroupBy q.node, c.node Select q.node, c.node, COUNT"),
+              std::vector<std::string>{"web db 2 x2"});
+  }
+}
+
+TEST(BlackBoxTest, AlternativesCountByTheirProbability) {
+  Trace trace = MakeTrace({
+      {C, "client", "h1:nginx[42]", 100, 110},  // m0
+      {C, "h1:nginx[42]", "db", 200, 210},      // m1
+      {R, "db", "h1:nginx[42]", 300, 310},      // m2
+      {R, "h1:nginx[42]", "client", 500, 510},  // m3
+      {R, "h1:nginx[42]", "client", 700, 710},  // m4
+  });
+  PathSet paths = MakePaths(
+      trace, {{{0, 1, 2, 3}, {-1, 0, 1, 0}, 0.5}, {{0, 1, 2, 4}, {-1, 0, 1, 0}, 0.5}}, true);
+  Result<BlackBoxEvents> events = BlackBoxEvents::Make(trace, paths);
+  ASSERT_TRUE(events.ok());
+  QueryResult result;
+  EXPECT_EQ(Query(*events,
+                  "From q In Request Where q.peer == \"client\" "
+                  "Select q.host, q.procname, q.procid, q.latency",
+                  &result),
+            (std::vector<std::string>{"h1 nginx 42 390 x0.5", "h1 nginx 42 590 x0.5"}));
+  EXPECT_TRUE(result.counters.weighted);
+  EXPECT_EQ(result.counters.requests, 2u);
+  EXPECT_EQ(Query(*events, "From c In Call Where c.peer == \"db\" Select COUNT"),
+            std::vector<std::string>{"1 x1"});
 }
 
 }  // namespace
