@@ -4,7 +4,7 @@
 // Per query: groups in the truth, groups missing from and extra in the inferred result,
 // and the largest relative error of any aggregate of a group both have.
 // docs/query-blackbox.md records the output.
-//   query_accuracy [--scenario multitier] [--messages N] [--parallelism FACTOR]
+//   query_accuracy [--scenario multitier] [--messages N] [--parallelism FACTOR] [--show]
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -49,8 +49,8 @@ struct Case {
 
 struct Error {
   size_t truth_groups = 0, missing = 0, extra = 0;
-  double max_relative = 0;  // over the groups both have, every aggregate column
-  std::string worst;        // the group and column it was in
+  double max_relative = 0;        // over the groups both have, every aggregate column
+  std::string worst;              // the group and column it was in
   double max_value_relative = 0;  // the same, leaving out COUNT: latencies, sums
 };
 
@@ -95,6 +95,15 @@ int Main(int argc, char** argv) {
   std::string scenario = "multitier";
   uint64_t messages = 0;
   double parallelism = 1;
+  bool show = false;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--show")) {
+      show = true;
+      for (int j = i; j + 1 < argc; ++j) argv[j] = argv[j + 1];
+      --argc;
+      break;
+    }
+  }
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--scenario")) {
       scenario = argv[i + 1];
@@ -122,7 +131,8 @@ int Main(int argc, char** argv) {
     for (size_t i = 0; i < truth_events.executions(); ++i) {
       truth_events.BuildExecution(i, execution);
       for (const ExecutionStep& step : execution.steps) {
-        if (step.op != StepOp::kFire || truth_events.tracepoints()[step.tracepoint].name != "Request") {
+        if (step.op != StepOp::kFire ||
+            truth_events.tracepoints()[step.tracepoint].name != "Request") {
           continue;
         }
         Value v = truth_events.Export(step.tracepoint, 10, step.event);
@@ -166,10 +176,21 @@ int Main(int argc, char** argv) {
 
   fmt::print("{} messages, {} truth instances, {} nesting instances; p99 of entry latency {} ns\n",
              trace.size(), truth.paths.instance_count(), nesting.paths.instance_count(), p99);
-  fmt::print("{:<40} {:>7} {:>8} {:>6} {:>10} {:>12}  {}\n", "query", "groups", "missing",
-             "extra", "max error", "non-COUNT", "(where)");
+  fmt::print("{:<40} {:>7} {:>8} {:>6} {:>10} {:>12}  {}\n", "query", "groups", "missing", "extra",
+             "max error", "non-COUNT", "(where)");
   for (const Case& c : cases) {
-    Error e = Compare(c, Run(c.text, truth_events), Run(c.text, nesting_events));
+    QueryResult want = Run(c.text, truth_events), got = Run(c.text, nesting_events);
+    if (show) {
+      for (const auto& [what, result] : {std::pair{"truth", &want}, std::pair{"nesting", &got}}) {
+        fmt::print("  {} {}:\n", c.name, what);
+        for (const ResultRow& row : result->rows) {
+          std::string line;
+          for (const Value& v : row.values) line += FormatValue(v) + "  ";
+          fmt::print("    {}\n", line);
+        }
+      }
+    }
+    Error e = Compare(c, want, got);
     fmt::print("{:<40} {:>7} {:>8} {:>6} {:>9.2f}% {:>11.2f}%  ({})\n", c.name, e.truth_groups,
                e.missing, e.extra, 100 * e.max_relative, 100 * e.max_value_relative, e.worst);
   }

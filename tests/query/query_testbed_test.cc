@@ -126,8 +126,8 @@ class QueryTestbedTest : public ::testing::Test {
                 capture = (base_ / "capture").string(), truth_dir = (base_ / "truth").string(),
                 run = (base_ / "run.weft").string();
     std::ofstream(topology) << toml;
-    auto traced = Weft("capture -o " + capture + " -- " + WEFT_BINARY + " testbed run " +
-                       topology + " --duration 2s --concurrency 8 -o " + truth_dir);
+    auto traced = Weft("capture -o " + capture + " -- " + WEFT_BINARY + " testbed run " + topology +
+                       " --duration 2s --concurrency 8 -o " + truth_dir);
     EXPECT_EQ(traced.rc, 0) << traced.output;
     auto reconciled = Weft("reconcile " + capture + " -o " + run + " --nodes process");
     EXPECT_EQ(reconciled.rc, 0) << reconciled.output;
@@ -210,11 +210,10 @@ TEST_F(QueryTestbedTest, InferredPathsAnswerAsTheTruthDoes) {
                    "Select q.http.url, r.http.url, COUNT, AVERAGE(r.latency), MAX(r.latency)",
                    db)},
       // Figure 9b: where the slowest 1% of requests spend their time, by tier.
-      {"slowest 1% by tier",
-       fmt::format("From r In Reply Join q In First(Request) On q -> r "
-                   "Where q.latency > {} GroupBy r.node "
-                   "Select r.node, COUNT, AVERAGE(r.latency), SUM(r.latency)",
-                   p99)},
+      {"slowest 1% by tier", fmt::format("From r In Reply Join q In First(Request) On q -> r "
+                                         "Where q.latency > {} GroupBy r.node "
+                                         "Select r.node, COUNT, AVERAGE(r.latency), SUM(r.latency)",
+                                         p99)},
       // Q2's "bytes per client": what every node sent for each client, by entry URL.
       {"bytes per client",
        "From s In Send Join q In First(Request) On q -> s "
@@ -250,11 +249,12 @@ TEST_F(QueryTestbedTest, InferredPathsAnswerAsTheTruthDoes) {
   // Counts that are known: every request enters web once, and web calls app once per
   // home (/r0) and twice per buy (/r1).
   QueryResult entries = RunQuery(fmt::format("From q In Request Where q.node == \"{}\" "
-                                        "GroupBy q.http.url Select q.http.url, COUNT",
-                                        web),
-                            *inferred_events);
+                                             "GroupBy q.http.url Select q.http.url, COUNT",
+                                             web),
+                                 *inferred_events);
   ASSERT_EQ(entries.rows.size(), 2u) << Format(entries);
-  EXPECT_EQ(entries.rows[0].weight + entries.rows[1].weight, double(requests));
+  EXPECT_EQ(entries.rows[0].values[1].AsDouble() + entries.rows[1].values[1].AsDouble(),
+            double(requests));
   QueryResult app_calls = RunQuery(
       fmt::format("From c In Call Join q In First(Request) On q -> c Where c.node == \"{}\" "
                   "GroupBy q.http.url Select q.http.url, COUNT",
