@@ -98,10 +98,29 @@ Result<BlackBoxEvents> BlackBoxEvents::Make(const Trace& trace, const PathSet& p
         "the paths ({} messages) were not inferred from this trace ({} messages)",
         paths.trace_messages, trace.size());
   }
+  // The replay trusts these: a parent before its child within its instance (pre-order).
+  if (paths.instance_begin.size() != paths.instance_count() + 1 ||
+      paths.instance_begin.back() != paths.messages.size() ||
+      paths.parent.size() != paths.messages.size()) {
+    return Status::InvalidArgument("the paths' instance tables disagree in size");
+  }
   for (MessageId m : paths.messages) {
     if (m.value() >= trace.size()) {
       return Status::InvalidArgument("the paths name message {}, beyond the trace's {}", m.value(),
                                      trace.size());
+    }
+  }
+  for (size_t i = 0; i < paths.instance_count(); ++i) {
+    if (paths.instance_begin[i] > paths.instance_begin[i + 1]) {
+      return Status::InvalidArgument("instance {} of the paths ends before it starts", i);
+    }
+    std::span<const int32_t> parents = paths.InstanceParents(i);
+    for (size_t j = 0; j < parents.size(); ++j) {
+      if (parents[j] >= int32_t(j) || (parents[j] < 0) != (j == 0)) {
+        return Status::InvalidArgument(
+            "instance {} of the paths is not a tree in pre-order (message {} has parent {})", i, j,
+            parents[j]);
+      }
     }
   }
   return BlackBoxEvents(trace, paths);

@@ -401,6 +401,9 @@ TEST(BlackBoxTest, PathsOfAnotherTraceAreRefused) {
   EXPECT_FALSE(BlackBoxEvents::Make(trace, paths).ok());
   PathSet right = MakePaths(trace, {{{0, 5}, {-1, 0}}});
   EXPECT_TRUE(BlackBoxEvents::Make(trace, right).ok());
+  // Not in pre-order: a child before its parent, or two roots.
+  EXPECT_FALSE(BlackBoxEvents::Make(trace, MakePaths(trace, {{{0, 5}, {1, -1}}})).ok());
+  EXPECT_FALSE(BlackBoxEvents::Make(trace, MakePaths(trace, {{{0, 5}, {-1, -1}}})).ok());
 }
 
 // `text` over every instance, as rows of "value value ... xWEIGHT".
