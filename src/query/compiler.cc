@@ -262,6 +262,12 @@ class Compiler {
     for (const Join& join : query.joins) {
       const AliasBinding* self = scopes_[s].Find(join.alias);
       if (join.before != join.alias) {
+        if (join.after == join.alias) {
+          return Fail(join.before_location,
+                      fmt::format("the joined alias comes first, as in On {} -> {} ({} happened "
+                                  "before {})",
+                                  join.alias, join.before, join.alias, join.before));
+        }
         return Fail(
             join.before_location,
             fmt::format("the left of '->' must be this join's alias: On {} -> ...", join.alias));

@@ -48,24 +48,30 @@ TEST_F(Figure3, OneTracepoint) {
 }
 
 TEST_F(Figure3, HappenedBeforeJoin) {
-  EXPECT_THAT(Query("From b In B Join a In A On a -> b Select a.id, b.id"), ElementsAre("a1 b2", "a2 b2"));
-  EXPECT_THAT(Query("From c In C Join b In B On b -> c Select b.id, c.id"), ElementsAre("b1 c1", "b2 c2"));
-  EXPECT_THAT(Query("From c In C Join a In A On a -> c Select a.id, c.id"), ElementsAre("a1 c2", "a2 c2"));
+  EXPECT_THAT(Query("From b In B Join a In A On a -> b Select a.id, b.id"),
+              ElementsAre("a1 b2", "a2 b2"));
+  EXPECT_THAT(Query("From c In C Join b In B On b -> c Select b.id, c.id"),
+              ElementsAre("b1 c1", "b2 c2"));
+  EXPECT_THAT(Query("From c In C Join a In A On a -> c Select a.id, c.id"),
+              ElementsAre("a1 c2", "a2 c2"));
   // Nothing of A happened before a B on the other branch, nor before anything in A's own
   // first event.
   EXPECT_THAT(Query("From a In A Join c In C On c -> a Select c.id, a.id"), ElementsAre());
 }
 
 TEST_F(Figure3, ChainedJoins) {
-  EXPECT_THAT(Query("From c In C Join b In B On b -> c Join a In A On a -> b Select a.id, b.id, c.id"),
-              ElementsAre("a1 b2 c2", "a2 b2 c2"));
+  EXPECT_THAT(
+      Query("From c In C Join b In B On b -> c Join a In A On a -> b Select a.id, b.id, c.id"),
+      ElementsAre("a1 b2 c2", "a2 b2 c2"));
   // Two joins to the same alias: every pair of tuples that happened before it.
-  EXPECT_THAT(Query("From c In C Join a In A On a -> c Join b In B On b -> c Select a.id, b.id, c.id"),
-              ElementsAre("a1 b2 c2", "a2 b2 c2"));
+  EXPECT_THAT(
+      Query("From c In C Join a In A On a -> c Join b In B On b -> c Select a.id, b.id, c.id"),
+      ElementsAre("a1 b2 c2", "a2 b2 c2"));
 }
 
 TEST_F(Figure3, TemporalFilters) {
-  EXPECT_THAT(Query("From b In B Join a In First(A) On a -> b Select a.id, b.id"), ElementsAre("a1 b2"));
+  EXPECT_THAT(Query("From b In B Join a In First(A) On a -> b Select a.id, b.id"),
+              ElementsAre("a1 b2"));
   EXPECT_THAT(Query("From b In B Join a In MostRecent(A) On a -> b Select a.id, b.id"),
               ElementsAre("a2 b2"));
   EXPECT_THAT(Query("From c In C Join a In FirstN(A, 2) On a -> c Select a.id, c.id"),
@@ -99,8 +105,8 @@ TEST_F(Figure3, Union) {
 TEST(Baggage, BranchesSeeEachOtherOnlyAfterTheyJoin) {
   HandEvents events;
   events.Reserve(8);
-  uint32_t a0 = events.Add("a0"), a1 = events.Add("a1"), a2 = events.Add("a2"), b1 = events.Add("b1"),
-           b2 = events.Add("b2"), c = events.Add("c");
+  uint32_t a0 = events.Add("a0"), a1 = events.Add("a1"), a2 = events.Add("a2"),
+           b1 = events.Add("b1"), b2 = events.Add("b2"), c = events.Add("c");
   Script s;
   s.Fire(0, 0, a0);
   uint32_t left = s.Branch(0), right = s.Branch(0);
@@ -114,8 +120,10 @@ TEST(Baggage, BranchesSeeEachOtherOnlyAfterTheyJoin) {
     EXPECT_THAT(rows("From b In B Join a In A On a -> b Select a.id, b.id", optimize),
                 ElementsAre("a0 b1", "a0 b2", "a1 b1", "a2 b2"));
     // a0 was packed before the split: after the join it is one tuple, not two.
-    EXPECT_THAT(rows("From c In C Join a In A On a -> c Select a.id", optimize), ElementsAre("a0", "a1", "a2"));
-    EXPECT_THAT(rows("From c In C Join a In First(A) On a -> c Select a.id", optimize), ElementsAre("a0"));
+    EXPECT_THAT(rows("From c In C Join a In A On a -> c Select a.id", optimize),
+                ElementsAre("a0", "a1", "a2"));
+    EXPECT_THAT(rows("From c In C Join a In First(A) On a -> c Select a.id", optimize),
+                ElementsAre("a0"));
     EXPECT_THAT(rows("From c In C Join a In MostRecent(A) On a -> c Select a.id", optimize),
                 ElementsAre("a2"));
     EXPECT_THAT(rows("From c In C Join a In A On a -> c Select COUNT", optimize), ElementsAre("3"));

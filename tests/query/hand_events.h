@@ -14,7 +14,9 @@ namespace weft::query::testing {
 // Tracepoints A, B and C, each exporting `id` (the event's name, "a1"), `v` (an integer)
 // and `host`.
 inline std::vector<Tracepoint> AbcTracepoints() {
-  return {{"A", {"id", "v", "host"}, ""}, {"B", {"id", "v", "host"}, ""}, {"C", {"id", "v", "host"}, ""}};
+  return {{"A", {"id", "v", "host"}, ""},
+          {"B", {"id", "v", "host"}, ""},
+          {"C", {"id", "v", "host"}, ""}};
 }
 
 class HandEvents : public EventSource {
@@ -91,7 +93,8 @@ inline Answer Ask(const std::string& text, const std::vector<Tracepoint>& tracep
     answer.error = program.status().message();
     return answer;
   }
-  auto compiled = Compile(*program, tracepoints, {.text = text, .source = "query", .optimize = optimize});
+  auto compiled =
+      Compile(*program, tracepoints, {.text = text, .source = "query", .optimize = optimize});
   if (!compiled.ok()) {
     answer.error = compiled.status().message();
     return answer;

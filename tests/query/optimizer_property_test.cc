@@ -25,11 +25,12 @@ class RandomQueries {
     int joins = Pick(0, 3);
     for (int j = 1; j <= joins; ++j) {
       std::string alias = "x" + std::to_string(j);
-      std::string target = tracepoint_aliases_[size_t(Pick(0, int(tracepoint_aliases_.size()) - 1))];
+      std::string target =
+          tracepoint_aliases_[size_t(Pick(0, int(tracepoint_aliases_.size()) - 1))];
       bool subquery = Pick(0, 4) == 0;
       std::string source = subquery ? Subquery() : Tracepoints();
-      static const char* kFilters[] = {"{}", "{}", "{}", "First({})", "MostRecent({})", "FirstN({}, 2)",
-                                       "MostRecentN({}, 2)"};
+      static const char* kFilters[] = {
+          "{}", "{}", "{}", "First({})", "MostRecent({})", "FirstN({}, 2)", "MostRecentN({}, 2)"};
       std::string filter = kFilters[Pick(0, 6)];
       filter.replace(filter.find("{}"), 2, source);
       q += " Join " + alias + " In " + filter + " On " + alias + " -> " + target;
@@ -118,7 +119,8 @@ class RandomQueries {
       if (what <= 1) {
         uint32_t tp = uint32_t(Pick(0, 2));
         std::string id = std::string(1, char('a' + tp)) + std::to_string(Pick(1, 3));
-        script.Fire(segment, tp, events.Add(id, Pick(0, 5), Pick(0, 1) ? "h1" : "h2", Pick(0, 3) * 1000));
+        script.Fire(segment, tp,
+                    events.Add(id, Pick(0, 5), Pick(0, 1) ? "h1" : "h2", Pick(0, 3) * 1000));
       } else if (what == 2) {  // a call: the reply joins back
         uint32_t call = script.Branch(segment);
         Work(script, call, depth + 1, events);
@@ -161,13 +163,15 @@ TEST(OptimizerProperty, OptimizedAndUnoptimizedAgreeOnRandomQueries) {
     ASSERT_EQ(plain.error, "") << q;
     ASSERT_EQ(optimized.error, "") << q;
     const auto &a = plain.result.rows, &b = optimized.result.rows;
-    ASSERT_EQ(a.size(), b.size()) << q << "\nunoptimized:\n" << plain.explain << "optimized:\n" << optimized.explain;
+    ASSERT_EQ(a.size(), b.size()) << q << "\nunoptimized:\n"
+                                  << plain.explain << "optimized:\n"
+                                  << optimized.explain;
     for (size_t i = 0; i < a.size(); ++i) {
       ASSERT_EQ(a[i].values.size(), b[i].values.size());
       for (size_t k = 0; k < a[i].values.size(); ++k) {
         ASSERT_TRUE(SameValue(a[i].values[k], b[i].values[k]))
-            << q << "\nrow " << i << " column " << k << ": " << FormatValue(a[i].values[k]) << " vs "
-            << FormatValue(b[i].values[k]) << "\n"
+            << q << "\nrow " << i << " column " << k << ": " << FormatValue(a[i].values[k])
+            << " vs " << FormatValue(b[i].values[k]) << "\n"
             << plain.explain << optimized.explain;
       }
       ASSERT_NEAR(a[i].weight, b[i].weight, 1e-9 * std::max(1.0, a[i].weight)) << q;
@@ -186,7 +190,8 @@ TEST(OptimizerProperty, OptimizedAndUnoptimizedAgreeOnRandomQueries) {
             << packed_plain << " unoptimized, " << packed_optimized << " optimized ("
             << 100.0 * (1 - double(packed_optimized) / double(packed_plain))
             << "% fewer); the most tuples one request's baggage held, mean over queries: "
-            << baggage_plain / 1000 << " unoptimized, " << baggage_optimized / 1000 << " optimized\n";
+            << baggage_plain / 1000 << " unoptimized, " << baggage_optimized / 1000
+            << " optimized\n";
 }
 
 }  // namespace
