@@ -35,11 +35,11 @@ struct CompiledExpr {
     UnaryOp unary = UnaryOp::kNot;
     BinaryOp binary = BinaryOp::kAdd;
     Value literal;
-    uint32_t column = 0;             // kVariable: index in the row
-    int32_t left = -1, right = -1;   // operand nodes
+    uint32_t column = 0;            // kVariable: index in the row
+    int32_t left = -1, right = -1;  // operand nodes
   };
-  std::vector<Node> nodes;  // the last is the root
-  std::string text;         // as written, for explain
+  std::vector<Node> nodes;        // the last is the root
+  std::string text;               // as written, for explain
   std::vector<uint32_t> columns;  // every row column it reads
 };
 
@@ -95,8 +95,8 @@ struct Unit {
   // PACK (every unit but the root): the unit it is joined to, how and what it packs.
   int32_t parent = -1;
   PackMode mode = PackMode::kAll;
-  uint32_t n = 0;                      // kFirst, kRecent
-  std::vector<CompiledExpr> outputs;   // packed columns
+  uint32_t n = 0;                     // kFirst, kRecent
+  std::vector<CompiledExpr> outputs;  // packed columns
   std::vector<std::string> output_names;
   // Aggregates (indices into CompiledQuery::aggregates) whose partial state this unit's
   // tuples carry, and for each where it comes from: this unit's row (child -1, the

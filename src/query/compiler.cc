@@ -65,8 +65,8 @@ struct Column {
 };
 
 struct ColumnOrigin {
-  int32_t unit = -1;      // the unit that observes it, or the joined query's root unit
-  bool is_query = false;  // an output of a joined query: it appears in the parent's row
+  int32_t unit = -1;         // the unit that observes it, or the joined query's root unit
+  bool is_query = false;     // an output of a joined query: it appears in the parent's row
   int32_t select_item = -1;  // is_query: which Select item of that query computes it
   int32_t inner_scope = -1;  // is_query: the joined query's scope
 };
@@ -85,7 +85,8 @@ struct UnitPlan {
 
 bool HasAggregate(const Expr& e) {
   if (e.kind == ExprKind::kAggregate) return true;
-  return std::any_of(e.args.begin(), e.args.end(), [](const ExprPtr& a) { return HasAggregate(*a); });
+  return std::any_of(e.args.begin(), e.args.end(),
+                     [](const ExprPtr& a) { return HasAggregate(*a); });
 }
 
 void Conjuncts(const Expr& e, std::vector<const Expr*>& out) {
@@ -156,15 +157,18 @@ class Compiler {
       const std::string& name = source.names[i];
       auto it = std::find(tracepoint_names_.begin(), tracepoint_names_.end(), name);
       if (it == tracepoint_names_.end()) {
-        SourceLocation where = i < source.name_locations.size() ? source.name_locations[i] : source.where;
+        SourceLocation where =
+            i < source.name_locations.size() ? source.name_locations[i] : source.where;
         if (named_.count(name) != 0) {
-          return Fail(where, fmt::format("'{}' is a named query: join it (Join x In {} On x -> ...) "
-                                         "rather than reading it in From or in a union",
-                                         name, name));
+          return Fail(where,
+                      fmt::format("'{}' is a named query: join it (Join x In {} On x -> ...) "
+                                  "rather than reading it in From or in a union",
+                                  name, name));
         }
         std::vector<std::string> known = tracepoint_names_;
         for (const auto& [n, unused] : named_) known.push_back(n);
-        return Fail(where, WithSuggestion(fmt::format("unknown tracepoint '{}'", name), name, known));
+        return Fail(where,
+                    WithSuggestion(fmt::format("unknown tracepoint '{}'", name), name, known));
       }
       ids.push_back(uint32_t(it - tracepoint_names_.begin()));
     }
@@ -258,8 +262,15 @@ class Compiler {
     for (const Join& join : query.joins) {
       const AliasBinding* self = scopes_[s].Find(join.alias);
       if (join.before != join.alias) {
-        return Fail(join.before_location,
-                    fmt::format("the left of '->' must be this join's alias: On {} -> ...", join.alias));
+        if (join.after == join.alias) {
+          return Fail(join.before_location,
+                      fmt::format("the joined alias comes first, as in On {} -> {} ({} happened "
+                                  "before {})",
+                                  join.alias, join.before, join.alias, join.before));
+        }
+        return Fail(
+            join.before_location,
+            fmt::format("the left of '->' must be this join's alias: On {} -> ...", join.alias));
       }
       const AliasBinding* target = scopes_[s].Find(join.after);
       if (target == nullptr) {
@@ -269,8 +280,9 @@ class Compiler {
       }
       if (target == self) return Fail(join.after_location, "a join cannot happen before itself");
       if (target->is_query) {
-        return Fail(join.after_location,
-                    fmt::format("'{}' is a joined query; join to an alias inside it instead", join.after));
+        return Fail(
+            join.after_location,
+            fmt::format("'{}' is a joined query; join to an alias inside it instead", join.after));
       }
       out_->units[self->unit].parent = target->unit;
     }
@@ -291,7 +303,8 @@ class Compiler {
 
   Status CheckClauses(const Query& query, bool answered) {
     if (query.where_clause != nullptr && HasAggregate(*query.where_clause)) {
-      return Fail(query.where_clause->where, "an aggregate cannot be in Where; filter before aggregating");
+      return Fail(query.where_clause->where,
+                  "an aggregate cannot be in Where; filter before aggregating");
     }
     for (const ExprPtr& g : query.group_by) {
       if (HasAggregate(*g)) return Fail(g->where, "an aggregate cannot be in GroupBy");
@@ -300,9 +313,11 @@ class Compiler {
       const Expr& e = *item.expr;
       if (e.kind == ExprKind::kAggregate) {
         if (!answered) {
-          return Fail(e.where, "a joined query cannot aggregate; aggregate in the query that joins it");
+          return Fail(e.where,
+                      "a joined query cannot aggregate; aggregate in the query that joins it");
         }
-        if (!e.args.empty() && HasAggregate(*e.args[0])) return Fail(e.where, "aggregates cannot nest");
+        if (!e.args.empty() && HasAggregate(*e.args[0]))
+          return Fail(e.where, "aggregates cannot nest");
       } else if (HasAggregate(e)) {
         return Fail(e.where, "an aggregate must stand alone in Select (SUM(x), not SUM(x) / 2)");
       }
@@ -312,7 +327,8 @@ class Compiler {
         return Fail(query.where, "a joined query needs a Select naming what it passes on");
       }
       if (!query.group_by.empty()) {
-        return Fail(query.group_by[0]->where, "a joined query cannot group; group in the query that joins it");
+        return Fail(query.group_by[0]->where,
+                    "a joined query cannot group; group in the query that joins it");
       }
       std::set<std::string> names;
       for (const SelectItem& item : query.select) {
@@ -383,7 +399,8 @@ class Compiler {
 
   void Observe(int32_t unit, const Column& column, const std::string& field) {
     UnitPlan& plan = plans_[unit];
-    if (std::find(plan.observed.begin(), plan.observed.end(), column) != plan.observed.end()) return;
+    if (std::find(plan.observed.begin(), plan.observed.end(), column) != plan.observed.end())
+      return;
     plan.observed.push_back(column);
     Unit& u = out_->units[unit];
     u.observe_names.push_back(column.name);
@@ -454,10 +471,10 @@ class Compiler {
   Status PlanEmit(const Query& query) {
     EmitSpec& emit = out_->emit;
     const int32_t root = 0;
-    emit.aggregated = !query.group_by.empty() ||
-                      std::any_of(query.select.begin(), query.select.end(), [](const SelectItem& i) {
-                        return i.expr->kind == ExprKind::kAggregate;
-                      });
+    emit.aggregated =
+        !query.group_by.empty() ||
+        std::any_of(query.select.begin(), query.select.end(),
+                    [](const SelectItem& i) { return i.expr->kind == ExprKind::kAggregate; });
     for (const ExprPtr& g : query.group_by) {
       WEFT_ASSIGN_OR_RETURN(std::vector<Column> columns, ColumnsOf(*g, 0));
       for (const Column& c : columns) WEFT_RETURN_IF_ERROR(Require(root, c));
@@ -476,7 +493,8 @@ class Compiler {
           if (query.group_by[k]->text == e.text) column.group_key = int32_t(k);
         }
         if (column.group_key < 0) {
-          return Fail(e.where, fmt::format("'{}' must be in GroupBy or inside an aggregate", e.text));
+          return Fail(e.where,
+                      fmt::format("'{}' must be in GroupBy or inside an aggregate", e.text));
         }
       } else {
         WEFT_ASSIGN_OR_RETURN(std::vector<Column> columns, ColumnsOf(e, 0));
@@ -538,11 +556,13 @@ class Compiler {
     PartialSource source;
     for (int32_t u = at, below = -1; u != 0; below = u, u = out_->units[u].parent) {
       Unit& unit = out_->units[u];
-      if (below >= 0) source = {ChildIndex(u, below), uint32_t(out_->units[below].partials.size() - 1)};
+      if (below >= 0)
+        source = {ChildIndex(u, below), uint32_t(out_->units[below].partials.size() - 1)};
       unit.partials.push_back(g);
       unit.partial_sources.push_back(source);
       if (out_->units[u].parent == 0) {
-        out_->emit.aggregate_sources.push_back({ChildIndex(0, u), uint32_t(unit.partials.size() - 1)});
+        out_->emit.aggregate_sources.push_back(
+            {ChildIndex(0, u), uint32_t(unit.partials.size() - 1)});
       }
     }
     if (at == 0) out_->emit.aggregate_sources.push_back({});
@@ -565,15 +585,17 @@ class Compiler {
     while (child >= 0 && out_->units[child].parent != at) child = out_->units[child].parent;
     if (child < 0) return Status::Internal("query compiler: {} is not below {}", column.name, at);
     UnitPlan& child_plan = plans_[child];
-    if (std::find(child_plan.outputs.begin(), child_plan.outputs.end(), column) != child_plan.outputs.end()) {
+    if (std::find(child_plan.outputs.begin(), child_plan.outputs.end(), column) !=
+        child_plan.outputs.end()) {
       return Status::Ok();
     }
     child_plan.outputs.push_back(column);
     if (origin.is_query && origin.unit == child) {
       // A joined query's column: its Select item, computed from the joined query's row.
       const Query& inner = *scopes_[origin.inner_scope].query;
-      WEFT_ASSIGN_OR_RETURN(std::vector<Column> columns,
-                            ColumnsOf(*inner.select[size_t(origin.select_item)].expr, origin.inner_scope));
+      WEFT_ASSIGN_OR_RETURN(
+          std::vector<Column> columns,
+          ColumnsOf(*inner.select[size_t(origin.select_item)].expr, origin.inner_scope));
       for (const Column& c : columns) WEFT_RETURN_IF_ERROR(Require(child, c));
       return Status::Ok();
     }
@@ -605,6 +627,7 @@ class Compiler {
     for (size_t i : PostOrder()) {
       Unit& unit = out_->units[i];
       UnitPlan& plan = plans_[i];
+      KeepNeededObservations(unit, plan);
       uint32_t column = 0;
       for (const Column& c : plan.observed) rows[i][c] = column++;
       for (int32_t child : unit.children) {
@@ -621,7 +644,8 @@ class Compiler {
         unit.filter.push_back(std::move(e));
       }
       if (i == 0) continue;
-      if (options_.optimize && unit.mode == PackMode::kAll && KeepsAllTuplesToRoot(out_->units, int32_t(i))) {
+      if (options_.optimize && unit.mode == PackMode::kAll &&
+          KeepsAllTuplesToRoot(out_->units, int32_t(i))) {
         unit.mode = PackMode::kGrouped;
       }
       for (const Column& c : plan.outputs) {
@@ -629,8 +653,8 @@ class Compiler {
         CompiledExpr e;
         if (origin.is_query && origin.unit == int32_t(i)) {
           const Query& inner = *scopes_[origin.inner_scope].query;
-          WEFT_ASSIGN_OR_RETURN(
-              e, CompileExpr(*inner.select[size_t(origin.select_item)].expr, origin.inner_scope, rows[i]));
+          WEFT_ASSIGN_OR_RETURN(e, CompileExpr(*inner.select[size_t(origin.select_item)].expr,
+                                               origin.inner_scope, rows[i]));
         } else {
           e = ColumnExpr(rows[i].at(c), c.name);
         }
@@ -662,6 +686,23 @@ class Compiler {
     return Status::Ok();
   }
 
+  // A variable observed only for a column nobody reads (a joined query's Select item that
+  // the optimized plan does not pack) is not observed at all.
+  static void KeepNeededObservations(Unit& unit, UnitPlan& plan) {
+    std::vector<Column> observed;
+    std::vector<std::string> names;
+    std::vector<std::vector<uint32_t>> ids(unit.observe.size());
+    for (size_t j = 0; j < plan.observed.size(); ++j) {
+      if (plan.needed.count(plan.observed[j]) == 0) continue;
+      observed.push_back(plan.observed[j]);
+      names.push_back(unit.observe_names[j]);
+      for (size_t k = 0; k < ids.size(); ++k) ids[k].push_back(unit.observe[k][j]);
+    }
+    plan.observed = std::move(observed);
+    unit.observe_names = std::move(names);
+    unit.observe = std::move(ids);
+  }
+
   std::vector<size_t> PostOrder() const {
     std::vector<size_t> order;
     std::vector<std::pair<size_t, size_t>> stack{{0, 0}};  // unit, next child
@@ -689,7 +730,8 @@ class Compiler {
     return e;
   }
 
-  Result<CompiledExpr> CompileExpr(const Expr& expr, int32_t scope, const std::map<Column, uint32_t>& row) {
+  Result<CompiledExpr> CompileExpr(const Expr& expr, int32_t scope,
+                                   const std::map<Column, uint32_t>& row) {
     CompiledExpr out;
     out.text = expr.text;
     WEFT_RETURN_IF_ERROR(CompileNode(expr, scope, row, out).status());
@@ -698,8 +740,8 @@ class Compiler {
     return out;
   }
 
-  Result<int32_t> CompileNode(const Expr& expr, int32_t scope, const std::map<Column, uint32_t>& row,
-                              CompiledExpr& out) {
+  Result<int32_t> CompileNode(const Expr& expr, int32_t scope,
+                              const std::map<Column, uint32_t>& row, CompiledExpr& out) {
     CompiledExpr::Node node;
     node.kind = expr.kind;
     node.unary = expr.unary;

@@ -8,10 +8,11 @@
 namespace weft::query {
 namespace {
 
+// "a, b", or "()" for an empty tuple (a join that only counts).
 std::string Join(const std::vector<std::string>& items) {
   std::string out;
   for (const std::string& s : items) out += (out.empty() ? "" : ", ") + s;
-  return out;
+  return out.empty() ? "()" : out;
 }
 
 // What a unit's tuples hold: its packed columns, a multiplicity when they merge, and the
@@ -39,12 +40,14 @@ std::string PackOperation(const Unit& unit) {
 
 void ExplainUnit(const CompiledQuery& q, int32_t u, std::string& out) {
   const Unit& unit = q.units[size_t(u)];
-  std::string who = unit.parent < 0 ? "the answered query"
-                                    : fmt::format("joined to {}", q.units[size_t(unit.parent)].alias);
+  std::string who = unit.parent < 0
+                        ? "the answered query"
+                        : fmt::format("joined to {}", q.units[size_t(unit.parent)].alias);
   if (!unit.description.empty() && unit.parent >= 0) who = unit.description + ", " + who;
   out += fmt::format("  advice {} ({}):\n", unit.alias, who);
   if (!unit.observe_names.empty()) out += fmt::format("    OBSERVE {}\n", Join(unit.observe_names));
-  for (const CompiledExpr& f : unit.filter_before_unpack) out += fmt::format("    FILTER {}\n", f.text);
+  for (const CompiledExpr& f : unit.filter_before_unpack)
+    out += fmt::format("    FILTER {}\n", f.text);
   for (int32_t c : unit.children) {
     out += fmt::format("    UNPACK {}\n", Join(PackedNames(q, q.units[size_t(c)])));
   }
@@ -55,7 +58,13 @@ void ExplainUnit(const CompiledQuery& q, int32_t u, std::string& out) {
   }
   std::vector<std::string> emitted;
   for (const EmitSpec::Column& c : q.emit.columns) {
-    emitted.push_back(c.aggregate >= 0 ? q.aggregates[size_t(c.aggregate)].text : c.name);
+    if (c.aggregate >= 0) {
+      emitted.push_back(q.aggregates[size_t(c.aggregate)].text);
+    } else if (c.group_key >= 0) {
+      emitted.push_back(q.emit.group_keys[size_t(c.group_key)].text);
+    } else {
+      emitted.push_back(q.emit.plain[size_t(c.expr)].text);
+    }
   }
   if (!q.emit.aggregated) {
     out += fmt::format("    EMIT {}\n", Join(emitted));
@@ -63,7 +72,8 @@ void ExplainUnit(const CompiledQuery& q, int32_t u, std::string& out) {
   }
   std::vector<std::string> keys;
   for (const CompiledExpr& k : q.emit.group_keys) keys.push_back(k.text);
-  out += fmt::format("    EMIT {}{}\n", Join(emitted), keys.empty() ? "" : " GROUPBY " + Join(keys));
+  out +=
+      fmt::format("    EMIT {}{}\n", Join(emitted), keys.empty() ? "" : " GROUPBY " + Join(keys));
 }
 
 }  // namespace

@@ -28,7 +28,9 @@ struct KeyHash {
     for (const Value& v : key) h = h * 1000003u ^ HashValue(v);
     return h;
   }
-  size_t operator()(const std::vector<Value>& key) const { return (*this)(std::span<const Value>(key)); }
+  size_t operator()(const std::vector<Value>& key) const {
+    return (*this)(std::span<const Value>(key));
+  }
 };
 struct KeyEq {
   using is_transparent = void;
@@ -80,11 +82,11 @@ struct Evaluator::State {
   std::vector<Baggage> baggage;  // per segment of the current execution
   bool uses_baggage = false;
 
-  std::vector<std::vector<Value>> rows;           // per unit
-  std::vector<std::vector<Unpacked>> unpacked;    // per unit, per child
-  std::vector<Value> pack_values;                 // scratch
-  std::vector<PartialAggregate> pack_parts;       // scratch
-  std::vector<Value> key;                         // scratch
+  std::vector<std::vector<Value>> rows;         // per unit
+  std::vector<std::vector<Unpacked>> unpacked;  // per unit, per child
+  std::vector<Value> pack_values;               // scratch
+  std::vector<PartialAggregate> pack_parts;     // scratch
+  std::vector<Value> key;                       // scratch
 
   absl::flat_hash_map<std::vector<Value>, uint32_t, KeyHash, KeyEq> groups;
   std::vector<double> group_weight;
@@ -148,7 +150,8 @@ void Evaluator::Run(const Execution& execution) {
         break;
     }
   }
-  s.counters.baggage_tuples_max = std::max<uint64_t>(s.counters.baggage_tuples_max, s.request_baggage_max);
+  s.counters.baggage_tuples_max =
+      std::max<uint64_t>(s.counters.baggage_tuples_max, s.request_baggage_max);
   s.baggage_max_sum += double(s.request_baggage_max);
 }
 
@@ -158,7 +161,8 @@ void Evaluator::State::Fire(const ExecutionStep& step) {
   ++counters.events;
   static Baggage no_baggage;
   Baggage& bag = uses_baggage ? baggage[step.segment] : no_baggage;
-  for (const CompiledQuery::Woven& w : woven) RunUnit(w.unit, w.variant, step.tracepoint, step.event, bag);
+  for (const CompiledQuery::Woven& w : woven)
+    RunUnit(w.unit, w.variant, step.tracepoint, step.event, bag);
 }
 
 void Evaluator::State::RunUnit(int32_t u, uint32_t variant, uint32_t tracepoint, uint32_t event,
@@ -167,7 +171,8 @@ void Evaluator::State::RunUnit(int32_t u, uint32_t variant, uint32_t tracepoint,
   Value* row = rows[size_t(u)].data();
   const std::vector<uint32_t>& observe = unit.observe[variant];
   for (size_t j = 0; j < observe.size(); ++j) {
-    row[j] = observe[j] == kNoExport ? Value::Null() : events->Export(tracepoint, observe[j], event);
+    row[j] =
+        observe[j] == kNoExport ? Value::Null() : events->Export(tracepoint, observe[j], event);
   }
   ++counters.tuples_observed;
   for (const CompiledExpr& f : unit.filter_before_unpack) {
@@ -193,7 +198,8 @@ void Evaluator::State::RunUnit(int32_t u, uint32_t variant, uint32_t tracepoint,
     for (size_t c = 0; c < unit.children.size(); ++c) {
       const Unpacked& t = children[c];
       const Value* v = t.values[pick[c]];
-      std::copy(v, v + query->units[size_t(unit.children[c])].outputs.size(), row + unit.child_column[c]);
+      std::copy(v, v + query->units[size_t(unit.children[c])].outputs.size(),
+                row + unit.child_column[c]);
       mult *= t.mult[pick[c]];
     }
     bool pass = true;
@@ -299,7 +305,8 @@ void Evaluator::State::Pack(int32_t u, const Value* row, std::span<const size_t>
   for (size_t p = 0; p < unit.partials.size(); ++p) {
     pack_parts.push_back(Partial(u, unit.partials[p], unit.partial_sources[p], row, pick, mult));
   }
-  PackedTuples& t = bag.Active(uint32_t(u), uint32_t(unit.outputs.size()), uint32_t(unit.partials.size()));
+  PackedTuples& t =
+      bag.Active(uint32_t(u), uint32_t(unit.outputs.size()), uint32_t(unit.partials.size()));
   if (unit.mode == PackMode::kGrouped) {
     int64_t at = t.Find(pack_values.data());
     if (at >= 0) {
@@ -320,7 +327,8 @@ void Evaluator::State::Pack(int32_t u, const Value* row, std::span<const size_t>
   request_baggage_max = std::max(request_baggage_max, bag.tuples());
 }
 
-void Evaluator::State::Emit(const Value* row, std::span<const size_t> pick, double mult, uint32_t event) {
+void Evaluator::State::Emit(const Value* row, std::span<const size_t> pick, double mult,
+                            uint32_t event) {
   const EmitSpec& emit = query->emit;
   ++counters.tuples_emitted;
   key.clear();
@@ -330,7 +338,8 @@ void Evaluator::State::Emit(const Value* row, std::span<const size_t> pick, doub
     if (t != kNoTime && t < options.origin && (t - options.origin) % options.interval != 0) --k;
     key.push_back(Value::Int(k));
   }
-  for (const CompiledExpr& e : emit.aggregated ? emit.group_keys : emit.plain) key.push_back(Evaluate(e, row));
+  for (const CompiledExpr& e : emit.aggregated ? emit.group_keys : emit.plain)
+    key.push_back(Evaluate(e, row));
   auto it = groups.find(std::span<const Value>(key));
   uint32_t g;
   if (it == groups.end()) {
