@@ -137,9 +137,28 @@ class Parser {
     return Peek(ahead).kind == TokenKind::kKeyword && Peek(ahead).keyword == k;
   }
 
-  // The text from `start` to the end of the last token taken, whitespace collapsed, for
-  // messages ("after 'Join q In Request'").
-  std::string SoFar(SourceLocation start) const {
+  // What came before an error, for the "after ..." of its message: fixed words, or the
+  // query's text from a location to the last token taken, rendered only for an error.
+  struct After {
+    After(std::string_view fixed) : words(fixed) {}    // NOLINT: implicit by design
+    After(const std::string& fixed) : words(fixed) {}  // NOLINT
+    After(const char* fixed) : words(fixed) {}         // NOLINT
+    std::string_view words;
+    std::optional<SourceLocation> from;  // if set, the text since here instead of `words`
+  };
+  static After Since(SourceLocation start) {
+    After after("");
+    after.from = start;
+    return after;
+  }
+
+  std::string Render(const After& after) const {
+    return after.from ? TextSince(*after.from) : std::string(after.words);
+  }
+
+  // The text from `start` to the end of the last token taken, whitespace collapsed
+  // ("'Join q In Request'").
+  std::string TextSince(SourceLocation start) const {
     if (pos_ == 0) return "";
     const Token& last = tokens_[pos_ - 1];
     size_t end = last.where.offset + last.text.size();
@@ -168,9 +187,10 @@ class Parser {
 
   // "expected <what> after <after>, found <token>", with a hint when the token is a word
   // close to one of `keywords`.
-  bool FailExpected(std::string_view what, std::string_view after,
+  bool FailExpected(std::string_view what, const After& after_words,
                     std::span<const std::string> keywords = {}) {
     const Token& found = Peek();
+    std::string after = Render(after_words);
     std::string message =
         after.empty() ? fmt::format("expected {}, found {}", what, Describe(found))
                       : fmt::format("expected {} after {}, found {}", what, after, Describe(found));
@@ -182,7 +202,7 @@ class Parser {
     return Fail(found.where, std::move(message));
   }
 
-  bool ExpectKeyword(Keyword k, std::string_view spelled, std::string_view after) {
+  bool ExpectKeyword(Keyword k, std::string_view spelled, const After& after) {
     if (AtKeyword(k)) {
       Next();
       return true;
@@ -191,7 +211,7 @@ class Parser {
     return FailExpected(Quote(spelled), after, keyword);
   }
 
-  bool Expect(TokenKind kind, std::string_view what, std::string_view after) {
+  bool Expect(TokenKind kind, std::string_view what, const After& after) {
     if (At(kind)) {
       Next();
       return true;
@@ -200,7 +220,7 @@ class Parser {
   }
 
   // An alias or query name: an identifier that is not a keyword.
-  bool ParseAlias(std::string* name, SourceLocation* where, std::string_view after) {
+  bool ParseAlias(std::string* name, SourceLocation* where, const After& after) {
     const Token& t = Peek();
     if (t.kind == TokenKind::kIdentifier) {
       *name = std::string(t.text);
@@ -209,8 +229,8 @@ class Parser {
       return true;
     }
     if (t.kind == TokenKind::kKeyword) {
-      return Fail(t.where, fmt::format("expected an alias after {}, found the keyword {}", after,
-                                       Quote(t.text)));
+      return Fail(t.where, fmt::format("expected an alias after {}, found the keyword {}",
+                                       Render(after), Quote(t.text)));
     }
     return FailExpected("an alias", after);
   }
@@ -266,8 +286,8 @@ class Parser {
     }
     Next();
     if (!ParseAlias(&query->from_alias, &query->from_alias_location, "'From'")) return false;
-    if (!ExpectKeyword(Keyword::kIn, "In", SoFar(query->where))) return false;
-    if (!ParseSource(&query->from, SoFar(query->where))) return false;
+    if (!ExpectKeyword(Keyword::kIn, "In", Since(query->where))) return false;
+    if (!ParseSource(&query->from, Since(query->where))) return false;
 
     Clause last = Clause::kFrom;
     bool last_select_named = false;
@@ -366,7 +386,7 @@ class Parser {
     join->where = Peek().where;
     Next();
     if (!ParseAlias(&join->alias, &join->alias_location, "'Join'")) return false;
-    if (!ExpectKeyword(Keyword::kIn, "In", SoFar(join->where))) return false;
+    if (!ExpectKeyword(Keyword::kIn, "In", Since(join->where))) return false;
 
     const Token& filter = Peek();
     bool counted = false;
@@ -391,14 +411,14 @@ class Parser {
       }
     }
     if (join->filter == TemporalFilter::kAll) {
-      if (!ParseSource(&join->source, SoFar(join->where))) return false;
+      if (!ParseSource(&join->source, Since(join->where))) return false;
     } else {
       std::string_view name = filter.text;
       Next();
       Nesting nesting(this, Peek().where);
       if (!nesting.ok()) return false;
       if (!Expect(TokenKind::kLParen, "'('", Quote(name))) return false;
-      if (!ParseSource(&join->source, SoFar(filter.where))) return false;
+      if (!ParseSource(&join->source, Since(filter.where))) return false;
       if (counted) {
         std::string usage = fmt::format("'{}(source, count)'", name);
         if (!Expect(TokenKind::kComma, fmt::format("',' and a count in {}", usage), "")) {
@@ -414,17 +434,17 @@ class Parser {
         join->n = uint32_t(count.int_value);
         Next();
       }
-      if (!Expect(TokenKind::kRParen, "')'", SoFar(filter.where))) return false;
+      if (!Expect(TokenKind::kRParen, "')'", Since(filter.where))) return false;
     }
 
-    if (!ExpectKeyword(Keyword::kOn, "On", SoFar(join->where))) return false;
+    if (!ExpectKeyword(Keyword::kOn, "On", Since(join->where))) return false;
     if (!ParseAlias(&join->before, &join->before_location, "'On'")) return false;
-    if (!Expect(TokenKind::kArrow, "'->'", SoFar(join->where))) return false;
+    if (!Expect(TokenKind::kArrow, "'->'", Since(join->where))) return false;
     return ParseAlias(&join->after, &join->after_location, "'->'");
   }
 
   // name {, name} | ( query )
-  bool ParseSource(Source* source, std::string_view after) {
+  bool ParseSource(Source* source, const After& after) {
     source->where = Peek().where;
     if (At(TokenKind::kLParen)) {
       Nesting nesting(this, Peek().where);
@@ -542,10 +562,11 @@ class Parser {
     out.expr->kind = ExprKind::kUnary;
     out.expr->unary = op;
     out.expr->where = op_token.where;
-    // A word operator needs a space before its operand; a symbol does not.
-    out.expr->text =
-        fmt::format("{}{}{}", op_token.text, op_token.kind == TokenKind::kKeyword ? " " : "",
-                    operand.expr->text);
+    // A word operator needs a space before its operand, and so does a minus before a minus
+    // ("--" starts a comment).
+    bool space = op_token.kind == TokenKind::kKeyword ||
+                 (op_token.kind == TokenKind::kMinus && operand.expr->text.starts_with('-'));
+    out.expr->text = fmt::format("{}{}{}", op_token.text, space ? " " : "", operand.expr->text);
     out.expr->args.push_back(std::move(operand.expr));
     return out;
   }
@@ -741,7 +762,7 @@ class Parser {
     while (At(TokenKind::kDot)) {
       Next();
       if (!IsWord(Peek())) {
-        FailExpected("a field name", SoFar(t.where));
+        FailExpected("a field name", Since(t.where));
         return {};
       }
       if (!out.expr->field.empty()) out.expr->field += '.';
@@ -760,10 +781,10 @@ class Parser {
     if (!Expect(TokenKind::kLParen, "'('", Quote(name.text))) return {};
     Parsed s = ParseOr();
     if (!s.expr) return {};
-    if (!Expect(TokenKind::kComma, "',' and a prefix", SoFar(name.where))) return {};
+    if (!Expect(TokenKind::kComma, "',' and a prefix", Since(name.where))) return {};
     Parsed prefix = ParseOr();
     if (!prefix.expr) return {};
-    if (!Expect(TokenKind::kRParen, "')'", SoFar(name.where))) return {};
+    if (!Expect(TokenKind::kRParen, "')'", Since(name.where))) return {};
     Parsed out;
     out.start = name.where;
     out.height = 1 + std::max(s.height, prefix.height);
@@ -834,7 +855,7 @@ class Parser {
     if (!Expect(TokenKind::kLParen, "'('", Quote(name.text))) return {};
     Parsed arg = ParseExpr(AggregateContext::kInsideAggregate);
     if (!arg.expr) return {};
-    if (!Expect(TokenKind::kRParen, "')'", SoFar(name.where))) return {};
+    if (!Expect(TokenKind::kRParen, "')'", Since(name.where))) return {};
     out.height = arg.height + 1;
     out.expr->text = fmt::format("{}({})", name.text, arg.expr->text);
     out.expr->args.push_back(std::move(arg.expr));

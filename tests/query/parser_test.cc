@@ -433,6 +433,8 @@ TEST(ParserTest, TextIsNormalised) {
   ExpectAt(q.where_clause->args[0]->args[0]->args[0]->where, 1, 25);  // r.latency + 1
   EXPECT_EQ(SelectNames(q),
             (Names{"SUM(r.latency)", "r.latency / 1000", "-r.a", "StartsWith(r.u, \"/\")", "r"}));
+  EXPECT_EQ(SelectNames(ParseQuery("From x In A Select - -x.a, - -1, -(-1), not !x.b")),
+            (Names{"- -x.a", "- -1", "-(-1)", "not !x.b"}));
   EXPECT_EQ(q.select[4].expr->alias, "r");
   EXPECT_EQ(q.select[4].expr->field, "");
 }
