@@ -170,7 +170,9 @@ class Compiler {
         return Fail(where,
                     WithSuggestion(fmt::format("unknown tracepoint '{}'", name), name, known));
       }
-      ids.push_back(uint32_t(it - tracepoint_names_.begin()));
+      uint32_t id = uint32_t(it - tracepoint_names_.begin());
+      // A union names each tracepoint once, however often it is listed.
+      if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
     }
     return ids;
   }

@@ -262,9 +262,13 @@ void Evaluator::State::Unpack(const Baggage& bag, int32_t child, Unpacked& out) 
     }
     return;
   }
-  if (unit.mode == PackMode::kFirst || unit.mode == PackMode::kRecent) {
+  // Tuples in the order they were packed, whichever instance holds them: which is first
+  // or latest, and the order of the rows one event makes, follow from it.
+  if (instances > 1 || unit.mode == PackMode::kFirst || unit.mode == PackMode::kRecent) {
     std::stable_sort(out.refs.begin(), out.refs.end(),
                      [](const auto& a, const auto& b) { return a.first < b.first; });
+  }
+  if (unit.mode == PackMode::kFirst || unit.mode == PackMode::kRecent) {
     if (out.refs.size() > unit.n) {
       if (unit.mode == PackMode::kFirst) {
         out.refs.resize(unit.n);

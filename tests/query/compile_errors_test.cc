@@ -37,17 +37,22 @@ TEST(CompileErrors, SayWhatIsWrongWithTheShape) {
             "query:1:35: 'b.id' must be in GroupBy or inside an aggregate");
   EXPECT_EQ(first_line(Error("From b In B Join a In A On b -> a Select COUNT")),
             "query:1:28: the joined alias comes first, as in On a -> b (a happened before b)");
-  EXPECT_EQ(first_line(Error("X = From a In A Select a.v; From b In X Select b.v")),
-            "query:1:39: 'X' is a named query: join it (Join x In X On x -> ...) rather than reading "
-            "it in From or in a union");
-  EXPECT_EQ(first_line(Error("From b In B Join a In (From x In A Select COUNT) On a -> b Select b.id")),
-            "query:1:43: a joined query cannot aggregate; aggregate in the query that joins it");
+  EXPECT_EQ(
+      first_line(Error("X = From a In A Select a.v; From b In X Select b.v")),
+      "query:1:39: 'X' is a named query: join it (Join x In X On x -> ...) rather than reading "
+      "it in From or in a union");
+  EXPECT_EQ(
+      first_line(Error("From b In B Join a In (From x In A Select COUNT) On a -> b Select b.id")),
+      "query:1:43: a joined query cannot aggregate; aggregate in the query that joins it");
   EXPECT_EQ(first_line(Error("From b In B Join a In A On a -> a Select b.id")),
             "query:1:33: a join cannot happen before itself");
-  EXPECT_EQ(first_line(Error("From b In B Join a In A On a -> c Join c In C On c -> a Select b.id")),
-            "query:1:13: these joins form a cycle");
-  EXPECT_EQ(first_line(Error("X = From a In A Select a.v; From b In B Join x In X On x -> b Select SUM(x.v) / 2")),
-            "query:1:70: an aggregate must stand alone in Select (SUM(x), not SUM(x) / 2)");
+  EXPECT_EQ(
+      first_line(Error("From b In B Join a In A On a -> c Join c In C On c -> a Select b.id")),
+      "query:1:13: these joins form a cycle");
+  EXPECT_EQ(
+      first_line(Error(
+          "X = From a In A Select a.v; From b In B Join x In X On x -> b Select SUM(x.v) / 2")),
+      "query:1:70: an aggregate must stand alone in Select (SUM(x), not SUM(x) / 2)");
 }
 
 }  // namespace

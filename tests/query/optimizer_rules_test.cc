@@ -17,7 +17,8 @@ class Rules : public ::testing::Test {
     events_.Reserve(64);
     for (int r = 0; r < 4; ++r) {
       Script s;
-      s.Fire(0, kA, events_.Add("a1", 1 + r, "h1")).Fire(0, kA, events_.Add("a2", 3, r % 2 ? "h1" : "h2"));
+      s.Fire(0, kA, events_.Add("a1", 1 + r, "h1"))
+          .Fire(0, kA, events_.Add("a2", 3, r % 2 ? "h1" : "h2"));
       s.Fire(0, kB, events_.Add("b1", 5, "h1"));
       uint32_t call = s.Branch(0);
       s.Fire(call, kA, events_.Add("a3", 2 * r, "h2")).Fire(call, kB, events_.Add("b2", 7, "h2"));
@@ -180,12 +181,12 @@ TEST(Advice, PivotQ2CompilesToFigure4) {
   std::vector<Tracepoint> tracepoints = {{"ClientProtocols", {"procName", "host"}, ""},
                                          {"DataNodeMetrics.incrBytesRead", {"delta", "host"}, ""}};
   HandEvents events;
-  Answer answer = Ask(
-      "From incr In DataNodeMetrics.incrBytesRead\n"
-      "Join cl In First(ClientProtocols) On cl -> incr\n"
-      "GroupBy cl.procName\n"
-      "Select cl.procName, SUM(incr.delta)",
-      tracepoints, events, {});
+  Answer answer =
+      Ask("From incr In DataNodeMetrics.incrBytesRead\n"
+          "Join cl In First(ClientProtocols) On cl -> incr\n"
+          "GroupBy cl.procName\n"
+          "Select cl.procName, SUM(incr.delta)",
+          tracepoints, events, {});
   EXPECT_EQ(answer.explain,
             "ClientProtocols\n"
             "  advice cl (joined to incr):\n"
