@@ -36,9 +36,19 @@ enum class ExprKind : uint8_t {
 enum class LiteralType : uint8_t { kInt, kFloat, kString, kBool };
 enum class UnaryOp : uint8_t { kNot, kNegate };
 enum class BinaryOp : uint8_t {
-  kAdd, kSub, kMul, kDiv, kMod,
-  kEq, kNe, kLt, kLe, kGt, kGe,
-  kAnd, kOr,
+  kAdd,
+  kSub,
+  kMul,
+  kDiv,
+  kMod,
+  kEq,
+  kNe,
+  kLt,
+  kLe,
+  kGt,
+  kGe,
+  kAnd,
+  kOr,
 };
 enum class AggregateOp : uint8_t { kCount, kSum, kMin, kMax, kAverage };
 

@@ -34,9 +34,12 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/status.h"
+#include "core/time.h"
 #include "infer/path_set.h"
 #include "query/execution.h"
 #include "query/query.h"
@@ -65,10 +68,36 @@ class BlackBoxEvents : public EventSource {
  private:
   BlackBoxEvents(const Trace& trace, const PathSet& paths);
 
+  // A node's name split as Pivot's defaults want it: views into the trace's node table.
+  struct NodeParts {
+    std::string_view host, procname;
+    int64_t procid = -1;  // -1: the name has no pid
+  };
+  // One thing that happens in a work segment of the execution being built: message `j`
+  // (an index within the instance) sent from it, or an answer arriving into it.
+  struct WorkItem {
+    uint32_t work = 0;  // whose work: an index within the instance; the size: the client's
+    bool last = false;  // the RETURN that ends the work on a CALL
+    TimeNs key = 0;     // time on the work's node
+    uint32_t tie = 0;   // message id, to break ties
+    bool arrival = false;
+    uint32_t j = 0;
+  };
+
+  void SetPartners(size_t instance);
+
   const Trace* trace_;
   const PathSet* paths_;
   std::vector<Tracepoint> tracepoints_;
-  // (private state of the implementation: per-message tables the exports need)
+  std::vector<NodeParts> node_parts_;      // per trace node
+  std::vector<StringId> attribute_keys_;   // export kFixedExports + k reads key k
+  std::vector<uint32_t> attribute_begin_;  // per message, then the end: its attributes
+  std::vector<uint32_t> partner_;          // per message: CALL <-> its RETURN, or none
+  // BuildExecution's buffers, reused.
+  std::vector<uint32_t> send_work_, work_of_, segment_, item_begin_;
+  std::vector<uint8_t> answer_;
+  std::vector<WorkItem> items_;
+  std::vector<std::pair<uint32_t, uint32_t>> stack_;  // (work, next item)
 };
 
 // Compiles nothing: runs `query` over every instance of `events` (progress on stderr when

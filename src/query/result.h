@@ -21,14 +21,14 @@ struct ResultRow {
 
 // What evaluation cost, counted over all requests.
 struct EvaluationCounters {
-  uint64_t requests = 0;         // executions run
-  uint64_t events = 0;           // tracepoint firings that ran advice
-  uint64_t tuples_observed = 0;  // OBSERVE
-  uint64_t tuples_packed = 0;    // tuples PACK put in baggage (after merging)
-  uint64_t tuples_emitted = 0;   // EMIT
+  uint64_t requests = 0;            // executions run
+  uint64_t events = 0;              // tracepoint firings that ran advice
+  uint64_t tuples_observed = 0;     // OBSERVE
+  uint64_t tuples_packed = 0;       // tuples PACK put in baggage (after merging)
+  uint64_t tuples_emitted = 0;      // EMIT
   uint64_t baggage_tuples_max = 0;  // the most tuples one request's baggage held at once
   double baggage_tuples_mean = 0;   // per request, the most it held, averaged
-  bool weighted = false;  // some request had a weight below 1 (statistical inference)
+  bool weighted = false;            // some request had a weight below 1 (statistical inference)
 };
 
 struct QueryResult {

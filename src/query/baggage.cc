@@ -1,0 +1,98 @@
+#include "query/baggage.h"
+
+#include <algorithm>
+#include <atomic>
+
+namespace weft::query {
+namespace {
+
+uint64_t NewInstanceId() {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+
+}  // namespace
+
+void PackedTuples::Append(const Value* v, const PartialAggregate* p, double m, int64_t stamp) {
+  values.insert(values.end(), v, v + width);
+  parts.insert(parts.end(), p, p + partials);
+  mult.push_back(m);
+  order.push_back(stamp);
+}
+
+void PackedTuples::Erase(size_t i) {
+  values.erase(values.begin() + ptrdiff_t(i * width), values.begin() + ptrdiff_t((i + 1) * width));
+  parts.erase(parts.begin() + ptrdiff_t(i * partials),
+              parts.begin() + ptrdiff_t((i + 1) * partials));
+  mult.erase(mult.begin() + ptrdiff_t(i));
+  order.erase(order.begin() + ptrdiff_t(i));
+}
+
+int64_t PackedTuples::Find(const Value* v) const {
+  for (size_t i = 0; i < size(); ++i) {
+    if (std::equal(v, v + width, Values(i))) return int64_t(i);
+  }
+  return -1;
+}
+
+void Baggage::Clear() {
+  frozen_.clear();
+  ClearActive();
+}
+
+void Baggage::ClearActive() {
+  active_.id = 0;
+  active_.tuples = 0;
+  for (PackedTuples& slot : active_.slots) {
+    slot.values.clear();
+    slot.parts.clear();
+    slot.mult.clear();
+    slot.order.clear();
+  }
+}
+
+size_t Baggage::tuples() const {
+  size_t n = active_.tuples;
+  for (const auto& instance : frozen_) n += instance->tuples;
+  return n;
+}
+
+size_t Baggage::SlotSize(uint32_t slot) const {
+  size_t n = 0;
+  ForEachInstance(slot, [&](const PackedTuples& t) { n += t.size(); });
+  return n;
+}
+
+PackedTuples& Baggage::Active(uint32_t slot, uint32_t width, uint32_t partials) {
+  if (active_.id == 0) active_.id = NewInstanceId();
+  if (active_.slots.size() <= slot) active_.slots.resize(slot + 1);
+  PackedTuples& t = active_.slots[slot];
+  t.width = width;
+  t.partials = partials;
+  return t;
+}
+
+void Baggage::SplitInto(Baggage& branch) {
+  if (active_.tuples > 0) {
+    frozen_.push_back(std::make_shared<const BaggageInstance>(active_));
+    ClearActive();
+  }
+  branch.Clear();
+  branch.frozen_ = frozen_;
+}
+
+void Baggage::Join(const Baggage& other) {
+  auto known = [&](uint64_t id) {
+    return std::any_of(frozen_.begin(), frozen_.end(), [&](const auto& i) { return i->id == id; });
+  };
+  for (const auto& instance : other.frozen_) {
+    if (!known(instance->id)) frozen_.push_back(instance);
+  }
+  if (other.active_.tuples > 0 && !known(other.active_.id)) {
+    // The branch's active instance ends with the branch: it is frozen as it joins. This
+    // baggage's own active instance stays active (its tuples were packed on this side).
+    frozen_.push_back(std::make_shared<const BaggageInstance>(other.active_));
+  }
+}
+
+}  // namespace weft::query

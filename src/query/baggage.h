@@ -1,0 +1,91 @@
+// Baggage: the tuples a request carries from the advice that packs them to the advice that
+// unpacks them later in its execution (Pivot Tracing §4 "Baggage", §5 "Branches and
+// Versioning", Table 4). Offline it travels along a replayed execution; live (part 2,
+// pivot/) the same model rides in a thread-local and in message headers.
+//
+// A baggage holds versioned instances. Packing writes into the active instance only.
+// Splitting for a branch freezes the active instance and gives both sides the frozen ones
+// and a fresh, empty active instance each, so tuples one branch packs stay invisible to
+// the other until they join. Joining takes the union of both sides' instances, by id, so
+// the tuples packed before the split are not counted twice. Frozen instances are shared,
+// never copied. Unpacking combines a slot's tuples over every instance.
+//
+// Departure from the paper: Pivot names instances with interval tree clocks, which need no
+// coordination between processes; offline one process replays the whole request, so a
+// process-wide counter gives unique ids. The live side swaps in interval tree clock ids
+// without changing this interface.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "query/advice.h"
+#include "query/value.h"
+
+namespace weft::query {
+
+// One slot's tuples in one instance, column-wise: `width` values and `partials` partial
+// aggregates per tuple, a multiplicity and an order stamp (when it was packed: later
+// stamps happened later or concurrently).
+struct PackedTuples {
+  uint32_t width = 0;
+  uint32_t partials = 0;
+  std::vector<Value> values;
+  std::vector<PartialAggregate> parts;
+  std::vector<double> mult;
+  std::vector<int64_t> order;
+
+  size_t size() const { return mult.size(); }
+  const Value* Values(size_t i) const { return values.data() + i * width; }
+  const PartialAggregate* Parts(size_t i) const { return parts.data() + i * partials; }
+  void Append(const Value* v, const PartialAggregate* p, double m, int64_t stamp);
+  void Erase(size_t i);
+  // The tuple whose values equal `v`, or -1.
+  int64_t Find(const Value* v) const;
+};
+
+struct BaggageInstance {
+  uint64_t id = 0;
+  std::vector<PackedTuples> slots;  // by slot; sized on first pack
+  size_t tuples = 0;                // over all slots
+};
+
+class Baggage {
+ public:
+  void Clear();
+  bool empty() const { return frozen_.empty() && active_.tuples == 0; }
+  size_t tuples() const;  // over every instance and slot
+
+  // The active instance's tuples of `slot`, for PACK to add to (it assigns the active
+  // instance an id on first use).
+  PackedTuples& Active(uint32_t slot, uint32_t width, uint32_t partials);
+  void Packed(size_t added) { active_.tuples += added; }
+  void Removed(size_t removed) { active_.tuples -= removed; }
+
+  // Calls fn(const PackedTuples&) for `slot` in every instance that has some, frozen ones
+  // in the order they joined, the active one last.
+  template <typename Fn>
+  void ForEachInstance(uint32_t slot, Fn&& fn) const {
+    for (const auto& instance : frozen_) {
+      if (slot < instance->slots.size() && instance->slots[slot].size() > 0) {
+        fn(instance->slots[slot]);
+      }
+    }
+    if (slot < active_.slots.size() && active_.slots[slot].size() > 0) fn(active_.slots[slot]);
+  }
+  size_t SlotSize(uint32_t slot) const;
+
+  // Table 4's split(): `branch` becomes this baggage's copy for a branching execution.
+  void SplitInto(Baggage& branch);
+  // Table 4's join(): merges in the baggage of a branch that rejoins this one.
+  void Join(const Baggage& other);
+
+ private:
+  void ClearActive();
+
+  std::vector<std::shared_ptr<const BaggageInstance>> frozen_;
+  BaggageInstance active_;
+};
+
+}  // namespace weft::query

@@ -1,0 +1,421 @@
+// The advice interpreter (Pivot Tracing §5, "Materializing Advice"): runs each unit's
+// OBSERVE, FILTER, UNPACK, FILTER and PACK or EMIT when its tracepoint fires, keeps one
+// baggage per execution segment (split where the execution branches, joined where it
+// rejoins), and aggregates what the answered query emits, per time interval if asked.
+//
+// Tuples carry a multiplicity and partial aggregates (advice.h), so that a row made of
+// unpacked tuples t1..tk weighs the product of their multiplicities and an aggregate a
+// child packed partially counts once per combination of the other children's tuples.
+// With every multiplicity 1 and no partials (the unoptimized plan) this is the plain
+// cross product, which is why the optimized plan's answer is the same.
+#include <absl/container/flat_hash_map.h>
+
+#include <algorithm>
+#include <numeric>
+#include <span>
+
+#include "query/advice.h"
+#include "query/baggage.h"
+#include "query/query.h"
+
+namespace weft::query {
+namespace {
+
+struct KeyHash {
+  using is_transparent = void;
+  size_t operator()(std::span<const Value> key) const {
+    size_t h = key.size();
+    for (const Value& v : key) h = h * 1000003u ^ HashValue(v);
+    return h;
+  }
+  size_t operator()(const std::vector<Value>& key) const {
+    return (*this)(std::span<const Value>(key));
+  }
+};
+struct KeyEq {
+  using is_transparent = void;
+  bool operator()(std::span<const Value> a, std::span<const Value> b) const {
+    return std::equal(a.begin(), a.end(), b.begin(), b.end());
+  }
+};
+
+void Combine(PartialAggregate& into, const PartialAggregate& part, double scale) {
+  into.sum += part.sum * scale;
+  into.weight += part.weight * scale;
+  if (!part.min.is_null() && (into.min.is_null() || CompareValues(part.min, into.min) < 0)) {
+    into.min = part.min;
+  }
+  if (!part.max.is_null() && (into.max.is_null() || CompareValues(part.max, into.max) > 0)) {
+    into.max = part.max;
+  }
+}
+
+// One value's contribution to a partial aggregate, counted `weight` times.
+PartialAggregate Contribution(const Value& v, double weight) {
+  PartialAggregate p;
+  if (v.is_null()) return p;
+  if (v.is_number()) {
+    p.sum = v.AsDouble() * weight;
+    p.weight = weight;
+  }
+  p.min = p.max = v;
+  return p;
+}
+
+// What one child slot unpacked: its tuples, in order.
+struct Unpacked {
+  std::vector<const Value*> values;
+  std::vector<double> mult;
+  std::vector<const PartialAggregate*> parts;
+  // Scratch: tuples merged across baggage instances, and references to sort.
+  PackedTuples merged;
+  std::vector<std::pair<int64_t, std::pair<const PackedTuples*, uint32_t>>> refs;
+  size_t size() const { return mult.size(); }
+};
+
+}  // namespace
+
+struct Evaluator::State {
+  std::shared_ptr<const CompiledQuery> query;
+  const EventSource* events;
+  EvaluateOptions options;
+  std::vector<Baggage> baggage;  // per segment of the current execution
+  bool uses_baggage = false;
+
+  std::vector<std::vector<Value>> rows;         // per unit
+  std::vector<std::vector<Unpacked>> unpacked;  // per unit, per child
+  std::vector<Value> pack_values;               // scratch
+  std::vector<PartialAggregate> pack_parts;     // scratch
+  std::vector<Value> key;                       // scratch
+
+  absl::flat_hash_map<std::vector<Value>, uint32_t, KeyHash, KeyEq> groups;
+  std::vector<double> group_weight;
+  std::vector<PartialAggregate> group_aggregates;  // per group, one per aggregate
+
+  double weight = 1;  // the current execution's
+  int64_t stamp = 0;  // order of the tuple being packed
+  size_t request_baggage_max = 0;
+  double baggage_max_sum = 0;
+  EvaluationCounters counters;
+
+  void Fire(const ExecutionStep& step);
+  void RunUnit(int32_t u, uint32_t variant, uint32_t tracepoint, uint32_t event, Baggage& bag);
+  void Unpack(const Baggage& bag, int32_t child, Unpacked& out);
+  void Pack(int32_t u, const Value* row, std::span<const size_t> pick, double mult, Baggage& bag);
+  void Emit(const Value* row, std::span<const size_t> pick, double mult, uint32_t event);
+  // The partial aggregate that source `s` gives for the current row.
+  PartialAggregate Partial(int32_t u, uint32_t aggregate, const PartialSource& s, const Value* row,
+                           std::span<const size_t> pick, double mult) const;
+};
+
+Evaluator::Evaluator(std::shared_ptr<const CompiledQuery> query, const EventSource& events,
+                     EvaluateOptions options)
+    : state_(std::make_unique<State>()) {
+  State& s = *state_;
+  s.query = std::move(query);
+  s.events = &events;
+  s.options = options;
+  s.uses_baggage = s.query->units.size() > 1;
+  for (const Unit& unit : s.query->units) {
+    s.rows.emplace_back(unit.row_width);
+    s.unpacked.emplace_back(unit.children.size());
+  }
+}
+
+Evaluator::~Evaluator() = default;
+Evaluator::Evaluator(Evaluator&&) noexcept = default;
+
+void Evaluator::Run(const Execution& execution) {
+  State& s = *state_;
+  s.weight = execution.weight;
+  if (execution.weight < 1) s.counters.weighted = true;
+  ++s.counters.requests;
+  s.request_baggage_max = 0;
+  if (s.uses_baggage) {
+    if (s.baggage.size() < execution.segments) s.baggage.resize(execution.segments);
+    s.baggage[0].Clear();
+  }
+  for (size_t i = 0; i < execution.steps.size(); ++i) {
+    const ExecutionStep& step = execution.steps[i];
+    s.stamp = int64_t(i) << 24;
+    switch (step.op) {
+      case StepOp::kFire:
+        s.Fire(step);
+        break;
+      case StepOp::kBranch:
+        if (s.uses_baggage) s.baggage[step.segment].SplitInto(s.baggage[step.other]);
+        break;
+      case StepOp::kJoin:
+        if (s.uses_baggage) s.baggage[step.segment].Join(s.baggage[step.other]);
+        break;
+    }
+  }
+  s.counters.baggage_tuples_max =
+      std::max<uint64_t>(s.counters.baggage_tuples_max, s.request_baggage_max);
+  s.baggage_max_sum += double(s.request_baggage_max);
+}
+
+void Evaluator::State::Fire(const ExecutionStep& step) {
+  const auto& woven = query->advice[step.tracepoint];
+  if (woven.empty()) return;
+  ++counters.events;
+  static Baggage no_baggage;
+  Baggage& bag = uses_baggage ? baggage[step.segment] : no_baggage;
+  for (const CompiledQuery::Woven& w : woven)
+    RunUnit(w.unit, w.variant, step.tracepoint, step.event, bag);
+}
+
+void Evaluator::State::RunUnit(int32_t u, uint32_t variant, uint32_t tracepoint, uint32_t event,
+                               Baggage& bag) {
+  const Unit& unit = query->units[size_t(u)];
+  Value* row = rows[size_t(u)].data();
+  const std::vector<uint32_t>& observe = unit.observe[variant];
+  for (size_t j = 0; j < observe.size(); ++j) {
+    row[j] =
+        observe[j] == kNoExport ? Value::Null() : events->Export(tracepoint, observe[j], event);
+  }
+  ++counters.tuples_observed;
+  for (const CompiledExpr& f : unit.filter_before_unpack) {
+    if (!IsTrue(Evaluate(f, row))) return;
+  }
+  std::vector<Unpacked>& children = unpacked[size_t(u)];
+  for (size_t c = 0; c < unit.children.size(); ++c) {
+    Unpack(bag, unit.children[c], children[c]);
+    if (children[c].size() == 0) return;  // a join with nothing before it: no tuples
+  }
+  // The cross product of the unpacked tuples, odometer order (the last child fastest).
+  size_t pick_storage[16];
+  std::vector<size_t> pick_heap;
+  size_t* pick = pick_storage;
+  if (unit.children.size() > 16) {
+    pick_heap.resize(unit.children.size());
+    pick = pick_heap.data();
+  }
+  std::fill(pick, pick + unit.children.size(), 0);
+  std::span<const size_t> picked(pick, unit.children.size());
+  while (true) {
+    double mult = 1;
+    for (size_t c = 0; c < unit.children.size(); ++c) {
+      const Unpacked& t = children[c];
+      const Value* v = t.values[pick[c]];
+      std::copy(v, v + query->units[size_t(unit.children[c])].outputs.size(),
+                row + unit.child_column[c]);
+      mult *= t.mult[pick[c]];
+    }
+    bool pass = true;
+    for (const CompiledExpr& f : unit.filter) {
+      if (!IsTrue(Evaluate(f, row))) {
+        pass = false;
+        break;
+      }
+    }
+    if (pass) {
+      if (u == 0) {
+        Emit(row, picked, mult, event);
+      } else {
+        Pack(u, row, picked, mult, bag);
+      }
+    }
+    size_t c = unit.children.size();
+    while (c > 0 && ++pick[c - 1] == children[c - 1].size()) pick[--c] = 0;
+    if (c == 0) break;
+  }
+}
+
+void Evaluator::State::Unpack(const Baggage& bag, int32_t child, Unpacked& out) {
+  const Unit& unit = query->units[size_t(child)];
+  out.values.clear();
+  out.mult.clear();
+  out.parts.clear();
+  out.refs.clear();
+  size_t instances = 0;
+  bag.ForEachInstance(uint32_t(child), [&](const PackedTuples& t) {
+    ++instances;
+    for (uint32_t i = 0; i < t.size(); ++i) out.refs.push_back({t.order[i], {&t, i}});
+  });
+  if (unit.mode == PackMode::kGrouped && instances > 1) {
+    // Equal tuples from different instances merge, as they would had one branch packed
+    // them all.
+    PackedTuples& m = out.merged;
+    m.width = uint32_t(unit.outputs.size());
+    m.partials = uint32_t(unit.partials.size());
+    m.values.clear();
+    m.parts.clear();
+    m.mult.clear();
+    m.order.clear();
+    for (const auto& [order, ref] : out.refs) {
+      const auto& [t, i] = ref;
+      int64_t at = m.Find(t->Values(i));
+      if (at < 0) {
+        m.Append(t->Values(i), t->Parts(i), t->mult[i], order);
+      } else {
+        m.mult[size_t(at)] += t->mult[i];
+        for (uint32_t p = 0; p < m.partials; ++p) {
+          Combine(m.parts[size_t(at) * m.partials + p], t->Parts(i)[p], 1);
+        }
+      }
+    }
+    for (uint32_t i = 0; i < m.size(); ++i) {
+      out.values.push_back(m.Values(i));
+      out.mult.push_back(m.mult[i]);
+      out.parts.push_back(m.Parts(i));
+    }
+    return;
+  }
+  // Tuples in the order they were packed, whichever instance holds them: which is first
+  // or latest, and the order of the rows one event makes, follow from it.
+  if (instances > 1 || unit.mode == PackMode::kFirst || unit.mode == PackMode::kRecent) {
+    std::stable_sort(out.refs.begin(), out.refs.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+  }
+  if (unit.mode == PackMode::kFirst || unit.mode == PackMode::kRecent) {
+    if (out.refs.size() > unit.n) {
+      if (unit.mode == PackMode::kFirst) {
+        out.refs.resize(unit.n);
+      } else {
+        out.refs.erase(out.refs.begin(), out.refs.end() - unit.n);
+      }
+    }
+  }
+  for (const auto& [order, ref] : out.refs) {
+    out.values.push_back(ref.first->Values(ref.second));
+    out.mult.push_back(ref.first->mult[ref.second]);
+    out.parts.push_back(ref.first->Parts(ref.second));
+  }
+}
+
+PartialAggregate Evaluator::State::Partial(int32_t u, uint32_t aggregate, const PartialSource& s,
+                                           const Value* row, std::span<const size_t> pick,
+                                           double mult) const {
+  if (s.child < 0) return Contribution(Evaluate(query->aggregate_args[aggregate], row), mult);
+  // The child's partial counts once per combination of the other children's tuples.
+  const std::vector<Unpacked>& children = unpacked[size_t(u)];
+  double others = 1;
+  for (size_t c = 0; c < pick.size(); ++c) {
+    if (int32_t(c) != s.child) others *= children[c].mult[pick[c]];
+  }
+  PartialAggregate p;
+  Combine(p, children[size_t(s.child)].parts[pick[size_t(s.child)]][s.index], others);
+  return p;
+}
+
+void Evaluator::State::Pack(int32_t u, const Value* row, std::span<const size_t> pick, double mult,
+                            Baggage& bag) {
+  const Unit& unit = query->units[size_t(u)];
+  if (unit.mode == PackMode::kFirst && bag.SlotSize(uint32_t(u)) >= unit.n) return;
+  pack_values.clear();
+  for (const CompiledExpr& e : unit.outputs) pack_values.push_back(Evaluate(e, row));
+  pack_parts.clear();
+  for (size_t p = 0; p < unit.partials.size(); ++p) {
+    pack_parts.push_back(Partial(u, unit.partials[p], unit.partial_sources[p], row, pick, mult));
+  }
+  PackedTuples& t =
+      bag.Active(uint32_t(u), uint32_t(unit.outputs.size()), uint32_t(unit.partials.size()));
+  if (unit.mode == PackMode::kGrouped) {
+    int64_t at = t.Find(pack_values.data());
+    if (at >= 0) {
+      t.mult[size_t(at)] += mult;
+      for (size_t p = 0; p < pack_parts.size(); ++p) {
+        Combine(t.parts[size_t(at) * t.partials + p], pack_parts[p], 1);
+      }
+      return;
+    }
+  }
+  t.Append(pack_values.data(), pack_parts.data(), mult, stamp++);
+  bag.Packed(1);
+  ++counters.tuples_packed;
+  if (unit.mode == PackMode::kRecent && t.size() > unit.n) {
+    t.Erase(0);  // the oldest: tuples are appended in the order they were packed
+    bag.Removed(1);
+  }
+  request_baggage_max = std::max(request_baggage_max, bag.tuples());
+}
+
+void Evaluator::State::Emit(const Value* row, std::span<const size_t> pick, double mult,
+                            uint32_t event) {
+  const EmitSpec& emit = query->emit;
+  ++counters.tuples_emitted;
+  key.clear();
+  if (options.interval > 0) {
+    TimeNs t = events->Time(event);
+    int64_t k = t == kNoTime ? 0 : (t - options.origin) / options.interval;
+    if (t != kNoTime && t < options.origin && (t - options.origin) % options.interval != 0) --k;
+    key.push_back(Value::Int(k));
+  }
+  for (const CompiledExpr& e : emit.aggregated ? emit.group_keys : emit.plain)
+    key.push_back(Evaluate(e, row));
+  auto it = groups.find(std::span<const Value>(key));
+  uint32_t g;
+  if (it == groups.end()) {
+    g = uint32_t(group_weight.size());
+    groups.emplace(key, g);
+    group_weight.push_back(0);
+    group_aggregates.resize(group_aggregates.size() + query->aggregates.size());
+  } else {
+    g = it->second;
+  }
+  double w = weight * mult;
+  group_weight[g] += w;
+  for (size_t a = 0; a < query->aggregates.size(); ++a) {
+    if (query->aggregates[a].op == AggregateOp::kCount) continue;
+    PartialAggregate p = Partial(0, uint32_t(a), emit.aggregate_sources[a], row, pick, mult);
+    Combine(group_aggregates[g * query->aggregates.size() + a], p, weight);
+  }
+}
+
+QueryResult Evaluator::Finish() && {
+  State& s = *state_;
+  const CompiledQuery& q = *s.query;
+  QueryResult result;
+  result.columns = ResultColumns(q);
+  result.aggregated = q.emit.aggregated;
+  const size_t n_aggregates = q.aggregates.size();
+  const size_t offset = s.options.interval > 0 ? 1 : 0;
+  for (const auto& [key, g] : s.groups) {
+    ResultRow row;
+    row.weight = s.group_weight[g];
+    if (offset) row.interval_start = s.options.origin + key[0].i * s.options.interval;
+    for (const EmitSpec::Column& c : q.emit.columns) {
+      if (!q.emit.aggregated) {
+        row.values.push_back(key[offset + size_t(c.expr)]);
+      } else if (c.group_key >= 0) {
+        row.values.push_back(key[offset + size_t(c.group_key)]);
+      } else {
+        const PartialAggregate& p = s.group_aggregates[g * n_aggregates + size_t(c.aggregate)];
+        switch (q.aggregates[size_t(c.aggregate)].op) {
+          case AggregateOp::kCount:
+            row.values.push_back(Value::Float(row.weight));
+            break;
+          case AggregateOp::kSum:
+            row.values.push_back(p.weight > 0 ? Value::Float(p.sum) : Value::Null());
+            break;
+          case AggregateOp::kAverage:
+            row.values.push_back(p.weight > 0 ? Value::Float(p.sum / p.weight) : Value::Null());
+            break;
+          case AggregateOp::kMin:
+            row.values.push_back(p.min);
+            break;
+          case AggregateOp::kMax:
+            row.values.push_back(p.max);
+            break;
+        }
+      }
+    }
+    result.rows.push_back(std::move(row));
+  }
+  std::sort(result.rows.begin(), result.rows.end(), [](const ResultRow& a, const ResultRow& b) {
+    if (a.interval_start != b.interval_start) return a.interval_start < b.interval_start;
+    for (size_t i = 0; i < a.values.size(); ++i) {
+      int c = CompareValues(a.values[i], b.values[i]);
+      if (c != 0) return c < 0;
+    }
+    return false;
+  });
+  result.counters = s.counters;
+  if (s.counters.requests > 0) {
+    result.counters.baggage_tuples_mean = s.baggage_max_sum / double(s.counters.requests);
+  }
+  return result;
+}
+
+}  // namespace weft::query
