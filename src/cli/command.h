@@ -20,5 +20,6 @@ void AddReportCommand(CLI::App& app, Status& result);
 void AddTestbedCommand(CLI::App& app, Status& result);
 void AddCaptureCommand(CLI::App& app, Status& result);  // capture and events
 void AddReconcileCommand(CLI::App& app, Status& result);
+void AddQueryCommand(CLI::App& app, Status& result);
 
 }  // namespace weft::cli

@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
   weft::cli::AddTestbedCommand(app, result);
   weft::cli::AddCaptureCommand(app, result);
   weft::cli::AddReconcileCommand(app, result);
+  weft::cli::AddQueryCommand(app, result);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

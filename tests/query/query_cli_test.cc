@@ -2,8 +2,8 @@
 // URL, its truth paths, and queries in every output format, checked against counts taken
 // straight from the trace's text; then the error paths (a bad query, an unknown
 // tracepoint, paths from another trace, --plot without --interval).
-#include <gtest/gtest.h>
 #include <fmt/format.h>
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -75,9 +75,9 @@ class QueryCliTest : public ::testing::Test {
     requests_ = url.size();
     CommandRun infer = Weft("infer " + Path("mt.txt") + " --algo truth -o " + Path("mt.paths"));
     ASSERT_EQ(infer.rc, 0) << infer.output;
-    CommandRun other = Weft("gen children-parallel --messages 200 -o " + Path("cp.txt") +
-                            " && " + WEFT_BINARY + " infer " + Path("cp.txt") +
-                            " --algo truth -o " + Path("cp.paths"));
+    CommandRun other =
+        Weft("gen children-parallel --messages 200 -o " + Path("cp.txt") + " && " + WEFT_BINARY +
+             " infer " + Path("cp.txt") + " --algo truth -o " + Path("cp.paths"));
     ASSERT_EQ(other.rc, 0) << other.output;
   }
   static void TearDownTestSuite() { fs::remove_all(dir_); }
@@ -118,8 +118,8 @@ TEST_F(QueryCliTest, CsvQuotesAndJsonIsTyped) {
   ASSERT_EQ(csv.rc, 0) << csv.output;
   std::string expected = "http.url,COUNT\n";
   for (const auto& [url, calls] : expected_db_calls_) {
-    expected += fmt::format("{},{}\n", url.find(',') != std::string::npos ? "\"" + url + "\"" : url,
-                            calls);
+    expected +=
+        fmt::format("{},{}\n", url.find(',') != std::string::npos ? "\"" + url + "\"" : url, calls);
   }
   EXPECT_EQ(csv.output, expected);
 
@@ -165,8 +165,8 @@ TEST_F(QueryCliTest, QueryFromAFileOrStdinAndToAFile) {
 }
 
 TEST_F(QueryCliTest, IntervalsAddUpToTheTotalAndPlot) {
-  CommandRun run = Query(std::string(kDbCallsPerUrl) + " --format csv --interval 1s --plot " +
-                         Path("urls.svg"));
+  CommandRun run =
+      Query(std::string(kDbCallsPerUrl) + " --format csv --interval 1s --plot " + Path("urls.svg"));
   ASSERT_EQ(run.rc, 0) << run.output;
   std::istringstream lines(run.output);
   std::string line;
@@ -281,8 +281,8 @@ TEST_F(QueryCliTest, AnUnknownTracepointSuggestsTheNearest) {
 }
 
 TEST_F(QueryCliTest, PathsFromAnotherTraceAreRefused) {
-  CommandRun run = Weft("query " + Path("mt.txt") + " " + Path("cp.paths") +
-                        " 'From c In Call Select c.node'");
+  CommandRun run =
+      Weft("query " + Path("mt.txt") + " " + Path("cp.paths") + " 'From c In Call Select c.node'");
   EXPECT_EQ(run.rc, 1);
   EXPECT_NE(run.output.find("weft query: " + Path("cp.paths") + " over " + Path("mt.txt") + ": "),
             std::string::npos)
