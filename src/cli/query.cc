@@ -176,7 +176,9 @@ Status RunQuery(const QueryFlags& f) {
     WEFT_RETURN_IF_ERROR(WriteFile(f.plot, svg));
   }
   std::string out = query::FormatResult(result, format,
-                                        {.interval = evaluate.interval, .origin = evaluate.origin});
+                                        {.interval = evaluate.interval,
+                                         .origin = evaluate.origin,
+                                         .trace_fingerprint = paths.paths.trace_fingerprint});
   if (f.output.empty() || f.output == "-") {
     fmt::print("{}", out);
     return Status::Ok();

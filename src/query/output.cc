@@ -253,6 +253,8 @@ std::string FormatJson(const QueryResult& result, const OutputOptions& options) 
     out += fmt::format("  \"interval_ns\": {},\n", options.interval);
     out += fmt::format("  \"origin_ns\": {},\n", options.origin);
   }
+  if (options.trace_fingerprint != 0)
+    out += fmt::format("  \"trace_fingerprint\": \"{:016x}\",\n", options.trace_fingerprint);
   out += "  \"rows\": [";
   for (size_t r = 0; r < table.rows.size(); ++r) {
     nlohmann::ordered_json row = nlohmann::ordered_json::array();

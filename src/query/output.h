@@ -30,6 +30,9 @@ Result<OutputFormat> ParseOutputFormat(std::string_view name);
 struct OutputOptions {
   TimeNs interval = 0;  // > 0: the query ran with this interval; adds the `interval` column
   TimeNs origin = 0;    // where interval 0 starts; `interval` is seconds since it
+  // The trace the result came from (PathSet::trace_fingerprint), so that derived data
+  // stays tied to its input; JSON writes it as "trace_fingerprint" when set.
+  uint64_t trace_fingerprint = 0;
 };
 
 // The result in `format`; the text ends with a newline.
@@ -44,7 +47,8 @@ std::string FormatTable(const QueryResult& result, const OutputOptions& options)
 // doubled. Null is an empty field. Lines end with LF.
 std::string FormatCsv(const QueryResult& result, const OutputOptions& options);
 // {"columns": [...], "rows": [[...], ...], "weighted": bool, "counters": {...}} with typed
-// values (numbers, strings, null); with an interval also "interval_ns" and "origin_ns".
+// values (numbers, strings, null); with an interval also "interval_ns" and "origin_ns", and
+// "trace_fingerprint" (16 hex digits, as in paths files) when known.
 std::string FormatJson(const QueryResult& result, const OutputOptions& options);
 
 struct PlotOptions {

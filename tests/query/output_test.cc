@@ -115,7 +115,8 @@ QueryResult Series() {
 }
 
 TEST(OutputTest, IntervalColumnIsSecondsSinceTheOrigin) {
-  OutputOptions options{.interval = 500 * kMillisecond, .origin = 1'000 * kSecond};
+  OutputOptions options{
+      .interval = 500 * kMillisecond, .origin = 1'000 * kSecond, .trace_fingerprint = 0xabc};
   EXPECT_EQ(FormatTable(Series(), options),
             "interval  q.url  COUNT\n"
             "     0.0  /a         4\n"
@@ -131,6 +132,7 @@ TEST(OutputTest, IntervalColumnIsSecondsSinceTheOrigin) {
             "  \"weighted\": false,\n"
             "  \"interval_ns\": 500000000,\n"
             "  \"origin_ns\": 1000000000000,\n"
+            "  \"trace_fingerprint\": \"0000000000000abc\",\n"
             "  \"rows\": [\n"
             "    [0,\"/a\",4],\n"
             "    [0,\"/b\",1],\n"
