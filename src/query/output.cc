@@ -457,9 +457,10 @@ Result<std::string> PlotResultSvg(const QueryResult& result, const PlotOptions& 
                           ? fmt::format("{} per {}", y_name, FormatDuration(options.interval))
                           : options.title;
   title = Shorten(title, 120);
-  std::string x_title =
-      fmt::format("interval start, seconds since {}",
-                  options.origin == 0 ? std::string("0") : FormatTimestamp(options.origin));
+  std::string origin = FormatTimestamp(options.origin);  // "5.000000000": trim to "5"
+  while (origin.back() == '0') origin.pop_back();
+  if (origin.back() == '.') origin.pop_back();
+  std::string x_title = fmt::format("interval start, seconds since {}", origin);
   std::string y_title = Shorten(y_name, 50);
 
   const double left = 8 + 16 + 8 + y_label_width + 8;  // margin, y title, gap, labels, gap
