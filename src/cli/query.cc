@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <cstdio>
 
 #include "cli/command.h"
 #include "core/file.h"
@@ -104,8 +105,8 @@ Result<QueryResult> Explain(const query::Program& program, query::BlackBoxEvents
 
 Status RunQuery(const QueryFlags& f) {
   WEFT_ASSIGN_OR_RETURN(query::OutputFormat format, query::ParseOutputFormat(f.format));
-  WEFT_ASSIGN_OR_RETURN(Trace trace, LoadTrace(f.trace));
   if (f.tracepoints) {
+    WEFT_ASSIGN_OR_RETURN(Trace trace, LoadTrace(f.trace));
     if (!f.paths.empty()) {  // say now if the paths were not inferred from this trace
       WEFT_ASSIGN_OR_RETURN(PathsFile paths, ReadPaths(f.paths));
       Result<query::BlackBoxEvents> made = query::BlackBoxEvents::Make(trace, paths.paths);
@@ -134,13 +135,14 @@ Status RunQuery(const QueryFlags& f) {
     if (*interval <= 0)
       return Status::InvalidArgument("--interval must be positive, not {}", f.interval);
     evaluate.interval = *interval;
-    evaluate.origin = trace.StartTime();
   }
   if (!f.plot.empty() && evaluate.interval == 0)
     return Status::InvalidArgument("--plot draws a time series: give --interval too (e.g. 1s)");
   // A bad query is a diagnostic with its line, column and caret; report it before the
-  // (possibly large) paths file is read.
+  // (possibly large) trace and paths are read.
   WEFT_ASSIGN_OR_RETURN(query::Program program, query::ParseProgram(text, source));
+  WEFT_ASSIGN_OR_RETURN(Trace trace, LoadTrace(f.trace));
+  if (evaluate.interval > 0) evaluate.origin = trace.StartTime();
   WEFT_ASSIGN_OR_RETURN(PathsFile paths, ReadPaths(f.paths));
   if (!paths.graph.empty()) {
     return Status::InvalidArgument(
@@ -161,6 +163,17 @@ Status RunQuery(const QueryFlags& f) {
     result = query::RunOffline(compiled, events, evaluate);
   }
 
+  std::string out = query::FormatResult(result, format,
+                                        {.interval = evaluate.interval,
+                                         .origin = evaluate.origin,
+                                         .trace_fingerprint = paths.paths.trace_fingerprint});
+  if (f.output.empty() || f.output == "-") {
+    fmt::print("{}", out);
+    std::fflush(stdout);  // before any error about the chart on stderr
+  } else {
+    WEFT_RETURN_IF_ERROR(WriteFile(f.output, out));
+  }
+  // The chart after the result, so that a result the chart cannot draw is still shown.
   if (!f.plot.empty()) {
     // The title: the query on one line.
     std::string title;
@@ -175,15 +188,7 @@ Status RunQuery(const QueryFlags& f) {
             result, {.interval = evaluate.interval, .origin = evaluate.origin, .title = title}));
     WEFT_RETURN_IF_ERROR(WriteFile(f.plot, svg));
   }
-  std::string out = query::FormatResult(result, format,
-                                        {.interval = evaluate.interval,
-                                         .origin = evaluate.origin,
-                                         .trace_fingerprint = paths.paths.trace_fingerprint});
-  if (f.output.empty() || f.output == "-") {
-    fmt::print("{}", out);
-    return Status::Ok();
-  }
-  return WriteFile(f.output, out);
+  return Status::Ok();
 }
 
 }  // namespace

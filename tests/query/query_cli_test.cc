@@ -202,6 +202,19 @@ TEST_F(QueryCliTest, IntervalsAddUpToTheTotalAndPlot) {
             std::string::npos)
       << no_interval.output;
   EXPECT_FALSE(fs::exists(dir_ / "x.svg"));
+
+  // A last column that is not a number cannot be drawn; the result is still printed.
+  CommandRun strings = Query(
+      "'From d In Request Join q In First(Request) On q -> d Where d.procname == \"DB\" "
+      "GroupBy q.http.url Select COUNT, q.http.url' --interval 1s --plot " +
+      Path("y.svg"));
+  EXPECT_EQ(strings.rc, 1);
+  EXPECT_TRUE(strings.output.starts_with("interval  COUNT  http.url\n")) << strings.output;
+  EXPECT_NE(strings.output.find("\nweft query: cannot plot 'http.url': the last column is the "
+                                "y axis and must be a number"),
+            std::string::npos)
+      << strings.output;
+  EXPECT_FALSE(fs::exists(dir_ / "y.svg"));
 }
 
 TEST_F(QueryCliTest, ListsTracepointsWithTheTracesAttributes) {
