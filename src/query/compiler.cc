@@ -822,6 +822,13 @@ Result<std::shared_ptr<const CompiledQuery>> Compile(const Program& program,
   return Compiler(program, tracepoints, options).Run();
 }
 
+ReplayNeeds NeedsOf(const CompiledQuery& query) {
+  ReplayNeeds needs;
+  for (const auto& woven : query.advice) needs.tracepoints.push_back(!woven.empty());
+  needs.causality = query.units.size() > 1;
+  return needs;
+}
+
 std::vector<std::string> ResultColumns(const CompiledQuery& query) {
   std::vector<std::string> names;
   for (const EmitSpec::Column& c : query.emit.columns) names.push_back(c.name);
