@@ -195,6 +195,11 @@ class Compiler {
     int32_t s = int32_t(scopes_.size());
     scopes_.push_back({});
     scopes_[s].query = &query;
+    if (query.from.subquery != nullptr) {
+      return Fail(
+          query.from.where,
+          "From reads tracepoints; join the subquery instead (Join x In (From ...) On x -> ...)");
+    }
     WEFT_ASSIGN_OR_RETURN(std::vector<uint32_t> from, ResolveTracepoints(query.from));
     int32_t root = NewUnit(query.from_alias, std::move(from), s);
     scopes_[s].root = root;
