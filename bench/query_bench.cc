@@ -36,7 +36,8 @@ double MedianSeconds(int runs, Fn&& fn) {
   for (int r = 0; r < runs; ++r) {
     auto start = std::chrono::steady_clock::now();
     fn();
-    seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    seconds.push_back(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }
   std::sort(seconds.begin(), seconds.end());
   return seconds[seconds.size() / 2];
@@ -59,9 +60,11 @@ int Run(uint64_t messages, int runs) {
   Result<query::BlackBoxEvents> events = query::BlackBoxEvents::Make(*trace, paths);
   if (!events.ok()) Die(events.status());
 
-  fmt::print("query_bench: multitier trace, {} messages, {} instances; one thread, median of {} runs\n\n",
-             trace->size(), paths.instance_count(), runs);
-  fmt::print("{:<34} {:>9} {:>12} {:>11} {:>9}\n", "pass", "seconds", "events", "M events/s", "x read");
+  fmt::print(
+      "query_bench: multitier trace, {} messages, {} instances; one thread, median of {} runs\n\n",
+      trace->size(), paths.instance_count(), runs);
+  fmt::print("{:<34} {:>9} {:>12} {:>11} {:>9}\n", "pass", "seconds", "events", "M events/s",
+             "x read");
 
   // The baseline: read what a query reads, instance by instance.
   const TraceColumns& c = trace->columns();
@@ -74,7 +77,8 @@ int Run(uint64_t messages, int runs) {
       }
     }
   });
-  fmt::print("{:<34} {:>9.3f} {:>12} {:>11} {:>9}\n", "read instances (baseline)", read, "-", "-", "1.00");
+  fmt::print("{:<34} {:>9.3f} {:>12} {:>11} {:>9}\n", "read instances (baseline)", read, "-", "-",
+             "1.00");
 
   query::Execution execution;
   size_t steps = 0;
@@ -85,16 +89,18 @@ int Run(uint64_t messages, int runs) {
       steps += execution.steps.size();
     }
   });
-  fmt::print("{:<34} {:>9.3f} {:>12} {:>11} {:>9.2f}\n", "replay executions (no advice)", replay, steps,
-             "-", replay / read);
+  fmt::print("{:<34} {:>9.3f} {:>12} {:>11} {:>9.2f}\n", "replay executions (no advice)", replay,
+             steps, "-", replay / read);
 
   const NamedQuery queries[] = {
       {"requests per node", "From r In Request GroupBy r.node Select r.node, COUNT"},
       {"mean latency per node", "From r In Reply GroupBy r.node Select r.node, AVERAGE(r.latency)"},
       {"calls per tier by entry node",
-       "From c In Call Join q In First(Request) On q -> c GroupBy q.node, c.peer Select q.node, c.peer, COUNT"},
+       "From c In Call Join q In First(Request) On q -> c GroupBy q.node, c.peer Select q.node, "
+       "c.peer, COUNT"},
       {"bytes by the client's request",
-       "From s In Send Join q In First(Request) On q -> s GroupBy q.peer Select q.peer, SUM(s.bytes)"},
+       "From s In Send Join q In First(Request) On q -> s GroupBy q.peer Select q.peer, "
+       "SUM(s.bytes)"},
       {"slow visits by entry node",
        "From r In Reply Join q In First(Request) On q -> r Where r.latency > 1000000 "
        "GroupBy q.node, r.node Select q.node, r.node, COUNT, MAX(r.latency)"},

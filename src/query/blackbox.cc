@@ -191,7 +191,7 @@ void BlackBoxEvents::SetPartners(size_t instance) {
   }
 }
 
-void BlackBoxEvents::BuildExecution(size_t i, Execution& out) {
+void BlackBoxEvents::BuildExecution(size_t i, Execution& out, const ReplayNeeds& needs) {
   out.steps.clear();
   out.weight = paths_->probability[i];
   std::span<const MessageId> messages = paths_->InstanceMessages(i);
@@ -216,6 +216,28 @@ void BlackBoxEvents::BuildExecution(size_t i, Execution& out) {
     answer_[j] = p >= 0 && kind(j) == MessageKind::kReturn && kind(size_t(p)) == MessageKind::kCall;
     send_work_[j] = p < 0 ? client : work_of_[size_t(p)];
     work_of_[j] = answer_[j] ? send_work_[size_t(p)] : uint32_t(j);
+  }
+
+  auto fire = [&](uint32_t segment, uint32_t tracepoint, uint32_t event) {
+    if (needs.Wants(tracepoint))
+      out.steps.push_back({StepOp::kFire, segment, 0, tracepoint, event});
+  };
+  if (!needs.causality) {
+    // Every firing of the instance, in message order, in one segment.
+    out.segments = 1;
+    for (size_t j = 0; j < k; ++j) {
+      const MessageId m = messages[j];
+      if (c.send_time[m.value()] != kNoTime) {
+        if (kind(j) == MessageKind::kCall) fire(0, kCall, SendEvent(m));
+        if (answer_[j]) fire(0, kReply, SendEvent(m));
+        fire(0, kSend, SendEvent(m));
+      }
+      if (c.recv_time[m.value()] != kNoTime) {
+        fire(0, kReceive, ReceiveEvent(m));
+        if (!answer_[j] && kind(j) == MessageKind::kCall) fire(0, kRequest, ReceiveEvent(m));
+      }
+    }
+    return;
   }
 
   // Every work's items in its node's time order: sends at send time, answers at arrival
@@ -253,9 +275,6 @@ void BlackBoxEvents::BuildExecution(size_t i, Execution& out) {
 
   // Replays in depth-first order: a message sent is followed at once by everything it
   // caused on its receiver, then the sender's work goes on.
-  auto fire = [&](uint32_t segment, uint32_t tracepoint, uint32_t event) {
-    out.steps.push_back({StepOp::kFire, segment, 0, tracepoint, event});
-  };
   segment_.assign(k, 0);
   uint32_t next_segment = 1;
   stack_.clear();
@@ -364,11 +383,12 @@ TimeNs BlackBoxEvents::Time(uint32_t event) const {
 
 QueryResult RunOffline(std::shared_ptr<const CompiledQuery> query, BlackBoxEvents& events,
                        const EvaluateOptions& options) {
+  const ReplayNeeds needs = NeedsOf(*query);
   Evaluator evaluator(std::move(query), events, options);
   Execution execution;
   Progress progress("query", events.executions(), "requests");
   for (size_t i = 0; i < events.executions(); ++i) {
-    events.BuildExecution(i, execution);
+    events.BuildExecution(i, execution, needs);
     evaluator.Run(execution);
     progress.Update(i + 1);
   }

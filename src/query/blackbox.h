@@ -59,8 +59,9 @@ class BlackBoxEvents : public EventSource {
 
   const std::vector<Tracepoint>& tracepoints() const { return tracepoints_; }
   size_t executions() const { return paths_->instance_count(); }
-  // Instance i of the paths as an execution; `out` is reused to avoid allocation.
-  void BuildExecution(size_t i, Execution& out);
+  // Instance i of the paths as an execution; `out` is reused to avoid allocation. Only
+  // the firings `needs` wants; without causality, every firing in one segment.
+  void BuildExecution(size_t i, Execution& out, const ReplayNeeds& needs = {});
 
   Value Export(uint32_t tracepoint, uint32_t export_id, uint32_t event) const override;
   TimeNs Time(uint32_t event) const override;

@@ -195,6 +195,11 @@ class Compiler {
     int32_t s = int32_t(scopes_.size());
     scopes_.push_back({});
     scopes_[s].query = &query;
+    if (query.from.subquery != nullptr) {
+      return Fail(
+          query.from.where,
+          "From reads tracepoints; join the subquery instead (Join x In (From ...) On x -> ...)");
+    }
     WEFT_ASSIGN_OR_RETURN(std::vector<uint32_t> from, ResolveTracepoints(query.from));
     int32_t root = NewUnit(query.from_alias, std::move(from), s);
     scopes_[s].root = root;
@@ -820,6 +825,13 @@ Result<std::shared_ptr<const CompiledQuery>> Compile(const Program& program,
                                                      std::span<const Tracepoint> tracepoints,
                                                      const CompileOptions& options) {
   return Compiler(program, tracepoints, options).Run();
+}
+
+ReplayNeeds NeedsOf(const CompiledQuery& query) {
+  ReplayNeeds needs;
+  for (const auto& woven : query.advice) needs.tracepoints.push_back(!woven.empty());
+  needs.causality = query.units.size() > 1;
+  return needs;
 }
 
 std::vector<std::string> ResultColumns(const CompiledQuery& query) {

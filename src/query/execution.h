@@ -59,4 +59,16 @@ struct Execution {
   double weight = 1;
 };
 
+// What a query needs from a replay: the firings of which tracepoints (those with advice),
+// and whether the branches and joins between them matter (only when the query joins).
+// A source may leave out what is not needed.
+struct ReplayNeeds {
+  std::vector<bool> tracepoints;  // by tracepoint index; empty: all
+  bool causality = true;
+
+  bool Wants(uint32_t tracepoint) const {
+    return tracepoints.empty() || (tracepoint < tracepoints.size() && tracepoints[tracepoint]);
+  }
+};
+
 }  // namespace weft::query

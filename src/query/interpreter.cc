@@ -81,6 +81,7 @@ struct Evaluator::State {
   EvaluateOptions options;
   std::vector<Baggage> baggage;  // per segment of the current execution
   bool uses_baggage = false;
+  Baggage no_baggage;  // what advice sees when the query joins nothing
 
   std::vector<std::vector<Value>> rows;         // per unit
   std::vector<std::vector<Unpacked>> unpacked;  // per unit, per child
@@ -159,7 +160,6 @@ void Evaluator::State::Fire(const ExecutionStep& step) {
   const auto& woven = query->advice[step.tracepoint];
   if (woven.empty()) return;
   ++counters.events;
-  static Baggage no_baggage;
   Baggage& bag = uses_baggage ? baggage[step.segment] : no_baggage;
   for (const CompiledQuery::Woven& w : woven)
     RunUnit(w.unit, w.variant, step.tracepoint, step.event, bag);
@@ -177,6 +177,17 @@ void Evaluator::State::RunUnit(int32_t u, uint32_t variant, uint32_t tracepoint,
   ++counters.tuples_observed;
   for (const CompiledExpr& f : unit.filter_before_unpack) {
     if (!IsTrue(Evaluate(f, row))) return;
+  }
+  if (unit.children.empty()) {  // nothing to unpack: one row
+    for (const CompiledExpr& f : unit.filter) {
+      if (!IsTrue(Evaluate(f, row))) return;
+    }
+    if (u == 0) {
+      Emit(row, {}, 1, event);
+    } else {
+      Pack(u, row, {}, 1, bag);
+    }
+    return;
   }
   std::vector<Unpacked>& children = unpacked[size_t(u)];
   for (size_t c = 0; c < unit.children.size(); ++c) {

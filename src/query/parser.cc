@@ -7,6 +7,7 @@
 // `+` is a tree 300 high, which later passes would walk recursively).
 #include "query/parser.h"
 
+#include <absl/container/flat_hash_map.h>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -251,12 +252,11 @@ class Parser {
       statement.where = Peek().where;
       if (At(TokenKind::kIdentifier) && Peek(1).kind == TokenKind::kAssign) {
         statement.name = std::string(Peek().text);
-        for (const Statement& earlier : program->statements) {
-          if (earlier.name == statement.name) {
-            Fail(statement.where, fmt::format("query '{}' is already defined at line {}",
-                                              statement.name, earlier.where.line));
-            return;
-          }
+        auto [earlier, added] = name_lines_.try_emplace(statement.name, statement.where.line);
+        if (!added) {
+          Fail(statement.where, fmt::format("query '{}' is already defined at line {}",
+                                            statement.name, earlier->second));
+          return;
         }
         Next();
         Next();
@@ -868,6 +868,7 @@ class Parser {
   int depth_ = 0;
   AggregateContext aggregates_ = AggregateContext::kAllowed;
   std::optional<Diagnostic> error_;
+  absl::flat_hash_map<std::string, uint32_t> name_lines_;  // named queries and their lines
 };
 
 }  // namespace

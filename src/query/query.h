@@ -41,6 +41,8 @@ Result<std::shared_ptr<const CompiledQuery>> Compile(const Program& program,
 std::string ExplainAdvice(const CompiledQuery& query);
 // The result's column names.
 std::vector<std::string> ResultColumns(const CompiledQuery& query);
+// Which tracepoints have advice, and whether the query joins (needs happened-before).
+ReplayNeeds NeedsOf(const CompiledQuery& query);
 
 struct EvaluateOptions {
   TimeNs interval = 0;  // > 0: one set of rows per interval of event time

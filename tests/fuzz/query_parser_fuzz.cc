@@ -140,7 +140,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto program = weft::query::ParseProgram(text);
   if (!program.ok()) {
     // "query:LINE:COL: message", then the line and the caret.
-    const std::string& message = program.status().message();
+    std::string message = program.status().message();
     Check(message.starts_with("query:"), "diagnostic without its source", message);
     Check(message.find('\n') != std::string::npos, "diagnostic without its line", message);
     Check(message.ends_with("^"), "diagnostic without its caret", message);

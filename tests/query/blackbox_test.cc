@@ -198,6 +198,27 @@ TEST(BlackBoxTest, SequentialCallsSeeEachOthersReplies) {
   // Reusing the execution gives the same script, not one appended to the last.
   events->BuildExecution(0, e);
   EXPECT_EQ(Script(*events, e), want);
+
+  // A query with advice at Request alone: the rest of the script stays.
+  ReplayNeeds needs;
+  needs.tracepoints.assign(5, false);
+  needs.tracepoints[Find(events->tracepoints(), "Request")] = true;
+  events->BuildExecution(0, e, needs);
+  ExpectWellFormed(e);
+  EXPECT_EQ(Script(*events, e),
+            (std::vector<std::string>{"branch 0>1", "fire 1 Request m0", "branch 1>2",
+                                      "fire 2 Request m1", "branch 2>3", "join 1<3", "branch 1>4",
+                                      "fire 4 Request m3", "branch 4>5", "join 1<5", "branch 1>6",
+                                      "join 0<6"}));
+  // One that joins nothing: every wanted firing, in message order, in segment 0.
+  needs.tracepoints[Find(events->tracepoints(), "Reply")] = true;
+  needs.causality = false;
+  events->BuildExecution(0, e, needs);
+  ExpectWellFormed(e);
+  EXPECT_EQ(e.segments, 1u);
+  EXPECT_EQ(Script(*events, e),
+            (std::vector<std::string>{"fire 0 Request m0", "fire 0 Request m1", "fire 0 Reply m2",
+                                      "fire 0 Request m3", "fire 0 Reply m4", "fire 0 Reply m5"}));
 }
 
 TEST(BlackBoxTest, ParallelCallsDoNotSeeEachOthersReplies) {

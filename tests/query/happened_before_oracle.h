@@ -88,8 +88,8 @@ class HappenedBeforeOracle {
   using Values = std::map<std::string, Value>;
   struct Row {
     Values values;
-    size_t fire = 0;             // the event that made it
-    std::vector<size_t> order;   // then the order of what it joined
+    size_t fire = 0;            // the event that made it
+    std::vector<size_t> order;  // then the order of what it joined
   };
   struct Fire {
     uint32_t tracepoint, event;
@@ -147,7 +147,8 @@ class HappenedBeforeOracle {
       for (const Row& r : Stream(sub, sub.from_alias)) {
         if (sub.where_clause && !Truth(Eval(*sub.where_clause, r.values))) continue;
         Row out{{}, r.fire, r.order};
-        for (const SelectItem& item : sub.select) out.values[alias + "." + item.name] = Eval(*item.expr, r.values);
+        for (const SelectItem& item : sub.select)
+          out.values[alias + "." + item.name] = Eval(*item.expr, r.values);
         rows.push_back(std::move(out));
       }
       return rows;
@@ -157,7 +158,8 @@ class HappenedBeforeOracle {
       Row own{{}, f, {}};
       const auto& exports = tracepoints_[fires_[f].tracepoint].exports;
       for (size_t k = 0; k < exports.size(); ++k) {
-        own.values[alias + "." + exports[k]] = events_.Export(fires_[f].tracepoint, uint32_t(k), fires_[f].event);
+        own.values[alias + "." + exports[k]] =
+            events_.Export(fires_[f].tracepoint, uint32_t(k), fires_[f].event);
       }
       std::vector<Row> partial{own};
       for (const Join& j : query.joins) {
@@ -169,7 +171,8 @@ class HappenedBeforeOracle {
         std::stable_sort(before.begin(), before.end(), [](const Row& a, const Row& b) {
           return std::tie(a.fire, a.order) < std::tie(b.fire, b.order);
         });
-        size_t n = j.filter == TemporalFilter::kFirst || j.filter == TemporalFilter::kMostRecent ? 1 : j.n;
+        size_t n =
+            j.filter == TemporalFilter::kFirst || j.filter == TemporalFilter::kMostRecent ? 1 : j.n;
         if (j.filter != TemporalFilter::kAll && before.size() > n) {
           bool first = j.filter == TemporalFilter::kFirst || j.filter == TemporalFilter::kFirstN;
           before = first ? std::vector<Row>(before.begin(), before.begin() + long(n))
@@ -200,8 +203,9 @@ class HappenedBeforeOracle {
 
   void Emit(const Values& row, double weight) {
     aggregated_ = !query_.group_by.empty() ||
-                  std::any_of(query_.select.begin(), query_.select.end(),
-                              [](const SelectItem& i) { return i.expr->kind == ExprKind::kAggregate; });
+                  std::any_of(query_.select.begin(), query_.select.end(), [](const SelectItem& i) {
+                    return i.expr->kind == ExprKind::kAggregate;
+                  });
     std::vector<Value> key;
     if (aggregated_) {
       for (const ExprPtr& g : query_.group_by) key.push_back(Eval(*g, row));
@@ -227,14 +231,17 @@ class HappenedBeforeOracle {
   }
 
   static bool Truth(const Value& v) {
-    return v.type == ValueType::kInt ? v.i != 0 : v.type == ValueType::kFloat ? v.f != 0 : !v.s.empty();
+    return v.type == ValueType::kInt     ? v.i != 0
+           : v.type == ValueType::kFloat ? v.f != 0
+                                         : !v.s.empty();
   }
 
   // The generated queries use integers, strings, + - and comparisons.
   Value Eval(const Expr& e, const Values& row) const {
     switch (e.kind) {
       case ExprKind::kLiteral:
-        return e.literal_type == LiteralType::kString ? Value::String(e.string_value) : Value::Int(e.int_value);
+        return e.literal_type == LiteralType::kString ? Value::String(e.string_value)
+                                                      : Value::Int(e.int_value);
       case ExprKind::kVariable: {
         auto it = row.find(e.alias + "." + e.field);
         return it == row.end() ? Value::Null() : it->second;
@@ -282,10 +289,12 @@ class HappenedBeforeOracle {
   const EventSource& events_;
   std::vector<Fire> fires_;
   std::map<std::pair<const Query*, std::string>, std::vector<Row>> streams_;  // per Run
-  std::map<std::vector<Value>, Group, bool (*)(const std::vector<Value>&, const std::vector<Value>&)> groups_{
-      [](const std::vector<Value>& a, const std::vector<Value>& b) {
-        return std::lexicographical_compare(a.begin(), a.end(), b.begin(), b.end(),
-                                            [](const Value& x, const Value& y) { return CompareValues(x, y) < 0; });
+  std::map<std::vector<Value>, Group,
+           bool (*)(const std::vector<Value>&, const std::vector<Value>&)>
+      groups_{[](const std::vector<Value>& a, const std::vector<Value>& b) {
+        return std::lexicographical_compare(
+            a.begin(), a.end(), b.begin(), b.end(),
+            [](const Value& x, const Value& y) { return CompareValues(x, y) < 0; });
       }};
   bool aggregated_ = false;
 };

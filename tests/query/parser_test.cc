@@ -5,6 +5,8 @@
 
 #include <string>
 
+#include "query/lexer.h"
+
 namespace weft::query {
 namespace {
 
@@ -96,6 +98,41 @@ using Names = std::vector<std::string>;
 void ExpectAt(SourceLocation where, uint32_t line, uint32_t column) {
   EXPECT_EQ(where.line, line);
   EXPECT_EQ(where.column, column);
+}
+
+// ---- tokens
+
+TEST(LexerTest, TokensKeepTheirPositionAndSpelling) {
+  std::vector<Token> tokens;
+  ASSERT_FALSE(Tokenize("from r\r\n  IN A.b -- note\n# more\n\tWhere r.x>=-2.5e1--1\n", &tokens));
+  struct Expected {
+    TokenKind kind;
+    std::string_view text;
+    uint32_t line, column, offset;
+  };
+  std::vector<Expected> expected = {
+      {TokenKind::kKeyword, "from", 1, 1, 0},   {TokenKind::kIdentifier, "r", 1, 6, 5},
+      {TokenKind::kKeyword, "IN", 2, 3, 10},    {TokenKind::kIdentifier, "A", 2, 6, 13},
+      {TokenKind::kDot, ".", 2, 7, 14},         {TokenKind::kIdentifier, "b", 2, 8, 15},
+      {TokenKind::kKeyword, "Where", 4, 2, 33}, {TokenKind::kIdentifier, "r", 4, 8, 39},
+      {TokenKind::kDot, ".", 4, 9, 40},         {TokenKind::kIdentifier, "x", 4, 10, 41},
+      {TokenKind::kGe, ">=", 4, 11, 42},        {TokenKind::kMinus, "-", 4, 13, 44},
+      {TokenKind::kFloat, "2.5e1", 4, 14, 45},  {TokenKind::kEnd, "", 5, 1, 54},
+  };
+  ASSERT_EQ(tokens.size(), expected.size());
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    SCOPED_TRACE(i);
+    EXPECT_EQ(tokens[i].kind, expected[i].kind);
+    EXPECT_EQ(tokens[i].text, expected[i].text);
+    EXPECT_EQ(tokens[i].where.line, expected[i].line);
+    EXPECT_EQ(tokens[i].where.column, expected[i].column);
+    EXPECT_EQ(tokens[i].where.offset, expected[i].offset);
+  }
+  EXPECT_EQ(tokens[0].keyword, Keyword::kFrom);
+  EXPECT_EQ(tokens[12].float_value, 25.0);
+  EXPECT_EQ(KeywordOf("mostRecentN"), Keyword::kMostRecentN);
+  EXPECT_EQ(KeywordOf("Request"), Keyword::kNone);
+  EXPECT_EQ(UnescapeString(R"("a\"b\\c\n")"), "a\"b\\c\n");
 }
 
 // ---- the paper's queries (Pivot Tracing §2 and §6), verbatim
