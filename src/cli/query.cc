@@ -217,9 +217,11 @@ void AddQueryCommand(CLI::App& app, Status& result) {
       "  weft query mt.weft mt.paths.json --interval 1s --plot db.svg 'From d In Request\n"
       "      Join q In First(Request) On q -> d Where d.node == \"DB\" GroupBy q.node\n"
       "      Select q.node, COUNT'\n"
-      "  # on a captured run (capture, reconcile --nodes process, infer): db calls per URL\n"
+      "  # on a captured run (capture, reconcile --nodes process, infer) whose database is\n"
+      "  # the program postgres: database calls per URL\n"
       "  weft query run.weft run.paths.json 'From d In Request Join q In First(Request)\n"
-      "      On q -> d Where d.procname == \"db\" GroupBy q.http.url Select q.http.url, COUNT'\n"
+      "      On q -> d Where d.procname == \"postgres\" GroupBy q.http.url\n"
+      "      Select q.http.url, COUNT'\n"
       "  weft query mt.weft mt.paths.json -f query.pq --format csv -o result.csv\n"
       "  weft query mt.weft mt.paths.json --explain 'From c In Call Join q In Request\n"
       "      On q -> c Where q.node == \"WS1\" GroupBy c.peer Select c.peer, COUNT'\n");

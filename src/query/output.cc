@@ -465,8 +465,14 @@ Result<std::string> PlotResultSvg(const QueryResult& result, const PlotOptions& 
 
   const double left = 8 + 16 + 8 + y_label_width + 8;  // margin, y title, gap, labels, gap
   const double plot_right = left + kPlotWidth;
+  // The legend names the group's columns above its entries.
+  std::string legend_heading;
+  for (size_t c = 0; c + 1 < result.columns.size(); ++c)
+    legend_heading += (c > 0 ? ", " : "") + result.columns[c];
+  legend_heading = Shorten(legend_heading, kMaxLabelChars + 4);
+  const double legend_top = kTop + 8 + (legend_heading.empty() ? 0 : kLegendRow);
   std::vector<std::string> legend;
-  double legend_width = 0;
+  double legend_width = TextWidth(legend_heading);
   for (const Series& s : series) {
     legend.push_back(Shorten(s.label, kMaxLabelChars));
     legend_width = std::max(legend_width, 28 + TextWidth(legend.back()));
@@ -477,7 +483,7 @@ Result<std::string> PlotResultSvg(const QueryResult& result, const PlotOptions& 
   width = std::max(width, 16 + TextWidth(title) * 14.0 / 12.0);
   width = std::max(width, left + TextWidth(x_title) + kRight);
   const double height =
-      std::max(kTop + kPlotHeight + kBottom, kTop + 8 + double(legend.size()) * kLegendRow + 8);
+      std::max(kTop + kPlotHeight + kBottom, legend_top + double(legend.size()) * kLegendRow + 8);
   auto sx = [&](double x) { return left + (x - x_axis.lo) / (x_axis.hi - x_axis.lo) * kPlotWidth; };
   auto sy = [&](double y) {
     return kTop + kPlotHeight - (y - y_axis.lo) / (y_axis.hi - y_axis.lo) * kPlotHeight;
@@ -542,10 +548,14 @@ Result<std::string> PlotResultSvg(const QueryResult& result, const PlotOptions& 
         d, colour, XmlEscape(series[g].label));
   }
   // The legend, right of the plot, in the order of the groups' totals.
+  if (!legend_heading.empty()) {
+    out += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" font-weight=\"bold\">{}</text>\n", legend_x,
+                       legend_top - kLegendRow + 4, XmlEscape(legend_heading));
+  }
   for (size_t g = 0; g < series.size(); ++g) {
     const char* colour =
         has_other && g + 1 == series.size() ? kOtherColour : kColours[g % std::size(kColours)];
-    double y = kTop + 8 + double(g) * kLegendRow;
+    double y = legend_top + double(g) * kLegendRow;
     out += fmt::format(
         "<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"{}\" "
         "stroke-width=\"3\"/>\n",
