@@ -3,8 +3,9 @@
 //
 // Every format shows the same rows. A query without aggregates yields distinct rows, each
 // with how many tuples made it (ResultRow::weight): when every weight is an integer, a row
-// of weight w is written w times, as the tuples were emitted; otherwise a last column
-// `weight` carries it, once per row. With an interval, a first column `interval` holds the
+// of weight w is written w times, as the tuples were emitted; otherwise, and always for a
+// weighted result (where a whole weight is a coincidence), a last column `weight` carries
+// it, once per row. With an interval, a first column `interval` holds the
 // interval's start in seconds since the origin.
 //
 // Weighted results (EvaluationCounters::weighted): tuples from statistically inferred path
