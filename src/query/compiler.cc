@@ -511,6 +511,17 @@ class Compiler {
       }
       emit.columns.push_back(std::move(column));
     }
+    // Two columns named alike ("q.http.url" and "r.http.url" are both "http.url") keep
+    // their alias.
+    for (size_t i = 0; i < query.select.size(); ++i) {
+      const SelectItem& item = query.select[i];
+      bool clash =
+          std::count_if(emit.columns.begin(), emit.columns.end(),
+                        [&](const EmitSpec::Column& c) { return c.name == item.name; }) > 1;
+      if (clash && item.expr->kind == ExprKind::kVariable && item.name == item.expr->field) {
+        emit.columns[i].name = item.expr->text;
+      }
+    }
     return Status::Ok();
   }
 

@@ -11,6 +11,7 @@
 #include <absl/container/flat_hash_map.h>
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 #include <span>
 
@@ -394,8 +395,10 @@ QueryResult Evaluator::Finish() && {
       } else {
         const PartialAggregate& p = s.group_aggregates[g * n_aggregates + size_t(c.aggregate)];
         switch (q.aggregates[size_t(c.aggregate)].op) {
-          case AggregateOp::kCount:
-            row.values.push_back(Value::Float(row.weight));
+          case AggregateOp::kCount:  // a whole number unless requests weigh less than 1
+            row.values.push_back(s.counters.weighted
+                                     ? Value::Float(row.weight)
+                                     : Value::Int(int64_t(std::llround(row.weight))));
             break;
           case AggregateOp::kSum:
             row.values.push_back(p.weight > 0 ? Value::Float(p.sum) : Value::Null());
