@@ -3,7 +3,7 @@
 // multitier trace inferred by nesting, against the same queries over its truth paths.
 // Per query: groups in the truth, groups missing from and extra in the inferred result,
 // and the largest relative error of any aggregate of a group both have.
-// docs/query-blackbox.md records the output.
+// docs/query.md ("The cost of a statistical algorithm's mistakes") records the output.
 //   query_accuracy [--scenario multitier] [--messages N] [--parallelism FACTOR] [--show]
 #include <fmt/format.h>
 
