@@ -6,20 +6,12 @@
 #include <optional>
 #include <string_view>
 
+#include "core/text.h"
+
 namespace weft::testbed {
 namespace {
 
 constexpr size_t kMaxChunkLine = 1024;  // a chunk size and its extensions
-
-char Lower(char c) { return c >= 'A' && c <= 'Z' ? char(c - 'A' + 'a') : c; }
-
-bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (Lower(a[i]) != Lower(b[i])) return false;
-  }
-  return true;
-}
 
 std::string_view TrimWhitespace(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
@@ -39,7 +31,7 @@ bool IsToken(std::string_view s) {
 }
 
 int HexDigit(char c) {
-  c = Lower(c);
+  c = AsciiLower(c);
   return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
 }
 

@@ -5,14 +5,14 @@
 #include <algorithm>
 #include <vector>
 
+#include "core/text.h"
+
 namespace weft::query {
 namespace {
 
 // A line longer than this is shown as a window around the caret.
 constexpr size_t kMaxShownLine = 160;
 constexpr size_t kWindowHalf = 70;
-
-char Lower(char c) { return c >= 'A' && c <= 'Z' ? char(c - 'A' + 'a') : c; }
 
 // Damerau-Levenshtein distance (the optimal string alignment variant: a swap of two
 // neighbours is one edit), ignoring case.
@@ -22,10 +22,10 @@ size_t EditDistance(std::string_view a, std::string_view b) {
   for (size_t i = 1; i <= a.size(); ++i) {
     current[0] = i;
     for (size_t j = 1; j <= b.size(); ++j) {
-      size_t cost = Lower(a[i - 1]) == Lower(b[j - 1]) ? 0 : 1;
+      size_t cost = AsciiLower(a[i - 1]) == AsciiLower(b[j - 1]) ? 0 : 1;
       current[j] = std::min({previous[j] + 1, current[j - 1] + 1, previous[j - 1] + cost});
-      if (i > 1 && j > 1 && Lower(a[i - 1]) == Lower(b[j - 2]) &&
-          Lower(a[i - 2]) == Lower(b[j - 1])) {
+      if (i > 1 && j > 1 && AsciiLower(a[i - 1]) == AsciiLower(b[j - 2]) &&
+          AsciiLower(a[i - 2]) == AsciiLower(b[j - 1])) {
         current[j] = std::min(current[j], before[j - 2] + 1);
       }
     }

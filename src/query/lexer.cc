@@ -9,6 +9,8 @@
 #include <system_error>
 #include <utility>
 
+#include "core/text.h"
+
 namespace weft::query {
 namespace {
 
@@ -17,15 +19,6 @@ constexpr uint64_t kTwoTo63 = uint64_t{1} << 63;
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 bool IsWordStart(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
 bool IsWordChar(char c) { return IsWordStart(c) || IsDigit(c); }
-char Lower(char c) { return c >= 'A' && c <= 'Z' ? char(c - 'A' + 'a') : c; }
-
-bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (Lower(a[i]) != Lower(b[i])) return false;
-  }
-  return true;
-}
 
 constexpr std::array<std::pair<std::string_view, Keyword>, 26> kKeywords = {{
     {"from", Keyword::kFrom},

@@ -8,6 +8,8 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "core/text.h"
+
 namespace weft::query {
 namespace {
 
@@ -282,30 +284,6 @@ constexpr const char* kColours[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2",
                                     "#59a14f", "#edc948", "#b07aa1", "#ff9da7",
                                     "#9c755f", "#17becf", "#8c564b", "#393b79"};
 constexpr const char* kOtherColour = "#9a9a9a";
-
-std::string XmlEscape(std::string_view text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        // XML 1.0 forbids most control characters even escaped.
-        out += (unsigned char)c < 0x20 && c != '\t' ? ' ' : c;
-    }
-  }
-  return out;
-}
 
 // At most `limit` code points, the last one "…" when cut.
 std::string Shorten(std::string_view text, size_t limit) {

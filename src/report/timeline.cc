@@ -7,35 +7,13 @@
 #include <cmath>
 #include <map>
 
+#include "core/text.h"
 #include "report/describe.h"
 
 namespace weft {
 namespace {
 
 std::string Ms(double ns) { return fmt::format("{:.3f}", ns / 1e6); }
-
-std::string XmlEscape(std::string_view text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
 
 }  // namespace
 
