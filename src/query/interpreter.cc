@@ -63,6 +63,11 @@ PartialAggregate Contribution(const Value& v, double weight) {
   return p;
 }
 
+// Equal tuples merge only while a slot holds at most this many: merging saves baggage, and
+// an unmerged duplicate is still counted right (rows weigh their multiplicities), so a
+// request with thousands of distinct tuples never pays a quadratic search.
+constexpr size_t kMergeLimit = 256;
+
 // What one child slot unpacked: its tuples, in order.
 struct Unpacked {
   std::vector<const Value*> values;
@@ -134,11 +139,19 @@ void Evaluator::Run(const Execution& execution) {
   ++s.counters.requests;
   s.request_baggage_max = 0;
   if (s.uses_baggage) {
-    if (s.baggage.size() < execution.segments) s.baggage.resize(execution.segments);
+    if (s.baggage.size() < std::max<size_t>(execution.segments, 1)) {
+      s.baggage.resize(std::max<size_t>(execution.segments, 1));
+    }
     s.baggage[0].Clear();
   }
   for (size_t i = 0; i < execution.steps.size(); ++i) {
     const ExecutionStep& step = execution.steps[i];
+    // A step naming a segment or tracepoint the execution does not have is ignored.
+    if (step.segment >= execution.segments ||
+        (step.op != StepOp::kFire && step.other >= execution.segments) ||
+        (step.op == StepOp::kFire && step.tracepoint >= s.query->advice.size())) {
+      continue;
+    }
     s.stamp = int64_t(i) << 24;
     switch (step.op) {
       case StepOp::kFire:
@@ -257,7 +270,7 @@ void Evaluator::State::Unpack(const Baggage& bag, int32_t child, Unpacked& out) 
     m.order.clear();
     for (const auto& [order, ref] : out.refs) {
       const auto& [t, i] = ref;
-      int64_t at = m.Find(t->Values(i));
+      int64_t at = m.size() <= kMergeLimit ? m.Find(t->Values(i)) : -1;
       if (at < 0) {
         m.Append(t->Values(i), t->Parts(i), t->mult[i], order);
       } else {
@@ -323,7 +336,7 @@ void Evaluator::State::Pack(int32_t u, const Value* row, std::span<const size_t>
   }
   PackedTuples& t =
       bag.Active(uint32_t(u), uint32_t(unit.outputs.size()), uint32_t(unit.partials.size()));
-  if (unit.mode == PackMode::kGrouped) {
+  if (unit.mode == PackMode::kGrouped && t.size() <= kMergeLimit) {
     int64_t at = t.Find(pack_values.data());
     if (at >= 0) {
       t.mult[size_t(at)] += mult;

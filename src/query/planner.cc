@@ -59,10 +59,10 @@ Status Compiler::PlaceConjuncts(int32_t s) {
 Status Compiler::PlanEmit(const Query& query) {
   EmitSpec& emit = out_->emit;
   const int32_t root = 0;
-  emit.aggregated =
-      !query.group_by.empty() ||
-      std::any_of(query.select.begin(), query.select.end(),
-                  [](const SelectItem& i) { return i.expr->kind == ExprKind::kAggregate; });
+  emit.aggregated = !query.group_by.empty() ||
+                    std::any_of(query.select.begin(), query.select.end(), [](const SelectItem& i) {
+                      return i.expr->kind == ExprKind::kAggregate;
+                    });
   for (const ExprPtr& g : query.group_by) {
     WEFT_ASSIGN_OR_RETURN(std::vector<Column> columns, ColumnsOf(*g, 0));
     for (const Column& c : columns) WEFT_RETURN_IF_ERROR(Require(root, c));
@@ -81,8 +81,7 @@ Status Compiler::PlanEmit(const Query& query) {
         if (query.group_by[k]->text == e.text) column.group_key = int32_t(k);
       }
       if (column.group_key < 0) {
-        return Fail(e.where,
-                    fmt::format("'{}' must be in GroupBy or inside an aggregate", e.text));
+        return Fail(e.where, fmt::format("'{}' must be in GroupBy or inside an aggregate", e.text));
       }
     } else {
       WEFT_ASSIGN_OR_RETURN(std::vector<Column> columns, ColumnsOf(e, 0));
@@ -96,9 +95,8 @@ Status Compiler::PlanEmit(const Query& query) {
   // their alias.
   for (size_t i = 0; i < query.select.size(); ++i) {
     const SelectItem& item = query.select[i];
-    bool clash =
-        std::count_if(emit.columns.begin(), emit.columns.end(),
-                      [&](const EmitSpec::Column& c) { return c.name == item.name; }) > 1;
+    bool clash = std::count_if(emit.columns.begin(), emit.columns.end(),
+                               [&](const EmitSpec::Column& c) { return c.name == item.name; }) > 1;
     if (clash && item.expr->kind == ExprKind::kVariable && item.name == item.expr->field) {
       emit.columns[i].name = item.expr->text;
     }
@@ -330,7 +328,7 @@ CompiledExpr Compiler::ColumnExpr(uint32_t column, const std::string& name) {
 }
 
 Result<CompiledExpr> Compiler::CompileExpr(const Expr& expr, int32_t scope,
-                                 const std::map<Column, uint32_t>& row) {
+                                           const std::map<Column, uint32_t>& row) {
   CompiledExpr out;
   out.text = expr.text;
   WEFT_RETURN_IF_ERROR(CompileNode(expr, scope, row, out).status());
@@ -340,7 +338,7 @@ Result<CompiledExpr> Compiler::CompileExpr(const Expr& expr, int32_t scope,
 }
 
 Result<int32_t> Compiler::CompileNode(const Expr& expr, int32_t scope,
-                            const std::map<Column, uint32_t>& row, CompiledExpr& out) {
+                                      const std::map<Column, uint32_t>& row, CompiledExpr& out) {
   CompiledExpr::Node node;
   node.kind = expr.kind;
   node.unary = expr.unary;

@@ -130,6 +130,31 @@ TEST(Baggage, BranchesSeeEachOtherOnlyAfterTheyJoin) {
   }
 }
 
+// Equal tuples merge in the baggage up to a limit on distinct ones (300 here), and stay
+// apart past it; the answer is the same either way.
+TEST(Baggage, ManyDistinctTuplesCountRight) {
+  HandEvents events;
+  events.Reserve(1000);
+  Script s;
+  for (int i = 0; i < 300; ++i) s.Fire(0, 0, events.Add("a", i % 100));
+  for (int i = 0; i < 300; ++i) s.Fire(0, 0, events.Add("a", 1000 + i));
+  uint32_t call = s.Branch(0);
+  for (int i = 0; i < 50; ++i) s.Fire(call, 0, events.Add("a", i));
+  s.Join(0, s.Branch(call)).Fire(0, 1, events.Add("b"));
+  std::vector<Execution> executions{s.Done()};
+  const std::string q = "From b In B Join a In A On a -> b GroupBy a.v Select a.v, COUNT";
+  Answer plain = Ask(q, AbcTracepoints(), events, executions, false);
+  Answer optimized = Ask(q, AbcTracepoints(), events, executions, true);
+  std::vector<std::string> rows = Rows(optimized.result);
+  EXPECT_EQ(Rows(plain.result), rows);
+  ASSERT_EQ(rows.size(), 400u);
+  EXPECT_EQ(rows[0], "0 4");
+  EXPECT_EQ(rows[49], "49 4");
+  EXPECT_EQ(rows[50], "50 3");
+  EXPECT_EQ(rows[399], "1299 1");
+  EXPECT_LT(optimized.result.counters.tuples_packed, plain.result.counters.tuples_packed);
+}
+
 TEST(Baggage, RequestsWeighByTheirProbability) {
   HandEvents events;
   events.Reserve(4);
