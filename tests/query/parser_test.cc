@@ -419,7 +419,8 @@ TEST(ParserTest, Literals) {
   EXPECT_EQ(s.literal_type, LiteralType::kString);
   EXPECT_EQ(s.string_value, "say \"hi\" \\ \n\tok");
   EXPECT_EQ(s.text, R"("say \"hi\" \\ \n\tok")");
-  const Expr& b = *ParseQuery("From x In A Where true").where_clause;
+  Query with_bool = ParseQuery("From x In A Where true");
+  const Expr& b = *with_bool.where_clause;
   EXPECT_EQ(b.literal_type, LiteralType::kBool);
   EXPECT_EQ(b.int_value, 1);
 }
@@ -434,7 +435,8 @@ TEST(ParserTest, DurationsAreNanoseconds) {
   EXPECT_EQ(Condition("x.l > 1.5s"), "(> x.l 1500000000)");
   EXPECT_EQ(Condition("x.l > 0.25ms"), "(> x.l 250000)");
   EXPECT_EQ(Condition("x.l > -30ms"), "(> x.l -30000000)");
-  const Expr& d = *ParseQuery("From x In A Where 30ms").where_clause;
+  Query with_duration = ParseQuery("From x In A Where 30ms");
+  const Expr& d = *with_duration.where_clause;
   EXPECT_EQ(d.literal_type, LiteralType::kInt);
   EXPECT_EQ(d.text, "30ms");
 }
