@@ -93,12 +93,16 @@ Status Compiler::PlanEmit(const Query& query) {
   }
   // Two columns named alike ("q.http.url" and "r.http.url" are both "http.url") keep
   // their alias.
+  std::vector<bool> clash(query.select.size());
   for (size_t i = 0; i < query.select.size(); ++i) {
-    const SelectItem& item = query.select[i];
-    bool clash = std::count_if(emit.columns.begin(), emit.columns.end(),
-                               [&](const EmitSpec::Column& c) { return c.name == item.name; }) > 1;
-    if (clash && item.expr->kind == ExprKind::kVariable && item.name == item.expr->field) {
-      emit.columns[i].name = item.expr->text;
+    for (size_t j = 0; j < query.select.size(); ++j) {
+      clash[i] = clash[i] || (i != j && emit.columns[i].name == emit.columns[j].name);
+    }
+  }
+  for (size_t i = 0; i < query.select.size(); ++i) {
+    const Expr& e = *query.select[i].expr;
+    if (clash[i] && e.kind == ExprKind::kVariable && query.select[i].name == e.field) {
+      emit.columns[i].name = e.text;
     }
   }
   return Status::Ok();
