@@ -85,6 +85,14 @@ TEST_F(Figure3, SelfJoin) {
   EXPECT_THAT(Query("From x In A Join y In A On y -> x Select y.id, x.id"), ElementsAre("a1 a2"));
 }
 
+TEST_F(Figure3, ColumnsAreNamedByFieldUnlessTheyClash) {
+  Answer answer =
+      Ask("From b In B Join a In A On a -> b GroupBy a.id, b.id, b.v "
+          "Select a.id, b.id, b.v, COUNT As n",
+          AbcTracepoints(), events_, executions_);
+  EXPECT_THAT(answer.result.columns, ElementsAre("a.id", "b.id", "v", "n"));
+}
+
 TEST_F(Figure3, Aggregates) {
   EXPECT_THAT(Query("From b In B Join a In A On a -> b Select COUNT"), ElementsAre("2"));
   EXPECT_THAT(Query("From b In B Join a In A On a -> b GroupBy b.id Select b.id, SUM(a.v)"),
