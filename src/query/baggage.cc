@@ -35,6 +35,12 @@ int64_t PackedTuples::Find(const Value* v) const {
   return -1;
 }
 
+size_t BaggageInstance::Tuples() const {
+  size_t n = 0;
+  for (const PackedTuples& slot : slots) n += slot.size();
+  return n;
+}
+
 void Baggage::Clear() {
   frozen_.clear();
   ClearActive();
@@ -42,7 +48,6 @@ void Baggage::Clear() {
 
 void Baggage::ClearActive() {
   active_.id = 0;
-  active_.tuples = 0;
   for (PackedTuples& slot : active_.slots) {
     slot.values.clear();
     slot.parts.clear();
@@ -52,8 +57,8 @@ void Baggage::ClearActive() {
 }
 
 size_t Baggage::tuples() const {
-  size_t n = active_.tuples;
-  for (const auto& instance : frozen_) n += instance->tuples;
+  size_t n = active_.Tuples();
+  for (const auto& instance : frozen_) n += instance->Tuples();
   return n;
 }
 
@@ -73,7 +78,7 @@ PackedTuples& Baggage::Active(uint32_t slot, uint32_t width, uint32_t partials) 
 }
 
 void Baggage::SplitInto(Baggage& branch) {
-  if (active_.tuples > 0) {
+  if (active_.Tuples() > 0) {
     frozen_.push_back(std::make_shared<const BaggageInstance>(active_));
     ClearActive();
   }
@@ -88,7 +93,7 @@ void Baggage::Join(const Baggage& other) {
   for (const auto& instance : other.frozen_) {
     if (!known(instance->id)) frozen_.push_back(instance);
   }
-  if (other.active_.tuples > 0 && !known(other.active_.id)) {
+  if (other.active_.Tuples() > 0 && !known(other.active_.id)) {
     // The branch's active instance ends with the branch: it is frozen as it joins. This
     // baggage's own active instance stays active (its tuples were packed on this side).
     frozen_.push_back(std::make_shared<const BaggageInstance>(other.active_));

@@ -48,20 +48,18 @@ struct PackedTuples {
 struct BaggageInstance {
   uint64_t id = 0;
   std::vector<PackedTuples> slots;  // by slot; sized on first pack
-  size_t tuples = 0;                // over all slots
+
+  size_t Tuples() const;  // over all slots
 };
 
 class Baggage {
  public:
   void Clear();
-  bool empty() const { return frozen_.empty() && active_.tuples == 0; }
   size_t tuples() const;  // over every instance and slot
 
   // The active instance's tuples of `slot`, for PACK to add to (it assigns the active
   // instance an id on first use).
   PackedTuples& Active(uint32_t slot, uint32_t width, uint32_t partials);
-  void Packed(size_t added) { active_.tuples += added; }
-  void Removed(size_t removed) { active_.tuples -= removed; }
 
   // Calls fn(const PackedTuples&) for `slot` in every instance that has some, frozen ones
   // in the order they joined, the active one last.

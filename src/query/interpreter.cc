@@ -347,11 +347,9 @@ void Evaluator::State::Pack(int32_t u, const Value* row, std::span<const size_t>
     }
   }
   t.Append(pack_values.data(), pack_parts.data(), mult, stamp++);
-  bag.Packed(1);
   ++counters.tuples_packed;
   if (unit.mode == PackMode::kRecent && t.size() > unit.n) {
     t.Erase(0);  // the oldest: tuples are appended in the order they were packed
-    bag.Removed(1);
   }
   request_baggage_max = std::max(request_baggage_max, bag.tuples());
 }
