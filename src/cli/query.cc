@@ -5,7 +5,6 @@
 
 #include <fmt/format.h>
 
-#include <cmath>
 #include <cstdio>
 
 #include "cli/command.h"
@@ -47,25 +46,6 @@ std::string FormatTracepoints(std::span<const query::Tracepoint> tracepoints) {
   return out;
 }
 
-// The same rows, values and weights (to rounding): the optimizer must not change answers.
-bool SameRows(const QueryResult& a, const QueryResult& b) {
-  if (a.columns != b.columns || a.rows.size() != b.rows.size()) return false;
-  for (size_t r = 0; r < a.rows.size(); ++r) {
-    const query::ResultRow &x = a.rows[r], &y = b.rows[r];
-    if (x.interval_start != y.interval_start || x.values.size() != y.values.size() ||
-        std::fabs(x.weight - y.weight) > 1e-9 * std::max(1.0, std::fabs(x.weight)))
-      return false;
-    for (size_t c = 0; c < x.values.size(); ++c) {
-      const query::Value &u = x.values[c], &v = y.values[c];
-      bool close =
-          u.is_number() && v.is_number() &&
-          std::fabs(u.AsDouble() - v.AsDouble()) <= 1e-9 * std::max(1.0, std::fabs(u.AsDouble()));
-      if (!close && query::CompareValues(u, v) != 0) return false;
-    }
-  }
-  return true;
-}
-
 std::string Reduction(double before, double after) {
   if (before <= 0) return "-";
   return fmt::format("{:.1f}%", 100.0 * (before - after) / before);
@@ -98,7 +78,7 @@ Result<QueryResult> Explain(const query::Program& program, query::BlackBoxEvents
              Reduction(b.baggage_tuples_mean, a.baggage_tuples_mean),
              Reduction(double(b.baggage_tuples_max), double(a.baggage_tuples_max)),
              Reduction(double(b.tuples_emitted), double(a.tuples_emitted)));
-  if (!SameRows(before, after))
+  if (!query::SameAnswer(before, after))
     fmt::print(stderr, "warning: the optimized and unoptimized plans gave different results\n");
   return no_optimize ? std::move(before) : std::move(after);
 }

@@ -39,4 +39,8 @@ struct QueryResult {
   EvaluationCounters counters;
 };
 
+// The same columns, rows and weights, values NearlyEqual: the optimized and unoptimized
+// plans of one query must give the same answer.
+bool SameAnswer(const QueryResult& a, const QueryResult& b);
+
 }  // namespace weft::query

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 
@@ -37,6 +38,14 @@ size_t HashValue(const Value& v) {
       return std::hash<std::string_view>()(v.s);
   }
   return 0;
+}
+
+bool NearlyEqual(const Value& a, const Value& b) {
+  if (a.is_number() && b.is_number()) {
+    double x = a.AsDouble(), y = b.AsDouble();
+    return std::fabs(x - y) <= 1e-9 * std::max(1.0, std::fabs(x));
+  }
+  return a == b;
 }
 
 std::string FormatValue(const Value& v) {

@@ -32,6 +32,9 @@ struct Value {
 bool operator==(const Value& a, const Value& b);
 int CompareValues(const Value& a, const Value& b);
 size_t HashValue(const Value& v);
+// Equal, or numbers within a relative 1e-9: what two evaluations that add the same
+// floating-point terms in another order give.
+bool NearlyEqual(const Value& a, const Value& b);
 
 // As output shows it: integers plainly, floats with up to 6 significant decimals (an
 // integral float as an integer), strings unquoted, null as "-".

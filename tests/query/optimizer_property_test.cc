@@ -4,7 +4,6 @@
 // every event (Figure 6a); and how many fewer tuples the optimized baggage carried.
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <random>
 
 #include "query/hand_events.h"
@@ -142,14 +141,6 @@ class RandomQueries {
   std::vector<std::string> aliases_, tracepoint_aliases_, vars_, numeric_;
 };
 
-bool SameValue(const Value& a, const Value& b) {
-  if (a.is_number() && b.is_number()) {
-    double x = a.AsDouble(), y = b.AsDouble();
-    return std::fabs(x - y) <= 1e-9 * std::max(1.0, std::fabs(x));
-  }
-  return a == b;
-}
-
 TEST(OptimizerProperty, OptimizedAndUnoptimizedAgreeOnRandomQueries) {
   RandomQueries random(20261124);
   HandEvents events;
@@ -171,7 +162,7 @@ TEST(OptimizerProperty, OptimizedAndUnoptimizedAgreeOnRandomQueries) {
     for (size_t i = 0; i < a.size(); ++i) {
       ASSERT_EQ(a[i].values.size(), b[i].values.size());
       for (size_t k = 0; k < a[i].values.size(); ++k) {
-        ASSERT_TRUE(SameValue(a[i].values[k], b[i].values[k]))
+        ASSERT_TRUE(NearlyEqual(a[i].values[k], b[i].values[k]))
             << q << "\nrow " << i << " column " << k << ": " << FormatValue(a[i].values[k])
             << " vs " << FormatValue(b[i].values[k]) << "\n"
             << plain.explain << optimized.explain;
@@ -195,7 +186,7 @@ TEST(OptimizerProperty, OptimizedAndUnoptimizedAgreeOnRandomQueries) {
     ASSERT_EQ(expected.size(), a.size()) << q << "\n" << plain.explain;
     for (size_t i = 0; i < a.size(); ++i) {
       for (size_t k = 0; k < a[i].values.size(); ++k) {
-        ASSERT_TRUE(SameValue(expected[i].values[k], a[i].values[k]))
+        ASSERT_TRUE(NearlyEqual(expected[i].values[k], a[i].values[k]))
             << q << "\nrow " << i << " column " << k << ": oracle "
             << FormatValue(expected[i].values[k]) << ", advice " << FormatValue(a[i].values[k])
             << "\n"
