@@ -23,10 +23,15 @@ using wire::BlockHeader;
 using wire::FileHeader;
 
 constexpr std::string_view kOpNames[] = {
-    "none",   "socket",   "socketpair", "pipe", "connect",  "accept",  "bind",     "listen",
-    "close",  "shutdown", "dup",        "read", "readv",    "write",   "writev",   "send",
-    "sendto", "sendmsg",  "sendmmsg",   "recv", "recvfrom", "recvmsg", "recvmmsg", "sendfile",
-    "poll",   "select",   "epoll_wait", "fork", "exec",     "thread"};
+    "none",       "socket",       "socketpair",  "pipe",        "connect",
+    "accept",     "bind",         "listen",      "close",       "shutdown",
+    "dup",        "read",         "readv",       "write",       "writev",
+    "send",       "sendto",       "sendmsg",     "sendmmsg",    "recv",
+    "recvfrom",   "recvmsg",      "recvmmsg",    "sendfile",    "poll",
+    "select",     "epoll_wait",   "fork",        "exec",        "thread",
+    "mutex_lock", "mutex_unlock", "cond_wait",   "cond_signal", "cond_broadcast",
+    "sem_post",   "sem_wait",     "wake_create", "wake_write",  "wake_read",
+    "timer_arm"};
 static_assert(std::size(kOpNames) == wire::kOpCount);
 
 template <typename T>
@@ -85,7 +90,7 @@ class BlockDecoder {
           return false;
         }
         auto c = Load<wire::CallRecord>(p);
-        if (c.op == wire::kOpNone || c.op >= wire::kOpCount) return false;
+        if (c.op == wire::kOpNone || c.op >= wire::kOpMutexLock) return false;
         if (!PlausibleTime(c.entry_ns) || !PlausibleTime(c.exit_ns)) return false;
         Event e{.op = static_cast<EventOp>(c.op)};
         e.tid = tid_;
@@ -111,6 +116,22 @@ class BlockDecoder {
         }
         log_.events.push_back(e);
         last_ = static_cast<int64_t>(log_.events.size()) - 1;
+        return true;
+      }
+      case wire::kSyncRecord: {
+        if (size < sizeof(wire::SyncRecord)) return false;
+        auto r = Load<wire::SyncRecord>(p);
+        if (r.op < wire::kOpMutexLock || r.op >= wire::kOpCount) return false;
+        if (!PlausibleTime(r.entry_ns) || !PlausibleTime(r.exit_ns)) return false;
+        Event e{.op = static_cast<EventOp>(r.op)};
+        e.tid = tid_;
+        e.entry_ns = r.entry_ns;
+        e.exit_ns = r.exit_ns;
+        e.result = r.result;
+        e.object = r.object;
+        e.second = r.second;
+        log_.events.push_back(e);
+        last_ = -1;  // a payload never follows a synchronisation record
         return true;
       }
       case wire::kEndpointRecord: {
@@ -299,6 +320,10 @@ std::string_view EventOpName(EventOp op) {
   return i < std::size(kOpNames) ? kOpNames[i] : "?";
 }
 
+bool IsSyncOp(EventOp op) {
+  return uint8_t(op) >= wire::kOpMutexLock && uint8_t(op) < wire::kOpCount;
+}
+
 bool IsSendOp(EventOp op) {
   switch (op) {
     case EventOp::kWrite:
@@ -440,7 +465,8 @@ std::string FormatEvent(const EventLog& log, const Event& e) {
   if (e.op == EventOp::kEndpoint) {
     const Endpoint& ep = log.endpoints[e.endpoint];
     constexpr std::string_view kKinds[] = {
-        "?", "tcp", "udp", "unix-stream", "unix-dgram", "unix-seqpacket", "pipe", "socket"};
+        "?",    "tcp",    "udp",     "unix-stream", "unix-dgram", "unix-seqpacket",
+        "pipe", "socket", "eventfd", "timerfd"};
     line += fmt::format(" fd {} by {} {} {} -> {}", e.fd, EventOpName(static_cast<EventOp>(e.arg)),
                         ep.kind < std::size(kKinds) ? kKinds[ep.kind] : "?",
                         FormatAddress(ep.local), FormatAddress(ep.peer));
@@ -458,6 +484,10 @@ std::string FormatEvent(const EventLog& log, const Event& e) {
     for (const auto& [key, value] : b.attributes)
       line += fmt::format(" {}=\"{}\"", key, Escaped(value));
     return line;
+  }
+  if (IsSyncOp(e.op)) {
+    return line + fmt::format(" {:#x} {:#x} = {} [{}]", e.object, e.second, e.result,
+                              FormatDuration(TimeNs(uint64_t(e.exit_ns) - uint64_t(e.entry_ns))));
   }
   line += fmt::format(" fd {} = {}", e.fd, e.result);
   if (e.arg != 0) line += fmt::format(" arg {}", e.arg);

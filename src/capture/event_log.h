@@ -60,8 +60,20 @@ enum class EventOp : uint8_t {
   kFork = wire::kOpFork,
   kExec = wire::kOpExec,
   kThread = wire::kOpThread,  // tid: the new thread; result: the thread that created it
-  kEndpoint = 100,            // not a call: an endpoint record (Event::endpoint says which)
-  kBoundary = 101,            // not a call: a protocol message ended (Event::boundary says which)
+  // Synchronisation (Event::object and Event::second say on what; event_log_format.h)
+  kMutexLock = wire::kOpMutexLock,
+  kMutexUnlock = wire::kOpMutexUnlock,
+  kCondWait = wire::kOpCondWait,
+  kCondSignal = wire::kOpCondSignal,
+  kCondBroadcast = wire::kOpCondBroadcast,
+  kSemPost = wire::kOpSemPost,
+  kSemWait = wire::kOpSemWait,
+  kWakeCreate = wire::kOpWakeCreate,
+  kWakeWrite = wire::kOpWakeWrite,
+  kWakeRead = wire::kOpWakeRead,
+  kTimerArm = wire::kOpTimerArm,
+  kEndpoint = 100,  // not a call: an endpoint record (Event::endpoint says which)
+  kBoundary = 101,  // not a call: a protocol message ended (Event::boundary says which)
 };
 
 // "send", "recvmsg", "endpoint", ...
@@ -115,7 +127,12 @@ struct Event {
   int32_t payload = kNone;    // index into EventLog::payloads (--payload-prefix)
   bool datagram = false;      // payload_hash is set
   uint64_t payload_hash = 0;  // datagrams: XXH3-64 of the bytes sent or received
+  uint64_t object = 0;        // synchronisation: the mutex, condition variable, semaphore
+  uint64_t second = 0;        // (addresses) or eventfd/timerfd; `second` as in SyncRecord
 };
+
+// A synchronisation call (kMutexLock ... kTimerArm).
+bool IsSyncOp(EventOp op);
 
 struct EventLogHeader {
   int32_t pid = 0;

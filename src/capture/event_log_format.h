@@ -68,6 +68,7 @@ enum RecordType : uint8_t {
   kPayloadRecord = 4,   // PayloadRecord: first bytes of the previous record's data
   kEndRecord = 5,       // EndRecord: the process image ended (exit or exec)
   kBoundaryRecord = 6,  // BoundaryRecord: a protocol message ended in a stream
+  kSyncRecord = 7,      // SyncRecord: a synchronisation call (hand-off evidence)
 };
 
 // The socket-API call a record describes. Values are part of the format.
@@ -103,7 +104,21 @@ enum Op : uint8_t {
   kOpExec = 28,       // written before the exec; a second one with -errno if it failed
   kOpThread = 29,     // pthread_create, logged by the new thread: entry = the creator's
                       // call entry, exit = the new thread's start, result = creator tid
-  kOpCount = 30,
+  // Synchronisation calls, in SyncRecords (object and second: see SyncRecord).
+  kOpMutexLock = 30,      // pthread_mutex_lock, or a trylock that took it (second 1)
+  kOpMutexUnlock = 31,    // pthread_mutex_unlock
+  kOpCondWait = 32,       // pthread_cond_wait/timedwait/clockwait; second = the mutex;
+                          // entry = the mutex released, exit = taken again
+  kOpCondSignal = 33,     // pthread_cond_signal
+  kOpCondBroadcast = 34,  // pthread_cond_broadcast
+  kOpSemPost = 35,        // sem_post
+  kOpSemWait = 36,        // sem_wait/timedwait/clockwait/trywait that took a unit
+  kOpWakeCreate = 37,     // eventfd (arg 0) or timerfd_create (arg 1): object = the fd
+  kOpWakeWrite = 38,      // a write to an eventfd: object = the fd, second = the value
+  kOpWakeRead = 39,       // a read of an eventfd or timerfd: second = the value read
+  kOpTimerArm = 40,       // timerfd_settime: object = the fd, second = first expiry
+                          // (CLOCK_MONOTONIC ns; 0: disarmed)
+  kOpCount = 41,
 };
 
 // Socket (or pipe) kinds, as the descriptor table and endpoint records know them.
@@ -116,6 +131,8 @@ enum SocketKind : uint8_t {
   kKindUnixSeqpacket = 5,
   kKindPipe = 6,
   kKindOtherSocket = 7,  // raw, netlink, packet, ...
+  kKindEventfd = 8,      // eventfd and timerfd: wake-ups, logged as SyncRecords, never
+  kKindTimerfd = 9,      // messages
 };
 
 // Address families in records (not the host's AF_ values, so the format is portable).
@@ -238,6 +255,22 @@ struct BoundaryRecord {
   uint32_t reserved;
 };
 static_assert(sizeof(BoundaryRecord) == 40);
+
+// A synchronisation call (preload/sync_calls.cc): the object handed over through, so that
+// reconcile can link the thread that handed work over to the one that took it. Objects are
+// the addresses of the mutex, condition variable or semaphore in the process (comparable
+// only within one program image), or the descriptor of an eventfd or timerfd.
+struct SyncRecord {
+  uint8_t type;    // kSyncRecord
+  uint8_t op;      // kOpMutexLock ... kOpTimerArm
+  uint16_t size;   // 40
+  int32_t result;  // 0, or -errno (a wait that timed out: -ETIMEDOUT)
+  int64_t entry_ns;
+  int64_t exit_ns;
+  uint64_t object;
+  uint64_t second;  // op-specific (Op above); 0 otherwise
+};
+static_assert(sizeof(SyncRecord) == 40);
 
 inline constexpr uint32_t kMaxRecordSize = 65528;  // fits uint16_t size, multiple of 8
 

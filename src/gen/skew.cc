@@ -87,7 +87,9 @@ Result<Trace> SkewTrace(const Trace& trace, const SkewOptions& options,
     builder.AddAttribute(a.message.value(), a.key, a.value);
   // A process link's time is on the clock of the host its two ends share: the creator's.
   for (ProcessLink link : trace.process_links()) {
-    if (!Shift(link.time, offset[link.from.value()], &link.time)) {
+    if (!Shift(link.time, offset[link.from.value()], &link.time) ||
+        (link.to_time != kNoTime &&
+         !Shift(link.to_time, offset[link.from.value()], &link.to_time))) {
       return Status::OutOfRange("process link at {}: shifted time overflows", link.time);
     }
     builder.AddProcessLink(link);

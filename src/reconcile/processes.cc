@@ -120,6 +120,21 @@ void AddProcessLinks(std::span<const capture::EventLog> logs, const BootOffsets&
       ++summary.threads_linked;
     }
   }
+  // Work handed from thread to thread inside one process (handoffs.h).
+  for (uint32_t i = 0; i < logs.size(); ++i) {
+    const TimeNs offset = boot_offsets.at(logs[i].header.boot_id);
+    for (const Handoff& h : FindHandoffs(logs[i], summary.handoffs)) {
+      if (h.from_tid <= 0 || h.to_tid <= 0) continue;
+      builder.AddProcessLink(ProcessLink{.time = h.from_time + offset,
+                                         .from = node_of(i, h.from_tid),
+                                         .from_thread = ThreadId(uint32_t(h.from_tid)),
+                                         .to = node_of(i, h.to_tid),
+                                         .to_thread = ThreadId(uint32_t(h.to_tid)),
+                                         .kind = ProcessLinkKind::kHandoff,
+                                         .to_time = std::max(h.to_time, h.from_time) + offset,
+                                         .ambiguous = h.ambiguous});
+    }
+  }
 }
 
 }  // namespace weft::reconcile

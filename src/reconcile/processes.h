@@ -26,8 +26,8 @@ void DateInheritedEndsFromFork(std::span<const capture::EventLog> logs,
                                const BootOffsets& boot_offsets, std::vector<ConnectionEnd>& ends);
 
 // Adds a process link per thread of each traced child (fork) or next image (exec), and one
-// per thread created with pthread_create, naming traced threads with `node_of`, and counts
-// them in `summary`.
+// per thread created with pthread_create, and one per hand-off between threads of a process
+// (handoffs.h), naming traced threads with `node_of`, and counts them in `summary`.
 void AddProcessLinks(std::span<const capture::EventLog> logs, const BootOffsets& boot_offsets,
                      const std::function<NodeId(uint32_t log, int32_t tid)>& node_of,
                      TraceBuilder& builder, ReconcileSummary& summary);

@@ -26,6 +26,7 @@
 
 #include "capture/event_log.h"
 #include "core/status.h"
+#include "reconcile/handoffs.h"
 #include "trace/clock_offsets.h"
 #include "trace/trace.h"
 
@@ -91,6 +92,9 @@ struct ReconcileSummary {
   uint64_t execs_linked = 0;
   // Threads created with pthread_create, each linked to the thread that created it.
   uint64_t threads_linked = 0;
+  // Work handed between threads through queues and wake-ups: each a HANDOFF link
+  // (handoffs.h).
+  HandoffCounts handoffs;
 
   std::string OneLine() const;  // "12345 events, 40 connections (18 matched, ...), ..."
   // ", 120 messages ended at protocol boundaries (http 80, redis 40)", or "" if none did.

@@ -29,6 +29,14 @@ std::string ReconcileSummary::OneLine() const {
          (threads_linked == 0 ? ""
                               : fmt::format(", {} threads linked to the threads that created them",
                                             threads_linked)) +
+         (handoffs.queue_items + handoffs.wakes == 0
+              ? ""
+              : fmt::format(", {} hand-offs between threads ({} queue items, {} of them taken "
+                            "while others waited; {} wake-ups, {} ambiguous; {} takes and {} "
+                            "items unpaired)",
+                            handoffs.queue_items + handoffs.wakes, handoffs.queue_items,
+                            handoffs.fifo_assumed, handoffs.wakes, handoffs.wakes_ambiguous,
+                            handoffs.takes_unexplained, handoffs.items_never_taken)) +
          (isolated_reads + held_reads + split_waits == 0
               ? ""
               : fmt::format(

@@ -58,7 +58,9 @@ constexpr uint32_t kFirstKind = 1;
 constexpr uint32_t kLastRequiredKind = 16;
 constexpr uint32_t kLastKind = 18;
 // A process link on disk: i64 time, u32 from node, u32 from thread, u32 to node, u32 to
-// thread, u8 kind, 7 zero bytes.
+// thread, u8 kind, u8 flags (1: ambiguous), u48 delay (HANDOFF: nanoseconds from `time` to
+// the take-over, 0 for the other kinds; 2^48 ns is 78 hours). Files from before hand-offs
+// have zeros there.
 constexpr size_t kProcessLinkSize = 32;
 constexpr size_t kKnownSectionCount = kLastKind - kFirstKind + 1;
 
@@ -149,6 +151,9 @@ std::string EncodeProcessLinks(std::span<const ProcessLink> links) {
     Store<uint32_t>(p + 16, l.to.value());
     Store<uint32_t>(p + 20, l.to_thread.value());
     p[24] = uint8_t(l.kind);
+    p[25] = l.ambiguous ? 1 : 0;
+    uint64_t delay = l.kind == ProcessLinkKind::kHandoff ? uint64_t(l.TakenAt() - l.time) : 0;
+    for (int b = 0; b < 6; ++b) p[26 + b] = uint8_t(delay >> (8 * b));
     p += kProcessLinkSize;
   }
   return out;
@@ -543,6 +548,12 @@ class Decoder {
       l.to = NodeId(Load<uint32_t>(p + 16));
       l.to_thread = ThreadId(Load<uint32_t>(p + 20));
       l.kind = ProcessLinkKind(p[24]);
+      l.ambiguous = (p[25] & 1) != 0;
+      if (l.kind == ProcessLinkKind::kHandoff) {
+        uint64_t delay = 0;
+        for (int b = 0; b < 6; ++b) delay |= uint64_t(p[26 + b]) << (8 * b);
+        l.to_time = TimeNs(uint64_t(l.time) + delay);
+      }
       p += kProcessLinkSize;
     }
     return links;

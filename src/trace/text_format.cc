@@ -109,14 +109,16 @@ Result<MessageKind> ParseOp(std::string_view op) {
   if (op == "RET_SENT") return MessageKind::kReturn;
   if (op == "MSG_SENT") return MessageKind::kMessage;
   return Status::InvalidArgument(
-      "unknown op '{}' (want CALL_SENT, RET_SENT, MSG_SENT, FORK, EXEC or THREAD)", op);
+      "unknown op '{}' (want CALL_SENT, RET_SENT, MSG_SENT, FORK, EXEC, THREAD or HANDOFF)", op);
 }
 
-// A process link line: "timestamp FORK|EXEC|THREAD from to stid=T rtid=U" (docs/formats.md).
+// A process link line: "timestamp FORK|EXEC|THREAD from to stid=T rtid=U", or
+// "timestamp HANDOFF from to stid=T rtid=U recv=TIMESTAMP [ambiguous=1]" (docs/formats.md).
 std::optional<ProcessLinkKind> ParseLinkOp(std::string_view op) {
   if (op == "FORK") return ProcessLinkKind::kFork;
   if (op == "EXEC") return ProcessLinkKind::kExec;
   if (op == "THREAD") return ProcessLinkKind::kThread;
+  if (op == "HANDOFF") return ProcessLinkKind::kHandoff;
   return std::nullopt;
 }
 
@@ -220,17 +222,27 @@ class TextParser {
     ProcessLink link{time, from, ThreadId(), to, ThreadId(), kind};
     if (time == kNoTime)
       return Status::InvalidArgument("a {} line needs a timestamp", ProcessLinkKindName(kind));
+    const bool handoff = kind == ProcessLinkKind::kHandoff;
     std::string_view token;
     while (tokens.Next(token)) {
       size_t eq = token.find('=');
       std::string_view key = token.substr(0, eq),
                        value = eq == std::string_view::npos ? "" : token.substr(eq + 1);
+      if (handoff && key == "recv" && eq != std::string_view::npos) {
+        WEFT_ASSIGN_OR_RETURN(link.to_time, ParseTimestamp(value));
+        continue;
+      }
+      if (handoff && token == "ambiguous=1") {
+        link.ambiguous = true;
+        continue;
+      }
       ThreadId* field = key == "stid"   ? &link.from_thread
                         : key == "rtid" ? &link.to_thread
                                         : nullptr;
       if (eq == std::string_view::npos || field == nullptr) {
-        return Status::InvalidArgument("'{}' on a {} line (want stid=N rtid=N)", token,
-                                       ProcessLinkKindName(kind));
+        return Status::InvalidArgument("'{}' on a {} line (want stid=N rtid=N{})", token,
+                                       ProcessLinkKindName(kind),
+                                       handoff ? " recv=TIME [ambiguous=1]" : "");
       }
       uint32_t thread;
       if (!ParseInt(value, thread)) return Status::InvalidArgument("bad value in {}", token);
@@ -239,6 +251,9 @@ class TextParser {
     if (!link.from_thread.valid() || !link.to_thread.valid()) {
       return Status::InvalidArgument("a {} line needs stid= and rtid= (non-zero)",
                                      ProcessLinkKindName(kind));
+    }
+    if (handoff && (link.to_time == kNoTime || link.to_time < link.time)) {
+      return Status::InvalidArgument("a HANDOFF line needs recv= at or after its timestamp");
     }
     builder_.AddProcessLink(link);
     return Status::Ok();
@@ -320,7 +335,12 @@ std::string FormatTextTrace(const Trace& trace) {
       AppendEscaped(out, trace.NodeName(l.from));
       out += ' ';
       AppendEscaped(out, trace.NodeName(l.to));
-      fmt::format_to(it, " stid={} rtid={}\n", l.from_thread.value(), l.to_thread.value());
+      fmt::format_to(it, " stid={} rtid={}", l.from_thread.value(), l.to_thread.value());
+      if (l.kind == ProcessLinkKind::kHandoff) {
+        fmt::format_to(it, " recv={}", FormatTimestamp(l.TakenAt()));
+        if (l.ambiguous) out += " ambiguous=1";
+      }
+      out += '\n';
     }
   };
   for (size_t i = 0; i < trace.size(); ++i) {

@@ -26,6 +26,8 @@ std::string_view ProcessLinkKindName(ProcessLinkKind kind) {
       return "EXEC";
     case ProcessLinkKind::kThread:
       return "THREAD";
+    case ProcessLinkKind::kHandoff:
+      return "HANDOFF";
   }
   return "?";
 }
@@ -104,6 +106,9 @@ Result<Trace> Trace::FromParts(NodeTable nodes, StringTable strings, TraceColumn
         !l.from_thread.valid() || !l.to_thread.valid() ||
         uint8_t(l.kind) >= kProcessLinkKindCount) {
       return Status::Corruption("process link {} has no time, an unknown node, thread or kind", i);
+    }
+    if (l.to_time != kNoTime && l.to_time < l.time) {
+      return Status::Corruption("process link {} is taken over before it was handed over", i);
     }
     if (i > 0 && process_links[i - 1].time > l.time) {
       return Status::Corruption("process link {} is out of time order", i);

@@ -41,11 +41,16 @@ struct Attribute {
 // `to_thread` of `to`: one link per thread of the new process (image). Or it created the
 // thread `to_thread` of its own process (pthread_create), named `to`: one link. `time` is
 // the fork, exec or pthread_create call's entry, on the clock of the host both run on.
+// Or it handed work to thread `to_thread` of its own process through memory (a HANDOFF:
+// a queue guarded by a mutex, a targeted condition-variable wake, a semaphore, an eventfd
+// or a timer, found by reconcile from captured synchronisation calls): at `time` the
+// producer let go of it, at `to_time` the consumer took it over.
 // Not a message: algorithms that read only messages never see links; those that follow
-// threads across process creation use them.
-enum class ProcessLinkKind : uint8_t { kFork = 0, kExec = 1, kThread = 2 };
-inline constexpr int kProcessLinkKindCount = 3;
-std::string_view ProcessLinkKindName(ProcessLinkKind kind);  // "FORK", "EXEC", "THREAD"
+// threads across process creation and hand-offs use them.
+enum class ProcessLinkKind : uint8_t { kFork = 0, kExec = 1, kThread = 2, kHandoff = 3 };
+inline constexpr int kProcessLinkKindCount = 4;
+// "FORK", "EXEC", "THREAD", "HANDOFF"
+std::string_view ProcessLinkKindName(ProcessLinkKind kind);
 
 struct ProcessLink {
   TimeNs time = kNoTime;
@@ -54,6 +59,14 @@ struct ProcessLink {
   NodeId to;
   ThreadId to_thread;
   ProcessLinkKind kind = ProcessLinkKind::kFork;
+  // HANDOFF: when the consumer took the work over (at or after `time`); kNoTime for the
+  // other kinds, whose new thread starts at `time`.
+  TimeNs to_time = kNoTime;
+  // HANDOFF: the evidence allowed another consumer too (several waiters, a wake-up that
+  // covered several hand-overs): the link is reconcile's best guess, and the requests it
+  // carries are marked.
+  bool ambiguous = false;
+  TimeNs TakenAt() const { return to_time == kNoTime ? time : to_time; }
 };
 
 // The columns of a trace; entry i of every vector describes message i.

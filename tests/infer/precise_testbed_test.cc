@@ -158,14 +158,35 @@ TEST_F(PreciseTestbedTest, ThreadPerConnectionIsExact) {
 }
 
 // vPath's dispatcher-worker model: exact for thread. For the forward scan the hand-off
-// is a hidden work queue: no request comes out whole.
-TEST_F(PreciseTestbedTest, WorkerPoolIsExactForThread) {
+// was a hidden work queue (BorderPatrol §4); the captured queue's HANDOFF links make it
+// visible, and fragment is exact too.
+TEST_F(PreciseTestbedTest, WorkerPoolIsExactForThreadAndFragment) {
   SKIP_UNDER_ASAN();
   Trace trace = CaptureRun("worker-pool");
   RequestOutcomes thread = Score(trace, InferThread);
   EXPECT_EQ(thread.exact, thread.requests);
   RequestOutcomes fragment = Score(trace, InferFragment);
-  EXPECT_EQ(fragment.exact, 0u);
+  EXPECT_EQ(fragment.exact, fragment.requests);
+}
+
+// The hand-off pool (a dispatcher queues each request for a worker that calls downstream
+// and queues it again for one that replies) and the staged server (a queue and a pool per
+// step, SEDA): the request moves between threads through std::mutex +
+// std::condition_variable queues. Reconcile pairs the queues' critical sections into
+// HANDOFF links; both precise algorithms follow them and get every request exact, and
+// none without them (docs/precise.md).
+TEST_F(PreciseTestbedTest, HandoffIsExactOnlyWithHandoffLinks) {
+  SKIP_UNDER_ASAN();
+  Trace trace = CaptureRun("handoff");
+  ExactOnlyWithLinks(trace, InferThread);
+  ExactOnlyWithLinks(trace, InferFragment);
+}
+
+TEST_F(PreciseTestbedTest, StagedIsExactOnlyWithHandoffLinks) {
+  SKIP_UNDER_ASAN();
+  Trace trace = CaptureRun("staged");
+  ExactOnlyWithLinks(trace, InferThread);
+  ExactOnlyWithLinks(trace, InferFragment);
 }
 
 // A single-threaded event loop that computes in the loop (service = "inline"): every
@@ -294,8 +315,7 @@ namespace {
 // --algo auto on each threading model of the front tier (docs/precise.md "auto"): the
 // algorithm ChooseAlgorithm picks, the counters it read and the sentence it gives. Counts
 // vary from run to run; which of them are 0 does not. The hand-off and staged models hand
-// each request to a worker through a queue, which neither precise algorithm can follow:
-// auto says so and falls back to linking.
+// each request to a worker through a queue, which thread follows by its HANDOFF links.
 struct AutoCase {
   const char* model;
   AutoAlgorithm expected;
@@ -368,11 +388,10 @@ INSTANTIATE_TEST_SUITE_P(
     EveryModel, AutoChoiceTestbedTest,
     ::testing::Values(AutoCase{"thread-per-connection", AutoAlgorithm::kThread},
                       AutoCase{"worker-pool", AutoAlgorithm::kThread},
-                      // The thread that calls downstream never replies and was started by
-                      // none that does: root_calls_from_servers, and the hidden work queue
-                      // fragment counts (docs/precise.md "auto").
-                      AutoCase{"handoff", AutoAlgorithm::kLinking},
-                      AutoCase{"staged", AutoAlgorithm::kLinking},
+                      // The thread that calls downstream never replies: it was handed the
+                      // request through a queue, whose HANDOFF link thread follows.
+                      AutoCase{"handoff", AutoAlgorithm::kThread},
+                      AutoCase{"staged", AutoAlgorithm::kThread},
                       AutoCase{"event-loop", AutoAlgorithm::kFragment},
                       AutoCase{"fork", AutoAlgorithm::kThread},
                       AutoCase{"spawn", AutoAlgorithm::kThread}),

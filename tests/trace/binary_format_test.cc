@@ -465,7 +465,7 @@ TEST(BinaryFormat, ProcessLinkErrors) {
   EXPECT_EQ(Split(EncodeBinaryTrace(*thread_link)).back().bytes,
             thread.back().bytes);  // written as read
   std::vector<Section> bad_kind = with;
-  bad_kind.back().bytes[24] = 3;
+  bad_kind.back().bytes[24] = 4;
   EXPECT_EQ(DecodeError(Assemble(bad_kind, 4, 3)),
             "t.weft: process link 0 has no time, an unknown node, thread or kind");
   std::vector<Section> bad_node = with;

@@ -132,8 +132,8 @@ TEST(ParseTextTrace, EmptyInputIsAnEmptyTrace) {
 
 TEST(ParseTextTrace, Errors) {
   EXPECT_EQ(ParseError("1.0 MSG_SENT a b\n\n1.1 CAL_SENT a b id1\n"),
-            "t.trace:3: unknown op 'CAL_SENT' (want CALL_SENT, RET_SENT, MSG_SENT, FORK, EXEC or "
-            "THREAD)");
+            "t.trace:3: unknown op 'CAL_SENT' (want CALL_SENT, RET_SENT, MSG_SENT, FORK, EXEC, "
+            "THREAD or HANDOFF)");
   EXPECT_EQ(ParseError("# x\n1.0 MSG_SENT a\n"),
             "t.trace:2: too few fields (want: timestamp op sender receiver [id] [key=value ...])");
   EXPECT_EQ(ParseError("1.0\n"),
@@ -279,9 +279,41 @@ TEST(FormatTextTrace, ProcessLinksRoundTrip) {
   EXPECT_EQ(ParseError("1.0 FORK a b stid=x rtid=2\n"), "t.trace:1: bad value in stid=x");
   EXPECT_EQ(ParseError("1.0 THREAD a a stid=1 rtid=0\n"),
             "t.trace:1: a THREAD line needs stid= and rtid= (non-zero)");
-  EXPECT_EQ(
-      ParseError("1.0 SPAWN a a stid=1 rtid=2\n"),
-      "t.trace:1: unknown op 'SPAWN' (want CALL_SENT, RET_SENT, MSG_SENT, FORK, EXEC or THREAD)");
+  EXPECT_EQ(ParseError("1.0 SPAWN a a stid=1 rtid=2\n"),
+            "t.trace:1: unknown op 'SPAWN' (want CALL_SENT, RET_SENT, MSG_SENT, FORK, EXEC, THREAD "
+            "or HANDOFF)");
+}
+
+// A HANDOFF line carries when the consumer took the work over (recv=) and whether the
+// link was a guess; both survive both encodings.
+TEST(FormatTextTrace, HandoffLinksRoundTrip) {
+  const std::string text =
+      "# weft text trace: timestamp op sender receiver id [key=value ...]\n"
+      "1.000000000 CALL_SENT c web - stid=7 rtid=1\n"
+      "1.000100000 HANDOFF web web stid=1 rtid=2 recv=1.000350000\n"
+      "1.000400000 HANDOFF web web stid=2 rtid=3 recv=1.000400000 ambiguous=1\n"
+      "1.000500000 CALL_SENT web db - stid=2\n";
+  Trace t = ParseOk(text);
+  ASSERT_EQ(t.process_links().size(), 2u);
+  const ProcessLink& queue = t.process_links()[0];
+  EXPECT_EQ(queue.kind, ProcessLinkKind::kHandoff);
+  EXPECT_EQ(queue.time, 1'000'100'000);
+  EXPECT_EQ(queue.TakenAt(), 1'000'350'000);
+  EXPECT_FALSE(queue.ambiguous);
+  EXPECT_TRUE(t.process_links()[1].ambiguous);
+  EXPECT_EQ(FormatTextTrace(t), text);
+  const std::string bytes = EncodeBinaryTrace(t);
+  Result<Trace> binary = DecodeBinaryTrace(
+      std::span(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()), "t.weft");
+  ASSERT_TRUE(binary.ok()) << binary.status().message();
+  EXPECT_EQ(FormatTextTrace(*binary), text);
+
+  EXPECT_EQ(ParseError("1.0 HANDOFF a a stid=1 rtid=2\n"),
+            "t.trace:1: a HANDOFF line needs recv= at or after its timestamp");
+  EXPECT_EQ(ParseError("2.0 HANDOFF a a stid=1 rtid=2 recv=1.0\n"),
+            "t.trace:1: a HANDOFF line needs recv= at or after its timestamp");
+  EXPECT_EQ(ParseError("1.0 FORK a a stid=1 rtid=2 recv=1.0\n"),
+            "t.trace:1: 'recv=1.0' on a FORK line (want stid=N rtid=N)");
 }
 
 }  // namespace

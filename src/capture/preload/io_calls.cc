@@ -78,6 +78,7 @@ ssize_t Read(int fd, void* buffer, size_t n) {
     if (kind == 0) CountUntracedIo();
     return Real().read(fd, buffer, n);
   }
+  if (kind >= wire::kKindEventfd) return WakeRead(fd, buffer, n);
   int64_t entry = BeginCall();
   ssize_t r = Real().read(fd, buffer, n);
   int error = errno;
@@ -182,6 +183,7 @@ WEFT_EXPORT ssize_t write(int fd, const void* buffer, size_t n) {
     if (kind == 0) CountUntracedIo();
     return Real().write(fd, buffer, n);
   }
+  if (kind >= wire::kKindEventfd) return WakeWrite(fd, buffer, n);
   int64_t entry = BeginCall();
   ssize_t r = Real().write(fd, buffer, n);
   int error = errno;

@@ -15,6 +15,7 @@ struct CaptureSettings {
   char preload_path[1024];  // this library, for LD_PRELOAD of exec'd programs
   char protocols[512];      // WEFT_PROTOCOLS: which streams get protocol processors
   bool isolate;             // WEFT_ISOLATE=1: event isolation (isolation.h)
+  int sync;                 // WEFT_SYNC=queues|all|off (runtime.h, SyncModes)
 };
 extern CaptureSettings g_settings;
 

@@ -367,6 +367,11 @@ __attribute__((constructor(101))) void Start() {
     const char* isolate = getenv("WEFT_ISOLATE");
     g_settings.isolate = isolate != nullptr && isolate[0] == '1';
     ConfigureIsolation(g_settings.isolate && ProtocolsEnabled());
+    const char* sync = getenv("WEFT_SYNC");
+    g_settings.sync = sync == nullptr            ? kSyncQueues
+                      : strcmp(sync, "all") == 0 ? kSyncAll
+                      : strcmp(sync, "off") == 0 ? kSyncOff
+                                                 : kSyncQueues;
     Dl_info info;
     if (dladdr(reinterpret_cast<void*>(&Start), &info) != 0 && info.dli_fname != nullptr) {
       CopyString(g_settings.preload_path, sizeof g_settings.preload_path, info.dli_fname);
@@ -401,6 +406,7 @@ uint8_t SocketKindOf(int domain, int type) {
 
 bool Logging() { return __atomic_load_n(&g_state, __ATOMIC_RELAXED) != kOff; }
 uint32_t PayloadPrefix() { return g_settings.payload_prefix; }
+int SyncMode() { return g_settings.sync; }
 
 namespace {
 
@@ -490,6 +496,12 @@ void LogDatagram(uint8_t op, int fd, int64_t entry, int64_t exit, long result, i
   alignas(8) uint8_t payload[sizeof(wire::PayloadRecord) + kMaxPayloadPrefix + 8];
   uint32_t payload_size = BuildPayload(payload, op, fd, data, iov, iovcnt, bytes);
   Append(record, size, payload, payload_size, entry);
+}
+
+void LogSync(uint8_t op, uint64_t object, uint64_t second, int64_t entry, int64_t exit,
+             int32_t result) {
+  wire::SyncRecord r{wire::kSyncRecord, op, sizeof r, result, entry, exit, object, second};
+  Append(&r, sizeof r, nullptr, 0, entry);
 }
 
 void LogEndpoint(uint8_t op, int fd, uint8_t kind, const struct sockaddr* peer,

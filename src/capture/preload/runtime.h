@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <stdint.h>
 #include <sys/socket.h>
+#include <sys/types.h>
 #include <sys/uio.h>
 #include <time.h>
 
@@ -103,6 +104,16 @@ void LogPairEndpoints(uint8_t op, const int fds[2], uint8_t kind, int64_t time);
 // The inode of the other end of the connected Unix socket with `inode` (unix_peer.cc), 0 if
 // the kernel cannot say.
 uint64_t UnixPeerInode(uint64_t inode);
+// A synchronisation call (sync_calls.cc): a SyncRecord.
+void LogSync(uint8_t op, uint64_t object, uint64_t second, int64_t entry, int64_t exit,
+             int32_t result);
+// What synchronisation is logged (WEFT_SYNC): mutexes only once a condition variable has
+// waited with them (the default), every mutex, or nothing.
+enum SyncModes : int { kSyncQueues = 0, kSyncAll = 1, kSyncOff = 2 };
+int SyncMode();
+// read and write on an eventfd or timerfd (io_calls.cc hands them over): a wake-up.
+ssize_t WakeRead(int fd, void* buffer, size_t n);
+ssize_t WakeWrite(int fd, const void* buffer, size_t n);
 // read/write family on a descriptor that is not traced: counted, not logged.
 void CountUntracedIo();
 

@@ -9,6 +9,7 @@
 #include "infer/fragment/fragment.h"
 
 #include <absl/container/flat_hash_map.h>
+#include <absl/container/flat_hash_set.h>
 
 #include <algorithm>
 #include <tuple>
@@ -19,8 +20,10 @@
 namespace weft {
 namespace {
 
-// At equal times: a reply read, then a fork or connect it led to, then the call it caused.
-enum class Step : uint8_t { kReceive, kProcessLink, kConnect, kSend };
+// At equal times: a reply read, then a hand-off, fork or connect it led to, then the call
+// it caused. A hand-off is two steps: the producer lets go (kHandOver), later the consumer
+// takes over (kTakeOver).
+enum class Step : uint8_t { kReceive, kHandOver, kTakeOver, kProcessLink, kConnect, kSend };
 
 // One input or output of a traced thread, a process link (fork, exec, thread) from one, or the
 // connect that opened the connection a call is the first message on.
@@ -80,9 +83,14 @@ Result<std::vector<ThreadEvent>> CollectThreadEvents(const Trace& trace) {
   }
   const std::span<const ProcessLink> links = trace.process_links();
   for (size_t k = 0; k < links.size(); ++k) {
-    const uint32_t from = links[k].from.value();
-    events.push_back(
-        {clock[from], from, links[k].from_thread, links[k].time, Step::kProcessLink, uint32_t(k)});
+    const ProcessLink& l = links[k];
+    const uint32_t from = l.from.value(), to = l.to.value();
+    if (l.kind != ProcessLinkKind::kHandoff) {
+      events.push_back({clock[from], from, l.from_thread, l.time, Step::kProcessLink, uint32_t(k)});
+      continue;
+    }
+    events.push_back({clock[from], from, l.from_thread, l.time, Step::kHandOver, uint32_t(k)});
+    events.push_back({clock[to], to, l.to_thread, l.TakenAt(), Step::kTakeOver, uint32_t(k)});
   }
   if (!threads) {
     return Status::InvalidArgument(
@@ -118,6 +126,13 @@ class FragmentScan {
         case Step::kProcessLink:
           Spawn(trace_.process_links()[e.message], {e.node, e.thread});
           break;
+        case Step::kHandOver:
+          handed_[e.message] = designation_[{e.node, e.thread}];
+          break;
+        case Step::kTakeOver:
+          TakeOver(trace_.process_links()[e.message], handed_[e.message]);
+          handed_.erase(e.message);
+          break;
         case Step::kConnect:
           if (const MessageId current = designation_[{e.node, e.thread}]; current.valid())
             connected_for_[e.message] = current;
@@ -136,6 +151,9 @@ class FragmentScan {
   int64_t server_calls_outside() const { return server_calls_outside_; }
   int64_t requests_spawned() const { return requests_spawned_; }
   int64_t ended_by_answer() const { return ended_by_answer_; }
+  int64_t handoffs_carrying() const { return handoffs_carrying_; }
+  int64_t ambiguous_carrying() const { return ambiguous_carrying_; }
+  int64_t handoffs_contradicted() const { return handoffs_contradicted_; }
 
  private:
   using Thread = std::pair<uint32_t, ThreadId>;  // (node, thread)
@@ -143,8 +161,27 @@ class FragmentScan {
   // §5.5: a spawned process's (thread's) initial fragment works for the request its
   // parent's thread was in at the fork, exec or thread creation.
   void Spawn(const ProcessLink& l, Thread from) {
-    const MessageId request = designation_[from];
+    Inherit({l.to.value(), l.to_thread}, designation_[from]);
+    requests_spawned_ += designation_[from].valid();
+  }
+
+  // A consumer takes over the request its producer worked for when it handed the work
+  // over: held like an inherited one, until the consumer's own next input or the
+  // request's answer. A reply it then sends to another request says the pairing was wrong
+  // (a queue that is not FIFO): counted.
+  void TakeOver(const ProcessLink& l, MessageId request) {
     const Thread to{l.to.value(), l.to_thread};
+    Inherit(to, request);
+    if (request.valid()) {
+      taken_over_.insert(to);
+      ++handoffs_carrying_;
+      ambiguous_carrying_ += l.ambiguous;
+    } else {
+      taken_over_.erase(to);
+    }
+  }
+
+  void Inherit(Thread to, MessageId request) {
     designation_[to] = request;
     if (request.valid()) {
       inherited_[to] = request;
@@ -152,7 +189,6 @@ class FragmentScan {
     } else {
       inherited_.erase(to);
     }
-    requests_spawned_ += request.valid();
   }
 
   void Receive(const ThreadEvent& e) {
@@ -172,6 +208,7 @@ class FragmentScan {
     auto held = inherited_.find(self);
     if (held != inherited_.end() && (kind != MessageKind::kReturn || held->second != current)) {
       inherited_.erase(held);
+      taken_over_.erase(self);
     }
   }
 
@@ -179,6 +216,12 @@ class FragmentScan {
     const MessageKind kind = c_.kind[e.message];
     if (kind == MessageKind::kReturn) {
       parent_[e.message] = call_of_[e.message];
+      const Thread self{e.node, e.thread};
+      if (taken_over_.contains(self)) {
+        auto held = inherited_.find(self);
+        handoffs_contradicted_ += held != inherited_.end() && call_of_[e.message].valid() &&
+                                  held->second != call_of_[e.message];
+      }
       EndInheritance(call_of_[e.message]);
       return;
     }
@@ -221,6 +264,11 @@ class FragmentScan {
   // Per request handed on by links: the threads it went to (some may have moved on since).
   absl::flat_hash_map<Thread, MessageId> inherited_;
   absl::flat_hash_map<uint32_t, std::vector<Thread>> heirs_;
+  // Per hand-off link handed over and not yet taken: the request handed.
+  absl::flat_hash_map<uint32_t, MessageId> handed_;
+  // Threads whose inherited request came through a hand-off.
+  absl::flat_hash_set<Thread> taken_over_;
+  int64_t handoffs_carrying_ = 0, ambiguous_carrying_ = 0, handoffs_contradicted_ = 0;
   int64_t outputs_without_request_ = 0, server_calls_outside_ = 0, requests_spawned_ = 0,
           ended_by_answer_ = 0;
 };
@@ -263,7 +311,10 @@ Result<FragmentInference> InferFragment(const Trace& trace) {
                             .witness_links_ambiguous = witnesses.ambiguous,
                             .witnesses_unmatched = witnesses.unlinked,
                             .process_links_carrying_requests = scan.requests_spawned(),
-                            .inherited_requests_ended_by_answer = scan.ended_by_answer()}};
+                            .inherited_requests_ended_by_answer = scan.ended_by_answer(),
+                            .handoffs_carrying_requests = scan.handoffs_carrying(),
+                            .ambiguous_handoffs_carrying_requests = scan.ambiguous_carrying(),
+                            .handoffs_contradicted_by_replies = scan.handoffs_contradicted()}};
 }
 
 }  // namespace weft

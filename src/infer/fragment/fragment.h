@@ -60,7 +60,10 @@ namespace weft {
 // server_calls_outside_fragments: of those, calls from nodes that serve requests (a
 // hidden hand-off); messages_in_cycles; witness_links, witness_links_ambiguous and
 // witnesses_unmatched (witness.h); process_links_carrying_requests;
-// inherited_requests_ended_by_answer.
+// inherited_requests_ended_by_answer; handoffs_carrying_requests (HANDOFF links that gave
+// their consumer a request), ambiguous_handoffs_carrying_requests (of them, links reconcile
+// marked as guesses), handoffs_contradicted_by_replies (a consumer answered a request other
+// than the one handed to it: the queue was not FIFO, or a hand-over was missed).
 struct FragmentCounters {
   int64_t instances = 0;
   int64_t messages_in_instances = 0;
@@ -72,6 +75,9 @@ struct FragmentCounters {
   int64_t witnesses_unmatched = 0;
   int64_t process_links_carrying_requests = 0;
   int64_t inherited_requests_ended_by_answer = 0;
+  int64_t handoffs_carrying_requests = 0;
+  int64_t ambiguous_handoffs_carrying_requests = 0;
+  int64_t handoffs_contradicted_by_replies = 0;
   // Name and value of each, in the order paths files and `weft paths` list them.
   CounterList List() const {
     return {{"instances", instances},
@@ -83,7 +89,10 @@ struct FragmentCounters {
             {"witness_links_ambiguous", witness_links_ambiguous},
             {"witnesses_unmatched", witnesses_unmatched},
             {"process_links_carrying_requests", process_links_carrying_requests},
-            {"inherited_requests_ended_by_answer", inherited_requests_ended_by_answer}};
+            {"inherited_requests_ended_by_answer", inherited_requests_ended_by_answer},
+            {"handoffs_carrying_requests", handoffs_carrying_requests},
+            {"ambiguous_handoffs_carrying_requests", ambiguous_handoffs_carrying_requests},
+            {"handoffs_contradicted_by_replies", handoffs_contradicted_by_replies}};
   }
 };
 using FragmentInference = Inference<FragmentCounters>;

@@ -23,6 +23,30 @@ struct Reply {
   MessageId request;  // the CALL it answers
 };
 
+// Where a thread began work: a request it read (`request`), or work another thread handed
+// it (`from` let go of it at `from_time`).
+struct Start {
+  TimeNs time;
+  MessageId request;
+  ThreadKey from;
+  TimeNs from_time;
+};
+
+void SortStarts(std::vector<Start>& starts) {
+  std::stable_sort(starts.begin(), starts.end(),
+                   [](const Start& a, const Start& b) { return a.time < b.time; });
+}
+
+// The thread's last start at or before `at`, or null.
+const Start* LatestStart(const absl::flat_hash_map<ThreadKey, std::vector<Start>>& starts,
+                         ThreadKey thread, TimeNs at) {
+  auto it = starts.find(thread);
+  if (it == starts.end()) return nullptr;
+  auto next = std::upper_bound(it->second.begin(), it->second.end(), at,
+                               [](TimeNs x, const Start& s) { return x < s.time; });
+  return next == it->second.begin() ? nullptr : &*(next - 1);
+}
+
 bool HasThreads(const TraceColumns& c) {
   for (size_t i = 0; i < c.size(); ++i) {
     if (c.sender_thread[i].valid() || c.receiver_thread[i].valid()) return true;
@@ -56,13 +80,17 @@ Result<ThreadInference> InferThread(const Trace& trace) {
   // it still owes the reply to one it read before works on two at once, which vPath's
   // assumption rules out (an event loop): counted, so a user (and --algo auto) can tell.
   absl::flat_hash_map<ThreadKey, std::vector<TimeNs>> read_requests;
+  absl::flat_hash_map<ThreadKey, std::vector<Start>> read_calls;  // the same, with the CALL
   for (size_t i = 0; i < trace.size(); ++i) {
     if (c.kind[i] == MessageKind::kCall && c.recv_time[i] != kNoTime &&
         c.receiver_thread[i].valid()) {
-      read_requests[{c.receiver[i].value(), c.receiver_thread[i]}].push_back(c.recv_time[i]);
+      const ThreadKey reader{c.receiver[i].value(), c.receiver_thread[i]};
+      read_requests[reader].push_back(c.recv_time[i]);
+      read_calls[reader].push_back({c.recv_time[i], MessageId(uint32_t(i)), {}, 0});
     }
   }
   for (auto& [thread, times] : read_requests) std::sort(times.begin(), times.end());
+  for (auto& [thread, starts] : read_calls) SortStarts(starts);
   int64_t overlapping = 0;
   for (const auto& [thread, owed] : replies) {
     auto it = read_requests.find(thread);
@@ -80,14 +108,38 @@ Result<ThreadInference> InferThread(const Trace& trace) {
   // the creator's would at the same time. vPath knows no such helpers; without this, calls
   // a handler fans out over threads it spawns (std::async) would each start a path.
   absl::flat_hash_map<ThreadKey, ThreadKey> creator;
+  // Work a thread took over from another (HANDOFF links), by when it took it.
+  absl::flat_hash_map<ThreadKey, std::vector<Start>> taken;
   for (const ProcessLink& l : trace.process_links()) {
-    creator.try_emplace(ThreadKey{l.to.value(), l.to_thread},
-                        ThreadKey{l.from.value(), l.from_thread});
+    const ThreadKey to{l.to.value(), l.to_thread}, from{l.from.value(), l.from_thread};
+    if (l.kind == ProcessLinkKind::kHandoff) {
+      taken[to].push_back({l.TakenAt(), MessageId(), from, l.time});
+    } else {
+      creator.try_emplace(to, from);
+    }
   }
-  // The request the thread `t` (or, if it never replies, its creator, and so on up) works
-  // for when it sends at `sent`: the request its next reply answers, if that arrived before.
+  for (auto& [thread, starts] : taken) SortStarts(starts);
+  // The request the thread `t` works for when it sends at `sent`. If the last thing it
+  // started before was work handed to it, the request its producer worked for when it
+  // handed it over, asked the same way of the producer (weft's addition: vPath's threads
+  // take their requests from connections, never from each other). Otherwise the request
+  // its next reply answers, if that arrived before (vPath); a thread that never replies
+  // but was handed work and read requests itself (a dispatcher) works for the last request
+  // it read; one that was started by another works for its creator, and so on up.
+  int64_t through_handoffs = 0;
   auto request_at = [&](ThreadKey t, TimeNs sent) {
-    for (size_t hops = 0; hops <= creator.size(); ++hops) {  // bounded: links could loop
+    bool handed = false;
+    const size_t bound = creator.size() + taken.size() + 1;  // links could loop
+    for (size_t hops = 0; hops <= bound; ++hops) {
+      const Start* take = LatestStart(taken, t, sent);
+      const Start* read = LatestStart(read_calls, t, sent);
+      if (take != nullptr && (read == nullptr || read->time < take->time)) {
+        t = take->from;
+        sent = take->from_time;
+        through_handoffs += !handed;
+        handed = true;
+        continue;
+      }
       auto it = replies.find(t);
       if (it != replies.end()) {
         const std::vector<Reply>& r = it->second;
@@ -97,6 +149,7 @@ Result<ThreadInference> InferThread(const Trace& trace) {
         return next != r.end() && arrived != kNoTime && arrived <= sent ? next->request
                                                                         : MessageId();
       }
+      if (handed && read != nullptr) return read->request;
       auto up = creator.find(t);
       if (up == creator.end()) break;
       t = up->second;
@@ -144,7 +197,8 @@ Result<ThreadInference> InferThread(const Trace& trace) {
                           .returns_without_call = unanswered_returns,
                           .overlapping_requests = overlapping,
                           .messages_in_cycles = forest.messages_in_cycles,
-                          .root_calls_from_servers = server_roots}};
+                          .root_calls_from_servers = server_roots,
+                          .calls_through_handoffs = through_handoffs}};
 }
 
 }  // namespace weft

@@ -30,7 +30,9 @@ namespace weft {
 // requests a thread took in while it still owed a reply to another; messages_in_cycles;
 // root_calls_from_servers: root calls sent by a thread that never replies (nor does any
 // thread that started it) of a node whose other threads answer requests: work handed to
-// it through memory (a queue), which vPath cannot follow.
+// it through memory that capture did not see (a queue without a condition variable), which
+// vPath cannot follow; calls_through_handoffs: calls placed by following HANDOFF links to
+// the thread that handed the work over (weft's addition).
 struct ThreadCounters {
   int64_t instances = 0;
   int64_t messages_in_instances = 0;
@@ -40,6 +42,7 @@ struct ThreadCounters {
   int64_t overlapping_requests = 0;
   int64_t messages_in_cycles = 0;
   int64_t root_calls_from_servers = 0;
+  int64_t calls_through_handoffs = 0;
   // Name and value of each, in the order paths files and `weft paths` list them.
   CounterList List() const {
     return {{"instances", instances},
@@ -49,7 +52,8 @@ struct ThreadCounters {
             {"returns_without_call", returns_without_call},
             {"overlapping_requests", overlapping_requests},
             {"messages_in_cycles", messages_in_cycles},
-            {"root_calls_from_servers", root_calls_from_servers}};
+            {"root_calls_from_servers", root_calls_from_servers},
+            {"calls_through_handoffs", calls_through_handoffs}};
   }
 };
 using ThreadInference = Inference<ThreadCounters>;

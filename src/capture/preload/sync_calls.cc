@@ -1,0 +1,270 @@
+// Wrappers for the calls through which threads of one process hand work to each other:
+// the evidence reconcile turns into HANDOFF links (docs/capture.md, "Hand-offs").
+//
+// Whodunit (EuroSys'07) follows a transaction through the critical sections of a shared
+// queue; weft logs what identifies one: per call the object (the address of the mutex,
+// condition variable or semaphore; the eventfd or timerfd), the thread (the block's tid),
+// and entry and exit times. What each kind gives reconcile:
+//   - a condition variable that only one thread ever waits on is a targeted wake (Varnish
+//     and MariaDB wake one chosen worker on its own condvar): the signal names its consumer;
+//   - the critical sections on a mutex that a condition variable waits with are a queue:
+//     the k-th section that produced (signalled the condvar) pairs with the k-th that
+//     consumed (a waiter's section ending in unlock) when the queue is FIFO;
+//   - semaphores pair the k-th post with the k-th wait that took a unit;
+//   - eventfd writes and reads, and timerfd arms and expiries, wake a loop.
+//
+// Cost. Condition variables, semaphores, eventfds and timers are logged on every call:
+// each already costs a futex or system call when it matters. Mutexes are far more
+// frequent (allocators, reference counts, logging), and only those that guard a queue say
+// anything about hand-offs, so a mutex is logged only once a condition variable has waited
+// with it (WEFT_SYNC=all logs every mutex; WEFT_SYNC=off logs no synchronisation at all).
+// Until then a lock costs one lookup in a small lock-free set of addresses. A queue whose
+// producers run before any consumer waited loses those first hand-overs; reconcile counts
+// them as consumers that found nothing to take.
+#include <errno.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/timerfd.h>
+#include <time.h>
+
+#include "capture/preload/log_file.h"
+#include "capture/preload/real.h"
+#include "capture/preload/runtime.h"
+
+using namespace weft_preload;
+
+namespace {
+
+// The mutexes a condition variable has waited with: open addressing over addresses, never
+// removed (a queue's mutex lives as long as its queue, as a rule). Full: no more are added.
+constexpr uint32_t kWatchedSlots = 1 << 12;
+uintptr_t g_watched[kWatchedSlots];
+
+uint32_t SlotOf(uintptr_t address) {
+  return uint32_t((address >> 4) * 0x9E3779B97F4A7C15ull >> 52) & (kWatchedSlots - 1);
+}
+
+bool IsWatched(const void* mutex) {
+  if (SyncMode() == kSyncAll) return true;
+  uintptr_t address = reinterpret_cast<uintptr_t>(mutex);
+  for (uint32_t i = SlotOf(address), probes = 0; probes < 16; ++probes, i = (i + 1) & (kWatchedSlots - 1)) {
+    uintptr_t v = __atomic_load_n(&g_watched[i], __ATOMIC_RELAXED);
+    if (v == address) return true;
+    if (v == 0) return false;
+  }
+  return false;
+}
+
+void Watch(const void* mutex) {
+  uintptr_t address = reinterpret_cast<uintptr_t>(mutex);
+  for (uint32_t i = SlotOf(address), probes = 0; probes < 16; ++probes, i = (i + 1) & (kWatchedSlots - 1)) {
+    uintptr_t v = __atomic_load_n(&g_watched[i], __ATOMIC_RELAXED);
+    if (v == address) return;
+    if (v == 0 && __atomic_compare_exchange_n(&g_watched[i], &v, address, false, __ATOMIC_RELAXED,
+                                              __ATOMIC_RELAXED)) {
+      return;
+    }
+    if (v == address) return;
+  }
+}
+
+bool Logged() { return Logging() && SyncMode() != kSyncOff; }
+
+uint64_t Address(const void* p) { return uint64_t(reinterpret_cast<uintptr_t>(p)); }
+
+int64_t TimespecNs(const struct timespec& t) {
+  return int64_t(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
+}
+
+// A condition wait: the mutex is released at entry and taken again at exit.
+template <typename Wait>
+int LoggedWait(pthread_cond_t* cond, pthread_mutex_t* mutex, Wait wait) {
+  if (!Logged()) return wait();
+  Watch(mutex);
+  int64_t entry = NowNs();
+  int r = wait();
+  LogSync(wire::kOpCondWait, Address(cond), Address(mutex), entry, NowNs(), -r);
+  return r;
+}
+
+template <typename Wait>
+int LoggedSemWait(sem_t* sem, Wait wait) {
+  if (!Logged()) return wait();
+  int64_t entry = NowNs();
+  int r = wait();
+  int error = errno;
+  if (r == 0) LogSync(wire::kOpSemWait, Address(sem), 0, entry, NowNs(), 0);
+  errno = error;
+  return r;
+}
+
+}  // namespace
+
+WEFT_EXPORT int pthread_mutex_lock(pthread_mutex_t* mutex) noexcept {
+  if (!Logged() || !IsWatched(mutex)) return Real().pthread_mutex_lock(mutex);
+  int64_t entry = NowNs();
+  int r = Real().pthread_mutex_lock(mutex);
+  if (r == 0) LogSync(wire::kOpMutexLock, Address(mutex), 0, entry, NowNs(), 0);
+  return r;
+}
+
+WEFT_EXPORT int pthread_mutex_trylock(pthread_mutex_t* mutex) noexcept {
+  if (!Logged() || !IsWatched(mutex)) return Real().pthread_mutex_trylock(mutex);
+  int64_t entry = NowNs();
+  int r = Real().pthread_mutex_trylock(mutex);
+  if (r == 0) LogSync(wire::kOpMutexLock, Address(mutex), 1, entry, NowNs(), 0);
+  return r;
+}
+
+WEFT_EXPORT int pthread_mutex_unlock(pthread_mutex_t* mutex) noexcept {
+  if (!Logged() || !IsWatched(mutex)) return Real().pthread_mutex_unlock(mutex);
+  int64_t entry = NowNs();
+  int r = Real().pthread_mutex_unlock(mutex);
+  if (r == 0) LogSync(wire::kOpMutexUnlock, Address(mutex), 0, entry, NowNs(), 0);
+  return r;
+}
+
+WEFT_EXPORT int pthread_cond_wait(pthread_cond_t* cond, pthread_mutex_t* mutex) {
+  return LoggedWait(cond, mutex, [&] { return Real().pthread_cond_wait(cond, mutex); });
+}
+
+WEFT_EXPORT int pthread_cond_timedwait(pthread_cond_t* cond, pthread_mutex_t* mutex,
+                                       const struct timespec* deadline) {
+  return LoggedWait(cond, mutex,
+                    [&] { return Real().pthread_cond_timedwait(cond, mutex, deadline); });
+}
+
+// libstdc++'s condition_variable::wait_for and wait_until call this one (glibc 2.30+).
+WEFT_EXPORT int pthread_cond_clockwait(pthread_cond_t* cond, pthread_mutex_t* mutex,
+                                       clockid_t clock, const struct timespec* deadline) {
+  if (Real().pthread_cond_clockwait == nullptr) return EINVAL;  // a C library without it
+  return LoggedWait(cond, mutex,
+                    [&] { return Real().pthread_cond_clockwait(cond, mutex, clock, deadline); });
+}
+
+WEFT_EXPORT int pthread_cond_signal(pthread_cond_t* cond) noexcept {
+  if (!Logged()) return Real().pthread_cond_signal(cond);
+  int64_t entry = NowNs();
+  int r = Real().pthread_cond_signal(cond);
+  LogSync(wire::kOpCondSignal, Address(cond), 0, entry, NowNs(), -r);
+  return r;
+}
+
+WEFT_EXPORT int pthread_cond_broadcast(pthread_cond_t* cond) noexcept {
+  if (!Logged()) return Real().pthread_cond_broadcast(cond);
+  int64_t entry = NowNs();
+  int r = Real().pthread_cond_broadcast(cond);
+  LogSync(wire::kOpCondBroadcast, Address(cond), 0, entry, NowNs(), -r);
+  return r;
+}
+
+WEFT_EXPORT int sem_post(sem_t* sem) noexcept {
+  if (!Logged()) return Real().sem_post(sem);
+  int64_t entry = NowNs();
+  int r = Real().sem_post(sem);
+  int error = errno;
+  if (r == 0) LogSync(wire::kOpSemPost, Address(sem), 0, entry, NowNs(), 0);
+  errno = error;
+  return r;
+}
+
+WEFT_EXPORT int sem_wait(sem_t* sem) {
+  return LoggedSemWait(sem, [&] { return Real().sem_wait(sem); });
+}
+
+WEFT_EXPORT int sem_timedwait(sem_t* sem, const struct timespec* deadline) {
+  return LoggedSemWait(sem, [&] { return Real().sem_timedwait(sem, deadline); });
+}
+
+WEFT_EXPORT int sem_trywait(sem_t* sem) noexcept {
+  return LoggedSemWait(sem, [&] { return Real().sem_trywait(sem); });
+}
+
+WEFT_EXPORT int eventfd(unsigned int initial, int flags) noexcept {
+  int fd = Real().eventfd(initial, flags);
+  if (fd >= 0 && Logging()) {
+    SetFdKind(fd, wire::kKindEventfd);
+    if (Logged()) {
+      int64_t now = NowNs();
+      LogSync(wire::kOpWakeCreate, uint64_t(fd), 0, now, now, 0);
+    }
+  }
+  return fd;
+}
+
+WEFT_EXPORT int timerfd_create(int clock, int flags) noexcept {
+  int fd = Real().timerfd_create(clock, flags);
+  if (fd >= 0 && Logging()) {
+    SetFdKind(fd, wire::kKindTimerfd);
+    if (Logged()) {
+      int64_t now = NowNs();
+      LogSync(wire::kOpWakeCreate, uint64_t(fd), 1, now, now, 0);
+    }
+  }
+  return fd;
+}
+
+// The first expiry, on CLOCK_MONOTONIC: relative values are added to the arming time; an
+// absolute one is logged as given (right for the CLOCK_MONOTONIC timers event loops use).
+WEFT_EXPORT int timerfd_settime(int fd, int flags, const struct itimerspec* value,
+                                struct itimerspec* old) noexcept {
+  if (!Logged() || FdKind(fd) != wire::kKindTimerfd || value == nullptr) {
+    return Real().timerfd_settime(fd, flags, value, old);
+  }
+  int64_t entry = NowNs();
+  int64_t expiry = 0;
+  int64_t given = TimespecNs(value->it_value);
+  if (given != 0) {
+    expiry = (flags & TFD_TIMER_ABSTIME) != 0 ? given : entry + given;
+  }
+  int r = Real().timerfd_settime(fd, flags, value, old);
+  int error = errno;
+  if (r == 0) LogSync(wire::kOpTimerArm, uint64_t(fd), uint64_t(expiry), entry, NowNs(), 0);
+  errno = error;
+  return r;
+}
+
+WEFT_EXPORT int eventfd_read(int fd, eventfd_t* value) {
+  ssize_t r = WakeRead(fd, value, sizeof *value);
+  return r == sizeof *value ? 0 : -1;
+}
+
+WEFT_EXPORT int eventfd_write(int fd, eventfd_t value) {
+  ssize_t r = WakeWrite(fd, &value, sizeof value);
+  return r == sizeof value ? 0 : -1;
+}
+
+namespace weft_preload {
+
+ssize_t WakeRead(int fd, void* buffer, size_t n) {
+  if (!Logged() || FdKind(fd) < wire::kKindEventfd) return Real().read(fd, buffer, n);
+  int64_t entry = NowNs();
+  ssize_t r = Real().read(fd, buffer, n);
+  int error = errno;
+  if (r == 8) {
+    uint64_t value;
+    memcpy(&value, buffer, 8);
+    LogSync(wire::kOpWakeRead, uint64_t(fd), value, entry, NowNs(), 0);
+  }
+  errno = error;
+  return r;
+}
+
+ssize_t WakeWrite(int fd, const void* buffer, size_t n) {
+  if (!Logged() || FdKind(fd) != wire::kKindEventfd) return Real().write(fd, buffer, n);
+  int64_t entry = NowNs();
+  ssize_t r = Real().write(fd, buffer, n);
+  int error = errno;
+  if (r == 8) {
+    uint64_t value;
+    memcpy(&value, buffer, 8);
+    LogSync(wire::kOpWakeWrite, uint64_t(fd), value, entry, NowNs(), 0);
+  }
+  errno = error;
+  return r;
+}
+
+}  // namespace weft_preload

@@ -1,0 +1,211 @@
+// Pairs producers with consumers per synchronisation object; handoffs.h gives the rules.
+#include "reconcile/handoffs.h"
+
+#include <absl/container/flat_hash_map.h>
+#include <absl/container/flat_hash_set.h>
+
+#include <algorithm>
+#include <deque>
+#include <utility>
+
+namespace weft::reconcile {
+namespace {
+
+using capture::Event;
+using capture::EventOp;
+
+// One critical section on a queue's mutex.
+struct Section {
+  int32_t tid = 0;
+  TimeNs acquired = 0;  // a lock's or a wait's return
+  TimeNs released = 0;  // an unlock's or a wait's entry; 0 while open
+  bool ends_in_wait = false;
+  std::vector<uint64_t> signals;  // condition variables its thread signalled in or after it
+};
+
+// The queues of one log: per mutex its sections in time order, per condition variable its
+// mutex and the threads that wait on it.
+class Queues {
+ public:
+  explicit Queues(const capture::EventLog& log) {
+    for (const Event& e : log.events) {
+      if (e.op != EventOp::kCondWait) continue;
+      mutex_of_.try_emplace(e.object, e.second);
+      waiters_[e.object].insert(e.tid);
+      sections_.try_emplace(e.second);
+    }
+    if (!mutex_of_.empty()) CollectSections(log);
+  }
+
+  // Pairs the k-th item produced through each condition variable with the k-th taken.
+  void Pair(std::vector<Handoff>& out, HandoffCounts& counts) const {
+    for (const auto& [cond, mutex] : mutex_of_) {
+      const absl::flat_hash_set<int32_t>& waiters = waiters_.at(cond);
+      std::deque<const Section*> queued;
+      for (const Section& s : sections_.at(mutex)) {
+        const bool waiter = waiters.contains(s.tid);
+        if (!waiter && std::find(s.signals.begin(), s.signals.end(), cond) != s.signals.end()) {
+          queued.push_back(&s);
+        } else if (waiter && !s.ends_in_wait && s.released != 0) {
+          if (queued.empty()) {
+            ++counts.takes_unexplained;
+            continue;
+          }
+          counts.fifo_assumed += queued.size() > 1;
+          const Section* from = queued.front();
+          queued.pop_front();
+          out.push_back({from->tid, from->released, s.tid, s.released, false});
+          ++counts.queue_items;
+        }
+      }
+      counts.items_never_taken += queued.size();
+    }
+  }
+
+ private:
+  void CollectSections(const capture::EventLog& log) {
+    // Per (thread, mutex): the open section, or the last closed one (for a signal sent
+    // right after the unlock), as an index into sections_[mutex].
+    absl::flat_hash_map<std::pair<int32_t, uint64_t>, std::pair<size_t, bool>> current;
+    auto section = [&](int32_t tid, uint64_t mutex) -> std::pair<size_t, bool>* {
+      auto it = current.find({tid, mutex});
+      return it == current.end() ? nullptr : &it->second;
+    };
+    auto open = [&](int32_t tid, uint64_t mutex, TimeNs at) {
+      std::vector<Section>& list = sections_[mutex];
+      list.push_back({tid, at, 0, false, {}});
+      current[{tid, mutex}] = {list.size() - 1, true};
+    };
+    auto close = [&](int32_t tid, uint64_t mutex, TimeNs at, bool wait) {
+      if (auto* s = section(tid, mutex); s != nullptr && s->second) {
+        Section& closed = sections_[mutex][s->first];
+        closed.released = at;
+        closed.ends_in_wait = wait;
+        s->second = false;
+      }
+    };
+    for (const Event& e : log.events) {
+      switch (e.op) {
+        case EventOp::kMutexLock:
+          if (sections_.contains(e.object)) open(e.tid, e.object, e.exit_ns);
+          break;
+        case EventOp::kMutexUnlock:
+          if (sections_.contains(e.object)) close(e.tid, e.object, e.entry_ns, false);
+          break;
+        case EventOp::kCondWait:
+          close(e.tid, e.second, e.entry_ns, true);
+          open(e.tid, e.second, e.exit_ns);
+          break;
+        case EventOp::kCondSignal:
+        case EventOp::kCondBroadcast: {
+          auto mutex = mutex_of_.find(e.object);
+          if (mutex == mutex_of_.end()) break;
+          // In the section (signal under the lock), or right after it (unlock, then notify).
+          if (auto* s = section(e.tid, mutex->second)) {
+            std::vector<uint64_t>& signals = sections_[mutex->second][s->first].signals;
+            if (std::find(signals.begin(), signals.end(), e.object) == signals.end())
+              signals.push_back(e.object);
+          }
+          break;
+        }
+        default:
+          break;
+      }
+    }
+    // Log order is entry order; sections on one mutex never overlap, so this is the order
+    // the mutex was held in.
+    for (auto& [mutex, list] : sections_) {
+      std::stable_sort(list.begin(), list.end(),
+                       [](const Section& a, const Section& b) { return a.acquired < b.acquired; });
+    }
+  }
+
+  absl::flat_hash_map<uint64_t, uint64_t> mutex_of_;  // condition variable -> its mutex
+  absl::flat_hash_map<uint64_t, absl::flat_hash_set<int32_t>> waiters_;
+  absl::flat_hash_map<uint64_t, std::vector<Section>> sections_;  // per queue mutex
+};
+
+// The k-th post of a semaphore is taken by the k-th wait to return after it.
+void PairSemaphores(const capture::EventLog& log, std::vector<Handoff>& out,
+                    HandoffCounts& counts) {
+  absl::flat_hash_map<uint64_t, std::deque<const Event*>> posted;
+  std::vector<const Event*> ordered;
+  for (const Event& e : log.events) {
+    if (e.op == EventOp::kSemPost || e.op == EventOp::kSemWait) ordered.push_back(&e);
+  }
+  // A post counts when it returned, a wait when it returned: by exit time.
+  std::stable_sort(ordered.begin(), ordered.end(),
+                   [](const Event* a, const Event* b) { return a->exit_ns < b->exit_ns; });
+  for (const Event* e : ordered) {
+    std::deque<const Event*>& queue = posted[e->object];
+    if (e->op == EventOp::kSemPost) {
+      queue.push_back(e);
+    } else if (!queue.empty()) {
+      out.push_back({queue.front()->tid, queue.front()->entry_ns, e->tid, e->exit_ns, false});
+      queue.pop_front();
+      ++counts.wakes;
+    }
+  }
+}
+
+// An eventfd write is taken by the next read; a timerfd's last arm by the read of its
+// expiry. A descriptor's creation starts it afresh (numbers are reused).
+void PairWakeDescriptors(const capture::EventLog& log, std::vector<Handoff>& out,
+                         HandoffCounts& counts) {
+  struct Pending {
+    std::vector<const Event*> writes;  // eventfd writes not read yet
+    const Event* armed = nullptr;      // the timerfd's last arm
+  };
+  absl::flat_hash_map<uint64_t, Pending> pending;
+  std::vector<const Event*> ordered;
+  for (const Event& e : log.events) {
+    if (e.op == EventOp::kWakeCreate || e.op == EventOp::kWakeWrite ||
+        e.op == EventOp::kWakeRead || e.op == EventOp::kTimerArm) {
+      ordered.push_back(&e);
+    }
+  }
+  std::stable_sort(ordered.begin(), ordered.end(),
+                   [](const Event* a, const Event* b) { return a->exit_ns < b->exit_ns; });
+  for (const Event* e : ordered) {
+    Pending& p = pending[e->object];
+    switch (e->op) {
+      case EventOp::kWakeCreate:
+        p = Pending{};
+        break;
+      case EventOp::kWakeWrite:
+        p.writes.push_back(e);
+        break;
+      case EventOp::kTimerArm:
+        p.armed = e->second != 0 ? e : nullptr;
+        break;
+      case EventOp::kWakeRead:
+        if (!p.writes.empty()) {
+          const Event* first = p.writes.front();
+          const bool several = p.writes.size() > 1;
+          out.push_back({first->tid, first->entry_ns, e->tid, e->exit_ns, several});
+          ++counts.wakes;
+          counts.wakes_ambiguous += several;
+          p.writes.clear();
+        } else if (p.armed != nullptr && TimeNs(p.armed->second) <= e->exit_ns) {
+          out.push_back({p.armed->tid, p.armed->entry_ns, e->tid, e->exit_ns, false});
+          ++counts.wakes;
+          p.armed = nullptr;  // a periodic timer's later expiries belong to no request
+        }
+        break;
+      default:
+        break;
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<Handoff> FindHandoffs(const capture::EventLog& log, HandoffCounts& counts) {
+  std::vector<Handoff> out;
+  Queues(log).Pair(out, counts);
+  PairSemaphores(log, out, counts);
+  PairWakeDescriptors(log, out, counts);
+  return out;
+}
+
+}  // namespace weft::reconcile
