@@ -1,8 +1,9 @@
 // Each request is a small state machine (before timer, calls, after timer, reply) driven by
-// socket readiness and a timerfd. Downstream connections carry one call at a time, or up to
-// the tier's `pipeline` calls at once; an inbound connection may carry many requests at
-// once (framed replies go out as they finish, HTTP replies in request order).
-// Downstream connects are blocking: on loopback they complete or fail at once.
+// socket readiness and timers: a timerfd per sleeping request, or (service = "timer-heap")
+// one timerfd armed for the earliest of a heap. Downstream connections carry one call at a time, or
+// up to the tier's `pipeline` calls at once; an inbound connection may carry many requests at once
+// (framed replies go out as they finish, HTTP replies in request order). Downstream connects are
+// blocking: on loopback they complete or fail at once.
 #include "testbed/event_loop.h"
 
 #include <fcntl.h>
@@ -53,6 +54,10 @@ struct Req {
   uint32_t pending = 0;
   uint64_t seq = 0;  // its number on the inbound connection, for in-order HTTP replies
   Status status;
+  int timer_fd = -1;  // its own service-time timer (unless the tier shares one timer)
+  ~Req() {
+    if (timer_fd >= 0) close(timer_fd);  // which also takes it out of the epoll set
+  }
 };
 
 struct Timer {
@@ -101,6 +106,8 @@ class Loop {
   void OnReply(const std::shared_ptr<EvConn>& c, const Frame& f, size_t bytes);
   void Step(const std::shared_ptr<Req>& r);
   bool Sleep(const std::shared_ptr<Req>& r, const Distribution& d);
+  // A request's own timer expired: it goes on.
+  void Wake(int timer_fd);
   void Call(const std::shared_ptr<Req>& r, const CallSpec& spec);
   void Reply(const std::shared_ptr<Req>& r);
 
@@ -119,6 +126,8 @@ class Loop {
   std::map<ServerRef, std::vector<std::shared_ptr<EvConn>>> pool_;
   std::priority_queue<Timer, std::vector<Timer>, std::greater<>> timers_;
   uint64_t timer_seq_ = 0;
+  // Requests sleeping on their own timerfd, by its descriptor.
+  std::map<int, std::shared_ptr<Req>> sleepers_;
 };
 
 Status SetNonBlocking(int fd) {
@@ -284,9 +293,45 @@ bool Loop::Sleep(const std::shared_ptr<Req>& r, const Distribution& d) {
     Serve(t);  // the loop computes: nothing else runs meanwhile
     return false;
   }
-  timers_.push({MonoNow() + t, ++timer_seq_, r, true});
+  if (tier_.shared_timer) {
+    timers_.push({MonoNow() + t, ++timer_seq_, r, true});
+    r->sleeping = true;
+    return true;
+  }
+  if (r->timer_fd < 0) {
+    r->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.fd = r->timer_fd;
+    if (r->timer_fd < 0 || epoll_ctl(ep_, EPOLL_CTL_ADD, r->timer_fd, &ev) != 0) {
+      fmt::print(stderr, "{}: request timer: {}; serving in the loop\n", name_,
+                 std::strerror(errno));
+      Serve(t);
+      return false;
+    }
+  }
+  itimerspec spec{};
+  spec.it_value.tv_sec = t / kSecond;
+  spec.it_value.tv_nsec = t % kSecond;
+  if (timerfd_settime(r->timer_fd, 0, &spec, nullptr) != 0) {
+    fmt::print(stderr, "{}: timerfd_settime: {}; serving in the loop\n", name_,
+               std::strerror(errno));
+    Serve(t);
+    return false;
+  }
+  sleepers_[r->timer_fd] = r;
   r->sleeping = true;
   return true;
+}
+
+void Loop::Wake(int timer_fd) {
+  auto it = sleepers_.find(timer_fd);
+  uint64_t expirations = 0;
+  if (read(timer_fd, &expirations, sizeof expirations) < 0 || it == sleepers_.end()) return;
+  std::shared_ptr<Req> r = std::move(it->second);
+  sleepers_.erase(it);
+  r->sleeping = false;
+  Step(r);
 }
 
 void Loop::Call(const std::shared_ptr<Req>& r, const CallSpec& spec) {
@@ -517,6 +562,8 @@ Status Loop::Run(int listen_fd) {
         }
       } else if (fd == listen_fd_) {
         WEFT_RETURN_IF_ERROR(OnAcceptable());
+      } else if (sleepers_.contains(fd)) {
+        Wake(fd);
       } else {
         auto it = conns_.find(fd);
         if (it == conns_.end()) continue;

@@ -182,11 +182,12 @@ Result<Tier> Parser::ParseTier(const toml::table& t) {
                  tier.name);
   }
   std::string service = t["service"].value_or(std::string("timer"));
-  if (service != "timer" && service != "inline") {
-    return Error(LineOf(t), "tier '{}': service must be timer or inline, not '{}'", tier.name,
-                 service);
+  if (service != "timer" && service != "timer-heap" && service != "inline") {
+    return Error(LineOf(t), "tier '{}': service must be timer, timer-heap or inline, not '{}'",
+                 tier.name, service);
   }
   tier.inline_service = service == "inline";
+  tier.shared_timer = service == "timer-heap";
   WEFT_ASSIGN_OR_RETURN(ServerSpec defaults, ParseServer(t, ServerSpec{}));
   defaults.port = 0;
   if (const toml::node* n = t.get("server")) {

@@ -90,6 +90,11 @@ struct Tier {
   // server computes (BorderPatrol's "immediate" modules), instead of on timers, as when it
   // waits for asynchronous I/O. Other models ignore it.
   bool inline_service = false;
+  // Event-loop servers with service times on timers: one timerfd for all of them, the
+  // earliest of a heap kept in the loop (as libuv and nginx keep their timers), instead of
+  // a timerfd per sleeping request (as a loop waits on a per-request asynchronous
+  // operation). Only the latter tells a capture which request a timer resumes.
+  bool shared_timer = false;
   std::vector<ServerSpec> servers;
   std::vector<RequestType> requests;
 };

@@ -55,13 +55,19 @@ Result<AutoInference> ChooseAlgorithm(const Trace& trace) {
   choice.overlapping_requests = thread->counters.overlapping_requests;
   choice.calls_outside_requests = thread->counters.calls_outside_requests;
   choice.root_calls_from_servers = thread->counters.root_calls_from_servers;
+  choice.calls_through_ambiguous_handoffs = thread->counters.calls_through_ambiguous_handoffs;
+  const int64_t handoffs = thread->counters.calls_through_handoffs;
   result.thread = std::move(*thread);
   if (choice.overlapping_requests == 0 && choice.calls_outside_requests == 0 &&
-      choice.root_calls_from_servers == 0) {
+      choice.root_calls_from_servers == 0 && choice.calls_through_ambiguous_handoffs == 0) {
     choice.algorithm = AutoAlgorithm::kThread;
     choice.reasons = {
         "every thread worked on one request at a time and every call lies inside a request its "
         "thread answered"};
+    if (handoffs > 0) {
+      choice.reasons.back() +=
+          fmt::format(" or was handed (followed {} calls through hand-offs)", handoffs);
+    }
     return result;
   }
   choice.reasons.push_back(fmt::format(
@@ -69,19 +75,50 @@ Result<AutoInference> ChooseAlgorithm(const Trace& trace) {
       "lie outside the requests their thread answered, {} calls came from a server's thread "
       "that never replies (a hand-off)",
       choice.overlapping_requests, choice.calls_outside_requests, choice.root_calls_from_servers));
+  if (choice.calls_through_ambiguous_handoffs > 0) {
+    choice.reasons.back() +=
+        fmt::format(", {} calls were placed through hand-offs that could have gone elsewhere",
+                    choice.calls_through_ambiguous_handoffs);
+  }
   WEFT_ASSIGN_OR_RETURN(FragmentInference fragment, InferFragment(trace));
-  const int64_t hidden = fragment.counters.server_calls_outside_fragments;
+  const FragmentCounters& f = fragment.counters;
+  const int64_t hidden = f.server_calls_outside_fragments;
   choice.server_calls_outside_fragments = hidden;
+  choice.outputs_through_ambiguous_handoffs = f.outputs_through_ambiguous_handoffs;
+  choice.handoffs_contradicted_by_replies = f.handoffs_contradicted_by_replies;
+  choice.inputs_sharing_a_read = f.inputs_sharing_a_read;
   result.fragment = std::move(fragment);
-  if (hidden == 0) {
+  const int64_t guessed = f.outputs_through_ambiguous_handoffs;
+  const int64_t contradicted = f.handoffs_contradicted_by_replies;
+  if (hidden == 0 && guessed == 0 && contradicted == 0) {
     choice.algorithm = AutoAlgorithm::kFragment;
     choice.reasons.push_back("every call a server sent follows an input");
-    return result;
+    if (f.handoffs_carrying_requests > 0) {
+      choice.reasons.back() += fmt::format(" or a hand-off ({} hand-offs carried requests)",
+                                           f.handoffs_carrying_requests);
+    }
+  } else {
+    choice.algorithm = AutoAlgorithm::kLinking;
+    std::string why = "not fragment:";
+    auto add = [&](int64_t n, std::string_view what) {
+      if (n == 0) return;
+      why += fmt::format("{} {} {}", why.back() == ':' ? "" : ",", n, what);
+    };
+    add(hidden, "calls were sent by servers before any input of theirs (a hidden hand-off)");
+    add(guessed,
+        "calls or messages followed a hand-off that could have gone elsewhere (a wake-up or "
+        "timer shared by several requests)");
+    add(contradicted, "replies answered a request other than the one handed to their thread");
+    choice.reasons.push_back(why);
   }
-  choice.algorithm = AutoAlgorithm::kLinking;
-  choice.reasons.push_back(fmt::format(
-      "not fragment: servers sent {} calls before any input of theirs (a hidden hand-off)",
-      hidden));
+  // A read that brought several requests at once gives the later ones' work to the first
+  // (BorderPatrol §3.2): event isolation cuts such reads at each request's end.
+  if (f.inputs_sharing_a_read > 0) {
+    choice.reasons.push_back(fmt::format(
+        "{} requests arrived in a read that brought another too: recapture with weft capture "
+        "--isolate",
+        f.inputs_sharing_a_read));
+  }
   return result;
 }
 

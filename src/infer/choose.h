@@ -3,11 +3,15 @@
 //
 //   thread (vPath)           when no thread took in a request while it owed the reply to
 //                            another, every call a thread sent lies inside a request it
-//                            answered, and no server's thread that never replies started
-//                            a path (ThreadCounters: overlapping_requests,
-//                            calls_outside_requests and root_calls_from_servers all 0);
-//   fragment (BorderPatrol)  else, when no server sent a call outside every fragment
-//                            (FragmentCounters::server_calls_outside_fragments == 0);
+//                            answered or was handed, no server's thread that never replies
+//                            started a path, and no call followed an ambiguous hand-off
+//                            (ThreadCounters: overlapping_requests, calls_outside_requests,
+//                            root_calls_from_servers, calls_through_ambiguous_handoffs all 0);
+//   fragment (BorderPatrol)  else, when no server sent a call outside every fragment, no
+//                            output followed an ambiguous hand-off and no reply contradicted
+//                            a hand-off (FragmentCounters: server_calls_outside_fragments,
+//                            outputs_through_ambiguous_handoffs,
+//                            handoffs_contradicted_by_replies all 0);
 //   linking (WAP5)           else, or when the trace names no threads: it assumes nothing
 //                            of threads.
 //
@@ -41,8 +45,12 @@ struct AutoChoice {
   int64_t overlapping_requests = 0;
   int64_t calls_outside_requests = 0;
   int64_t root_calls_from_servers = 0;
+  int64_t calls_through_ambiguous_handoffs = 0;
   // Read from fragment's counters, when fragment was run (thread did not fit).
   std::optional<int64_t> server_calls_outside_fragments;
+  int64_t outputs_through_ambiguous_handoffs = 0;
+  int64_t handoffs_contradicted_by_replies = 0;
+  int64_t inputs_sharing_a_read = 0;  // > 0: auto suggests recapturing with --isolate
   // One sentence per reason, in the order they were weighed.
   std::vector<std::string> reasons;
 

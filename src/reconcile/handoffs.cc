@@ -155,12 +155,15 @@ void PairWakeDescriptors(const capture::EventLog& log, std::vector<Handoff>& out
   struct Pending {
     std::vector<const Event*> writes;  // eventfd writes not read yet
     const Event* armed = nullptr;      // the timerfd's last arm
+    // Re-armed before it expired: one timer for several deadlines (a loop's heap of timers
+    // behind one timerfd), so the last arm need not be the work its expiry resumes.
+    bool shared = false;
   };
   absl::flat_hash_map<uint64_t, Pending> pending;
   std::vector<const Event*> ordered;
   for (const Event& e : log.events) {
-    if (e.op == EventOp::kWakeCreate || e.op == EventOp::kWakeWrite ||
-        e.op == EventOp::kWakeRead || e.op == EventOp::kTimerArm) {
+    if (e.op == EventOp::kWakeCreate || e.op == EventOp::kWakeWrite || e.op == EventOp::kWakeRead ||
+        e.op == EventOp::kTimerArm) {
       ordered.push_back(&e);
     }
   }
@@ -176,6 +179,7 @@ void PairWakeDescriptors(const capture::EventLog& log, std::vector<Handoff>& out
         p.writes.push_back(e);
         break;
       case EventOp::kTimerArm:
+        p.shared = p.shared || p.armed != nullptr;
         p.armed = e->second != 0 ? e : nullptr;
         break;
       case EventOp::kWakeRead:
@@ -187,8 +191,9 @@ void PairWakeDescriptors(const capture::EventLog& log, std::vector<Handoff>& out
           counts.wakes_ambiguous += several;
           p.writes.clear();
         } else if (p.armed != nullptr && TimeNs(p.armed->second) <= e->exit_ns) {
-          out.push_back({p.armed->tid, p.armed->entry_ns, e->tid, e->exit_ns, false});
+          out.push_back({p.armed->tid, p.armed->entry_ns, e->tid, e->exit_ns, p.shared});
           ++counts.wakes;
+          counts.wakes_ambiguous += p.shared;
           p.armed = nullptr;  // a periodic timer's later expiries belong to no request
         }
         break;

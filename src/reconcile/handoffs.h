@@ -15,7 +15,9 @@
 //   - a semaphore: the k-th post is taken by the k-th wait that returned;
 //   - an eventfd: a write is taken by the next read of it (one read may take several
 //     writes: the earliest is linked and the link marked ambiguous);
-//   - a timerfd: the last arm before an expiry is taken by the read that reports it.
+//   - a timerfd: the last arm before an expiry is taken by the read that reports it; a
+//     timerfd re-armed before it expired serves several deadlines (a loop's heap of timers
+//     behind one timerfd, as libuv and nginx keep theirs), and its links are ambiguous.
 // Wake-ups are not one per item (a signal without a waiter makes no system call; one
 // eventfd read covers several writes), which is why queues are paired by their critical
 // sections, not by their wake-ups.
@@ -38,12 +40,12 @@ struct Handoff {
 };
 
 struct HandoffCounts {
-  uint64_t queue_items = 0;         // queue items taken, each a link
-  uint64_t fifo_assumed = 0;        // of them, taken while several were queued (FIFO assumed)
-  uint64_t takes_unexplained = 0;   // a taker's section with no item queued for it
-  uint64_t items_never_taken = 0;   // produced, never taken before the log ended
-  uint64_t wakes = 0;               // semaphore, eventfd and timer wake-ups linked
-  uint64_t wakes_ambiguous = 0;     // one read took several eventfd writes
+  uint64_t queue_items = 0;        // queue items taken, each a link
+  uint64_t fifo_assumed = 0;       // of them, taken while several were queued (FIFO assumed)
+  uint64_t takes_unexplained = 0;  // a taker's section with no item queued for it
+  uint64_t items_never_taken = 0;  // produced, never taken before the log ended
+  uint64_t wakes = 0;              // semaphore, eventfd and timer wake-ups linked
+  uint64_t wakes_ambiguous = 0;    // one read took several eventfd writes, or a shared timer
 };
 
 // The hand-offs in one program image's log, in no particular order.

@@ -367,8 +367,8 @@ TEST(ChooseAlgorithm, ThreadThenFragmentThenLinking) {
   EXPECT_EQ(linking->choice.Describe(),
             "linking (WAP5): not thread: 1 requests were taken in by a thread that still owed a "
             "reply, 0 calls lie outside the requests their thread answered, 2 calls came from a "
-            "server's thread that never replies (a hand-off); not fragment: servers sent 2 calls "
-            "before any input of theirs (a hidden hand-off)");
+            "server's thread that never replies (a hand-off); not fragment: 2 calls were sent by "
+            "servers before any input of theirs (a hidden hand-off)");
   EXPECT_EQ(linking->choice.root_calls_from_servers, 2);
 
   TraceBuilder b;

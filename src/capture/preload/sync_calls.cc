@@ -50,7 +50,8 @@ uint32_t SlotOf(uintptr_t address) {
 bool IsWatched(const void* mutex) {
   if (SyncMode() == kSyncAll) return true;
   uintptr_t address = reinterpret_cast<uintptr_t>(mutex);
-  for (uint32_t i = SlotOf(address), probes = 0; probes < 16; ++probes, i = (i + 1) & (kWatchedSlots - 1)) {
+  for (uint32_t i = SlotOf(address), probes = 0; probes < 16;
+       ++probes, i = (i + 1) & (kWatchedSlots - 1)) {
     uintptr_t v = __atomic_load_n(&g_watched[i], __ATOMIC_RELAXED);
     if (v == address) return true;
     if (v == 0) return false;
@@ -60,7 +61,8 @@ bool IsWatched(const void* mutex) {
 
 void Watch(const void* mutex) {
   uintptr_t address = reinterpret_cast<uintptr_t>(mutex);
-  for (uint32_t i = SlotOf(address), probes = 0; probes < 16; ++probes, i = (i + 1) & (kWatchedSlots - 1)) {
+  for (uint32_t i = SlotOf(address), probes = 0; probes < 16;
+       ++probes, i = (i + 1) & (kWatchedSlots - 1)) {
     uintptr_t v = __atomic_load_n(&g_watched[i], __ATOMIC_RELAXED);
     if (v == address) return;
     if (v == 0 && __atomic_compare_exchange_n(&g_watched[i], &v, address, false, __ATOMIC_RELAXED,

@@ -152,8 +152,9 @@ class FragmentScan {
   int64_t requests_spawned() const { return requests_spawned_; }
   int64_t ended_by_answer() const { return ended_by_answer_; }
   int64_t handoffs_carrying() const { return handoffs_carrying_; }
-  int64_t ambiguous_carrying() const { return ambiguous_carrying_; }
+  int64_t outputs_through_ambiguous() const { return outputs_through_ambiguous_; }
   int64_t handoffs_contradicted() const { return handoffs_contradicted_; }
+  int64_t inputs_sharing_a_read() const { return inputs_sharing_a_read_; }
 
  private:
   using Thread = std::pair<uint32_t, ThreadId>;  // (node, thread)
@@ -175,9 +176,13 @@ class FragmentScan {
     if (request.valid()) {
       taken_over_.insert(to);
       ++handoffs_carrying_;
-      ambiguous_carrying_ += l.ambiguous;
     } else {
       taken_over_.erase(to);
+    }
+    if (request.valid() && l.ambiguous) {
+      guessed_.insert(to);
+    } else {
+      guessed_.erase(to);
     }
   }
 
@@ -194,6 +199,11 @@ class FragmentScan {
   void Receive(const ThreadEvent& e) {
     const MessageKind kind = c_.kind[e.message];
     const Thread self{e.node, e.thread};
+    if (kind == MessageKind::kCall) {
+      auto [last, fresh] = last_call_read_.try_emplace(self, e.time);
+      inputs_sharing_a_read_ += !fresh && last->second == e.time;
+      last->second = e.time;
+    }
     MessageId& current = designation_[self];
     if (kind == MessageKind::kReturn) {
       // Rule 1 for a reply: the request that made the call goes on. A root call's reply
@@ -210,6 +220,7 @@ class FragmentScan {
       inherited_.erase(held);
       taken_over_.erase(self);
     }
+    guessed_.erase(self);
   }
 
   void Send(const ThreadEvent& e) {
@@ -229,6 +240,8 @@ class FragmentScan {
     auto connected = connected_for_.find(e.message);
     parent_[e.message] = connected != connected_for_.end() ? connected->second : current;  // rule 2
     outputs_without_request_ += !parent_[e.message].valid();
+    outputs_through_ambiguous_ += parent_[e.message].valid() && connected == connected_for_.end() &&
+                                  guessed_.contains({e.node, e.thread});
     server_calls_outside_ +=
         !parent_[e.message].valid() && kind == MessageKind::kCall && serves_[e.node];
   }
@@ -266,9 +279,13 @@ class FragmentScan {
   absl::flat_hash_map<uint32_t, std::vector<Thread>> heirs_;
   // Per hand-off link handed over and not yet taken: the request handed.
   absl::flat_hash_map<uint32_t, MessageId> handed_;
-  // Threads whose inherited request came through a hand-off.
-  absl::flat_hash_set<Thread> taken_over_;
-  int64_t handoffs_carrying_ = 0, ambiguous_carrying_ = 0, handoffs_contradicted_ = 0;
+  // Threads whose inherited request came through a hand-off; of them, through one that
+  // reconcile marked ambiguous, until their next input or take-over.
+  absl::flat_hash_set<Thread> taken_over_, guessed_;
+  int64_t handoffs_carrying_ = 0, outputs_through_ambiguous_ = 0, handoffs_contradicted_ = 0;
+  // Per thread: when the last CALL it read arrived (a read completing two has one time).
+  absl::flat_hash_map<Thread, TimeNs> last_call_read_;
+  int64_t inputs_sharing_a_read_ = 0;
   int64_t outputs_without_request_ = 0, server_calls_outside_ = 0, requests_spawned_ = 0,
           ended_by_answer_ = 0;
 };
@@ -313,8 +330,9 @@ Result<FragmentInference> InferFragment(const Trace& trace) {
                             .process_links_carrying_requests = scan.requests_spawned(),
                             .inherited_requests_ended_by_answer = scan.ended_by_answer(),
                             .handoffs_carrying_requests = scan.handoffs_carrying(),
-                            .ambiguous_handoffs_carrying_requests = scan.ambiguous_carrying(),
-                            .handoffs_contradicted_by_replies = scan.handoffs_contradicted()}};
+                            .outputs_through_ambiguous_handoffs = scan.outputs_through_ambiguous(),
+                            .handoffs_contradicted_by_replies = scan.handoffs_contradicted(),
+                            .inputs_sharing_a_read = scan.inputs_sharing_a_read()}};
 }
 
 }  // namespace weft

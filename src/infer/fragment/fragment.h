@@ -61,9 +61,12 @@ namespace weft {
 // hidden hand-off); messages_in_cycles; witness_links, witness_links_ambiguous and
 // witnesses_unmatched (witness.h); process_links_carrying_requests;
 // inherited_requests_ended_by_answer; handoffs_carrying_requests (HANDOFF links that gave
-// their consumer a request), ambiguous_handoffs_carrying_requests (of them, links reconcile
-// marked as guesses), handoffs_contradicted_by_replies (a consumer answered a request other
-// than the one handed to it: the queue was not FIFO, or a hand-over was missed).
+// their consumer a request), outputs_through_ambiguous_handoffs (calls and messages placed
+// in a request that reached their thread through a link reconcile marked as a guess: a
+// wake-up or timer shared by several requests), handoffs_contradicted_by_replies (a consumer
+// answered a request other than the one handed to it: the queue was not FIFO, or a hand-over was
+// missed); inputs_sharing_a_read (requests a thread's read completed together with another, whose
+// work then lands in the last of them: recapture with --isolate).
 struct FragmentCounters {
   int64_t instances = 0;
   int64_t messages_in_instances = 0;
@@ -76,8 +79,9 @@ struct FragmentCounters {
   int64_t process_links_carrying_requests = 0;
   int64_t inherited_requests_ended_by_answer = 0;
   int64_t handoffs_carrying_requests = 0;
-  int64_t ambiguous_handoffs_carrying_requests = 0;
+  int64_t outputs_through_ambiguous_handoffs = 0;
   int64_t handoffs_contradicted_by_replies = 0;
+  int64_t inputs_sharing_a_read = 0;
   // Name and value of each, in the order paths files and `weft paths` list them.
   CounterList List() const {
     return {{"instances", instances},
@@ -91,8 +95,9 @@ struct FragmentCounters {
             {"process_links_carrying_requests", process_links_carrying_requests},
             {"inherited_requests_ended_by_answer", inherited_requests_ended_by_answer},
             {"handoffs_carrying_requests", handoffs_carrying_requests},
-            {"ambiguous_handoffs_carrying_requests", ambiguous_handoffs_carrying_requests},
-            {"handoffs_contradicted_by_replies", handoffs_contradicted_by_replies}};
+            {"outputs_through_ambiguous_handoffs", outputs_through_ambiguous_handoffs},
+            {"handoffs_contradicted_by_replies", handoffs_contradicted_by_replies},
+            {"inputs_sharing_a_read", inputs_sharing_a_read}};
   }
 };
 using FragmentInference = Inference<FragmentCounters>;

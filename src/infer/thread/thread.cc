@@ -30,6 +30,7 @@ struct Start {
   MessageId request;
   ThreadKey from;
   TimeNs from_time;
+  bool ambiguous = false;  // a link reconcile marked as a guess
 };
 
 void SortStarts(std::vector<Start>& starts) {
@@ -86,7 +87,7 @@ Result<ThreadInference> InferThread(const Trace& trace) {
         c.receiver_thread[i].valid()) {
       const ThreadKey reader{c.receiver[i].value(), c.receiver_thread[i]};
       read_requests[reader].push_back(c.recv_time[i]);
-      read_calls[reader].push_back({c.recv_time[i], MessageId(uint32_t(i)), {}, 0});
+      read_calls[reader].push_back({c.recv_time[i], MessageId(uint32_t(i)), {}, 0, false});
     }
   }
   for (auto& [thread, times] : read_requests) std::sort(times.begin(), times.end());
@@ -113,7 +114,7 @@ Result<ThreadInference> InferThread(const Trace& trace) {
   for (const ProcessLink& l : trace.process_links()) {
     const ThreadKey to{l.to.value(), l.to_thread}, from{l.from.value(), l.from_thread};
     if (l.kind == ProcessLinkKind::kHandoff) {
-      taken[to].push_back({l.TakenAt(), MessageId(), from, l.time});
+      taken[to].push_back({l.TakenAt(), MessageId(), from, l.time, l.ambiguous});
     } else {
       creator.try_emplace(to, from);
     }
@@ -126,9 +127,9 @@ Result<ThreadInference> InferThread(const Trace& trace) {
   // its next reply answers, if that arrived before (vPath); a thread that never replies
   // but was handed work and read requests itself (a dispatcher) works for the last request
   // it read; one that was started by another works for its creator, and so on up.
-  int64_t through_handoffs = 0;
+  int64_t through_handoffs = 0, through_ambiguous = 0;
   auto request_at = [&](ThreadKey t, TimeNs sent) {
-    bool handed = false;
+    bool handed = false, guessed = false;
     const size_t bound = creator.size() + taken.size() + 1;  // links could loop
     for (size_t hops = 0; hops <= bound; ++hops) {
       const Start* take = LatestStart(taken, t, sent);
@@ -137,7 +138,9 @@ Result<ThreadInference> InferThread(const Trace& trace) {
         t = take->from;
         sent = take->from_time;
         through_handoffs += !handed;
+        through_ambiguous += take->ambiguous && !guessed;
         handed = true;
+        guessed = guessed || take->ambiguous;
         continue;
       }
       auto it = replies.find(t);
@@ -198,7 +201,8 @@ Result<ThreadInference> InferThread(const Trace& trace) {
                           .overlapping_requests = overlapping,
                           .messages_in_cycles = forest.messages_in_cycles,
                           .root_calls_from_servers = server_roots,
-                          .calls_through_handoffs = through_handoffs}};
+                          .calls_through_handoffs = through_handoffs,
+                          .calls_through_ambiguous_handoffs = through_ambiguous}};
 }
 
 }  // namespace weft

@@ -32,7 +32,8 @@ namespace weft {
 // thread that started it) of a node whose other threads answer requests: work handed to
 // it through memory that capture did not see (a queue without a condition variable), which
 // vPath cannot follow; calls_through_handoffs: calls placed by following HANDOFF links to
-// the thread that handed the work over (weft's addition).
+// the thread that handed the work over (weft's addition); calls_through_ambiguous_handoffs:
+// of them, those that followed a link reconcile marked as a guess.
 struct ThreadCounters {
   int64_t instances = 0;
   int64_t messages_in_instances = 0;
@@ -43,6 +44,7 @@ struct ThreadCounters {
   int64_t messages_in_cycles = 0;
   int64_t root_calls_from_servers = 0;
   int64_t calls_through_handoffs = 0;
+  int64_t calls_through_ambiguous_handoffs = 0;
   // Name and value of each, in the order paths files and `weft paths` list them.
   CounterList List() const {
     return {{"instances", instances},
@@ -53,7 +55,8 @@ struct ThreadCounters {
             {"overlapping_requests", overlapping_requests},
             {"messages_in_cycles", messages_in_cycles},
             {"root_calls_from_servers", root_calls_from_servers},
-            {"calls_through_handoffs", calls_through_handoffs}};
+            {"calls_through_handoffs", calls_through_handoffs},
+            {"calls_through_ambiguous_handoffs", calls_through_ambiguous_handoffs}};
   }
 };
 using ThreadInference = Inference<ThreadCounters>;
