@@ -125,16 +125,38 @@ PathsFile ReportThread(ThreadInference thread) {
   if (c.root_calls_from_servers > 0) {
     fmt::print(stderr,
                "thread: warning: {} calls came from a server's thread that never replies: work "
-               "handed over through a queue, which vPath cannot follow; their requests are "
+               "handed over through something capture did not see; their requests are "
                "orphaned (--algo auto weighs this)\n",
                c.root_calls_from_servers);
+  }
+  if (c.calls_through_ambiguous_handoffs > 0) {
+    fmt::print(stderr,
+               "thread: warning: {} calls were placed through hand-offs that could have gone "
+               "elsewhere (a wake-up or timer shared by several requests); their requests may "
+               "be wrong (--algo auto weighs this)\n",
+               c.calls_through_ambiguous_handoffs);
   }
   return ToPathsFile(std::move(thread));
 }
 
 PathsFile ReportFragment(FragmentInference fragment) {
+  const FragmentCounters& c = fragment.counters;
   fmt::print(stderr, "fragment: {} requests; {} messages sent outside any fragment started them\n",
-             fragment.counters.instances, fragment.counters.outputs_starting_requests);
+             c.instances, c.outputs_starting_requests);
+  if (c.outputs_through_ambiguous_handoffs + c.handoffs_contradicted_by_replies > 0) {
+    fmt::print(stderr,
+               "fragment: warning: {} calls and messages were placed through hand-offs that "
+               "could have gone elsewhere (a wake-up or timer shared by several requests), and "
+               "{} replies answered a request other than the one handed to their thread; those "
+               "requests may be wrong (--algo auto weighs this)\n",
+               c.outputs_through_ambiguous_handoffs, c.handoffs_contradicted_by_replies);
+  }
+  if (c.inputs_sharing_a_read > 0) {
+    fmt::print(stderr,
+               "fragment: warning: {} requests arrived in a read that brought another too; the "
+               "later ones' work is given to the first: recapture with weft capture --isolate\n",
+               c.inputs_sharing_a_read);
+  }
   return ToPathsFile(std::move(fragment));
 }
 
