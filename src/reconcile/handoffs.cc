@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <tuple>
 #include <utility>
 
 namespace weft::reconcile {
@@ -44,9 +45,10 @@ class Queues {
       std::deque<const Section*> queued;
       for (const Section& s : sections_.at(mutex)) {
         const bool waiter = waiters.contains(s.tid);
+        if (s.released == 0) continue;  // still held when the log ended
         if (!waiter && std::find(s.signals.begin(), s.signals.end(), cond) != s.signals.end()) {
           queued.push_back(&s);
-        } else if (waiter && !s.ends_in_wait && s.released != 0) {
+        } else if (waiter && !s.ends_in_wait) {
           if (queued.empty()) {
             ++counts.takes_unexplained;
             continue;
@@ -153,8 +155,8 @@ void PairSemaphores(const capture::EventLog& log, std::vector<Handoff>& out,
 void PairWakeDescriptors(const capture::EventLog& log, std::vector<Handoff>& out,
                          HandoffCounts& counts) {
   struct Pending {
-    std::vector<const Event*> writes;  // eventfd writes not read yet
-    const Event* armed = nullptr;      // the timerfd's last arm
+    std::deque<const Event*> writes;  // eventfd writes not read yet
+    const Event* armed = nullptr;     // the timerfd's last arm
     // Re-armed before it expired: one timer for several deadlines (a loop's heap of timers
     // behind one timerfd), so the last arm need not be the work its expiry resumes.
     bool shared = false;
@@ -184,12 +186,19 @@ void PairWakeDescriptors(const capture::EventLog& log, std::vector<Handoff>& out
         break;
       case EventOp::kWakeRead:
         if (!p.writes.empty()) {
+          // A read takes the counter's value: every pending write, or one unit of a
+          // semaphore-mode eventfd.
           const Event* first = p.writes.front();
-          const bool several = p.writes.size() > 1;
-          out.push_back({first->tid, first->entry_ns, e->tid, e->exit_ns, several});
+          uint64_t taken = 0;
+          size_t writes = 0;
+          while (!p.writes.empty() && (writes == 0 || taken < e->second)) {
+            taken += p.writes.front()->second;
+            p.writes.pop_front();
+            ++writes;
+          }
+          out.push_back({first->tid, first->entry_ns, e->tid, e->exit_ns, writes > 1});
           ++counts.wakes;
-          counts.wakes_ambiguous += several;
-          p.writes.clear();
+          counts.wakes_ambiguous += writes > 1;
         } else if (p.armed != nullptr && TimeNs(p.armed->second) <= e->exit_ns) {
           out.push_back({p.armed->tid, p.armed->entry_ns, e->tid, e->exit_ns, p.shared});
           ++counts.wakes;
@@ -210,6 +219,11 @@ std::vector<Handoff> FindHandoffs(const capture::EventLog& log, HandoffCounts& c
   Queues(log).Pair(out, counts);
   PairSemaphores(log, out, counts);
   PairWakeDescriptors(log, out, counts);
+  // One order whatever the hash maps' (reconcile's output is the same for the same logs).
+  std::sort(out.begin(), out.end(), [](const Handoff& a, const Handoff& b) {
+    return std::tie(a.from_time, a.from_tid, a.to_time, a.to_tid) <
+           std::tie(b.from_time, b.from_tid, b.to_time, b.to_tid);
+  });
   return out;
 }
 

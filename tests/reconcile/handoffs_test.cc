@@ -143,5 +143,20 @@ TEST(FindHandoffs, WakeDescriptors) {
   EXPECT_EQ(counts.wakes_ambiguous, 2u);
 }
 
+// An eventfd in semaphore mode (EFD_SEMAPHORE) gives one unit per read: each read takes
+// one write, and none is a guess.
+TEST(FindHandoffs, SemaphoreModeEventfdTakesOneWritePerRead) {
+  LogBuilder b;
+  b.Add(EventOp::kWakeCreate, 1, 1, 1, 7)
+      .Add(EventOp::kWakeWrite, 4, 10, 10, 7, 1)
+      .Add(EventOp::kWakeWrite, 5, 11, 11, 7, 1)
+      .Add(EventOp::kWakeRead, 2, 15, 15, 7, 1)
+      .Add(EventOp::kWakeRead, 3, 16, 16, 7, 1);
+  HandoffCounts counts;
+  EXPECT_EQ(Links(b.Build(), counts),
+            (std::vector<Link>{{4, 10, 2, 15, false}, {5, 11, 3, 16, false}}));
+  EXPECT_EQ(counts.wakes_ambiguous, 0u);
+}
+
 }  // namespace
 }  // namespace weft::reconcile
