@@ -80,27 +80,27 @@ Result<ThreadInference> InferThread(const Trace& trace) {
   // The requests each thread read itself, by arrival. A thread that reads a request while
   // it still owes the reply to one it read before works on two at once, which vPath's
   // assumption rules out (an event loop): counted, so a user (and --algo auto) can tell.
-  absl::flat_hash_map<ThreadKey, std::vector<TimeNs>> read_requests;
-  absl::flat_hash_map<ThreadKey, std::vector<Start>> read_calls;  // the same, with the CALL
+  absl::flat_hash_map<ThreadKey, std::vector<Start>> read_calls;
   for (size_t i = 0; i < trace.size(); ++i) {
     if (c.kind[i] == MessageKind::kCall && c.recv_time[i] != kNoTime &&
         c.receiver_thread[i].valid()) {
-      const ThreadKey reader{c.receiver[i].value(), c.receiver_thread[i]};
-      read_requests[reader].push_back(c.recv_time[i]);
-      read_calls[reader].push_back({c.recv_time[i], MessageId(uint32_t(i)), {}, 0, false});
+      read_calls[{c.receiver[i].value(), c.receiver_thread[i]}].push_back(
+          {c.recv_time[i], MessageId(uint32_t(i)), {}, 0, false});
     }
   }
-  for (auto& [thread, times] : read_requests) std::sort(times.begin(), times.end());
   for (auto& [thread, starts] : read_calls) SortStarts(starts);
   int64_t overlapping = 0;
   for (const auto& [thread, owed] : replies) {
-    auto it = read_requests.find(thread);
-    if (it == read_requests.end()) continue;
+    auto it = read_calls.find(thread);
+    if (it == read_calls.end()) continue;
+    const std::vector<Start>& read = it->second;
     for (const Reply& r : owed) {
       const TimeNs arrived = c.recv_time[r.request.value()];
       if (arrived == kNoTime || c.receiver_thread[r.request.value()] != thread.second) continue;
-      auto first = std::upper_bound(it->second.begin(), it->second.end(), arrived);
-      overlapping += std::lower_bound(first, it->second.end(), r.sent) != first;
+      // A request read after this one arrived and before its reply went out.
+      auto later = std::upper_bound(read.begin(), read.end(), arrived,
+                                    [](TimeNs x, const Start& s) { return x < s.time; });
+      overlapping += later != read.end() && later->time < r.sent;
     }
   }
 
