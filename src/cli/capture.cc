@@ -29,7 +29,8 @@ struct CaptureFlags {
   std::string output;
   uint32_t payload_prefix = 0;
   std::string protocols = "auto";
-  bool isolate = false;
+  bool isolate = true;
+  std::string sync = "queues";
   std::vector<std::string> command;
   std::string path;  // weft events
 };
@@ -152,7 +153,8 @@ Status RunCapture(const CaptureFlags& f) {
       setenv("WEFT_CAPTURE_DIR", dir.c_str(), 1);
       setenv("WEFT_PAYLOAD_PREFIX", std::to_string(f.payload_prefix).c_str(), 1);
       setenv("WEFT_PROTOCOLS", f.protocols.c_str(), 1);
-      if (f.isolate) setenv("WEFT_ISOLATE", "1", 1);
+      setenv("WEFT_ISOLATE", f.isolate ? "1" : "0", 1);
+      setenv("WEFT_SYNC", f.sync.c_str(), 1);
     }
     execv(program.c_str(), argv.data());
     std::fprintf(stderr, "weft capture: %s: %s\n", program.c_str(), std::strerror(errno));
@@ -263,11 +265,18 @@ void AddCaptureCommand(CLI::App& app, Status& result) {
                   "bytes), 'none', or a comma list of auto, PROTO=PORT, PROTO=/unix/path, "
                   "PROTO=@abstract, PROTO=auto (detect it), PROTO=PROGRAM (every stream of that "
                   "program); PROTO is http, testbed, postgres, redis, dns, line or oneshot");
-  cmd->add_flag("--isolate", f.isolate,
-                "Event isolation (BorderPatrol §3.2): reads on connections with a protocol "
-                "processor stop where a message ends; the rest is held and served on the next "
-                "read, and poll/select/epoll report such connections readable "
-                "(docs/capture.md \"Event isolation\")");
+  cmd->add_flag("--isolate,!--no-isolate", f.isolate,
+                "Event isolation (BorderPatrol §3.2), on by default: reads on connections with "
+                "a protocol processor stop where a message ends; the rest is held and served on "
+                "the next read, and poll/select/epoll report one such input per wait "
+                "(docs/capture.md \"Event isolation\"). --no-isolate: programs read and wait "
+                "as untraced");
+  cmd->add_option("--sync", f.sync,
+                  "Synchronisation calls logged as evidence of hand-offs between threads: "
+                  "'queues' (default: condition variables, semaphores, eventfds, timerfds, and "
+                  "the mutexes condition variables wait with), 'all' (every mutex too) or 'off' "
+                  "(docs/capture.md \"Hand-offs\")")
+      ->check(CLI::IsMember({"queues", "all", "off"}));
   cmd->add_option("command", f.command, "The program and its arguments, after --")->required();
   cmd->callback([&result] {
     result = CheckProtocolSpec(f.protocols);

@@ -29,23 +29,44 @@ struct Section {
 class Queues {
  public:
   explicit Queues(const capture::EventLog& log) {
+    // A wait names its condition variable's mutex; so does a signal (the mutex its thread
+    // held, or had just released), which matters for a pool that never waited.
     for (const Event& e : log.events) {
       if (e.op != EventOp::kCondWait) continue;
       mutex_of_.try_emplace(e.object, e.second);
       waiters_[e.object].insert(e.tid);
-      sections_.try_emplace(e.second);
+    }
+    for (const Event& e : log.events) {
+      if ((e.op == EventOp::kCondSignal || e.op == EventOp::kCondBroadcast) && e.second != 0)
+        mutex_of_.try_emplace(e.object, e.second);
+    }
+    for (const auto& [cond, mutex] : mutex_of_) sections_.try_emplace(mutex);
+    // Threads that signal or wait on some condition variable of a mutex play a part in its
+    // queues; the others that hold it are takers (a worker that never had to wait).
+    for (const Event& e : log.events) {
+      const bool wait = e.op == EventOp::kCondWait;
+      if (!wait && e.op != EventOp::kCondSignal && e.op != EventOp::kCondBroadcast) continue;
+      auto mutex = mutex_of_.find(e.object);
+      if (mutex != mutex_of_.end()) signalling_or_waiting_[mutex->second].insert(e.tid);
     }
     if (!mutex_of_.empty()) CollectSections(log);
   }
 
   // Pairs the k-th item produced through each condition variable with the k-th taken.
   void Pair(std::vector<Handoff>& out, HandoffCounts& counts) const {
+    static const absl::flat_hash_set<int32_t> kNone;
     for (const auto& [cond, mutex] : mutex_of_) {
-      const absl::flat_hash_set<int32_t>& waiters = waiters_.at(cond);
+      auto w = waiters_.find(cond);
+      const absl::flat_hash_set<int32_t>& waiters = w == waiters_.end() ? kNone : w->second;
+      auto p = signalling_or_waiting_.find(mutex);
+      const absl::flat_hash_set<int32_t>& parts =
+          p == signalling_or_waiting_.end() ? kNone : p->second;
       std::deque<const Section*> queued;
       for (const Section& s : sections_.at(mutex)) {
-        const bool waiter = waiters.contains(s.tid);
         if (s.released == 0) continue;  // still held when the log ended
+        // A taker waits on this condition variable, or holds the mutex and neither signals
+        // nor waits on any of its condition variables (a worker that never had to wait).
+        const bool waiter = waiters.contains(s.tid) || !parts.contains(s.tid);
         if (!waiter && std::find(s.signals.begin(), s.signals.end(), cond) != s.signals.end()) {
           queued.push_back(&s);
         } else if (waiter && !s.ends_in_wait) {
@@ -124,6 +145,8 @@ class Queues {
 
   absl::flat_hash_map<uint64_t, uint64_t> mutex_of_;  // condition variable -> its mutex
   absl::flat_hash_map<uint64_t, absl::flat_hash_set<int32_t>> waiters_;
+  // Per queue mutex: the threads that signal or wait on one of its condition variables.
+  absl::flat_hash_map<uint64_t, absl::flat_hash_set<int32_t>> signalling_or_waiting_;
   absl::flat_hash_map<uint64_t, std::vector<Section>> sections_;  // per queue mutex
 };
 

@@ -179,8 +179,8 @@ TEST_F(CaptureProtocolsTest, IsolateStopsReadsAtMessageEnds) {
       "264 bytes read, child 0";
   for (bool isolate : {false, true}) {
     fs::remove_all(dir_);
-    auto run = Weft("capture -o " + dir_.string() + (isolate ? " --isolate" : "") + " -- " +
-                    CAPTURE_PROBE + " isolate");
+    auto run = Weft("capture -o " + dir_.string() + (isolate ? " --isolate" : " --no-isolate") +
+                    " -- " + CAPTURE_PROBE + " isolate");
     ASSERT_EQ(run.rc, 0) << run.output;
     EXPECT_NE(run.output.find(isolate ? isolated : untraced), std::string::npos) << run.output;
     auto paths = FindEventLogs(dir_.string());
@@ -226,8 +226,8 @@ TEST_F(CaptureProtocolsTest, IsolateReportsOneInputPerWait) {
   for (bool isolate : {false, true}) {
     SCOPED_TRACE(isolate ? "--isolate" : "capture");
     fs::remove_all(dir_);
-    auto run = Weft("capture -o " + dir_.string() + (isolate ? " --isolate" : "") + " -- " +
-                    CAPTURE_PROBE + " one-input");
+    auto run = Weft("capture -o " + dir_.string() + (isolate ? " --isolate" : " --no-isolate") +
+                    " -- " + CAPTURE_PROBE + " one-input");
     ASSERT_EQ(run.rc, 0) << run.output;
     EXPECT_NE(run.output.find(isolate ? isolated : untraced), std::string::npos) << run.output;
     auto paths = FindEventLogs(dir_.string());

@@ -233,9 +233,17 @@ namespace {
 TEST_F(PreciseTestbedTest, PipelinedEventLoopIsExactForFragmentOnlyWithIsolation) {
   SKIP_UNDER_ASAN();
   {
-    Trace trace = CaptureRun("event-loop", true);
+    Trace trace = CaptureRun("event-loop", true, "--no-isolate");
     RequestOutcomes fragment = Score(trace, InferFragment);
     EXPECT_LT(fragment.exact, fragment.requests / 10);
+    // auto reads no truth, but sees reads that brought several requests, and says how to
+    // capture again.
+    Result<AutoInference> decided = ChooseAlgorithm(trace);
+    ASSERT_TRUE(decided.ok());
+    EXPECT_GT(decided->choice.inputs_sharing_a_read, 0);
+    EXPECT_NE(decided->choice.Describe().find("recapture with weft capture --isolate"),
+              std::string::npos)
+        << decided->choice.Describe();
   }
   fs::remove_all(base_);
   fs::create_directories(base_);

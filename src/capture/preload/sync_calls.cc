@@ -75,6 +75,37 @@ void Watch(const void* mutex) {
 
 bool Logged() { return Logging() && SyncMode() != kSyncOff; }
 
+// The mutexes this thread holds (the innermost few), and the one it released last: a
+// condition variable signalled under a mutex (or right after releasing it) is that queue's,
+// even when no consumer ever waited on it (a pool that never idles, under load).
+constexpr int kHeldSlots = 4;
+__thread const void* t_held[kHeldSlots] __attribute__((tls_model("initial-exec")));
+__thread int t_held_count __attribute__((tls_model("initial-exec"))) = 0;
+__thread const void* t_released __attribute__((tls_model("initial-exec"))) = nullptr;
+
+void Held(const void* mutex) {
+  if (t_held_count < kHeldSlots) t_held[t_held_count] = mutex;
+  ++t_held_count;
+}
+
+void Released(const void* mutex) {
+  t_released = mutex;
+  int n = t_held_count < kHeldSlots ? t_held_count : kHeldSlots;
+  for (int i = n - 1; i >= 0; --i) {
+    if (t_held[i] != mutex) continue;
+    for (int j = i; j + 1 < n; ++j) t_held[j] = t_held[j + 1];
+    break;
+  }
+  if (t_held_count > 0) --t_held_count;
+}
+
+// The mutex a signal on a condition variable belongs to: the innermost one held, else the
+// one released last (`notify_one` after the unlock), else none.
+const void* SignalledMutex() {
+  if (t_held_count > 0 && t_held_count <= kHeldSlots) return t_held[t_held_count - 1];
+  return t_held_count == 0 ? t_released : nullptr;
+}
+
 uint64_t Address(const void* p) { return uint64_t(reinterpret_cast<uintptr_t>(p)); }
 
 int64_t TimespecNs(const struct timespec& t) {
@@ -106,23 +137,41 @@ int LoggedSemWait(sem_t* sem, Wait wait) {
 }  // namespace
 
 WEFT_EXPORT int pthread_mutex_lock(pthread_mutex_t* mutex) noexcept {
-  if (!Logged() || !IsWatched(mutex)) return Real().pthread_mutex_lock(mutex);
+  if (!Logged()) return Real().pthread_mutex_lock(mutex);
+  if (!IsWatched(mutex)) {
+    int r = Real().pthread_mutex_lock(mutex);
+    if (r == 0) Held(mutex);
+    return r;
+  }
   int64_t entry = NowNs();
   int r = Real().pthread_mutex_lock(mutex);
-  if (r == 0) LogSync(wire::kOpMutexLock, Address(mutex), 0, entry, NowNs(), 0);
+  if (r == 0) {
+    Held(mutex);
+    LogSync(wire::kOpMutexLock, Address(mutex), 0, entry, NowNs(), 0);
+  }
   return r;
 }
 
 WEFT_EXPORT int pthread_mutex_trylock(pthread_mutex_t* mutex) noexcept {
-  if (!Logged() || !IsWatched(mutex)) return Real().pthread_mutex_trylock(mutex);
+  if (!Logged()) return Real().pthread_mutex_trylock(mutex);
+  if (!IsWatched(mutex)) {
+    int r = Real().pthread_mutex_trylock(mutex);
+    if (r == 0) Held(mutex);
+    return r;
+  }
   int64_t entry = NowNs();
   int r = Real().pthread_mutex_trylock(mutex);
-  if (r == 0) LogSync(wire::kOpMutexLock, Address(mutex), 1, entry, NowNs(), 0);
+  if (r == 0) {
+    Held(mutex);
+    LogSync(wire::kOpMutexLock, Address(mutex), 1, entry, NowNs(), 0);
+  }
   return r;
 }
 
 WEFT_EXPORT int pthread_mutex_unlock(pthread_mutex_t* mutex) noexcept {
-  if (!Logged() || !IsWatched(mutex)) return Real().pthread_mutex_unlock(mutex);
+  if (!Logged()) return Real().pthread_mutex_unlock(mutex);
+  Released(mutex);
+  if (!IsWatched(mutex)) return Real().pthread_mutex_unlock(mutex);
   int64_t entry = NowNs();
   int r = Real().pthread_mutex_unlock(mutex);
   if (r == 0) LogSync(wire::kOpMutexUnlock, Address(mutex), 0, entry, NowNs(), 0);
@@ -147,20 +196,30 @@ WEFT_EXPORT int pthread_cond_clockwait(pthread_cond_t* cond, pthread_mutex_t* mu
                     [&] { return Real().pthread_cond_clockwait(cond, mutex, clock, deadline); });
 }
 
-WEFT_EXPORT int pthread_cond_signal(pthread_cond_t* cond) noexcept {
-  if (!Logged()) return Real().pthread_cond_signal(cond);
+// A signal names the mutex it was sent under (SignalledMutex), which is watched from then
+// on. If the thread holds it and it was not watched, the section began unlogged: a lock
+// record now (at the signal) opens it, so that this first item is not lost.
+template <typename Signal>
+int LoggedSignal(uint8_t op, pthread_cond_t* cond, Signal signal) {
+  if (!Logged()) return signal();
+  const void* mutex = SignalledMutex();
   int64_t entry = NowNs();
-  int r = Real().pthread_cond_signal(cond);
-  LogSync(wire::kOpCondSignal, Address(cond), 0, entry, NowNs(), -r);
+  if (mutex != nullptr && !IsWatched(mutex)) {
+    Watch(mutex);
+    if (t_held_count > 0) LogSync(wire::kOpMutexLock, Address(mutex), 0, entry, entry, 0);
+  }
+  int r = signal();
+  LogSync(op, Address(cond), Address(mutex), entry, NowNs(), -r);
   return r;
 }
 
+WEFT_EXPORT int pthread_cond_signal(pthread_cond_t* cond) noexcept {
+  return LoggedSignal(wire::kOpCondSignal, cond, [&] { return Real().pthread_cond_signal(cond); });
+}
+
 WEFT_EXPORT int pthread_cond_broadcast(pthread_cond_t* cond) noexcept {
-  if (!Logged()) return Real().pthread_cond_broadcast(cond);
-  int64_t entry = NowNs();
-  int r = Real().pthread_cond_broadcast(cond);
-  LogSync(wire::kOpCondBroadcast, Address(cond), 0, entry, NowNs(), -r);
-  return r;
+  return LoggedSignal(wire::kOpCondBroadcast, cond,
+                      [&] { return Real().pthread_cond_broadcast(cond); });
 }
 
 WEFT_EXPORT int sem_post(sem_t* sem) noexcept {
