@@ -2,6 +2,8 @@
 // and thread creations become the trace's process links.
 #include "reconcile/processes.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 namespace weft::reconcile {
@@ -106,7 +108,17 @@ void AddProcessLinks(std::span<const capture::EventLog> logs, const BootOffsets&
     }
     if (!log.loss.ended_by_exec || exec == nullptr || exec->tid <= 0) continue;
     int64_t image = next_image(log.header, log.header.pid, log.header.parent_pid, exec->entry_ns);
-    if (image >= 0) link_threads(i, *exec, uint32_t(image), ProcessLinkKind::kExec);
+    if (image >= 0) {
+      link_threads(i, *exec, uint32_t(image), ProcessLinkKind::kExec);
+    } else {
+      // The new image ran untraced: whatever it did is missing from the trace, and the
+      // user is told rather than left to wonder (docs/capture.md "Permissions").
+      summary.losses.push_back(fmt::format(
+          "{}: its exec started an image that left no log (statically linked, set-user-ID, "
+          "or not allowed to create its log in the capture directory after dropping "
+          "privileges): that image's calls are missing",
+          log.path));
+    }
   }
   // A thread created with pthread_create logged its own start (the creator's call entry,
   // the creator's tid): one link from the creating thread to it, in the same log.
