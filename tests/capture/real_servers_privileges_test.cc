@@ -89,7 +89,8 @@ std::map<pid_t, uid_t> UidsOf(pid_t group, const std::string& comm) {
     if (pgrp != group || stat.find("(" + comm + ")") == std::string::npos) continue;
     std::istringstream status(testing::ReadFile(entry.path() / "status"));
     for (std::string line; std::getline(status, line);) {
-      if (line.rfind("Uid:", 0) == 0) uids[pid_t(std::stoi(name))] = uid_t(std::stoul(line.substr(4)));
+      if (line.rfind("Uid:", 0) == 0)
+        uids[pid_t(std::stoi(name))] = uid_t(std::stoul(line.substr(4)));
     }
   }
   return uids;
@@ -143,16 +144,15 @@ TEST_F(DroppedPrivilegesTest, NginxWorkerAsNobody) {
 // capture directory (0700, root's), runs untraced, and reconcile says so.
 TEST_F(DroppedPrivilegesTest, ExecAfterDroppingRootIsCountedLost) {
   if (!Installed("/usr/bin/setpriv")) GTEST_SKIP() << "setpriv (util-linux) not installed";
-  auto run = Weft(Capture("drop", "/usr/bin/setpriv --reuid=nobody --regid=nogroup "
-                                  "--clear-groups /bin/sh -c 'exit 3'"));
+  auto run = Weft(Capture("drop",
+                          "/usr/bin/setpriv --reuid=nobody --regid=nogroup "
+                          "--clear-groups /bin/sh -c 'exit 3'"));
   EXPECT_EQ(run.rc, 3) << run.output;  // the program ran, untraced after the exec
   auto reconciled = Weft("reconcile " + Path("capture") + " -o " + Path("run.weft"));
   EXPECT_EQ(reconciled.rc, 0) << reconciled.output;
-  EXPECT_NE(reconciled.output.find("its exec started an image that left no log"),
-            std::string::npos)
+  EXPECT_NE(reconciled.output.find("its exec started an image that left no log"), std::string::npos)
       << reconciled.output;
-  EXPECT_NE(reconciled.output.find("1 logs with losses"), std::string::npos)
-      << reconciled.output;
+  EXPECT_NE(reconciled.output.find("1 logs with losses"), std::string::npos) << reconciled.output;
 }
 
 void DroppedPrivilegesTest::CheckPrivate() {
@@ -194,8 +194,15 @@ void DroppedPrivilegesTest::Run(const Front& front) {
   std::vector<std::string> argv;
   if (front.program == "nginx") {
     std::ofstream(conf) << Fill(testing::kNginxConf, values);
-    argv = {front.binary, "-c", conf, "-p", prefix, "-e", prefix + "/error.log",
-            "-g", "daemon off; master_process on;"};
+    argv = {front.binary,
+            "-c",
+            conf,
+            "-p",
+            prefix,
+            "-e",
+            prefix + "/error.log",
+            "-g",
+            "daemon off; master_process on;"};
   } else {
     std::ofstream(conf) << Fill(kApacheConf, values);
     argv = {front.binary, "-d", prefix, "-f", conf, "-DFOREGROUND"};
@@ -207,8 +214,7 @@ void DroppedPrivilegesTest::Run(const Front& front) {
   mode_t umask_before = umask(0);
   pid_t server = StartCaptured("front", argv);
   umask(umask_before);
-  ASSERT_TRUE(testing::WaitForPort(db) && testing::WaitForPort(web) &&
-              testing::WaitForPort(port))
+  ASSERT_TRUE(testing::WaitForPort(db) && testing::WaitForPort(web) && testing::WaitForPort(port))
       << testing::ReadFile(prefix + "/error.log");
   umask(0277);
   auto load = Weft(Capture("client", std::string(WEFT_BINARY) + " testbed load " + topology +
@@ -336,7 +342,7 @@ void DroppedPrivilegesTest::Run(const Front& front) {
   // connection back; fragment puts that message in the tree of the request just answered.
   // It is the server's own, not part of the request's tree: the trees are scored without
   // such messages.
-  PathSet paths;  // only what ExactTrees reads: each instance's messages
+  PathSet paths;          // only what ExactTrees reads: each instance's messages
   int with_internal = 0;  // request trees that held one
   for (size_t i = 0; i < fragment->paths.instance_count(); ++i) {
     size_t before = paths.messages.size();
