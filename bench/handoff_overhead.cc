@@ -165,8 +165,7 @@ int QueueRun(long items, int producers, int consumers, size_t capacity) {
   std::printf(
       "items %ld seconds %.6f cpu %.6f calls %ld lock %ld unlock %ld wait %ld signal %ld "
       "broadcast %ld\n",
-      items, elapsed, cpu, all.total(), all.lock, all.unlock, all.wait, all.signal,
-      all.broadcast);
+      items, elapsed, cpu, all.total(), all.lock, all.unlock, all.wait, all.signal, all.broadcast);
   return 0;
 }
 
@@ -276,9 +275,8 @@ void QueueBench(const std::string& self, const Options& o, const std::string& di
     paired_cpu.push_back(cpu_ns[1].back() - cpu_ns[0].back());
   }
   const char* names[2] = {"untraced", "weft capture"};
-  fmt::print("{:<14} {:>12} {:>12} {:>14} {:>13} {:>12}   {}\n", "tracer", "items/s",
-             "vs untraced", "sync calls/run", "wall ns/call", "cpu ns/call",
-             "each run (items/s)");
+  fmt::print("{:<14} {:>12} {:>12} {:>14} {:>13} {:>12}   {}\n", "tracer", "items/s", "vs untraced",
+             "sync calls/run", "wall ns/call", "cpu ns/call", "each run (items/s)");
   for (int t = 0; t < 2; ++t) {
     std::vector<double> calls;
     for (const auto& pair : pairs) calls.push_back(pair[size_t(t)].calls);
@@ -321,9 +319,9 @@ void ModelBench(const Options& o, const std::string& dir) {
       std::filesystem::remove_all(truth);
       std::vector<std::string> command;
       if (traced) command = {o.weft, "capture", "-o", dir, "--"};
-      command.insert(command.end(),
-                     {o.weft, "testbed", "run", topology, "--duration", fmt::format("{}s", o.seconds),
-                      "--concurrency", std::to_string(o.concurrency), "-o", truth});
+      command.insert(command.end(), {o.weft, "testbed", "run", topology, "--duration",
+                                     fmt::format("{}s", o.seconds), "--concurrency",
+                                     std::to_string(o.concurrency), "-o", truth});
       std::string out = RunChild(command);
       size_t at = out.find(" req/s");
       size_t from = out.rfind(' ', at == std::string::npos ? 0 : at - 1);
@@ -381,18 +379,19 @@ int main(int argc, char** argv) {
     else if (flag == "--concurrency")
       o.concurrency = std::atoi(value.c_str());
   }
-  if (o.weft.empty() || o.runs < 1 || o.items < 1 || o.capacity < 1 || o.producers < 1 || o.consumers < 1 ||
-      o.concurrency < 1 || !(o.seconds > 0)) {
-    std::fprintf(stderr,
-                 "usage: handoff_overhead --weft PATH/weft [--runs 5] [--items 2000000] "
-                 "[--capacity 64] [--producers 2] [--consumers 2] [--model-template one-model.toml.in] "
-                 "[--seconds 3] [--concurrency 8]\n");
+  if (o.weft.empty() || o.runs < 1 || o.items < 1 || o.capacity < 1 || o.producers < 1 ||
+      o.consumers < 1 || o.concurrency < 1 || !(o.seconds > 0)) {
+    std::fprintf(
+        stderr,
+        "usage: handoff_overhead --weft PATH/weft [--runs 5] [--items 2000000] "
+        "[--capacity 64] [--producers 2] [--consumers 2] [--model-template one-model.toml.in] "
+        "[--seconds 3] [--concurrency 8]\n");
     return 2;
   }
   std::string self = std::filesystem::canonical("/proc/self/exe").string();
-  std::string dir = (std::filesystem::temp_directory_path() /
-                     ("weft-handoff-bench-" + std::to_string(getpid())))
-                        .string();
+  std::string dir =
+      (std::filesystem::temp_directory_path() / ("weft-handoff-bench-" + std::to_string(getpid())))
+          .string();
   QueueBench(self, o, dir);
   if (!o.model_template.empty()) ModelBench(o, dir);
   std::filesystem::remove_all(dir);
