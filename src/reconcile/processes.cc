@@ -2,9 +2,8 @@
 // and thread creations become the trace's process links.
 #include "reconcile/processes.h"
 
-#include <fmt/format.h>
-
 #include <algorithm>
+#include <string>
 
 namespace weft::reconcile {
 
@@ -113,11 +112,19 @@ void AddProcessLinks(std::span<const capture::EventLog> logs, const BootOffsets&
     } else {
       // The new image ran untraced: whatever it did is missing from the trace, and the
       // user is told rather than left to wonder (docs/capture.md "Permissions").
-      summary.losses.push_back(fmt::format(
-          "{}: its exec started an image that left no log (statically linked, set-user-ID, "
-          "or not allowed to create its log in the capture directory after dropping "
-          "privileges): that image's calls are missing",
-          log.path));
+      // One line per log: added to the line of what else this log lost, if any.
+      std::string lost =
+          "its exec started an image that left no log (statically linked, set-user-ID, or "
+          "not allowed to create its log in the capture directory after dropping "
+          "privileges): that image's calls are missing";
+      std::string prefix = log.path + ": ";
+      auto line = std::find_if(summary.losses.begin(), summary.losses.end(),
+                               [&](const std::string& l) { return l.starts_with(prefix); });
+      if (line != summary.losses.end()) {
+        *line += "; " + lost;
+      } else {
+        summary.losses.push_back(prefix + lost);
+      }
     }
   }
   // A thread created with pthread_create logged its own start (the creator's call entry,
