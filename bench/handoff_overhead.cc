@@ -13,9 +13,14 @@
 //                    [--capacity 64] [--producers 2] [--consumers 2]
 //                    [--model-template testbed/topologies/one-model.toml.in]
 //                    [--seconds 3] [--concurrency 8]
+// Between the two, the CPU time capture adds to one synchronisation call in one thread,
+// paired in one process (steady on a loaded machine, where the queue's ratio is not).
 // The same binary is the traced program: `handoff_overhead queue ITEMS PRODUCERS
-// CONSUMERS CAPACITY` (what the driver runs under each tracer).
+// CONSUMERS CAPACITY` and `handoff_overhead calls ITERATIONS` (what the driver runs
+// under each tracer).
+#include <dlfcn.h>
 #include <fmt/format.h>
+#include <pthread.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -130,7 +135,7 @@ int QueueRun(long items, int producers, int consumers, size_t capacity) {
   std::vector<std::thread> threads;
   for (int c = 0; c < consumers; ++c) {
     threads.emplace_back([&, c] {
-      long item, own_sum = 0, own = 0;
+      long item = 0, own_sum = 0, own = 0;
       while (queue.Pop(&item, calls[size_t(producers + c)])) {
         own_sum += item;
         ++own;
@@ -166,6 +171,61 @@ int QueueRun(long items, int producers, int consumers, size_t capacity) {
       "items %ld seconds %.6f cpu %.6f calls %ld lock %ld unlock %ld wait %ld signal %ld "
       "broadcast %ld\n",
       items, elapsed, cpu, all.total(), all.lock, all.unlock, all.wait, all.signal, all.broadcast);
+  return 0;
+}
+
+double ThreadCpuNs() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) * 1e9 + double(ts.tv_nsec);
+}
+
+// The cost of one synchronisation call alone, as capture_overhead's `loop` measures a
+// socket call: one thread, `iterations` of pthread_mutex_lock, pthread_cond_signal (no
+// waiter) and pthread_mutex_unlock, in blocks of 10,000 that alternate between the
+// program's own calls (through a preload library's wrappers when one interposes them)
+// and calls straight into the C library (its symbols looked up in libc.so.6 itself, which
+// no preload can interpose). Alternating in one process cancels the load of a shared
+// machine. Prints "sync_call CPU_NS ADDED_CPU_NS": thread CPU ns per call of the
+// program's own calls, and the median difference per call between neighbouring blocks.
+using MutexFn = int (*)(pthread_mutex_t*);
+using CondFn = int (*)(pthread_cond_t*);
+
+int OneThreadCalls(long iterations) {
+  void* libc = dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
+  auto direct_lock = libc ? reinterpret_cast<MutexFn>(dlsym(libc, "pthread_mutex_lock")) : nullptr;
+  auto direct_unlock =
+      libc ? reinterpret_cast<MutexFn>(dlsym(libc, "pthread_mutex_unlock")) : nullptr;
+  auto direct_signal =
+      libc ? reinterpret_cast<CondFn>(dlsym(libc, "pthread_cond_signal")) : nullptr;
+  if (direct_lock == nullptr || direct_unlock == nullptr || direct_signal == nullptr) return 2;
+  pthread_mutex_t mutex = PTHREAD_MUTEX_INITIALIZER;
+  pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
+  constexpr long kBlock = 10'000;  // iterations per block: 3 calls each
+  std::vector<double> added;
+  double own_cpu = 0;
+  long blocks = 0;
+  for (long done = 0; done + 2 * kBlock <= iterations; done += 2 * kBlock, ++blocks) {
+    double c0 = ThreadCpuNs();
+    for (long i = 0; i < kBlock; ++i) {
+      pthread_mutex_lock(&mutex);
+      pthread_cond_signal(&cond);
+      pthread_mutex_unlock(&mutex);
+    }
+    double c1 = ThreadCpuNs();
+    for (long i = 0; i < kBlock; ++i) {
+      direct_lock(&mutex);
+      direct_signal(&cond);
+      direct_unlock(&mutex);
+    }
+    double c2 = ThreadCpuNs();
+    own_cpu += c1 - c0;
+    added.push_back(((c1 - c0) - (c2 - c1)) / (3 * kBlock));
+  }
+  if (added.empty()) return 2;
+  std::sort(added.begin(), added.end());
+  std::printf("sync_call %.2f %.2f\n", own_cpu / double(blocks * 3 * kBlock),
+              added[added.size() / 2]);
   return 0;
 }
 
@@ -294,6 +354,44 @@ void QueueBench(const std::string& self, const Options& o, const std::string& di
   fmt::print("traced log: {} events, {} dropped (last run)\n", events, dropped);
 }
 
+// The per-call cost in one thread, paired in-process (OneThreadCalls), untraced and traced.
+void CallBench(const std::string& self, const Options& o, const std::string& dir) {
+  const long iterations = 2'000'000;
+  fmt::print(
+      "\nper call: one thread, {} x (pthread_mutex_lock, pthread_cond_signal with no waiter, "
+      "pthread_mutex_unlock), in blocks of 10,000, the program's own calls alternated with "
+      "blocks straight into libc, thread CPU time, {} runs each, median\n",
+      iterations, o.runs);
+  std::vector<double> cpu[2], added[2];
+  for (int r = 0; r < o.runs; ++r) {
+    for (int traced = 0; traced < 2; ++traced) {
+      std::filesystem::remove_all(dir);
+      std::vector<std::string> command;
+      if (traced) command = {o.weft, "capture", "-o", dir, "--"};
+      command.insert(command.end(), {self, "calls", std::to_string(iterations)});
+      std::string out = RunChild(command);
+      size_t at = out.find("sync_call ");
+      double c = 0, a = 0;
+      if (at != std::string::npos &&
+          std::sscanf(out.c_str() + at, "sync_call %lf %lf", &c, &a) == 2) {
+        cpu[traced].push_back(c);
+        added[traced].push_back(a);
+      } else {
+        fmt::print(stderr, "calls run failed: {}\n", out);
+      }
+    }
+  }
+  const char* names[2] = {"untraced", "weft capture"};
+  fmt::print("{:<14} {:>14} {:>26}\n", "tracer", "cpu ns/call", "added ns per call (paired)");
+  for (int t = 0; t < 2; ++t) {
+    fmt::print("{:<14} {:>14.1f} {:>26.1f}\n", names[t], Median(cpu[t]), Median(added[t]));
+  }
+  fmt::print(
+      "weft adds {:.1f} ns of CPU per synchronisation call (untraced, the method's own "
+      "error: {:.1f} ns)\n",
+      Median(added[1]), Median(added[0]));
+}
+
 void ModelBench(const Options& o, const std::string& dir) {
   std::ifstream in(o.model_template);
   std::stringstream text;
@@ -353,6 +451,7 @@ void ModelBench(const Options& o, const std::string& dir) {
 
 int main(int argc, char** argv) {
   std::string mode = argc > 1 ? argv[1] : "";
+  if (mode == "calls" && argc == 3) return OneThreadCalls(std::atol(argv[2]));
   if (mode == "queue" && argc == 6) {
     return QueueRun(std::atol(argv[2]), std::atoi(argv[3]), std::atoi(argv[4]),
                     size_t(std::atol(argv[5])));
@@ -393,6 +492,7 @@ int main(int argc, char** argv) {
       (std::filesystem::temp_directory_path() / ("weft-handoff-bench-" + std::to_string(getpid())))
           .string();
   QueueBench(self, o, dir);
+  CallBench(self, o, dir);
   if (!o.model_template.empty()) ModelBench(o, dir);
   std::filesystem::remove_all(dir);
   return 0;
