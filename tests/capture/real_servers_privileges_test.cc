@@ -155,6 +155,21 @@ TEST_F(DroppedPrivilegesTest, ExecAfterDroppingRootIsCountedLost) {
   EXPECT_NE(reconciled.output.find("1 logs with losses"), std::string::npos) << reconciled.output;
 }
 
+// A program that drops root and then forks: the child cannot create its log either, and
+// reconcile counts it on the parent's line.
+TEST_F(DroppedPrivilegesTest, ForkAfterDroppingRootIsCountedLost) {
+  if (!Installed("/usr/bin/perl")) GTEST_SKIP() << "perl not installed";
+  auto run = Weft(Capture("drop",
+                          "/usr/bin/perl -e '$( = $) = 65534; $< = $> = 65534; "
+                          "if (fork() == 0) { exit 0 } wait; exit 3'"));
+  EXPECT_EQ(run.rc, 3) << run.output;
+  auto reconciled = Weft("reconcile " + Path("capture") + " -o " + Path("run.weft"));
+  EXPECT_EQ(reconciled.rc, 0) << reconciled.output;
+  EXPECT_NE(reconciled.output.find("1 of its children left no log"), std::string::npos)
+      << reconciled.output;
+  EXPECT_NE(reconciled.output.find("1 logs with losses"), std::string::npos) << reconciled.output;
+}
+
 void DroppedPrivilegesTest::CheckPrivate() {
   int directories = 0, logs = 0;
   for (const fs::directory_entry& sub : fs::directory_iterator(Path("capture"))) {

@@ -726,12 +726,13 @@ TEST(Reconcile, ForkAndExecBecomeProcessLinks) {
                           }));
 }
 
-// An exec whose new image left no log (a program that dropped root and can no longer
-// create files in the capture directory, a statically linked or set-user-ID image): no
-// link, and the loss is told once, on the exec'ing log's line.
+// An exec whose new image left no log, and forked children that left none (a program
+// that dropped root can no longer create files in the capture directory; a statically
+// linked or set-user-ID image is not traced at all): no link, and each loss is told on
+// the line of the log that lost it.
 TEST(Reconcile, ExecWithoutANewImageIsALoss) {
   std::vector<capture::EventLog> logs = {
-      LogBuilder("b", "/srv/server", 200).Fork(250, 70, 80).Build(),
+      LogBuilder("b", "/srv/server", 200).Fork(250, 70, 80).Fork(260, 300, 310).Build(),
       LogBuilder("b", "/srv/server", 250).ParentPid(200).OpenedAt(75).Exec(250, 90).Build(),
   };
   logs[1].loss.dropped_events = 2;  // its own loss: the exec's goes on the same line
@@ -741,11 +742,17 @@ TEST(Reconcile, ExecWithoutANewImageIsALoss) {
                                   "FORK 70 b:server[200]/200 -> b:server[250]/250",
                               }));
   EXPECT_EQ(summary.execs_linked, 0u);
-  ASSERT_EQ(summary.losses.size(), 1u);
-  EXPECT_EQ(summary.losses[0],
-            "b/250.wev: 2 events dropped by the writer; its exec started an image that left no "
-            "log (statically linked, set-user-ID, or not allowed to create its log in the "
-            "capture directory after dropping privileges): that image's calls are missing");
+  EXPECT_EQ(summary.forks_linked, 1u);
+  EXPECT_EQ(summary.losses,
+            (std::vector<std::string>{
+                "b/250.wev: 2 events dropped by the writer; its exec started an image that "
+                "left no log (statically linked, set-user-ID, or not allowed to create its log "
+                "in the capture directory after dropping privileges): that image's calls are "
+                "missing",
+                "b/200.wev: 1 of its children left no log (not allowed to create one in the "
+                "capture directory after the parent dropped privileges, or a statically linked "
+                "program it spawned): their calls are missing",
+            }));
 }
 
 // A thread made with pthread_create logged its start with its creator: one THREAD link from
