@@ -140,6 +140,44 @@ TEST_F(DroppedPrivilegesTest, NginxWorkerAsNobody) {
   Run({"nginx", "/usr/sbin/nginx", "nobody"});
 }
 
+// Without servers or root: whatever the umask, weft capture makes its directories 0700
+// and every process's log is 0600 (here a shell, its forked child and the child's exec),
+// and a parent directory that was already there keeps its mode.
+TEST(CapturePermissions, LogsAre0600AndDirectories0700WhateverTheUmask) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "weft is built with AddressSanitizer, which refuses a preloaded library";
+#endif
+  fs::path base = fs::path(::testing::TempDir()) / ("weft-modes-" + std::to_string(getpid()));
+  fs::remove_all(base);
+  fs::create_directories(base);
+  fs::permissions(base, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec);
+  for (const char* mask : {"0", "0277", "0022"}) {
+    fs::path out = base / (std::string("umask-") + mask) / "capture";
+    auto [rc, output] =
+        testing::Shell("umask " + std::string(mask) + "; " + WEFT_BINARY + " capture -o " +
+                       out.string() + " -- /bin/sh -c '/bin/true; exit 0'");
+    ASSERT_EQ(rc, 0) << output;
+    int logs = 0;
+    for (fs::path dir : {out.parent_path(), out}) {
+      EXPECT_EQ(fs::status(dir).permissions(), fs::perms::owner_all) << dir << " umask " << mask;
+    }
+    for (const fs::directory_entry& host : fs::directory_iterator(out)) {
+      EXPECT_EQ(fs::status(host.path()).permissions(), fs::perms::owner_all) << host.path();
+      for (const fs::directory_entry& log : fs::directory_iterator(host.path())) {
+        EXPECT_EQ(fs::status(log.path()).permissions(),
+                  fs::perms::owner_read | fs::perms::owner_write)
+            << log.path() << " umask " << mask;
+        ++logs;
+      }
+    }
+    // The shell, its forked child, and the child's next image (/bin/true).
+    EXPECT_EQ(logs, 3) << output;
+  }
+  EXPECT_EQ(fs::status(base).permissions(),
+            fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec);
+  fs::remove_all(base);
+}
+
 // A program that drops root and then execs: the new image cannot create its log in the
 // capture directory (0700, root's), runs untraced, and reconcile says so.
 TEST_F(DroppedPrivilegesTest, ExecAfterDroppingRootIsCountedLost) {
