@@ -117,7 +117,8 @@ class DroppedPrivilegesTest : public RealServersTest {
   void SetUp() override {
     RealServersTest::SetUp();
     if (IsSkipped()) return;
-    if (getuid() != 0) GTEST_SKIP() << "needs root: the server must start as root to drop it";
+    if (getuid() != 0)
+      GTEST_SKIP() << "needs root: these tests start programs as root that then drop it";
   }
   void Run(const Front& front);
   // The capture's modes: every directory under capture/ (each weft capture's -o and its
