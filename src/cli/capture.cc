@@ -100,6 +100,30 @@ Status CheckDynamicallyLinked(const std::string& program, int depth = 0) {
       program);
 }
 
+// Creates `dir` and its missing parents 0700, whatever the umask: the logs hold URLs, SQL
+// text and payload bytes, for the user who captured alone. `dir` itself is made 0700 even
+// if it was there (a second capture into the same directory); a parent that was there is
+// left as it is (it may be a shared place such as /tmp).
+std::error_code MakePrivateDirectories(const std::filesystem::path& dir) {
+  std::error_code ec;
+  std::vector<std::filesystem::path> missing;
+  for (std::filesystem::path p = dir; !p.empty() && !std::filesystem::exists(p, ec);
+       p = p.parent_path()) {
+    missing.push_back(p);
+    if (p == p.parent_path()) break;
+  }
+  for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
+    if (mkdir(it->c_str(), 0700) == 0) {
+      // mkdir's mode is narrowed by the umask; 0700 exactly is wanted.
+      if (chmod(it->c_str(), 0700) != 0) return std::error_code(errno, std::generic_category());
+    } else if (errno != EEXIST) {
+      return std::error_code(errno, std::generic_category());
+    }
+  }
+  if (chmod(dir.c_str(), 0700) != 0) return std::error_code(errno, std::generic_category());
+  return {};
+}
+
 std::string PreloadLibrary() {
   if (const char* given = std::getenv("WEFT_PRELOAD")) return given;
   std::error_code ec;
@@ -122,7 +146,7 @@ Status RunCapture(const CaptureFlags& f) {
   char host[256] = {};
   gethostname(host, sizeof host - 1);
   std::filesystem::path dir = std::filesystem::absolute(f.output, ec) / host;
-  if (!ec) std::filesystem::create_directories(dir, ec);
+  if (!ec) ec = MakePrivateDirectories(dir);
   bool traced = !ec;
   if (!traced) {  // the program must not be harmed by where its logs cannot go
     std::fprintf(stderr, "weft capture: cannot create %s: %s; running the program untraced\n",

@@ -2,7 +2,10 @@
 // and thread creations become the trace's process links.
 #include "reconcile/processes.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <string>
 
 namespace weft::reconcile {
 
@@ -95,18 +98,50 @@ void AddProcessLinks(std::span<const capture::EventLog> logs, const BootOffsets&
     }
     ++(kind == ProcessLinkKind::kFork ? summary.forks_linked : summary.execs_linked);
   };
+  // A child or image that left no log ran untraced: whatever it did is missing from the
+  // trace, and the user is told rather than left to wonder (docs/capture.md
+  // "Permissions"). One line per log, added to what else that log lost, if anything.
+  auto add_loss = [&summary](const capture::EventLog& log, const std::string& lost) {
+    std::string prefix = log.path + ": ";
+    auto line = std::find_if(summary.losses.begin(), summary.losses.end(),
+                             [&](const std::string& l) { return l.starts_with(prefix); });
+    if (line != summary.losses.end()) {
+      *line += "; " + lost;
+    } else {
+      summary.losses.push_back(prefix + lost);
+    }
+  };
   for (uint32_t i = 0; i < logs.size(); ++i) {
     const capture::EventLog& log = logs[i];
     const capture::Event* exec = nullptr;  // the last exec record: the one that succeeded
+    int untraced_children = 0;
     for (const capture::Event& e : log.events) {
       if (e.op == capture::EventOp::kExec && e.result == 0) exec = &e;
       if (e.op != capture::EventOp::kFork || e.result <= 0 || e.tid <= 0) continue;
       int64_t child = next_image(log.header, e.result, log.header.pid, e.entry_ns);
-      if (child >= 0) link_threads(i, e, uint32_t(child), ProcessLinkKind::kFork);
+      if (child >= 0) {
+        link_threads(i, e, uint32_t(child), ProcessLinkKind::kFork);
+      } else {
+        ++untraced_children;
+      }
+    }
+    if (untraced_children > 0) {
+      add_loss(log, fmt::format("{} of its children left no log (not allowed to create one in "
+                                "the capture directory after the parent dropped privileges, "
+                                "or a statically linked program it spawned): their calls are "
+                                "missing",
+                                untraced_children));
     }
     if (!log.loss.ended_by_exec || exec == nullptr || exec->tid <= 0) continue;
     int64_t image = next_image(log.header, log.header.pid, log.header.parent_pid, exec->entry_ns);
-    if (image >= 0) link_threads(i, *exec, uint32_t(image), ProcessLinkKind::kExec);
+    if (image >= 0) {
+      link_threads(i, *exec, uint32_t(image), ProcessLinkKind::kExec);
+    } else {
+      add_loss(log,
+               "its exec started an image that left no log (statically linked, set-user-ID, or "
+               "not allowed to create its log in the capture directory after dropping "
+               "privileges): that image's calls are missing");
+    }
   }
   // A thread created with pthread_create logged its own start (the creator's call entry,
   // the creator's tid): one link from the creating thread to it, in the same log.

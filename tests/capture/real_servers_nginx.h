@@ -52,10 +52,10 @@ reply_bytes = 128
 
 // One worker (so one process is "nginx" for every request), upstream connections kept
 // alive (HTTP/1.1, no Connection header passed on), everything nginx writes under
-// `prefix`. As root the worker would switch to nobody and could not write its event log
-// into the capture directory, so it stays root (a warning, ignored, when not root).
-inline constexpr const char* kNginxConf = R"conf(user root;
-worker_processes 1;
+// `prefix`. Started as root, the master forks the worker and the worker switches to
+// nobody:nogroup (nginx's default user): its event log was created in the fork, while it
+// was root, and it writes through that descriptor (docs/capture.md "Permissions").
+inline constexpr const char* kNginxConf = R"conf(worker_processes 1;
 pid @P@/nginx.pid;
 error_log @P@/error.log notice;
 events { worker_connections 1024; }

@@ -726,6 +726,35 @@ TEST(Reconcile, ForkAndExecBecomeProcessLinks) {
                           }));
 }
 
+// An exec whose new image left no log, and forked children that left none (a program
+// that dropped root can no longer create files in the capture directory; a statically
+// linked or set-user-ID image is not traced at all): no link, and each loss is told on
+// the line of the log that lost it.
+TEST(Reconcile, ExecWithoutANewImageIsALoss) {
+  std::vector<capture::EventLog> logs = {
+      LogBuilder("b", "/srv/server", 200).Fork(250, 70, 80).Fork(260, 300, 310).Build(),
+      LogBuilder("b", "/srv/server", 250).ParentPid(200).OpenedAt(75).Exec(250, 90).Build(),
+  };
+  logs[1].loss.dropped_events = 2;  // its own loss: the exec's goes on the same line
+  ReconcileSummary summary;
+  Trace trace = MustReconcile(logs, &summary, NodeNaming::kProcess);
+  EXPECT_EQ(LinkLines(trace), (std::vector<std::string>{
+                                  "FORK 70 b:server[200]/200 -> b:server[250]/250",
+                              }));
+  EXPECT_EQ(summary.execs_linked, 0u);
+  EXPECT_EQ(summary.forks_linked, 1u);
+  EXPECT_EQ(summary.losses,
+            (std::vector<std::string>{
+                "b/250.wev: 2 events dropped by the writer; its exec started an image that "
+                "left no log (statically linked, set-user-ID, or not allowed to create its log "
+                "in the capture directory after dropping privileges): that image's calls are "
+                "missing",
+                "b/200.wev: 1 of its children left no log (not allowed to create one in the "
+                "capture directory after the parent dropped privileges, or a statically linked "
+                "program it spawned): their calls are missing",
+            }));
+}
+
 // A thread made with pthread_create logged its start with its creator: one THREAD link from
 // the creator to it, at the creator's call, with thread and with process node naming. A
 // thread of a forked child that the child created itself is linked to its creator, not to

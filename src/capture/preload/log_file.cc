@@ -226,10 +226,13 @@ bool OpenLog(uint32_t block_size) {
       p += FormatDecimal(p, exec_index);
     }
     CopyString(p, 8, ".wev");
-    fd = SysOpen(g_log_path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
+    fd = SysOpen(g_log_path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0600);
     if (fd >= 0 || errno != EEXIST) break;
   }
   if (fd < 0) return false;
+  // The log holds URLs, SQL text and payload bytes: its owner's alone, whatever the umask
+  // (which could only narrow 0600 at creation; the explicit mode keeps it exactly that).
+  syscall(SYS_fchmod, fd, 0600);
   size_t capacity = sizeof(wire::FileHeader) + 65536;
   void* scratch =
       mmap(nullptr, capacity, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
