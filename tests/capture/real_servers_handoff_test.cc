@@ -15,8 +15,8 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <functional>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <optional>
@@ -109,18 +109,19 @@ http {
 }
 )conf";
 
-constexpr int kFiles = 16;            // /files/f1.txt .. f16.txt
-constexpr int kFileRequests = 1600;   // fetched by curl, 4 at a time, beside the load
-constexpr int kClients = 8;           // the load client's concurrency
+constexpr int kFiles = 16;           // /files/f1.txt .. f16.txt
+constexpr int kFileRequests = 1600;  // fetched by curl, 4 at a time, beside the load
+constexpr int kClients = 8;          // the load client's concurrency
 
 // What one captured run scored.
 struct Scores {
-  size_t requests = 0;  // the load client's (the truth's client -> web0 calls)
+  size_t requests = 0;                       // the load client's (the truth's client -> web0 calls)
   int thread = 0, fragment = 0, chosen = 0;  // exact trees of each
   size_t thread_patterns = 0, fragment_patterns = 0;
+  size_t thread_trees = 0, fragment_trees = 0;  // path instances (requests as each sees them)
   AutoAlgorithm algorithm = AutoAlgorithm::kLinking;
-  std::string auto_says;   // auto's Describe()
-  int file_requests = 0;   // the second client's, when there is one
+  std::string auto_says;  // auto's Describe()
+  int file_requests = 0;  // the second client's, when there is one
   int thread_files = 0, fragment_files = 0, chosen_files = 0;  // their exact trees
   int messages_within = 0;  // kind MSG between a role's processes (a server's own pipes)
   std::string reconcile_output;
@@ -148,8 +149,9 @@ class HandoffServerTest : public RealServersTest {
   static void Print(const std::string& what, const Scores& s) {
     std::cerr << what << (s.requests ? "" : " (no requests)") << ": " << s.requests
               << " requests; exact trees: thread " << s.thread << ", fragment " << s.fragment
-              << ", auto (" << AutoAlgorithmName(s.algorithm) << ") " << s.chosen << "; patterns: thread "
-              << s.thread_patterns << ", fragment " << s.fragment_patterns;
+              << ", auto (" << AutoAlgorithmName(s.algorithm) << ") " << s.chosen
+              << "; trees (patterns): thread " << s.thread_trees << " (" << s.thread_patterns
+              << "), fragment " << s.fragment_trees << " (" << s.fragment_patterns << ")";
     if (s.file_requests > 0) {
       std::cerr << "; " << s.file_requests << " file requests, exact: thread " << s.thread_files
                 << ", fragment " << s.fragment_files << ", auto " << s.chosen_files;
@@ -189,8 +191,12 @@ Scores HandoffServerTest::RunOnce(const Configure& configure, bool files) {
   fs::create_directories(base_ / run / "capture");
   auto path = [&](const std::string& name) { return (base_ / run / name).string(); };
   auto capture = [&](const std::string& sub) {
-    std::vector<std::string> argv = {WEFT_BINARY,     "capture", "-o", path("capture/" + sub),
-                                     "--payload-prefix", std::to_string(kPrefix)};
+    std::vector<std::string> argv = {WEFT_BINARY,
+                                     "capture",
+                                     "-o",
+                                     path("capture/" + sub),
+                                     "--payload-prefix",
+                                     std::to_string(kPrefix)};
     if (isolate_) argv.push_back("--isolate");
     argv.push_back("--");
     return argv;
@@ -235,8 +241,8 @@ Scores HandoffServerTest::RunOnce(const Configure& configure, bool files) {
   std::thread second;
   if (files) {
     std::vector<std::string> argv = capture("files");
-    argv.insert(argv.end(), {"/usr/bin/curl", "--silent", "--show-error", "--fail",
-                             "--max-time", "120", "--parallel", "--parallel-max", "4",
+    argv.insert(argv.end(), {"/usr/bin/curl", "--silent", "--show-error", "--fail", "--max-time",
+                             "120", "--parallel", "--parallel-max", "4",
                              "http://127.0.0.1:" + std::to_string(port) + "/files/f[1-" +
                                  std::to_string(kFiles) + "].txt?n=[1-" +
                                  std::to_string(kFileRequests / kFiles) + "]"});
@@ -246,9 +252,9 @@ Scores HandoffServerTest::RunOnce(const Configure& configure, bool files) {
     });
   }
   std::vector<std::string> load = capture("client");
-  load.insert(load.end(), {WEFT_BINARY, "testbed", "load", topology, "--entry-port",
-                           std::to_string(port), "--duration", "1s", "--concurrency",
-                           std::to_string(kClients), "-o", truth_dir});
+  load.insert(load.end(),
+              {WEFT_BINARY, "testbed", "load", topology, "--entry-port", std::to_string(port),
+               "--duration", "1s", "--concurrency", std::to_string(kClients), "-o", truth_dir});
   auto [load_rc, load_output] = testing::Shell(shell_line(load));
   if (second.joinable()) second.join();
   EXPECT_EQ(load_rc, 0) << load_output;
@@ -382,6 +388,8 @@ Scores HandoffServerTest::RunOnce(const Configure& configure, bool files) {
   scores.fragment = ExactTrees(trace, fragment->paths, client, db_calls, 4, 3);
   scores.thread_files = ExactFileTrees(trace, thread->paths, file_clients);
   scores.fragment_files = ExactFileTrees(trace, fragment->paths, file_clients);
+  scores.thread_trees = thread->paths.instance_count();
+  scores.fragment_trees = fragment->paths.instance_count();
   scores.thread_patterns = thread->paths.patterns.size();
   scores.fragment_patterns = fragment->paths.patterns.size();
   scores.algorithm = decided->choice.algorithm;
@@ -404,15 +412,34 @@ Scores HandoffServerTest::RunOnce(const Configure& configure, bool files) {
 // (-n), no jail (-j none: as root the default jail would switch to the varnish user, and its
 // event logs could not be written into the capture directory), no management port.
 
-class VarnishTest : public HandoffServerTest {};
+class VarnishTest : public HandoffServerTest {
+ protected:
+  void Run();
+};
 
 Server Varnish(const std::string& dir, uint16_t port, uint16_t web) {
   std::ofstream(dir + "/front.vcl") << Fill(kVarnishVcl, {{"@WEB@", std::to_string(web)}});
   return {"varnishd",
-          {"/usr/sbin/varnishd", "-F", "-n", dir + "/work", "-a",
-           "127.0.0.1:" + std::to_string(port), "-f", dir + "/front.vcl", "-j", "none", "-T",
-           "none", "-s", "malloc,16m", "-p", "thread_pools=1", "-p", "thread_pool_min=10",
-           "-p", "thread_pool_max=50"},
+          {"/usr/sbin/varnishd",
+           "-F",
+           "-n",
+           dir + "/work",
+           "-a",
+           "127.0.0.1:" + std::to_string(port),
+           "-f",
+           dir + "/front.vcl",
+           "-j",
+           "none",
+           "-T",
+           "none",
+           "-s",
+           "malloc,16m",
+           "-p",
+           "thread_pools=1",
+           "-p",
+           "thread_pool_min=10",
+           "-p",
+           "thread_pool_max=50"},
           SIGTERM,
           ""};
 }
@@ -420,16 +447,25 @@ Server Varnish(const std::string& dir, uint16_t port, uint16_t web) {
 // The client's worker hands each backend fetch to another worker (a targeted wake on the
 // fetching worker's condition variable) and waits for it: the target is every request's
 // whole tree exact, and --algo auto choosing an algorithm that gets them.
-TEST_F(VarnishTest, PassToTheTestbedGivesEveryRequestItsWholeTree) {
-  if (!Installed("/usr/sbin/varnishd")) GTEST_SKIP() << "varnish not installed (scripts/install-deps)";
+void VarnishTest::Run() {
+  if (!Installed("/usr/sbin/varnishd"))
+    GTEST_SKIP() << "varnish not installed (scripts/install-deps)";
   Scores s = RunOnce(Varnish);
-  Print("varnish", s);
+  Print(isolate_ ? "varnish, --isolate" : "varnish", s);
   ASSERT_GT(s.requests, 0u);
   // The manager stops its child on SIGTERM; the child's log must keep its tail.
   EXPECT_EQ(s.reconcile_output.find("no end record"), std::string::npos) << s.reconcile_output;
   EXPECT_EQ(std::max(s.thread, s.fragment), int(s.requests));
   EXPECT_NE(s.algorithm, AutoAlgorithm::kLinking) << s.auto_says;
   EXPECT_EQ(s.chosen, int(s.requests)) << s.auto_says;
+}
+
+TEST_F(VarnishTest, PassToTheTestbedGivesEveryRequestItsWholeTree) { Run(); }
+
+// One input per wait changes nothing for a thread per connection: the same target.
+TEST_F(VarnishTest, PassToTheTestbedGivesEveryRequestItsWholeTreeUnderIsolate) {
+  isolate_ = true;
+  Run();
 }
 
 // ---------------------------------------------------------------------------------------
@@ -446,7 +482,8 @@ Server Haproxy(const std::string& dir, uint16_t port, uint16_t web) {
 // With the default capture flags either every tree is exact, or auto says to recapture
 // with --isolate; then the test does, and every tree must be exact.
 TEST_F(HaproxyTest, EveryTreeExactOrAutoAsksForIsolate) {
-  if (!Installed("/usr/sbin/haproxy")) GTEST_SKIP() << "haproxy not installed (scripts/install-deps)";
+  if (!Installed("/usr/sbin/haproxy"))
+    GTEST_SKIP() << "haproxy not installed (scripts/install-deps)";
   Scores s = RunOnce(Haproxy);
   Print("haproxy", s);
   ASSERT_GT(s.requests, 0u);
@@ -463,7 +500,8 @@ TEST_F(HaproxyTest, EveryTreeExactOrAutoAsksForIsolate) {
 
 // Under --isolate each wait reports a thread one input: every tree exact for auto's choice.
 TEST_F(HaproxyTest, IsolateGivesEveryRequestItsWholeTree) {
-  if (!Installed("/usr/sbin/haproxy")) GTEST_SKIP() << "haproxy not installed (scripts/install-deps)";
+  if (!Installed("/usr/sbin/haproxy"))
+    GTEST_SKIP() << "haproxy not installed (scripts/install-deps)";
   isolate_ = true;
   Scores s = RunOnce(Haproxy);
   Print("haproxy, --isolate", s);
@@ -482,9 +520,9 @@ class NginxThreadPoolTest : public HandoffServerTest {
 };
 
 Server NginxThreads(const std::string& dir, uint16_t port, uint16_t web) {
-  std::ofstream(dir + "/nginx.conf") << Fill(
-      kNginxThreadsConf,
-      {{"@P@", dir}, {"@WEB@", std::to_string(web)}, {"@PORT@", std::to_string(port)}});
+  std::ofstream(dir + "/nginx.conf")
+      << Fill(kNginxThreadsConf,
+              {{"@P@", dir}, {"@WEB@", std::to_string(web)}, {"@PORT@", std::to_string(port)}});
   return {"nginx",
           {"/usr/sbin/nginx", "-c", dir + "/nginx.conf", "-p", dir, "-e", dir + "/error.log", "-g",
            "daemon off; master_process on;"},
