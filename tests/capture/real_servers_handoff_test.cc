@@ -103,11 +103,18 @@ http {
     location / {
       proxy_pass http://front;
       proxy_http_version 1.1;
-      proxy_set_header Connection "";
+      proxy_set_header Connection "";@BODIES@
     }
   }
 }
 )conf";
+
+// For @BODIES@: every request body goes to a temporary file, written and read back on the
+// pool's threads before nginx sends the request on (the loop learns through an eventfd).
+constexpr const char* kBodiesThroughThePool = R"conf(
+      client_body_in_file_only clean;
+      aio threads=files;
+      aio_write on;)conf";
 
 constexpr int kFiles = 16;           // /files/f1.txt .. f16.txt
 constexpr int kFileRequests = 1600;  // fetched by curl, 4 at a time, beside the load
@@ -159,6 +166,8 @@ class HandoffServerTest : public RealServersTest {
     std::cerr << "; " << s.messages_within << " messages within the server\nauto: " << s.auto_says
               << "\n";
   }
+
+  size_t request_bytes_ = 0;  // the load client's request bodies, if not the topology's
 
  private:
   int round_ = 0;
@@ -219,7 +228,12 @@ Scores HandoffServerTest::RunOnce(const Configure& configure, bool files) {
                     dir = path("server");
   fs::create_directories(truth_dir);
   fs::create_directories(dir);
-  std::ofstream(topology) << Fill(kProxiedTopology,
+  std::string requests = kProxiedTopology;
+  if (request_bytes_ > 0) {  // the page request's body; the first reply_bytes is the page's
+    requests.insert(requests.find("reply_bytes"),
+                    "request_bytes = " + std::to_string(request_bytes_) + "\n");
+  }
+  std::ofstream(topology) << Fill(requests,
                                   {{"@WEB@", std::to_string(web)}, {"@DB@", std::to_string(db)}});
   Server server = configure(dir, port, web);
   if (files) {
@@ -517,12 +531,15 @@ TEST_F(HaproxyTest, IsolateGivesEveryRequestItsWholeTree) {
 class NginxThreadPoolTest : public HandoffServerTest {
  protected:
   void Run();
+  bool bodies_ = false;  // request bodies through the pool (kBodiesThroughThePool)
 };
 
-Server NginxThreads(const std::string& dir, uint16_t port, uint16_t web) {
+Server NginxThreads(const std::string& dir, uint16_t port, uint16_t web, bool bodies) {
   std::ofstream(dir + "/nginx.conf")
-      << Fill(kNginxThreadsConf,
-              {{"@P@", dir}, {"@WEB@", std::to_string(web)}, {"@PORT@", std::to_string(port)}});
+      << Fill(kNginxThreadsConf, {{"@P@", dir},
+                                  {"@WEB@", std::to_string(web)},
+                                  {"@PORT@", std::to_string(port)},
+                                  {"@BODIES@", bodies ? kBodiesThroughThePool : ""}});
   return {"nginx",
           {"/usr/sbin/nginx", "-c", dir + "/nginx.conf", "-p", dir, "-e", dir + "/error.log", "-g",
            "daemon off; master_process on;"},
@@ -533,8 +550,12 @@ Server NginxThreads(const std::string& dir, uint16_t port, uint16_t web) {
 void NginxThreadPoolTest::Run() {
   if (!Installed("/usr/sbin/nginx")) GTEST_SKIP() << "nginx not installed (scripts/install-deps)";
   if (!Installed("/usr/bin/curl")) GTEST_SKIP() << "curl not installed (scripts/install-deps)";
-  Scores s = RunOnce(NginxThreads, /*files=*/true);
-  Print(isolate_ ? "nginx thread_pool, --isolate" : "nginx thread_pool", s);
+  Scores s = RunOnce([this](const std::string& dir, uint16_t port,
+                            uint16_t web) { return NginxThreads(dir, port, web, bodies_); },
+                     /*files=*/true);
+  Print(std::string("nginx thread_pool") + (bodies_ ? ", bodies through the pool" : "") +
+            (isolate_ ? ", --isolate" : ""),
+        s);
   ASSERT_GT(s.requests, 0u);
   EXPECT_EQ(s.fragment, int(s.requests));
   EXPECT_EQ(s.fragment_files, s.file_requests);
@@ -545,6 +566,22 @@ void NginxThreadPoolTest::Run() {
 TEST_F(NginxThreadPoolTest, FilesBesideProxyPassEveryTreeExact) { Run(); }
 
 TEST_F(NginxThreadPoolTest, FilesBesideProxyPassEveryTreeExactUnderIsolate) {
+  isolate_ = true;
+  Run();
+}
+
+// Request bodies written to a file and read back on the pool's threads: nginx sends each
+// request on to web0 only when the read has ended, from the loop, woken by the pool's eventfd
+// after it may have read other clients' input.
+TEST_F(NginxThreadPoolTest, BodiesThroughThePoolEveryTreeExact) {
+  bodies_ = true;
+  request_bytes_ = 2048;
+  Run();
+}
+
+TEST_F(NginxThreadPoolTest, BodiesThroughThePoolEveryTreeExactUnderIsolate) {
+  bodies_ = true;
+  request_bytes_ = 2048;
   isolate_ = true;
   Run();
 }
