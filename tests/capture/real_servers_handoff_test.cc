@@ -167,7 +167,8 @@ class HandoffServerTest : public RealServersTest {
               << "\n";
   }
 
-  size_t request_bytes_ = 0;  // the load client's request bodies, if not the topology's
+  size_t request_bytes_ = 0;   // the load client's request bodies, if not the topology's
+  size_t min_requests_ = 200;  // fewer in 1 s of load is a failure
 
  private:
   int round_ = 0;
@@ -349,7 +350,7 @@ Scores HandoffServerTest::RunOnce(const Configure& configure, bool files) {
         std::stoull(std::string(truth->strings().Get(t.call_id[i])), nullptr, 16));
   }
   scores.requests = truth_calls[{MessageKind::kCall, "client>web0"}].size();
-  EXPECT_GT(scores.requests, 200u);
+  EXPECT_GT(scores.requests, min_requests_);
   std::map<uint64_t, int> db_calls;  // per request
   int untimed = 0;
   for (size_t i = 0; i < trace.size(); ++i) {
@@ -576,12 +577,18 @@ TEST_F(NginxThreadPoolTest, FilesBesideProxyPassEveryTreeExactUnderIsolate) {
 TEST_F(NginxThreadPoolTest, BodiesThroughThePoolEveryTreeExact) {
   bodies_ = true;
   request_bytes_ = 2048;
+  // nginx writes the call's header, then its body once read back: the body waits for the
+  // header's (delayed) ACK, about 40 ms a request, so about 100 requests a second.
+  min_requests_ = 50;
   Run();
 }
 
 TEST_F(NginxThreadPoolTest, BodiesThroughThePoolEveryTreeExactUnderIsolate) {
   bodies_ = true;
   request_bytes_ = 2048;
+  // nginx writes the call's header, then its body once read back: the body waits for the
+  // header's (delayed) ACK, about 40 ms a request, so about 100 requests a second.
+  min_requests_ = 50;
   isolate_ = true;
   Run();
 }
