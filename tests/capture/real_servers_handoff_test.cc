@@ -126,6 +126,7 @@ struct Scores {
   int thread = 0, fragment = 0, chosen = 0;  // exact trees of each
   size_t thread_patterns = 0, fragment_patterns = 0;
   size_t thread_trees = 0, fragment_trees = 0;  // path instances (requests as each sees them)
+  int fragment_alone = 0;  // fragment's trees of a client request that hold no downstream call
   AutoAlgorithm algorithm = AutoAlgorithm::kLinking;
   std::string auto_says;  // auto's Describe()
   int file_requests = 0;  // the second client's, when there is one
@@ -158,7 +159,8 @@ class HandoffServerTest : public RealServersTest {
               << " requests; exact trees: thread " << s.thread << ", fragment " << s.fragment
               << ", auto (" << AutoAlgorithmName(s.algorithm) << ") " << s.chosen
               << "; trees (patterns): thread " << s.thread_trees << " (" << s.thread_patterns
-              << "), fragment " << s.fragment_trees << " (" << s.fragment_patterns << ")";
+              << "), fragment " << s.fragment_trees << " (" << s.fragment_patterns
+              << "); fragment: " << s.fragment_alone << " requests without their downstream call";
     if (s.file_requests > 0) {
       std::cerr << "; " << s.file_requests << " file requests, exact: thread " << s.thread_files
                 << ", fragment " << s.fragment_files << ", auto " << s.chosen_files;
@@ -403,6 +405,12 @@ Scores HandoffServerTest::RunOnce(const Configure& configure, bool files) {
   scores.fragment = ExactTrees(trace, fragment->paths, client, db_calls, 4, 3);
   scores.thread_files = ExactFileTrees(trace, thread->paths, file_clients);
   scores.fragment_files = ExactFileTrees(trace, fragment->paths, file_clients);
+  for (size_t i = 0; i < fragment->paths.instance_count(); ++i) {
+    std::span<const MessageId> messages = fragment->paths.InstanceMessages(i);
+    scores.fragment_alone += trace.NodeName(c.sender[messages[0].value()]) == client &&
+                             c.kind[messages[0].value()] == MessageKind::kCall &&
+                             messages.size() <= 2;
+  }
   scores.thread_trees = thread->paths.instance_count();
   scores.fragment_trees = fragment->paths.instance_count();
   scores.thread_patterns = thread->paths.patterns.size();
