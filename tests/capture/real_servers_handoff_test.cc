@@ -483,8 +483,9 @@ Scores HandoffServerTest::RunOnce(const Configure& configure, bool files) {
 // ---------------------------------------------------------------------------------------
 // Varnish: varnishd's manager forks the child (cache-main) that serves; both are captured.
 // Started as a test would start it: in the foreground (-F), a private working directory
-// (-n), no jail (-j none: as root the default jail would switch to the varnish user, and its
-// event logs could not be written into the capture directory), no management port.
+// (-n), no jail (-j none: as root the default unix jail runs the manager as varnish and the
+// child as vcache, and the manager's forked helpers then lost their logs' tails, "no end
+// record"; docs/precise.md), no management port.
 
 class VarnishTest : public HandoffServerTest {
  protected:
