@@ -4,6 +4,7 @@
 // request trees an algorithm got exactly right.
 #pragma once
 
+#include <cctype>
 #include <cstdint>
 #include <iostream>
 #include <map>
@@ -87,13 +88,16 @@ inline std::string Fill(std::string text, const std::map<std::string, std::strin
 }
 
 // The testbed ids a message carries (docs/testbed.md "Wire protocol"): from the
-// X-Weft-Ids header of an HTTP message, or from a frame's header. request 0: none found.
+// X-Weft-Ids header of an HTTP message (any case), or from a frame's header. request 0: none found.
 struct TestbedIds {
   uint64_t request = 0, call = 0;
 };
 inline TestbedIds IdsOf(const std::string& prefix) {
   TestbedIds ids;
-  size_t at = prefix.find("X-Weft-Ids: ");
+  // Header names are case-insensitive; haproxy passes them on in lower case.
+  std::string lower = prefix;
+  for (char& ch : lower) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+  size_t at = lower.find("x-weft-ids: ");
   if (at != std::string::npos) {
     std::istringstream fields(prefix.substr(at + 12, prefix.find("\r\n", at) - at - 12));
     int type = 0, request_type = 0;
