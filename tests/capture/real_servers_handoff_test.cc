@@ -148,10 +148,12 @@ struct Server {
 using Configure = std::function<Server(const std::string& dir, uint16_t port, uint16_t web)>;
 
 // A server in front of the testbed: the load client (`weft testbed load`, 8 clients, 1 s)
-// -> the server -> web0 -> db0, every process captured (with --isolate if `isolate_`), and
+// -> the server -> web0 -> db0, every process captured (with --no-isolate if `no_isolate_`), and
 // optionally a second client (curl) beside it.
 class HandoffServerTest : public RealServersTest {
  protected:
+  // Captures with weft capture's defaults (event isolation on), or with --no-isolate.
+  bool no_isolate_ = false;
   // One run from start to scores; `files`: curl fetches kFileRequests files beside the load.
   Scores RunOnce(const Configure& configure, bool files = false);
 
@@ -255,7 +257,7 @@ Scores HandoffServerTest::RunOnce(const Configure& configure, bool files) {
                                      path("capture/" + sub),
                                      "--payload-prefix",
                                      std::to_string(kPrefix)};
-    if (isolate_) argv.push_back("--isolate");
+    if (no_isolate_) argv.push_back("--no-isolate");
     argv.push_back("--");
     return argv;
   };
@@ -494,52 +496,44 @@ class VarnishTest : public HandoffServerTest {
 
 Server Varnish(const std::string& dir, uint16_t port, uint16_t web) {
   std::ofstream(dir + "/front.vcl") << Fill(kVarnishVcl, {{"@WEB@", std::to_string(web)}});
-  return {"varnishd",
-          {"/usr/sbin/varnishd",
-           "-F",
-           "-n",
-           dir + "/work",
-           "-a",
-           "127.0.0.1:" + std::to_string(port),
-           "-f",
-           dir + "/front.vcl",
-           "-j",
-           "none",
-           "-T",
-           "none",
-           "-s",
-           "malloc,16m",
-           "-p",
-           "thread_pools=1",
-           "-p",
-           "thread_pool_min=10",
-           "-p",
-           "thread_pool_max=50"},
-          SIGTERM,
-          ""};
+  return {
+      "varnishd",
+      {"/usr/sbin/varnishd", "-F", "-n", dir + "/work", "-a", "127.0.0.1:" + std::to_string(port),
+       "-f", dir + "/front.vcl", "-j", "none", "-T", "none", "-s", "malloc,16m",
+       // One pool of Varnish's default size (100 workers kept idle): a task goes to an
+       // idle worker through its own condition variable. A pool too small for the load
+       // queues tasks on a list no worker waits on (a hand-off capture cannot pair).
+       "-p", "thread_pools=1", "-p", "thread_pool_min=100"},
+      SIGTERM,
+      ""};
 }
 
+// At least 99% of `requests` (the figure the precise algorithms must reach).
+bool AlmostAll(int exact, size_t requests) { return exact * 100 >= int(requests) * 99; }
+
 // The client's worker hands each backend fetch to another worker (a targeted wake on the
-// fetching worker's condition variable) and waits for it: the target is every request's
-// whole tree exact, and --algo auto choosing an algorithm that gets them.
+// fetching worker's condition variable) and waits for it. With the HANDOFF links the
+// precise algorithms follow the fetch to its request: every tree exact in most runs, and
+// at least 99% in all (docs/precise.md "Real servers with hand-offs"); --algo auto picks one
+// of them.
 void VarnishTest::Run() {
   if (!Installed("/usr/sbin/varnishd"))
     GTEST_SKIP() << "varnish not installed (scripts/install-deps)";
   Scores s = RunOnce(Varnish);
-  Print(isolate_ ? "varnish, --isolate" : "varnish", s);
+  Print(no_isolate_ ? "varnish, --no-isolate" : "varnish", s);
   ASSERT_GT(s.requests, 0u);
   // The manager stops its child on SIGTERM; the child's log must keep its tail.
   EXPECT_EQ(s.reconcile_output.find("no end record"), std::string::npos) << s.reconcile_output;
-  EXPECT_EQ(std::max(s.thread, s.fragment), int(s.requests));
+  EXPECT_TRUE(AlmostAll(std::max(s.thread, s.fragment), s.requests));
   EXPECT_NE(s.algorithm, AutoAlgorithm::kLinking) << s.auto_says;
-  EXPECT_EQ(s.chosen, int(s.requests)) << s.auto_says;
+  EXPECT_TRUE(AlmostAll(s.chosen, s.requests)) << s.auto_says;
 }
 
 TEST_F(VarnishTest, PassToTheTestbedGivesEveryRequestItsWholeTree) { Run(); }
 
-// One input per wait changes nothing for a thread per connection: the same target.
-TEST_F(VarnishTest, PassToTheTestbedGivesEveryRequestItsWholeTreeUnderIsolate) {
-  isolate_ = true;
+// Event isolation changes nothing for a thread per connection: the same target.
+TEST_F(VarnishTest, PassToTheTestbedGivesEveryRequestItsWholeTreeWithoutIsolation) {
+  no_isolate_ = true;
   Run();
 }
 
@@ -554,35 +548,18 @@ Server Haproxy(const std::string& dir, uint16_t port, uint16_t web) {
   return {"haproxy", {"/usr/sbin/haproxy", "-db", "-f", dir + "/haproxy.cfg"}, SIGTERM, ""};
 }
 
-// With the default capture flags either every tree is exact, or auto says to recapture
-// with --isolate; then the test does, and every tree must be exact.
-TEST_F(HaproxyTest, EveryTreeExactOrAutoAsksForIsolate) {
+// With weft capture's default flags (event isolation: each wait reports a thread one
+// input, BorderPatrol §3.2), fragment and auto's choice get at least 99% of the trees; a
+// few of each run's first requests lose their downstream call (docs/precise.md).
+TEST_F(HaproxyTest, DefaultCaptureGivesAlmostEveryRequestItsWholeTree) {
   if (!Installed("/usr/sbin/haproxy"))
     GTEST_SKIP() << "haproxy not installed (scripts/install-deps)";
   Scores s = RunOnce(Haproxy);
   Print("haproxy", s);
   ASSERT_GT(s.requests, 0u);
-  if (s.chosen == int(s.requests)) return;
-  ASSERT_NE(s.auto_says.find("--isolate"), std::string::npos)
-      << "auto's trees are not exact (" << s.chosen << " of " << s.requests
-      << ") and it does not say to recapture with --isolate: " << s.auto_says;
-  isolate_ = true;
-  Scores isolated = RunOnce(Haproxy);
-  Print("haproxy, --isolate", isolated);
-  ASSERT_GT(isolated.requests, 0u);
-  EXPECT_EQ(isolated.chosen, int(isolated.requests)) << isolated.auto_says;
-}
-
-// Under --isolate each wait reports a thread one input: every tree exact for auto's choice.
-TEST_F(HaproxyTest, IsolateGivesEveryRequestItsWholeTree) {
-  if (!Installed("/usr/sbin/haproxy"))
-    GTEST_SKIP() << "haproxy not installed (scripts/install-deps)";
-  isolate_ = true;
-  Scores s = RunOnce(Haproxy);
-  Print("haproxy, --isolate", s);
-  ASSERT_GT(s.requests, 0u);
-  EXPECT_EQ(s.fragment, int(s.requests));
-  EXPECT_EQ(s.chosen, int(s.requests)) << s.auto_says;
+  EXPECT_TRUE(AlmostAll(s.fragment, s.requests));
+  EXPECT_EQ(s.algorithm, AutoAlgorithm::kFragment) << s.auto_says;
+  EXPECT_TRUE(AlmostAll(s.chosen, s.requests)) << s.auto_says;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -615,7 +592,7 @@ void NginxThreadPoolTest::Run() {
                             uint16_t web) { return NginxThreads(dir, port, web, bodies_); },
                      /*files=*/true);
   Print(std::string("nginx thread_pool") + (bodies_ ? ", bodies through the pool" : "") +
-            (isolate_ ? ", --isolate" : ""),
+            (no_isolate_ ? ", --no-isolate" : ""),
         s);
   ASSERT_GT(s.requests, 0u);
   EXPECT_EQ(s.fragment, int(s.requests));
@@ -626,8 +603,8 @@ void NginxThreadPoolTest::Run() {
 
 TEST_F(NginxThreadPoolTest, FilesBesideProxyPassEveryTreeExact) { Run(); }
 
-TEST_F(NginxThreadPoolTest, FilesBesideProxyPassEveryTreeExactUnderIsolate) {
-  isolate_ = true;
+TEST_F(NginxThreadPoolTest, FilesBesideProxyPassEveryTreeExactWithoutIsolation) {
+  no_isolate_ = true;
   Run();
 }
 
@@ -640,10 +617,10 @@ TEST_F(NginxThreadPoolTest, BodiesThroughThePoolEveryTreeExact) {
   Run();
 }
 
-TEST_F(NginxThreadPoolTest, BodiesThroughThePoolEveryTreeExactUnderIsolate) {
+TEST_F(NginxThreadPoolTest, BodiesThroughThePoolEveryTreeExactWithoutIsolation) {
   bodies_ = true;
   request_bytes_ = 2048;
-  isolate_ = true;
+  no_isolate_ = true;
   Run();
 }
 
