@@ -11,7 +11,11 @@
 // endpoints are logged once per descriptor, not on every send and receive.
 //
 // All integers are little-endian (the writer runs only on little-endian hosts). A log is a
-// FileHeader, then blocks; a block is a BlockHeader and the records one thread buffered.
+// FileHeader, then chunks (version 2): fixed-size pieces of the file, each one thread's,
+// that the writer maps into memory and fills record by record, so that every record a
+// thread has finished is in the kernel's page cache at once and survives the process
+// being killed. Version 1 logs (still read) held blocks: a BlockHeader and the records one
+// thread buffered, written with one write().
 #pragma once
 
 #include <stddef.h>
@@ -21,8 +25,10 @@ namespace weft::capture::wire {
 
 // "\x89WEV\r\n\x1a\n": not text, survives no line-ending conversion.
 inline constexpr uint8_t kFileMagic[8] = {0x89, 'W', 'E', 'V', '\r', '\n', 0x1a, '\n'};
-inline constexpr uint32_t kVersion = 1;
+inline constexpr uint32_t kVersion = 2;              // what the writer writes
+inline constexpr uint32_t kBlockVersion = 1;         // blocks written with write(); still read
 inline constexpr uint32_t kBlockMagic = 0x42564557;  // "WEVB" as little-endian bytes
+inline constexpr uint32_t kChunkMagic = 0x43564557;  // "WEVC" as little-endian bytes
 
 // Fixed part of the file header; the three strings (host, executable, arguments) follow
 // back to back, then zero bytes up to `header_size`, a multiple of 8.
@@ -39,7 +45,9 @@ struct FileHeader {
   int64_t clock_uncertainty_ns;  // realtime read again after; the pair is this far apart
   uint8_t boot_id[16];           // /proc/sys/kernel/random/boot_id: monotonic clocks are
                                  // comparable between logs with equal boot ids
-  uint32_t block_size;           // bytes of one thread buffer (largest block the writer makes)
+  uint32_t block_size;           // version 2: bytes of one chunk (header included); chunk k
+                                 // starts at header_size + k * block_size. Version 1: bytes
+                                 // of one thread buffer (the largest block the writer made)
   uint32_t header_checksum;      // low 32 bits of XXH3-64 of the whole header, this field 0
   uint32_t host_length;
   uint32_t executable_length;
@@ -58,6 +66,25 @@ struct BlockHeader {
   uint32_t header_checksum;   // low 32 bits of XXH3-64 of bytes 0-27 of this header
 };
 static_assert(sizeof(BlockHeader) == 32);
+
+// Version 2. A chunk is handed to one thread, which appends records after this header.
+// A record is committed by storing its first 8 bytes (type, op, size, ...) last, with
+// release order, after its body: the first record whose first 8 bytes are still zero ends
+// what the chunk holds. A record and the payload record that belongs to it are committed
+// together (the second's first bytes, then the first's). A chunk its thread has finished
+// with (full, the thread ended, the end of the log) is sealed: `sealed_checksum`, then
+// `sealed_size` (released last), so a reader checks the sealed bytes whole. A chunk left
+// open (the process was killed) is read up to its first uncommitted record.
+struct ChunkHeader {
+  uint32_t magic;            // kChunkMagic
+  int32_t tid;               // thread whose records these are; 0 for the end-of-log chunk
+  uint64_t dropped_events;   // events the process had lost when the chunk was handed out
+  uint32_t header_checksum;  // low 32 bits of XXH3-64 of bytes 0-15
+  uint32_t reserved;
+  uint32_t sealed_size;      // 0 while open; once sealed, bytes of records after the header
+  uint32_t sealed_checksum;  // low 32 bits of XXH3-64 of those bytes
+};
+static_assert(sizeof(ChunkHeader) == 32);
 
 // Every record starts with these 8 bytes; `size` (a multiple of 8, at least 8) lets a
 // reader skip a type it does not know.

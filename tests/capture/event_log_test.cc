@@ -179,7 +179,8 @@ TEST(EventLogTest, DamagedHeaderIsAOneLineError) {
             "x.wev: truncated: 40 bytes, shorter than the 96-byte header");
   std::string version = good;
   version[8] = 9;
-  EXPECT_EQ(message(version), "x.wev: unsupported version 9 at byte 8 (this weft reads version 1)");
+  EXPECT_EQ(message(version),
+            "x.wev: unsupported version 9 at byte 8 (this weft reads versions 1 and 2)");
   std::string flipped = good;
   flipped[17] ^= 1;  // pid
   EXPECT_EQ(message(flipped).rfind("x.wev: header checksum mismatch (recorded ", 0), 0u);
@@ -302,6 +303,124 @@ TEST(EventLogTest, FormatEventIsOneLine) {
             "127.0.0.1:8080 inode 777");
   EXPECT_EQ(FormatEvent(*log, log->events[4]),
             "1699999999.000000200 4242/101 send fd 5 = 11 [10ns] payload \"GET /x\\x0d\\x0a\"");
+}
+
+// --- version 2: chunks -------------------------------------------------------------------
+
+constexpr uint32_t kSmallChunk = 4096;
+
+TestHeader ChunkedHeader() {
+  TestHeader t;
+  t.version = w::kVersion;
+  t.chunk_size = kSmallChunk;
+  return t;
+}
+
+std::vector<std::string> Sends(int n, int first = 0) {
+  std::vector<std::string> records;
+  for (int i = first; i < first + n; ++i) {
+    records.push_back(CallRecord(w::kOpSend, 5, 100 + i, 105 + i, i + 1));
+  }
+  return records;
+}
+
+// Sealed chunks, an open chunk (its thread was running), a chunk handed out whose header
+// was never written, and the end record's chunk cut right after it (a clean end trims the
+// file): every record comes back, nothing counts as lost.
+TEST(EventLogTest, ChunksSealedOpenAndTrimmedReadWhole) {
+  std::string file = EncodeHeader(ChunkedHeader());
+  file += Chunk(101, 0, Sends(3), true, kSmallChunk);
+  file += Chunk(102, 2, Sends(2, 10), false, kSmallChunk);
+  file += std::string(kSmallChunk, '\0');
+  std::string end = Chunk(0, 2, {EndRecord(2, 5, 0)}, true, kSmallChunk);
+  file += end.substr(0, sizeof(w::ChunkHeader) + sizeof(w::EndRecord));
+  RecordingReporter reporter;
+  auto log = Decode(file, &reporter);
+  ASSERT_TRUE(log.ok()) << log.status().message();
+  EXPECT_TRUE(reporter.lines.empty()) << reporter.lines[0];
+  EXPECT_EQ(log->header.version, w::kVersion);
+  EXPECT_EQ(log->blocks, 3u);
+  ASSERT_EQ(log->events.size(), 5u);
+  EXPECT_EQ(log->events[0].tid, 101);
+  EXPECT_EQ(log->events[4].tid, 102);
+  EXPECT_EQ(log->events[4].result, 12);
+  EXPECT_TRUE(log->loss.has_end_record);
+  EXPECT_EQ(log->loss.dropped_events, 2u);
+  EXPECT_EQ(log->loss.untraced_io_calls, 5u);
+  EXPECT_EQ(log->loss.truncated_bytes + log->loss.corrupt_bytes, 0u);
+}
+
+// A process killed while a thread wrote a record: the writer stores a record's first 8
+// bytes last, so the chunk holds the committed records, then a record whose body is (partly)
+// there and whose first 8 bytes are zero. Killed at every byte of the record being written,
+// the reader keeps exactly the committed ones and counts the rest as not committed.
+TEST(EventLogTest, KilledWhileWritingARecordKeepsEveryCommittedOne) {
+  std::vector<std::string> committed = Sends(4);
+  std::string next = CallRecord(w::kOpRecv, 5, 900, 901, 77);
+  for (size_t body = 0; body <= next.size() - 8; ++body) {
+    std::string chunk = Chunk(101, 0, committed, false, kSmallChunk);
+    size_t at = sizeof(w::ChunkHeader) + 4 * 32;
+    for (size_t i = 0; i < body; ++i) chunk[at + 8 + i] = next[8 + i];
+    RecordingReporter reporter;
+    auto log = Decode(EncodeHeader(ChunkedHeader()) + chunk, &reporter);
+    ASSERT_TRUE(log.ok());
+    ASSERT_EQ(log->events.size(), 4u) << body;
+    EXPECT_EQ(log->events[3].result, 4);
+    EXPECT_FALSE(log->loss.has_end_record);
+    EXPECT_EQ(log->loss.corrupt_bytes, 0u);
+    // The body's zero bytes at its end cannot be told from unused room.
+    size_t written = body;
+    while (written > 0 && next[8 + written - 1] == 0) --written;
+    EXPECT_EQ(log->loss.truncated_bytes, written == 0 ? 0 : 8 + written) << body;
+  }
+}
+
+// A call and its payload record are committed together: the payload's first bytes, then
+// the call's. Killed between the two stores, neither is read.
+TEST(EventLogTest, RecordPairIsCommittedTogether) {
+  std::string call = CallRecord(w::kOpSend, 5, 200, 210, 6);
+  std::string payload = PayloadRecord(w::kOpSend, 5, "hello!");
+  std::string chunk = Chunk(101, 0, Sends(1), false, kSmallChunk);
+  size_t at = sizeof(w::ChunkHeader) + 32;
+  chunk.replace(at + 8, call.size() - 8, call.substr(8));
+  chunk.replace(at + call.size(), payload.size(), payload);
+  auto log = Decode(EncodeHeader(ChunkedHeader()) + chunk);
+  ASSERT_TRUE(log.ok());
+  EXPECT_EQ(log->events.size(), 1u);
+  // From the uncommitted call to the payload's last byte that is not zero padding.
+  EXPECT_EQ(log->loss.truncated_bytes, call.size() + sizeof(w::PayloadRecord) + 6);
+  chunk.replace(at, 8, call.substr(0, 8));  // the call committed too
+  log = Decode(EncodeHeader(ChunkedHeader()) + chunk);
+  ASSERT_TRUE(log.ok());
+  ASSERT_EQ(log->events.size(), 2u);
+  EXPECT_EQ(log->payloads.at(log->events[1].payload), "hello!");
+  EXPECT_EQ(log->loss.truncated_bytes, 0u);
+}
+
+// A sealed chunk with one flipped bit fails its checksum and is skipped; a chunk with a
+// damaged header too; an open chunk with bytes that are no record is read up to them.
+// Reading goes on at the next chunk each time.
+TEST(EventLogTest, DamagedChunksAreSkippedAndCounted) {
+  std::string header = EncodeHeader(ChunkedHeader());
+  std::string sealed = Chunk(101, 0, Sends(2), true, kSmallChunk);
+  sealed[sizeof(w::ChunkHeader) + 24] ^= 0x40;
+  std::string bad_header = Chunk(102, 0, Sends(1), false, kSmallChunk);
+  bad_header[12] ^= 1;
+  std::string open = Chunk(103, 0, Sends(2, 20), false, kSmallChunk);
+  open[sizeof(w::ChunkHeader) + 64] = 0x7f;  // an unknown type with size 0
+  std::string good = Chunk(104, 0, Sends(1, 30), true, kSmallChunk);
+  RecordingReporter reporter;
+  auto log = Decode(header + sealed + bad_header + open + good, &reporter);
+  ASSERT_TRUE(log.ok());
+  ASSERT_EQ(reporter.lines.size(), 3u);
+  EXPECT_NE(reporter.lines[0].find("sealed chunk checksum mismatch"), std::string::npos);
+  EXPECT_NE(reporter.lines[1].find("chunk header damaged"), std::string::npos);
+  EXPECT_NE(reporter.lines[2].find("makes no sense"), std::string::npos);
+  ASSERT_EQ(log->events.size(), 3u);
+  EXPECT_EQ(log->events[0].tid, 103);
+  EXPECT_EQ(log->events[2].tid, 104);
+  EXPECT_EQ(log->loss.corrupt_blocks, 3u);
+  EXPECT_EQ(log->loss.corrupt_bytes, 64u + kSmallChunk + 1);
 }
 
 }  // namespace

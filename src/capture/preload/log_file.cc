@@ -30,7 +30,10 @@ int g_log_fd = -1;
 dev_t g_log_dev = 0;
 ino_t g_log_ino = 0;
 char g_log_path[1200];
-int g_log_lock = 0;  // tid of the holder, 0 when free
+int g_log_lock = 0;         // tid of the holder, 0 when free
+uint64_t g_data_start = 0;  // where chunk 0 starts: the header's size
+uint32_t g_chunk_size = 0;
+uint64_t g_chunks = 0;  // chunks handed out so far
 
 // Log writes and descriptor moves take this lock; wrappers never do (only full buffers
 // and connection-level events reach it). It is not reentrant: a signal handler on the
@@ -83,7 +86,7 @@ bool EnsureLogDescriptor() {
       st.st_ino == g_log_ino) {
     return true;
   }
-  int fd = SysOpen(g_log_path, O_WRONLY | O_APPEND | O_CLOEXEC, 0);
+  int fd = SysOpen(g_log_path, O_RDWR | O_CLOEXEC, 0);
   if (fd < 0) return false;
   if (syscall(SYS_fstat, fd, &st) != 0 || st.st_dev != g_log_dev || st.st_ino != g_log_ino) {
     SysClose(fd);  // another file under the log's name: not ours to write
@@ -212,7 +215,7 @@ size_t FormatDecimal(char* out, uint64_t value) {
   return n;
 }
 
-bool OpenLog(uint32_t block_size) {
+bool OpenLog(uint32_t chunk_size) {
   // <dir>/<pid>.wev, or <pid>.<n>.wev: the n-th later image (after exec) under this pid.
   size_t dir_length = CopyString(g_log_path, sizeof g_log_path - 48, g_settings.dir);
   char* name = g_log_path + dir_length;
@@ -226,7 +229,7 @@ bool OpenLog(uint32_t block_size) {
       p += FormatDecimal(p, exec_index);
     }
     CopyString(p, 8, ".wev");
-    fd = SysOpen(g_log_path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
+    fd = SysOpen(g_log_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd >= 0 || errno != EEXIST) break;
   }
   if (fd < 0) return false;
@@ -237,7 +240,7 @@ bool OpenLog(uint32_t block_size) {
     SysClose(fd);
     return false;
   }
-  size_t size = BuildHeader(static_cast<uint8_t*>(scratch), capacity, exec_index, block_size);
+  size_t size = BuildHeader(static_cast<uint8_t*>(scratch), capacity, exec_index, chunk_size);
   long written;
   do {
     written = SysWrite(fd, scratch, size);
@@ -248,6 +251,9 @@ bool OpenLog(uint32_t block_size) {
     return false;
   }
   g_log_fd = MoveHigh(fd, -1);
+  g_data_start = size;
+  g_chunk_size = chunk_size;
+  g_chunks = 0;
   return true;
 }
 
@@ -256,20 +262,93 @@ void ForgetLog() {
   g_log_fd = -1;
 }
 
-bool WriteBlock(const void* data, size_t size) {
+namespace {
+
+long PageSize() {
+  static long size = 0;
+  if (size == 0) size = sysconf(_SC_PAGESIZE);
+  return size;
+}
+
+// Allocates [offset, offset + length) of the log, growing it. Where the file system has
+// no fallocate, zeros are written instead (which allocates too).
+bool Allocate(uint64_t offset, uint64_t length) {
+  long r;
+  do {
+    r = syscall(SYS_fallocate, g_log_fd, 0, offset, length);
+  } while (r < 0 && errno == EINTR);
+  if (r == 0) return true;
+  if (errno != EOPNOTSUPP) return false;
+  static const uint8_t kZeros[4096] = {};
+  for (uint64_t done = 0; done < length;) {
+    uint64_t n = length - done < sizeof kZeros ? length - done : sizeof kZeros;
+    long written = syscall(SYS_pwrite64, g_log_fd, kZeros, n, offset + done);
+    if (written < 0 && errno == EINTR) continue;
+    if (written <= 0) return false;
+    done += uint64_t(written);
+  }
+  return true;
+}
+
+}  // namespace
+
+bool MapNewChunk(int32_t tid, uint64_t dropped_events, MappedChunk* chunk) {
   if (!LockLog()) return false;
   bool ok = EnsureLogDescriptor();
+  uint64_t offset = g_data_start + g_chunks * g_chunk_size;
+  ok = ok && Allocate(offset, g_chunk_size);
   if (ok) {
-    long written;
-    do {
-      written = SysWrite(g_log_fd, data, size);
-    } while (written < 0 && errno == EINTR);
-    // A short write (full disk) leaves a cut block that the reader skips; the rest is not
-    // retried, since another image's block may not follow it in the same file anyway.
-    ok = written == long(size);
+    uint64_t page_start = offset - offset % uint64_t(PageSize());
+    size_t size = size_t(offset - page_start) + g_chunk_size;
+    void* mapping = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, g_log_fd,
+                         off_t(page_start));
+    ok = mapping != MAP_FAILED;
+    if (ok) {
+      ++g_chunks;
+      chunk->mapping = mapping;
+      chunk->mapping_size = size;
+      chunk->start = static_cast<uint8_t*>(mapping) + (offset - page_start);
+      chunk->offset = offset;
+    }
   }
   UnlockLog();
-  return ok;
+  if (!ok) return false;
+  wire::ChunkHeader h;
+  memset(&h, 0, sizeof h);
+  h.magic = wire::kChunkMagic;
+  h.tid = tid;
+  h.dropped_events = dropped_events;
+  h.header_checksum = uint32_t(XXH3_64bits(&h, 16));
+  memcpy(chunk->start, &h, sizeof h);
+  return true;
+}
+
+void ReleaseChunk(MappedChunk* chunk, uint32_t unused_from) {
+  if (chunk->mapping == nullptr) return;
+  if (unused_from != 0) {
+    uint64_t page = uint64_t(PageSize());
+    uint64_t from = (chunk->offset + unused_from + page - 1) / page * page;
+    uint64_t to = (chunk->offset + g_chunk_size) / page * page;
+    if (from < to && LockLog()) {
+      if (EnsureLogDescriptor()) {
+        syscall(SYS_fallocate, g_log_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, from,
+                to - from);
+      }
+      UnlockLog();
+    }
+  }
+  munmap(chunk->mapping, chunk->mapping_size);
+  *chunk = MappedChunk{};
+}
+
+void TrimLog(uint64_t end) {
+  if (!LockLog()) return;
+  uint64_t last_start = g_data_start + (g_chunks - 1) * g_chunk_size;
+  if (g_chunks > 0 && end > last_start && end <= last_start + g_chunk_size &&
+      EnsureLogDescriptor()) {
+    syscall(SYS_ftruncate, g_log_fd, end);
+  }
+  UnlockLog();
 }
 
 void KeepLogFdFrom(int fd) {

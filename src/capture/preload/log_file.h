@@ -1,5 +1,7 @@
-// The per-process log file of the preload library: opening it with its header, writing
-// whole blocks to it, and keeping its descriptor out of the program's way. Internal.
+// The per-process log file of the preload library: opening it with its header, handing
+// out chunks of it mapped into memory (MAP_SHARED, so what a thread writes there is in the
+// page cache at once and outlives the process), trimming it at a clean end, and keeping
+// its descriptor out of the program's way. Internal.
 #pragma once
 
 #include <stddef.h>
@@ -19,13 +21,31 @@ struct CaptureSettings {
 extern CaptureSettings g_settings;
 
 // Creates <dir>/<pid>.wev (or <pid>.<n>.wev if taken: an exec'd image, a reused pid) and
-// writes its header. Returns false if it cannot; nothing is logged then.
-bool OpenLog(uint32_t block_size);
+// writes its header; chunks of `chunk_size` bytes follow it. Returns false if it cannot;
+// nothing is logged then.
+bool OpenLog(uint32_t chunk_size);
 // Closes the log descriptor without writing (a forked child drops its parent's).
 void ForgetLog();
-// Writes one whole block with one write(). Returns false (and writes nothing more) if
-// the log cannot take it. Reopens the log if the program closed its descriptor.
-bool WriteBlock(const void* data, size_t size);
+
+// One chunk of the log, mapped read-write and shared with the file.
+struct MappedChunk {
+  void* mapping = nullptr;  // what to munmap (from the page holding the chunk's start)
+  size_t mapping_size = 0;
+  uint8_t* start = nullptr;  // the chunk: its ChunkHeader, then room for records
+  uint64_t offset = 0;       // of `start` in the file
+};
+// Grows the file by one chunk (fallocate, so a full disk is an error here and never a
+// SIGBUS when a page is written later), maps it, and writes its header for `tid`. Returns
+// false if the log cannot grow or be mapped. Reopens the log if the program closed its
+// descriptor. Safe in a signal handler (false if it interrupted the log lock's holder).
+bool MapNewChunk(int32_t tid, uint64_t dropped_events, MappedChunk* chunk);
+// Unmaps `chunk`, and first, with `unused_from` (an offset inside it), gives the file's
+// blocks after it back to the file system (a hole: the chunk is sealed and never written
+// again). 0 keeps them.
+void ReleaseChunk(MappedChunk* chunk, uint32_t unused_from);
+// Cuts the file at `end` if the chunk holding `end` is still the last one handed out (a
+// clean end: the last chunk's unused room is not kept).
+void TrimLog(uint64_t end);
 // Moves the log's descriptor away from `fd` if it is `fd` (before the program closes or
 // dup2s over it).
 void KeepLogFdFrom(int fd);

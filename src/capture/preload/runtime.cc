@@ -41,16 +41,14 @@ void ResolveRealFunctions() {
 
 namespace {
 
-constexpr uint32_t kBlockSize = 64 * 1024;  // one thread buffer = the largest block
-constexpr uint32_t kRecordCapacity = kBlockSize - sizeof(wire::BlockHeader);
-constexpr int64_t kMaxBufferAgeNs = 1'000'000'000;  // a quiet thread's records reach the
-                                                    // log within a second of its next one
+constexpr uint32_t kChunkSize = 64 * 1024;  // one thread's piece of the log at a time
+constexpr uint32_t kRecordCapacity = kChunkSize - sizeof(wire::ChunkHeader);
 constexpr uint32_t kMaxPayloadPrefix = 4096;
 constexpr int kMaxThreads = 4096;
 
 // kEnded: the end record is written (exit, exec, a terminating signal) but the process
-// still runs: other threads, later exit handlers. Their records are written through, one
-// block each, so that nothing the program does before it is gone is missing.
+// still runs: other threads, later exit handlers. Their records go on into new chunks, so
+// that nothing the program does before it is gone is missing.
 enum State : int { kOff = 0, kOn = 1, kEnded = 2 };
 int g_state = kOff;
 int g_dying = 0;  // BeginDying: a terminating signal is ending the process
@@ -61,22 +59,20 @@ pthread_key_t g_thread_key;
 
 enum BufferHold : uint32_t { kFree = 0, kHeldByOwner = 1, kHeldByEnd = 2 };
 
-// A thread's buffer, at the start of its own mapping; the block (header + records) follows.
+// A thread's place in the log: the chunk it appends to. Records go straight into the
+// chunk's shared mapping of the file, so a record is in the page cache the moment it is
+// committed, and only the record being written when the process is killed can be lost.
 struct ThreadBuffer {
   uint32_t busy;  // kHeldByOwner while its thread (or a signal handler on it) writes a
-                  // record or the buffer; kHeldByEnd while the end of the log flushes it
-  uint32_t used;  // record bytes after the block header
-  uint32_t records;
+                  // record or changes chunk; kHeldByEnd while the end of the log seals it
+  uint32_t used;  // record bytes in the chunk after its header
   int32_t tid;
-  int64_t first_ns;  // time of the oldest record in the buffer
-  uint64_t untraced_io;
   int slot;
+  uint64_t untraced_io;
   uint32_t idle;       // 1: its thread ended; the next new thread takes it over
   int64_t call_since;  // entry time of a byte-moving call in progress (BeginCall), or 0
-  uint8_t padding[16];
-  uint8_t block[kBlockSize];
+  MappedChunk chunk;   // start == nullptr: none yet (or sealed: the next record maps one)
 };
-static_assert(sizeof(ThreadBuffer) == 64 + kBlockSize);
 
 // Every buffer, for exit and exec. Buffers are never unmapped while the process runs (a
 // thread ending hands its buffer on to the next new thread), so the exit path may touch
@@ -95,34 +91,28 @@ uint32_t TryHold(ThreadBuffer* b, BufferHold holder) {
 }
 void Release(ThreadBuffer* b) { __atomic_store_n(&b->busy, kFree, __ATOMIC_RELEASE); }
 
-// Called with b->busy held.
-void FlushLocked(ThreadBuffer* b) {
+// Seals the chunk (checksum, then size, released last) and lets it go; with
+// `give_back_room`, the file's blocks after its last record go back to the file system.
+// Called with b->busy held. The next record maps a new chunk.
+void SealChunk(ThreadBuffer* b, bool give_back_room) {
   if (b->untraced_io != 0) {
     __atomic_fetch_add(&g_untraced_io, b->untraced_io, __ATOMIC_RELAXED);
     b->untraced_io = 0;
   }
-  if (b->records == 0) return;
-  wire::BlockHeader h;
-  h.magic = wire::kBlockMagic;
-  h.payload_size = b->used;
-  h.record_count = b->records;
-  h.tid = b->tid;
-  h.dropped_events = __atomic_load_n(&g_dropped, __ATOMIC_RELAXED);
-  h.payload_checksum = uint32_t(XXH3_64bits(b->block + sizeof h, b->used));
-  h.header_checksum = uint32_t(XXH3_64bits(&h, 28));
-  memcpy(b->block, &h, sizeof h);
-  if (!WriteBlock(b->block, sizeof h + b->used)) {
-    AddDropped(b->records);
-    __atomic_fetch_add(&g_failed_writes, 1, __ATOMIC_RELAXED);
+  if (b->chunk.start == nullptr) return;
+  auto* h = reinterpret_cast<wire::ChunkHeader*>(b->chunk.start);
+  if (b->used != 0) {
+    h->sealed_checksum = uint32_t(XXH3_64bits(b->chunk.start + sizeof *h, b->used));
+    __atomic_store_n(&h->sealed_size, b->used, __ATOMIC_RELEASE);
   }
+  ReleaseChunk(&b->chunk, give_back_room ? uint32_t(sizeof *h + b->used) : 0);
   b->used = 0;
-  b->records = 0;
 }
 
 void OnThreadExit(void* p) {
   auto* b = static_cast<ThreadBuffer*>(p);
-  if (TryHold(b, kHeldByOwner) != kFree) return;  // the end of the log flushes it
-  FlushLocked(b);
+  if (TryHold(b, kHeldByOwner) != kFree) return;  // the end of the log seals it
+  SealChunk(b, true);
   t_buffer = nullptr;
   __atomic_store_n(&b->idle, 1, __ATOMIC_RELEASE);
   Release(b);
@@ -169,7 +159,7 @@ ThreadBuffer* NewThreadBuffer() {
 
 // Takes the calling thread's own buffer for a record. Held by this thread already, a
 // signal handler interrupted a record: the new one is dropped. Held by the end of the log
-// (another thread writing every buffer at exit or exec), it is free again within
+// (another thread sealing every chunk at exit or exec), it is free again within
 // microseconds: wait, up to 50 ms, rather than lose the record.
 bool TakeOwnBuffer(ThreadBuffer* b) {
   int64_t deadline = 0;
@@ -186,9 +176,23 @@ bool TakeOwnBuffer(ThreadBuffer* b) {
   }
 }
 
-// Appends one record, and optionally a second one that must stay right after it.
+// Copies a record's body (all but its first 8 bytes) to `at`; CommitRecord then stores
+// the first 8 bytes, released: a reader of the file (even after a SIGKILL) sees the whole
+// record or, where its first 8 bytes are still zero, nothing of it.
+void WriteRecordBody(uint8_t* at, const void* record, uint32_t size) {
+  memcpy(at + 8, static_cast<const uint8_t*>(record) + 8, size - 8);
+}
+void CommitRecord(uint8_t* at, const void* record) {
+  uint64_t head;
+  memcpy(&head, record, 8);
+  __atomic_store_n(reinterpret_cast<uint64_t*>(at), head, __ATOMIC_RELEASE);
+}
+
+// Appends one record, and optionally a second one that must stay right after it (and is
+// committed with it: second, then first, so a reader never sees it without the first).
 void Append(const void* first, uint32_t first_size, const void* second, uint32_t second_size,
             int64_t time) {
+  (void)time;
   ThreadBuffer* b = t_buffer;
   if (__builtin_expect(b == nullptr, 0)) b = NewThreadBuffer();
   uint32_t count = second_size != 0 ? 2 : 1;
@@ -197,16 +201,24 @@ void Append(const void* first, uint32_t first_size, const void* second, uint32_t
     return;
   }
   __atomic_store_n(&b->call_since, 0, __ATOMIC_RELAXED);
-  if (b->used + first_size + second_size > kRecordCapacity) FlushLocked(b);
-  uint8_t* at = b->block + sizeof(wire::BlockHeader) + b->used;
-  memcpy(at, first, first_size);
-  if (second_size != 0) memcpy(at + first_size, second, second_size);
-  if (b->records == 0) b->first_ns = time;
-  b->used += first_size + second_size;
-  b->records += count;
-  if (time - b->first_ns > kMaxBufferAgeNs || __atomic_load_n(&g_state, __ATOMIC_RELAXED) != kOn) {
-    FlushLocked(b);
+  if (__builtin_expect(
+          b->chunk.start == nullptr || b->used + first_size + second_size > kRecordCapacity, 0)) {
+    SealChunk(b, false);
+    if (!MapNewChunk(b->tid, __atomic_load_n(&g_dropped, __ATOMIC_RELAXED), &b->chunk)) {
+      AddDropped(count);
+      __atomic_fetch_add(&g_failed_writes, 1, __ATOMIC_RELAXED);
+      Release(b);
+      return;
+    }
   }
+  uint8_t* at = b->chunk.start + sizeof(wire::ChunkHeader) + b->used;
+  WriteRecordBody(at, first, first_size);
+  if (second_size != 0) {
+    WriteRecordBody(at + first_size, second, second_size);
+    CommitRecord(at + first_size, second);
+  }
+  CommitRecord(at, first);
+  b->used += first_size + second_size;
   Release(b);
 }
 
@@ -274,8 +286,6 @@ uint64_t InodeOf(int fd) {
 void AtExit() { EndLog(wire::kOpNone); }
 __attribute__((destructor)) void AtUnload() { EndLog(wire::kOpNone); }
 
-void BeforeFork() { FlushThisThread(); }
-
 // Every socket and pipe open now (inherited through fork or exec) gets an endpoint record.
 void NameOpenDescriptors() {
   int dir = SysOpen("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
@@ -317,17 +327,21 @@ void AfterForkInChild() {
   if (state == kEnded) g_state = kOff;  // forked while exiting: the parent's log is not ours
   if (state != kOn) return;
   ResetLogLockAfterFork();
-  // The parent's buffers are the parent's to write; only this thread lives on here.
-  // Slots are filled from the front and never emptied, so this thread's buffer moves to
-  // slot 0 and the rest are unmapped (no other thread exists here to use them).
+  // The parent's chunks are the parent's: the mappings this child inherited are shared
+  // with the parent's log, so they are unmapped unwritten (never sealed here). Only this
+  // thread lives on: slots are filled from the front and never emptied, so its buffer
+  // moves to slot 0 and the rest are unmapped (no other thread exists here to use them).
   ThreadBuffer* own = t_buffer;
   for (int i = 0; i < kMaxThreads; ++i) {
     ThreadBuffer* b = g_threads[i];
     g_threads[i] = nullptr;
-    if (b != nullptr && b != own) munmap(b, sizeof *b);
+    if (b == nullptr) continue;
+    if (b->chunk.mapping != nullptr) munmap(b->chunk.mapping, b->chunk.mapping_size);
+    b->chunk = MappedChunk{};
+    if (b != own) munmap(b, sizeof *b);
   }
   if (own != nullptr) {
-    own->used = own->records = 0;
+    own->used = 0;
     own->untraced_io = 0;
     own->busy = kFree;
     own->idle = 0;
@@ -340,7 +354,7 @@ void AfterForkInChild() {
   ResetProtocolsAfterFork();
   ResetIsolationAfterFork();
   ForgetLog();
-  if (!OpenLog(kBlockSize)) {
+  if (!OpenLog(kChunkSize)) {
     g_state = kOff;
     return;
   }
@@ -371,10 +385,10 @@ __attribute__((constructor(101))) void Start() {
     if (dladdr(reinterpret_cast<void*>(&Start), &info) != 0 && info.dli_fname != nullptr) {
       CopyString(g_settings.preload_path, sizeof g_settings.preload_path, info.dli_fname);
     }
-    if (OpenLog(kBlockSize)) {
+    if (OpenLog(kChunkSize)) {
       __atomic_store_n(&g_state, kOn, __ATOMIC_RELEASE);
       atexit(AtExit);
-      pthread_atfork(BeforeFork, nullptr, AfterForkInChild);
+      pthread_atfork(nullptr, nullptr, AfterForkInChild);
       NameOpenDescriptors();
       InstallTerminationHandlers();
     }
@@ -590,13 +604,6 @@ void LogPairEndpoints(uint8_t op, const int fds[2], uint8_t kind, int64_t time) 
   }
 }
 
-void FlushThisThread() {
-  ThreadBuffer* b = t_buffer;
-  if (b == nullptr || TryHold(b, kHeldByOwner) != kFree) return;
-  FlushLocked(b);
-  Release(b);
-}
-
 void EndLog(uint8_t op) {
   int expected = kOn;
   if (!__atomic_compare_exchange_n(&g_state, &expected, kEnded, false, __ATOMIC_ACQ_REL,
@@ -604,28 +611,9 @@ void EndLog(uint8_t op) {
     return;
   }
   int saved_errno = errno;
-  // Other threads may still run. One that is writing a record now (or its buffer to the
-  // log) is done within microseconds: wait for it, up to 50 ms. Only this thread's own
-  // buffer, when the end comes from a signal handler that interrupted a record, cannot be
-  // waited for: its records are counted as dropped.
-  for (int i = 0; i < kMaxThreads; ++i) {
-    ThreadBuffer* b = __atomic_load_n(&g_threads[i], __ATOMIC_ACQUIRE);
-    if (b == nullptr) break;
-    bool taken = TryHold(b, kHeldByEnd) == kFree;
-    for (int64_t deadline = NowNs() + 50'000'000; !taken && b != t_buffer && NowNs() < deadline;) {
-      sched_yield();
-      taken = TryHold(b, kHeldByEnd) == kFree;
-    }
-    if (!taken) {
-      AddDropped(b->records);
-      continue;
-    }
-    FlushLocked(b);
-    Release(b);
-  }
   // Calls that were moving bytes when the end came finish within microseconds (unless
-  // they block, like a receive waiting for data): give them 10 ms to write their records
-  // through, before the end record and before a terminating signal ends the process.
+  // they block, like a receive waiting for data): give them 10 ms to commit their records,
+  // before the end record and before a terminating signal ends the process.
   int64_t end_start = NowNs();
   for (int i = 0; i < kMaxThreads; ++i) {
     ThreadBuffer* b = __atomic_load_n(&g_threads[i], __ATOMIC_ACQUIRE);
@@ -636,35 +624,52 @@ void EndLog(uint8_t op) {
       sched_yield();
     }
   }
+  // Every record is in the file already; sealing checksums each chunk and gives its unused
+  // room back. A thread writing a record now is done within microseconds: wait for it, up
+  // to 50 ms. This thread's own chunk, when the end comes from a signal handler that
+  // interrupted a record, stays open: the reader takes its committed records. Threads that
+  // go on after the end start new chunks.
+  for (int i = 0; i < kMaxThreads; ++i) {
+    ThreadBuffer* b = __atomic_load_n(&g_threads[i], __ATOMIC_ACQUIRE);
+    if (b == nullptr) break;
+    bool taken = TryHold(b, kHeldByEnd) == kFree;
+    for (int64_t deadline = NowNs() + 50'000'000; !taken && b != t_buffer && NowNs() < deadline;) {
+      sched_yield();
+      taken = TryHold(b, kHeldByEnd) == kFree;
+    }
+    if (!taken) continue;
+    SealChunk(b, true);
+    Release(b);
+  }
   __atomic_fetch_add(&g_untraced_io, t_untraced_io, __ATOMIC_RELAXED);
   t_untraced_io = 0;
-  struct {
-    wire::BlockHeader header;
-    wire::EndRecord end;
-  } block;
-  block.end = {wire::kEndRecord,
-               op,
-               sizeof(wire::EndRecord),
-               0,
-               NowNs(),
-               __atomic_load_n(&g_dropped, __ATOMIC_RELAXED),
-               __atomic_load_n(&g_untraced_io, __ATOMIC_RELAXED),
-               __atomic_load_n(&g_failed_writes, __ATOMIC_RELAXED),
-               0,
-               0,
-               0,
-               0};
-  IsolationCounters(&block.end.isolated_reads, &block.end.held_reads, &block.end.held_bytes,
-                    &block.end.split_waits);
-  block.header = {wire::kBlockMagic,
-                  sizeof(wire::EndRecord),
-                  1,
-                  0,
-                  block.end.dropped_events,
-                  uint32_t(XXH3_64bits(&block.end, sizeof block.end)),
-                  0};
-  block.header.header_checksum = uint32_t(XXH3_64bits(&block.header, 28));
-  WriteBlock(&block, sizeof block);
+  wire::EndRecord end = {wire::kEndRecord,
+                         op,
+                         sizeof(wire::EndRecord),
+                         0,
+                         NowNs(),
+                         __atomic_load_n(&g_dropped, __ATOMIC_RELAXED),
+                         __atomic_load_n(&g_untraced_io, __ATOMIC_RELAXED),
+                         __atomic_load_n(&g_failed_writes, __ATOMIC_RELAXED),
+                         0,
+                         0,
+                         0,
+                         0};
+  IsolationCounters(&end.isolated_reads, &end.held_reads, &end.held_bytes, &end.split_waits);
+  // The end record gets a chunk of its own (thread 0), the last one handed out unless
+  // another thread took one since: the file is cut right after it.
+  MappedChunk chunk;
+  if (MapNewChunk(0, end.dropped_events, &chunk)) {
+    uint8_t* at = chunk.start + sizeof(wire::ChunkHeader);
+    WriteRecordBody(at, &end, sizeof end);
+    CommitRecord(at, &end);
+    auto* h = reinterpret_cast<wire::ChunkHeader*>(chunk.start);
+    h->sealed_checksum = uint32_t(XXH3_64bits(at, sizeof end));
+    __atomic_store_n(&h->sealed_size, uint32_t(sizeof end), __ATOMIC_RELEASE);
+    uint64_t file_end = chunk.offset + sizeof(wire::ChunkHeader) + sizeof end;
+    ReleaseChunk(&chunk, 0);
+    TrimLog(file_end);
+  }
   errno = saved_errno;
 }
 
