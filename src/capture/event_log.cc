@@ -20,8 +20,8 @@ namespace {
 bool PlausibleTime(int64_t t) { return t >= 0 && t < (int64_t(1) << 62); }
 
 using wire::BlockHeader;
-using wire::ChunkHeader;
 using wire::FileHeader;
+using wire::SegmentHeader;
 
 // Chunk sizes a version 2 header may give; anything else is damage.
 constexpr uint32_t kMinChunkSize = 4096;
@@ -371,78 +371,95 @@ bool AllZero(const uint8_t* p, uint64_t n) {
   return true;
 }
 
-// Version 2: chunks of block_size bytes from the end of the header, each one thread's. A
-// sealed chunk holds exactly its sealed bytes, checked whole; an open one (its process
-// was killed, or it is still running) holds records up to the first one whose first 8
-// bytes are zero (not committed). Zeros after that are room never used; other bytes there
-// are the record being written when the process died. The last chunk may be cut short:
-// the writer trims the file after the end record.
+// Version 2: chunks (wire::ChunkSize) from the end of the header, each holding
+// segments back to back (wire::SegmentHeader). A sealed segment holds exactly its sealed
+// bytes, checked whole, and may be followed by another; an open one (its process was
+// killed, or it is still running) holds records up to the first one whose first 8 bytes
+// are zero (not committed), and ends its chunk. Zeros after that are room never used;
+// other bytes there are what was being written when the process died. The last chunk may
+// be cut short: the writer trims the file after the end record.
 void DecodeChunks(std::span<const uint8_t> data, EventLog& log, Reporter* reporter) {
-  uint64_t chunk_size = log.header.block_size;
-  for (uint64_t at = Load<FileHeader>(data.data()).header_size; at < data.size();
-       at += chunk_size) {
-    uint64_t size = std::min<uint64_t>(chunk_size, data.size() - at);
-    const uint8_t* p = data.data() + at;
-    if (size < sizeof(ChunkHeader) || AllZero(p, sizeof(ChunkHeader))) {
-      // Room handed out but never written (killed between growing the file and the
-      // chunk's header), or the file cut inside a header.
-      if (!AllZero(p, size)) {
-        log.loss.truncated_bytes += size;
-        Report(reporter, at, size, "log cut short inside a chunk header");
+  uint64_t chunk_size = 0;
+  uint64_t header_size = Load<FileHeader>(data.data()).header_size;
+  for (uint64_t chunk = header_size, k = 0; chunk < data.size(); chunk += chunk_size, ++k) {
+    chunk_size = wire::ChunkSize(log.header.block_size, header_size, k);
+    uint64_t size = std::min<uint64_t>(chunk_size, data.size() - chunk);
+    const uint8_t* p = data.data() + chunk;
+    // `at`: where the next segment would start; a segment that is not followed by
+    // another ends the loop with `rest` set to where unread bytes begin.
+    uint64_t at = 0;
+    while (at < size) {
+      uint64_t left = size - at;
+      if (left < 8 || AllZero(p + at, 8)) {
+        // No segment here: room never used, or a segment header not committed.
+        uint64_t end = size;
+        while (end > at && p[end - 1] == 0) --end;
+        if (end > at) {
+          log.loss.truncated_bytes += end - at;
+          Report(reporter, chunk + at, end - at, "segment header not committed");
+        }
+        break;
       }
-      continue;
-    }
-    auto h = Load<ChunkHeader>(p);
-    if (h.magic != wire::kChunkMagic || h.header_checksum != Checksum32(p, 16)) {
-      log.loss.corrupt_bytes += size;
-      ++log.loss.corrupt_blocks;
-      Report(reporter, at, size, "chunk header damaged; chunk skipped");
-      continue;
-    }
-    log.loss.dropped_events = std::max(log.loss.dropped_events, h.dropped_events);
-    const uint8_t* records = p + sizeof(ChunkHeader);
-    uint64_t room = size - sizeof(ChunkHeader);
-    ++log.blocks;
-    if (h.sealed_size != 0 && h.sealed_size <= room) {
-      uint32_t computed = Checksum32(records, h.sealed_size);
-      if (h.sealed_size % 8 != 0 || computed != h.sealed_checksum) {
-        log.loss.corrupt_bytes += h.sealed_size;
+      if (left < sizeof(SegmentHeader)) {
+        log.loss.truncated_bytes += left;
+        Report(reporter, chunk + at, left, "log cut short inside a segment header");
+        break;
+      }
+      auto h = Load<SegmentHeader>(p + at);
+      if (h.magic != wire::kSegmentMagic || h.header_checksum != Checksum32(p + at, 16)) {
+        log.loss.corrupt_bytes += left;
         ++log.loss.corrupt_blocks;
-        Report(reporter, at, size,
-               fmt::format("sealed chunk checksum mismatch (recorded {:08x}, computed {:08x})",
-                           h.sealed_checksum, computed));
+        Report(reporter, chunk + at, left, "segment header damaged; rest of the chunk skipped");
+        break;
+      }
+      log.loss.dropped_events = std::max(log.loss.dropped_events, h.dropped_events);
+      ++log.blocks;
+      const uint8_t* records = p + at + sizeof(SegmentHeader);
+      uint64_t room = left - sizeof(SegmentHeader);
+      uint64_t records_at = chunk + at + sizeof(SegmentHeader);
+      if (h.sealed_size != 0 && h.sealed_size <= room) {
+        uint32_t computed = Checksum32(records, h.sealed_size);
+        if (h.sealed_size % 8 != 0 || computed != h.sealed_checksum) {
+          log.loss.corrupt_bytes += h.sealed_size;
+          ++log.loss.corrupt_blocks;
+          Report(reporter, chunk + at, sizeof(SegmentHeader) + h.sealed_size,
+                 fmt::format("sealed segment checksum mismatch (recorded {:08x}, computed {:08x})",
+                             h.sealed_checksum, computed));
+        } else {
+          BlockDecoder decoder(log, h.tid);
+          uint64_t used = decoder.Decode(records, h.sealed_size);
+          if (used != h.sealed_size) {
+            log.loss.corrupt_bytes += h.sealed_size - used;
+            Report(reporter, records_at + used, h.sealed_size - used,
+                   "record that does not fit its segment");
+          }
+        }
+        at += sizeof(SegmentHeader) + h.sealed_size;
         continue;
       }
+      // Open (or sealed beyond the end of a file cut short): committed records only.
       BlockDecoder decoder(log, h.tid);
-      uint64_t used = decoder.Decode(records, h.sealed_size);
-      if (used != h.sealed_size) {
-        log.loss.corrupt_bytes += h.sealed_size - used;
-        Report(reporter, at + sizeof(ChunkHeader) + used, h.sealed_size - used,
-               "record that does not fit its chunk");
+      uint64_t used = decoder.Decode(records, room);
+      uint64_t end = room;
+      while (end > used && records[end - 1] == 0) --end;
+      if (end == used) break;  // room never used
+      bool cut_short =
+          size < chunk_size && room - used >= 8 && Load<uint16_t>(records + used + 2) > room - used;
+      if (cut_short) {
+        log.loss.truncated_bytes += room - used;
+        Report(reporter, records_at + used, room - used,
+               "log cut short: bytes after the last whole record lost");
+      } else if (room - used < 8 || AllZero(records + used, 8)) {
+        log.loss.truncated_bytes += end - used;
+        Report(reporter, records_at + used, end - used,
+               "record not committed when the process stopped");
+      } else {
+        log.loss.corrupt_bytes += end - used;
+        ++log.loss.corrupt_blocks;
+        Report(reporter, records_at + used, end - used,
+               "record that makes no sense in an open segment; rest of the chunk skipped");
       }
-      continue;
-    }
-    // Open (or sealed beyond the end of a file cut short): committed records only.
-    BlockDecoder decoder(log, h.tid);
-    uint64_t used = decoder.Decode(records, room);
-    uint64_t end = room;
-    while (end > used && records[end - 1] == 0) --end;
-    if (end == used) continue;  // room never used
-    bool cut_short =
-        size < chunk_size && room - used >= 8 && Load<uint16_t>(records + used + 2) > room - used;
-    if (cut_short) {
-      log.loss.truncated_bytes += room - used;
-      Report(reporter, at + sizeof(ChunkHeader) + used, room - used,
-             "log cut short: bytes after the last whole record lost");
-    } else if (room - used < 8 || AllZero(records + used, 8)) {
-      log.loss.truncated_bytes += end - used;
-      Report(reporter, at + sizeof(ChunkHeader) + used, end - used,
-             "record not committed when the process stopped");
-    } else {
-      log.loss.corrupt_bytes += end - used;
-      ++log.loss.corrupt_blocks;
-      Report(reporter, at + sizeof(ChunkHeader) + used, end - used,
-             "record that makes no sense in an open chunk; rest of the chunk skipped");
+      break;
     }
   }
 }

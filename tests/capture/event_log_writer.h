@@ -187,14 +187,14 @@ inline std::string Block(int32_t tid, uint64_t dropped, const std::vector<std::s
   return out + payload;
 }
 
-// One version 2 chunk of `chunk_size` bytes: header, the records committed, zeros. Sealed
-// (size and checksum set) or left open, as a killed process leaves its threads' chunks.
-inline std::string Chunk(int32_t tid, uint64_t dropped, const std::vector<std::string>& records,
-                         bool sealed, uint32_t chunk_size = 65536) {
+// One version 2 segment: header and the records committed. Sealed (size and checksum
+// set) or left open, as a killed process leaves its threads' last segments.
+inline std::string Segment(int32_t tid, uint64_t dropped, const std::vector<std::string>& records,
+                           bool sealed) {
   std::string payload;
   for (const std::string& r : records) payload += r;
-  w::ChunkHeader h{};
-  h.magic = w::kChunkMagic;
+  w::SegmentHeader h{};
+  h.magic = w::kSegmentMagic;
   h.tid = tid;
   h.dropped_events = dropped;
   h.header_checksum = Sum32(&h, 16);
@@ -204,7 +204,13 @@ inline std::string Chunk(int32_t tid, uint64_t dropped, const std::vector<std::s
   }
   std::string out;
   Append(out, h);
-  out += payload;
+  return out + payload;
+}
+
+// One version 2 chunk of `chunk_size` bytes: segments back to back, then zeros.
+inline std::string Chunk(const std::vector<std::string>& segments, uint32_t chunk_size = 65536) {
+  std::string out;
+  for (const std::string& s : segments) out += s;
   out.resize(chunk_size, '\0');
   return out;
 }

@@ -31,9 +31,10 @@ dev_t g_log_dev = 0;
 ino_t g_log_ino = 0;
 char g_log_path[1200];
 int g_log_lock = 0;         // tid of the holder, 0 when free
-uint64_t g_data_start = 0;  // where chunk 0 starts: the header's size
-uint32_t g_chunk_size = 0;
-uint64_t g_chunks = 0;  // chunks handed out so far
+uint32_t g_chunk_size = 0;  // the largest chunk (wire::ChunkSize)
+uint64_t g_chunks = 0;      // chunks handed out so far
+uint64_t g_chunks_end = 0;  // where the next chunk starts (the header's size at first)
+uint64_t g_header_size = 0;
 
 // Log writes and descriptor moves take this lock; wrappers never do (only full buffers
 // and connection-level events reach it). It is not reentrant: a signal handler on the
@@ -251,9 +252,10 @@ bool OpenLog(uint32_t chunk_size) {
     return false;
   }
   g_log_fd = MoveHigh(fd, -1);
-  g_data_start = size;
   g_chunk_size = chunk_size;
   g_chunks = 0;
+  g_chunks_end = size;
+  g_header_size = size;
   return true;
 }
 
@@ -271,8 +273,15 @@ long PageSize() {
 }
 
 // Allocates [offset, offset + length) of the log, growing it. Where the file system has
-// no fallocate, zeros are written instead (which allocates too).
+// no fallocate, zeros are written instead (which allocates too). Past the file size limit
+// it fails without trying: the kernel would send the program SIGXFSZ.
 bool Allocate(uint64_t offset, uint64_t length) {
+  struct rlimit limit;
+  if (syscall(SYS_getrlimit, RLIMIT_FSIZE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY &&
+      offset + length > uint64_t(limit.rlim_cur)) {
+    errno = EFBIG;
+    return false;
+  }
   long r;
   do {
     r = syscall(SYS_fallocate, g_log_fd, 0, offset, length);
@@ -292,59 +301,44 @@ bool Allocate(uint64_t offset, uint64_t length) {
 
 }  // namespace
 
-bool MapNewChunk(int32_t tid, uint64_t dropped_events, MappedChunk* chunk) {
+bool MapNewChunk(MappedChunk* chunk) {
   if (!LockLog()) return false;
   bool ok = EnsureLogDescriptor();
-  uint64_t offset = g_data_start + g_chunks * g_chunk_size;
-  ok = ok && Allocate(offset, g_chunk_size);
+  uint64_t offset = g_chunks_end;
+  uint64_t chunk_size = wire::ChunkSize(g_chunk_size, g_header_size, g_chunks);
+  ok = ok && Allocate(offset, chunk_size);
   if (ok) {
     uint64_t page_start = offset - offset % uint64_t(PageSize());
-    size_t size = size_t(offset - page_start) + g_chunk_size;
-    void* mapping = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, g_log_fd,
-                         off_t(page_start));
+    size_t size = size_t(offset - page_start + chunk_size);
+    void* mapping =
+        mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, g_log_fd, off_t(page_start));
     ok = mapping != MAP_FAILED;
     if (ok) {
       ++g_chunks;
+      g_chunks_end += chunk_size;
       chunk->mapping = mapping;
       chunk->mapping_size = size;
       chunk->start = static_cast<uint8_t*>(mapping) + (offset - page_start);
       chunk->offset = offset;
+      chunk->size = uint32_t(chunk_size);
     }
   }
   UnlockLog();
-  if (!ok) return false;
-  wire::ChunkHeader h;
-  memset(&h, 0, sizeof h);
-  h.magic = wire::kChunkMagic;
-  h.tid = tid;
-  h.dropped_events = dropped_events;
-  h.header_checksum = uint32_t(XXH3_64bits(&h, 16));
-  memcpy(chunk->start, &h, sizeof h);
-  return true;
+  return ok;
 }
 
-void ReleaseChunk(MappedChunk* chunk, uint32_t unused_from) {
-  if (chunk->mapping == nullptr) return;
-  if (unused_from != 0) {
-    uint64_t page = uint64_t(PageSize());
-    uint64_t from = (chunk->offset + unused_from + page - 1) / page * page;
-    uint64_t to = (chunk->offset + g_chunk_size) / page * page;
-    if (from < to && LockLog()) {
-      if (EnsureLogDescriptor()) {
-        syscall(SYS_fallocate, g_log_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, from,
-                to - from);
-      }
-      UnlockLog();
-    }
-  }
-  munmap(chunk->mapping, chunk->mapping_size);
+void ReleaseChunk(MappedChunk* chunk) {
+  if (chunk->mapping != nullptr) munmap(chunk->mapping, chunk->mapping_size);
   *chunk = MappedChunk{};
 }
 
 void TrimLog(uint64_t end) {
   if (!LockLog()) return;
-  uint64_t last_start = g_data_start + (g_chunks - 1) * g_chunk_size;
-  if (g_chunks > 0 && end > last_start && end <= last_start + g_chunk_size &&
+  uint64_t last_start =
+      g_chunks == 0 ? 0 : g_chunks_end - wire::ChunkSize(g_chunk_size, g_header_size, g_chunks - 1);
+  // Only a cut that frees whole blocks is worth its system call (and its discard).
+  uint64_t page = uint64_t(PageSize());
+  if (g_chunks > 0 && end > last_start && (end + page - 1) / page * page < g_chunks_end &&
       EnsureLogDescriptor()) {
     syscall(SYS_ftruncate, g_log_fd, end);
   }

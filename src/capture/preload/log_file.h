@@ -21,7 +21,7 @@ struct CaptureSettings {
 extern CaptureSettings g_settings;
 
 // Creates <dir>/<pid>.wev (or <pid>.<n>.wev if taken: an exec'd image, a reused pid) and
-// writes its header; chunks of `chunk_size` bytes follow it. Returns false if it cannot;
+// writes its header; chunks of up to `chunk_size` bytes follow it. Returns false if it cannot;
 // nothing is logged then.
 bool OpenLog(uint32_t chunk_size);
 // Closes the log descriptor without writing (a forked child drops its parent's).
@@ -31,20 +31,20 @@ void ForgetLog();
 struct MappedChunk {
   void* mapping = nullptr;  // what to munmap (from the page holding the chunk's start)
   size_t mapping_size = 0;
-  uint8_t* start = nullptr;  // the chunk: its ChunkHeader, then room for records
+  uint8_t* start = nullptr;  // the chunk: segments, then room
   uint64_t offset = 0;       // of `start` in the file
+  uint32_t size = 0;         // bytes of the chunk (wire::ChunkSize)
 };
 // Grows the file by one chunk (fallocate, so a full disk is an error here and never a
-// SIGBUS when a page is written later), maps it, and writes its header for `tid`. Returns
-// false if the log cannot grow or be mapped. Reopens the log if the program closed its
-// descriptor. Safe in a signal handler (false if it interrupted the log lock's holder).
-bool MapNewChunk(int32_t tid, uint64_t dropped_events, MappedChunk* chunk);
-// Unmaps `chunk`, and first, with `unused_from` (an offset inside it), gives the file's
-// blocks after it back to the file system (a hole: the chunk is sealed and never written
-// again). 0 keeps them.
-void ReleaseChunk(MappedChunk* chunk, uint32_t unused_from);
-// Cuts the file at `end` if the chunk holding `end` is still the last one handed out (a
-// clean end: the last chunk's unused room is not kept).
+// SIGBUS when a page is written later) and maps it. Returns false if the log cannot grow
+// or be mapped. Reopens the log if the program closed its descriptor. Safe in a signal
+// handler (false if it interrupted the log lock's holder).
+bool MapNewChunk(MappedChunk* chunk);
+// Unmaps `chunk` (what was written stays in the file).
+void ReleaseChunk(MappedChunk* chunk);
+// Cuts the file at `end` if the chunk holding `end` is still the last one handed out and
+// the cut frees a file-system block (a clean end: the last chunk's unused room is not
+// kept).
 void TrimLog(uint64_t end);
 // Moves the log's descriptor away from `fd` if it is `fd` (before the program closes or
 // dup2s over it).
