@@ -272,9 +272,14 @@ long PageSize() {
   return size;
 }
 
-// Allocates [offset, offset + length) of the log, growing it. Where the file system has
-// no fallocate, zeros are written instead (which allocates too). Past the file size limit
-// it fails without trying: the kernel would send the program SIGXFSZ.
+// Allocates [offset, offset + length) of the log, growing it, and puts its pages in the
+// page cache. fallocate reserves the blocks (so a full disk is an error here, never a
+// SIGBUS later); writing the zeros too makes the program's first store to each page a
+// minor fault on a page already there. Without them, every page's first store made ext4
+// convert its unwritten extent in the fault (capture_overhead's loop: 176 ns added per
+// call with fallocate alone, 105-119 ns with the zeros written, 97 ns with the write()
+// per 64 KiB buffer of format version 1). Past the file size limit it fails without
+// trying: the kernel would send the program SIGXFSZ.
 bool Allocate(uint64_t offset, uint64_t length) {
   struct rlimit limit;
   if (syscall(SYS_getrlimit, RLIMIT_FSIZE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY &&
@@ -286,12 +291,11 @@ bool Allocate(uint64_t offset, uint64_t length) {
   do {
     r = syscall(SYS_fallocate, g_log_fd, 0, offset, length);
   } while (r < 0 && errno == EINTR);
-  if (r == 0) return true;
-  if (errno != EOPNOTSUPP) return false;
-  static const uint8_t kZeros[4096] = {};
+  if (r != 0 && errno != EOPNOTSUPP) return false;  // no fallocate: the zeros allocate
+  static uint8_t zeros[64 * 1024];                  // never written: bss, no memory used
   for (uint64_t done = 0; done < length;) {
-    uint64_t n = length - done < sizeof kZeros ? length - done : sizeof kZeros;
-    long written = syscall(SYS_pwrite64, g_log_fd, kZeros, n, offset + done);
+    uint64_t n = length - done < sizeof zeros ? length - done : sizeof zeros;
+    long written = syscall(SYS_pwrite64, g_log_fd, zeros, n, offset + done);
     if (written < 0 && errno == EINTR) continue;
     if (written <= 0) return false;
     done += uint64_t(written);
