@@ -9,11 +9,11 @@
 // created, connected, bound, accepted or listens), so reconcile tracks fd -> endpoint
 // itself; close and dup events end and copy those names.
 //
-// A damaged log is read as far as it can be (LevelDB's log reader). Version 2 (chunks): a
-// killed process's log holds every record committed before the kill; each chunk is read
-// up to its first uncommitted record, unused room is skipped, and a sealed chunk that fails
-// its checksum (or a chunk whose header is damaged) is skipped while reading goes on at
-// the next chunk. Version 1 (blocks): a log cut short yields every whole record before
+// A damaged log is read as far as it can be (LevelDB's log reader). Version 2 (chunks of
+// segments): a killed process's log holds every record committed before the kill; each
+// segment is read up to its first uncommitted record, unused room is skipped, a sealed
+// segment that fails its checksum is skipped, and a damaged segment header ends its chunk,
+// while reading goes on. Version 1 (blocks): a log cut short yields every whole record before
 // the cut; a block that fails its checksum is skipped and reading goes on at the next
 // valid block. What was lost is counted in EventLog::loss and told, one line each, to an
 // optional Reporter. Only a damaged or foreign file header is an error.
@@ -130,7 +130,7 @@ struct EventLogHeader {
   TimeNs clock_monotonic_ns = 0;
   TimeNs clock_uncertainty_ns = 0;
   std::array<uint8_t, 16> boot_id{};
-  uint32_t block_size = 0;  // chunk size (version 2), thread buffer size (version 1)
+  uint32_t block_size = 0;  // largest chunk (version 2), thread buffer size (version 1)
   std::string host;
   std::string executable;
   std::vector<std::string> arguments;
@@ -140,10 +140,10 @@ struct EventLogHeader {
 struct EventLogLoss {
   uint64_t truncated_bytes = 0;  // after the last whole record of a log cut short, or of a
                                  // record a killed process had not committed
-  uint64_t corrupt_bytes = 0;    // in blocks or chunks skipped for bad checksums or framing
-  uint64_t corrupt_blocks = 0;   // blocks or chunks
+  uint64_t corrupt_bytes = 0;    // in blocks or segments skipped for bad checksums or framing
+  uint64_t corrupt_blocks = 0;   // blocks or segments
   // The writer's own count of dropped events: from the end record if there is one, else
-  // the largest count seen in a block or chunk header (events dropped after it are not
+  // the largest count seen in a block or segment header (events dropped after it are not
   // known).
   uint64_t dropped_events = 0;
   uint64_t untraced_io_calls = 0;  // only from the end record
@@ -170,7 +170,7 @@ struct EventLog {
   std::vector<std::string> payloads;
   std::vector<Boundary> boundaries;
   EventLogLoss loss;
-  uint64_t blocks = 0;  // blocks (version 1) or chunks (version 2) read
+  uint64_t blocks = 0;  // blocks (version 1) or segments (version 2) read
 
   // In unsigned arithmetic: a damaged header's clock reference may be any 64-bit value,
   // and a meaningless time is better than undefined behaviour.

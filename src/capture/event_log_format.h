@@ -67,7 +67,7 @@ struct BlockHeader {
 };
 static_assert(sizeof(BlockHeader) == 32);
 
-// Version 2. A chunk is a fixed-size piece of the file that one thread at a time appends
+// Version 2. A chunk is a piece of the file (ChunkSize) that one thread at a time appends
 // to. It holds segments, back to back from its start: a SegmentHeader, then the records one
 // thread made. A thread that ends leaves its chunk to the next new thread, which starts a
 // segment of its own after the last one (so short-lived threads share a chunk); the end

@@ -36,7 +36,8 @@ struct MappedChunk {
   uint32_t size = 0;         // bytes of the chunk (wire::ChunkSize)
 };
 // Grows the file by one chunk (fallocate, so a full disk is an error here and never a
-// SIGBUS when a page is written later) and maps it. Returns false if the log cannot grow
+// SIGBUS when a page is written later; then its zeros, so its pages are in the page cache)
+// and maps it. Returns false if the log cannot grow
 // or be mapped. Reopens the log if the program closed its descriptor. Safe in a signal
 // handler (false if it interrupted the log lock's holder).
 bool MapNewChunk(MappedChunk* chunk);

@@ -7,8 +7,8 @@
 // (vDSO, no system call), and copies a 32-byte record into its thread's chunk of the log,
 // a shared mapping of the file (log_file.h): the record is in the page cache, and
 // survives even SIGKILL, as soon as its first 8 bytes are stored. No lock, no allocation,
-// no system call; one fallocate and one mmap per 64 KiB chunk. Everything else (naming
-// descriptors, opening the log) happens on connection setup, which already costs system
+// no system call; fallocate, pwrite (zeros) and mmap once per chunk (up to 64 KiB). Everything else
+// (naming descriptors, opening the log) happens on connection setup, which already costs system
 // calls.
 //
 // Error style: no exceptions, no C++ runtime, integer results and counters. A log that
@@ -109,7 +109,7 @@ void CountUntracedIo();
 
 // --- process life --------------------------------------------------------------------
 
-// Seals every thread's chunk and writes an end record (op 0 at exit, kOpExec before an
+// Seals every thread's segment and writes an end record (op 0 at exit, kOpExec before an
 // exec). After an exec that failed, ResumeAfterFailedExec makes logging go on.
 void EndLog(uint8_t op);
 void ResumeAfterFailedExec();

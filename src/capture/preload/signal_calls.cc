@@ -5,7 +5,7 @@
 // the calls in flight would be missed and the log would have no end record (no counters,
 // and nothing to tell a clean stop from a kill). So while a program leaves one of these
 // signals at SIG_DFL, the library's handler stands in for it: it waits for the calls that
-// are moving bytes, seals every chunk and writes the end record, restores SIG_DFL and
+// are moving bytes, seals every segment and writes the end record, restores SIG_DFL and
 // raises the signal again, so the process ends exactly as it would have (same signal,
 // same status, core dump for SIGQUIT). sigaction and signal are interposed so the
 // program never sees the difference: asking for SIG_DFL keeps the stand-in, any other
