@@ -21,6 +21,11 @@ bool PlausibleTime(int64_t t) { return t >= 0 && t < (int64_t(1) << 62); }
 
 using wire::BlockHeader;
 using wire::FileHeader;
+using wire::SegmentHeader;
+
+// Chunk sizes a version 2 header may give; anything else is damage.
+constexpr uint32_t kMinChunkSize = 4096;
+constexpr uint32_t kMaxChunkSize = 64 << 20;
 
 constexpr std::string_view kOpNames[] = {
     "none",       "socket",       "socketpair",  "pipe",        "connect",
@@ -246,9 +251,10 @@ Status DecodeHeader(std::span<const uint8_t> data, std::string_view name, EventL
                               data.size(), sizeof(FileHeader));
   }
   auto h = Load<FileHeader>(data.data());
-  if (h.version != wire::kVersion) {
-    return Status::Corruption("{}: unsupported version {} at byte 8 (this weft reads version {})",
-                              name, h.version, wire::kVersion);
+  if (h.version != wire::kVersion && h.version != wire::kBlockVersion) {
+    return Status::Corruption(
+        "{}: unsupported version {} at byte 8 (this weft reads versions {} and {})", name,
+        h.version, wire::kBlockVersion, wire::kVersion);
   }
   uint64_t strings = uint64_t(h.host_length) + h.executable_length + h.arguments_length;
   if (h.header_size % 8 != 0 || h.header_size < sizeof(FileHeader) + strings) {
@@ -271,7 +277,13 @@ Status DecodeHeader(std::span<const uint8_t> data, std::string_view name, EventL
     return Status::Corruption("{}: clock reference out of range (realtime {}, monotonic {})", name,
                               h.clock_realtime_ns, h.clock_monotonic_ns);
   }
+  if (h.version == wire::kVersion &&
+      (h.block_size < kMinChunkSize || h.block_size > kMaxChunkSize || h.block_size % 8 != 0)) {
+    return Status::Corruption("{}: chunk size {} at byte 72 is not a multiple of 8 from {} to {}",
+                              name, h.block_size, kMinChunkSize, kMaxChunkSize);
+  }
   EventLogHeader& out = log.header;
+  out.version = h.version;
   out.pid = h.pid;
   out.parent_pid = h.parent_pid;
   out.exec_index = h.exec_index;
@@ -309,6 +321,168 @@ std::string Escaped(std::string_view bytes) {
 
 void Report(Reporter* reporter, uint64_t offset, uint64_t bytes, std::string_view reason) {
   if (reporter != nullptr) reporter->Lost(offset, bytes, reason);
+}
+
+// Version 1: blocks written with write(), back to back.
+void DecodeBlocks(std::span<const uint8_t> data, EventLog& log, Reporter* reporter) {
+  uint64_t at = Load<FileHeader>(data.data()).header_size;
+  while (at < data.size()) {
+    uint64_t left = data.size() - at;
+    if (!ValidBlockHeader(data, at)) {
+      if (left < sizeof(BlockHeader)) {
+        log.loss.truncated_bytes += left;
+        Report(reporter, at, left, "log cut short inside a block header");
+        break;
+      }
+      // Damage (or a block cut short by a failed write, then more blocks): skip to the
+      // next valid block header.
+      uint64_t next = at + 1;
+      while (next < data.size() && !ValidBlockHeader(data, next)) ++next;
+      log.loss.corrupt_bytes += next - at;
+      ++log.loss.corrupt_blocks;
+      Report(reporter, at, next - at, "no valid block header; skipped to the next one");
+      at = next;
+      continue;
+    }
+    auto h = Load<BlockHeader>(data.data() + at);
+    const uint8_t* payload = data.data() + at + sizeof(BlockHeader);
+    uint64_t available = left - sizeof(BlockHeader);
+    log.loss.dropped_events = std::max(log.loss.dropped_events, h.dropped_events);
+    if (h.payload_size > available) {
+      // The last block, cut short by a killed process or a full disk: keep its whole
+      // records (they cannot be checked against the checksum of the whole payload).
+      BlockDecoder decoder(log, h.tid);
+      uint64_t used = decoder.Decode(payload, available);
+      ++log.blocks;
+      log.loss.truncated_bytes += available - used;
+      Report(reporter, at + sizeof(BlockHeader) + used, available - used,
+             fmt::format("log cut short: block of {} bytes has {}; bytes after the last whole "
+                         "record lost",
+                         h.payload_size, available));
+      break;
+    }
+    uint32_t computed = Checksum32(payload, h.payload_size);
+    if (computed != h.payload_checksum) {
+      uint64_t next = at + 1;
+      while (next < data.size() && !ValidBlockHeader(data, next)) ++next;
+      log.loss.corrupt_bytes += next - at;
+      ++log.loss.corrupt_blocks;
+      Report(reporter, at, next - at,
+             fmt::format("block payload checksum mismatch (recorded {:08x}, computed {:08x})",
+                         h.payload_checksum, computed));
+      at = next;
+      continue;
+    }
+    BlockDecoder decoder(log, h.tid);
+    uint64_t used = decoder.Decode(payload, h.payload_size);
+    ++log.blocks;
+    if (used != h.payload_size) {
+      log.loss.corrupt_bytes += h.payload_size - used;
+      Report(reporter, at + sizeof(BlockHeader) + used, h.payload_size - used,
+             "record that does not fit its block");
+    }
+    at += sizeof(BlockHeader) + h.payload_size;
+  }
+}
+
+bool AllZero(const uint8_t* p, uint64_t n) {
+  for (uint64_t i = 0; i < n; ++i) {
+    if (p[i] != 0) return false;
+  }
+  return true;
+}
+
+// Version 2: chunks (wire::ChunkSize) from the end of the header, each holding
+// segments back to back (wire::SegmentHeader). A sealed segment holds exactly its sealed
+// bytes, checked whole, and may be followed by another; an open one (its process was
+// killed, or it is still running) holds records up to the first one whose first 8 bytes
+// are zero (not committed), and ends its chunk. Zeros after that are room never used;
+// other bytes there are what was being written when the process died. The last chunk may
+// be cut short: the writer trims the file after the end record.
+void DecodeChunks(std::span<const uint8_t> data, EventLog& log, Reporter* reporter) {
+  uint64_t chunk_size = 0;
+  uint64_t header_size = Load<FileHeader>(data.data()).header_size;
+  for (uint64_t chunk = header_size, k = 0; chunk < data.size(); chunk += chunk_size, ++k) {
+    chunk_size = wire::ChunkSize(log.header.block_size, header_size, k);
+    uint64_t size = std::min<uint64_t>(chunk_size, data.size() - chunk);
+    const uint8_t* p = data.data() + chunk;
+    // `at`: where the next segment would start; a segment that is not followed by
+    // another ends the loop with `rest` set to where unread bytes begin.
+    uint64_t at = 0;
+    while (at < size) {
+      uint64_t left = size - at;
+      if (left < 8 || AllZero(p + at, 8)) {
+        // No segment here: room never used, or a segment header not committed.
+        uint64_t end = size;
+        while (end > at && p[end - 1] == 0) --end;
+        if (end > at) {
+          log.loss.truncated_bytes += end - at;
+          Report(reporter, chunk + at, end - at, "segment header not committed");
+        }
+        break;
+      }
+      if (left < sizeof(SegmentHeader)) {
+        log.loss.truncated_bytes += left;
+        Report(reporter, chunk + at, left, "log cut short inside a segment header");
+        break;
+      }
+      auto h = Load<SegmentHeader>(p + at);
+      if (h.magic != wire::kSegmentMagic || h.header_checksum != Checksum32(p + at, 16)) {
+        log.loss.corrupt_bytes += left;
+        ++log.loss.corrupt_blocks;
+        Report(reporter, chunk + at, left, "segment header damaged; rest of the chunk skipped");
+        break;
+      }
+      log.loss.dropped_events = std::max(log.loss.dropped_events, h.dropped_events);
+      ++log.blocks;
+      const uint8_t* records = p + at + sizeof(SegmentHeader);
+      uint64_t room = left - sizeof(SegmentHeader);
+      uint64_t records_at = chunk + at + sizeof(SegmentHeader);
+      if (h.sealed_size != 0 && h.sealed_size <= room) {
+        uint32_t computed = Checksum32(records, h.sealed_size);
+        if (h.sealed_size % 8 != 0 || computed != h.sealed_checksum) {
+          log.loss.corrupt_bytes += h.sealed_size;
+          ++log.loss.corrupt_blocks;
+          Report(reporter, chunk + at, sizeof(SegmentHeader) + h.sealed_size,
+                 fmt::format("sealed segment checksum mismatch (recorded {:08x}, computed {:08x})",
+                             h.sealed_checksum, computed));
+        } else {
+          BlockDecoder decoder(log, h.tid);
+          uint64_t used = decoder.Decode(records, h.sealed_size);
+          if (used != h.sealed_size) {
+            log.loss.corrupt_bytes += h.sealed_size - used;
+            Report(reporter, records_at + used, h.sealed_size - used,
+                   "record that does not fit its segment");
+          }
+        }
+        at += sizeof(SegmentHeader) + h.sealed_size;
+        continue;
+      }
+      // Open (or sealed beyond the end of a file cut short): committed records only.
+      BlockDecoder decoder(log, h.tid);
+      uint64_t used = decoder.Decode(records, room);
+      uint64_t end = room;
+      while (end > used && records[end - 1] == 0) --end;
+      if (end == used) break;  // room never used
+      bool cut_short =
+          size < chunk_size && room - used >= 8 && Load<uint16_t>(records + used + 2) > room - used;
+      if (cut_short) {
+        log.loss.truncated_bytes += room - used;
+        Report(reporter, records_at + used, room - used,
+               "log cut short: bytes after the last whole record lost");
+      } else if (room - used < 8 || AllZero(records + used, 8)) {
+        log.loss.truncated_bytes += end - used;
+        Report(reporter, records_at + used, end - used,
+               "record not committed when the process stopped");
+      } else {
+        log.loss.corrupt_bytes += end - used;
+        ++log.loss.corrupt_blocks;
+        Report(reporter, records_at + used, end - used,
+               "record that makes no sense in an open segment; rest of the chunk skipped");
+      }
+      break;
+    }
+  }
 }
 
 }  // namespace
@@ -375,63 +549,10 @@ Result<EventLog> DecodeEventLog(std::span<const uint8_t> data, std::string_view 
   EventLog log;
   log.path = name;
   WEFT_RETURN_IF_ERROR(DecodeHeader(data, name, log));
-  uint64_t at = Load<FileHeader>(data.data()).header_size;
-  while (at < data.size()) {
-    uint64_t left = data.size() - at;
-    if (!ValidBlockHeader(data, at)) {
-      if (left < sizeof(BlockHeader)) {
-        log.loss.truncated_bytes += left;
-        Report(reporter, at, left, "log cut short inside a block header");
-        break;
-      }
-      // Damage (or a block cut short by a failed write, then more blocks): skip to the
-      // next valid block header.
-      uint64_t next = at + 1;
-      while (next < data.size() && !ValidBlockHeader(data, next)) ++next;
-      log.loss.corrupt_bytes += next - at;
-      ++log.loss.corrupt_blocks;
-      Report(reporter, at, next - at, "no valid block header; skipped to the next one");
-      at = next;
-      continue;
-    }
-    auto h = Load<BlockHeader>(data.data() + at);
-    const uint8_t* payload = data.data() + at + sizeof(BlockHeader);
-    uint64_t available = left - sizeof(BlockHeader);
-    log.loss.dropped_events = std::max(log.loss.dropped_events, h.dropped_events);
-    if (h.payload_size > available) {
-      // The last block, cut short by a killed process or a full disk: keep its whole
-      // records (they cannot be checked against the checksum of the whole payload).
-      BlockDecoder decoder(log, h.tid);
-      uint64_t used = decoder.Decode(payload, available);
-      ++log.blocks;
-      log.loss.truncated_bytes += available - used;
-      Report(reporter, at + sizeof(BlockHeader) + used, available - used,
-             fmt::format("log cut short: block of {} bytes has {}; bytes after the last whole "
-                         "record lost",
-                         h.payload_size, available));
-      break;
-    }
-    uint32_t computed = Checksum32(payload, h.payload_size);
-    if (computed != h.payload_checksum) {
-      uint64_t next = at + 1;
-      while (next < data.size() && !ValidBlockHeader(data, next)) ++next;
-      log.loss.corrupt_bytes += next - at;
-      ++log.loss.corrupt_blocks;
-      Report(reporter, at, next - at,
-             fmt::format("block payload checksum mismatch (recorded {:08x}, computed {:08x})",
-                         h.payload_checksum, computed));
-      at = next;
-      continue;
-    }
-    BlockDecoder decoder(log, h.tid);
-    uint64_t used = decoder.Decode(payload, h.payload_size);
-    ++log.blocks;
-    if (used != h.payload_size) {
-      log.loss.corrupt_bytes += h.payload_size - used;
-      Report(reporter, at + sizeof(BlockHeader) + used, h.payload_size - used,
-             "record that does not fit its block");
-    }
-    at += sizeof(BlockHeader) + h.payload_size;
+  if (log.header.version == wire::kBlockVersion) {
+    DecodeBlocks(data, log, reporter);
+  } else {
+    DecodeChunks(data, log, reporter);
   }
   std::stable_sort(log.events.begin(), log.events.end(),
                    [](const Event& a, const Event& b) { return a.entry_ns < b.entry_ns; });

@@ -9,11 +9,14 @@
 // created, connected, bound, accepted or listens), so reconcile tracks fd -> endpoint
 // itself; close and dup events end and copy those names.
 //
-// A damaged log is read as far as it can be (LevelDB's log reader): a log cut short by a
-// killed process yields every whole record before the cut; a block that fails its
-// checksum is skipped and reading goes on at the next valid block. What was lost is
-// counted in EventLog::loss and told, one line each, to an optional Reporter. Only a
-// damaged or foreign file header is an error.
+// A damaged log is read as far as it can be (LevelDB's log reader). Version 2 (chunks of
+// segments): a killed process's log holds every record committed before the kill; each
+// segment is read up to its first uncommitted record, unused room is skipped, a sealed
+// segment that fails its checksum is skipped, and a damaged segment header ends its chunk,
+// while reading goes on. Version 1 (blocks): a log cut short yields every whole record before
+// the cut; a block that fails its checksum is skipped and reading goes on at the next
+// valid block. What was lost is counted in EventLog::loss and told, one line each, to an
+// optional Reporter. Only a damaged or foreign file header is an error.
 #pragma once
 
 #include <array>
@@ -135,6 +138,7 @@ struct Event {
 bool IsSyncOp(EventOp op);
 
 struct EventLogHeader {
+  uint32_t version = 0;  // 2: chunks, every committed record survives a kill; 1: blocks
   int32_t pid = 0;
   int32_t parent_pid = 0;
   uint32_t exec_index = 0;
@@ -143,7 +147,7 @@ struct EventLogHeader {
   TimeNs clock_monotonic_ns = 0;
   TimeNs clock_uncertainty_ns = 0;
   std::array<uint8_t, 16> boot_id{};
-  uint32_t block_size = 0;
+  uint32_t block_size = 0;  // largest chunk (version 2), thread buffer size (version 1)
   std::string host;
   std::string executable;
   std::vector<std::string> arguments;
@@ -151,11 +155,13 @@ struct EventLogHeader {
 
 // What could not be read, and what the writer said it lost.
 struct EventLogLoss {
-  uint64_t truncated_bytes = 0;  // after the last whole record of a log cut short
-  uint64_t corrupt_bytes = 0;    // in blocks skipped for bad checksums or framing
-  uint64_t corrupt_blocks = 0;
+  uint64_t truncated_bytes = 0;  // after the last whole record of a log cut short, or of a
+                                 // record a killed process had not committed
+  uint64_t corrupt_bytes = 0;    // in blocks or segments skipped for bad checksums or framing
+  uint64_t corrupt_blocks = 0;   // blocks or segments
   // The writer's own count of dropped events: from the end record if there is one, else
-  // the largest count seen in a block header (events dropped after it are not known).
+  // the largest count seen in a block or segment header (events dropped after it are not
+  // known).
   uint64_t dropped_events = 0;
   uint64_t untraced_io_calls = 0;  // only from the end record
   uint64_t failed_writes = 0;      // only from the end record
@@ -166,7 +172,9 @@ struct EventLogLoss {
   uint64_t held_reads = 0;
   uint64_t held_bytes = 0;
   uint64_t split_waits = 0;
-  bool has_end_record = false;  // false: killed, still running, or cut short
+  // false: killed or still running. Version 2: every record committed before is in the
+  // log; version 1: the writer's last buffers are missing.
+  bool has_end_record = false;
   bool ended_by_exec = false;
 };
 
@@ -179,7 +187,7 @@ struct EventLog {
   std::vector<std::string> payloads;
   std::vector<Boundary> boundaries;
   EventLogLoss loss;
-  uint64_t blocks = 0;
+  uint64_t blocks = 0;  // blocks (version 1) or segments (version 2) read
 
   // In unsigned arithmetic: a damaged header's clock reference may be any 64-bit value,
   // and a meaningless time is better than undefined behaviour.

@@ -11,7 +11,11 @@
 // endpoints are logged once per descriptor, not on every send and receive.
 //
 // All integers are little-endian (the writer runs only on little-endian hosts). A log is a
-// FileHeader, then blocks; a block is a BlockHeader and the records one thread buffered.
+// FileHeader, then chunks (version 2): fixed-size pieces of the file, each filled by one
+// thread at a time, that the writer maps into memory and fills record by record, so that every
+// record a thread has finished is in the kernel's page cache at once and survives the process being
+// killed. Version 1 logs (still read) held blocks: a BlockHeader and the records one thread
+// buffered, written with one write().
 #pragma once
 
 #include <stddef.h>
@@ -21,8 +25,10 @@ namespace weft::capture::wire {
 
 // "\x89WEV\r\n\x1a\n": not text, survives no line-ending conversion.
 inline constexpr uint8_t kFileMagic[8] = {0x89, 'W', 'E', 'V', '\r', '\n', 0x1a, '\n'};
-inline constexpr uint32_t kVersion = 1;
-inline constexpr uint32_t kBlockMagic = 0x42564557;  // "WEVB" as little-endian bytes
+inline constexpr uint32_t kVersion = 2;                // what the writer writes
+inline constexpr uint32_t kBlockVersion = 1;           // blocks written with write(); still read
+inline constexpr uint32_t kBlockMagic = 0x42564557;    // "WEVB" as little-endian bytes
+inline constexpr uint32_t kSegmentMagic = 0x53564557;  // "WEVS" as little-endian bytes
 
 // Fixed part of the file header; the three strings (host, executable, arguments) follow
 // back to back, then zero bytes up to `header_size`, a multiple of 8.
@@ -39,7 +45,9 @@ struct FileHeader {
   int64_t clock_uncertainty_ns;  // realtime read again after; the pair is this far apart
   uint8_t boot_id[16];           // /proc/sys/kernel/random/boot_id: monotonic clocks are
                                  // comparable between logs with equal boot ids
-  uint32_t block_size;           // bytes of one thread buffer (largest block the writer makes)
+  uint32_t block_size;           // version 2: the largest chunk (ChunkSize); chunk 0 starts at
+                                 // header_size, each next one right after. Version 1: bytes
+                                 // of one thread buffer (the largest block the writer made)
   uint32_t header_checksum;      // low 32 bits of XXH3-64 of the whole header, this field 0
   uint32_t host_length;
   uint32_t executable_length;
@@ -58,6 +66,42 @@ struct BlockHeader {
   uint32_t header_checksum;   // low 32 bits of XXH3-64 of bytes 0-27 of this header
 };
 static_assert(sizeof(BlockHeader) == 32);
+
+// Version 2. A chunk is a piece of the file (ChunkSize) that one thread at a time appends
+// to. It holds segments, back to back from its start: a SegmentHeader, then the records one
+// thread made. A thread that ends leaves its chunk to the next new thread, which starts a
+// segment of its own after the last one (so short-lived threads share a chunk); the end
+// record is a segment with thread 0. Everything is committed by storing its first 8 bytes
+// last, with release order, after the rest: a record's type/op/size, a segment header's
+// magic and tid. A reader stops at the first 8 zero bytes where a record or a segment
+// header would be. A record and the payload record that belongs to it are committed
+// together (the second's first bytes, then the first's). A segment whose thread is done
+// with it (its chunk full, the thread ended, the end of the log) is sealed:
+// `sealed_checksum`, then `sealed_size` (released last); only a sealed segment can be
+// followed by another. The last segment of a chunk may be left open (its process was
+// killed, or still runs): it is read up to its first uncommitted record.
+struct SegmentHeader {
+  uint32_t magic;            // kSegmentMagic
+  int32_t tid;               // thread whose records these are; 0 for the end record's segment
+  uint64_t dropped_events;   // events the process had lost when the segment was started
+  uint32_t header_checksum;  // low 32 bits of XXH3-64 of bytes 0-15
+  uint32_t reserved;
+  uint32_t sealed_size;      // 0 while open; once sealed, bytes of records after the header
+  uint32_t sealed_checksum;  // low 32 bits of XXH3-64 of those bytes
+};
+static_assert(sizeof(SegmentHeader) == 32);
+
+// Version 2: chunk 0 runs from the end of the header to the first 4 KiB boundary at least
+// 2 KiB past it; chunk k >= 1 is min(4 KiB << k, block_size) bytes. A process that logs a
+// little (a child forked per request, a short command) takes one small chunk that ends on
+// a file-system block boundary, so a clean end has nothing worth cutting off; a busy one
+// reaches the largest chunks after a few.
+inline constexpr uint32_t kFirstChunkSize = 4096;
+inline constexpr uint64_t ChunkSize(uint32_t block_size, uint64_t header_size, uint64_t k) {
+  if (k == 0) return (header_size + kFirstChunkSize / 2 + 4095) / 4096 * 4096 - header_size;
+  return k >= 16 || (uint64_t(kFirstChunkSize) << k) >= block_size ? block_size
+                                                                   : uint64_t(kFirstChunkSize) << k;
+}
 
 // Every record starts with these 8 bytes; `size` (a multiple of 8, at least 8) lets a
 // reader skip a type it does not know.

@@ -70,8 +70,13 @@ std::string ReconcileSummary::ProtocolPart() const {
 std::string DescribeLoss(const capture::EventLog& log) {
   const capture::EventLogLoss& l = log.loss;
   std::vector<std::string> parts;
-  if (!l.has_end_record)
-    parts.push_back("no end record (killed or still running: its last buffers are missing)");
+  if (!l.has_end_record) {
+    // Version 2 logs hold every record committed before the process stopped; version 1
+    // logs lost what their writer still buffered.
+    parts.push_back(log.header.version >= 2
+                        ? "no end record (killed: every record written before is here)"
+                        : "no end record (killed or still running: its last buffers are missing)");
+  }
   if (l.dropped_events > 0)
     parts.push_back(fmt::format("{} events dropped by the writer", l.dropped_events));
   if (l.truncated_bytes > 0)

@@ -179,7 +179,8 @@ TEST(EventLogTest, DamagedHeaderIsAOneLineError) {
             "x.wev: truncated: 40 bytes, shorter than the 96-byte header");
   std::string version = good;
   version[8] = 9;
-  EXPECT_EQ(message(version), "x.wev: unsupported version 9 at byte 8 (this weft reads version 1)");
+  EXPECT_EQ(message(version),
+            "x.wev: unsupported version 9 at byte 8 (this weft reads versions 1 and 2)");
   std::string flipped = good;
   flipped[17] ^= 1;  // pid
   EXPECT_EQ(message(flipped).rfind("x.wev: header checksum mismatch (recorded ", 0), 0u);
@@ -302,6 +303,155 @@ TEST(EventLogTest, FormatEventIsOneLine) {
             "127.0.0.1:8080 inode 777");
   EXPECT_EQ(FormatEvent(*log, log->events[4]),
             "1699999999.000000200 4242/101 send fd 5 = 11 [10ns] payload \"GET /x\\x0d\\x0a\"");
+}
+
+// --- version 2: chunks -------------------------------------------------------------------
+
+constexpr uint32_t kSmallChunk = 4096;
+
+TestHeader ChunkedHeader() {
+  TestHeader t;
+  t.version = w::kVersion;
+  t.chunk_size = kSmallChunk;
+  return t;
+}
+
+// Bytes of chunk k of a log with ChunkedHeader (chunk 0 ends on a 4 KiB boundary).
+uint32_t ChunkBytes(uint64_t k) {
+  return uint32_t(w::ChunkSize(kSmallChunk, EncodeHeader(ChunkedHeader()).size(), k));
+}
+
+std::vector<std::string> Sends(int n, int first = 0) {
+  std::vector<std::string> records;
+  for (int i = first; i < first + n; ++i) {
+    records.push_back(CallRecord(w::kOpSend, 5, 100 + i, 105 + i, i + 1));
+  }
+  return records;
+}
+
+// A chunk with the sealed segments of two threads one after the other, a chunk with an
+// open segment (its thread was running), a chunk handed out but never written, and one
+// with a sealed segment and the end record's segment, cut right after it (a clean end
+// trims the file): every record comes back, nothing counts as lost.
+TEST(EventLogTest, ChunksOfSegmentsSealedOpenAndTrimmedReadWhole) {
+  std::string file = EncodeHeader(ChunkedHeader());
+  file +=
+      Chunk({Segment(101, 0, Sends(3), true), Segment(105, 1, Sends(1, 40), true)}, ChunkBytes(0));
+  file += Chunk({Segment(102, 2, Sends(2, 10), false)}, ChunkBytes(1));
+  file += std::string(ChunkBytes(2), '\0');
+  std::string last =
+      Segment(103, 2, Sends(1, 50), true) + Segment(0, 2, {EndRecord(2, 5, 0)}, true);
+  file += last;
+  RecordingReporter reporter;
+  auto log = Decode(file, &reporter);
+  ASSERT_TRUE(log.ok()) << log.status().message();
+  EXPECT_TRUE(reporter.lines.empty()) << reporter.lines[0];
+  EXPECT_EQ(log->header.version, w::kVersion);
+  EXPECT_EQ(log->blocks, 5u);  // segments
+  ASSERT_EQ(log->events.size(), 7u);
+  EXPECT_EQ(log->events[0].tid, 101);
+  EXPECT_EQ(log->events[4].tid, 102);
+  EXPECT_EQ(log->events[4].result, 12);
+  EXPECT_EQ(log->events[5].tid, 105);
+  EXPECT_EQ(log->events[6].tid, 103);
+  EXPECT_TRUE(log->loss.has_end_record);
+  EXPECT_EQ(log->loss.dropped_events, 2u);
+  EXPECT_EQ(log->loss.untraced_io_calls, 5u);
+  EXPECT_EQ(log->loss.truncated_bytes + log->loss.corrupt_bytes, 0u);
+}
+
+// A process killed while a thread wrote a record: the writer stores a record's first 8
+// bytes last, so the chunk holds the committed records, then a record whose body is (partly)
+// there and whose first 8 bytes are zero. Killed at every byte of the record being written,
+// the reader keeps exactly the committed ones and counts the rest as not committed.
+TEST(EventLogTest, KilledWhileWritingARecordKeepsEveryCommittedOne) {
+  std::vector<std::string> committed = Sends(4);
+  std::string next = CallRecord(w::kOpRecv, 5, 900, 901, 77);
+  for (size_t body = 0; body <= next.size() - 8; ++body) {
+    std::string chunk = Chunk({Segment(101, 0, committed, false)}, ChunkBytes(0));
+    size_t at = sizeof(w::SegmentHeader) + 4 * 32;
+    for (size_t i = 0; i < body; ++i) chunk[at + 8 + i] = next[8 + i];
+    RecordingReporter reporter;
+    auto log = Decode(EncodeHeader(ChunkedHeader()) + chunk, &reporter);
+    ASSERT_TRUE(log.ok());
+    ASSERT_EQ(log->events.size(), 4u) << body;
+    EXPECT_EQ(log->events[3].result, 4);
+    EXPECT_FALSE(log->loss.has_end_record);
+    EXPECT_EQ(log->loss.corrupt_bytes, 0u);
+    // The body's zero bytes at its end cannot be told from unused room.
+    size_t written = body;
+    while (written > 0 && next[8 + written - 1] == 0) --written;
+    EXPECT_EQ(log->loss.truncated_bytes, written == 0 ? 0 : 8 + written) << body;
+  }
+}
+
+// A thread's segment is sealed, the next thread's header is being written when the
+// process is killed (its first 8 bytes not yet stored): the first segment is whole, the
+// rest counts as not committed.
+TEST(EventLogTest, SegmentHeaderNotCommittedEndsTheChunk) {
+  std::string first = Segment(101, 0, Sends(2), true);
+  std::string next = Segment(102, 0, {}, false);
+  std::fill(next.begin(), next.begin() + 8, '\0');
+  RecordingReporter reporter;
+  auto log = Decode(EncodeHeader(ChunkedHeader()) + Chunk({first, next}, ChunkBytes(0)), &reporter);
+  ASSERT_TRUE(log.ok());
+  EXPECT_EQ(log->events.size(), 2u);
+  EXPECT_EQ(log->loss.corrupt_bytes, 0u);
+  size_t written = next.size();  // up to its last byte that is not zero (the checksum's)
+  while (written > 0 && next[written - 1] == 0) --written;
+  EXPECT_EQ(log->loss.truncated_bytes, written);
+  ASSERT_EQ(reporter.lines.size(), 1u);
+  EXPECT_NE(reporter.lines[0].find("segment header not committed"), std::string::npos);
+}
+
+// A call and its payload record are committed together: the payload's first bytes, then
+// the call's. Killed between the two stores, neither is read.
+TEST(EventLogTest, RecordPairIsCommittedTogether) {
+  std::string call = CallRecord(w::kOpSend, 5, 200, 210, 6);
+  std::string payload = PayloadRecord(w::kOpSend, 5, "hello!");
+  std::string chunk = Chunk({Segment(101, 0, Sends(1), false)}, ChunkBytes(0));
+  size_t at = sizeof(w::SegmentHeader) + 32;
+  chunk.replace(at + 8, call.size() - 8, call.substr(8));
+  chunk.replace(at + call.size(), payload.size(), payload);
+  auto log = Decode(EncodeHeader(ChunkedHeader()) + chunk);
+  ASSERT_TRUE(log.ok());
+  EXPECT_EQ(log->events.size(), 1u);
+  // From the uncommitted call to the payload's last byte that is not zero padding.
+  EXPECT_EQ(log->loss.truncated_bytes, call.size() + sizeof(w::PayloadRecord) + 6);
+  chunk.replace(at, 8, call.substr(0, 8));  // the call committed too
+  log = Decode(EncodeHeader(ChunkedHeader()) + chunk);
+  ASSERT_TRUE(log.ok());
+  ASSERT_EQ(log->events.size(), 2u);
+  EXPECT_EQ(log->payloads.at(log->events[1].payload), "hello!");
+  EXPECT_EQ(log->loss.truncated_bytes, 0u);
+}
+
+// A sealed segment with one flipped bit fails its checksum and is skipped (the next segment
+// in its chunk is read); a segment with a damaged header ends its chunk; an open segment
+// with bytes that are no record is read up to them. Reading goes on at the next chunk.
+TEST(EventLogTest, DamagedChunksAreSkippedAndCounted) {
+  std::string header = EncodeHeader(ChunkedHeader());
+  std::string sealed =
+      Chunk({Segment(101, 0, Sends(2), true), Segment(107, 0, Sends(1, 9), true)}, ChunkBytes(0));
+  sealed[sizeof(w::SegmentHeader) + 24] ^= 0x40;
+  std::string bad_header = Chunk({Segment(102, 0, Sends(1), false)}, ChunkBytes(1));
+  bad_header[12] ^= 1;
+  std::string open = Chunk({Segment(103, 0, Sends(2, 20), false)}, ChunkBytes(2));
+  open[sizeof(w::SegmentHeader) + 64] = 0x7f;  // an unknown type with size 0
+  std::string good = Chunk({Segment(104, 0, Sends(1, 30), true)}, ChunkBytes(3));
+  RecordingReporter reporter;
+  auto log = Decode(header + sealed + bad_header + open + good, &reporter);
+  ASSERT_TRUE(log.ok());
+  ASSERT_EQ(reporter.lines.size(), 3u);
+  EXPECT_NE(reporter.lines[0].find("sealed segment checksum mismatch"), std::string::npos);
+  EXPECT_NE(reporter.lines[1].find("segment header damaged"), std::string::npos);
+  EXPECT_NE(reporter.lines[2].find("makes no sense"), std::string::npos);
+  ASSERT_EQ(log->events.size(), 4u);
+  EXPECT_EQ(log->events[0].tid, 107);
+  EXPECT_EQ(log->events[1].tid, 103);
+  EXPECT_EQ(log->events[3].tid, 104);
+  EXPECT_EQ(log->loss.corrupt_blocks, 3u);
+  EXPECT_EQ(log->loss.corrupt_bytes, 64u + ChunkBytes(1) + 1);
 }
 
 }  // namespace

@@ -25,6 +25,8 @@ void Append(std::string& out, const T& v) {
 inline void Pad8(std::string& out) { out.append((8 - out.size() % 8) % 8, '\0'); }
 
 struct TestHeader {
+  uint32_t version = w::kBlockVersion;  // blocks; w::kVersion for chunks
+  uint32_t chunk_size = 65536;          // block_size field
   int32_t pid = 4242;
   int32_t parent_pid = 4241;
   uint32_t exec_index = 0;
@@ -36,7 +38,7 @@ struct TestHeader {
 inline std::string EncodeHeader(const TestHeader& t) {
   w::FileHeader h{};
   std::memcpy(h.magic, w::kFileMagic, 8);
-  h.version = w::kVersion;
+  h.version = t.version;
   h.pid = t.pid;
   h.parent_pid = t.parent_pid;
   h.exec_index = t.exec_index;
@@ -44,7 +46,7 @@ inline std::string EncodeHeader(const TestHeader& t) {
   h.clock_monotonic_ns = 1'000'000'000;
   h.clock_uncertainty_ns = 40;
   for (int i = 0; i < 16; ++i) h.boot_id[i] = uint8_t(i + 1);
-  h.block_size = 65536;
+  h.block_size = t.chunk_size;
   std::string args;
   for (const std::string& a : t.arguments) {
     if (!args.empty()) args.push_back('\0');
@@ -183,6 +185,34 @@ inline std::string Block(int32_t tid, uint64_t dropped, const std::vector<std::s
   std::string out;
   Append(out, h);
   return out + payload;
+}
+
+// One version 2 segment: header and the records committed. Sealed (size and checksum
+// set) or left open, as a killed process leaves its threads' last segments.
+inline std::string Segment(int32_t tid, uint64_t dropped, const std::vector<std::string>& records,
+                           bool sealed) {
+  std::string payload;
+  for (const std::string& r : records) payload += r;
+  w::SegmentHeader h{};
+  h.magic = w::kSegmentMagic;
+  h.tid = tid;
+  h.dropped_events = dropped;
+  h.header_checksum = Sum32(&h, 16);
+  if (sealed) {
+    h.sealed_size = uint32_t(payload.size());
+    h.sealed_checksum = Sum32(payload.data(), payload.size());
+  }
+  std::string out;
+  Append(out, h);
+  return out + payload;
+}
+
+// One version 2 chunk of `chunk_size` bytes: segments back to back, then zeros.
+inline std::string Chunk(const std::vector<std::string>& segments, uint32_t chunk_size = 65536) {
+  std::string out;
+  for (const std::string& s : segments) out += s;
+  out.resize(chunk_size, '\0');
+  return out;
 }
 
 }  // namespace weft::capture::testing

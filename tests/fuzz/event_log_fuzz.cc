@@ -1,11 +1,13 @@
 // libFuzzer target for the event log reader (capture/event_log.h): any input either
 // decodes or gives a one-line error, never a crash or an out-of-bounds read.
 //
-// Checksums would stop the fuzzer at the first block, so each input is decoded twice: as
-// it is, and with the header and every block's checksums recomputed where the framing is
-// in bounds, which lets mutations reach the records.
+// Checksums would stop the fuzzer at the first block or chunk, so each input is decoded
+// twice: as it is, and with the header's and every block's (version 1) or chunk's
+// (version 2) checksums recomputed where the framing is in bounds, which lets mutations
+// reach the records.
 #include <xxhash.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <vector>
@@ -26,7 +28,31 @@ void FixSums(std::vector<uint8_t>& b) {
   std::memset(b.data() + offsetof(w::FileHeader, header_checksum), 0, 4);
   uint32_t sum = Sum32(b.data(), header_size);
   std::memcpy(b.data() + offsetof(w::FileHeader, header_checksum), &sum, 4);
+  uint32_t version, chunk_size;
+  std::memcpy(&version, b.data() + offsetof(w::FileHeader, version), 4);
+  std::memcpy(&chunk_size, b.data() + offsetof(w::FileHeader, block_size), 4);
   size_t at = header_size;
+  if (version == w::kVersion) {
+    if (chunk_size < w::kFirstChunkSize || chunk_size % 8 != 0) return;
+    for (uint64_t k = 0; at < b.size(); at += w::ChunkSize(chunk_size, header_size, k++)) {
+      size_t end = std::min<uint64_t>(b.size(), at + w::ChunkSize(chunk_size, header_size, k));
+      for (size_t segment = at; segment + sizeof(w::SegmentHeader) <= end;) {
+        w::SegmentHeader h;
+        std::memcpy(&h, b.data() + segment, sizeof h);
+        if (h.magic == 0 && h.tid == 0) break;  // not committed: the chunk ends
+        h.magic = w::kSegmentMagic;
+        h.header_checksum = Sum32(reinterpret_cast<const uint8_t*>(&h), 16);
+        h.sealed_size &= ~7u;
+        size_t records = segment + sizeof h;
+        bool sealed = h.sealed_size != 0 && records + h.sealed_size <= end;
+        if (sealed) h.sealed_checksum = Sum32(b.data() + records, h.sealed_size);
+        std::memcpy(b.data() + segment, &h, sizeof h);
+        if (!sealed) break;
+        segment = records + h.sealed_size;
+      }
+    }
+    return;
+  }
   while (at + sizeof(w::BlockHeader) <= b.size()) {
     w::BlockHeader h;
     std::memcpy(&h, b.data() + at, sizeof h);

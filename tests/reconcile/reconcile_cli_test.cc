@@ -52,7 +52,9 @@ TEST_F(ReconcileCliTest, KilledShellIsReportedAndItsPipeStillReconciled) {
   auto reconciled = Weft("reconcile " + capture + " -o " + trace_file + " --nodes process");
   ASSERT_EQ(reconciled.rc, 0) << reconciled.output;
   EXPECT_EQ(CountLines(reconciled.output, "1 logs with losses"), 1) << reconciled.output;
-  EXPECT_EQ(CountLines(reconciled.output, "no end record (killed or still running"), 1)
+  EXPECT_EQ(
+      CountLines(reconciled.output, "no end record (killed: every record written before is here)"),
+      1)
       << reconciled.output;
   EXPECT_EQ(CountLines(reconciled.output, ", 1 pipes,"), 1) << reconciled.output;
   Result<Trace> trace = LoadTrace(trace_file);

@@ -1,5 +1,7 @@
-// The per-process log file of the preload library: opening it with its header, writing
-// whole blocks to it, and keeping its descriptor out of the program's way. Internal.
+// The per-process log file of the preload library: opening it with its header, handing
+// out chunks of it mapped into memory (MAP_SHARED, so what a thread writes there is in the
+// page cache at once and outlives the process), trimming it at a clean end, and keeping
+// its descriptor out of the program's way. Internal.
 #pragma once
 
 #include <stddef.h>
@@ -20,13 +22,32 @@ struct CaptureSettings {
 extern CaptureSettings g_settings;
 
 // Creates <dir>/<pid>.wev (or <pid>.<n>.wev if taken: an exec'd image, a reused pid) and
-// writes its header. Returns false if it cannot; nothing is logged then.
-bool OpenLog(uint32_t block_size);
+// writes its header; chunks of up to `chunk_size` bytes follow it. Returns false if it cannot;
+// nothing is logged then.
+bool OpenLog(uint32_t chunk_size);
 // Closes the log descriptor without writing (a forked child drops its parent's).
 void ForgetLog();
-// Writes one whole block with one write(). Returns false (and writes nothing more) if
-// the log cannot take it. Reopens the log if the program closed its descriptor.
-bool WriteBlock(const void* data, size_t size);
+
+// One chunk of the log, mapped read-write and shared with the file.
+struct MappedChunk {
+  void* mapping = nullptr;  // what to munmap (from the page holding the chunk's start)
+  size_t mapping_size = 0;
+  uint8_t* start = nullptr;  // the chunk: segments, then room
+  uint64_t offset = 0;       // of `start` in the file
+  uint32_t size = 0;         // bytes of the chunk (wire::ChunkSize)
+};
+// Grows the file by one chunk (fallocate, so a full disk is an error here and never a
+// SIGBUS when a page is written later; then its zeros, so its pages are in the page cache)
+// and maps it. Returns false if the log cannot grow
+// or be mapped. Reopens the log if the program closed its descriptor. Safe in a signal
+// handler (false if it interrupted the log lock's holder).
+bool MapNewChunk(MappedChunk* chunk);
+// Unmaps `chunk` (what was written stays in the file).
+void ReleaseChunk(MappedChunk* chunk);
+// Cuts the file at `end` if the chunk holding `end` is still the last one handed out and
+// the cut frees a file-system block (a clean end: the last chunk's unused room is not
+// kept).
+void TrimLog(uint64_t end);
 // Moves the log's descriptor away from `fd` if it is `fd` (before the program closes or
 // dup2s over it).
 void KeepLogFdFrom(int fd);

@@ -10,6 +10,7 @@
 // after), and the environment keeps LD_PRELOAD and WEFT_* even if the program dropped
 // them, so the new image logs to a new file under the same pid.
 #include <errno.h>
+#include <signal.h>
 #include <spawn.h>
 #include <stdarg.h>
 #include <sys/mman.h>
@@ -27,8 +28,15 @@ namespace {
 pid_t Fork() {
   if (!Logging()) return Real().fork();
   int64_t entry = NowNs();
+  // The child inherits the parent's chunks of the log, mapped shared: until the atfork
+  // handler has unmapped them (inside fork), a signal handler in the child that logged a
+  // call would write into the parent's log. Signals wait until then.
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
   pid_t r = Real().fork();
   int error = errno;
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
   if (r != 0) LogCall(wire::kOpFork, -1, entry, NowNs(), r < 0 ? -error : r, 0);
   errno = error;
   return r;

@@ -41,16 +41,13 @@ void ResolveRealFunctions() {
 
 namespace {
 
-constexpr uint32_t kBlockSize = 64 * 1024;  // one thread buffer = the largest block
-constexpr uint32_t kRecordCapacity = kBlockSize - sizeof(wire::BlockHeader);
-constexpr int64_t kMaxBufferAgeNs = 1'000'000'000;  // a quiet thread's records reach the
-                                                    // log within a second of its next one
+constexpr uint32_t kChunkSize = 64 * 1024;  // the largest piece of the log a thread maps
 constexpr uint32_t kMaxPayloadPrefix = 4096;
 constexpr int kMaxThreads = 4096;
 
 // kEnded: the end record is written (exit, exec, a terminating signal) but the process
-// still runs: other threads, later exit handlers. Their records are written through, one
-// block each, so that nothing the program does before it is gone is missing.
+// still runs: other threads, later exit handlers. Their records go on into the log, so
+// that nothing the program does before it is gone is missing.
 enum State : int { kOff = 0, kOn = 1, kEnded = 2 };
 int g_state = kOff;
 int g_dying = 0;  // BeginDying: a terminating signal is ending the process
@@ -61,22 +58,23 @@ pthread_key_t g_thread_key;
 
 enum BufferHold : uint32_t { kFree = 0, kHeldByOwner = 1, kHeldByEnd = 2 };
 
-// A thread's buffer, at the start of its own mapping; the block (header + records) follows.
+// A thread's place in the log: the chunk it appends to, and its segment there (see
+// wire::SegmentHeader). Records go straight into the chunk's shared mapping of the file,
+// so a record is in the page cache the moment it is committed, and only the record being
+// written when the process is killed can be lost. A thread that ends leaves its chunk
+// here for the next new thread, which starts its own segment after the sealed one.
 struct ThreadBuffer {
   uint32_t busy;  // kHeldByOwner while its thread (or a signal handler on it) writes a
-                  // record or the buffer; kHeldByEnd while the end of the log flushes it
-  uint32_t used;  // record bytes after the block header
-  uint32_t records;
+                  // record or changes chunk; kHeldByEnd while the end of the log seals it
   int32_t tid;
-  int64_t first_ns;  // time of the oldest record in the buffer
-  uint64_t untraced_io;
   int slot;
   uint32_t idle;       // 1: its thread ended; the next new thread takes it over
   int64_t call_since;  // entry time of a byte-moving call in progress (BeginCall), or 0
-  uint8_t padding[16];
-  uint8_t block[kBlockSize];
+  uint64_t untraced_io;
+  MappedChunk chunk;  // start == nullptr: none yet (the next record maps one)
+  uint32_t segment;   // where this thread's segment starts in the chunk (if open)
+  uint32_t used;      // record bytes in it; 0: no open segment (the next record starts one)
 };
-static_assert(sizeof(ThreadBuffer) == 64 + kBlockSize);
 
 // Every buffer, for exit and exec. Buffers are never unmapped while the process runs (a
 // thread ending hands its buffer on to the next new thread), so the exit path may touch
@@ -95,34 +93,75 @@ uint32_t TryHold(ThreadBuffer* b, BufferHold holder) {
 }
 void Release(ThreadBuffer* b) { __atomic_store_n(&b->busy, kFree, __ATOMIC_RELEASE); }
 
-// Called with b->busy held.
-void FlushLocked(ThreadBuffer* b) {
+// Copies all but the first 8 bytes of a record (or segment header) to `at`; Commit then
+// stores the first 8 bytes, released: a reader of the file (even after a SIGKILL) sees the
+// whole of it or, where its first 8 bytes are still zero, nothing.
+void WriteBody(uint8_t* at, const void* item, uint32_t size) {
+  memcpy(at + 8, static_cast<const uint8_t*>(item) + 8, size - 8);
+}
+void Commit(uint8_t* at, const void* item) {
+  uint64_t head;
+  memcpy(&head, item, 8);
+  __atomic_store_n(reinterpret_cast<uint64_t*>(at), head, __ATOMIC_RELEASE);
+}
+
+// Starts a segment for `tid` at `at` in `chunk`.
+void StartSegment(uint8_t* at, int32_t tid) {
+  wire::SegmentHeader h;
+  memset(&h, 0, sizeof h);
+  h.magic = wire::kSegmentMagic;
+  h.tid = tid;
+  h.dropped_events = __atomic_load_n(&g_dropped, __ATOMIC_RELAXED);
+  h.header_checksum = uint32_t(XXH3_64bits(&h, 16));
+  WriteBody(at, &h, sizeof h);
+  Commit(at, &h);
+}
+
+// Seals the segment at `at` holding `used` record bytes: checksum, then size (released).
+void SealSegment(uint8_t* at, uint32_t used) {
+  auto* h = reinterpret_cast<wire::SegmentHeader*>(at);
+  h->sealed_checksum = uint32_t(XXH3_64bits(at + sizeof *h, used));
+  __atomic_store_n(&h->sealed_size, used, __ATOMIC_RELEASE);
+}
+
+// Where the next segment may start in b's chunk.
+uint32_t ChunkUsed(const ThreadBuffer* b) {
+  return b->used == 0 ? b->segment : b->segment + uint32_t(sizeof(wire::SegmentHeader)) + b->used;
+}
+
+// Seals b's open segment, if any; the chunk stays b's. Called with b->busy held.
+void SealOwnSegment(ThreadBuffer* b) {
   if (b->untraced_io != 0) {
     __atomic_fetch_add(&g_untraced_io, b->untraced_io, __ATOMIC_RELAXED);
     b->untraced_io = 0;
   }
-  if (b->records == 0) return;
-  wire::BlockHeader h;
-  h.magic = wire::kBlockMagic;
-  h.payload_size = b->used;
-  h.record_count = b->records;
-  h.tid = b->tid;
-  h.dropped_events = __atomic_load_n(&g_dropped, __ATOMIC_RELAXED);
-  h.payload_checksum = uint32_t(XXH3_64bits(b->block + sizeof h, b->used));
-  h.header_checksum = uint32_t(XXH3_64bits(&h, 28));
-  memcpy(b->block, &h, sizeof h);
-  if (!WriteBlock(b->block, sizeof h + b->used)) {
-    AddDropped(b->records);
-    __atomic_fetch_add(&g_failed_writes, 1, __ATOMIC_RELAXED);
-  }
+  if (b->used == 0) return;
+  SealSegment(b->chunk.start + b->segment, b->used);
+  b->segment = ChunkUsed(b);
   b->used = 0;
-  b->records = 0;
+}
+
+// Room for a segment header and `size` record bytes in b's chunk (a new one if need be):
+// returns where the records go, or nullptr (the log cannot grow). Called with b->busy held.
+uint8_t* MakeRoom(ThreadBuffer* b, uint32_t size, int32_t tid) {
+  uint32_t header = b->used == 0 ? uint32_t(sizeof(wire::SegmentHeader)) : 0;
+  if (b->chunk.start == nullptr || ChunkUsed(b) + header + size > b->chunk.size) {
+    SealOwnSegment(b);
+    ReleaseChunk(&b->chunk);
+    b->segment = b->used = 0;
+    if (!MapNewChunk(&b->chunk)) {
+      __atomic_fetch_add(&g_failed_writes, 1, __ATOMIC_RELAXED);
+      return nullptr;
+    }
+  }
+  if (b->used == 0) StartSegment(b->chunk.start + b->segment, tid);
+  return b->chunk.start + b->segment + sizeof(wire::SegmentHeader) + b->used;
 }
 
 void OnThreadExit(void* p) {
   auto* b = static_cast<ThreadBuffer*>(p);
-  if (TryHold(b, kHeldByOwner) != kFree) return;  // the end of the log flushes it
-  FlushLocked(b);
+  if (TryHold(b, kHeldByOwner) != kFree) return;  // the end of the log seals it
+  SealOwnSegment(b);
   t_buffer = nullptr;
   __atomic_store_n(&b->idle, 1, __ATOMIC_RELEASE);
   Release(b);
@@ -169,7 +208,7 @@ ThreadBuffer* NewThreadBuffer() {
 
 // Takes the calling thread's own buffer for a record. Held by this thread already, a
 // signal handler interrupted a record: the new one is dropped. Held by the end of the log
-// (another thread writing every buffer at exit or exec), it is free again within
+// (another thread sealing every segment at exit or exec), it is free again within
 // microseconds: wait, up to 50 ms, rather than lose the record.
 bool TakeOwnBuffer(ThreadBuffer* b) {
   int64_t deadline = 0;
@@ -186,9 +225,9 @@ bool TakeOwnBuffer(ThreadBuffer* b) {
   }
 }
 
-// Appends one record, and optionally a second one that must stay right after it.
-void Append(const void* first, uint32_t first_size, const void* second, uint32_t second_size,
-            int64_t time) {
+// Appends one record, and optionally a second one that must stay right after it (and is
+// committed with it: second, then first, so a reader never sees it without the first).
+void Append(const void* first, uint32_t first_size, const void* second, uint32_t second_size) {
   ThreadBuffer* b = t_buffer;
   if (__builtin_expect(b == nullptr, 0)) b = NewThreadBuffer();
   uint32_t count = second_size != 0 ? 2 : 1;
@@ -197,16 +236,24 @@ void Append(const void* first, uint32_t first_size, const void* second, uint32_t
     return;
   }
   __atomic_store_n(&b->call_since, 0, __ATOMIC_RELAXED);
-  if (b->used + first_size + second_size > kRecordCapacity) FlushLocked(b);
-  uint8_t* at = b->block + sizeof(wire::BlockHeader) + b->used;
-  memcpy(at, first, first_size);
-  if (second_size != 0) memcpy(at + first_size, second, second_size);
-  if (b->records == 0) b->first_ns = time;
-  b->used += first_size + second_size;
-  b->records += count;
-  if (time - b->first_ns > kMaxBufferAgeNs || __atomic_load_n(&g_state, __ATOMIC_RELAXED) != kOn) {
-    FlushLocked(b);
+  uint8_t* at = b->chunk.start + b->segment + sizeof(wire::SegmentHeader) + b->used;
+  uint32_t end =
+      b->segment + uint32_t(sizeof(wire::SegmentHeader)) + b->used + first_size + second_size;
+  if (__builtin_expect(b->used == 0 || end > b->chunk.size, 0)) {
+    at = MakeRoom(b, first_size + second_size, b->tid);
+    if (at == nullptr) {
+      AddDropped(count);
+      Release(b);
+      return;
+    }
   }
+  WriteBody(at, first, first_size);
+  if (second_size != 0) {
+    WriteBody(at + first_size, second, second_size);
+    Commit(at + first_size, second);
+  }
+  Commit(at, first);
+  b->used += first_size + second_size;
   Release(b);
 }
 
@@ -274,8 +321,6 @@ uint64_t InodeOf(int fd) {
 void AtExit() { EndLog(wire::kOpNone); }
 __attribute__((destructor)) void AtUnload() { EndLog(wire::kOpNone); }
 
-void BeforeFork() { FlushThisThread(); }
-
 // Every socket and pipe open now (inherited through fork or exec) gets an endpoint record.
 void NameOpenDescriptors() {
   int dir = SysOpen("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
@@ -317,17 +362,21 @@ void AfterForkInChild() {
   if (state == kEnded) g_state = kOff;  // forked while exiting: the parent's log is not ours
   if (state != kOn) return;
   ResetLogLockAfterFork();
-  // The parent's buffers are the parent's to write; only this thread lives on here.
-  // Slots are filled from the front and never emptied, so this thread's buffer moves to
-  // slot 0 and the rest are unmapped (no other thread exists here to use them).
+  // The parent's chunks are the parent's: the mappings this child inherited are shared
+  // with the parent's log, so they are unmapped unwritten (never sealed here). Only this
+  // thread lives on: slots are filled from the front and never emptied, so its buffer
+  // moves to slot 0 and the rest are unmapped (no other thread exists here to use them).
   ThreadBuffer* own = t_buffer;
   for (int i = 0; i < kMaxThreads; ++i) {
     ThreadBuffer* b = g_threads[i];
     g_threads[i] = nullptr;
-    if (b != nullptr && b != own) munmap(b, sizeof *b);
+    if (b == nullptr) continue;
+    if (b->chunk.mapping != nullptr) munmap(b->chunk.mapping, b->chunk.mapping_size);
+    b->chunk = MappedChunk{};
+    if (b != own) munmap(b, sizeof *b);
   }
   if (own != nullptr) {
-    own->used = own->records = 0;
+    own->used = own->segment = 0;
     own->untraced_io = 0;
     own->busy = kFree;
     own->idle = 0;
@@ -340,7 +389,7 @@ void AfterForkInChild() {
   ResetProtocolsAfterFork();
   ResetIsolationAfterFork();
   ForgetLog();
-  if (!OpenLog(kBlockSize)) {
+  if (!OpenLog(kChunkSize)) {
     g_state = kOff;
     return;
   }
@@ -376,10 +425,10 @@ __attribute__((constructor(101))) void Start() {
     if (dladdr(reinterpret_cast<void*>(&Start), &info) != 0 && info.dli_fname != nullptr) {
       CopyString(g_settings.preload_path, sizeof g_settings.preload_path, info.dli_fname);
     }
-    if (OpenLog(kBlockSize)) {
+    if (OpenLog(kChunkSize)) {
       __atomic_store_n(&g_state, kOn, __ATOMIC_RELEASE);
       atexit(AtExit);
-      pthread_atfork(BeforeFork, nullptr, AfterForkInChild);
+      pthread_atfork(nullptr, nullptr, AfterForkInChild);
       NameOpenDescriptors();
       InstallTerminationHandlers();
     }
@@ -446,19 +495,19 @@ void CountUntracedIo() {
 
 void LogCall(uint8_t op, int fd, int64_t entry, int64_t exit, long result, int arg) {
   wire::CallRecord r{wire::kCallRecord, op, sizeof r, fd, entry, exit, int32_t(result), arg};
-  Append(&r, sizeof r, nullptr, 0, entry);
+  Append(&r, sizeof r, nullptr, 0);
 }
 
 void LogCallWithPayload(uint8_t op, int fd, int64_t entry, int64_t exit, long result, int arg,
                         const void* data, const struct iovec* iov, int iovcnt) {
   wire::CallRecord r{wire::kCallRecord, op, sizeof r, fd, entry, exit, int32_t(result), arg};
   if (result <= 0 || PayloadPrefix() == 0) {
-    Append(&r, sizeof r, nullptr, 0, entry);
+    Append(&r, sizeof r, nullptr, 0);
     return;
   }
   alignas(8) uint8_t payload[sizeof(wire::PayloadRecord) + kMaxPayloadPrefix + 8];
   uint32_t size = BuildPayload(payload, op, fd, data, iov, iovcnt, size_t(result));
-  Append(&r, sizeof r, payload, size, entry);
+  Append(&r, sizeof r, payload, size);
 }
 
 void LogDatagram(uint8_t op, int fd, int64_t entry, int64_t exit, long result, int arg,
@@ -490,12 +539,12 @@ void LogDatagram(uint8_t op, int fd, int64_t entry, int64_t exit, long result, i
   memcpy(record + sizeof r, path, r.peer.path_length);
   memset(record + sizeof r + r.peer.path_length, 0, size - sizeof r - r.peer.path_length);
   if (result <= 0 || PayloadPrefix() == 0) {
-    Append(record, size, nullptr, 0, entry);
+    Append(record, size, nullptr, 0);
     return;
   }
   alignas(8) uint8_t payload[sizeof(wire::PayloadRecord) + kMaxPayloadPrefix + 8];
   uint32_t payload_size = BuildPayload(payload, op, fd, data, iov, iovcnt, bytes);
-  Append(record, size, payload, payload_size, entry);
+  Append(record, size, payload, payload_size);
 }
 
 void LogSync(uint8_t op, uint64_t object, uint64_t second, int64_t entry, int64_t exit,
@@ -566,7 +615,7 @@ void LogEndpoint(uint8_t op, int fd, uint8_t kind, const struct sockaddr* peer,
   memcpy(record + sizeof r, local_path, r.local.path_length);
   memcpy(record + sizeof r + r.local.path_length, peer_path, r.peer.path_length);
   memset(record + sizeof r + paths, 0, size - sizeof r - paths);
-  Append(record, size, nullptr, 0, time);
+  Append(record, size, nullptr, 0);
   SetFdKind(fd, uint8_t(kind | kNamedBit | (FdEntry(fd) & kProtocolBit)));
   if (names != nullptr) {
     names->local = r.local;
@@ -576,8 +625,8 @@ void LogEndpoint(uint8_t op, int fd, uint8_t kind, const struct sockaddr* peer,
   }
 }
 
-void AppendRecord(const void* record, uint32_t size, int64_t time) {
-  Append(record, size, nullptr, 0, time);
+void AppendRecord(const void* record, uint32_t size, int64_t /*time*/) {
+  Append(record, size, nullptr, 0);
 }
 
 void LogPairEndpoints(uint8_t op, const int fds[2], uint8_t kind, int64_t time) {
@@ -597,17 +646,40 @@ void LogPairEndpoints(uint8_t op, const int fds[2], uint8_t kind, int64_t time) 
       r.local.family = r.peer.family = wire::kFamilyUnix;  // unnamed
       r.peer_pid = SysGetPid();
     }
-    Append(&r, sizeof r, nullptr, 0, time);
+    Append(&r, sizeof r, nullptr, 0);
     SetFdKind(fds[i], uint8_t(kind | kNamedBit));
   }
 }
 
-void FlushThisThread() {
+namespace {
+
+// The end record, in a segment of thread 0: in this thread's chunk, which is then given
+// up and, if it is the last chunk of the file, cut right after the record (a clean end
+// keeps no unused room). A thread that logs after this maps a new chunk. When this
+// thread's buffer is held (the end came from a signal handler that interrupted a record
+// on this thread), a chunk of its own.
+void WriteEndRecord(const wire::EndRecord& end) {
   ThreadBuffer* b = t_buffer;
-  if (b == nullptr || TryHold(b, kHeldByOwner) != kFree) return;
-  FlushLocked(b);
-  Release(b);
+  if (b == nullptr) b = NewThreadBuffer();
+  bool own = b != nullptr && TryHold(b, kHeldByOwner) == kFree;
+  ThreadBuffer scratch{};
+  ThreadBuffer* place = own ? b : &scratch;
+  SealOwnSegment(place);
+  uint8_t* at = MakeRoom(place, sizeof end, 0);
+  if (at != nullptr) {
+    WriteBody(at, &end, sizeof end);
+    Commit(at, &end);
+    SealSegment(place->chunk.start + place->segment, sizeof end);
+    uint64_t file_end =
+        place->chunk.offset + place->segment + sizeof(wire::SegmentHeader) + sizeof end;
+    ReleaseChunk(&place->chunk);
+    place->segment = place->used = 0;
+    TrimLog(file_end);
+  }
+  if (own) Release(b);
 }
+
+}  // namespace
 
 void EndLog(uint8_t op) {
   int expected = kOn;
@@ -616,28 +688,9 @@ void EndLog(uint8_t op) {
     return;
   }
   int saved_errno = errno;
-  // Other threads may still run. One that is writing a record now (or its buffer to the
-  // log) is done within microseconds: wait for it, up to 50 ms. Only this thread's own
-  // buffer, when the end comes from a signal handler that interrupted a record, cannot be
-  // waited for: its records are counted as dropped.
-  for (int i = 0; i < kMaxThreads; ++i) {
-    ThreadBuffer* b = __atomic_load_n(&g_threads[i], __ATOMIC_ACQUIRE);
-    if (b == nullptr) break;
-    bool taken = TryHold(b, kHeldByEnd) == kFree;
-    for (int64_t deadline = NowNs() + 50'000'000; !taken && b != t_buffer && NowNs() < deadline;) {
-      sched_yield();
-      taken = TryHold(b, kHeldByEnd) == kFree;
-    }
-    if (!taken) {
-      AddDropped(b->records);
-      continue;
-    }
-    FlushLocked(b);
-    Release(b);
-  }
   // Calls that were moving bytes when the end came finish within microseconds (unless
-  // they block, like a receive waiting for data): give them 10 ms to write their records
-  // through, before the end record and before a terminating signal ends the process.
+  // they block, like a receive waiting for data): give them 10 ms to commit their records,
+  // before the end record and before a terminating signal ends the process.
   int64_t end_start = NowNs();
   for (int i = 0; i < kMaxThreads; ++i) {
     ThreadBuffer* b = __atomic_load_n(&g_threads[i], __ATOMIC_ACQUIRE);
@@ -648,35 +701,39 @@ void EndLog(uint8_t op) {
       sched_yield();
     }
   }
+  // Every record is in the file already; sealing checksums each segment. A thread writing
+  // a record now is done within microseconds: wait for it, up to 50 ms. This thread's own
+  // segment, when the end comes from a signal handler that interrupted a record, stays
+  // open: the reader takes its committed records. Threads that go on after the end start
+  // new segments.
+  for (int i = 0; i < kMaxThreads; ++i) {
+    ThreadBuffer* b = __atomic_load_n(&g_threads[i], __ATOMIC_ACQUIRE);
+    if (b == nullptr) break;
+    bool taken = TryHold(b, kHeldByEnd) == kFree;
+    for (int64_t deadline = NowNs() + 50'000'000; !taken && b != t_buffer && NowNs() < deadline;) {
+      sched_yield();
+      taken = TryHold(b, kHeldByEnd) == kFree;
+    }
+    if (!taken) continue;
+    SealOwnSegment(b);
+    Release(b);
+  }
   __atomic_fetch_add(&g_untraced_io, t_untraced_io, __ATOMIC_RELAXED);
   t_untraced_io = 0;
-  struct {
-    wire::BlockHeader header;
-    wire::EndRecord end;
-  } block;
-  block.end = {wire::kEndRecord,
-               op,
-               sizeof(wire::EndRecord),
-               0,
-               NowNs(),
-               __atomic_load_n(&g_dropped, __ATOMIC_RELAXED),
-               __atomic_load_n(&g_untraced_io, __ATOMIC_RELAXED),
-               __atomic_load_n(&g_failed_writes, __ATOMIC_RELAXED),
-               0,
-               0,
-               0,
-               0};
-  IsolationCounters(&block.end.isolated_reads, &block.end.held_reads, &block.end.held_bytes,
-                    &block.end.split_waits);
-  block.header = {wire::kBlockMagic,
-                  sizeof(wire::EndRecord),
-                  1,
-                  0,
-                  block.end.dropped_events,
-                  uint32_t(XXH3_64bits(&block.end, sizeof block.end)),
-                  0};
-  block.header.header_checksum = uint32_t(XXH3_64bits(&block.header, 28));
-  WriteBlock(&block, sizeof block);
+  wire::EndRecord end = {wire::kEndRecord,
+                         op,
+                         sizeof(wire::EndRecord),
+                         0,
+                         NowNs(),
+                         __atomic_load_n(&g_dropped, __ATOMIC_RELAXED),
+                         __atomic_load_n(&g_untraced_io, __ATOMIC_RELAXED),
+                         __atomic_load_n(&g_failed_writes, __ATOMIC_RELAXED),
+                         0,
+                         0,
+                         0,
+                         0};
+  IsolationCounters(&end.isolated_reads, &end.held_reads, &end.held_bytes, &end.split_waits);
+  WriteEndRecord(end);
   errno = saved_errno;
 }
 

@@ -4,11 +4,12 @@
 //
 // Cost rules (WAP5 §3.1 measured about 1 us per call for LibSockCap): on the
 // common path a wrapper reads the descriptor table, takes two CLOCK_MONOTONIC readings
-// (vDSO, no system call), and copies a 32-byte record into its thread's buffer. No lock,
-// no allocation, no system call. A buffer is written to the log with one write() when it
-// is full, older than a second at the next record, or when its thread, the process or
-// the program image ends. Everything else (naming descriptors, opening the log) happens
-// on connection setup, which already costs system calls.
+// (vDSO, no system call), and copies a 32-byte record into its thread's chunk of the log,
+// a shared mapping of the file (log_file.h): the record is in the page cache, and
+// survives even SIGKILL, as soon as its first 8 bytes are stored. No lock, no allocation,
+// no system call; fallocate, pwrite (zeros) and mmap once per chunk (up to 64 KiB). Everything else
+// (naming descriptors, opening the log) happens on connection setup, which already costs system
+// calls.
 //
 // Error style: no exceptions, no C++ runtime, integer results and counters. A log that
 // cannot be written never changes what the program sees: its events are counted as
@@ -119,8 +120,8 @@ void CountUntracedIo();
 
 // --- process life --------------------------------------------------------------------
 
-// Writes every buffer and an end record (op 0 at exit, kOpExec before an exec). After an
-// exec that failed, ResumeAfterFailedExec makes logging go on.
+// Seals every thread's segment and writes an end record (op 0 at exit, kOpExec before an
+// exec). After an exec that failed, ResumeAfterFailedExec makes logging go on.
 void EndLog(uint8_t op);
 void ResumeAfterFailedExec();
 // A terminating signal is ending the process (signal_calls.cc): from BeginDying until
@@ -130,8 +131,6 @@ void BeginDying();
 void EndDying();
 // Stands in for SIG_DFL of SIGTERM, SIGINT, SIGHUP and SIGQUIT (signal_calls.cc).
 void InstallTerminationHandlers();
-// Writes the calling thread's buffer now (before fork).
-void FlushThisThread();
 
 // Environment for an exec or spawn: `envp` with LD_PRELOAD and the WEFT_* variables put
 // back if the program removed them, so the new image is traced too. `envp` is `envp`

@@ -1,10 +1,11 @@
 // Termination signals left at their default action: SIGTERM, SIGINT, SIGHUP, SIGQUIT.
 //
 // Servers are usually stopped by SIGTERM with the default action, which ends the process
-// without atexit, and the records still in its thread buffers (up to a second's worth,
-// or 64 KiB per thread) would be lost: reconcile would miss the last messages of every
-// run. So while a program leaves one of these signals at SIG_DFL, the library's handler
-// stands in for it: it writes every buffer and the end record, restores SIG_DFL and
+// without atexit. Every record a thread committed is in the file already (runtime.h), but
+// the calls in flight would be missed and the log would have no end record (no counters,
+// and nothing to tell a clean stop from a kill). So while a program leaves one of these
+// signals at SIG_DFL, the library's handler stands in for it: it waits for the calls that
+// are moving bytes, seals every segment and writes the end record, restores SIG_DFL and
 // raises the signal again, so the process ends exactly as it would have (same signal,
 // same status, core dump for SIGQUIT). sigaction and signal are interposed so the
 // program never sees the difference: asking for SIG_DFL keeps the stand-in, any other
