@@ -550,7 +550,7 @@ void LogDatagram(uint8_t op, int fd, int64_t entry, int64_t exit, long result, i
 void LogSync(uint8_t op, uint64_t object, uint64_t second, int64_t entry, int64_t exit,
              int32_t result) {
   wire::SyncRecord r{wire::kSyncRecord, op, sizeof r, result, entry, exit, object, second};
-  Append(&r, sizeof r, nullptr, 0, entry);
+  Append(&r, sizeof r, nullptr, 0);
 }
 
 void LogEndpoint(uint8_t op, int fd, uint8_t kind, const struct sockaddr* peer,
