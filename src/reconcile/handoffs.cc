@@ -18,8 +18,7 @@ using capture::EventOp;
 // One critical section on a queue's mutex.
 struct Section {
   int32_t tid = 0;
-  TimeNs acquired = 0;  // a lock's or a wait's return
-  TimeNs released = 0;  // an unlock's or a wait's entry; 0 while open
+  TimeNs released = 0;  // an unlock's or a wait's entry
   bool ends_in_wait = false;
   std::vector<uint64_t> signals;  // condition variables its thread signalled in or after it
 };
@@ -37,8 +36,8 @@ class Queues {
       waiters_[e.object].insert(e.tid);
     }
     for (const Event& e : log.events) {
-      if ((e.op == EventOp::kCondSignal || e.op == EventOp::kCondBroadcast) && e.second != 0)
-        mutex_of_.try_emplace(e.object, e.second);
+      if ((e.op == EventOp::kCondSignal || e.op == EventOp::kCondBroadcast) && e.second > 1)
+        mutex_of_.try_emplace(e.object, e.second & ~uint64_t(1));
     }
     for (const auto& [cond, mutex] : mutex_of_) sections_.try_emplace(mutex);
     // Threads that signal or wait on some condition variable of a mutex play a part in its
@@ -63,7 +62,6 @@ class Queues {
           p == signalling_or_waiting_.end() ? kNone : p->second;
       std::deque<const Section*> queued;
       for (const Section& s : sections_.at(mutex)) {
-        if (s.released == 0) continue;  // still held when the log ended
         // A taker waits on this condition variable, or holds the mutex and neither signals
         // nor waits on any of its condition variables (a worker that never had to wait).
         const bool waiter = waiters.contains(s.tid) || !parts.contains(s.tid);
@@ -86,60 +84,55 @@ class Queues {
   }
 
  private:
+  // A section is known by its end (an unlock, or a wait's entry); capture logs no locks.
+  // A signal sent while its thread held the mutex belongs to the section that ends at the
+  // thread's next release of it; one sent just after (the signal names the mutex plus 1)
+  // to the section that ended at its last.
   void CollectSections(const capture::EventLog& log) {
-    // Per (thread, mutex): the open section, or the last closed one (for a signal sent
-    // right after the unlock), as an index into sections_[mutex].
-    absl::flat_hash_map<std::pair<int32_t, uint64_t>, std::pair<size_t, bool>> current;
-    auto section = [&](int32_t tid, uint64_t mutex) -> std::pair<size_t, bool>* {
-      auto it = current.find({tid, mutex});
-      return it == current.end() ? nullptr : &it->second;
+    struct ThreadState {
+      std::vector<uint64_t> pending;  // signals sent in the section still open
+      int64_t last = -1;              // its last section, an index into sections_[mutex]
     };
-    auto open = [&](int32_t tid, uint64_t mutex, TimeNs at) {
+    absl::flat_hash_map<std::pair<int32_t, uint64_t>, ThreadState> threads;
+    auto release = [&](int32_t tid, uint64_t mutex, TimeNs at, bool wait) {
       std::vector<Section>& list = sections_[mutex];
-      list.push_back({tid, at, 0, false, {}});
-      current[{tid, mutex}] = {list.size() - 1, true};
-    };
-    auto close = [&](int32_t tid, uint64_t mutex, TimeNs at, bool wait) {
-      if (auto* s = section(tid, mutex); s != nullptr && s->second) {
-        Section& closed = sections_[mutex][s->first];
-        closed.released = at;
-        closed.ends_in_wait = wait;
-        s->second = false;
-      }
+      ThreadState& t = threads[{tid, mutex}];
+      list.push_back({tid, at, wait, std::move(t.pending)});
+      t.pending.clear();
+      t.last = int64_t(list.size()) - 1;
     };
     for (const Event& e : log.events) {
       switch (e.op) {
-        case EventOp::kMutexLock:
-          if (sections_.contains(e.object)) open(e.tid, e.object, e.exit_ns);
-          break;
         case EventOp::kMutexUnlock:
-          if (sections_.contains(e.object)) close(e.tid, e.object, e.entry_ns, false);
+          if (sections_.contains(e.object)) release(e.tid, e.object, e.entry_ns, false);
           break;
         case EventOp::kCondWait:
-          close(e.tid, e.second, e.entry_ns, true);
-          open(e.tid, e.second, e.exit_ns);
+          release(e.tid, e.second, e.entry_ns, true);
           break;
         case EventOp::kCondSignal:
         case EventOp::kCondBroadcast: {
           auto mutex = mutex_of_.find(e.object);
           if (mutex == mutex_of_.end()) break;
-          // In the section (signal under the lock), or right after it (unlock, then notify).
-          if (auto* s = section(e.tid, mutex->second)) {
-            std::vector<uint64_t>& signals = sections_[mutex->second][s->first].signals;
-            if (std::find(signals.begin(), signals.end(), e.object) == signals.end())
-              signals.push_back(e.object);
+          const bool after = e.second == (mutex->second | 1);
+          ThreadState& t = threads[{e.tid, mutex->second}];
+          std::vector<uint64_t>* signals = &t.pending;
+          if (after) {
+            if (t.last < 0) break;
+            signals = &sections_[mutex->second][size_t(t.last)].signals;
           }
+          if (std::find(signals->begin(), signals->end(), e.object) == signals->end())
+            signals->push_back(e.object);
           break;
         }
         default:
           break;
       }
     }
-    // Log order is entry order; sections on one mutex never overlap, so this is the order
-    // the mutex was held in.
+    // Log order is entry order; sections on one mutex never overlap, so the order of their
+    // ends is the order the mutex was held in.
     for (auto& [mutex, list] : sections_) {
       std::stable_sort(list.begin(), list.end(),
-                       [](const Section& a, const Section& b) { return a.acquired < b.acquired; });
+                       [](const Section& a, const Section& b) { return a.released < b.released; });
     }
   }
 

@@ -29,10 +29,11 @@ class LogBuilder {
     log_.events.push_back(e);
     return *this;
   }
-  // A producer's critical section from `at` to `at + 2` that signals `cond` inside it.
+  // A producer's critical section from `at` to `at + 2` that signals `cond` inside it
+  // (capture logs no locks: reconcile must do without them).
   LogBuilder& Produce(int32_t tid, TimeNs at, uint64_t cond = kCond) {
     return Add(EventOp::kMutexLock, tid, at, at, kMutex)
-        .Add(EventOp::kCondSignal, tid, at + 1, at + 1, cond)
+        .Add(EventOp::kCondSignal, tid, at + 1, at + 1, cond, kMutex)
         .Add(EventOp::kMutexUnlock, tid, at + 2, at + 2, kMutex);
   }
   capture::EventLog Build() {
@@ -87,7 +88,7 @@ TEST(FindHandoffs, SignalAfterUnlockAndQueuedItems) {
   for (TimeNs at : {10, 20}) {
     b.Add(EventOp::kMutexLock, 1, at, at, kMutex)
         .Add(EventOp::kMutexUnlock, 1, at + 1, at + 1, kMutex)
-        .Add(EventOp::kCondSignal, 1, at + 2, at + 2, kCond);
+        .Add(EventOp::kCondSignal, 1, at + 2, at + 2, kCond, kMutex | 1);
   }
   b.Add(EventOp::kMutexLock, 2, 30, 30, kMutex).Add(EventOp::kMutexUnlock, 2, 31, 31, kMutex);
   b.Add(EventOp::kMutexLock, 2, 40, 40, kMutex).Add(EventOp::kMutexUnlock, 2, 41, 41, kMutex);
