@@ -352,23 +352,9 @@ Scores HandoffServerTest::RunOnce(const Configure& configure, bool files) {
   auto node = [&](size_t i, bool sender) {
     return std::string(trace.NodeName(sender ? c.sender[i] : c.receiver[i]));
   };
-  std::map<std::string, std::string> role;  // process -> client | files | server | web0 | db0
-  for (size_t i = 0; i < trace.size(); ++i) {
-    if (c.kind[i] != MessageKind::kCall) continue;
-    std::string program = ProgramOf(node(i, true));
-    if (program == "weft" || program == "curl") {
-      role[node(i, true)] = program == "weft" ? "client" : "files";
-      role[node(i, false)] = "server";
-    }
-  }
-  for (int pass = 0; pass < 2; ++pass) {
-    for (size_t i = 0; i < trace.size(); ++i) {
-      if (c.kind[i] != MessageKind::kCall || !role.count(node(i, true))) continue;
-      const std::string& from = role[node(i, true)];
-      if (from == "server") role[node(i, false)] = "web0";
-      if (from == "web0") role[node(i, false)] = "db0";
-    }
-  }
+  // process -> client | files | server | web0 | db0
+  std::map<std::string, std::string> role =
+      testing::ProxyRoles(trace, {{"weft", "client"}, {"curl", "files"}}, "server");
   std::string client;
   std::set<std::string> file_clients;
   std::map<std::string, int> roles;
@@ -390,15 +376,7 @@ Scores HandoffServerTest::RunOnce(const Configure& configure, bool files) {
   // The truth's calls per tier pair and the trace's per role pair, by call id: each of the
   // client's calls to web0 went client -> server and server -> web0, and came back the same
   // way; web0's calls to db0 are the truth's, one for one.
-  using Calls = std::map<std::pair<MessageKind, std::string>, std::multiset<uint64_t>>;
-  Calls truth_calls, trace_calls;
-  const TraceColumns& t = truth->columns();
-  for (size_t i = 0; i < truth->size(); ++i) {
-    std::string pair = std::string(truth->NodeName(t.sender[i])) + ">" +
-                       std::string(truth->NodeName(t.receiver[i]));
-    truth_calls[{t.kind[i], pair}].insert(
-        std::stoull(std::string(truth->strings().Get(t.call_id[i])), nullptr, 16));
-  }
+  testing::CallsByPair truth_calls = testing::TruthCalls(*truth), trace_calls;
   scores.requests = truth_calls[{MessageKind::kCall, "client>web0"}].size();
   // At least one request per client. How many more a second of load gets depends on the
   // machine: a few hundred where nginx sends bodies through its pool (each body waits for
@@ -431,17 +409,7 @@ Scores HandoffServerTest::RunOnce(const Configure& configure, bool files) {
     if (c.kind[i] == MessageKind::kCall && from->second == "web0") ++db_calls[ids.request];
   }
   EXPECT_EQ(untimed, 0);
-  const auto& client_web = truth_calls[{MessageKind::kCall, "client>web0"}];
-  const auto& web_client = truth_calls[{MessageKind::kReturn, "web0>client"}];
-  EXPECT_EQ((trace_calls[{MessageKind::kCall, "client>server"}]), client_web);
-  EXPECT_EQ((trace_calls[{MessageKind::kCall, "server>web0"}]), client_web);
-  EXPECT_EQ((trace_calls[{MessageKind::kReturn, "web0>server"}]), web_client);
-  EXPECT_EQ((trace_calls[{MessageKind::kReturn, "server>client"}]), web_client);
-  EXPECT_EQ((trace_calls[{MessageKind::kCall, "web0>db0"}]),
-            (truth_calls[{MessageKind::kCall, "web0>db0"}]));
-  EXPECT_EQ((trace_calls[{MessageKind::kReturn, "db0>web0"}]),
-            (truth_calls[{MessageKind::kReturn, "db0>web0"}]));
-  EXPECT_EQ(trace_calls.size(), 6u);
+  testing::ExpectCallsAsInTruth(trace_calls, truth_calls, "server");
   EXPECT_EQ(db_calls.size(), scores.requests);
   if (files) {
     EXPECT_EQ(scores.file_requests, kFileRequests);

@@ -113,6 +113,69 @@ inline TestbedIds IdsOf(const std::string& prefix) {
   return ids;
 }
 
+// Call ids per (kind, "sender>receiver"): the truth's by its tier names ("client>web0"), a
+// trace's by the roles of its processes (ProxyRoles).
+using CallsByPair = std::map<std::pair<MessageKind, std::string>, std::multiset<uint64_t>>;
+
+inline CallsByPair TruthCalls(const Trace& truth) {
+  CallsByPair calls;
+  const TraceColumns& t = truth.columns();
+  for (size_t i = 0; i < truth.size(); ++i) {
+    std::string pair =
+        std::string(truth.NodeName(t.sender[i])) + ">" + std::string(truth.NodeName(t.receiver[i]));
+    calls[{t.kind[i], pair}].insert(
+        std::stoull(std::string(truth.strings().Get(t.call_id[i])), nullptr, 16));
+  }
+  return calls;
+}
+
+// The roles of the processes in a run where clients call a front (a proxy) that calls
+// web0, which calls db0: a process of a program in `clients` that sends a CALL takes that
+// program's role ("weft" -> "client"), a process such a client calls is `front`, one the
+// front calls is web0, one web0 calls is db0.
+inline std::map<std::string, std::string> ProxyRoles(
+    const Trace& trace, const std::map<std::string, std::string>& clients,
+    const std::string& front) {
+  const TraceColumns& c = trace.columns();
+  auto node = [&](size_t i, bool sender) {
+    return std::string(trace.NodeName(sender ? c.sender[i] : c.receiver[i]));
+  };
+  std::map<std::string, std::string> role;
+  for (size_t i = 0; i < trace.size(); ++i) {
+    if (c.kind[i] != MessageKind::kCall) continue;
+    auto client = clients.find(ProgramOf(node(i, true)));
+    if (client == clients.end()) continue;
+    role[node(i, true)] = client->second;
+    role[node(i, false)] = front;
+  }
+  for (int pass = 0; pass < 2; ++pass) {
+    for (size_t i = 0; i < trace.size(); ++i) {
+      if (c.kind[i] != MessageKind::kCall || !role.count(node(i, true))) continue;
+      const std::string& from = role[node(i, true)];
+      if (from == front) role[node(i, false)] = "web0";
+      if (from == "web0") role[node(i, false)] = "db0";
+    }
+  }
+  return role;
+}
+
+// Each of the truth's client calls to web0 went client -> `front` and `front` -> web0 in the
+// trace and came back the same way; web0's calls to db0 are the truth's; nothing else.
+inline void ExpectCallsAsInTruth(CallsByPair& trace_calls, CallsByPair& truth_calls,
+                                 const std::string& front) {
+  const auto& client_web = truth_calls[{MessageKind::kCall, "client>web0"}];
+  const auto& web_client = truth_calls[{MessageKind::kReturn, "web0>client"}];
+  EXPECT_EQ((trace_calls[{MessageKind::kCall, "client>" + front}]), client_web);
+  EXPECT_EQ((trace_calls[{MessageKind::kCall, front + ">web0"}]), client_web);
+  EXPECT_EQ((trace_calls[{MessageKind::kReturn, "web0>" + front}]), web_client);
+  EXPECT_EQ((trace_calls[{MessageKind::kReturn, front + ">client"}]), web_client);
+  EXPECT_EQ((trace_calls[{MessageKind::kCall, "web0>db0"}]),
+            (truth_calls[{MessageKind::kCall, "web0>db0"}]));
+  EXPECT_EQ((trace_calls[{MessageKind::kReturn, "db0>web0"}]),
+            (truth_calls[{MessageKind::kReturn, "db0>web0"}]));
+  EXPECT_EQ(trace_calls.size(), 6u);
+}
+
 // Of the paths an algorithm found, those rooted at a client request whose tree holds
 // exactly that request's messages: `http_messages` of HTTP (4: client <-> nginx and
 // nginx <-> web0; 2 without a proxy) and web0 <-> db0 for each of its db calls, every one

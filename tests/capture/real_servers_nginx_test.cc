@@ -113,16 +113,7 @@ void NginxFrontTest::Run() {
   std::cerr << testing::FormatCounts(pairs);
 
   // The truth's calls per tier pair, and their call ids.
-  using Calls = std::map<std::pair<MessageKind, std::string>,
-                         std::multiset<uint64_t>>;  // (kind, "client>web0")
-  Calls truth_calls;
-  const TraceColumns& t = truth->columns();
-  for (size_t i = 0; i < truth->size(); ++i) {
-    std::string pair = std::string(truth->NodeName(t.sender[i])) + ">" +
-                       std::string(truth->NodeName(t.receiver[i]));
-    truth_calls[{t.kind[i], pair}].insert(
-        std::stoull(std::string(truth->strings().Get(t.call_id[i])), nullptr, 16));
-  }
+  testing::CallsByPair truth_calls = testing::TruthCalls(*truth);
   size_t requests = truth_calls[{MessageKind::kCall, "client>web0"}].size();
   ASSERT_GT(requests, 500u);
 
@@ -132,22 +123,9 @@ void NginxFrontTest::Run() {
   auto node = [&](size_t i, bool sender) {
     return std::string(trace.NodeName(sender ? c.sender[i] : c.receiver[i]));
   };
-  std::map<std::string, std::string> role;  // process -> client | nginx | web0 | db0
-  for (size_t i = 0; i < trace.size(); ++i) {
-    if (c.kind[i] != MessageKind::kCall) continue;
-    if (ProgramOf(node(i, true)) == "weft") {
-      role[node(i, true)] = "client";
-      role[node(i, false)] = "nginx";
-    }
-  }
-  for (int pass = 0; pass < 2; ++pass) {
-    for (size_t i = 0; i < trace.size(); ++i) {
-      if (c.kind[i] != MessageKind::kCall || !role.count(node(i, true))) continue;
-      const std::string& from = role[node(i, true)];
-      if (from == "nginx") role[node(i, false)] = "web0";
-      if (from == "web0") role[node(i, false)] = "db0";
-    }
-  }
+  // process -> client | nginx | web0 | db0
+  std::map<std::string, std::string> role =
+      testing::ProxyRoles(trace, {{"weft", "client"}}, "nginx");
   ASSERT_EQ(role.size(), 4u) << "client, nginx worker, web0, db0";
   std::string client;
   for (const auto& [process, r] : role) {
@@ -158,7 +136,7 @@ void NginxFrontTest::Run() {
   }
 
   // Every message between these four, by role pair, with the ids it carries.
-  Calls trace_calls;
+  testing::CallsByPair trace_calls;
   std::vector<MessageId> http_requests, http_replies;
   int untimed = 0, other = 0;
   for (size_t i = 0; i < trace.size(); ++i) {
@@ -180,18 +158,7 @@ void NginxFrontTest::Run() {
   EXPECT_EQ(untimed, 0);
   // Each of the truth's client calls to web0 went client -> nginx and nginx -> web0, and
   // came back the same way; web0's calls to db0 are the truth's, one for one, by call id.
-  const auto& client_web = truth_calls[{MessageKind::kCall, "client>web0"}];
-  EXPECT_EQ((trace_calls[{MessageKind::kCall, "client>nginx"}]), client_web);
-  EXPECT_EQ((trace_calls[{MessageKind::kCall, "nginx>web0"}]), client_web);
-  EXPECT_EQ((trace_calls[{MessageKind::kReturn, "web0>nginx"}]),
-            (truth_calls[{MessageKind::kReturn, "web0>client"}]));
-  EXPECT_EQ((trace_calls[{MessageKind::kReturn, "nginx>client"}]),
-            (truth_calls[{MessageKind::kReturn, "web0>client"}]));
-  EXPECT_EQ((trace_calls[{MessageKind::kCall, "web0>db0"}]),
-            (truth_calls[{MessageKind::kCall, "web0>db0"}]));
-  EXPECT_EQ((trace_calls[{MessageKind::kReturn, "db0>web0"}]),
-            (truth_calls[{MessageKind::kReturn, "db0>web0"}]));
-  EXPECT_EQ(trace_calls.size(), 6u);
+  testing::ExpectCallsAsInTruth(trace_calls, truth_calls, "nginx");
   CheckHttpAttributes(trace, http_requests, http_replies);
 
   // Every request's tree. db calls per request, from web0's frames (checked against the

@@ -311,21 +311,8 @@ void DroppedPrivilegesTest::Run(const Front& front) {
   auto node = [&](size_t i, bool sender) {
     return std::string(trace.NodeName(sender ? c.sender[i] : c.receiver[i]));
   };
-  std::map<std::string, std::string> role;
-  for (size_t i = 0; i < trace.size(); ++i) {
-    if (c.kind[i] == MessageKind::kCall && ProgramOf(node(i, true)) == "weft") {
-      role[node(i, true)] = "client";
-      role[node(i, false)] = "front";
-    }
-  }
-  for (int pass = 0; pass < 2; ++pass) {
-    for (size_t i = 0; i < trace.size(); ++i) {
-      if (c.kind[i] != MessageKind::kCall || !role.count(node(i, true))) continue;
-      const std::string& from = role[node(i, true)];
-      if (from == "front") role[node(i, false)] = "web0";
-      if (from == "web0") role[node(i, false)] = "db0";
-    }
-  }
+  std::map<std::string, std::string> role =
+      testing::ProxyRoles(trace, {{"weft", "client"}}, "front");
   ASSERT_EQ(role.size(), 4u) << "client, the front's worker, web0, db0";
   std::string client;
   for (const auto& [process, r] : role) {
@@ -340,15 +327,7 @@ void DroppedPrivilegesTest::Run(const Front& front) {
 
   // Every message between these four carries the testbed's ids, is timed at both ends, and
   // is the truth's, one for one by call id.
-  using Calls = std::map<std::pair<MessageKind, std::string>, std::multiset<uint64_t>>;
-  Calls truth_calls, trace_calls;
-  const TraceColumns& t = truth->columns();
-  for (size_t i = 0; i < truth->size(); ++i) {
-    std::string pair = std::string(truth->NodeName(t.sender[i])) + ">" +
-                       std::string(truth->NodeName(t.receiver[i]));
-    truth_calls[{t.kind[i], pair}].insert(
-        std::stoull(std::string(truth->strings().Get(t.call_id[i])), nullptr, 16));
-  }
+  testing::CallsByPair truth_calls = testing::TruthCalls(*truth), trace_calls;
   size_t requests = truth_calls[{MessageKind::kCall, "client>web0"}].size();
   ASSERT_GT(requests, 200u);
   std::vector<MessageId> http_requests;
@@ -368,17 +347,7 @@ void DroppedPrivilegesTest::Run(const Front& front) {
   }
   EXPECT_EQ(other, 0);
   EXPECT_EQ(untimed, 0);
-  const auto& client_web = truth_calls[{MessageKind::kCall, "client>web0"}];
-  const auto& web_client = truth_calls[{MessageKind::kReturn, "web0>client"}];
-  EXPECT_EQ((trace_calls[{MessageKind::kCall, "client>front"}]), client_web);
-  EXPECT_EQ((trace_calls[{MessageKind::kCall, "front>web0"}]), client_web);
-  EXPECT_EQ((trace_calls[{MessageKind::kReturn, "web0>front"}]), web_client);
-  EXPECT_EQ((trace_calls[{MessageKind::kReturn, "front>client"}]), web_client);
-  EXPECT_EQ((trace_calls[{MessageKind::kCall, "web0>db0"}]),
-            (truth_calls[{MessageKind::kCall, "web0>db0"}]));
-  EXPECT_EQ((trace_calls[{MessageKind::kReturn, "db0>web0"}]),
-            (truth_calls[{MessageKind::kReturn, "db0>web0"}]));
-  EXPECT_EQ(trace_calls.size(), 6u);
+  testing::ExpectCallsAsInTruth(trace_calls, truth_calls, "front");
 
   // Every request's tree, exact for fragment.
   std::map<uint64_t, int> db_calls;
