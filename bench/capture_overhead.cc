@@ -35,10 +35,13 @@
 #include <vector>
 
 #include "capture/event_log.h"
+#include "child_runs.h"
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using weft::bench::Median;
+using weft::bench::RunChild;
 
 // --- the traced program -----------------------------------------------------------------
 
@@ -170,25 +173,6 @@ struct Tracer {
   std::vector<std::string> prefix;  // put before the program
   std::string capture_dir;          // weft only
 };
-
-// Runs prefix + this binary + args; returns its stdout.
-std::string RunChild(const std::vector<std::string>& command) {
-  std::string line;
-  for (const std::string& part : command) line += "'" + part + "' ";
-  FILE* pipe = popen((line + "2>/dev/null").c_str(), "r");
-  if (pipe == nullptr) return "";
-  std::string out;
-  char buffer[512];
-  while (std::fgets(buffer, sizeof buffer, pipe) != nullptr) out += buffer;
-  pclose(pipe);
-  return out;
-}
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0
-                   : (v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2);
-}
 
 struct LogSize {
   uint64_t bytes = 0, events = 0, dropped = 0;

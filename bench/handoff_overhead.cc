@@ -41,10 +41,13 @@
 #include <vector>
 
 #include "capture/event_log.h"
+#include "child_runs.h"
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using weft::bench::Median;
+using weft::bench::RunChild;
 
 // --- the traced program -----------------------------------------------------------------
 
@@ -231,24 +234,6 @@ int OneThreadCalls(long iterations) {
 
 // --- the driver -------------------------------------------------------------------------
 
-std::string RunChild(const std::vector<std::string>& command) {
-  std::string line;
-  for (const std::string& part : command) line += "'" + part + "' ";
-  FILE* pipe = popen((line + "2>&1").c_str(), "r");
-  if (pipe == nullptr) return "";
-  std::string out;
-  char buffer[512];
-  while (std::fgets(buffer, sizeof buffer, pipe) != nullptr) out += buffer;
-  pclose(pipe);
-  return out;
-}
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0
-                   : (v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2);
-}
-
 std::string Each(const std::vector<double>& v, const char* format) {
   std::string s;
   for (double x : v) s += fmt::format(fmt::runtime(format), x) + " ";
@@ -298,7 +283,7 @@ void QueueBench(const std::string& self, const Options& o, const std::string& di
       command.insert(command.end(),
                      {self, "queue", std::to_string(o.items), std::to_string(o.producers),
                       std::to_string(o.consumers), std::to_string(o.capacity)});
-      std::string out = RunChild(command);
+      std::string out = RunChild(command, /*with_stderr=*/true);
       size_t at = out.find("items ");
       long n = 0, c = 0;
       Run& run = pair[size_t(traced)];
@@ -369,7 +354,7 @@ void CallBench(const std::string& self, const Options& o, const std::string& dir
       std::vector<std::string> command;
       if (traced) command = {o.weft, "capture", "-o", dir, "--"};
       command.insert(command.end(), {self, "calls", std::to_string(iterations)});
-      std::string out = RunChild(command);
+      std::string out = RunChild(command, /*with_stderr=*/true);
       size_t at = out.find("sync_call ");
       double c = 0, a = 0;
       if (at != std::string::npos &&
@@ -420,7 +405,7 @@ void ModelBench(const Options& o, const std::string& dir) {
       command.insert(command.end(), {o.weft, "testbed", "run", topology, "--duration",
                                      fmt::format("{}s", o.seconds), "--concurrency",
                                      std::to_string(o.concurrency), "-o", truth});
-      std::string out = RunChild(command);
+      std::string out = RunChild(command, /*with_stderr=*/true);
       size_t at = out.find(" req/s");
       size_t from = out.rfind(' ', at == std::string::npos ? 0 : at - 1);
       if (at != std::string::npos && from != std::string::npos) {
