@@ -13,7 +13,8 @@
 //   capture_overhead --weft build/release/weft [--seconds 5] [--runs 5] [--threads 50]
 //                    [--testbed testbed/topologies/three-tier.toml]
 // With --testbed, also the testbed's throughput untraced, under weft capture and
-// under weft capture --isolate (BorderPatrol §6 measured 10-15% on real workloads).
+// under weft capture --no-isolate (event isolation is capture's default; BorderPatrol §6
+// measured 10-15% for it on real workloads).
 // The same binary is the traced program: `capture_overhead echo SECONDS THREADS` and
 // `capture_overhead loop CALLS` (what the driver runs under each tracer).
 #include <dlfcn.h>
@@ -197,12 +198,12 @@ int Drive(const std::string& self, const std::string& weft, const std::string& t
   std::string dir =
       (std::filesystem::temp_directory_path() / ("weft-capture-bench-" + std::to_string(getpid())))
           .string();
-  // Event isolation (capture --isolate) costs only on streams with a protocol processor;
+  // Event isolation (capture's default) costs only on streams with a protocol processor;
   // the echo's 1-byte messages get none, so its row is the cost of the wrappers' checks.
   std::vector<Tracer> tracers = {
       {"untraced", {}, ""},
       {"weft capture", {weft, "capture", "-o", dir, "--"}, dir},
-      {"weft --isolate", {weft, "capture", "-o", dir, "--isolate", "--"}, dir}};
+      {"weft --no-isolate", {weft, "capture", "-o", dir, "--no-isolate", "--"}, dir}};
   bool have_strace = std::system("command -v strace >/dev/null 2>&1") == 0;
   const size_t strace_row = tracers.size();  // and the next one
   std::string strace_file = dir + "/strace.txt";
