@@ -149,7 +149,7 @@ enum Op : uint8_t {
   kOpThread = 29,     // pthread_create, logged by the new thread: entry = the creator's
                       // call entry, exit = the new thread's start, result = creator tid
   // Synchronisation calls, in SyncRecords (object and second: see SyncRecord).
-  kOpMutexLock = 30,      // pthread_mutex_lock, or a trylock that took it (second 1)
+  kOpMutexLock = 30,      // reserved: locks are not logged (a section is known by its end)
   kOpMutexUnlock = 31,    // pthread_mutex_unlock
   kOpCondWait = 32,       // pthread_cond_wait/timedwait/clockwait; second = the mutex;
                           // entry = the mutex released, exit = taken again
