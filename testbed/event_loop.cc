@@ -306,6 +306,8 @@ bool Loop::Sleep(const std::shared_ptr<Req>& r, const Distribution& d) {
     if (r->timer_fd < 0 || epoll_ctl(ep_, EPOLL_CTL_ADD, r->timer_fd, &ev) != 0) {
       fmt::print(stderr, "{}: request timer: {}; serving in the loop\n", name_,
                  std::strerror(errno));
+      if (r->timer_fd >= 0) close(r->timer_fd);  // unwatched, it would never wake the request
+      r->timer_fd = -1;
       Serve(t);
       return false;
     }

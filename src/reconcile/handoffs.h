@@ -5,11 +5,13 @@
 // What carries a request from one thread to another is the identity of what is handed
 // over (Whodunit, EuroSys'07, follows transactions through the critical sections of
 // shared queues):
-//   - a queue: a condition variable C waited on with mutex M. The critical sections on M
-//     (from a lock, or a wait's return, to an unlock or a wait) are totally ordered. A
-//     section during which (or right after which) its thread signals C, by a thread that
-//     never waits on C, produces an item; a section of a thread that waits on C that ends
-//     in an unlock takes one. The k-th item produced is the k-th taken (a FIFO queue).
+//   - a queue: a condition variable C waited on with, or signalled under, mutex M. The
+//     critical sections on M never overlap, so the order of their ends (an unlock, or a
+//     wait's entry; capture logs no locks) is M's order. A section during which (or right
+//     after which) its thread signals C, by a thread that never waits on C, produces an
+//     item; a section ending in an unlock, of a thread that waits on C or that neither
+//     signals nor waits on any condition variable of M, takes one. The k-th item produced
+//     is the k-th taken (a FIFO queue).
 //     A worker woken on its own condition variable (a targeted wake: Varnish, MariaDB) is
 //     the same rule with one waiter;
 //   - a semaphore: the k-th post is taken by the k-th wait that returned;

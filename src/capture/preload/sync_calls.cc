@@ -283,32 +283,34 @@ WEFT_EXPORT int eventfd_write(int fd, eventfd_t value) {
 
 namespace weft_preload {
 
-ssize_t WakeRead(int fd, void* buffer, size_t n) {
-  if (!Logged() || FdKind(fd) < wire::kKindEventfd) return Real().read(fd, buffer, n);
+namespace {
+
+// One 8-byte read or write of a wake-up descriptor (`io`), logged with the value moved.
+template <typename Io>
+ssize_t LoggedWake(uint8_t op, int fd, const void* value, Io io) {
   int64_t entry = NowNs();
-  ssize_t r = Real().read(fd, buffer, n);
+  ssize_t r = io();
   int error = errno;
   if (r == 8) {
-    uint64_t value;
-    memcpy(&value, buffer, 8);
-    LogSync(wire::kOpWakeRead, uint64_t(fd), value, entry, NowNs(), 0);
+    uint64_t moved;
+    memcpy(&moved, value, 8);
+    LogSync(op, uint64_t(fd), moved, entry, NowNs(), 0);
   }
   errno = error;
   return r;
 }
 
+}  // namespace
+
+ssize_t WakeRead(int fd, void* buffer, size_t n) {
+  if (!Logged() || FdKind(fd) < wire::kKindEventfd) return Real().read(fd, buffer, n);
+  return LoggedWake(wire::kOpWakeRead, fd, buffer, [&] { return Real().read(fd, buffer, n); });
+}
+
+// Only eventfds are written to (a timerfd write is an error the program gets as is).
 ssize_t WakeWrite(int fd, const void* buffer, size_t n) {
   if (!Logged() || FdKind(fd) != wire::kKindEventfd) return Real().write(fd, buffer, n);
-  int64_t entry = NowNs();
-  ssize_t r = Real().write(fd, buffer, n);
-  int error = errno;
-  if (r == 8) {
-    uint64_t value;
-    memcpy(&value, buffer, 8);
-    LogSync(wire::kOpWakeWrite, uint64_t(fd), value, entry, NowNs(), 0);
-  }
-  errno = error;
-  return r;
+  return LoggedWake(wire::kOpWakeWrite, fd, buffer, [&] { return Real().write(fd, buffer, n); });
 }
 
 }  // namespace weft_preload
