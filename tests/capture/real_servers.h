@@ -252,8 +252,13 @@ class RealServersTest : public ::testing::Test {
     std::filesystem::permissions(base_ / "capture", std::filesystem::perms::all);
   }
   void TearDown() override {
-    background_.reset();  // kills and reaps whatever a failed test left running
-    if (!base_.empty()) std::filesystem::remove_all(base_);  // empty when skipped in SetUp
+    background_.reset();        // kills and reaps whatever a failed test left running
+    if (base_.empty()) return;  // skipped in SetUp
+    if (std::getenv("WEFT_TEST_KEEP") != nullptr) {  // for a post-mortem of a failed run
+      std::cerr << "WEFT_TEST_KEEP: kept " << base_.string() << "\n";
+      return;
+    }
+    std::filesystem::remove_all(base_);
   }
 
   std::string Path(const std::string& name) const { return (base_ / name).string(); }
