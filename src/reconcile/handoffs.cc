@@ -15,12 +15,19 @@ namespace {
 using capture::Event;
 using capture::EventOp;
 
+bool Contains(const std::vector<uint64_t>& v, uint64_t x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
+
 // One critical section on a queue's mutex.
 struct Section {
   int32_t tid = 0;
-  TimeNs released = 0;  // an unlock's or a wait's entry
-  bool ends_in_wait = false;
-  std::vector<uint64_t> signals;  // condition variables its thread signalled in or after it
+  TimeNs released = 0;               // an unlock's or a wait's entry
+  uint64_t wait_on = 0;              // the condition variable it ends waiting on; 0: an unlock
+  std::vector<uint64_t> signals;     // condition variables its thread signalled in or after it
+  std::vector<uint64_t> broadcasts;  // of them, those it broadcast
+
+  bool ends_in_wait() const { return wait_on != 0; }
 };
 
 // The queues of one log: per mutex its sections in time order, per condition variable its
@@ -61,13 +68,36 @@ class Queues {
       const absl::flat_hash_set<int32_t>& parts =
           p == signalling_or_waiting_.end() ? kNone : p->second;
       std::deque<const Section*> queued;
+      // Threads waiting on `cond` now, and those a broadcast woke, by whom and whether it
+      // woke others too, until they take.
+      absl::flat_hash_set<int32_t> waiting;
+      absl::flat_hash_map<int32_t, std::pair<const Section*, bool>> woken;
       for (const Section& s : sections_.at(mutex)) {
         // A taker waits on this condition variable, or holds the mutex and neither signals
         // nor waits on any of its condition variables (a worker that never had to wait).
         const bool waiter = waiters.contains(s.tid) || !parts.contains(s.tid);
-        if (!waiter && std::find(s.signals.begin(), s.signals.end(), cond) != s.signals.end()) {
+        if (s.wait_on == cond) {
+          woken.erase(s.tid);  // woken and back to waiting without taking
+          waiting.insert(s.tid);
+        }
+        if (!waiter && Contains(s.broadcasts, cond)) {
+          // A broadcast hands over to the threads waiting then, not to later takers: a
+          // change of state (Varnish's fetch progress) is no item in a queue.
+          for (int32_t t : waiting) woken[t] = {&s, waiting.size() > 1};
+          counts.broadcasts_unheard += waiting.empty();
+          waiting.clear();
+        } else if (!waiter && Contains(s.signals, cond)) {
           queued.push_back(&s);
-        } else if (waiter && !s.ends_in_wait) {
+        } else if (waiter && !s.ends_in_wait()) {
+          waiting.erase(s.tid);
+          if (auto it = woken.find(s.tid); it != woken.end()) {
+            const auto [from, shared] = it->second;
+            out.push_back({from->tid, from->released, s.tid, s.released, shared});
+            ++counts.queue_items;
+            counts.broadcasts_shared += shared;
+            woken.erase(it);
+            continue;
+          }
           if (queued.empty()) {
             ++counts.takes_unexplained;
             continue;
@@ -90,24 +120,27 @@ class Queues {
   // to the section that ended at its last.
   void CollectSections(const capture::EventLog& log) {
     struct ThreadState {
-      std::vector<uint64_t> pending;  // signals sent in the section still open
-      int64_t last = -1;              // its last section, an index into sections_[mutex]
+      Section pending;    // the signals of the section still open
+      int64_t last = -1;  // its last section, an index into sections_[mutex]
     };
     absl::flat_hash_map<std::pair<int32_t, uint64_t>, ThreadState> threads;
-    auto release = [&](int32_t tid, uint64_t mutex, TimeNs at, bool wait) {
+    auto release = [&](int32_t tid, uint64_t mutex, TimeNs at, uint64_t wait_on) {
       std::vector<Section>& list = sections_[mutex];
       ThreadState& t = threads[{tid, mutex}];
-      list.push_back({tid, at, wait, std::move(t.pending)});
-      t.pending.clear();
+      Section& s = list.emplace_back(std::move(t.pending));
+      s.tid = tid;
+      s.released = at;
+      s.wait_on = wait_on;
+      t.pending = Section{};
       t.last = int64_t(list.size()) - 1;
     };
     for (const Event& e : log.events) {
       switch (e.op) {
         case EventOp::kMutexUnlock:
-          if (sections_.contains(e.object)) release(e.tid, e.object, e.entry_ns, false);
+          if (sections_.contains(e.object)) release(e.tid, e.object, e.entry_ns, 0);
           break;
         case EventOp::kCondWait:
-          release(e.tid, e.second, e.entry_ns, true);
+          release(e.tid, e.second, e.entry_ns, e.object);
           break;
         case EventOp::kCondSignal:
         case EventOp::kCondBroadcast: {
@@ -115,13 +148,14 @@ class Queues {
           if (mutex == mutex_of_.end()) break;
           const bool after = e.second == (mutex->second | 1);
           ThreadState& t = threads[{e.tid, mutex->second}];
-          std::vector<uint64_t>* signals = &t.pending;
+          Section* section = &t.pending;
           if (after) {
             if (t.last < 0) break;
-            signals = &sections_[mutex->second][size_t(t.last)].signals;
+            section = &sections_[mutex->second][size_t(t.last)];
           }
-          if (std::find(signals->begin(), signals->end(), e.object) == signals->end())
-            signals->push_back(e.object);
+          if (!Contains(section->signals, e.object)) section->signals.push_back(e.object);
+          if (e.op == EventOp::kCondBroadcast && !Contains(section->broadcasts, e.object))
+            section->broadcasts.push_back(e.object);
           break;
         }
         default:

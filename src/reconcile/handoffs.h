@@ -13,7 +13,10 @@
 //     signals nor waits on any condition variable of M, takes one. The k-th item produced
 //     is the k-th taken (a FIFO queue).
 //     A worker woken on its own condition variable (a targeted wake: Varnish, MariaDB) is
-//     the same rule with one waiter;
+//     the same rule with one waiter. A broadcast produces no item: it hands over to each
+//     thread waiting on C when it was sent (ambiguous when there were several), at that
+//     thread's next take; a change of state announced to whoever waits (Varnish's fetch
+//     progress) is not work a later taker picks up;
 //   - a semaphore: the k-th post is taken by the k-th wait that returned;
 //   - an eventfd: a write is taken by the next read of it (one read may take several
 //     writes: the earliest is linked and the link marked ambiguous);
@@ -42,12 +45,14 @@ struct Handoff {
 };
 
 struct HandoffCounts {
-  uint64_t queue_items = 0;        // queue items taken, each a link
-  uint64_t fifo_assumed = 0;       // of them, taken while several were queued (FIFO assumed)
-  uint64_t takes_unexplained = 0;  // a taker's section with no item queued for it
-  uint64_t items_never_taken = 0;  // produced, never taken before the log ended
-  uint64_t wakes = 0;              // semaphore, eventfd and timer wake-ups linked
-  uint64_t wakes_ambiguous = 0;    // one read took several eventfd writes, or a shared timer
+  uint64_t queue_items = 0;         // queue items taken, each a link
+  uint64_t fifo_assumed = 0;        // of them, taken while several were queued (FIFO assumed)
+  uint64_t takes_unexplained = 0;   // a taker's section with no item queued for it
+  uint64_t items_never_taken = 0;   // produced, never taken before the log ended
+  uint64_t broadcasts_unheard = 0;  // broadcasts with no thread waiting
+  uint64_t broadcasts_shared = 0;   // links from a broadcast that woke several (ambiguous)
+  uint64_t wakes = 0;               // semaphore, eventfd and timer wake-ups linked
+  uint64_t wakes_ambiguous = 0;     // one read took several eventfd writes, or a shared timer
 };
 
 // The hand-offs in one program image's log, in no particular order.

@@ -32,11 +32,13 @@ std::string ReconcileSummary::OneLine() const {
          (handoffs.queue_items + handoffs.wakes == 0
               ? ""
               : fmt::format(", {} hand-offs between threads ({} queue items, {} of them taken "
-                            "while others waited; {} wake-ups, {} ambiguous; {} takes and {} "
-                            "items unpaired)",
+                            "while others waited, {} from a broadcast that woke several; {} "
+                            "wake-ups, {} ambiguous; {} takes and {} items unpaired, {} "
+                            "broadcasts unheard)",
                             handoffs.queue_items + handoffs.wakes, handoffs.queue_items,
-                            handoffs.fifo_assumed, handoffs.wakes, handoffs.wakes_ambiguous,
-                            handoffs.takes_unexplained, handoffs.items_never_taken)) +
+                            handoffs.fifo_assumed, handoffs.broadcasts_shared, handoffs.wakes,
+                            handoffs.wakes_ambiguous, handoffs.takes_unexplained,
+                            handoffs.items_never_taken, handoffs.broadcasts_unheard)) +
          (isolated_reads + held_reads + split_waits == 0
               ? ""
               : fmt::format(

@@ -78,6 +78,42 @@ TEST(FindHandoffs, PairsQueueItemsInMutexOrder) {
   EXPECT_EQ(counts.items_never_taken, 0u);
 }
 
+// A broadcast announces a change of state to whoever waits then (Varnish's fetch thread
+// telling the client's thread that the response has come): each thread waiting on the
+// condition variable takes from it, ambiguously when there were several; a thread that
+// holds the mutex later without waiting (a lookup under the same lock) takes nothing.
+TEST(FindHandoffs, BroadcastsHandOverToTheirWaitersOnly) {
+  LogBuilder b;
+  b.Add(EventOp::kMutexLock, 2, 1, 1, kMutex)
+      .Add(EventOp::kCondWait, 2, 2, 12, kCond, kMutex)
+      .Add(EventOp::kMutexUnlock, 2, 13, 13, kMutex)
+      .Add(EventOp::kMutexLock, 1, 10, 10, kMutex)
+      .Add(EventOp::kCondBroadcast, 1, 11, 11, kCond, kMutex)
+      .Add(EventOp::kMutexUnlock, 1, 11, 11, kMutex)
+      .Add(EventOp::kMutexLock, 1, 20, 20, kMutex)  // nobody waits: unheard
+      .Add(EventOp::kCondBroadcast, 1, 21, 21, kCond, kMutex)
+      .Add(EventOp::kMutexUnlock, 1, 21, 21, kMutex)
+      .Add(EventOp::kMutexLock, 4, 30, 30, kMutex)  // a lookup, long after
+      .Add(EventOp::kMutexUnlock, 4, 31, 31, kMutex)
+      .Add(EventOp::kMutexLock, 2, 40, 40, kMutex)  // two waiters, one broadcast
+      .Add(EventOp::kCondWait, 2, 41, 52, kCond, kMutex)
+      .Add(EventOp::kMutexUnlock, 2, 53, 53, kMutex)
+      .Add(EventOp::kMutexLock, 3, 42, 42, kMutex)
+      .Add(EventOp::kCondWait, 3, 43, 54, kCond, kMutex)
+      .Add(EventOp::kMutexUnlock, 3, 55, 55, kMutex)
+      .Add(EventOp::kMutexLock, 1, 50, 50, kMutex)
+      .Add(EventOp::kCondBroadcast, 1, 51, 51, kCond, kMutex)
+      .Add(EventOp::kMutexUnlock, 1, 51, 51, kMutex);
+  HandoffCounts counts;
+  EXPECT_EQ(Links(b.Build(), counts),
+            (std::vector<Link>{{1, 11, 2, 13, false}, {1, 51, 2, 53, true}, {1, 51, 3, 55, true}}));
+  EXPECT_EQ(counts.queue_items, 3u);
+  EXPECT_EQ(counts.broadcasts_shared, 2u);
+  EXPECT_EQ(counts.broadcasts_unheard, 1u);
+  EXPECT_EQ(counts.takes_unexplained, 1u);  // thread 4's lookup
+  EXPECT_EQ(counts.items_never_taken, 0u);
+}
+
 // A producer that signals after its unlock (`notify_one` outside the lock) still produced
 // in that section; two items queued before a taker came are taken in order, and counted as
 // taken while others waited (the FIFO assumption at work).
