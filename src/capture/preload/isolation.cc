@@ -2,6 +2,7 @@
 #include "capture/preload/isolation.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -20,6 +21,21 @@ uint64_t g_held_reads = 0;      // reads served from held bytes (no system call)
 uint64_t g_held_bytes = 0;      // bytes held back in all
 
 void Count(uint64_t* counter, uint64_t n) { __atomic_fetch_add(counter, n, __ATOMIC_RELAXED); }
+
+// One request per turn (isolation.h, "Deferred reads"): the request stream this thread
+// last read from since it last waited or answered there, and the streams whose reads it
+// deferred since (each once: a program that retries at once gets its bytes).
+constexpr int kDeferredPerTurn = 4;
+__thread int t_request_fd __attribute__((tls_model("initial-exec"))) = -1;
+__thread int t_deferred[kDeferredPerTurn] __attribute__((tls_model("initial-exec")));
+__thread int t_deferred_count __attribute__((tls_model("initial-exec"))) = 0;
+
+bool DeferredThisTurn(int fd) {
+  for (int i = 0; i < t_deferred_count; ++i) {
+    if (t_deferred[i] == fd) return true;
+  }
+  return false;
+}
 
 long ResultOf(long r, int error) { return r < 0 ? -error : r; }
 
@@ -122,6 +138,44 @@ ssize_t RestOfWaitAll(int fd, const struct iovec* iov, int iovcnt, size_t done, 
 
 void ConfigureIsolation(bool on) { g_isolate = on; }
 
+void NewTurn() {
+  t_request_fd = -1;
+  t_deferred_count = 0;
+}
+
+void SentOn(int fd) {
+  if (fd == t_request_fd) NewTurn();
+}
+
+namespace {
+
+// A read of a request on `fd` (the side taken, nothing held) in a turn that already read
+// another stream's: takes the kernel's bytes into the held bytes and tells the program
+// there are none yet (EAGAIN), once per stream per turn. The next wait reports the stream
+// readable (its held bytes) and the read after it gets them. Only a non-blocking read may
+// say EAGAIN, so a blocking one is never deferred. True if it deferred.
+bool DeferRead(uint8_t op, int fd, int flags, size_t capacity, const InputSide& side) {
+  if (side.direction != 0 || t_request_fd < 0 || t_request_fd == fd || op == wire::kOpRecvmsg ||
+      t_deferred_count == kDeferredPerTurn || DeferredThisTurn(fd)) {
+    return false;
+  }
+  if ((flags & MSG_DONTWAIT) == 0 && (Real().fcntl(fd, F_GETFL) & O_NONBLOCK) == 0) return false;
+  HeldBytes* held = side.held;
+  if (!Reserve(held, capacity)) return false;
+  ssize_t r = Real().recv(fd, held->data, capacity, MSG_DONTWAIT);
+  // Nothing there, the end, or an error: the program's own read says so.
+  if (r <= 0) return false;
+  held->start = 0;
+  held->length = uint32_t(r);
+  __atomic_add_fetch(&g_held_streams, 1, __ATOMIC_RELAXED);
+  Count(&g_isolated_reads, 1);
+  Count(&g_held_bytes, uint64_t(r));
+  t_deferred[t_deferred_count++] = fd;
+  return true;
+}
+
+}  // namespace
+
 void IsolationCounters(uint64_t* isolated_reads, uint64_t* held_reads, uint64_t* held_bytes,
                        uint64_t* split_waits) {
   *isolated_reads = __atomic_load_n(&g_isolated_reads, __ATOMIC_RELAXED);
@@ -176,6 +230,7 @@ bool IsolatedRead(uint8_t op, int fd, const struct iovec* iov, int iovcnt, int f
       if (!peek) FeedInputTaken(side, fd, entry, exit, nullptr, iov, iovcnt, k);
     }
     Count(&g_held_reads, 1);
+    if (side.direction == 0 && !peek) t_request_fd = fd;
     UnlockInput(side);
     ssize_t total = ssize_t(k);
     if (wait_all && k < capacity && !logging) {
@@ -212,6 +267,14 @@ bool IsolatedRead(uint8_t op, int fd, const struct iovec* iov, int iovcnt, int f
     return true;
   }
 
+  if (!peek && !wait_all && logging && DeferRead(op, fd, flags, capacity, side)) {
+    UnlockInput(side);
+    LogCall(op, fd, entry, NowNs(), -EAGAIN, flags);
+    *result = -1;
+    errno = EAGAIN;
+    return true;
+  }
+
   // Nothing held: the real call, without the side taken (it may block).
   UnlockInput(side);
   ssize_t r = RealRead(op, fd, iov, iovcnt, flags, message, address, length);
@@ -242,6 +305,7 @@ bool IsolatedRead(uint8_t op, int fd, const struct iovec* iov, int iovcnt, int f
   LogCallWithPayload(op, fd, entry, exit, r > 0 ? long(k) : ResultOf(r, error), flags, nullptr, iov,
                      iovcnt);
   if (got > 0 && !peek) {
+    if (taken && side.direction == 0) t_request_fd = fd;
     if (taken) {
       FeedInputTaken(side, fd, entry, exit, nullptr, iov, iovcnt, k);
     } else {

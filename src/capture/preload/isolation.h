@@ -38,6 +38,17 @@
 //     again, EPOLL_CTL_DEL, close), checked under a lock, and a full table reports it now.
 // Each wait that held inputs back is counted (split_waits: one wait more than untraced).
 //
+// Deferred reads: one request per turn. A turn of a thread runs from a wait (or its reply
+// on the stream it read a request from) to the next. A thread that read a request on one
+// stream and, in the same turn, reads another stream's (haproxy reads every connection it
+// has just accepted in one pass, then sends their requests on) would make both look like
+// one fragment's. So the second read, if non-blocking, takes the kernel's bytes into that
+// stream's held bytes and returns EAGAIN; the program waits (the wait reports the stream
+// readable: its held bytes) and reads them then, after acting on the first. Each stream at
+// most once per turn (a program that retries at once gets its bytes: no livelock), never a
+// blocking read (EAGAIN would be a lie), only requests at a server. Counted with the reads
+// cut at a message end (isolated_reads).
+//
 // Cost when off: a wrapper tests one global flag after the protocol bit of the descriptor
 // entry it already loaded; poll and friends test it once. On, a wait whose result has
 // fewer than two readable descriptors pays a pass over the result.
@@ -56,6 +67,9 @@ namespace weft_preload {
 extern bool g_isolate;  // WEFT_ISOLATE=1 and some stream may get a processor
 inline bool Isolating() { return __builtin_expect(g_isolate, false); }
 void ConfigureIsolation(bool on);
+// Deferred reads (above): the calling thread waits (a new turn), or sends on `fd`.
+void NewTurn();
+void SentOn(int fd);
 // The extra work for the end record (wire::EndRecord).
 void IsolationCounters(uint64_t* isolated_reads, uint64_t* held_reads, uint64_t* held_bytes,
                        uint64_t* split_waits);

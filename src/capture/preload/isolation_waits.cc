@@ -376,6 +376,7 @@ void ResetWaitsAfterFork() {
 
 int IsolatedPoll(struct pollfd* fds, nfds_t n, const struct timespec* timeout, const sigset_t* mask,
                  bool ppoll_call, int poll_timeout) {
+  NewTurn();
   bool any = false;
   if (AnyHeldOrKept()) {
     for (nfds_t i = 0; i < n && !any; ++i) {
@@ -407,6 +408,7 @@ int IsolatedPoll(struct pollfd* fds, nfds_t n, const struct timespec* timeout, c
 int IsolatedSelect(int n, fd_set* readable, fd_set* writable, fd_set* failed,
                    struct timeval* timeout, const struct timespec* ptimeout, const sigset_t* mask,
                    bool pselect_call) {
+  NewTurn();
   fd_set held;
   FD_ZERO(&held);
   bool any = false;
@@ -493,6 +495,7 @@ void ForgetWaits(int fd) {
 
 int IsolatedEpollWait(int epfd, struct epoll_event* events, int max, int timeout,
                       const sigset_t* mask, bool pwait_call) {
+  NewTurn();
   if (epfd < 0 || epfd >= kWaitFds || max <= 0) {
     return pwait_call ? Real().epoll_pwait(epfd, events, max, timeout, mask)
                       : Real().epoll_wait(epfd, events, max, timeout);

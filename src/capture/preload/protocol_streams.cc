@@ -10,6 +10,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "capture/preload/isolation.h"
 #include "capture/preload/log_file.h"
 #include "capture/preload/protocol_selection.h"
 #include "capture/preload/runtime.h"
@@ -377,6 +378,7 @@ void FeedTaken(ProtocolStream* s, int d, int fd, bool sending, int64_t entry, in
 void FeedStream(int fd, bool sending, int64_t entry, int64_t exit, const void* data,
                 const struct iovec* iov, int iovcnt, size_t bytes) {
   if (bytes == 0 || fd < 0 || fd >= kFdTableSize) return;
+  if (sending && Isolating()) SentOn(fd);
   ProtocolStream* s = StreamAt(__atomic_load_n(&g_fd_stream[fd], __ATOMIC_ACQUIRE));
   if (s == nullptr) return;
   int d = sending == s->client ? 0 : 1;  // the client sends requests, the server receives them
