@@ -203,6 +203,8 @@ void UnpackSlot(const CompiledQuery& query, const Baggage& bag, int32_t child, u
   out.refs.clear();
   size_t instances = 0;
   bag.ForEachInstance(slot, [&](const PackedTuples& t) {
+    // Live, a slot may still hold tuples a removed query packed: another layout is not ours.
+    if (t.width != unit.outputs.size() || t.partials != unit.partials.size()) return;
     ++instances;
     for (uint32_t i = 0; i < t.size(); ++i) out.refs.push_back({t.order[i], {&t, i}});
   });
@@ -287,6 +289,13 @@ void AdviceRunner::Pack(int32_t u, const Value* row, std::span<const size_t> pic
   for (size_t p = 0; p < unit.partials.size(); ++p) {
     pack_parts.push_back(Partial(u, unit.partials[p], unit.partial_sources[p], row, pick, mult));
   }
+  if (options_.keep_value != nullptr) {
+    for (Value& v : pack_values) v = options_.keep_value(v);
+    for (PartialAggregate& p : pack_parts) {
+      p.min = options_.keep_value(p.min);
+      p.max = options_.keep_value(p.max);
+    }
+  }
   PackedTuples& t = bag.Active(slot, uint32_t(unit.outputs.size()), uint32_t(unit.partials.size()));
   if (unit.mode == PackMode::kGrouped && t.size() <= kMergeLimit) {
     int64_t at = t.Find(pack_values.data());
@@ -322,6 +331,13 @@ void AdviceRunner::Emit(const Value* row, std::span<const size_t> pick, double m
     parts[a] = query_->aggregates[a].op == AggregateOp::kCount
                    ? PartialAggregate{}
                    : Partial(0, uint32_t(a), emit.aggregate_sources[a], row, pick, mult);
+  }
+  if (options_.keep_value != nullptr) {
+    for (Value& v : key) v = options_.keep_value(v);
+    for (PartialAggregate& p : parts) {
+      p.min = options_.keep_value(p.min);
+      p.max = options_.keep_value(p.max);
+    }
   }
   sink.Emit(key, mult, parts);
 }

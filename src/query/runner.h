@@ -58,6 +58,9 @@ struct RunnerOptions {
   // Track the most tuples a baggage held (EvaluationCounters::baggage_tuples_*). Costs a
   // walk over the baggage per PACK; offline only.
   bool track_baggage_size = true;
+  // Applied to every value PACK puts in the baggage and EMIT passes to the sink (group
+  // keys, partials' min and max), so that strings outlive the event (live: interned).
+  Value (*keep_value)(const Value&) = nullptr;
 };
 
 // Runs one compiled query's advice. Holds scratch rows, so it is not thread-safe: one
@@ -87,11 +90,10 @@ class AdviceRunner {
  private:
   struct Scratch;
 
-  void Pack(int32_t u, const Value* row, std::span<const size_t> pick, double mult,
-            Baggage& bag);
+  void Pack(int32_t u, const Value* row, std::span<const size_t> pick, double mult, Baggage& bag);
   void Emit(const Value* row, std::span<const size_t> pick, double mult, EmitSink& sink);
-  PartialAggregate Partial(int32_t u, uint32_t aggregate, const PartialSource& s,
-                           const Value* row, std::span<const size_t> pick, double mult) const;
+  PartialAggregate Partial(int32_t u, uint32_t aggregate, const PartialSource& s, const Value* row,
+                           std::span<const size_t> pick, double mult) const;
 
   std::shared_ptr<const CompiledQuery> query_;
   RunnerOptions options_;
