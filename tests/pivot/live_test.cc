@@ -12,6 +12,7 @@
 
 #include "pivot/advice_context.h"
 #include "pivot/agent.h"
+#include "pivot/frontend.h"
 #include "pivot/live_query.h"
 #include "pivot/merge.h"
 #include "pivot/protocol.h"
@@ -326,6 +327,53 @@ TEST(LiveQueryTest, WeaveAndUnweaveWhileFiring) {
   }
   stop = true;
   for (std::thread& t : threads) t.join();
+}
+
+}  // namespace
+}  // namespace weft::pivot
+
+namespace weft::pivot {
+namespace {
+
+// The front end's session against an agent in this process: the query is compiled
+// against the agents' tracepoints, installed, and its merged results equal the offline
+// Evaluator's over the same firings.
+TEST(LiveSessionTest, InstallStreamAndFinishEqualsOffline) {
+  auto bus = MakeLocalBus();
+  auto agent = Agent::Start(*bus);
+  ASSERT_TRUE(agent.ok());
+  const std::string text =
+      "From b In B Join a In A On a -> b GroupBy b.host Select b.host, COUNT, MAX(a.v)";
+  auto session = LiveSession::Install(*bus, text, {.list_window_ms = 50});
+  ASSERT_TRUE(session.ok()) << session.status().message();
+  EXPECT_EQ((*session)->agents(), 1u);
+  (*agent)->Sync();
+  EXPECT_TRUE(kB.woven());
+  std::vector<Request> requests = RunWorkload(2, 30);
+  std::vector<query::QueryResult> intervals = (*session)->Finish(10000);
+  EXPECT_FALSE(kB.woven());
+  EXPECT_EQ((*session)->drops(), 0u);
+  // However the tuples fell into intervals, the intervals together equal the offline
+  // answer, and the streamed intervals hold every tuple.
+  query::QueryResult offline = Offline(text, requests);
+  ExpectSame((*session)->Total(), offline);
+  double streamed = 0, expected = 0;
+  for (const query::QueryResult& r : intervals) {
+    for (const query::ResultRow& row : r.rows) streamed += row.weight;
+  }
+  for (const query::ResultRow& row : offline.rows) expected += row.weight;
+  EXPECT_EQ(streamed, expected);
+}
+
+TEST(LiveSessionTest, ABadQueryIsADiagnosticBeforeInstalling) {
+  auto bus = MakeLocalBus();
+  auto agent = Agent::Start(*bus);
+  ASSERT_TRUE(agent.ok());
+  auto session = LiveSession::Install(*bus, "From x In Nope Select x.id", {.list_window_ms = 50});
+  ASSERT_FALSE(session.ok());
+  EXPECT_NE(session.status().message().find("Nope"), std::string::npos)
+      << session.status().message();
+  EXPECT_EQ((*agent)->counters().installed, 0u);
 }
 
 }  // namespace
