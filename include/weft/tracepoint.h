@@ -46,11 +46,11 @@ struct TracepointArg {
 
   constexpr TracepointArg() = default;
   template <typename T>
-    requires(std::is_integral_v<T>)
-  constexpr TracepointArg(T v) : type(Type::kInt), i(static_cast<int64_t>(v)) {}
+  requires(std::is_integral_v<T>) constexpr TracepointArg(T v)
+      : type(Type::kInt), i(static_cast<int64_t>(v)) {}
   template <typename T>
-    requires(std::is_floating_point_v<T>)
-  constexpr TracepointArg(T v) : type(Type::kFloat), f(static_cast<double>(v)) {}
+  requires(std::is_floating_point_v<T>) constexpr TracepointArg(T v)
+      : type(Type::kFloat), f(static_cast<double>(v)) {}
   constexpr TracepointArg(std::string_view v) : type(Type::kString), s(v) {}
   constexpr TracepointArg(const char* v) : type(Type::kString), s(v) {}
   TracepointArg(const std::string& v) : type(Type::kString), s(v) {}
@@ -102,4 +102,7 @@ bool StartAgentFromEnvironment();
 
 // Declares `var`, a weft::pivot::Tracepoint named `name` exporting the variables named
 // by the remaining arguments (string literals).
-#define WEFT_TRACEPOINT(var, name, ...) ::weft::pivot::Tracepoint var{name, {__VA_ARGS__}}
+#define WEFT_TRACEPOINT(var, name, ...) \
+  ::weft::pivot::Tracepoint var {       \
+    name, { __VA_ARGS__ }               \
+  }

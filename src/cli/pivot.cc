@@ -47,8 +47,7 @@ int64_t NowNs() {
 // One interval's rows as `format` shows them; the CSV header only before the first.
 void PrintInterval(const query::QueryResult& r, query::OutputFormat format, TimeNs interval,
                    TimeNs origin, bool first) {
-  std::string out =
-      query::FormatResult(r, format, {.interval = interval, .origin = origin});
+  std::string out = query::FormatResult(r, format, {.interval = interval, .origin = origin});
   if (format == query::OutputFormat::kCsv && !first) {
     size_t nl = out.find('\n');
     out = nl == std::string::npos ? "" : out.substr(nl + 1);
@@ -74,10 +73,9 @@ Status RunInstall(const PivotFlags& f) {
     duration = *d;
   }
   WEFT_ASSIGN_OR_RETURN(pivot::Bus * bus, Open(f));
-  WEFT_ASSIGN_OR_RETURN(auto session,
-                        pivot::LiveSession::Install(
-                            *bus, f.text,
-                            {.interval_ns = *interval, .list_window_ms = f.window_ms}));
+  WEFT_ASSIGN_OR_RETURN(
+      auto session, pivot::LiveSession::Install(
+                        *bus, f.text, {.interval_ns = *interval, .list_window_ms = f.window_ms}));
   fmt::print(stderr, "installed {} in {} process(es); {} to stop\n", session->id(),
              session->agents(), duration > 0 ? "--for " + f.duration + " or Ctrl-C" : "Ctrl-C");
   g_interrupted.store(false);
@@ -105,10 +103,9 @@ Status RunInstall(const PivotFlags& f) {
   }
   if (!f.plot.empty()) {
     query::QueryResult series = session->Series();
-    WEFT_ASSIGN_OR_RETURN(std::string svg,
-                          query::PlotResultSvg(series, {.interval = *interval,
-                                                        .origin = origin,
-                                                        .title = f.text}));
+    WEFT_ASSIGN_OR_RETURN(
+        std::string svg,
+        query::PlotResultSvg(series, {.interval = *interval, .origin = origin, .title = f.text}));
     WEFT_RETURN_IF_ERROR(WriteFile(f.plot, svg));
   }
   return Status::Ok();
@@ -127,8 +124,7 @@ Status RunList(const PivotFlags& f) {
     for (const pivot::InstalledQueryInfo& q : a.queries) {
       fmt::print("  {}  slots {}-{}  {}{}\n    {}\n", q.id, q.slot_base, q.slot_base + q.slots,
                  q.woven ? "woven" : "no advice here",
-                 q.error.empty() ? "" : " (" + q.error.substr(0, q.error.find('\n')) + ")",
-                 q.text);
+                 q.error.empty() ? "" : " (" + q.error.substr(0, q.error.find('\n')) + ")", q.text);
     }
   }
   return Status::Ok();
@@ -148,8 +144,8 @@ Status RunTracepoints(const PivotFlags& f) {
     for (const pivot::AgentDescription& a : agents) {
       for (const query::Tracepoint& at : a.tracepoints) processes += at.name == t.name;
     }
-    fmt::print("{}  ({} process{})\n  exports: {}\n", t.name, processes,
-               processes == 1 ? "" : "es", fmt::join(t.exports, ", "));
+    fmt::print("{}  ({} process{})\n  exports: {}\n", t.name, processes, processes == 1 ? "" : "es",
+               fmt::join(t.exports, ", "));
   }
   return Status::Ok();
 }
@@ -163,8 +159,7 @@ void AddBusOptions(CLI::App* cmd, PivotFlags& flags) {
   cmd->add_option("--bus", flags.bus,
                   "The bus the agents are on: unix:PATH, nats://HOST:PORT, or local (default: "
                   "$WEFT_PIVOT_BUS, else local)");
-  cmd->add_option("--wait", flags.window_ms,
-                  "How long to wait for live processes to answer, in ms")
+  cmd->add_option("--wait", flags.window_ms, "How long to wait for live processes to answer, in ms")
       ->capture_default_str();
 }
 

@@ -101,11 +101,11 @@ Result<std::unique_ptr<LiveSession>> LiveSession::Install(Bus& bus, std::string 
   s->interval_ns_ = options.interval_ns;
   s->agents_ = agents.size();
   LiveSession* self = s.get();
-  WEFT_ASSIGN_OR_RETURN(s->subscription_,
-                        bus.Subscribe(ResultsSubject(s->id_),
-                                      [self](std::string_view, std::string_view payload) {
-                                        self->OnPartials(payload);
-                                      }));
+  WEFT_ASSIGN_OR_RETURN(
+      s->subscription_,
+      bus.Subscribe(ResultsSubject(s->id_), [self](std::string_view, std::string_view payload) {
+        self->OnPartials(payload);
+      }));
   bus.Publish(kInstallSubject, EncodeInstall({.id = s->id_,
                                               .text = std::move(text),
                                               .slot_base = slot_base,

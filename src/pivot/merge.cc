@@ -41,7 +41,7 @@ void ResultMerger::AppendRows(const PartialGroups& groups, int64_t interval,
     for (const ResultColumn& c : columns_) {
       if (c.aggregate < 0) {
         row.values.push_back(size_t(c.key) < key.size() ? key[size_t(c.key)]
-                                                         : query::Value::Null());
+                                                        : query::Value::Null());
         continue;
       }
       if (size_t(c.aggregate) >= parts.size()) {

@@ -43,7 +43,8 @@ Result<query::Value> DecodeValue(const json& j) {
 
 json EncodeCatalog(const std::vector<query::Tracepoint>& catalog) {
   json out = json::array();
-  for (const query::Tracepoint& t : catalog) out.push_back({{"name", t.name}, {"exports", t.exports}});
+  for (const query::Tracepoint& t : catalog)
+    out.push_back({{"name", t.name}, {"exports", t.exports}});
   return out;
 }
 
@@ -147,9 +148,9 @@ std::string_view OpName(query::AggregateOp op) {
 }
 
 Result<query::AggregateOp> ParseOp(std::string_view s) {
-  for (auto op : {query::AggregateOp::kCount, query::AggregateOp::kSum,
-                  query::AggregateOp::kAverage, query::AggregateOp::kMin,
-                  query::AggregateOp::kMax}) {
+  for (auto op :
+       {query::AggregateOp::kCount, query::AggregateOp::kSum, query::AggregateOp::kAverage,
+        query::AggregateOp::kMin, query::AggregateOp::kMax}) {
     if (OpName(op) == s) return op;
   }
   return Status::InvalidArgument("unknown aggregate \"{}\"", s);
@@ -164,8 +165,8 @@ std::string ResultsSubject(std::string_view query_id) {
 bool ValidQueryId(std::string_view id) {
   if (id.empty() || id.size() > 64) return false;
   for (char c : id) {
-    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-          c == '_' || c == '-')) {
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+          c == '-')) {
       return false;
     }
   }
@@ -173,10 +174,14 @@ bool ValidQueryId(std::string_view id) {
 }
 
 std::string EncodeInstall(const InstallMessage& m) {
-  return json{{"type", "install"},       {"v", kProtocolVersion},
-              {"id", m.id},              {"text", m.text},
-              {"slot_base", m.slot_base}, {"interval_ns", m.interval_ns},
-              {"optimize", m.optimize},  {"tracepoints", EncodeCatalog(m.catalog)}}
+  return json{{"type", "install"},
+              {"v", kProtocolVersion},
+              {"id", m.id},
+              {"text", m.text},
+              {"slot_base", m.slot_base},
+              {"interval_ns", m.interval_ns},
+              {"optimize", m.optimize},
+              {"tracepoints", EncodeCatalog(m.catalog)}}
       .dump();
 }
 
@@ -270,8 +275,8 @@ Result<ListRequest> DecodeList(std::string_view payload) {
   WEFT_ASSIGN_OR_RETURN(json j, Parse(payload, "list"));
   ListRequest m;
   WEFT_ASSIGN_OR_RETURN(m.reply_to, String(j, "reply_to", 256));
-  std::string_view token = std::string_view(m.reply_to).substr(
-      std::min(m.reply_to.size(), kReplyPrefix.size()));
+  std::string_view token =
+      std::string_view(m.reply_to).substr(std::min(m.reply_to.size(), kReplyPrefix.size()));
   if (!m.reply_to.starts_with(kReplyPrefix) || !ValidQueryId(token)) {
     return Status::InvalidArgument("reply_to must be {}<token>, not \"{}\"", kReplyPrefix,
                                    m.reply_to);

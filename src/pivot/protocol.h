@@ -41,9 +41,9 @@ std::string ResultsSubject(std::string_view query_id);
 // Bounds a decoder enforces.
 inline constexpr size_t kMaxQueryText = 1 << 20;
 inline constexpr uint32_t kMaxSlotBase = 1 << 20;
-inline constexpr int64_t kMinInterval = 1'000'000;           // 1 ms
-inline constexpr int64_t kMaxInterval = 3'600'000'000'000;   // 1 h
-inline constexpr size_t kMaxCatalog = 100'000;               // tracepoints in a message
+inline constexpr int64_t kMinInterval = 1'000'000;          // 1 ms
+inline constexpr int64_t kMaxInterval = 3'600'000'000'000;  // 1 h
+inline constexpr size_t kMaxCatalog = 100'000;              // tracepoints in a message
 
 // A query id: 1 to 64 of [A-Za-z0-9_-], so that it is one subject token.
 bool ValidQueryId(std::string_view id);

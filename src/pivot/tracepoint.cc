@@ -150,8 +150,8 @@ void Tracepoint::FireWoven(const TracepointArg* args, size_t n) {
 uint64_t Weave(std::string name, HookFactory factory) {
   Registry& r = GetRegistry();
   std::lock_guard lock(r.mu);
-  StandingWeave& w = r.weaves.emplace_back(StandingWeave{++r.last_weave, std::move(name),
-                                                         std::move(factory)});
+  StandingWeave& w =
+      r.weaves.emplace_back(StandingWeave{++r.last_weave, std::move(name), std::move(factory)});
   for (Tracepoint* t : r.tracepoints) {
     if (t->name() == w.name) Apply(*t, w);
   }

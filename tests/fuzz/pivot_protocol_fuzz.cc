@@ -23,8 +23,8 @@ bool SameValues(std::span<const weft::query::Value> a, std::span<const weft::que
   if (a.size() != b.size()) return false;
   for (size_t i = 0; i < a.size(); ++i) {
     // NaN is not equal to itself: compare what it encodes to.
-    if (a[i].type == weft::query::ValueType::kFloat && b[i].type == a[i].type &&
-        a[i].f != a[i].f && b[i].f != b[i].f) {
+    if (a[i].type == weft::query::ValueType::kFloat && b[i].type == a[i].type && a[i].f != a[i].f &&
+        b[i].f != b[i].f) {
       continue;
     }
     if (a[i].type != b[i].type || !(a[i] == b[i])) return false;

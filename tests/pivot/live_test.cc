@@ -131,17 +131,17 @@ class LiveFixture : public ::testing::Test {
     auto agent = Agent::Start(*bus_);
     ASSERT_TRUE(agent.ok()) << agent.status().message();
     agent_ = std::move(*agent);
-    auto sub = bus_->Subscribe("weft.pivot.results.>", [this](std::string_view,
-                                                               std::string_view payload) {
-      Result<PartialResults> p = DecodePartials(payload);
-      std::lock_guard lock(mu_);
-      if (!p.ok()) {
-        ++bad_;
-        return;
-      }
-      if (p->final) ++finals_[p->id];
-      merged_[p->id].Add(*p);
-    });
+    auto sub =
+        bus_->Subscribe("weft.pivot.results.>", [this](std::string_view, std::string_view payload) {
+          Result<PartialResults> p = DecodePartials(payload);
+          std::lock_guard lock(mu_);
+          if (!p.ok()) {
+            ++bad_;
+            return;
+          }
+          if (p->final) ++finals_[p->id];
+          merged_[p->id].Add(*p);
+        });
     ASSERT_TRUE(sub.ok());
   }
 
@@ -287,8 +287,8 @@ TEST(LiveQueryTest, UnweaveRemovesTheAdvice) {
 // A tracepoint constructed after the query was woven gets the advice too; one destroyed
 // while woven takes its advice with it.
 TEST(LiveQueryTest, LateTracepointsAreWoven) {
-  auto q = LiveQuery::Make({.id = "late", .text = "From l In Late Select l.x",
-                            .catalog = {{"Late", {"x"}, ""}}});
+  auto q = LiveQuery::Make(
+      {.id = "late", .text = "From l In Late Select l.x", .catalog = {{"Late", {"x"}, ""}}});
   ASSERT_TRUE(q.ok()) << q.status().message();
   EXPECT_FALSE((*q)->Weave());  // no such tracepoint yet
   {
