@@ -30,6 +30,11 @@ std::vector<int64_t> ResultMerger::Intervals() const {
 
 void ResultMerger::Erase(int64_t interval) { intervals_.erase(interval); }
 
+query::Value ResultMerger::Keep(const query::Value& v) const {
+  if (v.type != query::ValueType::kString) return v;
+  return query::Value::String(*strings_.emplace(v.s).first);
+}
+
 void ResultMerger::AppendRows(const PartialGroups& groups, int64_t interval,
                               query::QueryResult& out) const {
   for (size_t g = 0; g < groups.size(); ++g) {
@@ -40,7 +45,7 @@ void ResultMerger::AppendRows(const PartialGroups& groups, int64_t interval,
     std::span<const query::PartialAggregate> parts = groups.partials(g);
     for (const ResultColumn& c : columns_) {
       if (c.aggregate < 0) {
-        row.values.push_back(size_t(c.key) < key.size() ? key[size_t(c.key)]
+        row.values.push_back(size_t(c.key) < key.size() ? Keep(key[size_t(c.key)])
                                                         : query::Value::Null());
         continue;
       }
@@ -61,10 +66,10 @@ void ResultMerger::AppendRows(const PartialGroups& groups, int64_t interval,
                                             : query::Value::Null());
           break;
         case query::AggregateOp::kMin:
-          row.values.push_back(p.min);
+          row.values.push_back(Keep(p.min));
           break;
         case query::AggregateOp::kMax:
-          row.values.push_back(p.max);
+          row.values.push_back(Keep(p.max));
           break;
       }
     }

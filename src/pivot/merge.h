@@ -5,6 +5,8 @@
 // one evaluator would give over every tuple the agents emitted in it.
 #pragma once
 
+#include <absl/container/node_hash_set.h>
+
 #include <cstdint>
 #include <map>
 #include <set>
@@ -16,6 +18,7 @@
 
 namespace weft::pivot {
 
+// The results' strings point into the merger: valid as long as it lives (Erase keeps them).
 class ResultMerger {
  public:
   // Adds one agent's partials for one interval (all for the same query).
@@ -40,12 +43,14 @@ class ResultMerger {
 
  private:
   void AppendRows(const PartialGroups& groups, int64_t interval, query::QueryResult& out) const;
+  query::Value Keep(const query::Value& v) const;
 
   std::vector<ResultColumn> columns_;
   bool aggregated_ = false;
   std::map<int64_t, PartialGroups> intervals_;
   uint64_t drops_ = 0, events_ = 0;
   std::set<std::string> agents_;
+  mutable absl::node_hash_set<std::string> strings_;  // what results' strings point into
 };
 
 }  // namespace weft::pivot
