@@ -33,10 +33,12 @@ class ArgExports final : public query::EventExports {
  public:
   ArgExports(const std::vector<int32_t>& map, const TracepointArg* args, size_t n)
       : map_(map), args_(args), n_(n) {}
-  query::Value Export(uint32_t export_id) const override {
-    if (export_id >= map_.size()) return query::Value::Null();
-    int32_t at = map_[export_id];
-    return at < 0 || size_t(at) >= n_ ? query::Value::Null() : ToValue(args_[at]);
+  void Observe(std::span<const uint32_t> ids, query::Value* out) const override {
+    for (size_t j = 0; j < ids.size(); ++j) {
+      const uint32_t id = ids[j];
+      const int32_t at = id < map_.size() ? map_[id] : -1;
+      out[j] = at < 0 || size_t(at) >= n_ ? query::Value::Null() : ToValue(args_[at]);
+    }
   }
 
  private:

@@ -128,10 +128,7 @@ void AdviceRunner::RunUnit(int32_t u, uint32_t variant, const EventExports& expo
                            EmitSink& sink) {
   const Unit& unit = query_->units[size_t(u)];
   Value* row = scratch_->rows[size_t(u)].data();
-  const std::vector<uint32_t>& observe = unit.observe[variant];
-  for (size_t j = 0; j < observe.size(); ++j) {
-    row[j] = observe[j] == kNoExport ? Value::Null() : exports.Export(observe[j]);
-  }
+  exports.Observe(unit.observe[variant], row);
   ++counters_.tuples_observed;
   for (const CompiledExpr& f : unit.filter_before_unpack) {
     if (!IsTrue(Evaluate(f, row))) return;
@@ -374,8 +371,10 @@ class SourceExports final : public EventExports {
  public:
   SourceExports(const EventSource& source, uint32_t tracepoint, uint32_t event)
       : source_(source), tracepoint_(tracepoint), event_(event) {}
-  Value Export(uint32_t export_id) const override {
-    return source_.Export(tracepoint_, export_id, event_);
+  void Observe(std::span<const uint32_t> ids, Value* out) const override {
+    for (size_t j = 0; j < ids.size(); ++j) {
+      out[j] = ids[j] == kNoExport ? Value::Null() : source_.Export(tracepoint_, ids[j], event_);
+    }
   }
 
  private:

@@ -26,11 +26,13 @@
 namespace weft::query {
 
 // The variables the firing event exports, by export id of the tracepoint the query was
-// compiled against. Null for a variable the event lacks.
+// compiled against.
 class EventExports {
  public:
   virtual ~EventExports() = default;
-  virtual Value Export(uint32_t export_id) const = 0;
+  // OBSERVE: out[j] = the export `ids[j]`; Null for kNoExport or a variable the event
+  // lacks. One call per unit, so a source pays one indirect call per unit, not per column.
+  virtual void Observe(std::span<const uint32_t> ids, Value* out) const = 0;
 };
 
 // Receives the answered query's tuples. `key`: the GroupBy expressions when the query
