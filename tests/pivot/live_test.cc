@@ -385,3 +385,64 @@ TEST(LiveSessionTest, ABadQueryIsADiagnosticBeforeInstalling) {
 
 }  // namespace
 }  // namespace weft::pivot
+
+namespace weft::pivot {
+namespace {
+
+// A request that branches to a spawned thread and rejoins (Table 4's split and join):
+// a tuple packed on one side after the split is invisible to the other until the join.
+TEST_F(LiveFixture, BranchAndJoinAcrossThreadsEqualsOffline) {
+  const std::string text = "From b In B Join a In A On a -> b Select a.id, b.id";
+  Install("bj", text, 0);
+  ClearAdviceBaggage();
+  kA.Fire("a1", 1, "h");
+  query::Baggage branch = BranchAdviceBaggage();
+  kA.Fire("a3", 3, "h");  // after the split, on the parent's side
+  query::Baggage returned;
+  std::thread child([&] {
+    SetAdviceBaggage(std::move(branch));
+    kA.Fire("a2", 2, "h");
+    kB.Fire("b1", 1, "h");  // sees a1, a2; not a3
+    returned = TakeAdviceBaggage();
+  });
+  child.join();
+  JoinAdviceBaggage(returned);
+  kB.Fire("b2", 2, "h");  // sees a1, a2, a3
+  ClearAdviceBaggage();
+  Uninstall("bj");
+
+  HandEvents events;
+  events.Reserve(6);
+  Script s;
+  s.Fire(0, 0, events.Add("a1", 1));
+  uint32_t child_segment = s.Branch(0);
+  s.Fire(0, 0, events.Add("a3", 3));
+  s.Fire(child_segment, 0, events.Add("a2", 2));
+  s.Fire(child_segment, 1, events.Add("b1", 1));
+  s.Join(0, child_segment);
+  s.Fire(0, 1, events.Add("b2", 2));
+  std::vector<query::Execution> executions{s.Done()};
+  query::testing::Answer offline =
+      query::testing::Ask(text, query::testing::AbcTracepoints(), events, executions);
+  ASSERT_EQ(offline.error, "");
+  EXPECT_EQ(query::testing::Rows(offline.result),
+            (std::vector<std::string>{"a1 b1", "a1 b2", "a2 b1", "a2 b2", "a3 b2"}));
+  ExpectSame(Live("bj"), offline.result);
+}
+
+// A thread's buffer holds at most kMaxGroupsPerThread groups: tuples of more are dropped
+// and counted, never grown without bound.
+TEST(LiveQueryTest, TooManyGroupsAreDroppedAndCounted) {
+  auto q = LiveQuery::Make({.id = "g", .text = "From a In A GroupBy a.v Select a.v, COUNT"});
+  ASSERT_TRUE(q.ok());
+  (*q)->Weave();
+  for (size_t i = 0; i < kMaxGroupsPerThread + 5; ++i) kA.Fire("a", int64_t(i), "h");
+  (*q)->Unweave();
+  LiveQuery::Harvest h = (*q)->TakeHarvest();
+  EXPECT_EQ(h.events, kMaxGroupsPerThread + 5);
+  EXPECT_EQ(h.groups.size(), kMaxGroupsPerThread);
+  EXPECT_EQ(h.drops, 5u);
+}
+
+}  // namespace
+}  // namespace weft::pivot
