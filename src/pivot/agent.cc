@@ -116,10 +116,14 @@ Agent::~Agent() {
 }
 
 AgentCounters Agent::counters() const {
+  uint64_t overflow;
+  {
+    std::lock_guard lock(state_->inbox->mu);
+    overflow = state_->inbox->overflow;
+  }
   std::lock_guard lock(state_->mu);
   AgentCounters c = state_->counters;
-  std::lock_guard inbox_lock(state_->inbox->mu);
-  c.rejected += state_->inbox->overflow;
+  c.rejected += overflow;
   return c;
 }
 
@@ -140,13 +144,12 @@ void Agent::Sync() {
 void Agent::State::Loop() {
   while (true) {
     std::deque<std::pair<std::string, std::string>> batch;
+    // Only this thread changes `queries`: it reads them unlocked (and never holds mu and
+    // inbox->mu at once).
+    int64_t next = INT64_MAX;
+    for (const auto& [id, q] : queries) next = std::min(next, q.interval_end);
     {
       std::unique_lock lock(inbox->mu);
-      int64_t next = INT64_MAX;
-      {
-        std::lock_guard q_lock(mu);
-        for (const auto& [id, q] : queries) next = std::min(next, q.interval_end);
-      }
       auto ready = [&] { return inbox->stop || !inbox->messages.empty(); };
       if (next == INT64_MAX) {
         inbox->wake.wait(lock, ready);
