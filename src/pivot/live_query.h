@@ -8,6 +8,14 @@
 // groups out under the buffer's mutex, and a firing thread that finds that mutex taken
 // (a harvest in progress) drops its tuple and counts it rather than wait. A buffer holds
 // at most kMaxGroupsPerThread groups; tuples of further groups are dropped and counted.
+// A thread's first firing of the query makes its buffer and pushes it on the query's
+// list with a compare-and-swap, so registering never waits either. Strings the advice
+// packs or emits are interned (interner.h), since the tracepoint's arguments are views.
+//
+// Every process compiles a query against the same catalog (InstallMessage::catalog), so
+// its units, and baggage slots slot_base() .. slot_base() + slots(), are the same in
+// every process; the firing tracepoint's arguments are matched to the catalog's exports
+// by name, so a process whose tracepoint exports fewer variables observes nulls.
 #pragma once
 
 #include <atomic>
