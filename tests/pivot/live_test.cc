@@ -446,3 +446,23 @@ TEST(LiveQueryTest, TooManyGroupsAreDroppedAndCounted) {
 
 }  // namespace
 }  // namespace weft::pivot
+
+namespace weft::pivot {
+namespace {
+
+// WEFT_PIVOT_BUS starts the process's agent; a front end on the same bus finds it.
+TEST(AgentFromEnvironmentTest, StartsOnTheNamedBus) {
+  ASSERT_EQ(setenv("WEFT_PIVOT_BUS", "nats://127.0.0.1:1", 1), 0);
+  EXPECT_FALSE(StartAgentFromEnvironment());  // no such bus in this build: said, not fatal
+  ASSERT_EQ(setenv("WEFT_PIVOT_BUS", "local", 1), 0);
+  EXPECT_TRUE(StartAgentFromEnvironment());
+  EXPECT_TRUE(StartAgentFromEnvironment());  // once per process
+  Result<std::vector<AgentDescription>> agents = ListAgents(SharedLocalBus(), 50);
+  ASSERT_TRUE(agents.ok());
+  ASSERT_EQ(agents->size(), 1u);
+  EXPECT_EQ((*agents)[0].pid, int64_t(getpid()));
+  unsetenv("WEFT_PIVOT_BUS");
+}
+
+}  // namespace
+}  // namespace weft::pivot
