@@ -21,5 +21,6 @@ void AddTestbedCommand(CLI::App& app, Status& result);
 void AddCaptureCommand(CLI::App& app, Status& result);  // capture and events
 void AddReconcileCommand(CLI::App& app, Status& result);
 void AddQueryCommand(CLI::App& app, Status& result);
+void AddPivotCommand(CLI::App& app, Status& result);  // install, list, uninstall, tracepoints
 
 }  // namespace weft::cli

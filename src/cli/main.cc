@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
   weft::cli::AddCaptureCommand(app, result);
   weft::cli::AddReconcileCommand(app, result);
   weft::cli::AddQueryCommand(app, result);
+  weft::cli::AddPivotCommand(app, result);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
