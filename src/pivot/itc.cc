@@ -39,7 +39,8 @@ IdTree IdNodeOf(IdTree l, IdTree r) {
 
 std::pair<IdTree, IdTree> SplitId(const IdTree& i) {
   if (IsZero(i)) return {i, i};
-  if (IsOne(i)) return {IdNodeOf(IdLeaf(true), IdLeaf(false)), IdNodeOf(IdLeaf(false), IdLeaf(true))};
+  if (IsOne(i))
+    return {IdNodeOf(IdLeaf(true), IdLeaf(false)), IdNodeOf(IdLeaf(false), IdLeaf(true))};
   if (IsZero(i->l)) {
     auto [a, b] = SplitId(i->r);
     return {IdNodeOf(IdLeaf(false), a), IdNodeOf(IdLeaf(false), b)};
@@ -246,7 +247,7 @@ struct Reader {
     }
     EventTree l, r;
     if (!Event(depth + 1, base + n, l) || !Event(depth + 1, base + n, r)) return false;
-    if (std::min(l->n, r->n) != 0) return false;                 // not normal: min not lifted
+    if (std::min(l->n, r->n) != 0) return false;               // not normal: min not lifted
     if (l->leaf() && r->leaf() && l->n == r->n) return false;  // not normal: (n, 0, 0)
     out = RawNode(n, std::move(l), std::move(r));
     return true;

@@ -49,9 +49,9 @@ TEST(Itc, AnonymousStampsRecordNothing) {
 TEST(Itc, DecodeRejectsWhatEncodeNeverWrites) {
   EXPECT_TRUE(Stamp::Decode(Stamp::Seed().Encode()).ok());
   const std::vector<std::string> bad = {
-      "",                            // nothing
-      std::string("\x01", 1),        // no event tree
-      std::string("\x03\x00", 2),    // unknown id tag
+      "",                                  // nothing
+      std::string("\x01", 1),              // no event tree
+      std::string("\x03\x00", 2),          // unknown id tag
       std::string("\x02\x01\x01\x00", 4),  // id (1, 1) is not normal
       std::string("\x02\x00\x00\x00", 4),  // id (0, 0) is not normal
       std::string("\x01\x01\x02\x02", 4),  // event (0, 1, 1): minimum not lifted
