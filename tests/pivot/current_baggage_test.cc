@@ -72,7 +72,8 @@ TEST(CurrentBaggage, QueueHandOffMovesTheRequest) {
     cv.notify_one();
   }
   consumer.join();
-  for (int64_t r = 0; r < 3; ++r) EXPECT_EQ(consumed[size_t(r)], (std::vector<int64_t>{r, 100 + r}));
+  for (int64_t r = 0; r < 3; ++r)
+    EXPECT_EQ(consumed[size_t(r)], (std::vector<int64_t>{r, 100 + r}));
 }
 
 TEST(CurrentBaggage, ScopedBaggagePutsTheOuterOneBack) {
@@ -94,8 +95,18 @@ TEST(CurrentBaggage, SpawnedThreadsRunOnBranchesThatJoinBack) {
   Baggage a = CurrentBaggage().Split();
   Baggage b = CurrentBaggage().Split();
   std::vector<int64_t> seen_a, seen_b;
-  std::thread ta([&] { RunWithBaggage(a, [&] { Pack(10); seen_a = Current(); }); });
-  std::thread tb([&] { RunWithBaggage(b, [&] { Pack(20); seen_b = Current(); }); });
+  std::thread ta([&] {
+    RunWithBaggage(a, [&] {
+      Pack(10);
+      seen_a = Current();
+    });
+  });
+  std::thread tb([&] {
+    RunWithBaggage(b, [&] {
+      Pack(20);
+      seen_b = Current();
+    });
+  });
   ta.join();
   tb.join();
   EXPECT_EQ(seen_a, (std::vector<int64_t>{1, 10}));  // not the sibling's 20
@@ -107,7 +118,10 @@ TEST(CurrentBaggage, SpawnedThreadsRunOnBranchesThatJoinBack) {
 
   // A wrapped callable carries a branch and leaves the spawner's baggage alone.
   std::vector<int64_t> seen_c;
-  std::thread tc(WithBranchOfCurrentBaggage([&] { Pack(30); seen_c = Current(); }));
+  std::thread tc(WithBranchOfCurrentBaggage([&] {
+    Pack(30);
+    seen_c = Current();
+  }));
   tc.join();
   EXPECT_EQ(seen_c, (std::vector<int64_t>{1, 2, 10, 20, 30}));
   EXPECT_EQ(Current(), (std::vector<int64_t>{1, 2, 10, 20}));
