@@ -192,9 +192,9 @@ Status ReadSlots(Reader& r, std::vector<PackedTuples>& slots) {
         !r.Bounded(kMaxTuples, tuples)) {
       return Bad(r, "bad slot header");
     }
-    // Each tuple takes at least a byte per value, 34 per partial and 9 for mult and
+    // Each tuple takes at least a byte per value, 18 per partial and 9 for mult and
     // order: refuse counts the bytes left cannot hold before allocating for them.
-    uint64_t least = width + partials * 34 + 9;
+    uint64_t least = width + partials * 18 + 9;
     if (tuples > r.left() / least) return Bad(r, "more tuples than bytes");
     t.width = uint32_t(width);
     t.partials = uint32_t(partials);
