@@ -108,6 +108,7 @@ W3cBaggage W3cBaggage::Parse(std::string_view header) {
   b.text_ = std::string(header);
   std::string_view s = b.text_;
   if (Skip(s, 0, kOws) == s.size()) return b;  // no members at all
+  b.members_.reserve(size_t(std::count(s.begin(), s.end(), ',')) + 1);
   size_t start = 0;
   while (start <= s.size()) {
     size_t end = s.find(',', start);
@@ -155,7 +156,8 @@ W3cBaggage W3cBaggage::Parse(std::string_view header) {
         counters.malformed_members.fetch_add(1, std::memory_order_relaxed);
       } else {
         b.has_pivot_ = true;
-        b.pivot_value_ = std::string(s.substr(m.value_begin, m.value_size));
+        b.pivot_begin_ = m.value_begin;
+        b.pivot_size_ = m.value_size;
       }
     } else {
       b.members_.push_back(m);
@@ -167,7 +169,8 @@ W3cBaggage W3cBaggage::Parse(std::string_view header) {
 
 std::string W3cBaggage::Serialize() const {
   std::string out;
-  out.reserve(text_.size() + kPivotKey.size() + pivot_value_.size() + 2);
+  std::string_view pivot = PivotValue();
+  out.reserve(text_.size() + kPivotKey.size() + pivot.size() + 2);
   size_t count = 0;
   uint64_t dropped = 0;
   for (const Member& m : members_) {
@@ -184,14 +187,14 @@ std::string W3cBaggage::Serialize() const {
     GlobalW3cCounters().dropped_members.fetch_add(dropped, std::memory_order_relaxed);
   }
   if (has_pivot_) {
-    size_t need = kPivotKey.size() + 1 + pivot_value_.size() + (count > 0 ? 1 : 0);
+    size_t need = kPivotKey.size() + 1 + pivot.size() + (count > 0 ? 1 : 0);
     if (count >= kW3cMaxMembers || out.size() + need > kW3cMaxBytes) {
       GlobalW3cCounters().pivot_dropped.fetch_add(1, std::memory_order_relaxed);
     } else {
       if (count > 0) out.push_back(',');
       out.append(kPivotKey);
       out.push_back('=');
-      out.append(pivot_value_);
+      out.append(pivot);
     }
   }
   return out;
@@ -201,7 +204,7 @@ std::optional<std::string> W3cBaggage::Get(std::string_view key) const {
   std::string_view raw;
   bool found = false;
   if (key == kPivotKey && has_pivot_) {
-    raw = pivot_value_;
+    raw = PivotValue();
     found = true;
   }
   for (size_t i = 0; !found && i < members_.size(); ++i) {
@@ -232,7 +235,7 @@ Status W3cBaggage::GetPivot(Baggage& out) const {
     return Status::NotFound("no {} member in the baggage header", kPivotKey);
   }
   std::string bytes;
-  if (!DecodeBase64Url(pivot_value_, bytes)) {
+  if (!DecodeBase64Url(PivotValue(), bytes)) {
     out.Clear();
     GlobalW3cCounters().pivot_rejected.fetch_add(1, std::memory_order_relaxed);
     return Status::Corruption("baggage header: {} is not base64url", kPivotKey);
@@ -248,11 +251,13 @@ void W3cBaggage::PutPivot(const Baggage& baggage) {
   }
   pivot_value_.clear();
   AppendBase64Url(bytes, pivot_value_);
+  pivot_owned_ = true;
   has_pivot_ = true;
 }
 
 void W3cBaggage::RemovePivot() {
   has_pivot_ = false;
+  pivot_owned_ = false;
   pivot_value_.clear();
 }
 

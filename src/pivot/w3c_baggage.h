@@ -102,7 +102,13 @@ class W3cBaggage {
   std::vector<Member> members_;
   size_t malformed_ = 0;
   bool has_pivot_ = false;
-  std::string pivot_value_;  // base64url
+  // Pivot's value (base64url): in text_ as parsed, or in pivot_value_ once put.
+  std::string_view PivotValue() const {
+    return pivot_owned_ ? std::string_view(pivot_value_) : Slice(pivot_begin_, pivot_size_);
+  }
+  bool pivot_owned_ = false;
+  uint32_t pivot_begin_ = 0, pivot_size_ = 0;
+  std::string pivot_value_;
 };
 
 // RFC 4648 §5 without padding; Decode refuses padding, other characters, and a length
