@@ -17,11 +17,12 @@ std::vector<std::string> Members(const W3cBaggage& b) {
 }
 
 TEST(W3cBaggage, TheSpecsExamples) {
-  auto b = W3cBaggage::Parse("key1=value1;property1;property2, key2 = value2, key3=value3; propertyKey=propertyValue");
+  auto b = W3cBaggage::Parse(
+      "key1=value1;property1;property2, key2 = value2, key3=value3; propertyKey=propertyValue");
   EXPECT_EQ(b.malformed(), 0u);
-  EXPECT_EQ(Members(b), (std::vector<std::string>{"key1=value1;property1;property2",
-                                                  "key2 = value2",
-                                                  "key3=value3; propertyKey=propertyValue"}));
+  EXPECT_EQ(Members(b),
+            (std::vector<std::string>{"key1=value1;property1;property2", "key2 = value2",
+                                      "key3=value3; propertyKey=propertyValue"}));
   EXPECT_EQ(b.key(1), "key2");
   EXPECT_EQ(b.value(1), "value2");
   EXPECT_EQ(b.value(2), "value3");
@@ -85,8 +86,8 @@ TEST(W3cBaggage, PivotsMemberRoundTrips) {
 
 TEST(W3cBaggage, Base64UrlIsRfc4648Section5) {
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {"", ""}, {"f", "Zg"}, {"fo", "Zm8"}, {"foo", "Zm9v"}, {"foob", "Zm9vYg"},
-      {"fooba", "Zm9vYmE"}, {"foobar", "Zm9vYmFy"}, {"\xfb\xff", "-_8"}};
+      {"", ""},           {"f", "Zg"},          {"fo", "Zm8"},          {"foo", "Zm9v"},
+      {"foob", "Zm9vYg"}, {"fooba", "Zm9vYmE"}, {"foobar", "Zm9vYmFy"}, {"\xfb\xff", "-_8"}};
   for (const auto& [raw, text] : cases) {
     std::string enc;
     AppendBase64Url(raw, enc);
