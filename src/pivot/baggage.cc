@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cstring>
 #include <functional>
 #include <utility>
@@ -47,6 +48,18 @@ void PutDouble(std::string& out, double d) {
   char buf[8];
   for (int i = 0; i < 8; ++i) buf[i] = char(uint8_t(bits >> (8 * i)));
   out.append(buf, 8);
+}
+
+// A multiplicity is almost always a small whole number (1 unless grouped tuples merged):
+// then one varint of 2*m, else 1 and the double.
+constexpr double kWholeLimit = double(uint64_t{1} << 52);
+void PutMultiplicity(std::string& out, double m) {
+  if (m >= 0 && m < kWholeLimit && m == std::floor(m) && !std::signbit(m)) {
+    PutVarint(out, uint64_t(m) * 2);
+  } else {
+    out.push_back(1);
+    PutDouble(out, m);
+  }
 }
 
 void PutValue(std::string& out, const Value& v) {
@@ -97,7 +110,7 @@ void PutSlots(std::string& out, const std::vector<PackedTuples>& slots) {
         PutValue(out, p[k].min);
         PutValue(out, p[k].max);
       }
-      PutDouble(out, t.mult[i]);
+      PutMultiplicity(out, t.mult[i]);
       PutVarint(out, ZigZag(t.order[i]));
     }
   }
@@ -141,6 +154,15 @@ class Reader {
     out = in_.substr(at_, n);
     at_ += n;
     return true;
+  }
+  bool Multiplicity(double& m) {
+    uint64_t v;
+    if (!Varint(v)) return false;
+    if ((v & 1) == 0) {
+      m = double(v >> 1);
+      return true;
+    }
+    return v == 1 && Double(m);
   }
   bool ValueOf(Value& v) {
     uint8_t tag;
@@ -192,9 +214,9 @@ Status ReadSlots(Reader& r, std::vector<PackedTuples>& slots) {
         !r.Bounded(kMaxTuples, tuples)) {
       return Bad(r, "bad slot header");
     }
-    // Each tuple takes at least a byte per value, 18 per partial and 9 for mult and
+    // Each tuple takes at least a byte per value, 18 per partial and 2 for mult and
     // order: refuse counts the bytes left cannot hold before allocating for them.
-    uint64_t least = width + partials * 18 + 9;
+    uint64_t least = width + partials * 18 + 2;
     if (tuples > r.left() / least) return Bad(r, "more tuples than bytes");
     t.width = uint32_t(width);
     t.partials = uint32_t(partials);
@@ -213,7 +235,7 @@ Status ReadSlots(Reader& r, std::vector<PackedTuples>& slots) {
         }
       }
       uint64_t order;
-      if (!r.Double(t.mult[i]) || !r.Varint(order)) return Bad(r, "bad tuple");
+      if (!r.Multiplicity(t.mult[i]) || !r.Varint(order)) return Bad(r, "bad tuple");
       t.order[i] = UnZigZag(order);
     }
   }

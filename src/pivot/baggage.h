@@ -54,7 +54,10 @@
 //              | 0x01 slots                  the active instance: at most one, the last
 //   slots     := count (<= kMaxSlots), then each slot: width (<= kMaxWidth), partials
 //                (<= kMaxWidth), tuples (<= kMaxTuples), then each tuple: `width` values,
-//                `partials` partial aggregates, mult (double), order (zigzag)
+//                `partials` partial aggregates, mult, order (zigzag)
+//   mult      := varint 2*m, for a whole multiplicity m below 2^52 (almost always 1)
+//              | 0x01 double              any other
+//                (a tuple of one 8-byte integer is 12 bytes: tag, 9-byte varint, 1, 1)
 //   partial   := sum (double) weight (double) min (value) max (value)
 //   value     := 0x00 (null) | 0x01 zigzag (int) | 0x02 double (float)
 //              | 0x03 size bytes (string, size <= kMaxStringBytes)

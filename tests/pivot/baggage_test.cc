@@ -122,6 +122,32 @@ TEST(Baggage, TheSmallestTuplesDecode) {
   EXPECT_EQ(c.Serialize(), b.Serialize());
 }
 
+// Whole multiplicities take one varint, others the double; both come back exactly.
+TEST(Baggage, MultiplicitiesRoundTripExactly) {
+  Baggage b;
+  const std::vector<double> mults = {1,
+                                     0,
+                                     3,
+                                     4503599627370495.0,
+                                     4503599627370496.0,
+                                     0.5,
+                                     -2,
+                                     -0.0,
+                                     std::numeric_limits<double>::infinity()};
+  Value v = Value::Int(1);
+  PackedTuples& t = b.Contents().Active(0, 1, 0);
+  for (double m : mults) t.Append(&v, nullptr, m, 0);
+  Baggage c = RoundTrip(b);
+  const PackedTuples* got = nullptr;
+  c.Contents().ForEachInstance(0, [&](const PackedTuples& x) { got = &x; });
+  ASSERT_NE(got, nullptr);
+  ASSERT_EQ(got->size(), mults.size());
+  for (size_t i = 0; i < mults.size(); ++i) {
+    EXPECT_EQ(std::bit_cast<uint64_t>(got->mult[i]), std::bit_cast<uint64_t>(mults[i])) << i;
+  }
+  EXPECT_EQ(c.Serialize(), b.Serialize());
+}
+
 TEST(Baggage, DeserializeIsLazyAndForwardingKeepsTheBytes) {
   Baggage b;
   for (int i = 0; i < 10; ++i) Pack(b, i);
