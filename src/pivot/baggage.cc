@@ -326,13 +326,26 @@ void Baggage::SerializeTo(std::string& out) const {
     out += *bytes_;
     return;
   }
-  size_t tuples = contents_.tuples();
   static const std::string kSeed = itc::Stamp::Seed().Encode();
-  std::string stamp = stamp_.Encode();
-  if (tuples == 0 && contents_.frozen().empty() && stamp == kSeed) return;
+  // The stamp is encoded in place after a one-byte size, moved in the rare case that its
+  // size needs a longer varint.
+  size_t start = out.size();
   out.push_back(char(kBaggageFormatVersion));
-  PutVarint(out, stamp.size());
-  out += stamp;
+  out.push_back(0);
+  stamp_.Encode(out);
+  size_t stamp_size = out.size() - start - 2;
+  if (contents_.tuples() == 0 && contents_.frozen().empty() &&
+      std::string_view(out).substr(start + 2) == kSeed) {
+    out.resize(start);  // nothing to carry: no bytes at all
+    return;
+  }
+  if (stamp_size < 0x80) {
+    out[start + 1] = char(stamp_size);
+  } else {
+    std::string size;
+    PutVarint(size, stamp_size);
+    out.replace(start + 1, 1, size);
+  }
   bool active = contents_.active().Tuples() > 0;
   PutVarint(out, contents_.frozen().size() + (active ? 1 : 0));
   for (const auto& instance : contents_.frozen()) {

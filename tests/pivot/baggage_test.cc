@@ -218,6 +218,30 @@ TEST(Baggage, BranchesSeeEachOtherOnlyAfterTheyJoin) {
   EXPECT_EQ(Unpack(root), (std::vector<int64_t>{1, 2, 3, 4}));
 }
 
+// A baggage that branched many times carries a stamp of more than 127 bytes (a size of
+// two varint bytes); it round trips, and its branches join back to every tuple.
+TEST(Baggage, LongStampsRoundTrip) {
+  Baggage root;
+  std::vector<Baggage> branches;
+  for (int i = 0; i < 40; ++i) {
+    Pack(root, i);
+    branches.push_back(root.Split());
+    Pack(branches.back(), 100 + i);
+  }
+  std::string stamp = root.stamp().Encode();
+  ASSERT_GT(stamp.size(), 127u);
+  std::string bytes = root.Serialize();
+  EXPECT_EQ(bytes.substr(3, stamp.size()), stamp);  // after the version and two size bytes
+  Baggage back = RoundTrip(root);
+  ASSERT_TRUE(back.Decode().ok()) << back.decode_status().message();
+  EXPECT_EQ(back.stamp().Encode(), stamp);
+  for (Baggage& b : branches) back.Join(RoundTrip(b));
+  std::vector<int64_t> want;
+  for (int i = 0; i < 40; ++i) want.push_back(i);
+  for (int i = 0; i < 40; ++i) want.push_back(100 + i);
+  EXPECT_EQ(Unpack(back), want);
+}
+
 // Two processes that never talk name their instances apart, where a counter per process
 // would hand out the same id on both sides.
 TEST(Baggage, InstancesNamedInDifferentProcessesNeverCollide) {
