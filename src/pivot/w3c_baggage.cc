@@ -32,8 +32,16 @@ constexpr std::array<uint8_t, 256> MakeClasses() {
 constexpr std::array<uint8_t, 256> kClasses = MakeClasses();
 bool Is(char ch, uint8_t cls) { return (kClasses[uint8_t(ch)] & cls) != 0; }
 
+// The first position from `at` whose character is not of class `cls` (one bit), four
+// characters a step while they all are: Pivot's member is a few hundred octets.
 size_t Skip(std::string_view s, size_t at, uint8_t cls) {
-  while (at < s.size() && Is(s[at], cls)) ++at;
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  size_t n = s.size();
+  while (at + 4 <= n && (kClasses[p[at]] & kClasses[p[at + 1]] & kClasses[p[at + 2]] &
+                         kClasses[p[at + 3]] & cls)) {
+    at += 4;
+  }
+  while (at < n && (kClasses[p[at]] & cls)) ++at;
   return at;
 }
 
