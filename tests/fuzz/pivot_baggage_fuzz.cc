@@ -31,7 +31,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   Check(b.Serialize() == bytes, "forwarding changed the bytes");
   if (!b.Decode().ok()) {
-    Check(b.tuples() == 0 && b.Serialize().empty(), "a baggage that failed to decode kept something");
+    Check(b.tuples() == 0 && b.Serialize().empty(),
+          "a baggage that failed to decode kept something");
     return 0;
   }
   size_t tuples = b.tuples();
