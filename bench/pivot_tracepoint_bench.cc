@@ -10,7 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "pivot/advice_context.h"
+#include "pivot/current_baggage.h"
 #include "pivot/live_query.h"
 #include "weft/tracepoint.h"
 
@@ -91,7 +91,7 @@ void BM_TracepointPack(benchmark::State& state) {
   int64_t i = 0;
   for (auto _ : state) {
     kRequest.Fire(i++ & 7, 512, "c1");
-    weft::pivot::ClearAdviceBaggage();
+    weft::pivot::CurrentBaggage().Clear();
   }
   q->Unweave();
 }
@@ -99,7 +99,7 @@ BENCHMARK(BM_TracepointPack);
 
 // The baggage emptied alone: what BM_TracepointPack adds besides the PACK.
 void BM_ClearBaggage(benchmark::State& state) {
-  for (auto _ : state) weft::pivot::ClearAdviceBaggage();
+  for (auto _ : state) weft::pivot::CurrentBaggage().Clear();
 }
 BENCHMARK(BM_ClearBaggage);
 
@@ -112,7 +112,7 @@ void BM_TracepointPackUnpackEmit(benchmark::State& state) {
   for (auto _ : state) {
     kRequest.Fire(i & 7, 512, "c1");
     kReply.Fire(i++ & 7, 1500);
-    weft::pivot::ClearAdviceBaggage();
+    weft::pivot::CurrentBaggage().Clear();
   }
   q->Unweave();
 }

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "pivot/advice_context.h"
+#include "pivot/current_baggage.h"
 #include "pivot/interner.h"
 #include "pivot/weaving.h"
 #include "query/parser.h"
@@ -84,7 +84,7 @@ class LiveHook final : public WovenHook {
 
   void Run(const TracepointArg* args, size_t n) override {
     ThreadState* state = State();
-    state->runner.Fire(tracepoint_, ArgExports(map_, args, n), CurrentAdviceBaggage(), *state);
+    state->runner.Fire(tracepoint_, ArgExports(map_, args, n), CurrentBaggage().Contents(), *state);
     state->buffer->events.fetch_add(1, std::memory_order_relaxed);
   }
 

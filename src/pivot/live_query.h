@@ -3,7 +3,7 @@
 // EMIT produced, collected per interval.
 //
 // The firing thread runs the advice itself (query/runner.h) on its current baggage
-// (advice_context.h) and aggregates what the root emits into a buffer of its own for this
+// (pivot/current_baggage.h) and aggregates what the root emits into a buffer of its own for this
 // query. The agent harvests the buffers at each interval's end: it swaps each buffer's
 // groups out under the buffer's mutex, and a firing thread that finds that mutex taken
 // (a harvest in progress) drops its tuple and counts it rather than wait. A buffer holds

@@ -10,8 +10,8 @@
 #include <optional>
 #include <thread>
 
-#include "pivot/advice_context.h"
 #include "pivot/agent.h"
+#include "pivot/current_baggage.h"
 #include "pivot/frontend.h"
 #include "pivot/live_query.h"
 #include "pivot/merge.h"
@@ -49,7 +49,7 @@ void Fire(Request& r, uint32_t tracepoint, std::string id, int64_t v, std::strin
 // ends the request. Returns every request's firings.
 std::vector<Request> RunWorkload(int pairs, int requests) {
   struct Handoff {
-    query::Baggage bag;
+    Baggage bag;
     Request request;
   };
   std::mutex done_mu;
@@ -60,13 +60,13 @@ std::vector<Request> RunWorkload(int pairs, int requests) {
     auto cv = std::make_shared<std::condition_variable>();
     threads.emplace_back([=] {
       for (int k = 0; k < requests; ++k) {
-        ClearAdviceBaggage();
+        CurrentBaggage().Clear();
         Request r;
         for (int i = 0; i <= k % 3; ++i) {
           Fire(r, 0, "a" + std::to_string((k + i) % 4), k + i, "p" + std::to_string(w));
         }
         if (k % 5 == 0) Fire(r, 2, "c" + std::to_string(k % 2), k, "p" + std::to_string(w));
-        Handoff h{TakeAdviceBaggage(), std::move(r)};
+        Handoff h{TakeCurrentBaggage(), std::move(r)};
         {
           std::lock_guard lock(queue->first);
           queue->second.push_back(std::move(h));
@@ -89,12 +89,12 @@ std::vector<Request> RunWorkload(int pairs, int requests) {
           queue->second.pop_front();
         }
         if (!h) return;
-        SetAdviceBaggage(std::move(h->bag));
+        SetCurrentBaggage(std::move(h->bag));
         Request r = std::move(h->request);
         Fire(r, 1, "b" + std::to_string(r.size() % 3), int64_t(r.size()) * 10,
              "q" + std::to_string(w));
         Fire(r, 1, "b9", 1, "q" + std::to_string(w));
-        ClearAdviceBaggage();
+        CurrentBaggage().Clear();
         std::lock_guard lock(done_mu);
         done.push_back(std::move(r));
       }
@@ -394,21 +394,21 @@ namespace {
 TEST_F(LiveFixture, BranchAndJoinAcrossThreadsEqualsOffline) {
   const std::string text = "From b In B Join a In A On a -> b Select a.id, b.id";
   Install("bj", text, 0);
-  ClearAdviceBaggage();
+  CurrentBaggage().Clear();
   kA.Fire("a1", 1, "h");
-  query::Baggage branch = BranchAdviceBaggage();
+  Baggage branch = CurrentBaggage().Split();
   kA.Fire("a3", 3, "h");  // after the split, on the parent's side
-  query::Baggage returned;
+  Baggage returned;
   std::thread child([&] {
-    SetAdviceBaggage(std::move(branch));
+    SetCurrentBaggage(std::move(branch));
     kA.Fire("a2", 2, "h");
     kB.Fire("b1", 1, "h");  // sees a1, a2; not a3
-    returned = TakeAdviceBaggage();
+    returned = TakeCurrentBaggage();
   });
   child.join();
-  JoinAdviceBaggage(returned);
+  CurrentBaggage().Join(std::move(returned));
   kB.Fire("b2", 2, "h");  // sees a1, a2, a3
-  ClearAdviceBaggage();
+  CurrentBaggage().Clear();
   Uninstall("bj");
 
   HandEvents events;
