@@ -6,6 +6,8 @@
 //       (PeerStats, shared memory) so that the parent can read them while it runs
 //   pivot_bus_peer hub PATH
 //       hosts the embedded bus at PATH until SIGTERM or SIGKILL
+#include "pivot/bus_peer.h"
+
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -17,7 +19,6 @@
 #include <string>
 
 #include "pivot/bus.h"
-#include "pivot/bus_peer.h"
 
 namespace {
 

@@ -210,7 +210,7 @@ class BusProcessesTest : public ::testing::Test {
     }
     std::this_thread::sleep_for(std::chrono::seconds(2));
     for (int i = 0; i < kPublishers; ++i) {
-      uint64_t before = iterations_b[i] - iterations_a[i];  // in 1 s
+      uint64_t before = iterations_b[i] - iterations_a[i];                   // in 1 s
       uint64_t during = publishers_[i].stats->iterations - iterations_b[i];  // in 2 s
       EXPECT_GE(during, before) << "publisher " << i << " slowed down without a server";
       EXPECT_GT(publishers_[i].stats->dropped.load(), dropped_b[i]) << "publisher " << i;
@@ -245,12 +245,13 @@ class BusProcessesTest : public ::testing::Test {
 
 TEST_F(BusProcessesTest, NatsServerKilledAndRestarted) {
   int port = FreeTcpPort();
-  Server server{"nats://127.0.0.1:" + std::to_string(port), [port, this] {
-                  pid_t pid = Spawn({NATS_SERVER, "-a", "127.0.0.1", "-p", std::to_string(port)}, true);
-                  bool up = WaitFor([&] { return CanConnectTcp(port); });
-                  EXPECT_TRUE(up) << "nats-server did not start on port " << port;
-                  return up ? pid : -1;
-                }};
+  Server server{
+      "nats://127.0.0.1:" + std::to_string(port), [port, this] {
+        pid_t pid = Spawn({NATS_SERVER, "-a", "127.0.0.1", "-p", std::to_string(port)}, true);
+        bool up = WaitFor([&] { return CanConnectTcp(port); });
+        EXPECT_TRUE(up) << "nats-server did not start on port " << port;
+        return up ? pid : -1;
+      }};
   RunOutage(server);
 }
 
@@ -263,6 +264,40 @@ TEST_F(BusProcessesTest, EmbeddedHubKilledAndRestarted) {
                   return up ? pid : -1;
                 }};
   RunOutage(server);
+}
+
+}  // namespace
+}  // namespace weft::pivot
+
+namespace weft::pivot {
+namespace {
+
+// Opening never fails for want of a server: both ends come up before nats-server, the
+// publisher's messages beyond its reconnect buffer drop and count, and once the server is
+// up the subscription made before it reaches it and new messages arrive.
+TEST(NatsBusTest, OpensBeforeItsServerAndConnectsWhenItComes) {
+  int port = FreeTcpPort();
+  std::string url = "nats://127.0.0.1:" + std::to_string(port);
+  auto front = OpenBus(url);
+  ASSERT_TRUE(front.ok()) << front.status().message();
+  auto agent = OpenBus(url, {.max_queued_bytes = 256});
+  ASSERT_TRUE(agent.ok()) << agent.status().message();
+  std::atomic<int> received{0};
+  ASSERT_TRUE((*front)->Subscribe("weft.pivot.results.>", [&](auto, auto) { ++received; }).ok());
+  for (int i = 0; i < 50; ++i) (*agent)->Publish("weft.pivot.results.1", std::to_string(i));
+  ASSERT_TRUE(WaitFor([&] {
+    BusCounters c = (*agent)->counters();
+    return c.published + c.dropped == 50;
+  }));
+  EXPECT_GT((*agent)->counters().dropped, 0u);
+  EXPECT_FALSE((*agent)->Flush(50).ok());
+  pid_t server = Spawn({NATS_SERVER, "-a", "127.0.0.1", "-p", std::to_string(port)}, true);
+  ASSERT_TRUE(WaitFor([&] {
+    (*agent)->Publish("weft.pivot.results.1", "after");
+    return received.load() > 0;
+  }));
+  EXPECT_TRUE((*agent)->Flush(10000).ok());
+  Reap(server, SIGKILL);
 }
 
 }  // namespace

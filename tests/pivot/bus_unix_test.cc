@@ -51,7 +51,8 @@ struct Inbox {
 // before the call are known to the hub.
 void AwaitRoute(Bus* from, Bus* to) {
   std::atomic<bool> seen{false};
-  auto id = to->Subscribe("weft.test.probe", [&](std::string_view, std::string_view) { seen = true; });
+  auto id =
+      to->Subscribe("weft.test.probe", [&](std::string_view, std::string_view) { seen = true; });
   ASSERT_TRUE(id.ok());
   ASSERT_TRUE(WaitFor([&] {
     from->Publish("weft.test.probe", "");
@@ -108,9 +109,8 @@ TEST_F(EmbeddedBusTest, DeliversBetweenHubAndClientsInOrder) {
   for (int i = 0; i < 100; ++i) hub->Publish("a.x", std::to_string(i));
   for (int i = 0; i < 100; ++i) client->Publish(i % 2 ? "b.x" : "b.y", std::to_string(i));
   ASSERT_TRUE(client->Flush(10000).ok());
-  ASSERT_TRUE(WaitFor([&] {
-    return at_client.size() == 100 && at_hub.size() == 100 && at_other.size() == 50;
-  }));
+  ASSERT_TRUE(WaitFor(
+      [&] { return at_client.size() == 100 && at_hub.size() == 100 && at_other.size() == 50; }));
   EXPECT_EQ(at_client.got[0], "a.x=0");
   EXPECT_EQ(at_client.got[99], "a.x=99");
   EXPECT_EQ(at_hub.got[0], "b.y=0");
@@ -191,15 +191,15 @@ TEST_F(EmbeddedBusTest, AClientThatStopsReadingDoesNotHoldUpTheOthers) {
   auto hub = Host();
   auto client = Open();
   std::atomic<size_t> received{0};
-  ASSERT_TRUE(client->Subscribe("x.>", [&](std::string_view, std::string_view) {
-                      ++received;
-                    }).ok());
+  ASSERT_TRUE(
+      client->Subscribe("x.>", [&](std::string_view, std::string_view) { ++received; }).ok());
   AwaitRoute(hub.get(), client.get());
   int stuck = RawConnect(url_.substr(5));
   ASSERT_GE(stuck, 0);
   std::string subscribe;
   AppendSubscribeFrame(1, ">", &subscribe);
-  ASSERT_EQ(write(stuck, subscribe.data(), subscribe.size()), static_cast<ssize_t>(subscribe.size()));
+  ASSERT_EQ(write(stuck, subscribe.data(), subscribe.size()),
+            static_cast<ssize_t>(subscribe.size()));
   AwaitRoute(client.get(), hub.get());  // the hub has read the stuck client's subscription
   // 12 MiB for a client that reads nothing: past its 4 MiB queue and its socket buffer.
   std::string payload(4096, 'p');

@@ -19,8 +19,8 @@ TEST(FrameTest, RoundTripsEveryTypeAcrossSplitReads) {
   for (char c : bytes) {  // one byte at a time: every frame boundary is a split
     decoder.Append(std::string_view(&c, 1));
     while (decoder.Next(&frame) == FrameDecoder::Outcome::kFrame) {
-      got.push_back(std::string(1, static_cast<char>(frame.type)) + std::to_string(frame.id) +
-                    "|" + std::string(frame.subject) + "|" + std::string(frame.payload));
+      got.push_back(std::string(1, static_cast<char>(frame.type)) + std::to_string(frame.id) + "|" +
+                    std::string(frame.subject) + "|" + std::string(frame.payload));
     }
   }
   ASSERT_EQ(got.size(), 4u);
@@ -52,8 +52,7 @@ TEST(FrameTest, RejectsFramesOutOfBounds) {
   // A subject with a space, and an empty one.
   EXPECT_EQ(Decode(std::string("\x05\0\0\0P\x02\0a ", 9), &error), FrameDecoder::Outcome::kBad);
   EXPECT_EQ(Decode(std::string("\x03\0\0\0P\0\0", 7), &error), FrameDecoder::Outcome::kBad);
-  EXPECT_EQ(Decode(std::string("\x0a\0\0\0U123456789", 14), &error),
-            FrameDecoder::Outcome::kBad);
+  EXPECT_EQ(Decode(std::string("\x0a\0\0\0U123456789", 14), &error), FrameDecoder::Outcome::kBad);
   // Incomplete is not bad.
   EXPECT_EQ(Decode(std::string("\x05\0\0\0P\x02", 6), &error), FrameDecoder::Outcome::kNeedMore);
 }
