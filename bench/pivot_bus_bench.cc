@@ -14,6 +14,7 @@
 //                  intervals, by which a result must reach the front end to be shown in the
 //                  interval after the one it belongs to
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -27,7 +28,6 @@
 #include <chrono>
 #include <csignal>
 #include <filesystem>
-#include <fmt/format.h>
 #include <functional>
 #include <mutex>
 #include <string>
@@ -120,10 +120,12 @@ void MeasureThroughput(const std::string& url, size_t messages, Row* row) {
   if (!id.ok()) Die(id.status().message());
   std::atomic<bool> probed{false};
   auto probe = subscriber->Subscribe("probe", [&](auto, auto) { probed = true; });
-  if (!WaitFor([&] {
-        publisher->Publish("probe", "");
-        return probed.load();
-      }, 10000)) {
+  if (!WaitFor(
+          [&] {
+            publisher->Publish("probe", "");
+            return probed.load();
+          },
+          10000)) {
     Die(url + ": the subscriber never connected");
   }
   std::string payload(100, 'x');
@@ -141,7 +143,8 @@ void MeasureThroughput(const std::string& url, size_t messages, Row* row) {
   // Sustained: chunks of 1000, each flushed.
   start = std::chrono::steady_clock::now();
   for (size_t sent = 0; sent < messages;) {
-    for (int i = 0; i < 1000 && sent < messages; ++i, ++sent) publisher->Publish("bench.x", payload);
+    for (int i = 0; i < 1000 && sent < messages; ++i, ++sent)
+      publisher->Publish("bench.x", payload);
     Status s = publisher->Flush(30000);
     if (!s.ok()) Die(s.message());
   }
@@ -172,10 +175,12 @@ void MeasureLatency(const std::string& url, const std::string& self, double seco
   if (!id.ok()) Die(id.status().message());
   std::atomic<bool> probed{false};
   auto probe = front->Subscribe("probe", [&](auto, auto) { probed = true; });
-  if (!WaitFor([&] {
-        front->Publish("probe", "");
-        return probed.load();
-      }, 10000)) {
+  if (!WaitFor(
+          [&] {
+            front->Publish("probe", "");
+            return probed.load();
+          },
+          10000)) {
     Die(url + ": the front end never connected");
   }
   std::vector<pid_t> children;
@@ -266,8 +271,8 @@ int main(int argc, char** argv) {
   }
 
   std::vector<Row> rows;
-  for (const std::string& url : {std::string("local"), "unix:" + sock,
-                                  "nats://127.0.0.1:" + std::to_string(port)}) {
+  for (const std::string& url :
+       {std::string("local"), "unix:" + sock, "nats://127.0.0.1:" + std::to_string(port)}) {
     Row row;
     row.transport = url.substr(0, url.find(':'));
     MeasureThroughput(url, messages, &row);
@@ -278,9 +283,10 @@ int main(int argc, char** argv) {
   Reap(nats);
   fs::remove_all(dir);
 
-  fmt::print("{} messages of 100 bytes for the rates; 3 publishers x 1 per {} ms for {} s for "
-             "the latency (budget {} ms = 1.5 intervals)\n",
-             messages, kPeerIntervalMs, seconds, kBudgetMs);
+  fmt::print(
+      "{} messages of 100 bytes for the rates; 3 publishers x 1 per {} ms for {} s for "
+      "the latency (budget {} ms = 1.5 intervals)\n",
+      messages, kPeerIntervalMs, seconds, kBudgetMs);
   fmt::print("{:<9} {:>11} {:>13} {:>13} {:>8} {:>10} {:>10} {:>10} {:>12}\n", "transport",
              "publish ns", "handed msg/s", "delivered/s", "results", "median ms", "p99 ms",
              "max ms", "within 150ms");
@@ -290,11 +296,11 @@ int main(int argc, char** argv) {
     double max = r.latencies_ms.empty()
                      ? 0
                      : *std::max_element(r.latencies_ms.begin(), r.latencies_ms.end());
-    fmt::print("{:<9} {:>11.0f} {:>13.0f} {:>13.0f} {:>8} {:>10.3f} {:>10.3f} {:>10.3f} {:>11.1f}%\n",
-               r.transport, r.publish_ns, r.handed_per_s, r.delivered_per_s,
-               r.latencies_ms.size(), Percentile(r.latencies_ms, 0.5),
-               Percentile(r.latencies_ms, 0.99), max,
-               r.latencies_ms.empty() ? 0.0 : 100.0 * within / r.latencies_ms.size());
+    fmt::print(
+        "{:<9} {:>11.0f} {:>13.0f} {:>13.0f} {:>8} {:>10.3f} {:>10.3f} {:>10.3f} {:>11.1f}%\n",
+        r.transport, r.publish_ns, r.handed_per_s, r.delivered_per_s, r.latencies_ms.size(),
+        Percentile(r.latencies_ms, 0.5), Percentile(r.latencies_ms, 0.99), max,
+        r.latencies_ms.empty() ? 0.0 : 100.0 * within / r.latencies_ms.size());
   }
   return 0;
 }

@@ -27,9 +27,12 @@
 namespace weft::pivot {
 
 struct BusCounters {
-  uint64_t published = 0;  // messages handed to the transport
-  uint64_t dropped = 0;    // messages lost: queue full, or no connection for too long
-  uint64_t received = 0;   // messages delivered to subscribers
+  // messages handed to the transport: local and unix count them when queued; nats when
+  // libnats took them (into its reconnect buffer while disconnected). A message queued
+  // and later lost with a connection counts in both `published` and `dropped`.
+  uint64_t published = 0;
+  uint64_t dropped = 0;   // messages lost: queue full, or no connection for too long
+  uint64_t received = 0;  // messages delivered to subscribers
   uint64_t reconnects = 0;
   // Embedded hub only: connections closed because they sent a frame that does not decode
   // (frame.h).
@@ -39,6 +42,9 @@ struct BusCounters {
 class Bus {
  public:
   // Called on the bus's own thread, never on the publisher's; must not block for long.
+  // local and unix: one thread runs every handler of the bus, in order. nats: libnats
+  // runs each subscription's handler on that subscription's delivery thread, so handlers
+  // of different subscriptions may run at the same time.
   using Handler = std::function<void(std::string_view subject, std::string_view payload)>;
 
   virtual ~Bus() = default;

@@ -77,7 +77,8 @@ class NatsBus final : public Bus {
           opts, static_cast<int>(std::clamp<size_t>(options_.max_queued_bytes, 1, 1 << 30)));
     }
     if (s == NATS_OK) s = natsOptions_SetReconnectedCB(opts, &NatsBus::OnReconnected, this);
-    if (s == NATS_OK) s = natsOptions_SetRetryOnFailedConnect(opts, true, &NatsBus::OnConnected, this);
+    if (s == NATS_OK)
+      s = natsOptions_SetRetryOnFailedConnect(opts, true, &NatsBus::OnConnected, this);
     if (s == NATS_OK) {
       s = natsConnection_Connect(&nc_, opts);
       if (s == NATS_NOT_YET_CONNECTED) s = NATS_OK;  // libnats keeps trying in the background
@@ -181,9 +182,9 @@ class NatsBus final : public Bus {
   static void OnMessage(natsConnection*, natsSubscription*, natsMsg* msg, void* closure) {
     auto* sub = static_cast<Sub*>(closure);
     if (sub->active.load()) {
-      sub->handler(std::string_view(natsMsg_GetSubject(msg)),
-                   std::string_view(natsMsg_GetData(msg),
-                                    static_cast<size_t>(natsMsg_GetDataLength(msg))));
+      sub->handler(
+          std::string_view(natsMsg_GetSubject(msg)),
+          std::string_view(natsMsg_GetData(msg), static_cast<size_t>(natsMsg_GetDataLength(msg))));
       ++sub->bus->received_;
     }
     natsMsg_Destroy(msg);
@@ -232,9 +233,9 @@ class NatsBus final : public Bus {
   std::condition_variable wake_, sent_cv_;
   std::mutex complete_mu_;
   std::condition_variable completed_;
-  std::deque<Message> queue_;  // guarded by mu_
-  std::list<Sub> subscriptions_;  // guarded by mu_
-  BusCounters counters_;          // guarded by mu_: published and dropped
+  std::deque<Message> queue_;           // guarded by mu_
+  std::list<Sub> subscriptions_;        // guarded by mu_
+  BusCounters counters_;                // guarded by mu_: published and dropped
   uint64_t accepted_ = 0, handed_ = 0;  // guarded by mu_
   uint64_t last_id_ = 0;                // guarded by mu_
   bool stop_ = false;                   // guarded by mu_

@@ -17,6 +17,8 @@
 // on connecting sends its subscriptions again before anything else. The hub never waits
 // for a client: each connection has its own output queue of at most kConnectionOutBound
 // bytes, and a message that does not fit is dropped for that connection alone.
+#include "pivot/bus_unix.h"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/eventfd.h>
@@ -37,7 +39,6 @@
 #include <vector>
 
 #include "pivot/bus.h"
-#include "pivot/bus_unix.h"
 #include "pivot/frame.h"
 
 namespace weft::pivot {
@@ -215,7 +216,9 @@ class EmbeddedBus : public Bus {
   std::string url() const override { return "unix:" + path_; }
 
  protected:
-  void Start() { thread_ = std::thread([this] { Run(); }); }
+  void Start() {
+    thread_ = std::thread([this] { Run(); });
+  }
   void Stop() {
     {
       std::lock_guard lock(mu_);
@@ -279,11 +282,11 @@ class EmbeddedBus : public Bus {
   Waker waker_;
   mutable std::mutex mu_;
   std::condition_variable flushed_;
-  std::deque<Message> queue_;               // guarded by mu_
-  std::vector<Subscription> subscriptions_;  // guarded by mu_
-  std::string control_;                     // guarded by mu_: frames for the hub
-  BusCounters counters_;                    // guarded by mu_
-  uint64_t last_id_ = 0;                    // guarded by mu_
+  std::deque<Message> queue_;                     // guarded by mu_
+  std::vector<Subscription> subscriptions_;       // guarded by mu_
+  std::string control_;                           // guarded by mu_: frames for the hub
+  BusCounters counters_;                          // guarded by mu_
+  uint64_t last_id_ = 0;                          // guarded by mu_
   uint64_t accepted_ = 0, taken_ = 0, done_ = 0;  // guarded by mu_: messages so far
   bool wake_pending_ = false;                     // guarded by mu_
   bool stop_ = false;                             // guarded by mu_
@@ -312,7 +315,8 @@ class UnixClientBus final : public EmbeddedBus {
       if (fd_ >= 0 && out_.empty()) FillOutput();
       pollfd fds[2] = {{waker_.fd(), POLLIN, 0}, {fd_, POLLIN, 0}};
       if (fd_ >= 0 && !out_.empty()) fds[1].events |= POLLOUT;
-      int timeout = fd_ >= 0 ? -1 : static_cast<int>(std::max<int64_t>(0, next_retry_ms_ - NowMs()));
+      int timeout =
+          fd_ >= 0 ? -1 : static_cast<int>(std::max<int64_t>(0, next_retry_ms_ - NowMs()));
       if (poll(fds, fd_ >= 0 ? 2 : 1, timeout) < 0 && errno != EINTR) break;
       if (fds[0].revents) Drained();
       if (fd_ < 0) continue;

@@ -66,8 +66,7 @@ Result<std::unique_ptr<Bus>> OpenBus(std::string_view url, const OpenBusOptions&
     name = env != nullptr ? env : "";
     if (name.empty()) {
       name = DefaultBusUrl();
-      if (std::getenv("XDG_RUNTIME_DIR") == nullptr ||
-          std::getenv("XDG_RUNTIME_DIR")[0] == '\0') {
+      if (std::getenv("XDG_RUNTIME_DIR") == nullptr || std::getenv("XDG_RUNTIME_DIR")[0] == '\0') {
         std::string path = name.substr(5);
         WEFT_RETURN_IF_ERROR(PrepareDirectory(path.substr(0, path.rfind('/'))));
       }
@@ -81,8 +80,8 @@ Result<std::unique_ptr<Bus>> OpenBus(std::string_view url, const OpenBusOptions&
     }
     return OpenNatsBus(name, options);
   }
-  return Status::InvalidArgument(
-      "bad bus URL '{}': expected local, unix:PATH or nats://HOST:PORT", name);
+  return Status::InvalidArgument("bad bus URL '{}': expected local, unix:PATH or nats://HOST:PORT",
+                                 name);
 }
 
 }  // namespace weft::pivot
