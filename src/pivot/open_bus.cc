@@ -44,7 +44,7 @@ Status PrepareDirectory(const std::string& dir) {
   }
   if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077) != 0) {
     return Status::InvalidArgument(
-        "{} is not a directory of this user's closed to others (mode 0700); remove it", dir);
+        "{} must be a directory of this user, closed to others (mode 0700); remove it", dir);
   }
   return Status::Ok();
 }
