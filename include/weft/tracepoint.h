@@ -93,7 +93,8 @@ class Tracepoint {
 };
 
 // Starts this process's agent if the environment variable WEFT_PIVOT_BUS names a bus
-// ("unix:PATH", "nats://HOST:PORT"); does nothing if it is unset or the agent runs
+// ("unix:PATH", "nats://HOST:PORT", "default": the embedded bus weft pivot uses by
+// default, "local"); does nothing if it is unset or the agent runs
 // already. Returns false (and says why on stderr) if the bus cannot be opened; the
 // program goes on without live queries. Defined in weft_pivot_agent.
 bool StartAgentFromEnvironment();

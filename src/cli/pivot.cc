@@ -29,14 +29,8 @@ struct PivotFlags {
   int window_ms = 300;
 };
 
-std::string DefaultBus() {
-  const char* env = std::getenv("WEFT_PIVOT_BUS");
-  return env != nullptr && *env != '\0' ? env : "local";
-}
-
-Result<pivot::Bus*> Open(const PivotFlags& f) {
-  return pivot::OpenFrontEndBus(f.bus.empty() ? DefaultBus() : f.bus);
-}
+// An empty --bus is $WEFT_PIVOT_BUS, else the embedded bus's default path (bus.h).
+Result<pivot::Bus*> Open(const PivotFlags& f) { return pivot::OpenFrontEndBus(f.bus); }
 
 int64_t NowNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -158,7 +152,8 @@ Status RunUninstall(const PivotFlags& f) {
 void AddBusOptions(CLI::App* cmd, PivotFlags& flags) {
   cmd->add_option("--bus", flags.bus,
                   "The bus the agents are on: unix:PATH, nats://HOST:PORT, or local (default: "
-                  "$WEFT_PIVOT_BUS, else local)");
+                  "$WEFT_PIVOT_BUS, else the embedded bus at $XDG_RUNTIME_DIR/weft-pivot.sock or "
+                  "/tmp/weft-pivot-UID/bus.sock)");
   cmd->add_option("--wait", flags.window_ms, "How long to wait for live processes to answer, in ms")
       ->capture_default_str();
 }

@@ -270,7 +270,9 @@ Bus& SharedLocalBus() {
 
 Result<Bus*> OpenAgentBus(std::string_view url) {
   if (url == "local") return &SharedLocalBus();
-  return Status::InvalidArgument("bus \"{}\": only \"local\" is available in this build", url);
+  WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Bus> bus,
+                        OpenBus(url == "default" ? DefaultBusUrl() : std::string(url)));
+  return bus.release();  // never destroyed: the agent using it lives until the process exits
 }
 
 bool StartAgentFromEnvironment() {

@@ -68,9 +68,10 @@ class Agent {
   std::unique_ptr<State> state_;
 };
 
-// The bus an agent started from the environment uses.
-// SEAM (to rewire to OpenBus(url) from the bus library once merged): until then only
-// "local" is known, the process-wide in-process bus (SharedLocalBus).
+// The bus an agent started from the environment uses, opened once and kept for the
+// process's life: "local" is the process-wide in-process bus (SharedLocalBus), "default"
+// the embedded bus at DefaultBusUrl(), anything else OpenBus(url) as a client (an agent
+// never hosts the hub).
 Result<Bus*> OpenAgentBus(std::string_view url);
 // The process-wide in-process bus: a front end and agents in one process meet here.
 Bus& SharedLocalBus();

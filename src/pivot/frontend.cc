@@ -29,7 +29,11 @@ std::string RandomToken() {
 
 }  // namespace
 
-Result<Bus*> OpenFrontEndBus(std::string_view url) { return OpenAgentBus(url); }
+Result<Bus*> OpenFrontEndBus(std::string_view url) {
+  if (url == "local") return &SharedLocalBus();
+  WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Bus> bus, OpenBus(url, {.may_host = true}));
+  return bus.release();  // one per `weft pivot` run, which ends with the process
+}
 
 Result<std::vector<AgentDescription>> ListAgents(Bus& bus, int window_ms) {
   struct Replies {

@@ -23,10 +23,9 @@
 
 namespace weft::pivot {
 
-// The bus `weft pivot` talks over.
-// SEAM (to rewire to OpenBus(url) from the bus library once merged): until then only
-// "local" is known, the process-wide in-process bus, which reaches the agents started in
-// this same process (tests).
+// The bus `weft pivot` talks over, kept for the process's life: "local" is the
+// process-wide in-process bus (agents started in this same process: tests); "" and the
+// others as OpenBus, where a front end that finds no hub at a unix: path becomes it.
 Result<Bus*> OpenFrontEndBus(std::string_view url);
 
 // Every agent that answers a list request within `window_ms`.

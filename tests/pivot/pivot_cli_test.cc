@@ -40,10 +40,13 @@ TEST(PivotCliTest, BadFlagsAreErrors) {
   auto id = Weft("pivot uninstall 'not an id' --bus local");
   EXPECT_EQ(id.rc, 1);
   EXPECT_NE(id.output.find("\"not an id\" is not a query id"), std::string::npos) << id.output;
-  auto bus = Weft("pivot list --bus nats://127.0.0.1:1");
+  auto bus = Weft("pivot list --bus udp://127.0.0.1:1");
   EXPECT_EQ(bus.rc, 1);
-  EXPECT_NE(bus.output.find("weft pivot: bus \"nats://127.0.0.1:1\""), std::string::npos)
-      << bus.output;
+  EXPECT_NE(bus.output.find("bad bus URL 'udp://127.0.0.1:1'"), std::string::npos) << bus.output;
+  // A NATS server that is not there: said, not waited for forever.
+  auto unreachable = Weft("pivot list --bus nats://127.0.0.1:1 --wait 10");
+  EXPECT_EQ(unreachable.rc, 1);
+  EXPECT_NE(unreachable.output.find("nats://127.0.0.1:1"), std::string::npos) << unreachable.output;
 }
 
 }  // namespace
