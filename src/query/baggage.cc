@@ -48,6 +48,7 @@ void Baggage::Clear() {
 
 void Baggage::ClearActive() {
   active_.id = 0;
+  active_.name.clear();
   for (PackedTuples& slot : active_.slots) {
     slot.values.clear();
     slot.parts.clear();
@@ -86,14 +87,26 @@ void Baggage::SplitInto(Baggage& branch) {
   branch.frozen_ = frozen_;
 }
 
+void Baggage::NameActive(uint64_t id, std::string name) {
+  active_.id = id;
+  active_.name = std::move(name);
+}
+
+void Baggage::Restore(FrozenInstances frozen, BaggageInstance active) {
+  frozen_ = std::move(frozen);
+  active_ = std::move(active);
+}
+
 void Baggage::Join(const Baggage& other) {
-  auto known = [&](uint64_t id) {
-    return std::any_of(frozen_.begin(), frozen_.end(), [&](const auto& i) { return i->id == id; });
+  auto known = [&](const BaggageInstance& instance) {
+    return std::any_of(frozen_.begin(), frozen_.end(), [&](const auto& i) {
+      return i->id == instance.id && i->name == instance.name;
+    });
   };
   for (const auto& instance : other.frozen_) {
-    if (!known(instance->id)) frozen_.push_back(instance);
+    if (!known(*instance)) frozen_.push_back(instance);
   }
-  if (other.active_.Tuples() > 0 && !known(other.active_.id)) {
+  if (other.active_.Tuples() > 0 && !known(other.active_)) {
     // The branch's active instance ends with the branch: it is frozen as it joins. This
     // baggage's own active instance stays active (its tuples were packed on this side).
     frozen_.push_back(std::make_shared<const BaggageInstance>(other.active_));

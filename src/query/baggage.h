@@ -12,12 +12,14 @@
 //
 // Departure from the paper: Pivot names instances with interval tree clocks, which need no
 // coordination between processes; offline one process replays the whole request, so a
-// process-wide counter gives unique ids. The live side swaps in interval tree clock ids
-// without changing this interface.
+// process-wide counter gives unique ids. The live side (pivot/baggage.h) names an instance
+// with NameActive before it can meet instances from elsewhere (before a split, and before
+// the branch it ends joins), and rebuilds decoded baggage with Restore.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "query/advice.h"
@@ -46,7 +48,11 @@ struct PackedTuples {
 };
 
 struct BaggageInstance {
+  // Two instances are the same when both id and name are equal. Offline the id comes from
+  // a process-wide counter and the name is empty; live the name is the interval tree clock
+  // event that started the instance (unique without coordination) and the id its hash.
   uint64_t id = 0;
+  std::string name;
   std::vector<PackedTuples> slots;  // by slot; sized on first pack
 
   size_t Tuples() const;  // over all slots
@@ -79,10 +85,19 @@ class Baggage {
   // Table 4's join(): merges in the baggage of a branch that rejoins this one.
   void Join(const Baggage& other);
 
+  // For the live baggage, which names instances and encodes them.
+  using FrozenInstances = std::vector<std::shared_ptr<const BaggageInstance>>;
+  const FrozenInstances& frozen() const { return frozen_; }
+  const BaggageInstance& active() const { return active_; }
+  // Gives the active instance the id and name the caller chose (instead of the counter's).
+  void NameActive(uint64_t id, std::string name);
+  // Replaces the contents with decoded instances.
+  void Restore(FrozenInstances frozen, BaggageInstance active);
+
  private:
   void ClearActive();
 
-  std::vector<std::shared_ptr<const BaggageInstance>> frozen_;
+  FrozenInstances frozen_;
   BaggageInstance active_;
 };
 

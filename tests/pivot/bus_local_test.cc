@@ -45,9 +45,9 @@ TEST(LocalBusTest, DeliversEveryMessageToMatchingSubscribersInOrder) {
 TEST(LocalBusTest, AHandlerMayPublishAndUnsubscribe) {
   auto bus = MakeLocalBus();
   std::atomic<int> replies{0};
-  ASSERT_TRUE(bus->Subscribe("ping", [&](std::string_view, std::string_view p) {
-                    bus->Publish("pong", p);
-                  }).ok());
+  ASSERT_TRUE(
+      bus->Subscribe("ping", [&](std::string_view, std::string_view p) { bus->Publish("pong", p); })
+          .ok());
   auto pong = bus->Subscribe("pong", [&](std::string_view, std::string_view) { ++replies; });
   ASSERT_TRUE(pong.ok());
   bus->Publish("ping", "1");

@@ -1,0 +1,413 @@
+// The live baggage: naming instances with interval tree clock events, the binary form and
+// its lazy, bounded decoder (the format is in baggage.h).
+#include "pivot/baggage.h"
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+#include <functional>
+#include <utility>
+
+namespace weft::pivot {
+
+BaggageCounters& GlobalBaggageCounters() {
+  static BaggageCounters counters;
+  return counters;
+}
+
+namespace {
+
+using query::BaggageInstance;
+using query::PackedTuples;
+using query::PartialAggregate;
+using query::Value;
+using query::ValueType;
+
+enum : uint8_t { kValueNull = 0, kValueInt = 1, kValueFloat = 2, kValueString = 3 };
+enum : uint8_t { kFrozenInstance = 0, kActiveInstance = 1 };
+
+uint64_t HashName(std::string_view name) { return std::hash<std::string_view>{}(name); }
+
+// ---- encoding ----
+
+void PutVarint(std::string& out, uint64_t v) {
+  char buf[10];
+  size_t n = 0;
+  while (v >= 0x80) {
+    buf[n++] = char(uint8_t(v) | 0x80);
+    v >>= 7;
+  }
+  buf[n++] = char(v);
+  out.append(buf, n);
+}
+uint64_t ZigZag(int64_t v) { return (uint64_t(v) << 1) ^ uint64_t(v >> 63); }
+int64_t UnZigZag(uint64_t v) { return int64_t(v >> 1) ^ -int64_t(v & 1); }
+void PutDouble(std::string& out, double d) {
+  uint64_t bits = std::bit_cast<uint64_t>(d);
+  char buf[8];
+  for (int i = 0; i < 8; ++i) buf[i] = char(uint8_t(bits >> (8 * i)));
+  out.append(buf, 8);
+}
+
+void PutValue(std::string& out, const Value& v) {
+  switch (v.type) {
+    case ValueType::kNull:
+      out.push_back(char(kValueNull));
+      return;
+    case ValueType::kInt:
+      out.push_back(char(kValueInt));
+      PutVarint(out, ZigZag(v.i));
+      return;
+    case ValueType::kFloat:
+      out.push_back(char(kValueFloat));
+      PutDouble(out, v.f);
+      return;
+    case ValueType::kString: {
+      // Longer strings than a decoder accepts are cut: a view into the program's memory
+      // may be any size, and a header that every receiver refuses would lose all tuples.
+      std::string_view s = v.s.substr(0, kMaxStringBytes);
+      out.push_back(char(kValueString));
+      PutVarint(out, s.size());
+      out.append(s);
+      return;
+    }
+  }
+}
+
+void PutSlots(std::string& out, const std::vector<PackedTuples>& slots) {
+  size_t used = slots.size();
+  while (used > 0 && slots[used - 1].size() == 0) --used;
+  PutVarint(out, used);
+  for (size_t s = 0; s < used; ++s) {
+    const PackedTuples& t = slots[s];
+    if (t.size() == 0) {
+      out.append(3, '\0');
+      continue;
+    }
+    PutVarint(out, t.width);
+    PutVarint(out, t.partials);
+    PutVarint(out, t.size());
+    for (size_t i = 0; i < t.size(); ++i) {
+      const Value* v = t.Values(i);
+      for (uint32_t w = 0; w < t.width; ++w) PutValue(out, v[w]);
+      const PartialAggregate* p = t.Parts(i);
+      for (uint32_t k = 0; k < t.partials; ++k) {
+        PutDouble(out, p[k].sum);
+        PutDouble(out, p[k].weight);
+        PutValue(out, p[k].min);
+        PutValue(out, p[k].max);
+      }
+      PutDouble(out, t.mult[i]);
+      PutVarint(out, ZigZag(t.order[i]));
+    }
+  }
+}
+
+// ---- decoding: every read is bounded by what is left ----
+
+class Reader {
+ public:
+  explicit Reader(std::string_view in) : in_(in) {}
+  size_t left() const { return in_.size() - at_; }
+  size_t at() const { return at_; }
+
+  bool Byte(uint8_t& b) {
+    if (at_ >= in_.size()) return false;
+    b = uint8_t(in_[at_++]);
+    return true;
+  }
+  bool Varint(uint64_t& v) {
+    v = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      uint8_t b;
+      if (!Byte(b)) return false;
+      if (shift == 63 && b > 1) return false;
+      v |= uint64_t(b & 0x7f) << shift;
+      if ((b & 0x80) == 0) return true;
+    }
+    return false;
+  }
+  bool Bounded(uint64_t max, uint64_t& v) { return Varint(v) && v <= max; }
+  bool Double(double& d) {
+    if (left() < 8) return false;
+    uint64_t bits = 0;
+    for (int i = 0; i < 8; ++i) bits |= uint64_t(uint8_t(in_[at_ + size_t(i)])) << (8 * i);
+    at_ += 8;
+    d = std::bit_cast<double>(bits);
+    return true;
+  }
+  bool Bytes(size_t n, std::string_view& out) {
+    if (left() < n) return false;
+    out = in_.substr(at_, n);
+    at_ += n;
+    return true;
+  }
+  bool ValueOf(Value& v) {
+    uint8_t tag;
+    if (!Byte(tag)) return false;
+    switch (tag) {
+      case kValueNull:
+        v = Value::Null();
+        return true;
+      case kValueInt: {
+        uint64_t z;
+        if (!Varint(z)) return false;
+        v = Value::Int(UnZigZag(z));
+        return true;
+      }
+      case kValueFloat: {
+        double d;
+        if (!Double(d)) return false;
+        v = Value::Float(d);
+        return true;
+      }
+      case kValueString: {
+        uint64_t n;
+        std::string_view s;
+        if (!Bounded(kMaxStringBytes, n) || !Bytes(size_t(n), s)) return false;
+        v = Value::String(s);
+        return true;
+      }
+      default:
+        return false;
+    }
+  }
+
+ private:
+  std::string_view in_;
+  size_t at_ = 0;
+};
+
+Status Bad(const Reader& r, std::string_view what) {
+  return Status::Corruption("baggage: {} at byte {}", what, r.at());
+}
+
+Status ReadSlots(Reader& r, std::vector<PackedTuples>& slots) {
+  uint64_t count;
+  if (!r.Bounded(kMaxSlots, count) || count > r.left() / 3) return Bad(r, "bad slot count");
+  slots.resize(size_t(count));
+  for (PackedTuples& t : slots) {
+    uint64_t width, partials, tuples;
+    if (!r.Bounded(kMaxWidth, width) || !r.Bounded(kMaxWidth, partials) ||
+        !r.Bounded(kMaxTuples, tuples)) {
+      return Bad(r, "bad slot header");
+    }
+    // Each tuple takes at least a byte per value, 18 per partial and 9 for mult and
+    // order: refuse counts the bytes left cannot hold before allocating for them.
+    uint64_t least = width + partials * 18 + 9;
+    if (tuples > r.left() / least) return Bad(r, "more tuples than bytes");
+    t.width = uint32_t(width);
+    t.partials = uint32_t(partials);
+    t.values.resize(size_t(tuples * width));
+    t.parts.resize(size_t(tuples * partials));
+    t.mult.resize(size_t(tuples));
+    t.order.resize(size_t(tuples));
+    for (size_t i = 0; i < tuples; ++i) {
+      for (size_t w = 0; w < width; ++w) {
+        if (!r.ValueOf(t.values[i * width + w])) return Bad(r, "bad value");
+      }
+      for (size_t k = 0; k < partials; ++k) {
+        PartialAggregate& p = t.parts[i * partials + k];
+        if (!r.Double(p.sum) || !r.Double(p.weight) || !r.ValueOf(p.min) || !r.ValueOf(p.max)) {
+          return Bad(r, "bad partial aggregate");
+        }
+      }
+      uint64_t order;
+      if (!r.Double(t.mult[i]) || !r.Varint(order)) return Bad(r, "bad tuple");
+      t.order[i] = UnZigZag(order);
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Baggage::Baggage() = default;
+// A moved-from baggage is a fresh, empty one, never a stamp without trees.
+Baggage::Baggage(Baggage&& other) noexcept
+    : stamp_(std::move(other.stamp_)),
+      contents_(std::move(other.contents_)),
+      decoded_(other.decoded_),
+      bytes_(std::move(other.bytes_)),
+      decode_status_(std::move(other.decode_status_)),
+      storage_(std::move(other.storage_)) {
+  other.Clear();
+}
+
+Baggage& Baggage::operator=(Baggage&& other) noexcept {
+  if (this != &other) {
+    stamp_ = std::move(other.stamp_);
+    contents_ = std::move(other.contents_);
+    decoded_ = other.decoded_;
+    bytes_ = std::move(other.bytes_);
+    decode_status_ = std::move(other.decode_status_);
+    storage_ = std::move(other.storage_);
+    other.Clear();
+  }
+  return *this;
+}
+Baggage::~Baggage() = default;
+
+void Baggage::Clear() {
+  stamp_ = itc::Stamp::Seed();
+  contents_.Clear();
+  decoded_ = true;
+  bytes_.reset();
+  decode_status_ = Status::Ok();
+  storage_.clear();
+}
+
+std::string_view Baggage::Intern(std::string_view s) {
+  storage_.push_back(std::make_shared<const std::string>(s));
+  return *storage_.back();
+}
+
+void Baggage::Share(const std::vector<std::shared_ptr<const std::string>>& storage) {
+  for (const auto& block : storage) {
+    if (std::find(storage_.begin(), storage_.end(), block) == storage_.end()) {
+      storage_.push_back(block);
+    }
+  }
+}
+
+void Baggage::NameActive() {
+  if (contents_.active().Tuples() == 0) return;
+  stamp_.Event();  // never anonymous: Deserialize refuses id 0 and Fork never makes it
+  std::string name;
+  stamp_.EncodeEvent(name);
+  uint64_t id = HashName(name);
+  contents_.NameActive(id, std::move(name));
+}
+
+Baggage Baggage::Split() {
+  if (!decoded_) DecodeNow();
+  NameActive();
+  Baggage branch;
+  contents_.SplitInto(branch.contents_);
+  branch.stamp_ = stamp_.Fork();
+  branch.storage_ = storage_;
+  return branch;
+}
+
+void Baggage::Join(Baggage&& branch) {
+  if (!decoded_) DecodeNow();
+  if (!branch.decoded_) branch.DecodeNow();
+  branch.NameActive();
+  contents_.Join(branch.contents_);
+  stamp_.Join(branch.stamp_);
+  Share(branch.storage_);
+  branch.Clear();
+}
+
+void Baggage::SerializeTo(std::string& out) const {
+  if (!decoded_) {
+    out += *bytes_;
+    return;
+  }
+  size_t tuples = contents_.tuples();
+  static const std::string kSeed = itc::Stamp::Seed().Encode();
+  std::string stamp = stamp_.Encode();
+  if (tuples == 0 && contents_.frozen().empty() && stamp == kSeed) return;
+  out.push_back(char(kBaggageFormatVersion));
+  PutVarint(out, stamp.size());
+  out += stamp;
+  bool active = contents_.active().Tuples() > 0;
+  PutVarint(out, contents_.frozen().size() + (active ? 1 : 0));
+  for (const auto& instance : contents_.frozen()) {
+    out.push_back(char(kFrozenInstance));
+    PutVarint(out, instance->name.size());
+    out += instance->name;
+    PutSlots(out, instance->slots);
+  }
+  if (active) {
+    out.push_back(char(kActiveInstance));
+    PutSlots(out, contents_.active().slots);
+  }
+}
+
+std::string Baggage::Serialize() const {
+  std::string out;
+  SerializeTo(out);
+  return out;
+}
+
+Status Baggage::Deserialize(std::string_view bytes) {
+  Clear();
+  if (bytes.empty()) return Status::Ok();
+  if (bytes.size() > kMaxSerializedBytes || uint8_t(bytes[0]) != kBaggageFormatVersion) {
+    GlobalBaggageCounters().deserialize_rejected.fetch_add(1, std::memory_order_relaxed);
+    if (bytes.size() > kMaxSerializedBytes) {
+      return Status::Corruption("baggage: {} bytes, more than {}", bytes.size(),
+                                kMaxSerializedBytes);
+    }
+    return Status::Corruption("baggage: format version {}, not {}", uint8_t(bytes[0]),
+                              kBaggageFormatVersion);
+  }
+  bytes_ = std::make_shared<const std::string>(bytes);
+  decoded_ = false;
+  return Status::Ok();
+}
+
+Status Baggage::Decode() {
+  if (!decoded_) DecodeNow();
+  return decode_status_;
+}
+
+void Baggage::DecodeNow() {
+  decoded_ = true;
+  Status s = DecodeBytes();
+  if (!s.ok()) {
+    GlobalBaggageCounters().decode_rejected.fetch_add(1, std::memory_order_relaxed);
+    Clear();
+    decode_status_ = std::move(s);
+  }
+}
+
+Status Baggage::DecodeBytes() {
+  Reader r(*bytes_);
+  uint8_t version;
+  uint64_t stamp_size;
+  std::string_view stamp_bytes;
+  if (!r.Byte(version) || !r.Bounded(kMaxStampBytes, stamp_size) ||
+      !r.Bytes(size_t(stamp_size), stamp_bytes)) {
+    return Bad(r, "bad stamp size");
+  }
+  auto stamp = itc::Stamp::Decode(stamp_bytes);
+  if (!stamp.ok()) return stamp.status().WithContext("baggage");
+  if (stamp->anonymous()) return Bad(r, "anonymous stamp");
+  uint64_t count;
+  if (!r.Bounded(kMaxInstances, count) || count > r.left() / 2) {
+    return Bad(r, "bad instance count");
+  }
+  query::Baggage::FrozenInstances frozen;
+  frozen.reserve(size_t(count));
+  BaggageInstance active;
+  for (uint64_t k = 0; k < count; ++k) {
+    uint8_t kind;
+    if (!r.Byte(kind) || kind > kActiveInstance) return Bad(r, "bad instance kind");
+    if (kind == kActiveInstance) {
+      if (k + 1 != count) return Bad(r, "active instance not last");
+      WEFT_RETURN_IF_ERROR(ReadSlots(r, active.slots));
+      continue;
+    }
+    auto instance = std::make_shared<BaggageInstance>();
+    uint64_t name_size;
+    std::string_view name;
+    if (!r.Bounded(kMaxNameBytes, name_size) || name_size == 0 ||
+        !r.Bytes(size_t(name_size), name)) {
+      return Bad(r, "bad instance name");
+    }
+    instance->name = std::string(name);
+    instance->id = HashName(name);
+    WEFT_RETURN_IF_ERROR(ReadSlots(r, instance->slots));
+    frozen.push_back(std::move(instance));
+  }
+  if (r.left() != 0) return Bad(r, "bytes after the baggage");
+  stamp_ = std::move(*stamp);
+  contents_.Restore(std::move(frozen), std::move(active));
+  storage_.push_back(std::move(bytes_));
+  bytes_.reset();
+  return Status::Ok();
+}
+
+}  // namespace weft::pivot

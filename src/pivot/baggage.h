@@ -1,0 +1,170 @@
+// The live baggage (Pivot Tracing §4 "Baggage", §5 "Branches and Versioning", Table 4):
+// the offline model of query/baggage.h (versioned instances of packed tuples) plus an
+// interval tree clock stamp (pivot/itc.h) that names its instances, a binary form for
+// message headers, and lazy decoding.
+//
+// Table 4 on this class:
+//   pack, unpack   through Contents(): the advice interpreter works on query::Baggage&.
+//   serialize      Serialize()
+//   deserialize    Deserialize(bytes)
+//   split          Split(): this baggage keeps one side, the result is the other branch.
+//   join           Join(branch)
+// The thread-local current baggage and the helpers that carry it across threads, queues
+// and fork() are in pivot/current_baggage.h.
+//
+// Naming instances. Offline, instance ids come from a process-wide counter; live, two
+// processes would hand out the same ids, and joining their branches would drop tuples (or
+// count them twice). Here every baggage holds a stamp whose id is disjoint from that of
+// every other live branch of the request: Split forks it, Join joins it. An instance is
+// named just before it can meet instances from another branch -- when Split freezes the
+// active instance, and when Join takes in the other side's active instance -- by one
+// Event() of the owning branch's stamp; its name is the encoded event tree right after
+// that event. Two distinct events have distinct causal pasts (one contains the other
+// strictly, or neither contains the other), and the normal form is unique, so two
+// instances never get the same name, whichever processes named them; an instance shared
+// from before a split keeps its name on both sides, so the join dedupes it. The 64-bit id
+// is a hash of the name for a quick compare; equality also compares the names. The active
+// instance stays unnamed while it is only packed into, so a request that never branches
+// never pays for an event.
+//
+// Every baggage of one request descends from one Seed (Clear() starts a new request).
+// Serialize is for a hand-off: the receiver continues this branch, stamp included. To send
+// a branch while the sender goes on (an RPC), Split first and serialize the branch;
+// serializing one baggage to two receivers would give them the same id.
+//
+// Lazy decoding. Deserialize only checks the version byte and the size and keeps the
+// bytes; the first Contents(), Split, Join or Decode decodes. Serialize of a baggage that
+// was never decoded returns the same bytes, so a process that only forwards baggage pays a
+// copy. Decoding that fails leaves the baggage empty (a new seed), counts the rejection in
+// BaggageCounters and keeps the error in decode_status().
+//
+// Strings. Values are views (query/value.h). Strings decoded from bytes point into the
+// kept bytes, which every baggage split from this one shares. A string that advice packs
+// through Contents() must outlive this baggage and every branch split from it: pack a copy
+// made with Intern() when it does not (a tracepoint's local variable, say).
+//
+// Binary form, version 1 (integers are LEB128 varints, minimal; zigzag for signed;
+// doubles are 8 bytes little-endian IEEE 754):
+//   baggage   := 0x01 stamp_size stamp instances
+//                (or nothing at all: no tuples and a seed stamp, what a request carries
+//                when no query packs anything and it never branched)
+//   stamp     := the interval tree clock's encoding (itc.h), at most kMaxStampBytes
+//   instances := count (<= kMaxInstances), then each instance:
+//   instance  := 0x00 name_size name slots   a frozen instance (name 1..kMaxNameBytes)
+//              | 0x01 slots                  the active instance: at most one, the last
+//   slots     := count (<= kMaxSlots), then each slot: width (<= kMaxWidth), partials
+//                (<= kMaxWidth), tuples (<= kMaxTuples), then each tuple: `width` values,
+//                `partials` partial aggregates, mult (double), order (zigzag)
+//   partial   := sum (double) weight (double) min (value) max (value)
+//   value     := 0x00 (null) | 0x01 zigzag (int) | 0x02 double (float)
+//              | 0x03 size bytes (string, size <= kMaxStringBytes)
+// The whole is at most kMaxSerializedBytes. Serialize writes slots up to the last
+// non-empty one and an empty slot as width 0, partials 0, tuples 0; it leaves out an active
+// instance that holds no tuples. Decode accepts any input that follows the grammar, so the
+// form it re-encodes to is stable: Serialize(Decode(Serialize(Decode(b)))) equals
+// Serialize(Decode(b)).
+//
+// Departure from the paper: Pivot's empty baggage always serializes to 0 bytes; here a
+// baggage that has branched carries its stamp (a few bytes) even with no tuples, because
+// two receivers that both started from a seed would name instances alike.
+//
+// Thread safety: none; one baggage belongs to one thread at a time (hand it over with a
+// move). BaggageCounters are atomic.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+#include "pivot/itc.h"
+#include "query/baggage.h"
+
+namespace weft::pivot {
+
+inline constexpr uint8_t kBaggageFormatVersion = 1;
+inline constexpr size_t kMaxSerializedBytes = size_t{1} << 20;
+inline constexpr size_t kMaxStampBytes = 4096;
+inline constexpr size_t kMaxNameBytes = 4096;
+inline constexpr uint32_t kMaxInstances = 4096;
+inline constexpr uint32_t kMaxSlots = 1024;
+inline constexpr uint32_t kMaxWidth = 256;
+inline constexpr uint32_t kMaxTuples = 1 << 20;
+inline constexpr size_t kMaxStringBytes = 1 << 16;
+
+// Process-wide counts of baggage that was refused, for the agent to report.
+struct BaggageCounters {
+  std::atomic<uint64_t> deserialize_rejected{0};  // Deserialize refused the bytes outright
+  std::atomic<uint64_t> decode_rejected{0};       // the lazy decode found them malformed
+};
+BaggageCounters& GlobalBaggageCounters();
+
+class Baggage {
+ public:
+  Baggage();  // empty, a fresh seed: a new request
+  Baggage(Baggage&&) noexcept;
+  Baggage& operator=(Baggage&&) noexcept;
+  ~Baggage();
+  // No copies: a copy would share this branch's clock id. Split() makes a branch.
+  Baggage(const Baggage&) = delete;
+  Baggage& operator=(const Baggage&) = delete;
+
+  // Empties the baggage and starts a new request (a new seed stamp).
+  void Clear();
+
+  // The tuples, for advice to pack and unpack. Decodes on first use. The reference stays
+  // valid until this baggage is moved from, assigned or destroyed.
+  query::Baggage& Contents() {
+    if (!decoded_) DecodeNow();
+    return contents_;
+  }
+  // The number of tuples over every instance (decodes).
+  size_t tuples() { return Contents().tuples(); }
+
+  // Table 4's split(): this baggage keeps one side; the result is the other branch.
+  Baggage Split();
+  // Table 4's join(): merges in `branch`, a branch that was split from this request's
+  // baggage and ends here. `branch` is left empty.
+  void Join(Baggage&& branch);
+
+  // Table 4's serialize(): appends the binary form (above) to `out`.
+  void SerializeTo(std::string& out) const;
+  std::string Serialize() const;
+  // Table 4's deserialize(): replaces this baggage with the one in `bytes`, decoded later.
+  // Refuses bytes with another version or over kMaxSerializedBytes (then this baggage is
+  // empty, and the refusal counted).
+  Status Deserialize(std::string_view bytes);
+  // Decodes now; the status of the decode (ok if there was nothing to decode).
+  Status Decode();
+  const Status& decode_status() const { return decode_status_; }
+  bool decoded() const { return decoded_; }
+
+  // A copy of `s` that lives as long as this baggage and its branches.
+  std::string_view Intern(std::string_view s);
+
+  const itc::Stamp& stamp() {
+    if (!decoded_) DecodeNow();
+    return stamp_;
+  }
+
+ private:
+  void DecodeNow();
+  Status DecodeBytes();
+  // Names the active instance with an event of this branch's stamp, if it holds tuples.
+  void NameActive();
+  void Share(const std::vector<std::shared_ptr<const std::string>>& storage);
+
+  itc::Stamp stamp_;
+  query::Baggage contents_;
+  // Decoded or not: when not, bytes_ holds the serialized form and contents_ is empty.
+  bool decoded_ = true;
+  std::shared_ptr<const std::string> bytes_;
+  Status decode_status_;
+  // What string values point into: decoded bytes and interned strings, shared by branches.
+  std::vector<std::shared_ptr<const std::string>> storage_;
+};
+
+}  // namespace weft::pivot

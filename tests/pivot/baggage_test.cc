@@ -1,0 +1,272 @@
+// The live baggage: Table 4's operations, the binary form and its lazy decoding, refusal
+// of bad bytes, and a property test that branches packing, splitting, joining and crossing
+// "processes" (serialize, then deserialize) always see exactly the tuples of their causal
+// past: no instance is lost to a name collision, none is counted twice.
+#include "pivot/baggage.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <limits>
+#include <random>
+#include <set>
+#include <vector>
+
+namespace weft::pivot {
+namespace {
+
+using query::PackedTuples;
+using query::PartialAggregate;
+using query::Value;
+
+void Pack(Baggage& b, int64_t v, uint32_t slot = 0) {
+  Value value = Value::Int(v);
+  b.Contents().Active(slot, 1, 0).Append(&value, nullptr, 1, v);
+}
+
+std::vector<int64_t> Unpack(Baggage& b, uint32_t slot = 0) {
+  std::vector<int64_t> out;
+  b.Contents().ForEachInstance(slot, [&](const PackedTuples& t) {
+    for (size_t i = 0; i < t.size(); ++i) out.push_back(t.Values(i)[0].i);
+  });
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+Baggage RoundTrip(const Baggage& b) {
+  Baggage out;
+  EXPECT_TRUE(out.Deserialize(b.Serialize()).ok());
+  return out;
+}
+
+TEST(Baggage, EmptyBaggageSerializesToNothing) {
+  Baggage b;
+  EXPECT_EQ(b.Serialize(), "");
+  Baggage c;
+  ASSERT_TRUE(c.Deserialize("").ok());
+  EXPECT_EQ(c.tuples(), 0u);
+  // Once it has branched it carries its stamp, so that two receivers name apart.
+  Baggage branch = b.Split();
+  EXPECT_NE(b.Serialize(), "");
+  EXPECT_NE(branch.Serialize(), "");
+  EXPECT_NE(b.Serialize(), branch.Serialize());
+}
+
+TEST(Baggage, EveryKindOfValueRoundTrips) {
+  Baggage b;
+  const std::string_view text = b.Intern("hello, baggage");
+  const std::vector<Value> values = {
+      Value::Null(),
+      Value::Int(0),
+      Value::Int(-1),
+      Value::Int(std::numeric_limits<int64_t>::min()),
+      Value::Int(std::numeric_limits<int64_t>::max()),
+      Value::Float(-0.0),
+      Value::Float(3.25),
+      Value::Float(std::numeric_limits<double>::infinity()),
+      Value::Float(std::nan("")),
+      Value::String(""),
+      Value::String(text),
+  };
+  PackedTuples& t = b.Contents().Active(2, uint32_t(values.size()), 2);
+  PartialAggregate parts[2];
+  parts[0].sum = 10.5;
+  parts[0].weight = 3;
+  parts[0].min = Value::Int(-4);
+  parts[0].max = Value::String(text);
+  t.Append(values.data(), parts, 2.5, -7);
+  t.Append(values.data(), parts, 1, 1'000'000'000'000);
+
+  Baggage c = RoundTrip(b);
+  EXPECT_FALSE(c.decoded());
+  const PackedTuples* got = nullptr;
+  c.Contents().ForEachInstance(2, [&](const PackedTuples& x) { got = &x; });
+  ASSERT_NE(got, nullptr);
+  ASSERT_EQ(got->size(), 2u);
+  EXPECT_EQ(got->width, values.size());
+  EXPECT_EQ(got->partials, 2u);
+  for (size_t i = 0; i < values.size(); ++i) {
+    const Value& v = got->Values(1)[i];
+    ASSERT_EQ(v.type, values[i].type) << i;
+    if (v.type == query::ValueType::kFloat) {
+      EXPECT_EQ(std::bit_cast<uint64_t>(v.f), std::bit_cast<uint64_t>(values[i].f)) << i;
+    } else {
+      EXPECT_TRUE(v == values[i]) << i;
+    }
+  }
+  EXPECT_EQ(got->mult[0], 2.5);
+  EXPECT_EQ(got->order[0], -7);
+  EXPECT_EQ(got->order[1], 1'000'000'000'000);
+  EXPECT_EQ(got->Parts(0)[0].sum, 10.5);
+  EXPECT_EQ(got->Parts(0)[0].weight, 3);
+  EXPECT_TRUE(got->Parts(0)[0].min == Value::Int(-4));
+  EXPECT_EQ(got->Parts(0)[0].max.s, "hello, baggage");
+  EXPECT_TRUE(got->Parts(0)[1].min.is_null());
+  // The decoded form encodes to the same bytes.
+  EXPECT_EQ(c.Serialize(), b.Serialize());
+}
+
+// Tuples of the fewest bytes the format allows (null values, null partials) decode: the
+// decoder's check of counts against the bytes left is not stricter than the format.
+TEST(Baggage, TheSmallestTuplesDecode) {
+  Baggage b;
+  Value nulls[3];
+  PartialAggregate parts[2];
+  PackedTuples& t = b.Contents().Active(0, 3, 2);
+  for (int i = 0; i < 5; ++i) t.Append(nulls, parts, 1, 0);
+  Baggage c = RoundTrip(b);
+  ASSERT_TRUE(c.Decode().ok()) << c.decode_status().message();
+  EXPECT_EQ(c.tuples(), 5u);
+  EXPECT_EQ(c.Serialize(), b.Serialize());
+}
+
+TEST(Baggage, DeserializeIsLazyAndForwardingKeepsTheBytes) {
+  Baggage b;
+  for (int i = 0; i < 10; ++i) Pack(b, i);
+  std::string bytes = b.Serialize();
+  // A forwarder that never looks inside passes exactly these bytes on.
+  Baggage c;
+  ASSERT_TRUE(c.Deserialize(bytes).ok());
+  EXPECT_FALSE(c.decoded());
+  EXPECT_EQ(c.Serialize(), bytes);
+  Baggage moved = std::move(c);
+  EXPECT_FALSE(moved.decoded());
+  EXPECT_EQ(moved.Serialize(), bytes);
+  EXPECT_EQ(Unpack(moved), (std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}));
+  EXPECT_TRUE(moved.decoded());
+  EXPECT_TRUE(moved.decode_status().ok());
+  // A moved-from baggage is empty and usable.
+  EXPECT_EQ(c.tuples(), 0u);
+  Pack(c, 42);
+  EXPECT_EQ(Unpack(c), std::vector<int64_t>{42});
+}
+
+TEST(Baggage, BadBytesAreRefusedAndCounted) {
+  BaggageCounters& counters = GlobalBaggageCounters();
+  uint64_t refused = counters.deserialize_rejected.load();
+  uint64_t bad = counters.decode_rejected.load();
+  Baggage b;
+  EXPECT_FALSE(b.Deserialize(std::string("\x02\x02\x01\x00\x00", 5)).ok());  // version 2
+  EXPECT_EQ(counters.deserialize_rejected.load(), refused + 1);
+  EXPECT_FALSE(b.Deserialize(std::string(kMaxSerializedBytes + 1, '\x01')).ok());
+  EXPECT_EQ(counters.deserialize_rejected.load(), refused + 2);
+
+  Baggage good;
+  for (int i = 0; i < 3; ++i) Pack(good, i);
+  std::string bytes = good.Serialize();
+  // Every truncation is refused when decoded, leaving an empty baggage that still works.
+  for (size_t n = 1; n < bytes.size(); ++n) {
+    Baggage t;
+    ASSERT_TRUE(t.Deserialize(std::string_view(bytes).substr(0, n)).ok());
+    EXPECT_FALSE(t.Decode().ok()) << n;
+    EXPECT_EQ(t.tuples(), 0u);
+    Pack(t, 7);
+    EXPECT_EQ(Unpack(t), std::vector<int64_t>{7});
+  }
+  EXPECT_EQ(counters.decode_rejected.load(), bad + bytes.size() - 1);
+  // A byte after the end, and an anonymous stamp (id 0), are refused too.
+  Baggage t;
+  ASSERT_TRUE(t.Deserialize(bytes + "x").ok());
+  EXPECT_FALSE(t.Decode().ok());
+  ASSERT_TRUE(t.Deserialize(std::string("\x01\x02\x00\x00\x00", 5)).ok());
+  EXPECT_FALSE(t.Decode().ok());
+  EXPECT_NE(t.decode_status().message().find("anonymous"), std::string::npos);
+}
+
+TEST(Baggage, BranchesSeeEachOtherOnlyAfterTheyJoin) {
+  Baggage root;
+  Pack(root, 1);
+  Baggage branch = root.Split();
+  Pack(root, 2);
+  Pack(branch, 3);
+  EXPECT_EQ(Unpack(root), (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(Unpack(branch), (std::vector<int64_t>{1, 3}));
+  // The branch crosses to another process and back.
+  Baggage remote = RoundTrip(branch);
+  Pack(remote, 4);
+  Baggage back = RoundTrip(remote);
+  root.Join(std::move(back));
+  // 1 came along on both sides and counts once.
+  EXPECT_EQ(Unpack(root), (std::vector<int64_t>{1, 2, 3, 4}));
+}
+
+// Two processes that never talk name their instances apart, where a counter per process
+// would hand out the same id on both sides.
+TEST(Baggage, InstancesNamedInDifferentProcessesNeverCollide) {
+  Baggage root;
+  Baggage left = RoundTrip(root.Split());
+  Baggage right = RoundTrip(root.Split());
+  Pack(left, 10);
+  Pack(right, 20);
+  Baggage left_grandchild = left.Split();
+  Baggage right_grandchild = right.Split();
+  Pack(left_grandchild, 11);
+  Pack(right_grandchild, 21);
+  std::set<std::string> names;
+  for (Baggage* b : {&left, &right}) {
+    for (const auto& i : b->Contents().frozen()) names.insert(i->name);
+  }
+  EXPECT_EQ(names.size(), 2u);
+  left.Join(RoundTrip(left_grandchild));
+  right.Join(RoundTrip(right_grandchild));
+  root.Join(RoundTrip(left));
+  root.Join(RoundTrip(right));
+  EXPECT_EQ(Unpack(root), (std::vector<int64_t>{10, 11, 20, 21}));
+}
+
+// The reference model: the set of tuples each live baggage has in its causal past.
+TEST(Baggage, RandomBranchingAgreesWithTheReferenceModel) {
+  std::mt19937_64 rng(1520);
+  size_t checked = 0;
+  for (int request = 0; request < 1500; ++request) {
+    std::vector<Baggage> live(1);
+    std::vector<std::set<int64_t>> seen(1);
+    int64_t next = 0;
+    int steps = 1 + int(rng() % 30);
+    for (int step = 0; step < steps; ++step) {
+      size_t pick = rng() % live.size();
+      switch (rng() % 4) {
+        case 0:
+          if (live.size() < 6) {
+            live.push_back(live[pick].Split());
+            seen.push_back(seen[pick]);
+            break;
+          }
+          [[fallthrough]];
+        case 1: {
+          int n = 1 + int(rng() % 3);
+          for (int k = 0; k < n; ++k) {
+            Pack(live[pick], next);
+            seen[pick].insert(next++);
+          }
+          break;
+        }
+        case 2:
+          if (live.size() > 1) {
+            size_t with = rng() % (live.size() - 1);
+            if (with >= pick) ++with;
+            live[pick].Join(std::move(live[with]));
+            seen[pick].insert(seen[with].begin(), seen[with].end());
+            live.erase(live.begin() + ptrdiff_t(with));
+            seen.erase(seen.begin() + ptrdiff_t(with));
+          }
+          break;
+        case 3:  // to another process and on, sometimes without being looked at there
+          live[pick] = RoundTrip(live[pick]);
+          if (rng() % 2) live[pick] = RoundTrip(live[pick]);
+          break;
+      }
+      for (size_t b = 0; b < live.size(); ++b) {
+        std::vector<int64_t> want(seen[b].begin(), seen[b].end());
+        ASSERT_EQ(Unpack(live[b]), want) << "request " << request << " step " << step;
+        ++checked;
+      }
+    }
+  }
+  EXPECT_GT(checked, 20000u);
+}
+
+}  // namespace
+}  // namespace weft::pivot
