@@ -1,7 +1,8 @@
-// The advice interpreter (Pivot Tracing §5, "Materializing Advice"): runs each unit's
-// OBSERVE, FILTER, UNPACK, FILTER and PACK or EMIT when its tracepoint fires, keeps one
-// baggage per execution segment (split where the execution branches, joined where it
-// rejoins), and aggregates what the answered query emits, per time interval if asked.
+// The advice interpreter (Pivot Tracing §5, "Materializing Advice"). AdviceRunner
+// (runner.h) runs each unit's OBSERVE, FILTER, UNPACK, FILTER and PACK or EMIT when its
+// tracepoint fires; the Evaluator replays executions through it, keeps one baggage per
+// execution segment (split where the execution branches, joined where it rejoins), and
+// aggregates what the answered query emits, per time interval if asked.
 //
 // Tuples carry a multiplicity and partial aggregates (advice.h), so that a row made of
 // unpacked tuples t1..tk weighs the product of their multiplicities and an aggregate a
@@ -18,6 +19,7 @@
 #include "query/advice.h"
 #include "query/baggage.h"
 #include "query/query.h"
+#include "query/runner.h"
 
 namespace weft::query {
 namespace {
@@ -40,7 +42,9 @@ struct KeyEq {
   }
 };
 
-void Combine(PartialAggregate& into, const PartialAggregate& part, double scale) {
+}  // namespace
+
+void CombinePartial(PartialAggregate& into, const PartialAggregate& part, double scale) {
   into.sum += part.sum * scale;
   into.weight += part.weight * scale;
   if (!part.min.is_null() && (into.min.is_null() || CompareValues(part.min, into.min) < 0)) {
@@ -50,6 +54,8 @@ void Combine(PartialAggregate& into, const PartialAggregate& part, double scale)
     into.max = part.max;
   }
 }
+
+namespace {
 
 // One value's contribution to a partial aggregate, counted `weight` times.
 PartialAggregate Contribution(const Value& v, double weight) {
@@ -81,114 +87,52 @@ struct Unpacked {
 
 }  // namespace
 
-struct Evaluator::State {
-  std::shared_ptr<const CompiledQuery> query;
-  const EventSource* events;
-  EvaluateOptions options;
-  std::vector<Baggage> baggage;  // per segment of the current execution
-  bool uses_baggage = false;
-  Baggage no_baggage;  // what advice sees when the query joins nothing
-
+struct AdviceRunner::Scratch {
   std::vector<std::vector<Value>> rows;         // per unit
   std::vector<std::vector<Unpacked>> unpacked;  // per unit, per child
-  std::vector<Value> pack_values;               // scratch
-  std::vector<PartialAggregate> pack_parts;     // scratch
-  std::vector<Value> key;                       // scratch
-
-  absl::flat_hash_map<std::vector<Value>, uint32_t, KeyHash, KeyEq> groups;
-  std::vector<double> group_weight;
-  std::vector<PartialAggregate> group_aggregates;  // per group, one per aggregate
-
-  double weight = 1;  // the current execution's
-  int64_t stamp = 0;  // order of the tuple being packed
-  size_t request_baggage_max = 0;
-  double baggage_max_sum = 0;
-  EvaluationCounters counters;
-
-  void Fire(const ExecutionStep& step);
-  void RunUnit(int32_t u, uint32_t variant, uint32_t tracepoint, uint32_t event, Baggage& bag);
-  void Unpack(const Baggage& bag, int32_t child, Unpacked& out);
-  void Pack(int32_t u, const Value* row, std::span<const size_t> pick, double mult, Baggage& bag);
-  void Emit(const Value* row, std::span<const size_t> pick, double mult, uint32_t event);
-  // The partial aggregate that source `s` gives for the current row.
-  PartialAggregate Partial(int32_t u, uint32_t aggregate, const PartialSource& s, const Value* row,
-                           std::span<const size_t> pick, double mult) const;
+  std::vector<Value> pack_values;
+  std::vector<PartialAggregate> pack_parts;
+  std::vector<Value> key;
+  std::vector<PartialAggregate> emit_parts;
 };
 
-Evaluator::Evaluator(std::shared_ptr<const CompiledQuery> query, const EventSource& events,
-                     EvaluateOptions options)
-    : state_(std::make_unique<State>()) {
-  State& s = *state_;
-  s.query = std::move(query);
-  s.events = &events;
-  s.options = options;
-  s.uses_baggage = s.query->units.size() > 1;
-  for (const Unit& unit : s.query->units) {
-    s.rows.emplace_back(unit.row_width);
-    s.unpacked.emplace_back(unit.children.size());
+AdviceRunner::AdviceRunner(std::shared_ptr<const CompiledQuery> query, RunnerOptions options)
+    : query_(std::move(query)), options_(options), scratch_(std::make_unique<Scratch>()) {
+  for (const Unit& unit : query_->units) {
+    scratch_->rows.emplace_back(unit.row_width);
+    scratch_->unpacked.emplace_back(unit.children.size());
   }
+  scratch_->emit_parts.resize(query_->aggregates.size());
 }
 
-Evaluator::~Evaluator() = default;
-Evaluator::Evaluator(Evaluator&&) noexcept = default;
+AdviceRunner::~AdviceRunner() = default;
+AdviceRunner::AdviceRunner(AdviceRunner&&) noexcept = default;
 
-void Evaluator::Run(const Execution& execution) {
-  State& s = *state_;
-  s.weight = execution.weight;
-  if (execution.weight < 1) s.counters.weighted = true;
-  ++s.counters.requests;
-  s.request_baggage_max = 0;
-  if (s.uses_baggage) {
-    if (s.baggage.size() < std::max<size_t>(execution.segments, 1)) {
-      s.baggage.resize(std::max<size_t>(execution.segments, 1));
-    }
-    s.baggage[0].Clear();
-  }
-  for (size_t i = 0; i < execution.steps.size(); ++i) {
-    const ExecutionStep& step = execution.steps[i];
-    // A step naming a segment or tracepoint the execution does not have is ignored.
-    if (step.segment >= execution.segments ||
-        (step.op != StepOp::kFire && step.other >= execution.segments) ||
-        (step.op == StepOp::kFire && step.tracepoint >= s.query->advice.size())) {
-      continue;
-    }
-    s.stamp = int64_t(i) << 24;
-    switch (step.op) {
-      case StepOp::kFire:
-        s.Fire(step);
-        break;
-      case StepOp::kBranch:
-        if (s.uses_baggage) s.baggage[step.segment].SplitInto(s.baggage[step.other]);
-        break;
-      case StepOp::kJoin:
-        if (s.uses_baggage) s.baggage[step.segment].Join(s.baggage[step.other]);
-        break;
-    }
-  }
-  s.counters.baggage_tuples_max =
-      std::max<uint64_t>(s.counters.baggage_tuples_max, s.request_baggage_max);
-  s.baggage_max_sum += double(s.request_baggage_max);
-}
-
-void Evaluator::State::Fire(const ExecutionStep& step) {
-  const auto& woven = query->advice[step.tracepoint];
+void AdviceRunner::Fire(uint32_t tracepoint, const EventExports& exports, Baggage& bag,
+                        EmitSink& sink) {
+  if (tracepoint >= query_->advice.size()) return;
+  const auto& woven = query_->advice[tracepoint];
   if (woven.empty()) return;
-  ++counters.events;
-  Baggage& bag = uses_baggage ? baggage[step.segment] : no_baggage;
-  for (const CompiledQuery::Woven& w : woven)
-    RunUnit(w.unit, w.variant, step.tracepoint, step.event, bag);
+  ++counters_.events;
+  for (const CompiledQuery::Woven& w : woven) RunUnit(w.unit, w.variant, exports, bag, sink);
 }
 
-void Evaluator::State::RunUnit(int32_t u, uint32_t variant, uint32_t tracepoint, uint32_t event,
-                               Baggage& bag) {
-  const Unit& unit = query->units[size_t(u)];
-  Value* row = rows[size_t(u)].data();
+namespace {
+
+void UnpackSlot(const CompiledQuery& query, const Baggage& bag, int32_t child, uint32_t slot,
+                Unpacked& out);
+
+}  // namespace
+
+void AdviceRunner::RunUnit(int32_t u, uint32_t variant, const EventExports& exports, Baggage& bag,
+                           EmitSink& sink) {
+  const Unit& unit = query_->units[size_t(u)];
+  Value* row = scratch_->rows[size_t(u)].data();
   const std::vector<uint32_t>& observe = unit.observe[variant];
   for (size_t j = 0; j < observe.size(); ++j) {
-    row[j] =
-        observe[j] == kNoExport ? Value::Null() : events->Export(tracepoint, observe[j], event);
+    row[j] = observe[j] == kNoExport ? Value::Null() : exports.Export(observe[j]);
   }
-  ++counters.tuples_observed;
+  ++counters_.tuples_observed;
   for (const CompiledExpr& f : unit.filter_before_unpack) {
     if (!IsTrue(Evaluate(f, row))) return;
   }
@@ -197,15 +141,16 @@ void Evaluator::State::RunUnit(int32_t u, uint32_t variant, uint32_t tracepoint,
       if (!IsTrue(Evaluate(f, row))) return;
     }
     if (u == 0) {
-      Emit(row, {}, 1, event);
+      Emit(row, {}, 1, sink);
     } else {
       Pack(u, row, {}, 1, bag);
     }
     return;
   }
-  std::vector<Unpacked>& children = unpacked[size_t(u)];
+  std::vector<Unpacked>& children = scratch_->unpacked[size_t(u)];
   for (size_t c = 0; c < unit.children.size(); ++c) {
-    Unpack(bag, unit.children[c], children[c]);
+    UnpackSlot(*query_, bag, unit.children[c], options_.slot_base + uint32_t(unit.children[c]),
+               children[c]);
     if (children[c].size() == 0) return;  // a join with nothing before it: no tuples
   }
   // The cross product of the unpacked tuples, odometer order (the last child fastest).
@@ -223,7 +168,7 @@ void Evaluator::State::RunUnit(int32_t u, uint32_t variant, uint32_t tracepoint,
     for (size_t c = 0; c < unit.children.size(); ++c) {
       const Unpacked& t = children[c];
       const Value* v = t.values[pick[c]];
-      std::copy(v, v + query->units[size_t(unit.children[c])].outputs.size(),
+      std::copy(v, v + query_->units[size_t(unit.children[c])].outputs.size(),
                 row + unit.child_column[c]);
       mult *= t.mult[pick[c]];
     }
@@ -236,7 +181,7 @@ void Evaluator::State::RunUnit(int32_t u, uint32_t variant, uint32_t tracepoint,
     }
     if (pass) {
       if (u == 0) {
-        Emit(row, picked, mult, event);
+        Emit(row, picked, mult, sink);
       } else {
         Pack(u, row, picked, mult, bag);
       }
@@ -247,14 +192,19 @@ void Evaluator::State::RunUnit(int32_t u, uint32_t variant, uint32_t tracepoint,
   }
 }
 
-void Evaluator::State::Unpack(const Baggage& bag, int32_t child, Unpacked& out) {
-  const Unit& unit = query->units[size_t(child)];
+namespace {
+
+void UnpackSlot(const CompiledQuery& query, const Baggage& bag, int32_t child, uint32_t slot,
+                Unpacked& out) {
+  const Unit& unit = query.units[size_t(child)];
   out.values.clear();
   out.mult.clear();
   out.parts.clear();
   out.refs.clear();
   size_t instances = 0;
-  bag.ForEachInstance(uint32_t(child), [&](const PackedTuples& t) {
+  bag.ForEachInstance(slot, [&](const PackedTuples& t) {
+    // Live, a slot may still hold tuples a removed query packed: another layout is not ours.
+    if (t.width != unit.outputs.size() || t.partials != unit.partials.size()) return;
     ++instances;
     for (uint32_t i = 0; i < t.size(); ++i) out.refs.push_back({t.order[i], {&t, i}});
   });
@@ -276,7 +226,7 @@ void Evaluator::State::Unpack(const Baggage& bag, int32_t child, Unpacked& out) 
       } else {
         m.mult[size_t(at)] += t->mult[i];
         for (uint32_t p = 0; p < m.partials; ++p) {
-          Combine(m.parts[size_t(at) * m.partials + p], t->Parts(i)[p], 1);
+          CombinePartial(m.parts[size_t(at) * m.partials + p], t->Parts(i)[p], 1);
         }
       }
     }
@@ -309,55 +259,183 @@ void Evaluator::State::Unpack(const Baggage& bag, int32_t child, Unpacked& out) 
   }
 }
 
-PartialAggregate Evaluator::State::Partial(int32_t u, uint32_t aggregate, const PartialSource& s,
-                                           const Value* row, std::span<const size_t> pick,
-                                           double mult) const {
-  if (s.child < 0) return Contribution(Evaluate(query->aggregate_args[aggregate], row), mult);
+}  // namespace
+
+PartialAggregate AdviceRunner::Partial(int32_t u, uint32_t aggregate, const PartialSource& s,
+                                       const Value* row, std::span<const size_t> pick,
+                                       double mult) const {
+  if (s.child < 0) return Contribution(Evaluate(query_->aggregate_args[aggregate], row), mult);
   // The child's partial counts once per combination of the other children's tuples.
-  const std::vector<Unpacked>& children = unpacked[size_t(u)];
+  const std::vector<Unpacked>& children = scratch_->unpacked[size_t(u)];
   double others = 1;
   for (size_t c = 0; c < pick.size(); ++c) {
     if (int32_t(c) != s.child) others *= children[c].mult[pick[c]];
   }
   PartialAggregate p;
-  Combine(p, children[size_t(s.child)].parts[pick[size_t(s.child)]][s.index], others);
+  CombinePartial(p, children[size_t(s.child)].parts[pick[size_t(s.child)]][s.index], others);
   return p;
 }
 
-void Evaluator::State::Pack(int32_t u, const Value* row, std::span<const size_t> pick, double mult,
-                            Baggage& bag) {
-  const Unit& unit = query->units[size_t(u)];
-  if (unit.mode == PackMode::kFirst && bag.SlotSize(uint32_t(u)) >= unit.n) return;
+void AdviceRunner::Pack(int32_t u, const Value* row, std::span<const size_t> pick, double mult,
+                        Baggage& bag) {
+  const Unit& unit = query_->units[size_t(u)];
+  const uint32_t slot = options_.slot_base + uint32_t(u);
+  if (unit.mode == PackMode::kFirst && bag.SlotSize(slot) >= unit.n) return;
+  std::vector<Value>& pack_values = scratch_->pack_values;
+  std::vector<PartialAggregate>& pack_parts = scratch_->pack_parts;
   pack_values.clear();
   for (const CompiledExpr& e : unit.outputs) pack_values.push_back(Evaluate(e, row));
   pack_parts.clear();
   for (size_t p = 0; p < unit.partials.size(); ++p) {
     pack_parts.push_back(Partial(u, unit.partials[p], unit.partial_sources[p], row, pick, mult));
   }
-  PackedTuples& t =
-      bag.Active(uint32_t(u), uint32_t(unit.outputs.size()), uint32_t(unit.partials.size()));
+  if (options_.keep_value != nullptr) {
+    for (Value& v : pack_values) v = options_.keep_value(v);
+    for (PartialAggregate& p : pack_parts) {
+      p.min = options_.keep_value(p.min);
+      p.max = options_.keep_value(p.max);
+    }
+  }
+  PackedTuples& t = bag.Active(slot, uint32_t(unit.outputs.size()), uint32_t(unit.partials.size()));
   if (unit.mode == PackMode::kGrouped && t.size() <= kMergeLimit) {
     int64_t at = t.Find(pack_values.data());
     if (at >= 0) {
       t.mult[size_t(at)] += mult;
       for (size_t p = 0; p < pack_parts.size(); ++p) {
-        Combine(t.parts[size_t(at) * t.partials + p], pack_parts[p], 1);
+        CombinePartial(t.parts[size_t(at) * t.partials + p], pack_parts[p], 1);
       }
       return;
     }
   }
-  t.Append(pack_values.data(), pack_parts.data(), mult, stamp++);
-  ++counters.tuples_packed;
+  const int64_t stamp = options_.shared_stamps != nullptr
+                            ? options_.shared_stamps->fetch_add(1, std::memory_order_relaxed)
+                            : stamp_++;
+  t.Append(pack_values.data(), pack_parts.data(), mult, stamp);
+  ++counters_.tuples_packed;
   if (unit.mode == PackMode::kRecent && t.size() > unit.n) {
     t.Erase(0);  // the oldest: tuples are appended in the order they were packed
   }
-  request_baggage_max = std::max(request_baggage_max, bag.tuples());
+  if (options_.track_baggage_size) baggage_max_ = std::max(baggage_max_, bag.tuples());
 }
 
-void Evaluator::State::Emit(const Value* row, std::span<const size_t> pick, double mult,
-                            uint32_t event) {
-  const EmitSpec& emit = query->emit;
-  ++counters.tuples_emitted;
+void AdviceRunner::Emit(const Value* row, std::span<const size_t> pick, double mult,
+                        EmitSink& sink) {
+  const EmitSpec& emit = query_->emit;
+  ++counters_.tuples_emitted;
+  std::vector<Value>& key = scratch_->key;
+  key.clear();
+  for (const CompiledExpr& e : emit.aggregated ? emit.group_keys : emit.plain)
+    key.push_back(Evaluate(e, row));
+  std::vector<PartialAggregate>& parts = scratch_->emit_parts;
+  for (size_t a = 0; a < query_->aggregates.size(); ++a) {
+    parts[a] = query_->aggregates[a].op == AggregateOp::kCount
+                   ? PartialAggregate{}
+                   : Partial(0, uint32_t(a), emit.aggregate_sources[a], row, pick, mult);
+  }
+  if (options_.keep_value != nullptr) {
+    for (Value& v : key) v = options_.keep_value(v);
+    for (PartialAggregate& p : parts) {
+      p.min = options_.keep_value(p.min);
+      p.max = options_.keep_value(p.max);
+    }
+  }
+  sink.Emit(key, mult, parts);
+}
+
+struct Evaluator::State : EmitSink {
+  std::shared_ptr<const CompiledQuery> query;
+  const EventSource* events;
+  EvaluateOptions options;
+  AdviceRunner runner;
+  std::vector<Baggage> baggage;  // per segment of the current execution
+  bool uses_baggage = false;
+  Baggage no_baggage;  // what advice sees when the query joins nothing
+
+  std::vector<Value> key;  // scratch
+
+  absl::flat_hash_map<std::vector<Value>, uint32_t, KeyHash, KeyEq> groups;
+  std::vector<double> group_weight;
+  std::vector<PartialAggregate> group_aggregates;  // per group, one per aggregate
+
+  double weight = 1;   // the current execution's
+  uint32_t event = 0;  // the firing event
+  double baggage_max_sum = 0;
+  EvaluationCounters counters;
+
+  State(std::shared_ptr<const CompiledQuery> q, const EventSource& e, EvaluateOptions o)
+      : query(q), events(&e), options(o), runner(std::move(q)) {}
+
+  void Emit(std::span<const Value> group, double mult,
+            std::span<const PartialAggregate> partials) override;
+};
+
+// A replayed event's exports, read from the source on demand.
+class SourceExports final : public EventExports {
+ public:
+  SourceExports(const EventSource& source, uint32_t tracepoint, uint32_t event)
+      : source_(source), tracepoint_(tracepoint), event_(event) {}
+  Value Export(uint32_t export_id) const override {
+    return source_.Export(tracepoint_, export_id, event_);
+  }
+
+ private:
+  const EventSource& source_;
+  uint32_t tracepoint_, event_;
+};
+
+Evaluator::Evaluator(std::shared_ptr<const CompiledQuery> query, const EventSource& events,
+                     EvaluateOptions options)
+    : state_(std::make_unique<State>(std::move(query), events, options)) {
+  state_->uses_baggage = state_->query->units.size() > 1;
+}
+
+Evaluator::~Evaluator() = default;
+Evaluator::Evaluator(Evaluator&&) noexcept = default;
+
+void Evaluator::Run(const Execution& execution) {
+  State& s = *state_;
+  s.weight = execution.weight;
+  if (execution.weight < 1) s.counters.weighted = true;
+  ++s.counters.requests;
+  s.runner.reset_baggage_max();
+  if (s.uses_baggage) {
+    if (s.baggage.size() < std::max<size_t>(execution.segments, 1)) {
+      s.baggage.resize(std::max<size_t>(execution.segments, 1));
+    }
+    s.baggage[0].Clear();
+  }
+  for (size_t i = 0; i < execution.steps.size(); ++i) {
+    const ExecutionStep& step = execution.steps[i];
+    // A step naming a segment or tracepoint the execution does not have is ignored.
+    if (step.segment >= execution.segments ||
+        (step.op != StepOp::kFire && step.other >= execution.segments) ||
+        (step.op == StepOp::kFire && step.tracepoint >= s.query->advice.size())) {
+      continue;
+    }
+    s.runner.set_stamp(int64_t(i) << 24);
+    switch (step.op) {
+      case StepOp::kFire: {
+        s.event = step.event;
+        Baggage& bag = s.uses_baggage ? s.baggage[step.segment] : s.no_baggage;
+        s.runner.Fire(step.tracepoint, SourceExports(*s.events, step.tracepoint, step.event), bag,
+                      s);
+        break;
+      }
+      case StepOp::kBranch:
+        if (s.uses_baggage) s.baggage[step.segment].SplitInto(s.baggage[step.other]);
+        break;
+      case StepOp::kJoin:
+        if (s.uses_baggage) s.baggage[step.segment].Join(s.baggage[step.other]);
+        break;
+    }
+  }
+  s.counters.baggage_tuples_max =
+      std::max<uint64_t>(s.counters.baggage_tuples_max, s.runner.baggage_max());
+  s.baggage_max_sum += double(s.runner.baggage_max());
+}
+
+void Evaluator::State::Emit(std::span<const Value> group, double mult,
+                            std::span<const PartialAggregate> partials) {
   key.clear();
   if (options.interval > 0) {
     TimeNs t = events->Time(event);
@@ -365,8 +443,7 @@ void Evaluator::State::Emit(const Value* row, std::span<const size_t> pick, doub
     if (t != kNoTime && t < options.origin && (t - options.origin) % options.interval != 0) --k;
     key.push_back(Value::Int(k));
   }
-  for (const CompiledExpr& e : emit.aggregated ? emit.group_keys : emit.plain)
-    key.push_back(Evaluate(e, row));
+  key.insert(key.end(), group.begin(), group.end());
   auto it = groups.find(std::span<const Value>(key));
   uint32_t g;
   if (it == groups.end()) {
@@ -377,12 +454,10 @@ void Evaluator::State::Emit(const Value* row, std::span<const size_t> pick, doub
   } else {
     g = it->second;
   }
-  double w = weight * mult;
-  group_weight[g] += w;
+  group_weight[g] += weight * mult;
   for (size_t a = 0; a < query->aggregates.size(); ++a) {
     if (query->aggregates[a].op == AggregateOp::kCount) continue;
-    PartialAggregate p = Partial(0, uint32_t(a), emit.aggregate_sources[a], row, pick, mult);
-    Combine(group_aggregates[g * query->aggregates.size() + a], p, weight);
+    CombinePartial(group_aggregates[g * query->aggregates.size() + a], partials[a], weight);
   }
 }
 
@@ -436,7 +511,12 @@ QueryResult Evaluator::Finish() && {
     }
     return false;
   });
+  const EvaluationCounters& r = s.runner.counters();
   result.counters = s.counters;
+  result.counters.events = r.events;
+  result.counters.tuples_observed = r.tuples_observed;
+  result.counters.tuples_packed = r.tuples_packed;
+  result.counters.tuples_emitted = r.tuples_emitted;
   if (s.counters.requests > 0) {
     result.counters.baggage_tuples_mean = s.baggage_max_sum / double(s.counters.requests);
   }

@@ -1,0 +1,294 @@
+#include "pivot/agent.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "pivot/live_query.h"
+#include "pivot/protocol.h"
+#include "pivot/weaving.h"
+
+namespace weft::pivot {
+namespace {
+
+using Clock = std::chrono::system_clock;
+
+constexpr size_t kInboxBound = 1024;
+
+int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
+      .count();
+}
+
+// Control messages from the bus's thread to the agent's. Shared with the subscription's
+// handler, which the bus may still be running just after Unsubscribe returns.
+struct Inbox {
+  std::mutex mu;
+  std::condition_variable wake, handled_cv;
+  std::deque<std::pair<std::string, std::string>> messages;
+  uint64_t delivered = 0, handled = 0, overflow = 0;
+  bool stop = false;
+};
+
+struct Installed {
+  std::shared_ptr<LiveQuery> query;
+  int64_t interval_end = INT64_MAX;  // wall clock, ns; never for a query without advice
+  InstalledQueryInfo info;
+};
+
+}  // namespace
+
+struct Agent::State {
+  Bus* bus = nullptr;
+  AgentOptions options;
+  int64_t pid = 0;
+  std::shared_ptr<Inbox> inbox = std::make_shared<Inbox>();
+  uint64_t subscription = 0;
+
+  mutable std::mutex mu;  // queries and counters
+  std::map<std::string, Installed> queries;
+  AgentCounters counters;
+  std::thread thread;
+
+  void Loop();
+  void Handle(const std::string& subject, const std::string& payload);
+  void Install(const InstallMessage& m);
+  void Uninstall(const std::string& id);
+  void Publish(Installed& q, int64_t start, bool final);
+  void Reject() {
+    std::lock_guard lock(mu);
+    ++counters.rejected;
+  }
+};
+
+Result<std::unique_ptr<Agent>> Agent::Start(Bus& bus, AgentOptions options) {
+  auto state = std::make_unique<State>();
+  state->bus = &bus;
+  state->options = std::move(options);
+  state->pid = getpid();
+  if (state->options.host.empty()) {
+    char host[256] = {};
+    gethostname(host, sizeof host - 1);
+    state->options.host = host;
+  }
+  std::shared_ptr<Inbox> inbox = state->inbox;
+  WEFT_ASSIGN_OR_RETURN(
+      state->subscription,
+      bus.Subscribe(kControlPattern, [inbox](std::string_view subject, std::string_view payload) {
+        {
+          std::lock_guard lock(inbox->mu);
+          ++inbox->delivered;
+          if (inbox->messages.size() >= kInboxBound) {
+            ++inbox->overflow;
+            ++inbox->handled;
+          } else {
+            inbox->messages.emplace_back(std::string(subject), std::string(payload));
+          }
+        }
+        inbox->wake.notify_one();
+      }));
+  State* s = state.get();
+  state->thread = std::thread([s] { s->Loop(); });
+  return std::unique_ptr<Agent>(new Agent(std::move(state)));
+}
+
+Agent::Agent(std::unique_ptr<State> state) : state_(std::move(state)) {}
+
+Agent::~Agent() {
+  State& s = *state_;
+  s.bus->Unsubscribe(s.subscription);
+  {
+    std::lock_guard lock(s.inbox->mu);
+    s.inbox->stop = true;
+  }
+  s.inbox->wake.notify_all();
+  s.thread.join();
+  std::vector<std::string> ids;
+  for (const auto& [id, q] : s.queries) ids.push_back(id);
+  for (const std::string& id : ids) s.Uninstall(id);
+}
+
+AgentCounters Agent::counters() const {
+  std::lock_guard lock(state_->mu);
+  AgentCounters c = state_->counters;
+  std::lock_guard inbox_lock(state_->inbox->mu);
+  c.rejected += state_->inbox->overflow;
+  return c;
+}
+
+std::vector<std::string> Agent::installed() const {
+  std::lock_guard lock(state_->mu);
+  std::vector<std::string> out;
+  for (const auto& [id, q] : state_->queries) out.push_back(id);
+  return out;
+}
+
+void Agent::Sync() {
+  Inbox& in = *state_->inbox;
+  std::unique_lock lock(in.mu);
+  uint64_t target = in.delivered;
+  in.handled_cv.wait(lock, [&] { return in.handled >= target || in.stop; });
+}
+
+void Agent::State::Loop() {
+  while (true) {
+    std::deque<std::pair<std::string, std::string>> batch;
+    {
+      std::unique_lock lock(inbox->mu);
+      int64_t next = INT64_MAX;
+      {
+        std::lock_guard q_lock(mu);
+        for (const auto& [id, q] : queries) next = std::min(next, q.interval_end);
+      }
+      auto ready = [&] { return inbox->stop || !inbox->messages.empty(); };
+      if (next == INT64_MAX) {
+        inbox->wake.wait(lock, ready);
+      } else {
+        inbox->wake.wait_until(lock, Clock::time_point(std::chrono::nanoseconds(next)), ready);
+      }
+      if (inbox->stop) return;
+      batch.swap(inbox->messages);
+    }
+    for (const auto& [subject, payload] : batch) Handle(subject, payload);
+    if (!batch.empty()) {
+      std::lock_guard lock(inbox->mu);
+      inbox->handled += batch.size();
+      inbox->handled_cv.notify_all();
+    }
+    const int64_t now = NowNs();
+    for (auto& [id, q] : queries) {
+      if (q.query == nullptr || now < q.interval_end) continue;
+      const int64_t interval = q.query->interval_ns();
+      Publish(q, q.interval_end - interval, false);
+      // Intervals the agent slept through are skipped, not published empty.
+      q.interval_end += interval * std::max<int64_t>(1, (now - q.interval_end) / interval + 1);
+    }
+  }
+}
+
+void Agent::State::Handle(const std::string& subject, const std::string& payload) {
+  if (subject == kInstallSubject) {
+    Result<InstallMessage> m = DecodeInstall(payload);
+    if (!m.ok()) return Reject();
+    Install(*m);
+  } else if (subject == kUninstallSubject) {
+    Result<UninstallMessage> m = DecodeUninstall(payload);
+    if (!m.ok()) return Reject();
+    Uninstall(m->id);
+  } else if (subject == kListSubject) {
+    Result<ListRequest> m = DecodeList(payload);
+    if (!m.ok()) return Reject();
+    AgentDescription d{.pid = pid, .host = options.host};
+    for (TracepointInfo& t : RegisteredTracepoints()) {
+      d.tracepoints.push_back({std::move(t.name), std::move(t.exports), ""});
+    }
+    {
+      std::lock_guard lock(mu);
+      for (const auto& [id, q] : queries) d.queries.push_back(q.info);
+      ++counters.lists;
+    }
+    bus->Publish(m->reply_to, EncodeAgent(d));
+  } else {
+    Reject();
+  }
+}
+
+void Agent::State::Install(const InstallMessage& m) {
+  {
+    std::lock_guard lock(mu);
+    if (queries.contains(m.id)) return;  // installed already: idempotent
+  }
+  Installed q;
+  q.info = {.id = m.id, .text = m.text, .slot_base = m.slot_base};
+  Result<std::shared_ptr<LiveQuery>> made = LiveQuery::Make(m);
+  if (!made.ok()) {
+    // Kept, without advice, so that a list shows why.
+    q.info.error = made.status().message();
+    std::lock_guard lock(mu);
+    ++counters.failed;
+    queries.emplace(m.id, std::move(q));
+    return;
+  }
+  q.query = std::move(*made);
+  q.info.slots = q.query->slots();
+  q.info.woven = q.query->Weave();
+  const int64_t interval = m.interval_ns;
+  q.interval_end = (NowNs() / interval + 1) * interval;
+  std::lock_guard lock(mu);
+  ++counters.installed;
+  queries.emplace(m.id, std::move(q));
+}
+
+void Agent::State::Uninstall(const std::string& id) {
+  Installed q;
+  {
+    std::lock_guard lock(mu);
+    auto it = queries.find(id);
+    if (it == queries.end()) return;
+    q = std::move(it->second);
+    queries.erase(it);
+    ++counters.uninstalled;
+  }
+  if (q.query == nullptr) return;
+  q.query->Unweave();  // after this no thread adds to the buffers: the final harvest is whole
+  Publish(q, q.interval_end - q.query->interval_ns(), true);
+}
+
+void Agent::State::Publish(Installed& q, int64_t start, bool final) {
+  if (q.query == nullptr) return;
+  LiveQuery::Harvest h = q.query->TakeHarvest();
+  PartialResults r{.id = q.query->id(),
+                   .pid = pid,
+                   .host = options.host,
+                   .interval_start_ns = std::max<int64_t>(0, start),
+                   .interval_ns = q.query->interval_ns(),
+                   .final = final,
+                   .aggregated = q.query->compiled().emit.aggregated,
+                   .columns = q.query->columns(),
+                   .events = h.events,
+                   .drops = h.drops,
+                   .groups = std::move(h.groups)};
+  bus->Publish(ResultsSubject(r.id), EncodePartials(r));
+  std::lock_guard lock(mu);
+  ++counters.published;
+}
+
+Bus& SharedLocalBus() {
+  static Bus* bus = MakeLocalBus().release();  // never destroyed: agents may outlive main
+  return *bus;
+}
+
+Result<Bus*> OpenAgentBus(std::string_view url) {
+  if (url == "local") return &SharedLocalBus();
+  return Status::InvalidArgument("bus \"{}\": only \"local\" is available in this build", url);
+}
+
+bool StartAgentFromEnvironment() {
+  static std::mutex mu;
+  static Agent* agent = nullptr;  // lives until the process exits
+  std::lock_guard lock(mu);
+  if (agent != nullptr) return true;
+  const char* url = std::getenv("WEFT_PIVOT_BUS");
+  if (url == nullptr || *url == '\0') return true;
+  Result<Bus*> bus = OpenAgentBus(url);
+  if (!bus.ok()) {
+    fmt::print(stderr, "weft pivot agent: {}\n", bus.status().message());
+    return false;
+  }
+  Result<std::unique_ptr<Agent>> started = Agent::Start(**bus);
+  if (!started.ok()) {
+    fmt::print(stderr, "weft pivot agent: {}\n", started.status().message());
+    return false;
+  }
+  agent = started->release();
+  return true;
+}
+
+}  // namespace weft::pivot
