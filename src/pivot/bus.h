@@ -31,6 +31,9 @@ struct BusCounters {
   uint64_t dropped = 0;    // messages lost: queue full, or no connection for too long
   uint64_t received = 0;   // messages delivered to subscribers
   uint64_t reconnects = 0;
+  // Embedded hub only: connections closed because they sent a frame that does not decode
+  // (frame.h).
+  uint64_t bad_frames = 0;
 };
 
 class Bus {
@@ -61,5 +64,34 @@ bool SubjectMatches(std::string_view pattern, std::string_view subject);
 // An in-process bus: Publish delivers to the subscribers of this object on a thread of its
 // own. For tests and for a front end and agent in one process.
 std::unique_ptr<Bus> MakeLocalBus();
+
+struct OpenBusOptions {
+  // "unix:PATH" only: if no hub holds PATH, become it (a `weft pivot` front end). Agents
+  // leave this false: a program being traced never hosts the bus, it only connects.
+  bool may_host = false;
+  // The bound on messages waiting to be sent (while disconnected, or faster than the
+  // transport takes them); past it, Publish drops and counts.
+  size_t max_queued_messages = 4096;
+  // nats:// only: libnats's reconnect buffer, in bytes of protocol (about subject +
+  // payload + 40 per message); past it, publishes while disconnected drop and count.
+  size_t max_queued_bytes = 8 << 20;
+};
+
+// Opens the bus named by `url` (see the top of this file):
+//   ""                the environment variable WEFT_PIVOT_BUS, or if that is unset or
+//                     empty, DefaultBusUrl()
+//   "local"           MakeLocalBus()
+//   "unix:PATH"       the embedded bus at PATH
+//   "nats://HOST:PORT"
+// Neither transport needs its peer to be up: a client that finds no hub or server keeps
+// retrying in the background and queues, then drops, what is published meanwhile. The
+// only errors are a malformed URL, and a hub that cannot create its socket.
+Result<std::unique_ptr<Bus>> OpenBus(std::string_view url, const OpenBusOptions& options = {});
+
+// "unix:$XDG_RUNTIME_DIR/weft-pivot.sock" when XDG_RUNTIME_DIR is set, else
+// "unix:/tmp/weft-pivot-UID/bus.sock". The directory of the second is created mode 0700
+// by whoever opens it first, and refused if it exists and is not this user's own or is
+// open to others.
+std::string DefaultBusUrl();
 
 }  // namespace weft::pivot
