@@ -1,0 +1,71 @@
+// The testbed's Pivot Tracing instrumentation: its tracepoints (docs/testbed.md lists
+// every one and its exports), the agent each server process starts, and the baggage a
+// request carries from thread to thread inside a server.
+//
+// Until a query is woven, a tracepoint costs one relaxed load: the testbed has no switch
+// to build or run without them.
+#pragma once
+
+#include <memory>
+#include <string_view>
+
+#include "pivot/baggage.h"
+#include "query/baggage.h"
+#include "weft/tracepoint.h"
+
+namespace weft::testbed {
+
+// A request arrived at a server: type, bytes (on the wire), client (peer endpoint),
+// server (node name).
+extern ::weft::pivot::Tracepoint kRequestTracepoint;
+// A server calls downstream: type (the callee's request type), bytes, tier, to (the
+// callee's node name), server (the caller's node name).
+extern ::weft::pivot::Tracepoint kCallTracepoint;
+// A server replies: type, status ("ok" or "error"), bytes, latency (ns from receipt to
+// reply), server.
+extern ::weft::pivot::Tracepoint kReplyTracepoint;
+// A request's simulated disk read (a request type's `disk_bytes`): type, bytes, server.
+extern ::weft::pivot::Tracepoint kDiskReadTracepoint;
+// A request waited in a hand-off queue of a pool model: wait (ns), stage, server.
+extern ::weft::pivot::Tracepoint kQueueWaitTracepoint;
+
+// Starts this process's agent if WEFT_PIVOT_BUS names a bus. Opens the bus itself (with
+// OpenBus, never hosting it), so that every bus URL works whatever the agent library's own
+// StartAgentFromEnvironment knows. false (said on stderr) if it could not; the server
+// runs on without live queries.
+bool StartTestbedAgent(std::string_view server);
+
+// The baggage of one request inside a server, as it moves between threads.
+//
+// `live` is the request's pivot::Baggage, installed as pivot::CurrentBaggage() while a
+// thread works on the request. `advice` is what the agent's advice packs into today: until
+// the agent's advice context (src/pivot/advice_context.cc) reads
+// pivot::CurrentBaggage().Contents(), it is a thread-local query::Baggage of its own, and
+// the scope below carries it too. Once rewired, `advice` stays empty.
+struct RequestBaggage {
+  ::weft::pivot::Baggage live;
+  ::weft::query::Baggage advice;
+};
+
+// A branch of this thread's current baggage (Table 4's split), for a thread spawned for the
+// request; JoinCurrentBaggage joins it back when that thread ends. An unused branch joins
+// back as nothing.
+RequestBaggage BranchCurrentBaggage();
+void JoinCurrentBaggage(RequestBaggage&& branch);
+
+// While alive, the request's baggage is this thread's current baggage (both of the above);
+// at the end of the scope what the thread left in it goes back into the request's.
+class RequestBaggageScope {
+ public:
+  explicit RequestBaggageScope(RequestBaggage& bag);
+  ~RequestBaggageScope();
+  RequestBaggageScope(const RequestBaggageScope&) = delete;
+  RequestBaggageScope& operator=(const RequestBaggageScope&) = delete;
+
+ private:
+  RequestBaggage& bag_;
+  ::weft::pivot::Baggage outer_live_;
+  ::weft::query::Baggage outer_advice_;
+};
+
+}  // namespace weft::testbed

@@ -1,0 +1,281 @@
+// Live queries on a running testbed: every server process starts its agent (the bus named
+// by WEFT_PIVOT_BUS, an embedded hub this test hosts), queries are installed through the
+// agent protocol, and what the agents publish, merged, must equal the counts in the truth
+// logs.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "pivot/bus.h"
+#include "pivot/merge.h"
+#include "pivot/protocol.h"
+#include "testbed/runner.h"
+#include "testbed/topology.h"
+#include "testbed/testbed_test_util.h"
+
+namespace weft::testbed {
+namespace {
+
+using Counts = std::map<std::string, int64_t>;
+
+// A front tier in `model` serving two request types, each reading from a storage tier of
+// three replicas that prefers its first (the case study's shape, docs/testbed.md).
+std::string TopologyText(const std::string& model) {
+  std::string text = R"toml(
+name = "pivot-MODEL"
+[[tier]]
+name = "front"
+model = "MODEL"
+workers = 4
+[[tier.request]]
+name = "read"
+before = "exp(50us)"
+calls = [{ tier = "storage", request = "get", count = "1-3" }]
+[[tier.request]]
+name = "list"
+weight = 0.5
+calls = [{ tier = "storage", request = "scan", count = "0-2", parallel = true }]
+[[tier]]
+name = "storage"
+model = "MODEL"
+workers = 4
+balance = "prefer-first"
+prefer_share = 0.6
+servers = 3
+[[tier.request]]
+name = "get"
+before = "exp(50us)"
+disk_bytes = 4096
+[[tier.request]]
+name = "scan"
+before = "exp(50us)"
+disk_bytes = 65536
+)toml";
+  for (size_t at; (at = text.find("MODEL")) != std::string::npos;) text.replace(at, 5, model);
+  return text;
+}
+
+// What the truth logs say: requests received per type, calls sent per type of the request
+// that made them, and disk reads (requests received by storage) per server.
+struct Truth {
+  Counts requests, calls_by_request, storage_by_server;
+};
+
+Truth ReadTruth(const std::string& dir) {
+  Truth t;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.path().extension() != ".truth") continue;
+    std::string node = entry.path().stem().string();
+    if (node == "client") continue;
+    std::ifstream in(entry.path());
+    std::map<std::string, std::string> type_of_call;  // received call id -> its type
+    std::vector<std::pair<std::string, std::string>> sent;  // parent call, type
+    std::string line;
+    while (std::getline(in, line)) {
+      if (line.starts_with("#")) continue;  // the header
+      std::istringstream f(line);
+      std::string when, thread, dir_, type, local, peer, request, call, parent, bytes, name;
+      f >> when >> thread >> dir_ >> type >> local >> peer >> request >> call >> parent >> bytes >>
+          name;
+      if (name == "-" || name == "?") continue;
+      if (dir_ == "R") {
+        ++t.requests[name];
+        type_of_call[call] = name;
+        if (node.starts_with("storage")) ++t.storage_by_server[node];
+      } else {
+        sent.emplace_back(parent, name);
+      }
+    }
+    for (const auto& [parent, name] : sent) ++t.calls_by_request[type_of_call[parent]];
+  }
+  return t;
+}
+
+// The front end's side of the agent protocol, on a hub it hosts.
+class FrontEnd {
+ public:
+  explicit FrontEnd(const std::string& url) {
+    auto bus = pivot::OpenBus(url, {.may_host = true});
+    EXPECT_TRUE(bus.ok()) << bus.status().message();
+    if (!bus.ok()) return;
+    bus_ = std::move(*bus);
+    auto results = bus_->Subscribe("weft.pivot.results.>", [this](std::string_view,
+                                                                  std::string_view payload) {
+      auto p = pivot::DecodePartials(payload);
+      std::lock_guard lock(mu_);
+      if (!p.ok()) {
+        ++bad_;
+        return;
+      }
+      if (p->final) finals_[p->id].insert(p->pid);
+      merged_[p->id].Add(*p);
+    });
+    EXPECT_TRUE(results.ok());
+    auto replies = bus_->Subscribe("weft.pivot.reply.testbed", [this](std::string_view,
+                                                                      std::string_view payload) {
+      auto a = pivot::DecodeAgent(payload);
+      std::lock_guard lock(mu_);
+      if (!a.ok()) return;
+      std::set<std::string>& ids = agents_[a->pid];
+      for (const pivot::InstalledQueryInfo& q : a->queries) ids.insert(q.id);
+    });
+    EXPECT_TRUE(replies.ok());
+  }
+  bool ok() const { return bus_ != nullptr; }
+
+  // Lists the agents until `n` of them answer having every query of `ids` installed (a
+  // liveness bound, not a timing threshold: the agents connect in the background).
+  bool AwaitAgents(size_t n, const std::set<std::string>& ids) {
+    for (int attempt = 0; attempt < 600; ++attempt) {
+      {
+        std::lock_guard lock(mu_);
+        agents_.clear();
+      }
+      bus_->Publish(pivot::kListSubject,
+                    pivot::EncodeList({.reply_to = "weft.pivot.reply.testbed"}));
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      std::lock_guard lock(mu_);
+      size_t ready = 0;
+      for (const auto& [pid, installed] : agents_) {
+        bool all = true;
+        for (const std::string& id : ids) all = all && installed.contains(id);
+        ready += all;
+      }
+      if (ready >= n) return true;
+    }
+    return false;
+  }
+
+  void Install(const std::string& id, const std::string& text, uint32_t slot_base) {
+    pivot::InstallMessage m{.id = id, .text = text, .slot_base = slot_base};
+    m.catalog = {{"Testbed.Request", {"type", "bytes", "client", "server"}, ""},
+                 {"Testbed.Call", {"type", "bytes", "tier", "to", "server"}, ""},
+                 {"Testbed.Reply", {"type", "status", "bytes", "latency", "server"}, ""},
+                 {"Testbed.DiskRead", {"type", "bytes", "server"}, ""},
+                 {"Testbed.QueueWait", {"wait", "stage", "server"}, ""}};
+    bus_->Publish(pivot::kInstallSubject, pivot::EncodeInstall(m));
+  }
+
+  // Uninstalls `id` and waits for `n` agents' final partials.
+  bool Uninstall(const std::string& id, size_t n) {
+    bus_->Publish(pivot::kUninstallSubject, pivot::EncodeUninstall({.id = id}));
+    for (int attempt = 0; attempt < 600; ++attempt) {
+      {
+        std::lock_guard lock(mu_);
+        if (finals_[id].size() >= n) return true;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return false;
+  }
+
+  // The merged answer of a "GroupBy key Select key, COUNT" query.
+  Counts Result(const std::string& id) {
+    std::lock_guard lock(mu_);
+    Counts out;
+    for (const query::ResultRow& row : merged_[id].Result().rows) {
+      if (row.values.size() != 2) continue;
+      out[std::string(row.values[0].s)] += row.values[1].i;
+    }
+    return out;
+  }
+  uint64_t drops(const std::string& id) {
+    std::lock_guard lock(mu_);
+    return merged_[id].drops();
+  }
+  int bad() {
+    std::lock_guard lock(mu_);
+    return bad_;
+  }
+
+ private:
+  std::unique_ptr<pivot::Bus> bus_;
+  std::mutex mu_;
+  std::map<std::string, pivot::ResultMerger> merged_;
+  std::map<std::string, std::set<int64_t>> finals_;
+  std::map<int64_t, std::set<std::string>> agents_;
+  int bad_ = 0;
+};
+
+class PivotTestbedTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(PivotTestbedTest, LiveCountsEqualTruth) {
+  const std::string model = GetParam();
+  Result<Topology> topo = ParseTopology(TopologyText(model), "inline");
+  ASSERT_TRUE(topo.ok()) << topo.status().message();
+  const size_t servers = 4;
+  for (int run = 0; run < 3; ++run) {
+    SCOPED_TRACE("run " + std::to_string(run));
+    std::string dir = TempDir("pivot_" + model);
+    std::string url = "unix:" + dir + "/bus.sock";
+    setenv("WEFT_PIVOT_BUS", url.c_str(), 1);
+    std::unique_ptr<FrontEnd> front;
+    const std::set<std::string> ids = {"requests", "calls", "disk"};
+    bool ready = false, finished = true;
+    RunOptions options;
+    options.duration = kSecond;
+    options.concurrency = 4;
+    options.out_dir = dir;
+    options.before_load = [&](const Topology&) {
+      // Hosted here, after the servers were forked: RunTestbed forks with one thread.
+      front = std::make_unique<FrontEnd>(url);
+      if (!front->ok()) return;
+      ASSERT_TRUE(front->AwaitAgents(servers, {}));
+      front->Install("requests", "From r In Testbed.Request GroupBy r.type Select r.type, COUNT",
+                     0);
+      front->Install("calls",
+                     "From c In Testbed.Call Join r In First(Testbed.Request) On r -> c "
+                     "GroupBy r.type Select r.type, COUNT",
+                     4);
+      front->Install("disk", "From d In Testbed.DiskRead GroupBy d.server Select d.server, COUNT",
+                     8);
+      ready = front->AwaitAgents(servers, ids);
+    };
+    options.after_load = [&](const Topology&) {
+      if (front == nullptr || !front->ok()) return;
+      for (const std::string& id : ids) finished = front->Uninstall(id, servers) && finished;
+    };
+    Result<RunReport> report = RunTestbed(*topo, options);
+    unsetenv("WEFT_PIVOT_BUS");
+    ExpectNoChildren();
+    ASSERT_TRUE(report.ok()) << report.status().message();
+    ASSERT_TRUE(front != nullptr && front->ok());
+    ASSERT_TRUE(ready) << "the agents did not all install the queries";
+    EXPECT_TRUE(finished) << "some agent sent no final results";
+    EXPECT_GT(report->load.ok, 10u);
+    Truth truth = ReadTruth(dir);
+    EXPECT_EQ(front->Result("requests"), truth.requests);
+    EXPECT_EQ(front->Result("calls"), truth.calls_by_request);
+    EXPECT_EQ(front->Result("disk"), truth.storage_by_server);
+    // The biased replica choice shows: storage0 served more than either other replica.
+    EXPECT_GT(truth.storage_by_server["storage0"], truth.storage_by_server["storage1"]);
+    EXPECT_GT(truth.storage_by_server["storage0"], truth.storage_by_server["storage2"]);
+    for (const std::string& id : ids) EXPECT_EQ(front->drops(id), 0u) << id;
+    EXPECT_EQ(front->bad(), 0);
+    front.reset();
+    if (!HasFailure()) std::filesystem::remove_all(dir);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, PivotTestbedTest,
+                         ::testing::Values("thread-per-connection", "worker-pool", "handoff",
+                                           "staged", "event-loop", "spawn"),
+                         [](const auto& param_info) {
+                           std::string name = param_info.param;
+                           std::erase(name, '-');
+                           return name;
+                         });
+
+}  // namespace
+}  // namespace weft::testbed
