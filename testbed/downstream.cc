@@ -66,6 +66,7 @@ Status DownstreamCaller::CallGroup(const Frame& request, const CallSpec& spec, u
     WEFT_ASSIGN_OR_RETURN(CallConn c, GetConn(spec.tier));
     Conn& conn = *c.conn;
     Frame call = NewCall(request, spec);
+    call.baggage = BaggageForCall();
     std::string wire = EncodeMessage(call, callee.request_bytes, conn.http);
     kCallTracepoint.Fire(callee.name, wire.size(), topo_.tiers[spec.tier].name,
                          topo_.tiers[spec.tier].servers[c.to.index].name, server_);
@@ -87,6 +88,7 @@ Status DownstreamCaller::CallGroup(const Frame& request, const CallSpec& spec, u
     if (r.call_id != call.call_id) {
       return Status::Corruption("reply for call {:x} while awaiting {:x}", r.call_id, call.call_id);
     }
+    JoinReplyBaggage(r.baggage);
     if (r.type == FrameType::kError && result.ok()) {
       result = Status::Internal("{} answered with an error", conn.peer);
     }
@@ -141,6 +143,7 @@ Status DownstreamCaller::PipelinedCallGroup(const Frame& request, const CallSpec
   for (uint32_t k = 0; k < count; ++k) {
     WEFT_ASSIGN_OR_RETURN(std::shared_ptr<PipelinedConn> conn, GetPipelined(spec.tier));
     Frame call = NewCall(request, spec);
+    call.baggage = BaggageForCall();
     std::string wire = EncodeMessage(call, callee.request_bytes, conn->conn().http);
     kCallTracepoint.Fire(callee.name, wire.size(), topo_.tiers[spec.tier].name, conn->conn().peer,
                          server_);

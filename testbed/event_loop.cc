@@ -267,6 +267,8 @@ void Loop::OnRequest(const std::shared_ptr<EvConn>& c, const Frame& f, size_t by
   }
   r->rt = &tier_.requests[f.request_type];
   r->received = WallNow();
+  // The caller's baggage, deserialized when first used.
+  if (!f.baggage.empty()) (void)r->bag.live.Deserialize(f.baggage);
   {
     RequestBaggageScope baggage(r->bag);
     kRequestTracepoint.Fire(r->rt->name, bytes, c->conn->peer, name_);
@@ -295,6 +297,10 @@ void Loop::OnReply(const std::shared_ptr<EvConn>& c, const Frame& f, size_t byte
   }
   // Not pooled, or the server closes it after this reply (Connection: close).
   if (!tier_.pooled || f.close) Close(c);
+  {
+    RequestBaggageScope baggage(r->bag);
+    JoinReplyBaggage(f.baggage);  // what the callee packed
+  }
   --r->pending;
   Step(r);
 }
@@ -388,6 +394,7 @@ void Loop::Call(const std::shared_ptr<Req>& r, const CallSpec& spec) {
   call.call_id = (uint64_t(getpid()) << 32) | ++next_call_;
   call.parent_call = r->frame.call_id;
   call.close = !tier_.pooled;  // HTTP: say that this connection closes after the call
+  call.baggage = BaggageForCall();  // Step installed the request's baggage
   c->waiting.emplace_back(call.call_id, r);
   ++r->pending;
   std::string wire = EncodeMessage(call, callee.request_bytes, c->conn->http);
@@ -468,6 +475,9 @@ void Loop::Reply(const std::shared_ptr<Req>& r) {
   if (r->from->closed) return;  // the caller went away; nothing to answer
   Frame reply = r->frame;
   reply.type = r->status.ok() ? FrameType::kReply : FrameType::kError;
+  // The request's baggage goes back to the caller (not on an error reply, header only).
+  RequestBaggageScope baggage(r->bag);
+  reply.baggage = r->status.ok() ? BaggageForReply() : std::string();
   Conn& conn = *r->from->conn;
   std::string wire =
       EncodeMessage(reply, r->status.ok() ? r->rt->reply_bytes : uint32_t(kPayloadHeader),

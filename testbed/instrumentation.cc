@@ -60,19 +60,39 @@ void JoinCurrentBaggage(RequestBaggage&& branch) {
   pivot::JoinAdviceBaggage(branch.advice);
 }
 
-RequestBaggageScope::RequestBaggageScope(RequestBaggage& bag)
-    : bag_(bag),
-      outer_live_(pivot::TakeCurrentBaggage()),
-      outer_advice_(pivot::TakeAdviceBaggage()) {
+std::string BaggageForCall() { return pivot::CurrentBaggage().Split().Serialize(); }
+
+std::string BaggageForReply() { return pivot::CurrentBaggage().Serialize(); }
+
+void JoinReplyBaggage(std::string_view bytes) {
+  if (bytes.empty()) return;
+  pivot::Baggage branch;
+  if (branch.Deserialize(bytes).ok()) pivot::CurrentBaggage().Join(std::move(branch));
+}
+
+std::shared_ptr<RequestBaggage> ReceivedBaggage(std::string_view bytes) {
+  auto bag = std::make_shared<RequestBaggage>();
+  // Refused bytes (counted in pivot::GlobalBaggageCounters) leave a new request's baggage.
+  if (!bytes.empty()) (void)bag->live.Deserialize(bytes);
+  return bag;
+}
+
+RequestBaggageScope::RequestBaggageScope(RequestBaggage& bag) : bag_(bag), active_(!bag.installed) {
+  if (!active_) return;
+  bag_.installed = true;
+  outer_live_ = pivot::TakeCurrentBaggage();
+  outer_advice_ = pivot::TakeAdviceBaggage();
   pivot::SetCurrentBaggage(std::move(bag_.live));
   pivot::SetAdviceBaggage(std::move(bag_.advice));
 }
 
 RequestBaggageScope::~RequestBaggageScope() {
+  if (!active_) return;
   bag_.live = pivot::TakeCurrentBaggage();
   bag_.advice = pivot::TakeAdviceBaggage();
   pivot::SetCurrentBaggage(std::move(outer_live_));
   pivot::SetAdviceBaggage(std::move(outer_advice_));
+  bag_.installed = false;
 }
 
 }  // namespace weft::testbed

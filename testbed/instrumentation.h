@@ -7,6 +7,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <string_view>
 
 #include "pivot/baggage.h"
@@ -45,7 +46,21 @@ bool StartTestbedAgent(std::string_view server);
 struct RequestBaggage {
   ::weft::pivot::Baggage live;
   ::weft::query::Baggage advice;
+  bool installed = false;  // a RequestBaggageScope holds it now
 };
+
+// Pivot's request/response join, on this thread's current baggage:
+// A call's baggage: a branch split off the current baggage, serialized (the caller keeps
+// its side).
+std::string BaggageForCall();
+// A reply's baggage: the current baggage, serialized (the request ends here).
+std::string BaggageForReply();
+// Joins the baggage a reply carried back (serialized) into the current baggage; nothing
+// if it carried none or it does not deserialize.
+void JoinReplyBaggage(std::string_view bytes);
+// A request's baggage as it arrives: deserialized lazily (an empty request baggage when
+// `bytes` is empty).
+std::shared_ptr<RequestBaggage> ReceivedBaggage(std::string_view bytes);
 
 // A branch of this thread's current baggage (Table 4's split), for a thread spawned for the
 // request; JoinCurrentBaggage joins it back when that thread ends. An unused branch joins
@@ -54,7 +69,8 @@ RequestBaggage BranchCurrentBaggage();
 void JoinCurrentBaggage(RequestBaggage&& branch);
 
 // While alive, the request's baggage is this thread's current baggage (both of the above);
-// at the end of the scope what the thread left in it goes back into the request's.
+// at the end of the scope what the thread left in it goes back into the request's. A scope
+// within a scope of the same baggage does nothing.
 class RequestBaggageScope {
  public:
   explicit RequestBaggageScope(RequestBaggage& bag);
@@ -64,6 +80,7 @@ class RequestBaggageScope {
 
  private:
   RequestBaggage& bag_;
+  bool active_;
   ::weft::pivot::Baggage outer_live_;
   ::weft::query::Baggage outer_advice_;
 };

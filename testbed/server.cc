@@ -251,8 +251,8 @@ bool Server::Admit(Job& job, size_t bytes) {
   log_->Record(TruthLog::Direction::kRecv, request, conn, bytes,
                known ? std::string_view(TypeOf(request).name) : "?", WallNow());
   if (known) {
-    // A new request: a fresh baggage (the request's own, until frames carry the caller's).
-    job.bag = std::make_shared<RequestBaggage>();
+    // The caller's baggage, deserialized when first used.
+    job.bag = ReceivedBaggage(request.baggage);
     job.received = WallNow();
     RequestBaggageScope baggage(*job.bag);
     kRequestTracepoint.Fire(TypeOf(request).name, bytes, conn.peer, spec_.name);
@@ -279,6 +279,11 @@ void Server::Reply(Job& job) {
   Frame reply = job.request;
   reply.type = job.status.ok() ? FrameType::kReply : FrameType::kError;
   uint32_t size = job.status.ok() ? TypeOf(job.request).reply_bytes : uint32_t(kPayloadHeader);
+  // The reply carries the request's baggage back for the caller to join; an error reply,
+  // of the header's size only, carries none.
+  std::optional<RequestBaggageScope> baggage;
+  if (job.bag) baggage.emplace(*job.bag);
+  reply.baggage = job.bag && job.status.ok() ? BaggageForReply() : std::string();
   std::string wire = EncodeMessage(reply, size, conn.http, tier_.http_chunked);
   kReplyTracepoint.Fire(TypeOf(job.request).name, job.status.ok() ? "ok" : "error", wire.size(),
                         job.received > 0 ? WallNow() - job.received : 0, spec_.name);

@@ -171,7 +171,7 @@ Result<Tier> Parser::ParseTier(const toml::table& t) {
   }
   std::string balance = t["balance"].value_or(std::string("round-robin"));
   if (balance != "round-robin" && balance != "random" && balance != "prefer-first") {
-    return Error(LineOf(t), "balance must be round-robin, random or prefer-first, not '{}'",
+    return Error(LineOf(t), "balance must be round-robin or random, or prefer-first, not '{}'",
                  balance);
   }
   tier.balance = balance == "random"         ? Balance::kRandom
