@@ -393,7 +393,7 @@ void Loop::Call(const std::shared_ptr<Req>& r, const CallSpec& spec) {
   call.request_id = r->frame.request_id;
   call.call_id = (uint64_t(getpid()) << 32) | ++next_call_;
   call.parent_call = r->frame.call_id;
-  call.close = !tier_.pooled;  // HTTP: say that this connection closes after the call
+  call.close = !tier_.pooled;       // HTTP: say that this connection closes after the call
   call.baggage = BaggageForCall();  // Step installed the request's baggage
   c->waiting.emplace_back(call.call_id, r);
   ++r->pending;

@@ -17,8 +17,7 @@ namespace weft::testbed {
 
 WEFT_TRACEPOINT(kRequestTracepoint, "Testbed.Request", "type", "bytes", "client", "server");
 WEFT_TRACEPOINT(kCallTracepoint, "Testbed.Call", "type", "bytes", "tier", "to", "server");
-WEFT_TRACEPOINT(kReplyTracepoint, "Testbed.Reply", "type", "status", "bytes", "latency",
-                "server");
+WEFT_TRACEPOINT(kReplyTracepoint, "Testbed.Reply", "type", "status", "bytes", "latency", "server");
 WEFT_TRACEPOINT(kDiskReadTracepoint, "Testbed.DiskRead", "type", "bytes", "server");
 WEFT_TRACEPOINT(kQueueWaitTracepoint, "Testbed.QueueWait", "wait", "stage", "server");
 
@@ -48,16 +47,26 @@ bool StartTestbedAgent(std::string_view server) {
   return true;
 }
 
+namespace {
+
+// Whether the agent's advice runs on the live current baggage already (the seam in
+// src/pivot/advice_context.cc rewired): then `advice` is not carried separately.
+bool AdviceOnLiveBaggage() {
+  return &pivot::CurrentAdviceBaggage() == &pivot::CurrentBaggage().Contents();
+}
+
+}  // namespace
+
 RequestBaggage BranchCurrentBaggage() {
   RequestBaggage branch;
   branch.live = pivot::CurrentBaggage().Split();
-  branch.advice = pivot::BranchAdviceBaggage();
+  if (!AdviceOnLiveBaggage()) branch.advice = pivot::BranchAdviceBaggage();
   return branch;
 }
 
 void JoinCurrentBaggage(RequestBaggage&& branch) {
   pivot::CurrentBaggage().Join(std::move(branch.live));
-  pivot::JoinAdviceBaggage(branch.advice);
+  if (!AdviceOnLiveBaggage()) pivot::JoinAdviceBaggage(branch.advice);
 }
 
 std::string BaggageForCall() { return pivot::CurrentBaggage().Split().Serialize(); }
@@ -81,17 +90,18 @@ RequestBaggageScope::RequestBaggageScope(RequestBaggage& bag) : bag_(bag), activ
   if (!active_) return;
   bag_.installed = true;
   outer_live_ = pivot::TakeCurrentBaggage();
-  outer_advice_ = pivot::TakeAdviceBaggage();
+  separate_advice_ = !AdviceOnLiveBaggage();
+  if (separate_advice_) outer_advice_ = pivot::TakeAdviceBaggage();
   pivot::SetCurrentBaggage(std::move(bag_.live));
-  pivot::SetAdviceBaggage(std::move(bag_.advice));
+  if (separate_advice_) pivot::SetAdviceBaggage(std::move(bag_.advice));
 }
 
 RequestBaggageScope::~RequestBaggageScope() {
   if (!active_) return;
   bag_.live = pivot::TakeCurrentBaggage();
-  bag_.advice = pivot::TakeAdviceBaggage();
+  if (separate_advice_) bag_.advice = pivot::TakeAdviceBaggage();
   pivot::SetCurrentBaggage(std::move(outer_live_));
-  pivot::SetAdviceBaggage(std::move(outer_advice_));
+  if (separate_advice_) pivot::SetAdviceBaggage(std::move(outer_advice_));
   bag_.installed = false;
 }
 

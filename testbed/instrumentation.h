@@ -42,7 +42,8 @@ bool StartTestbedAgent(std::string_view server);
 // thread works on the request. `advice` is what the agent's advice packs into today: until
 // the agent's advice context (src/pivot/advice_context.cc) reads
 // pivot::CurrentBaggage().Contents(), it is a thread-local query::Baggage of its own, and
-// the scope below carries it too. Once rewired, `advice` stays empty.
+// the scope below carries it too; it never reaches the wire, so advice sees only what this
+// process packed. Once rewired (detected at run time), `advice` stays empty and unused.
 struct RequestBaggage {
   ::weft::pivot::Baggage live;
   ::weft::query::Baggage advice;
@@ -81,6 +82,7 @@ class RequestBaggageScope {
  private:
   RequestBaggage& bag_;
   bool active_;
+  bool separate_advice_ = false;
   ::weft::pivot::Baggage outer_live_;
   ::weft::query::Baggage outer_advice_;
 };

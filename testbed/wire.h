@@ -7,8 +7,9 @@
 // most kMaxFrameBaggage), then the baggage (pivot/baggage.h's binary form); the payload
 // grows past the asked size only when the baggage does not fit. Padding is '.', so a frame
 // without the field (every frame before it existed) reads as one without baggage; a field
-// that does not fit its frame, or is over the bound, is ignored. Request and call ids travel inside the payload only
-// so that the truth log can record them; inference never reads payloads or truth logs.
+// that does not fit its frame, or is over the bound, is ignored. Request and call ids travel inside
+// the payload only so that the truth log can record them; inference never reads payloads or truth
+// logs.
 #pragma once
 
 #include <cstdint>

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -21,8 +22,8 @@
 #include "pivot/merge.h"
 #include "pivot/protocol.h"
 #include "testbed/runner.h"
-#include "testbed/topology.h"
 #include "testbed/testbed_test_util.h"
+#include "testbed/topology.h"
 
 namespace weft::testbed {
 namespace {
@@ -70,16 +71,20 @@ disk_bytes = 65536
 // that made them, and disk reads (requests received by storage) per server.
 struct Truth {
   Counts requests, calls_by_request, storage_by_server;
+  // Storage requests by the type of the front request that called them.
+  Counts storage_by_front_type;
 };
 
 Truth ReadTruth(const std::string& dir) {
   Truth t;
+  std::map<std::string, std::string> front_type_of_call;  // a call the front sent
+  std::vector<std::string> storage_calls;                 // calls storage received
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
     if (entry.path().extension() != ".truth") continue;
     std::string node = entry.path().stem().string();
     if (node == "client") continue;
     std::ifstream in(entry.path());
-    std::map<std::string, std::string> type_of_call;  // received call id -> its type
+    std::map<std::string, std::string> type_of_call;        // received call id -> its type
     std::vector<std::pair<std::string, std::string>> sent;  // parent call, type
     std::string line;
     while (std::getline(in, line)) {
@@ -92,13 +97,20 @@ Truth ReadTruth(const std::string& dir) {
       if (dir_ == "R") {
         ++t.requests[name];
         type_of_call[call] = name;
-        if (node.starts_with("storage")) ++t.storage_by_server[node];
+        if (node.starts_with("storage")) {
+          ++t.storage_by_server[node];
+          storage_calls.push_back(call);
+        }
       } else {
-        sent.emplace_back(parent, name);
+        sent.emplace_back(parent, call);
       }
     }
-    for (const auto& [parent, name] : sent) ++t.calls_by_request[type_of_call[parent]];
+    for (const auto& [parent, call] : sent) {
+      ++t.calls_by_request[type_of_call[parent]];
+      front_type_of_call[call] = type_of_call[parent];
+    }
   }
+  for (const std::string& call : storage_calls) ++t.storage_by_front_type[front_type_of_call[call]];
   return t;
 }
 
@@ -110,26 +122,27 @@ class FrontEnd {
     EXPECT_TRUE(bus.ok()) << bus.status().message();
     if (!bus.ok()) return;
     bus_ = std::move(*bus);
-    auto results = bus_->Subscribe("weft.pivot.results.>", [this](std::string_view,
-                                                                  std::string_view payload) {
-      auto p = pivot::DecodePartials(payload);
-      std::lock_guard lock(mu_);
-      if (!p.ok()) {
-        ++bad_;
-        return;
-      }
-      if (p->final) finals_[p->id].insert(p->pid);
-      merged_[p->id].Add(*p);
-    });
+    auto results =
+        bus_->Subscribe("weft.pivot.results.>", [this](std::string_view, std::string_view payload) {
+          auto p = pivot::DecodePartials(payload);
+          std::lock_guard lock(mu_);
+          if (!p.ok()) {
+            ++bad_;
+            return;
+          }
+          if (p->final) finals_[p->id].insert(p->pid);
+          merged_[p->id].Add(*p);
+        });
     EXPECT_TRUE(results.ok());
-    auto replies = bus_->Subscribe("weft.pivot.reply.testbed", [this](std::string_view,
-                                                                      std::string_view payload) {
-      auto a = pivot::DecodeAgent(payload);
-      std::lock_guard lock(mu_);
-      if (!a.ok()) return;
-      std::set<std::string>& ids = agents_[a->pid];
-      for (const pivot::InstalledQueryInfo& q : a->queries) ids.insert(q.id);
-    });
+    auto replies = bus_->Subscribe("weft.pivot.reply.testbed",
+                                   [this](std::string_view, std::string_view payload) {
+                                     auto a = pivot::DecodeAgent(payload);
+                                     std::lock_guard lock(mu_);
+                                     if (!a.ok()) return;
+                                     std::set<std::string>& ids = agents_[a->pid];
+                                     for (const pivot::InstalledQueryInfo& q : a->queries)
+                                       ids.insert(q.id);
+                                   });
     EXPECT_TRUE(replies.ok());
   }
   bool ok() const { return bus_ != nullptr; }
@@ -208,20 +221,28 @@ class FrontEnd {
   int bad_ = 0;
 };
 
-class PivotTestbedTest : public ::testing::TestWithParam<std::string> {};
+// Queries by id, with their first baggage slots.
+struct LiveQuery {
+  std::string id, text;
+  uint32_t slot_base = 0;
+};
 
-TEST_P(PivotTestbedTest, LiveCountsEqualTruth) {
-  const std::string model = GetParam();
+// Runs the topology in `model` three times (short runs, a few clients) with `queries`
+// installed in every server's agent before the load starts, and hands their merged final
+// results and the run's truth to `check`.
+void RunLive(const std::string& model, const std::vector<LiveQuery>& queries,
+             const std::function<void(FrontEnd&, Truth&)>& check) {
   Result<Topology> topo = ParseTopology(TopologyText(model), "inline");
   ASSERT_TRUE(topo.ok()) << topo.status().message();
   const size_t servers = 4;
+  std::set<std::string> ids;
+  for (const LiveQuery& q : queries) ids.insert(q.id);
   for (int run = 0; run < 3; ++run) {
     SCOPED_TRACE("run " + std::to_string(run));
     std::string dir = TempDir("pivot_" + model);
     std::string url = "unix:" + dir + "/bus.sock";
     setenv("WEFT_PIVOT_BUS", url.c_str(), 1);
     std::unique_ptr<FrontEnd> front;
-    const std::set<std::string> ids = {"requests", "calls", "disk"};
     bool ready = false, finished = true;
     RunOptions options;
     options.duration = kSecond;
@@ -232,14 +253,7 @@ TEST_P(PivotTestbedTest, LiveCountsEqualTruth) {
       front = std::make_unique<FrontEnd>(url);
       if (!front->ok()) return;
       ASSERT_TRUE(front->AwaitAgents(servers, {}));
-      front->Install("requests", "From r In Testbed.Request GroupBy r.type Select r.type, COUNT",
-                     0);
-      front->Install("calls",
-                     "From c In Testbed.Call Join r In First(Testbed.Request) On r -> c "
-                     "GroupBy r.type Select r.type, COUNT",
-                     4);
-      front->Install("disk", "From d In Testbed.DiskRead GroupBy d.server Select d.server, COUNT",
-                     8);
+      for (const LiveQuery& q : queries) front->Install(q.id, q.text, q.slot_base);
       ready = front->AwaitAgents(servers, ids);
     };
     options.after_load = [&](const Topology&) {
@@ -254,18 +268,61 @@ TEST_P(PivotTestbedTest, LiveCountsEqualTruth) {
     ASSERT_TRUE(ready) << "the agents did not all install the queries";
     EXPECT_TRUE(finished) << "some agent sent no final results";
     EXPECT_GT(report->load.ok, 10u);
+    EXPECT_EQ(report->load.errors, 0u);
     Truth truth = ReadTruth(dir);
-    EXPECT_EQ(front->Result("requests"), truth.requests);
-    EXPECT_EQ(front->Result("calls"), truth.calls_by_request);
-    EXPECT_EQ(front->Result("disk"), truth.storage_by_server);
-    // The biased replica choice shows: storage0 served more than either other replica.
-    EXPECT_GT(truth.storage_by_server["storage0"], truth.storage_by_server["storage1"]);
-    EXPECT_GT(truth.storage_by_server["storage0"], truth.storage_by_server["storage2"]);
+    check(*front, truth);
     for (const std::string& id : ids) EXPECT_EQ(front->drops(id), 0u) << id;
     EXPECT_EQ(front->bad(), 0);
     front.reset();
-    if (!HasFailure()) std::filesystem::remove_all(dir);
+    if (!::testing::Test::HasFailure()) std::filesystem::remove_all(dir);
   }
+}
+
+class PivotTestbedTest : public ::testing::TestWithParam<std::string> {};
+
+// Queries within one process: counts per type, a happened-before join of each call with
+// the request that made it, and the disk reads per storage replica (the biased one shows).
+TEST_P(PivotTestbedTest, LiveCountsEqualTruth) {
+  RunLive(GetParam(),
+          {{"requests", "From r In Testbed.Request GroupBy r.type Select r.type, COUNT", 0},
+           {"calls",
+            "From c In Testbed.Call Join r In First(Testbed.Request) On r -> c "
+            "GroupBy r.type Select r.type, COUNT",
+            4},
+           {"disk", "From d In Testbed.DiskRead GroupBy d.server Select d.server, COUNT", 8}},
+          [](FrontEnd& front, Truth& truth) {
+            EXPECT_EQ(front.Result("requests"), truth.requests);
+            EXPECT_EQ(front.Result("calls"), truth.calls_by_request);
+            EXPECT_EQ(front.Result("disk"), truth.storage_by_server);
+            EXPECT_GT(truth.storage_by_server["storage0"], truth.storage_by_server["storage1"]);
+            EXPECT_GT(truth.storage_by_server["storage0"], truth.storage_by_server["storage2"]);
+          });
+}
+
+// Queries across processes: the front request's type seen at the storage replica's disk
+// read (baggage sent down with the call), and every disk read seen again at the front's
+// reply (baggage brought back with the reply and joined).
+//
+// DISABLED until the agent's advice runs on pivot::CurrentBaggage().Contents() (the seam
+// in src/pivot/advice_context.cc): until then the advice packs into a thread-local of its
+// own that never reaches the frames. Run it with --gtest_also_run_disabled_tests.
+TEST_P(PivotTestbedTest, DISABLED_BaggageCrossesProcessesBothWays) {
+  RunLive(GetParam(),
+          {{"down",
+            "From d In Testbed.DiskRead Join r In First(Testbed.Request) On r -> d "
+            "GroupBy r.type Select r.type, COUNT",
+            0},
+           {"up",
+            "From r In Testbed.Reply Join d In Testbed.DiskRead On d -> r "
+            "GroupBy r.type Select r.type, COUNT",
+            4}},
+          [](FrontEnd& front, Truth& truth) {
+            EXPECT_EQ(front.Result("down"), truth.storage_by_front_type);
+            Counts up = truth.calls_by_request;  // the front's replies, one per disk read
+            up["get"] = truth.requests["get"];   // storage's own replies, one each
+            up["scan"] = truth.requests["scan"];
+            EXPECT_EQ(front.Result("up"), up);
+          });
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, PivotTestbedTest,
