@@ -32,7 +32,10 @@ using Counts = std::map<std::string, int64_t>;
 
 // A front tier in `model` serving two request types, each reading from a storage tier of
 // three replicas that prefers its first (the case study's shape, docs/testbed.md).
-std::string TopologyText(const std::string& model) {
+// "MODEL/http": the storage tier speaks HTTP (baggage in a W3C baggage header).
+std::string TopologyText(std::string model) {
+  bool http = model.ends_with("/http");
+  if (http) model.resize(model.size() - 5);
   std::string text = R"toml(
 name = "pivot-MODEL"
 [[tier]]
@@ -54,6 +57,7 @@ workers = 4
 balance = "prefer-first"
 prefer_share = 0.6
 servers = 3
+protocol = "PROTOCOL"
 [[tier.request]]
 name = "get"
 before = "exp(50us)"
@@ -64,6 +68,7 @@ before = "exp(50us)"
 disk_bytes = 65536
 )toml";
   for (size_t at; (at = text.find("MODEL")) != std::string::npos;) text.replace(at, 5, model);
+  text.replace(text.find("PROTOCOL"), 8, http ? "http" : "tcp");
   return text;
 }
 
@@ -73,6 +78,11 @@ struct Truth {
   Counts requests, calls_by_request, storage_by_server;
   // Storage requests by the type of the front request that called them.
   Counts storage_by_front_type;
+  // Per type of storage request, the disk reads its reply can see: its own, and those of
+  // the calls its front request made before it, in sequence (their replies brought them
+  // back, and the next call carried them down): k(k+1)/2 over a request's k sequential
+  // calls, k over k parallel ones.
+  Counts reads_seen_by_storage_replies;
 };
 
 Truth ReadTruth(const std::string& dir) {
@@ -105,9 +115,16 @@ Truth ReadTruth(const std::string& dir) {
         sent.emplace_back(parent, call);
       }
     }
+    std::map<std::string, int64_t> calls_of;  // per request received here
     for (const auto& [parent, call] : sent) {
       ++t.calls_by_request[type_of_call[parent]];
       front_type_of_call[call] = type_of_call[parent];
+      ++calls_of[parent];
+    }
+    for (const auto& [parent, k] : calls_of) {
+      // The topology: "read" calls "get" in sequence, "list" calls "scan" in parallel.
+      if (type_of_call[parent] == "read") t.reads_seen_by_storage_replies["get"] += k * (k + 1) / 2;
+      if (type_of_call[parent] == "list") t.reads_seen_by_storage_replies["scan"] += k;
     }
   }
   for (const std::string& call : storage_calls) ++t.storage_by_front_type[front_type_of_call[call]];
@@ -221,6 +238,26 @@ class FrontEnd {
   int bad_ = 0;
 };
 
+// The live counts of query `id` equal the truth's. An agent drops (and counts) a tuple
+// whose firing meets a harvest of its buffer rather than make the program wait
+// (src/pivot/live_query.h): then each count is at most the truth's and they miss exactly
+// the drops.
+void ExpectCounts(FrontEnd& front, const std::string& id, const Counts& truth) {
+  Counts live = front.Result(id);
+  uint64_t drops = front.drops(id);
+  if (drops == 0) {
+    EXPECT_EQ(live, truth) << id;
+    return;
+  }
+  int64_t missing = 0;
+  for (const auto& [key, n] : truth) {
+    EXPECT_LE(live[key], n) << id << " " << key;
+    missing += n - live[key];
+  }
+  EXPECT_EQ(live.size(), truth.size()) << id;
+  EXPECT_EQ(uint64_t(missing), drops) << id;
+}
+
 // Queries by id, with their first baggage slots.
 struct LiveQuery {
   std::string id, text;
@@ -239,7 +276,7 @@ void RunLive(const std::string& model, const std::vector<LiveQuery>& queries,
   for (const LiveQuery& q : queries) ids.insert(q.id);
   for (int run = 0; run < 3; ++run) {
     SCOPED_TRACE("run " + std::to_string(run));
-    std::string dir = TempDir("pivot_" + model);
+    std::string dir = TempDir("pivot_" + model.substr(0, model.find('/')));
     std::string url = "unix:" + dir + "/bus.sock";
     setenv("WEFT_PIVOT_BUS", url.c_str(), 1);
     std::unique_ptr<FrontEnd> front;
@@ -271,7 +308,6 @@ void RunLive(const std::string& model, const std::vector<LiveQuery>& queries,
     EXPECT_EQ(report->load.errors, 0u);
     Truth truth = ReadTruth(dir);
     check(*front, truth);
-    for (const std::string& id : ids) EXPECT_EQ(front->drops(id), 0u) << id;
     EXPECT_EQ(front->bad(), 0);
     front.reset();
     if (!::testing::Test::HasFailure()) std::filesystem::remove_all(dir);
@@ -291,9 +327,9 @@ TEST_P(PivotTestbedTest, LiveCountsEqualTruth) {
             4},
            {"disk", "From d In Testbed.DiskRead GroupBy d.server Select d.server, COUNT", 8}},
           [](FrontEnd& front, Truth& truth) {
-            EXPECT_EQ(front.Result("requests"), truth.requests);
-            EXPECT_EQ(front.Result("calls"), truth.calls_by_request);
-            EXPECT_EQ(front.Result("disk"), truth.storage_by_server);
+            ExpectCounts(front, "requests", truth.requests);
+            ExpectCounts(front, "calls", truth.calls_by_request);
+            ExpectCounts(front, "disk", truth.storage_by_server);
             EXPECT_GT(truth.storage_by_server["storage0"], truth.storage_by_server["storage1"]);
             EXPECT_GT(truth.storage_by_server["storage0"], truth.storage_by_server["storage2"]);
           });
@@ -317,20 +353,23 @@ TEST_P(PivotTestbedTest, DISABLED_BaggageCrossesProcessesBothWays) {
             "GroupBy r.type Select r.type, COUNT",
             4}},
           [](FrontEnd& front, Truth& truth) {
-            EXPECT_EQ(front.Result("down"), truth.storage_by_front_type);
-            Counts up = truth.calls_by_request;  // the front's replies, one per disk read
-            up["get"] = truth.requests["get"];   // storage's own replies, one each
-            up["scan"] = truth.requests["scan"];
-            EXPECT_EQ(front.Result("up"), up);
+            ExpectCounts(front, "down", truth.storage_by_front_type);
+            // The front's replies see every disk read their calls made; storage's see their
+            // own and the earlier calls' of the same front request.
+            Counts up = truth.calls_by_request;
+            for (const auto& [type, n] : truth.reads_seen_by_storage_replies) up[type] = n;
+            ExpectCounts(front, "up", up);
           });
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, PivotTestbedTest,
                          ::testing::Values("thread-per-connection", "worker-pool", "handoff",
-                                           "staged", "event-loop", "spawn"),
+                                           "staged", "event-loop", "spawn", "worker-pool/http",
+                                           "event-loop/http"),
                          [](const auto& param_info) {
                            std::string name = param_info.param;
                            std::erase(name, '-');
+                           std::erase(name, '/');
                            return name;
                          });
 
