@@ -4,6 +4,8 @@
 #include <thread>
 #include <utility>
 
+#include "testbed/instrumentation.h"
+
 namespace weft::testbed {
 
 Status DownstreamCaller::CallAll(const Frame& request, std::mt19937_64& rng) {
@@ -64,7 +66,10 @@ Status DownstreamCaller::CallGroup(const Frame& request, const CallSpec& spec, u
     WEFT_ASSIGN_OR_RETURN(CallConn c, GetConn(spec.tier));
     Conn& conn = *c.conn;
     Frame call = NewCall(request, spec);
+    call.baggage = BaggageForCall();
     std::string wire = EncodeMessage(call, callee.request_bytes, conn.http);
+    kCallTracepoint.Fire(callee.name, wire.size(), topo_.tiers[spec.tier].name,
+                         topo_.tiers[spec.tier].servers[c.to.index].name, server_);
     log_.Record(TruthLog::Direction::kSend, call, conn, wire.size(), callee.name, WallNow());
     WEFT_RETURN_IF_ERROR(WriteAll(conn.fd, wire).WithContext(conn.peer));
     calls.emplace_back(std::move(c), call);
@@ -83,6 +88,7 @@ Status DownstreamCaller::CallGroup(const Frame& request, const CallSpec& spec, u
     if (r.call_id != call.call_id) {
       return Status::Corruption("reply for call {:x} while awaiting {:x}", r.call_id, call.call_id);
     }
+    JoinReplyBaggage(r.baggage);
     if (r.type == FrameType::kError && result.ok()) {
       result = Status::Internal("{} answered with an error", conn.peer);
     }
@@ -137,7 +143,10 @@ Status DownstreamCaller::PipelinedCallGroup(const Frame& request, const CallSpec
   for (uint32_t k = 0; k < count; ++k) {
     WEFT_ASSIGN_OR_RETURN(std::shared_ptr<PipelinedConn> conn, GetPipelined(spec.tier));
     Frame call = NewCall(request, spec);
+    call.baggage = BaggageForCall();
     std::string wire = EncodeMessage(call, callee.request_bytes, conn->conn().http);
+    kCallTracepoint.Fire(callee.name, wire.size(), topo_.tiers[spec.tier].name, conn->conn().peer,
+                         server_);
     WEFT_ASSIGN_OR_RETURN(auto pending, conn->Send(call, wire, callee.name));
     calls.emplace_back(std::move(conn), std::move(pending));
   }
@@ -156,17 +165,23 @@ Status DownstreamCaller::CallGroupOnThreads(const Frame& request, const CallSpec
   std::vector<Status> results(count);
   std::vector<std::thread> threads;
   threads.reserve(count);
+  // Each thread carries a branch of the request's baggage, joined back when it ends.
+  std::vector<RequestBaggage> branches(count);
   Status spawned;
   for (uint32_t k = 0; k < count; ++k) {
+    branches[k] = BranchCurrentBaggage();
     try {
-      threads.emplace_back(
-          [this, &request, &spec, &results, k] { results[k] = CallGroup(request, spec, 1); });
+      threads.emplace_back([this, &request, &spec, &results, &branches, k] {
+        RequestBaggageScope baggage(branches[k]);
+        results[k] = CallGroup(request, spec, 1);
+      });
     } catch (const std::system_error& e) {  // no thread to be had: the calls made so far finish
       spawned = Status::IoError("spawning a thread for a call: {}", e.what());
       break;
     }
   }
   for (std::thread& t : threads) t.join();
+  for (RequestBaggage& branch : branches) JoinCurrentBaggage(std::move(branch));
   WEFT_RETURN_IF_ERROR(spawned);
   for (const Status& s : results) WEFT_RETURN_IF_ERROR(s);
   return Status::Ok();

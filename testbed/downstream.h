@@ -17,6 +17,7 @@
 #include <memory>
 #include <mutex>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "core/status.h"
@@ -34,6 +35,7 @@ class DownstreamCaller {
       : topo_(topo),
         tier_(tier),
         spawn_(spec.model == ThreadingModel::kSpawn),
+        server_(spec.name),
         log_(log),
         balancer_(topo, spec.name) {}
 
@@ -77,6 +79,7 @@ class DownstreamCaller {
   const Topology& topo_;
   const Tier& tier_;  // the caller's own tier
   const bool spawn_;
+  const std::string server_;  // the caller's node name (Testbed.Call)
   TruthLog& log_;
   bool in_child_ = false;
   std::atomic<uint32_t> next_call_{0};

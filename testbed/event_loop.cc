@@ -21,6 +21,7 @@
 #include <queue>
 
 #include "testbed/accept.h"
+#include "testbed/instrumentation.h"
 
 namespace weft::testbed {
 namespace {
@@ -55,6 +56,11 @@ struct Req {
   uint64_t seq = 0;  // its number on the inbound connection, for in-order HTTP replies
   Status status;
   int timer_fd = -1;  // its own service-time timer (unless the tier shares one timer)
+  // Pivot Tracing: the request's baggage, the current baggage whenever the loop steps the
+  // request (after a timer or a downstream reply too), and when it arrived.
+  RequestBaggage bag;
+  bool bag_installed = false;
+  TimeNs received = 0;
   ~Req() {
     if (timer_fd >= 0) close(timer_fd);  // which also takes it out of the epoll set
   }
@@ -104,7 +110,9 @@ class Loop {
   void OnReadable(const std::shared_ptr<EvConn>& c);
   void OnRequest(const std::shared_ptr<EvConn>& c, const Frame& f, size_t bytes);
   void OnReply(const std::shared_ptr<EvConn>& c, const Frame& f, size_t bytes);
+  // Steps `r` with its baggage installed.
   void Step(const std::shared_ptr<Req>& r);
+  void StepNow(const std::shared_ptr<Req>& r);
   bool Sleep(const std::shared_ptr<Req>& r, const Distribution& d);
   // A request's own timer expired: it goes on.
   void Wake(int timer_fd);
@@ -258,6 +266,13 @@ void Loop::OnRequest(const std::shared_ptr<EvConn>& c, const Frame& f, size_t by
     return;
   }
   r->rt = &tier_.requests[f.request_type];
+  r->received = WallNow();
+  // The caller's baggage, deserialized when first used.
+  if (!f.baggage.empty()) (void)r->bag.live.Deserialize(f.baggage);
+  {
+    RequestBaggageScope baggage(r->bag);
+    kRequestTracepoint.Fire(r->rt->name, bytes, c->conn->peer, name_);
+  }
   Step(r);
 }
 
@@ -282,6 +297,10 @@ void Loop::OnReply(const std::shared_ptr<EvConn>& c, const Frame& f, size_t byte
   }
   // Not pooled, or the server closes it after this reply (Connection: close).
   if (!tier_.pooled || f.close) Close(c);
+  {
+    RequestBaggageScope baggage(r->bag);
+    JoinReplyBaggage(f.baggage);  // what the callee packed
+  }
   --r->pending;
   Step(r);
 }
@@ -374,20 +393,35 @@ void Loop::Call(const std::shared_ptr<Req>& r, const CallSpec& spec) {
   call.request_id = r->frame.request_id;
   call.call_id = (uint64_t(getpid()) << 32) | ++next_call_;
   call.parent_call = r->frame.call_id;
-  call.close = !tier_.pooled;  // HTTP: say that this connection closes after the call
+  call.close = !tier_.pooled;       // HTTP: say that this connection closes after the call
+  call.baggage = BaggageForCall();  // Step installed the request's baggage
   c->waiting.emplace_back(call.call_id, r);
   ++r->pending;
   std::string wire = EncodeMessage(call, callee.request_bytes, c->conn->http);
+  kCallTracepoint.Fire(callee.name, wire.size(), t.name, t.servers[to.index].name, name_);
   log_.Record(TruthLog::Direction::kSend, call, *c->conn, wire.size(), callee.name, WallNow());
   Send(c, std::move(wire));
 }
 
 void Loop::Step(const std::shared_ptr<Req>& r) {
+  if (r->bag_installed) return StepNow(r);  // already the current baggage
+  r->bag_installed = true;
+  {
+    RequestBaggageScope baggage(r->bag);
+    StepNow(r);
+  }
+  r->bag_installed = false;
+}
+
+void Loop::StepNow(const std::shared_ptr<Req>& r) {
   if (r->sleeping) return;
   while (true) {
     switch (r->phase) {
       case 0:
         r->phase = 1;
+        if (r->rt->disk_bytes > 0) {
+          kDiskReadTracepoint.Fire(r->rt->name, r->rt->disk_bytes, name_);
+        }
         if (Sleep(r, r->rt->before)) return;
         break;
       case 1: {
@@ -441,10 +475,15 @@ void Loop::Reply(const std::shared_ptr<Req>& r) {
   if (r->from->closed) return;  // the caller went away; nothing to answer
   Frame reply = r->frame;
   reply.type = r->status.ok() ? FrameType::kReply : FrameType::kError;
+  // The request's baggage goes back to the caller (not on an error reply, header only).
+  RequestBaggageScope baggage(r->bag);
+  reply.baggage = r->status.ok() ? BaggageForReply() : std::string();
   Conn& conn = *r->from->conn;
   std::string wire =
       EncodeMessage(reply, r->status.ok() ? r->rt->reply_bytes : uint32_t(kPayloadHeader),
                     conn.http, tier_.http_chunked);
+  kReplyTracepoint.Fire(r->rt->name, r->status.ok() ? "ok" : "error", wire.size(),
+                        r->received > 0 ? WallNow() - r->received : 0, name_);
   std::lock_guard lock(conn.write_mu);  // uncontended: ReleaseReply's contract
   for (auto& [frame, bytes] : ReleaseReply(conn, r->seq, reply, std::move(wire))) {
     log_.Record(TruthLog::Direction::kSend, frame, conn, bytes.size(), "-", WallNow());

@@ -7,6 +7,8 @@
 #include <string_view>
 
 #include "core/text.h"
+#include "pivot/baggage.h"
+#include "pivot/w3c_baggage.h"
 
 namespace weft::testbed {
 namespace {
@@ -159,6 +161,16 @@ std::string EncodeHttp(const Frame& f, uint32_t payload_bytes, bool chunked) {
   s += fmt::format("X-Weft-Ids: {} {} {:x} {:x} {:x}\r\n", int(f.type), f.request_type,
                    f.request_id, f.call_id, f.parent_call);
   if (f.close) s += "Connection: close\r\n";
+  if (!f.baggage.empty()) {
+    // Pivot's member of a W3C baggage header; Serialize leaves it out (counted) past the
+    // header's limits.
+    pivot::Baggage bag;
+    pivot::W3cBaggage header;
+    if (bag.Deserialize(f.baggage).ok()) header.PutPivot(bag);
+    if (std::string value = header.Serialize(); !value.empty()) {
+      s += fmt::format("baggage: {}\r\n", value);
+    }
+  }
   if (!chunked) {
     s += fmt::format("Content-Length: {}\r\n\r\n", payload_bytes);
     s.append(payload_bytes, '.');
@@ -196,7 +208,7 @@ Result<bool> TakeHttp(std::string& buf, Frame* frame, size_t* wire_bytes) {
   if (!request && !IsStatusLine(start)) {
     return Status::Corruption("not an HTTP/1.1 request or response: '{}'", start.substr(0, 40));
   }
-  std::optional<std::string_view> ids, length, coding;
+  std::optional<std::string_view> ids, length, coding, baggage;
   bool close = false;
   for (size_t at = eol + 2; at < head.size();) {
     size_t next = head.find("\r\n", at);
@@ -211,6 +223,8 @@ Result<bool> TakeHttp(std::string& buf, Frame* frame, size_t* wire_bytes) {
     std::string_view value = TrimWhitespace(line.substr(colon + 1));
     if (EqualsIgnoreCase(name, "x-weft-ids")) {
       ids = value;
+    } else if (EqualsIgnoreCase(name, "baggage")) {
+      if (!baggage) baggage = value;  // the first; a malformed one is only ignored
     } else if (EqualsIgnoreCase(name, "content-length")) {
       if (length && *length != value) return Status::Corruption("differing Content-Length headers");
       length = value;
@@ -256,6 +270,12 @@ Result<bool> TakeHttp(std::string& buf, Frame* frame, size_t* wire_bytes) {
   if (buf.size() < total) return false;
   *frame = *fields;
   frame->close = close;
+  if (baggage) {
+    pivot::Baggage bag;
+    // Kept serialized: the server deserializes it lazily. A malformed member is counted
+    // (pivot::GlobalW3cCounters) and the request goes on without baggage.
+    if (pivot::W3cBaggage::Parse(*baggage).GetPivot(bag).ok()) frame->baggage = bag.Serialize();
+  }
   *wire_bytes = total;
   buf.erase(0, total);
   return true;

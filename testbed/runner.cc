@@ -151,6 +151,7 @@ Result<RunReport> RunTestbed(Topology topo, const RunOptions& options) {
     close(c.listen_fd);
     c.listen_fd = -1;
   }
+  if (options.before_load) options.before_load(topo);
   std::atomic<bool> done{false};
   std::thread killer;
   if (!options.kill_server.empty()) {
@@ -180,6 +181,7 @@ Result<RunReport> RunTestbed(Topology topo, const RunOptions& options) {
   std::this_thread::sleep_for(kDrain);
   if (killer.joinable()) killer.join();
   if (side.joinable()) side.join();
+  if (options.after_load) options.after_load(topo);
   // A server that exited on its own (other than the one killed on purpose) is a failure.
   std::string died;
   for (Child& c : children) {

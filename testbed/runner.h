@@ -29,6 +29,11 @@ struct RunOptions {
   // Runs on its own thread while the load runs, with every port bound (tests use it to
   // send malformed frames and resets to the servers).
   std::function<void(const Topology&)> during;
+  // Run in this process once every server is started, before the load begins, and once the
+  // load and the servers' last work are done, before they are stopped (tests install live
+  // queries in the servers' agents, then collect their final results).
+  std::function<void(const Topology&)> before_load;
+  std::function<void(const Topology&)> after_load;
 };
 
 struct RunReport {

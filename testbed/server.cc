@@ -22,6 +22,7 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <optional>
 #include <system_error>
 #include <thread>
 #include <vector>
@@ -29,6 +30,7 @@
 #include "testbed/accept.h"
 #include "testbed/downstream.h"
 #include "testbed/event_loop.h"
+#include "testbed/instrumentation.h"
 #include "testbed/pipelined_conn.h"
 #include "testbed/wire.h"
 
@@ -68,6 +70,11 @@ struct Job {
   // `conn` holds only the endpoints, for the truth log.
   int datagram_fd = -1;
   sockaddr_in datagram_peer{};
+  // Pivot Tracing: the request's baggage, installed while a thread runs its steps, and
+  // when it arrived and was last queued (Testbed.Reply's latency, Testbed.QueueWait).
+  std::shared_ptr<RequestBaggage> bag;
+  TimeNs received = 0;
+  TimeNs queued = 0;
 };
 
 // The request path: the before service time, the downstream calls, then the after service
@@ -212,8 +219,11 @@ void Server::RunStep(Step step, Job& job) {
   // A failed request skips to its reply.
   if (step != Step::kReply && !job.status.ok()) return;
   const RequestType& rt = TypeOf(job.request);
+  std::optional<RequestBaggageScope> baggage;
+  if (job.bag) baggage.emplace(*job.bag);
   switch (step) {
     case Step::kBefore:
+      if (rt.disk_bytes > 0) kDiskReadTracepoint.Fire(rt.name, rt.disk_bytes, spec_.name);
       Serve(rt.before.Sample(Rng()));
       return;
     case Step::kCalls:
@@ -240,7 +250,14 @@ bool Server::Admit(Job& job, size_t bytes) {
   bool known = request.type == FrameType::kRequest && request.request_type < tier_.requests.size();
   log_->Record(TruthLog::Direction::kRecv, request, conn, bytes,
                known ? std::string_view(TypeOf(request).name) : "?", WallNow());
-  if (known) return true;
+  if (known) {
+    // The caller's baggage, deserialized when first used.
+    job.bag = ReceivedBaggage(request.baggage);
+    job.received = WallNow();
+    RequestBaggageScope baggage(*job.bag);
+    kRequestTracepoint.Fire(TypeOf(request).name, bytes, conn.peer, spec_.name);
+    return true;
+  }
   // A well-framed but meaningless request gets an error reply; the connection stays.
   fmt::print(stderr, "{}: request of type {} kind {} from {} is not served here\n", spec_.name,
              request.request_type, int(request.type), conn.peer);
@@ -262,7 +279,14 @@ void Server::Reply(Job& job) {
   Frame reply = job.request;
   reply.type = job.status.ok() ? FrameType::kReply : FrameType::kError;
   uint32_t size = job.status.ok() ? TypeOf(job.request).reply_bytes : uint32_t(kPayloadHeader);
+  // The reply carries the request's baggage back for the caller to join; an error reply,
+  // of the header's size only, carries none.
+  std::optional<RequestBaggageScope> baggage;
+  if (job.bag) baggage.emplace(*job.bag);
+  reply.baggage = job.bag && job.status.ok() ? BaggageForReply() : std::string();
   std::string wire = EncodeMessage(reply, size, conn.http, tier_.http_chunked);
+  kReplyTracepoint.Fire(TypeOf(job.request).name, job.status.ok() ? "ok" : "error", wire.size(),
+                        job.received > 0 ? WallNow() - job.received : 0, spec_.name);
   // A fork child dies by SIGTERM when its server stops (PR_SET_PDEATHSIG). Its reply goes
   // into the truth and onto the wire with SIGTERM held back, so that the truth never holds
   // a reply that was not sent, or whose send the tracer had no time to write down.
@@ -423,7 +447,12 @@ void Server::RunStage(size_t stage) {
   bool last = stage + 1 == stages_.size();
   while (true) {
     Job job = queues_[stage]->Pop();
+    if (job.bag) {
+      RequestBaggageScope baggage(*job.bag);
+      kQueueWaitTracepoint.Fire(WallNow() - job.queued, stage, spec_.name);
+    }
     for (Step step : stages_[stage]) RunStep(step, job);
+    job.queued = WallNow();
     if (!last && !queues_[stage + 1]->TryPush(job)) Refuse(job, "queue full");
   }
 }
@@ -474,6 +503,7 @@ bool Server::Dispatch(const std::shared_ptr<Conn>& conn) {
     // After a request that closes the connection nothing more is read from it: its reply
     // is the last, and the connection closes when its last reply is out.
     bool closing = job.request.close;
+    job.queued = WallNow();
     if (admitted && !queues_[0]->TryPush(job)) Refuse(job, "queue full");
     if (closing) return false;
   }
@@ -565,6 +595,9 @@ Status RunServer(const Topology& topology, int tier, int index, int listen_fd,
       size_t(index) >= topology.tiers[tier].servers.size()) {
     return Status::InvalidArgument("no server {} in tier {}", index, tier);
   }
+  // Live queries (`weft pivot`), when WEFT_PIVOT_BUS names a bus; a server whose agent
+  // cannot start serves on without them.
+  StartTestbedAgent(topology.tiers[tier].servers[index].name);
   WEFT_ASSIGN_OR_RETURN(auto log,
                         TruthLog::Open(truth_dir, topology.tiers[tier].servers[index].name));
   if (!topology.tiers[tier].udp &&

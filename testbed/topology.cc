@@ -103,6 +103,7 @@ Status Parser::ParseRequest(const toml::table& t, Tier& tier) {
   WEFT_ASSIGN_OR_RETURN(r.after, Dist(t, "after"));
   WEFT_ASSIGN_OR_RETURN(r.reply_bytes, Count(t, "reply_bytes", r.reply_bytes));
   WEFT_ASSIGN_OR_RETURN(r.request_bytes, Count(t, "request_bytes", r.request_bytes));
+  WEFT_ASSIGN_OR_RETURN(r.disk_bytes, Count(t, "disk_bytes", r.disk_bytes));
   std::vector<PendingCall> pending;
   if (const toml::node* n = t.get("calls")) {
     const toml::array* calls = n->as_array();
@@ -169,10 +170,17 @@ Result<Tier> Parser::ParseTier(const toml::table& t) {
     return Error(LineOf(t), "protocol must be tcp, http or udp, not '{}'", protocol);
   }
   std::string balance = t["balance"].value_or(std::string("round-robin"));
-  if (balance != "round-robin" && balance != "random") {
-    return Error(LineOf(t), "balance must be round-robin or random, not '{}'", balance);
+  if (balance != "round-robin" && balance != "random" && balance != "prefer-first") {
+    return Error(LineOf(t), "balance must be round-robin or random, or prefer-first, not '{}'",
+                 balance);
   }
-  tier.balance = balance == "random" ? Balance::kRandom : Balance::kRoundRobin;
+  tier.balance = balance == "random"         ? Balance::kRandom
+                 : balance == "prefer-first" ? Balance::kPreferFirst
+                                             : Balance::kRoundRobin;
+  tier.prefer_share = t["prefer_share"].value_or(0.5);
+  if (!(tier.prefer_share >= 0 && tier.prefer_share <= 1)) {
+    return Error(LineOf(t), "prefer_share must be within [0, 1]");
+  }
   tier.udp = protocol == "udp";
   tier.http = protocol == "http";
   tier.http_chunked = t["http_chunked"].value_or(false);
@@ -371,6 +379,14 @@ int Balancer::Pick(int tier) {
   if (topo_.tiers[tier].balance == Balance::kRandom) {
     std::lock_guard lock(mu_);
     return int(std::uniform_int_distribution<size_t>(0, n - 1)(rng_));
+  }
+  if (topo_.tiers[tier].balance == Balance::kPreferFirst) {
+    std::lock_guard lock(mu_);
+    if (n == 1 ||
+        std::uniform_real_distribution<double>(0, 1)(rng_) < topo_.tiers[tier].prefer_share) {
+      return 0;
+    }
+    return int(std::uniform_int_distribution<size_t>(1, n - 1)(rng_));
   }
   return int(round_robin_[tier].fetch_add(1) % n);
 }

@@ -56,6 +56,9 @@ struct RequestType {
   Distribution before, between, after;
   uint32_t reply_bytes = 64;
   uint32_t request_bytes = 64;
+  // Bytes a request of this type reads from (simulated) disk, during its `before` time:
+  // the Testbed.DiskRead tracepoint reports them. 0: no disk read.
+  uint32_t disk_bytes = 0;
   std::vector<CallSpec> calls;
 };
 
@@ -68,12 +71,16 @@ struct ServerSpec {
 };
 
 // How calls to a tier are spread over its servers (`balance` in the tier's table).
-enum class Balance : uint8_t { kRoundRobin, kRandom };
+// kPreferFirst: random, but the tier's first server gets a share `prefer_share` of the calls
+// and the others split the rest (a replica choice that silently is not uniform, the shape
+// of HDFS-6268; the case study in docs/testbed.md).
+enum class Balance : uint8_t { kRoundRobin, kRandom, kPreferFirst };
 
 struct Tier {
   std::string name;
   Balance balance = Balance::kRoundRobin;
-  bool pooled = true;  // persistent downstream connections, else one per call
+  double prefer_share = 0.5;  // kPreferFirst only
+  bool pooled = true;         // persistent downstream connections, else one per call
   // Calls one pooled downstream connection of this tier's servers may carry at once
   // (HTTP/1.1-style pipelining: requests written back to back, replies read back in
   // order). 1: a connection carries one call at a time. Calls to UDP tiers never pipeline.

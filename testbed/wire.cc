@@ -55,7 +55,11 @@ int ReadExact(int fd, char* p, size_t n) {
 }  // namespace
 
 std::string EncodeFrame(const Frame& frame, uint32_t payload_bytes) {
-  uint32_t n = std::max<uint32_t>(payload_bytes, kPayloadHeader);
+  // Baggage over the bound is left out: the request goes on without it.
+  const bool baggage = !frame.baggage.empty() && frame.baggage.size() <= kMaxFrameBaggage;
+  uint32_t n = std::max<uint32_t>(
+      payload_bytes,
+      uint32_t(kPayloadHeader + (baggage ? kFrameBaggageHeader + frame.baggage.size() : 0)));
   std::string s;
   s.reserve(4 + n);
   for (int i = 3; i >= 0; --i) s.push_back(char((n >> (8 * i)) & 0xff));
@@ -65,6 +69,12 @@ std::string EncodeFrame(const Frame& frame, uint32_t payload_bytes) {
   PutU64(s, frame.request_id);
   PutU64(s, frame.call_id);
   PutU64(s, frame.parent_call);
+  if (baggage) {
+    s.push_back('\0');
+    s.push_back('B');
+    for (int i = 3; i >= 0; --i) s.push_back(char((frame.baggage.size() >> (8 * i)) & 0xff));
+    s += frame.baggage;
+  }
   s.resize(4 + n, '.');
   return s;
 }
@@ -82,6 +92,14 @@ Result<Frame> DecodePayload(std::string_view p) {
   f.call_id = GetU64(p.data() + 11);
   f.parent_call = GetU64(p.data() + 19);
   if (f.call_id == 0) return Status::Corruption("frame without a call id");
+  std::string_view rest = p.substr(kPayloadHeader);
+  if (rest.size() >= kFrameBaggageHeader && rest[0] == '\0' && rest[1] == 'B') {
+    uint32_t size = 0;
+    for (int i = 2; i < 6; ++i) size = (size << 8) | uint8_t(rest[i]);
+    if (size <= kMaxFrameBaggage && size <= rest.size() - kFrameBaggageHeader) {
+      f.baggage = std::string(rest.substr(kFrameBaggageHeader, size));
+    }
+  }
   return f;
 }
 

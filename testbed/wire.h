@@ -2,8 +2,14 @@
 //
 // A frame is a 4-byte big-endian payload length, then the payload: type (1 byte), request
 // type index (2), request id (8), call id (8), parent call id (8), then padding up to the
-// message size the topology asks for. Request and call ids travel inside the payload only
-// so that the truth log can record them; inference never reads payloads or truth logs.
+// message size the topology asks for. A frame may carry the request's Pivot Tracing
+// baggage at the start of the padding: the bytes 0x00 'B', a 4-byte big-endian size (at
+// most kMaxFrameBaggage), then the baggage (pivot/baggage.h's binary form); the payload
+// grows past the asked size only when the baggage does not fit. Padding is '.', so a frame
+// without the field (every frame before it existed) reads as one without baggage; a field
+// that does not fit its frame, or is over the bound, is ignored. Request and call ids travel inside
+// the payload only so that the truth log can record them; inference never reads payloads or truth
+// logs.
 #pragma once
 
 #include <cstdint>
@@ -32,9 +38,15 @@ struct Frame {
   // HTTP only ("Connection: close"): the sender closes the connection after this message.
   // A reply copies it from its request, so a server answers a closing request and closes.
   bool close = false;
+  // The request's serialized Pivot baggage (a call: a branch of the caller's; a reply: the
+  // callee's, for the caller to join); empty: none. HTTP carries it in a W3C `baggage`
+  // header, as Pivot's member.
+  std::string baggage;
 };
 
 inline constexpr size_t kPayloadHeader = 27;
+inline constexpr size_t kFrameBaggageHeader = 6;
+inline constexpr uint32_t kMaxFrameBaggage = 64 << 10;
 inline constexpr uint32_t kMaxPayload = 1 << 20;
 
 // The whole frame on the wire, padded to `payload_bytes` (at least the header).

@@ -17,7 +17,7 @@ using weft::testbed::Frame;
 
 bool SameFields(const Frame& a, const Frame& b) {
   return a.type == b.type && a.request_type == b.request_type && a.request_id == b.request_id &&
-         a.call_id == b.call_id && a.parent_call == b.parent_call;
+         a.call_id == b.call_id && a.parent_call == b.parent_call && a.baggage == b.baggage;
 }
 
 [[noreturn]] void Fail(const char* what) {

@@ -452,8 +452,8 @@ namespace {
 
 // WEFT_PIVOT_BUS starts the process's agent; a front end on the same bus finds it.
 TEST(AgentFromEnvironmentTest, StartsOnTheNamedBus) {
-  ASSERT_EQ(setenv("WEFT_PIVOT_BUS", "nats://127.0.0.1:1", 1), 0);
-  EXPECT_FALSE(StartAgentFromEnvironment());  // no such bus in this build: said, not fatal
+  ASSERT_EQ(setenv("WEFT_PIVOT_BUS", "udp://127.0.0.1:1", 1), 0);
+  EXPECT_FALSE(StartAgentFromEnvironment());  // no such kind of bus: said, not fatal
   ASSERT_EQ(setenv("WEFT_PIVOT_BUS", "local", 1), 0);
   EXPECT_TRUE(StartAgentFromEnvironment());
   EXPECT_TRUE(StartAgentFromEnvironment());  // once per process

@@ -133,6 +133,36 @@ TEST(Topology, RandomBalanceIsSeededAndSpread) {
             std::string::npos);
 }
 
+// prefer-first: the first server gets its share of the calls, the others split the rest
+// evenly (the case study's biased replica choice).
+TEST(Topology, PreferFirstBalanceFavoursTheFirstServer) {
+  std::string text = std::string("seed = 7\n") + std::string(kSmall);
+  text.replace(text.find("servers = 2"), 11,
+               "servers = 3\nbalance = \"prefer-first\"\nprefer_share = 0.6");
+  Result<Topology> t = ParseTopology(text, "prefer.toml");
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  ASSERT_EQ(t->tiers[1].balance, Balance::kPreferFirst);
+  EXPECT_EQ(t->tiers[1].prefer_share, 0.6);
+  Balancer b(*t, "a0");
+  int count[3] = {0, 0, 0};
+  for (int i = 0; i < 3000; ++i) {
+    int k = b.Pick(1);
+    ASSERT_GE(k, 0);
+    ASSERT_LT(k, 3);
+    ++count[k];
+  }
+  // Binomial(3000, 0.6) and (3000, 0.2): these bounds are over 6 standard deviations wide,
+  // and the generator is seeded, so the counts are the same in every run.
+  EXPECT_GT(count[0], 1700);
+  EXPECT_LT(count[0], 1900);
+  EXPECT_GT(count[1], 500);
+  EXPECT_LT(count[1], 700);
+  EXPECT_GT(count[2], 500);
+  EXPECT_LT(count[2], 700);
+  text.replace(text.find("0.6"), 3, "1.5");
+  EXPECT_FALSE(ParseTopology(text, "bad.toml").ok());
+}
+
 TEST(Topology, ShippedTopologiesLoad) {
   int n = 0;
   for (const auto& e : std::filesystem::directory_iterator(WEFT_TOPOLOGIES)) {

@@ -1,0 +1,90 @@
+#include "testbed/instrumentation.h"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+#include <utility>
+
+#include "pivot/agent.h"
+#include "pivot/bus.h"
+#include "pivot/current_baggage.h"
+
+namespace weft::testbed {
+
+WEFT_TRACEPOINT(kRequestTracepoint, "Testbed.Request", "type", "bytes", "client", "server");
+WEFT_TRACEPOINT(kCallTracepoint, "Testbed.Call", "type", "bytes", "tier", "to", "server");
+WEFT_TRACEPOINT(kReplyTracepoint, "Testbed.Reply", "type", "status", "bytes", "latency", "server");
+WEFT_TRACEPOINT(kDiskReadTracepoint, "Testbed.DiskRead", "type", "bytes", "server");
+WEFT_TRACEPOINT(kQueueWaitTracepoint, "Testbed.QueueWait", "wait", "stage", "server");
+
+bool StartTestbedAgent(std::string_view server) {
+  static std::mutex mu;
+  static bool started = false;
+  std::lock_guard lock(mu);
+  if (started) return true;
+  const char* url = std::getenv("WEFT_PIVOT_BUS");
+  if (url == nullptr || *url == '\0') return true;
+  // Both live until the process exits: the agent's thread may run until then.
+  Result<std::unique_ptr<pivot::Bus>> bus = pivot::OpenBus(url);
+  if (!bus.ok()) {
+    fmt::print(stderr, "{}: pivot bus {}: {}\n", server, url, bus.status().message());
+    return false;
+  }
+  pivot::AgentOptions options;
+  options.host = std::string(server);
+  Result<std::unique_ptr<pivot::Agent>> agent = pivot::Agent::Start(**bus, options);
+  if (!agent.ok()) {
+    fmt::print(stderr, "{}: pivot agent: {}\n", server, agent.status().message());
+    return false;
+  }
+  bus->release();
+  agent->release();
+  started = true;
+  return true;
+}
+
+RequestBaggage BranchCurrentBaggage() {
+  RequestBaggage branch;
+  branch.live = pivot::CurrentBaggage().Split();
+  return branch;
+}
+
+void JoinCurrentBaggage(RequestBaggage&& branch) {
+  pivot::CurrentBaggage().Join(std::move(branch.live));
+}
+
+std::string BaggageForCall() { return pivot::CurrentBaggage().Split().Serialize(); }
+
+std::string BaggageForReply() { return pivot::CurrentBaggage().Serialize(); }
+
+void JoinReplyBaggage(std::string_view bytes) {
+  if (bytes.empty()) return;
+  pivot::Baggage branch;
+  if (branch.Deserialize(bytes).ok()) pivot::CurrentBaggage().Join(std::move(branch));
+}
+
+std::shared_ptr<RequestBaggage> ReceivedBaggage(std::string_view bytes) {
+  auto bag = std::make_shared<RequestBaggage>();
+  // Refused bytes (counted in pivot::GlobalBaggageCounters) leave a new request's baggage.
+  if (!bytes.empty()) (void)bag->live.Deserialize(bytes);
+  return bag;
+}
+
+RequestBaggageScope::RequestBaggageScope(RequestBaggage& bag) : bag_(bag), active_(!bag.installed) {
+  if (!active_) return;
+  bag_.installed = true;
+  outer_live_ = pivot::TakeCurrentBaggage();
+  pivot::SetCurrentBaggage(std::move(bag_.live));
+}
+
+RequestBaggageScope::~RequestBaggageScope() {
+  if (!active_) return;
+  bag_.live = pivot::TakeCurrentBaggage();
+  pivot::SetCurrentBaggage(std::move(outer_live_));
+  bag_.installed = false;
+}
+
+}  // namespace weft::testbed

@@ -1,0 +1,80 @@
+// The testbed's Pivot Tracing instrumentation: its tracepoints (docs/testbed.md lists
+// every one and its exports), the agent each server process starts, and the baggage a
+// request carries from thread to thread inside a server.
+//
+// Until a query is woven, a tracepoint costs one relaxed load: the testbed has no switch
+// to build or run without them.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "pivot/baggage.h"
+#include "weft/tracepoint.h"
+
+namespace weft::testbed {
+
+// A request arrived at a server: type, bytes (on the wire), client (peer endpoint),
+// server (node name).
+extern ::weft::pivot::Tracepoint kRequestTracepoint;
+// A server calls downstream: type (the callee's request type), bytes, tier, to (the
+// callee's node name), server (the caller's node name).
+extern ::weft::pivot::Tracepoint kCallTracepoint;
+// A server replies: type, status ("ok" or "error"), bytes, latency (ns from receipt to
+// reply), server.
+extern ::weft::pivot::Tracepoint kReplyTracepoint;
+// A request's simulated disk read (a request type's `disk_bytes`): type, bytes, server.
+extern ::weft::pivot::Tracepoint kDiskReadTracepoint;
+// A request waited in a hand-off queue of a pool model: wait (ns), stage, server.
+extern ::weft::pivot::Tracepoint kQueueWaitTracepoint;
+
+// Starts this process's agent if WEFT_PIVOT_BUS names a bus, as StartAgentFromEnvironment
+// does, with the agent named after `server` (web0, ...) in `weft pivot list`. false (said
+// on stderr) if it could not; the server runs on without live queries.
+bool StartTestbedAgent(std::string_view server);
+
+// The baggage of one request inside a server, as it moves between threads: `live` is the
+// request's pivot::Baggage, installed as pivot::CurrentBaggage() (what the agent's advice
+// packs into and unpacks from) while a thread works on the request.
+struct RequestBaggage {
+  ::weft::pivot::Baggage live;
+  bool installed = false;  // a RequestBaggageScope holds it now
+};
+
+// Pivot's request/response join, on this thread's current baggage:
+// A call's baggage: a branch split off the current baggage, serialized (the caller keeps
+// its side).
+std::string BaggageForCall();
+// A reply's baggage: the current baggage, serialized (the request ends here).
+std::string BaggageForReply();
+// Joins the baggage a reply carried back (serialized) into the current baggage; nothing
+// if it carried none or it does not deserialize.
+void JoinReplyBaggage(std::string_view bytes);
+// A request's baggage as it arrives: deserialized lazily (an empty request baggage when
+// `bytes` is empty).
+std::shared_ptr<RequestBaggage> ReceivedBaggage(std::string_view bytes);
+
+// A branch of this thread's current baggage (Table 4's split), for a thread spawned for the
+// request; JoinCurrentBaggage joins it back when that thread ends. An unused branch joins
+// back as nothing.
+RequestBaggage BranchCurrentBaggage();
+void JoinCurrentBaggage(RequestBaggage&& branch);
+
+// While alive, the request's baggage is this thread's current baggage (both of the above);
+// at the end of the scope what the thread left in it goes back into the request's. A scope
+// within a scope of the same baggage does nothing.
+class RequestBaggageScope {
+ public:
+  explicit RequestBaggageScope(RequestBaggage& bag);
+  ~RequestBaggageScope();
+  RequestBaggageScope(const RequestBaggageScope&) = delete;
+  RequestBaggageScope& operator=(const RequestBaggageScope&) = delete;
+
+ private:
+  RequestBaggage& bag_;
+  bool active_;
+  ::weft::pivot::Baggage outer_live_;
+};
+
+}  // namespace weft::testbed
