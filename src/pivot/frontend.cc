@@ -42,16 +42,32 @@ Result<std::vector<AgentDescription>> ListAgents(Bus& bus, int window_ms) {
   };
   auto replies = std::make_shared<Replies>();
   const std::string reply_to = std::string(kReplyPrefix) + RandomToken();
-  WEFT_ASSIGN_OR_RETURN(uint64_t sub,
-                        bus.Subscribe(reply_to, [replies](std::string_view, std::string_view p) {
-                          Result<AgentDescription> d = DecodeAgent(p);
-                          if (!d.ok()) return;
-                          std::lock_guard lock(replies->mu);
-                          replies->agents.push_back(std::move(*d));
-                        }));
-  bus.Publish(kListSubject, EncodeList({.reply_to = reply_to}));
-  Status flushed = bus.Flush(window_ms);
-  std::this_thread::sleep_for(std::chrono::milliseconds(window_ms));
+  WEFT_ASSIGN_OR_RETURN(
+      uint64_t sub, bus.Subscribe(reply_to, [replies](std::string_view, std::string_view p) {
+        Result<AgentDescription> d = DecodeAgent(p);
+        if (!d.ok()) return;
+        std::lock_guard lock(replies->mu);
+        auto same = std::find_if(
+            replies->agents.begin(), replies->agents.end(),
+            [&](const AgentDescription& a) { return a.host == d->host && a.pid == d->pid; });
+        if (same == replies->agents.end()) {
+          replies->agents.push_back(std::move(*d));
+        } else {
+          *same = std::move(*d);  // the latest answer
+        }
+      }));
+  // Asked again every 100 ms of the window: a bus this front end has just started hosting
+  // has no agents yet (they connect within their 200 ms retry), and a message published
+  // before an agent subscribed never reaches it.
+  const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(window_ms);
+  Status flushed;
+  do {
+    bus.Publish(kListSubject, EncodeList({.reply_to = reply_to}));
+    flushed = bus.Flush(window_ms);
+    if (!flushed.ok()) break;
+    std::this_thread::sleep_until(
+        std::min(end, std::chrono::steady_clock::now() + std::chrono::milliseconds(100)));
+  } while (std::chrono::steady_clock::now() < end);
   bus.Unsubscribe(sub);
   if (!flushed.ok()) return flushed;
   std::lock_guard lock(replies->mu);
