@@ -26,7 +26,7 @@ void OnInterrupt(int) { g_interrupted.store(true); }
 
 struct PivotFlags {
   std::string bus, text, interval = "1s", duration, format = "table", plot, id;
-  int window_ms = 300;
+  int window_ms = 1000;  // agents reconnecting to a hub this run starts take up to 200 ms
 };
 
 // An empty --bus is $WEFT_PIVOT_BUS, else the embedded bus's default path (bus.h).
