@@ -9,6 +9,8 @@
 #include <functional>
 #include <utility>
 
+#include "pivot/varint.h"
+
 namespace weft::pivot {
 
 BaggageCounters& GlobalBaggageCounters() {
@@ -31,16 +33,6 @@ uint64_t HashName(std::string_view name) { return std::hash<std::string_view>{}(
 
 // ---- encoding ----
 
-void PutVarint(std::string& out, uint64_t v) {
-  char buf[10];
-  size_t n = 0;
-  while (v >= 0x80) {
-    buf[n++] = char(uint8_t(v) | 0x80);
-    v >>= 7;
-  }
-  buf[n++] = char(v);
-  out.append(buf, n);
-}
 uint64_t ZigZag(int64_t v) { return (uint64_t(v) << 1) ^ uint64_t(v >> 63); }
 int64_t UnZigZag(uint64_t v) { return int64_t(v >> 1) ^ -int64_t(v & 1); }
 void PutDouble(std::string& out, double d) {
@@ -118,28 +110,12 @@ void PutSlots(std::string& out, const std::vector<PackedTuples>& slots) {
 
 // ---- decoding: every read is bounded by what is left ----
 
-class Reader {
+// The baggage's reader: values, multiplicities and bounded counts on top of bytes and
+// varints.
+class Reader : public ByteReader {
  public:
-  explicit Reader(std::string_view in) : in_(in) {}
-  size_t left() const { return in_.size() - at_; }
-  size_t at() const { return at_; }
+  using ByteReader::ByteReader;
 
-  bool Byte(uint8_t& b) {
-    if (at_ >= in_.size()) return false;
-    b = uint8_t(in_[at_++]);
-    return true;
-  }
-  bool Varint(uint64_t& v) {
-    v = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
-      uint8_t b;
-      if (!Byte(b)) return false;
-      if (shift == 63 && b > 1) return false;
-      v |= uint64_t(b & 0x7f) << shift;
-      if ((b & 0x80) == 0) return true;
-    }
-    return false;
-  }
   bool Bounded(uint64_t max, uint64_t& v) { return Varint(v) && v <= max; }
   bool Double(double& d) {
     if (left() < 8) return false;
@@ -147,12 +123,6 @@ class Reader {
     for (int i = 0; i < 8; ++i) bits |= uint64_t(uint8_t(in_[at_ + size_t(i)])) << (8 * i);
     at_ += 8;
     d = std::bit_cast<double>(bits);
-    return true;
-  }
-  bool Bytes(size_t n, std::string_view& out) {
-    if (left() < n) return false;
-    out = in_.substr(at_, n);
-    at_ += n;
     return true;
   }
   bool Multiplicity(double& m) {
@@ -194,10 +164,6 @@ class Reader {
         return false;
     }
   }
-
- private:
-  std::string_view in_;
-  size_t at_ = 0;
 };
 
 Status Bad(const Reader& r, std::string_view what) {

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "pivot/varint.h"
+
 namespace weft::pivot::itc {
 
 struct IdNode {
@@ -171,14 +173,6 @@ std::pair<EventTree, uint64_t> Grow(const IdTree& i, const EventTree& e) {
 
 // ---- encoding ----
 
-void PutVarint(std::string& out, uint64_t v) {
-  while (v >= 0x80) {
-    out.push_back(char(uint8_t(v) | 0x80));
-    v >>= 7;
-  }
-  out.push_back(char(v));
-}
-
 void EncodeId(const IdTree& i, std::string& out) {
   if (i->leaf) {
     out.push_back(i->one ? 1 : 0);
@@ -199,27 +193,10 @@ void EncodeEventTree(const EventTree& e, std::string& out) {
 
 constexpr uint64_t kMaxCount = uint64_t{1} << 62;
 
-struct Reader {
-  std::string_view in;
-  size_t at = 0;
-
-  bool Byte(uint8_t& b) {
-    if (at >= in.size()) return false;
-    b = uint8_t(in[at++]);
-    return true;
-  }
+struct Reader : ByteReader {
+  using ByteReader::ByteReader;
   // Minimal LEB128 only, so that every stamp has one encoding.
-  bool Varint(uint64_t& v) {
-    v = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
-      uint8_t b;
-      if (!Byte(b)) return false;
-      if (shift == 63 && b > 1) return false;
-      v |= uint64_t(b & 0x7f) << shift;
-      if ((b & 0x80) == 0) return b != 0 || shift == 0;
-    }
-    return false;
-  }
+  bool Varint(uint64_t& v) { return ByteReader::Varint(v, /*minimal=*/true); }
 
   bool Id(int depth, IdTree& out) {
     uint8_t b;
@@ -330,15 +307,17 @@ std::string Stamp::Encode() const {
 void Stamp::EncodeEvent(std::string& out) const { EncodeEventTree(event_, out); }
 
 Result<Stamp> Stamp::Decode(std::string_view bytes) {
-  Reader r{bytes};
+  Reader r(bytes);
   IdTree id;
-  if (!r.Id(0, id)) return Status::Corruption("interval tree clock: bad id tree at byte {}", r.at);
+  if (!r.Id(0, id))
+    return Status::Corruption("interval tree clock: bad id tree at byte {}", r.at());
   EventTree event;
   if (!r.Event(0, 0, event)) {
-    return Status::Corruption("interval tree clock: bad event tree at byte {}", r.at);
+    return Status::Corruption("interval tree clock: bad event tree at byte {}", r.at());
   }
-  if (r.at != bytes.size()) {
-    return Status::Corruption("interval tree clock: {} bytes after the stamp", bytes.size() - r.at);
+  if (r.at() != bytes.size()) {
+    return Status::Corruption("interval tree clock: {} bytes after the stamp",
+                              bytes.size() - r.at());
   }
   return Stamp(std::move(id), std::move(event));
 }
