@@ -163,8 +163,11 @@ void OnThreadExit(void* p) {
   if (TryHold(b, kHeldByOwner) != kFree) return;  // the end of the log seals it
   SealOwnSegment(b);
   t_buffer = nullptr;
-  __atomic_store_n(&b->idle, 1, __ATOMIC_RELEASE);
+  // Released before it is offered: a thread adopting it (NewThreadBuffer) in between would
+  // find it still held and drop its first record, the THREAD record that links it to its
+  // creator (the testbed's spawn model starts thousands of short threads a second).
   Release(b);
+  __atomic_store_n(&b->idle, 1, __ATOMIC_RELEASE);
 }
 
 ThreadBuffer* AdoptBuffer(ThreadBuffer* b) {
