@@ -1,15 +1,8 @@
 #include "testbed/instrumentation.h"
 
-#include <fmt/format.h>
-
-#include <cstdio>
-#include <cstdlib>
 #include <memory>
-#include <mutex>
 #include <utility>
 
-#include "pivot/agent.h"
-#include "pivot/bus.h"
 #include "pivot/current_baggage.h"
 
 namespace weft::testbed {
@@ -19,32 +12,6 @@ WEFT_TRACEPOINT(kCallTracepoint, "Testbed.Call", "type", "bytes", "tier", "to", 
 WEFT_TRACEPOINT(kReplyTracepoint, "Testbed.Reply", "type", "status", "bytes", "latency", "server");
 WEFT_TRACEPOINT(kDiskReadTracepoint, "Testbed.DiskRead", "type", "bytes", "server");
 WEFT_TRACEPOINT(kQueueWaitTracepoint, "Testbed.QueueWait", "wait", "stage", "server");
-
-bool StartTestbedAgent(std::string_view server) {
-  static std::mutex mu;
-  static bool started = false;
-  std::lock_guard lock(mu);
-  if (started) return true;
-  const char* url = std::getenv("WEFT_PIVOT_BUS");
-  if (url == nullptr || *url == '\0') return true;
-  // Both live until the process exits: the agent's thread may run until then.
-  Result<std::unique_ptr<pivot::Bus>> bus = pivot::OpenBus(url);
-  if (!bus.ok()) {
-    fmt::print(stderr, "{}: pivot bus {}: {}\n", server, url, bus.status().message());
-    return false;
-  }
-  pivot::AgentOptions options;
-  options.host = std::string(server);
-  Result<std::unique_ptr<pivot::Agent>> agent = pivot::Agent::Start(**bus, options);
-  if (!agent.ok()) {
-    fmt::print(stderr, "{}: pivot agent: {}\n", server, agent.status().message());
-    return false;
-  }
-  bus->release();
-  agent->release();
-  started = true;
-  return true;
-}
 
 RequestBaggage BranchCurrentBaggage() {
   RequestBaggage branch;

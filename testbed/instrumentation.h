@@ -29,11 +29,6 @@ extern ::weft::pivot::Tracepoint kDiskReadTracepoint;
 // A request waited in a hand-off queue of a pool model: wait (ns), stage, server.
 extern ::weft::pivot::Tracepoint kQueueWaitTracepoint;
 
-// Starts this process's agent if WEFT_PIVOT_BUS names a bus, as StartAgentFromEnvironment
-// does, with the agent named after `server` (web0, ...) in `weft pivot list`. false (said
-// on stderr) if it could not; the server runs on without live queries.
-bool StartTestbedAgent(std::string_view server);
-
 // The baggage of one request inside a server, as it moves between threads: `live` is the
 // request's pivot::Baggage, installed as pivot::CurrentBaggage() (what the agent's advice
 // packs into and unpacks from) while a thread works on the request.

@@ -597,7 +597,7 @@ Status RunServer(const Topology& topology, int tier, int index, int listen_fd,
   }
   // Live queries (`weft pivot`), when WEFT_PIVOT_BUS names a bus; a server whose agent
   // cannot start serves on without them.
-  StartTestbedAgent(topology.tiers[tier].servers[index].name);
+  pivot::StartAgentFromEnvironment(topology.tiers[tier].servers[index].name);
   WEFT_ASSIGN_OR_RETURN(auto log,
                         TruthLog::Open(truth_dir, topology.tiers[tier].servers[index].name));
   if (!topology.tiers[tier].udp &&

@@ -96,8 +96,9 @@ class Tracepoint {
 // ("unix:PATH", "nats://HOST:PORT", "default": the embedded bus weft pivot uses by
 // default, "local"); does nothing if it is unset or the agent runs
 // already. Returns false (and says why on stderr) if the bus cannot be opened; the
-// program goes on without live queries. Defined in weft_pivot_agent.
-bool StartAgentFromEnvironment();
+// program goes on without live queries. `name` is how `weft pivot list` names this
+// process (empty: the host's name). Defined in weft_pivot_agent.
+bool StartAgentFromEnvironment(std::string_view name = {});
 
 }  // namespace weft::pivot
 

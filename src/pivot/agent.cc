@@ -275,7 +275,7 @@ Result<Bus*> OpenAgentBus(std::string_view url) {
   return bus.release();  // never destroyed: the agent using it lives until the process exits
 }
 
-bool StartAgentFromEnvironment() {
+bool StartAgentFromEnvironment(std::string_view name) {
   static std::mutex mu;
   static Agent* agent = nullptr;  // lives until the process exits
   std::lock_guard lock(mu);
@@ -287,7 +287,7 @@ bool StartAgentFromEnvironment() {
     fmt::print(stderr, "weft pivot agent: {}\n", bus.status().message());
     return false;
   }
-  Result<std::unique_ptr<Agent>> started = Agent::Start(**bus);
+  Result<std::unique_ptr<Agent>> started = Agent::Start(**bus, {.host = std::string(name)});
   if (!started.ok()) {
     fmt::print(stderr, "weft pivot agent: {}\n", started.status().message());
     return false;
