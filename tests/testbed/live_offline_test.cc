@@ -116,8 +116,7 @@ const std::vector<Pair>& Pairs() {
       {"requests seen by each server's replies (up through replies)",
        "From p In Testbed.Reply Join q In Testbed.Request On q -> p "
        "GroupBy p.server Select p.server, COUNT",
-       "From p In Reply Join q In Request On q -> p GroupBy p.procid Select p.procid, COUNT",
-       "s"},
+       "From p In Reply Join q In Request On q -> p GroupBy p.procid Select p.procid, COUNT", "s"},
       {"request bytes per server",
        "From r In Testbed.Request GroupBy r.server Select r.server, SUM(r.bytes)",
        "From r In Request GroupBy r.procid Select r.procid, SUM(r.bytes)", "s"},
@@ -149,7 +148,8 @@ std::string ServerName(const Names& names, const query::Value& v) {
 std::string TypeName(const Names& names, const std::string& tier, const query::Value& v) {
   std::string text = query::FormatValue(v);
   auto types = names.types_of_tier.find(tier);
-  if (types == names.types_of_tier.end() || text.empty() || !std::isdigit(text[0])) return "?" + text;
+  if (types == names.types_of_tier.end() || text.empty() || !std::isdigit(text[0]))
+    return "?" + text;
   size_t index = std::stoul(text);
   return index < types->second.size() ? types->second[index] : "?" + text;
 }
@@ -158,7 +158,8 @@ Groups LiveGroups(const query::QueryResult& r) {
   Groups out;
   for (const query::ResultRow& row : r.rows) {
     std::vector<std::string> key;
-    for (size_t k = 0; k + 1 < row.values.size(); ++k) key.push_back(query::FormatValue(row.values[k]));
+    for (size_t k = 0; k + 1 < row.values.size(); ++k)
+      key.push_back(query::FormatValue(row.values[k]));
     out[key] += row.values.back().AsDouble();
   }
   return out;
@@ -196,7 +197,7 @@ std::string Show(const Groups& g) {
 // One run: what the agents said and what `weft query` says over the capture, per pair.
 struct Answers {
   std::vector<Groups> live, offline;
-  uint64_t live_drops = 0;
+  std::vector<uint64_t> live_drops;  // per pair: tuples an agent dropped and counted
 };
 
 class LiveOfflineTest : public ::testing::Test {
@@ -233,11 +234,10 @@ class LiveOfflineTest : public ::testing::Test {
     EXPECT_TRUE(bus.ok()) << bus.status().message();
     if (!bus.ok()) return answers;
 
-    const std::string command = "WEFT_PIVOT_BUS=" + url + " " + WEFT_BINARY + " capture -o " +
-                                dir_ + "/capture -- " + WEFT_BINARY + " testbed run " +
-                                topology_path + " --duration 1s --concurrency 4 -o " + dir_ +
-                                "/truth --await-queries " + std::to_string(Pairs().size()) +
-                                " > " + log + " 2>&1";
+    const std::string command =
+        "WEFT_PIVOT_BUS=" + url + " " + WEFT_BINARY + " capture -o " + dir_ + "/capture -- " +
+        WEFT_BINARY + " testbed run " + topology_path + " --duration 1s --concurrency 4 -o " +
+        dir_ + "/truth --await-queries " + std::to_string(Pairs().size()) + " > " + log + " 2>&1";
     int rc = -1;
     std::thread run([&] { rc = std::system(command.c_str()); });
 
@@ -251,7 +251,10 @@ class LiveOfflineTest : public ::testing::Test {
     EXPECT_TRUE(all_agents);
     std::vector<std::unique_ptr<pivot::LiveSession>> sessions;
     for (const Pair& p : Pairs()) {
-      auto session = pivot::LiveSession::Install(**bus, p.live, {});
+      // Every agent must answer the list within the window (Finish waits for the final
+      // results of those that did): 1 s, as `weft pivot install` waits, not the 300 ms
+      // default, which an agent missed under load.
+      auto session = pivot::LiveSession::Install(**bus, p.live, {.list_window_ms = 1000});
       EXPECT_TRUE(session.ok()) << p.name << ": " << session.status().message();
       if (!session.ok()) continue;
       EXPECT_EQ((*session)->agents(), servers) << p.name;
@@ -267,7 +270,7 @@ class LiveOfflineTest : public ::testing::Test {
     for (auto& session : sessions) {
       session->Finish(10'000);
       answers.live.push_back(LiveGroups(session->Total()));
-      answers.live_drops += session->drops();
+      answers.live_drops.push_back(session->drops());
     }
     run.join();
     EXPECT_EQ(rc, 0) << Slurp(log);
@@ -319,29 +322,18 @@ class LiveOfflineTest : public ::testing::Test {
 #define SKIP_UNDER_ASAN() (void)0
 #endif
 
-// Where inference is exact, each query's groups and their values are the same both ways.
-void ExpectSame(const Answers& a) {
-  ASSERT_EQ(a.live.size(), Pairs().size());
-  ASSERT_EQ(a.offline.size(), Pairs().size());
-  EXPECT_EQ(a.live_drops, 0u);
-  for (size_t k = 0; k < Pairs().size(); ++k) {
-    EXPECT_EQ(a.live[k], a.offline[k]) << Pairs()[k].name << "\nlive:\n"
-                                       << Show(a.live[k]) << "offline:\n"
-                                       << Show(a.offline[k]);
-    EXPECT_GE(a.live[k].size(), 1u);
-  }
-}
-
-// Where it is not, each group's difference, printed (docs/pivot.md "Live and offline on
-// the same run" shows a run): live is the truth there, and the offline answer is what the
+// Prints each group live and offline and their difference (docs/pivot.md "Live and
+// offline on the same run" shows runs): live is the truth, and offline is what the
 // inferred paths make of the same messages.
 void Report(const std::string& title, const Answers& a) {
   ASSERT_EQ(a.live.size(), Pairs().size());
   ASSERT_EQ(a.offline.size(), Pairs().size());
-  EXPECT_EQ(a.live_drops, 0u);
+  ASSERT_EQ(a.live_drops.size(), Pairs().size());
   std::string out = title + "\n";
   for (size_t k = 0; k < Pairs().size(); ++k) {
-    out += "  " + Pairs()[k].name + "\n";
+    out += "  " + Pairs()[k].name;
+    if (a.live_drops[k] > 0) out += fmt::format(" ({} emits dropped live)", a.live_drops[k]);
+    out += "\n";
     std::map<std::vector<std::string>, std::pair<double, double>> both;
     for (const auto& [key, v] : a.live[k]) both[key].first = v;
     for (const auto& [key, v] : a.offline[k]) both[key].second = v;
@@ -351,8 +343,8 @@ void Report(const std::string& title, const Answers& a) {
       for (const std::string& part : key) name += (name.empty() ? "" : " ") + part;
       width = std::max(width, name.size());
     }
-    out += fmt::format("    {:<{}}  {:>9}  {:>9}  {:>9}\n", "group", width, "live", "offline",
-                       "diff");
+    out +=
+        fmt::format("    {:<{}}  {:>9}  {:>9}  {:>9}\n", "group", width, "live", "offline", "diff");
     for (const auto& [key, v] : both) {
       std::string name;
       for (const std::string& part : key) name += (name.empty() ? "" : " ") + part;
@@ -364,19 +356,62 @@ void Report(const std::string& title, const Answers& a) {
   std::cerr << out;
 }
 
+// Where inference is exact, each query's groups and their values are the same both ways.
+// An agent drops (and counts) a tuple whose firing meets a harvest of its buffer rather
+// than make the program wait (src/pivot/live_query.h): then each live value is at most the
+// offline one, and a count misses at least the drops (exactly, where each firing emits
+// one tuple).
+void ExpectSame(const std::string& title, const Answers& a) {
+  Report(title, a);
+  ASSERT_EQ(a.live.size(), Pairs().size());
+  ASSERT_EQ(a.offline.size(), Pairs().size());
+  for (size_t k = 0; k < Pairs().size(); ++k) {
+    const Groups &live = a.live[k], &offline = a.offline[k];
+    EXPECT_GE(offline.size(), 1u);
+    if (a.live_drops[k] == 0) {
+      EXPECT_EQ(live, offline) << Pairs()[k].name << "\nlive:\n"
+                               << Show(live) << "offline:\n"
+                               << Show(offline);
+      continue;
+    }
+    double missing = 0;
+    for (const auto& [key, value] : offline) {
+      auto it = live.find(key);
+      double seen = it == live.end() ? 0 : it->second;
+      EXPECT_LE(seen, value) << Pairs()[k].name;
+      missing += value - seen;
+    }
+    for (const auto& [key, value] : live) EXPECT_TRUE(offline.contains(key)) << Pairs()[k].name;
+    // A drop is one emit, which carries one tuple per firing, or every tuple a join
+    // produced at that firing (counted already: the reply of "requests seen" joins each
+    // request in its baggage).
+    const std::string& text = Pairs()[k].live;
+    if (text.find("COUNT") != std::string::npos) {
+      bool one_per_firing =
+          text.find(" Join ") == std::string::npos || text.find("In First(") != std::string::npos;
+      if (one_per_firing) {
+        EXPECT_EQ(missing, double(a.live_drops[k])) << Pairs()[k].name;
+      } else {
+        EXPECT_GE(missing, double(a.live_drops[k])) << Pairs()[k].name;
+      }
+    }
+  }
+}
+
 TEST_F(LiveOfflineTest, ThreadPerConnection) {
   SKIP_UNDER_ASAN();
-  ExpectSame(Run("thread-per-connection", "thread"));
+  ExpectSame("thread per connection, weft infer --algo thread",
+             Run("thread-per-connection", "thread"));
 }
 
 TEST_F(LiveOfflineTest, WorkerPool) {
   SKIP_UNDER_ASAN();
-  ExpectSame(Run("worker-pool", "thread"));
+  ExpectSame("worker pool, weft infer --algo thread", Run("worker-pool", "thread"));
 }
 
 TEST_F(LiveOfflineTest, EventLoop) {
   SKIP_UNDER_ASAN();
-  ExpectSame(Run("event-loop", "fragment"));
+  ExpectSame("event loop, weft infer --algo fragment", Run("event-loop", "fragment"));
 }
 
 // The hand-off model (a dispatcher queues each request for a worker, which queues it again
@@ -389,6 +424,17 @@ TEST_F(LiveOfflineTest, HandoffWithNestingDiffers) {
   Report("handoff, weft infer --algo nesting", a);
   ASSERT_EQ(a.offline.size(), Pairs().size());
   EXPECT_EQ(a.live[0], a.offline[0]);  // no join: every request is in some path
+}
+
+// The event loop with thread, whose assumption (one thread works on a request from its
+// arrival to its reply) a single-threaded loop breaks: the calls go to whichever request
+// the loop last read. Prints each group's difference.
+TEST_F(LiveOfflineTest, EventLoopWithThreadDiffers) {
+  SKIP_UNDER_ASAN();
+  Answers a = Run("event-loop", "thread");
+  Report("event loop, weft infer --algo thread", a);
+  ASSERT_EQ(a.offline.size(), Pairs().size());
+  EXPECT_EQ(a.live[0], a.offline[0]);
 }
 
 }  // namespace
