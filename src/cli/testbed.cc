@@ -5,9 +5,14 @@
 #include <stdlib.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdio>
+#include <set>
+#include <thread>
 
 #include "cli/command.h"
+#include "pivot/frontend.h"
+#include "pivot/untraced.h"
 #include "testbed/runner.h"
 #include "testbed/truth.h"
 #include "trace/io.h"
@@ -23,8 +28,9 @@ struct TestbedFlags {
   uint32_t concurrency = 32;
   double rate = 0;
   uint32_t max_outstanding = 1024;
-  uint16_t entry_port = 0;  // load: call this port instead of the entry servers' own
-  bool request_id = false;  // load: HTTP requests carry X-Request-Id
+  uint16_t entry_port = 0;     // load: call this port instead of the entry servers' own
+  bool request_id = false;     // load: HTTP requests carry X-Request-Id
+  uint32_t await_queries = 0;  // run: the load waits for this many live queries
 };
 
 // --rate and --max-outstanding, shared by run and load.
@@ -33,6 +39,83 @@ Status CheckOpenLoop(const TestbedFlags& f) {
   if (f.max_outstanding == 0) return Status::InvalidArgument("--max-outstanding must be positive");
   return Status::Ok();
 }
+
+// --await-queries N: live queries (docs/pivot.md) and a capture of the same run see the
+// same requests. Before the load, waits until the agent of every server has at least N
+// queries installed; after it, until every agent has none left (the front end uninstalled
+// them and has their final results), so that no server is stopped with results
+// unpublished. Each wait is bounded (a front end that never comes must not hang the run).
+// The talk on the bus is weft's own: a capture of the run does not record it.
+class LiveQueryWindow {
+ public:
+  LiveQueryWindow(uint32_t queries, const testbed::Topology& topo) : queries_(queries) {
+    for (const testbed::Tier& tier : topo.tiers)
+      for (const testbed::ServerSpec& s : tier.servers) servers_.insert(s.name);
+  }
+
+  void BeforeLoad() {
+    pivot::ScopedUntraced untraced;
+    Result<std::unique_ptr<pivot::Bus>> bus = pivot::OpenBus("", {});
+    if (!bus.ok()) {
+      fmt::print(stderr, "weft testbed run: --await-queries: {}\n", bus.status().message());
+      return;
+    }
+    bus_ = std::move(*bus);
+    fmt::print(stderr, "weft testbed run: waiting for {} live queries in {} servers on {}\n",
+               queries_, servers_.size(), bus_->url());
+    if (!Await([&](size_t n) { return n >= queries_; })) {
+      fmt::print(stderr,
+                 "weft testbed run: the servers' agents did not all have {} queries "
+                 "after {} s; starting the load anyway\n",
+                 queries_, kWaitSeconds);
+    }
+  }
+
+  void AfterLoad() {
+    if (bus_ == nullptr) return;
+    pivot::ScopedUntraced untraced;
+    fmt::print(stderr,
+               "weft testbed run: load done; waiting for the live queries to be "
+               "uninstalled\n");
+    if (!Await([](size_t n) { return n == 0; }, /*until_alone=*/true)) {
+      fmt::print(stderr,
+                 "weft testbed run: live queries still installed after {} s; stopping "
+                 "the servers\n",
+                 kWaitSeconds);
+    }
+    bus_.reset();
+  }
+
+ private:
+  static constexpr int kWaitSeconds = 60;
+
+  // Lists the agents until every server's answers with a query count `ready` accepts.
+  // `until_alone`: or until no agent answers twice in a row (the front end that hosted the
+  // bus is gone, and with it anyone to publish results to).
+  template <typename Ready>
+  bool Await(Ready ready, bool until_alone = false) {
+    auto end = std::chrono::steady_clock::now() + std::chrono::seconds(kWaitSeconds);
+    int silent = 0;
+    while (std::chrono::steady_clock::now() < end) {
+      Result<std::vector<pivot::AgentDescription>> agents = pivot::ListAgents(*bus_, 200);
+      std::set<std::string> done;
+      if (agents.ok()) {
+        for (const pivot::AgentDescription& a : *agents) {
+          if (servers_.contains(a.host) && ready(a.queries.size())) done.insert(a.host);
+        }
+      }
+      if (done.size() == servers_.size()) return true;
+      silent = agents.ok() && !agents->empty() ? 0 : silent + 1;
+      if (until_alone && silent >= 2) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return false;
+  }
+
+  const uint32_t queries_;
+  std::set<std::string> servers_;
+  std::unique_ptr<pivot::Bus> bus_;
+};
 
 Status RunRun(const TestbedFlags& f) {
   WEFT_ASSIGN_OR_RETURN(testbed::Topology topo, testbed::LoadTopology(f.topology));
@@ -52,6 +135,12 @@ Status RunRun(const TestbedFlags& f) {
     options.out_dir = tmpl;
   }
   options.stop = &g_stop;
+  std::unique_ptr<LiveQueryWindow> window;
+  if (f.await_queries > 0) {
+    window = std::make_unique<LiveQueryWindow>(f.await_queries, topo);
+    options.before_load = [&](const testbed::Topology&) { window->BeforeLoad(); };
+    options.after_load = [&](const testbed::Topology&) { window->AfterLoad(); };
+  }
   struct sigaction sa {};
   sa.sa_handler = OnInterrupt;
   sigaction(SIGINT, &sa, nullptr);
@@ -139,6 +228,10 @@ void AddTestbedCommand(CLI::App& app, Status& result) {
                   "Open loop: drop arrivals beyond this many waiting or in flight (default 1024)");
   run->add_option("-o,--output", f.out_dir,
                   "Directory for truth logs (default: a new one in /tmp)");
+  run->add_option("--await-queries", f.await_queries,
+                  "Start the load once every server has N live queries installed (weft pivot "
+                  "install), and stop the servers once they are uninstalled: live results and "
+                  "a capture of the run then cover the same requests");
   run->callback([&result] { result = RunRun(f); });
   auto* load = cmd->add_subcommand("load", "Only the load client, against running servers");
   load->add_option("topology", f.topology, "Topology TOML file with fixed ports")->required();

@@ -13,6 +13,7 @@
 
 #include "pivot/live_query.h"
 #include "pivot/protocol.h"
+#include "pivot/untraced.h"
 #include "pivot/weaving.h"
 
 namespace weft::pivot {
@@ -69,6 +70,8 @@ struct Agent::State {
 };
 
 Result<std::unique_ptr<Agent>> Agent::Start(Bus& bus, AgentOptions options) {
+  // The agent's thread, and whatever the subscription starts, are weft's own (untraced.h).
+  ScopedUntraced untraced;
   auto state = std::make_unique<State>();
   state->bus = &bus;
   state->options = std::move(options);

@@ -9,6 +9,7 @@
 
 #include "pivot/bus.h"
 #include "pivot/bus_unix.h"
+#include "pivot/untraced.h"
 
 namespace weft::pivot {
 namespace {
@@ -60,6 +61,9 @@ std::string DefaultBusUrl() {
 }
 
 Result<std::unique_ptr<Bus>> OpenBus(std::string_view url, const OpenBusOptions& options) {
+  // The bus's sockets, eventfd and threads (libnats's too) are weft's own: a capture of
+  // the program never records them (untraced.h).
+  ScopedUntraced untraced;
   std::string name(url);
   if (name.empty()) {
     const char* env = std::getenv("WEFT_PIVOT_BUS");

@@ -357,6 +357,23 @@ TEST_F(CaptureTest, ThreadCreationIsLoggedByEachNewThreadWithItsCreator) {
   EXPECT_EQ(sends, 4);
 }
 
+// A thread marked with weft_capture_set_untraced (weft's own: the live-query agent and its
+// bus) logs nothing, nor does the thread it creates, nor anyone's use of a descriptor it
+// made; unmarked again, it is traced as before.
+TEST_F(CaptureTest, ThreadsMarkedUntracedAreNotLogged) {
+  auto run = Capture("untraced");
+  ASSERT_EQ(run.rc, 0) << run.output;
+  EXPECT_NE(run.output.find("untraced ok, marks 0 1\n"), std::string::npos) << run.output;
+  std::vector<EventLog> logs = Logs();
+  ASSERT_EQ(logs.size(), 1u);
+  // The main thread's round trip (2 sends) and the marked thread's 4 after it unmarked
+  // itself (8), on the two socketpairs they made; the marked thread's record (it was
+  // created by a traced thread), none for the thread it created while marked.
+  EXPECT_EQ(Calls(logs[0], EventOp::kSend).size(), 10u);
+  EXPECT_EQ(Calls(logs[0], EventOp::kSocketpair).size(), 2u);
+  EXPECT_EQ(Calls(logs[0], EventOp::kThread).size(), 1u);
+}
+
 TEST_F(CaptureTest, ProgramThatDupsOverTheLogDescriptorIsUnharmed) {
   auto run = Capture("dup2 100");
   ASSERT_EQ(run.rc, 0) << run.output;

@@ -56,7 +56,8 @@ int Exec(ExecKind kind, const char* file, int fd, char* const* argv, char* const
     }
     return -1;
   };
-  if (!Logging()) return call(envp);
+  // An exec ends the image's log whichever thread makes it.
+  if (!LogOpen()) return call(envp);
   int64_t entry = NowNs();
   LogCall(wire::kOpExec, -1, entry, entry, 0, 0);
   ExecEnvironment environment = EnvironmentForExec(envp);

@@ -82,6 +82,8 @@ struct ThreadBuffer {
 ThreadBuffer* g_threads[kMaxThreads];
 __thread ThreadBuffer* t_buffer __attribute__((tls_model("initial-exec"))) = nullptr;
 __thread uint64_t t_untraced_io __attribute__((tls_model("initial-exec"))) = 0;
+// weft_capture_set_untraced's mark: the thread is weft's own, and nothing it does is logged.
+__thread int t_untraced __attribute__((tls_model("initial-exec"))) = 0;
 
 void AddDropped(uint64_t n) { __atomic_fetch_add(&g_dropped, n, __ATOMIC_RELAXED); }
 
@@ -456,7 +458,10 @@ uint8_t SocketKindOf(int domain, int type) {
   return wire::kKindOtherSocket;
 }
 
-bool Logging() { return __atomic_load_n(&g_state, __ATOMIC_RELAXED) != kOff; }
+bool Logging() { return __atomic_load_n(&g_state, __ATOMIC_RELAXED) != kOff && t_untraced == 0; }
+bool LogOpen() { return __atomic_load_n(&g_state, __ATOMIC_RELAXED) != kOff; }
+int ThreadUntraced() { return t_untraced; }
+void SetThreadUntraced(int untraced) { t_untraced = untraced != 0; }
 uint32_t PayloadPrefix() { return g_settings.payload_prefix; }
 int SyncMode() { return g_settings.sync; }
 

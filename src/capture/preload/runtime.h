@@ -63,8 +63,15 @@ uint8_t SocketKindOf(int domain, int type);
 
 // --- state ---------------------------------------------------------------------------
 
-// True once the log is set up and until the image ends; wrappers log nothing otherwise.
+// True once the log is set up and until the image ends, on a thread that is not marked
+// untraced (weft_capture_set_untraced: weft's own threads); wrappers log nothing otherwise.
 bool Logging();
+// True once the log is set up and until the image ends, whatever the calling thread's mark:
+// for what concerns the whole process (an exec ends its log; the signal stand-ins).
+bool LogOpen();
+// The calling thread's mark, 1 or 0; a thread starts with its creator's (thread_calls.cc).
+int ThreadUntraced();
+void SetThreadUntraced(int untraced);
 // The payload prefix asked for (--payload-prefix), 0 for none.
 uint32_t PayloadPrefix();
 // --- records -------------------------------------------------------------------------

@@ -79,7 +79,7 @@ void InstallTerminationHandlers() {
 
 WEFT_EXPORT int sigaction(int signal, const struct sigaction* action,
                           struct sigaction* old_action) noexcept {
-  if (signal <= 0 || signal >= NSIG || !Watched(signal) || !Logging()) {
+  if (signal <= 0 || signal >= NSIG || !Watched(signal) || !LogOpen()) {
     return Real().sigaction(signal, action, old_action);
   }
   bool was_standing_in = g_standing_in[signal];
@@ -105,7 +105,7 @@ WEFT_EXPORT int sigaction(int signal, const struct sigaction* action,
 // signal() has BSD semantics in glibc: the handler stays, interrupted calls restart, the
 // signal is blocked while its handler runs.
 WEFT_EXPORT sighandler_t signal(int signal, sighandler_t handler) noexcept {
-  if (signal <= 0 || signal >= NSIG || !Watched(signal) || !Logging()) {
+  if (signal <= 0 || signal >= NSIG || !Watched(signal) || !LogOpen()) {
     return Real().signal(signal, handler);
   }
   struct sigaction action, old_action;

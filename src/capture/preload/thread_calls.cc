@@ -10,6 +10,12 @@
 // new thread; the block is freed before the program's start routine runs, so
 // pthread_exit or cancellation in that routine leaves nothing behind, and the routine's
 // value is returned as is. Without logging the call goes straight through.
+//
+// Weft's own threads (the live-query agent and its bus, docs/pivot.md) mark themselves
+// untraced through weft_capture_set_untraced, which the pivot library finds with dlsym so
+// that nothing links against this library: the capture never records weft's own tracing
+// traffic as the program's. A thread created by a marked thread is marked too (libnats
+// starts its own threads), and logs no thread record.
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -27,11 +33,13 @@ struct ThreadStart {
   void* arg;
   int64_t created_ns;  // the creator's pthread_create entry
   pid_t creator;
+  int untraced;  // the creator's mark
 };
 
 void* StartLoggedThread(void* p) {
   ThreadStart start = *static_cast<ThreadStart*>(p);
   free(p);
+  SetThreadUntraced(start.untraced);
   if (Logging()) {
     int error = errno;
     LogCall(wire::kOpThread, -1, start.created_ns, NowNs(), start.creator, 0);
@@ -42,9 +50,18 @@ void* StartLoggedThread(void* p) {
 
 }  // namespace
 
+// Marks the calling thread as weft's own (1) or the program's (0); returns its previous
+// mark. Any thread, any time, logging or not; it only sets a thread-local flag.
+WEFT_EXPORT int weft_capture_set_untraced(int untraced) noexcept {
+  int previous = ThreadUntraced();
+  SetThreadUntraced(untraced);
+  return previous;
+}
+
 WEFT_EXPORT int pthread_create(pthread_t* thread, const pthread_attr_t* attributes,
                                void* (*routine)(void*), void* arg) noexcept {
-  if (!Logging()) return Real().pthread_create(thread, attributes, routine, arg);
+  // A marked thread's new thread goes through the trampoline too, to be marked.
+  if (!LogOpen()) return Real().pthread_create(thread, attributes, routine, arg);
   int error = errno;
   int64_t entry = NowNs();
   auto* start = static_cast<ThreadStart*>(malloc(sizeof(ThreadStart)));
@@ -52,7 +69,7 @@ WEFT_EXPORT int pthread_create(pthread_t* thread, const pthread_attr_t* attribut
     errno = error;
     return Real().pthread_create(thread, attributes, routine, arg);
   }
-  *start = {routine, arg, entry, SysGetTid()};
+  *start = {routine, arg, entry, SysGetTid(), ThreadUntraced()};
   int r = Real().pthread_create(thread, attributes, StartLoggedThread, start);
   if (r != 0) free(start);  // no thread runs the trampoline
   errno = error;
