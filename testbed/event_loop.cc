@@ -271,7 +271,7 @@ void Loop::OnRequest(const std::shared_ptr<EvConn>& c, const Frame& f, size_t by
   if (!f.baggage.empty()) (void)r->bag.live.Deserialize(f.baggage);
   {
     RequestBaggageScope baggage(r->bag);
-    kRequestTracepoint.Fire(r->rt->name, bytes, c->conn->peer, name_);
+    kRequestTracepoint.Fire(r->rt->name, bytes, c->conn->peer, name_, r->received);
   }
   Step(r);
 }
@@ -357,7 +357,8 @@ void Loop::Wake(int timer_fd) {
 
 void Loop::Call(const std::shared_ptr<Req>& r, const CallSpec& spec) {
   const Tier& t = topo_.tiers[spec.tier];
-  ServerRef to{spec.tier, balancer_.Pick(spec.tier)};
+  std::string_view replicas;
+  ServerRef to{spec.tier, balancer_.Pick(spec.tier, &replicas)};
   std::shared_ptr<EvConn> c;
   if (tier_.pooled) {
     auto& open = pool_[to];
@@ -398,7 +399,8 @@ void Loop::Call(const std::shared_ptr<Req>& r, const CallSpec& spec) {
   c->waiting.emplace_back(call.call_id, r);
   ++r->pending;
   std::string wire = EncodeMessage(call, callee.request_bytes, c->conn->http);
-  kCallTracepoint.Fire(callee.name, wire.size(), t.name, t.servers[to.index].name, name_);
+  kCallTracepoint.Fire(callee.name, wire.size(), t.name, t.servers[to.index].name, name_, replicas,
+                       TimeIfWoven(kCallTracepoint));
   log_.Record(TruthLog::Direction::kSend, call, *c->conn, wire.size(), callee.name, WallNow());
   Send(c, std::move(wire));
 }
@@ -420,7 +422,9 @@ void Loop::StepNow(const std::shared_ptr<Req>& r) {
       case 0:
         r->phase = 1;
         if (r->rt->disk_bytes > 0) {
-          kDiskReadTracepoint.Fire(r->rt->name, r->rt->disk_bytes, name_);
+          // duration is null: the loop samples the read's time as it sleeps.
+          kDiskReadTracepoint.Fire(r->rt->name, r->rt->disk_bytes, name_, nullptr,
+                                   TimeIfWoven(kDiskReadTracepoint));
         }
         if (Sleep(r, r->rt->before)) return;
         break;
@@ -482,8 +486,9 @@ void Loop::Reply(const std::shared_ptr<Req>& r) {
   std::string wire =
       EncodeMessage(reply, r->status.ok() ? r->rt->reply_bytes : uint32_t(kPayloadHeader),
                     conn.http, tier_.http_chunked);
+  TimeNs now = WallNow();
   kReplyTracepoint.Fire(r->rt->name, r->status.ok() ? "ok" : "error", wire.size(),
-                        r->received > 0 ? WallNow() - r->received : 0, name_);
+                        r->received > 0 ? now - r->received : 0, name_, now);
   std::lock_guard lock(conn.write_mu);  // uncontended: ReleaseReply's contract
   for (auto& [frame, bytes] : ReleaseReply(conn, r->seq, reply, std::move(wire))) {
     log_.Record(TruthLog::Direction::kSend, frame, conn, bytes.size(), "-", WallNow());
