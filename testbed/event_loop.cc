@@ -489,6 +489,12 @@ void Loop::Reply(const std::shared_ptr<Req>& r) {
   TimeNs now = WallNow();
   kReplyTracepoint.Fire(r->rt->name, r->status.ok() ? "ok" : "error", wire.size(),
                         r->received > 0 ? now - r->received : 0, name_, now);
+  // What advice packed at this Reply goes back with it too, as in the threaded server.
+  if (r->status.ok() && kReplyTracepoint.woven()) {
+    reply.baggage = BaggageForReply();
+    wire = EncodeMessage(reply, r->status.ok() ? r->rt->reply_bytes : uint32_t(kPayloadHeader),
+                         conn.http, tier_.http_chunked);
+  }
   std::lock_guard lock(conn.write_mu);  // uncontended: ReleaseReply's contract
   for (auto& [frame, bytes] : ReleaseReply(conn, r->seq, reply, std::move(wire))) {
     log_.Record(TruthLog::Direction::kSend, frame, conn, bytes.size(), "-", WallNow());

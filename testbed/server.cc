@@ -300,6 +300,12 @@ void Server::Reply(Job& job) {
   TimeNs now = WallNow();
   kReplyTracepoint.Fire(TypeOf(job.request).name, job.status.ok() ? "ok" : "error", wire.size(),
                         job.received > 0 ? now - job.received : 0, spec_.name, now);
+  // What advice packed at this Reply goes back with it too (a caller's `s -> r` join of
+  // replies): serialized again, only while advice is woven here.
+  if (job.bag && job.status.ok() && kReplyTracepoint.woven()) {
+    reply.baggage = BaggageForReply();
+    wire = EncodeMessage(reply, size, conn.http, tier_.http_chunked);
+  }
   // A fork child dies by SIGTERM when its server stops (PR_SET_PDEATHSIG). Its reply goes
   // into the truth and onto the wire with SIGTERM held back, so that the truth never holds
   // a reply that was not sent, or whose send the tracer had no time to write down.

@@ -439,6 +439,22 @@ TEST(PivotCaseStudyTest, TheFirstListedReplicaIsChosen) {
       });
 }
 
+// Pivot's request/response join of replies: what advice packs at a storage server's Reply
+// goes back in the reply's baggage, so each front reply sees the storage replies of its
+// calls: exactly one per read (one block call), and for a list one per meta call it made.
+TEST(PivotCaseStudyTest, CallerRepliesSeeTheCalleesReplies) {
+  RunLiveTopology(CaseStudy(), "replies",
+                  {{"replies",
+                    "From r In Testbed.Reply Join s In Testbed.Reply On s -> r "
+                    "GroupBy r.type Select r.type, COUNT",
+                    0}},
+                  [&](FrontEnd& front, Truth& truth) {
+                    ExpectCounts(front, "replies",
+                                 {{"read", truth.calls_by_request["read"]},
+                                  {"list", truth.calls_by_request["list"]}});
+                  });
+}
+
 // The latency decomposition: each read's end-to-end latency at the front (Reply's latency)
 // split into the front's queue, the front's work, the call until the disk read starts, the
 // disk read, and the rest (the storage's reply, the way back, the front's work after), from
