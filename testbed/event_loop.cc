@@ -86,6 +86,7 @@ class Loop {
       : topo_(topo),
         tier_(topo.tiers[tier]),
         name_(tier_.servers[index].name),
+        index_(index),
         log_(log),
         rng_(uint64_t(WallNow())),
         balancer_(topo, name_) {}
@@ -113,7 +114,10 @@ class Loop {
   // Steps `r` with its baggage installed.
   void Step(const std::shared_ptr<Req>& r);
   void StepNow(const std::shared_ptr<Req>& r);
-  bool Sleep(const std::shared_ptr<Req>& r, const Distribution& d);
+  bool Sleep(const std::shared_ptr<Req>& r, const Distribution& d) {
+    return SleepFor(r, d.Sample(rng_));
+  }
+  bool SleepFor(const std::shared_ptr<Req>& r, TimeNs t);
   // A request's own timer expired: it goes on.
   void Wake(int timer_fd);
   void Call(const std::shared_ptr<Req>& r, const CallSpec& spec);
@@ -122,6 +126,7 @@ class Loop {
   const Topology& topo_;
   const Tier& tier_;
   std::string name_;
+  const int index_;  // this server's index in its tier
   TruthLog& log_;
   std::mt19937_64 rng_;
   Balancer balancer_;
@@ -305,8 +310,7 @@ void Loop::OnReply(const std::shared_ptr<EvConn>& c, const Frame& f, size_t byte
   Step(r);
 }
 
-bool Loop::Sleep(const std::shared_ptr<Req>& r, const Distribution& d) {
-  TimeNs t = d.Sample(rng_);
+bool Loop::SleepFor(const std::shared_ptr<Req>& r, TimeNs t) {
   if (t <= 0) return false;
   if (tier_.inline_service) {
     Serve(t);  // the loop computes: nothing else runs meanwhile
@@ -419,15 +423,21 @@ void Loop::StepNow(const std::shared_ptr<Req>& r) {
   if (r->sleeping) return;
   while (true) {
     switch (r->phase) {
-      case 0:
+      case 0: {
         r->phase = 1;
+        TimeNs service = r->rt->before.Sample(rng_);
         if (r->rt->disk_bytes > 0) {
-          // duration is null: the loop samples the read's time as it sleeps.
-          kDiskReadTracepoint.Fire(r->rt->name, r->rt->disk_bytes, name_, nullptr,
+          // The fault slow_server, as in the threaded server.
+          if (index_ == tier_.slow_server &&
+              std::uniform_real_distribution<double>(0, 1)(rng_) < tier_.slow_share) {
+            service += tier_.slow_extra;
+          }
+          kDiskReadTracepoint.Fire(r->rt->name, r->rt->disk_bytes, name_, service,
                                    TimeIfWoven(kDiskReadTracepoint));
         }
-        if (Sleep(r, r->rt->before)) return;
+        if (SleepFor(r, service)) return;
         break;
+      }
       case 1: {
         if (r->pending > 0) return;
         if (!r->status.ok()) {

@@ -88,7 +88,7 @@ struct Tier {
   uint32_t replicas = 0;
   // A fault the reader is not told about: the server of index `slow_server` takes
   // `slow_extra` longer for a share `slow_share` of its disk reads (request types with
-  // disk_bytes), as a failing disk would. -1: none. Threaded models only.
+  // disk_bytes), as a failing disk would. -1: none.
   int slow_server = -1;
   double slow_share = 0;
   TimeNs slow_extra = 0;
