@@ -34,20 +34,21 @@ Status DownstreamCaller::CallAll(const Frame& request, std::mt19937_64& rng) {
 
 Result<DownstreamCaller::CallConn> DownstreamCaller::GetConn(int tier) {
   const Tier& t = topo_.tiers[tier];
-  ServerRef to{tier, balancer_.Pick(tier)};
+  std::string_view replicas;
+  ServerRef to{tier, balancer_.Pick(tier, &replicas)};
   if (tier_.pooled && !in_child_) {
     std::lock_guard lock(pool_mu_);
     auto& idle = pool_[to];
     if (!idle.empty()) {
       std::unique_ptr<Conn> c = std::move(idle.back());
       idle.pop_back();
-      return CallConn{to, std::move(c)};
+      return CallConn{to, std::move(c), replicas};
     }
   }
   WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Conn> c,
                         ConnectLoopback(t.servers[to.index].port, topo_.io_timeout, t.udp));
   c->http = t.http;
-  return CallConn{to, std::move(c)};
+  return CallConn{to, std::move(c), replicas};
 }
 
 void DownstreamCaller::PutConn(CallConn conn) {
@@ -69,7 +70,8 @@ Status DownstreamCaller::CallGroup(const Frame& request, const CallSpec& spec, u
     call.baggage = BaggageForCall();
     std::string wire = EncodeMessage(call, callee.request_bytes, conn.http);
     kCallTracepoint.Fire(callee.name, wire.size(), topo_.tiers[spec.tier].name,
-                         topo_.tiers[spec.tier].servers[c.to.index].name, server_);
+                         topo_.tiers[spec.tier].servers[c.to.index].name, server_, c.replicas,
+                         TimeIfWoven(kCallTracepoint));
     log_.Record(TruthLog::Direction::kSend, call, conn, wire.size(), callee.name, WallNow());
     WEFT_RETURN_IF_ERROR(WriteAll(conn.fd, wire).WithContext(conn.peer));
     calls.emplace_back(std::move(c), call);
@@ -109,8 +111,10 @@ Frame DownstreamCaller::NewCall(const Frame& request, const CallSpec& spec) {
   return call;
 }
 
-Result<std::shared_ptr<PipelinedConn>> DownstreamCaller::GetPipelined(int tier) {
-  ServerRef to{tier, balancer_.Pick(tier)};
+Result<std::shared_ptr<PipelinedConn>> DownstreamCaller::GetPipelined(int tier, ServerRef* callee,
+                                                                      std::string_view* replicas) {
+  ServerRef to{tier, balancer_.Pick(tier, replicas)};
+  *callee = to;
   {
     std::lock_guard lock(pool_mu_);
     auto& open = pipelined_[to];
@@ -141,12 +145,17 @@ Status DownstreamCaller::PipelinedCallGroup(const Frame& request, const CallSpec
   std::vector<std::pair<std::shared_ptr<PipelinedConn>, std::shared_ptr<PipelinedConn::Pending>>>
       calls;
   for (uint32_t k = 0; k < count; ++k) {
-    WEFT_ASSIGN_OR_RETURN(std::shared_ptr<PipelinedConn> conn, GetPipelined(spec.tier));
+    ServerRef to;
+    std::string_view replicas;
+    WEFT_ASSIGN_OR_RETURN(std::shared_ptr<PipelinedConn> conn,
+                          GetPipelined(spec.tier, &to, &replicas));
     Frame call = NewCall(request, spec);
     call.baggage = BaggageForCall();
     std::string wire = EncodeMessage(call, callee.request_bytes, conn->conn().http);
-    kCallTracepoint.Fire(callee.name, wire.size(), topo_.tiers[spec.tier].name, conn->conn().peer,
-                         server_);
+    // `to` is the callee's node name, as on every other Call.
+    kCallTracepoint.Fire(callee.name, wire.size(), topo_.tiers[spec.tier].name,
+                         topo_.tiers[spec.tier].servers[to.index].name, server_, replicas,
+                         TimeIfWoven(kCallTracepoint));
     WEFT_ASSIGN_OR_RETURN(auto pending, conn->Send(call, wire, callee.name));
     calls.emplace_back(std::move(conn), std::move(pending));
   }

@@ -18,6 +18,7 @@
 #include <mutex>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/status.h"
@@ -55,6 +56,7 @@ class DownstreamCaller {
   struct CallConn {
     ServerRef to;
     std::unique_ptr<Conn> conn;
+    std::string_view replicas;  // the servers `to` was chosen among (the balancer's names)
   };
 
   uint64_t NewCallId() { return (uint64_t(getpid()) << 32) | ++next_call_; }
@@ -73,7 +75,9 @@ class DownstreamCaller {
   }
   // A pooled connection to a server of `tier` with a slot reserved for one call: the
   // first open one with room, else a new one.
-  Result<std::shared_ptr<PipelinedConn>> GetPipelined(int tier);
+  // `to` and `replicas`: the callee and the servers it was chosen among.
+  Result<std::shared_ptr<PipelinedConn>> GetPipelined(int tier, ServerRef* to,
+                                                      std::string_view* replicas);
   Status PipelinedCallGroup(const Frame& request, const CallSpec& spec, uint32_t count);
 
   const Topology& topo_;

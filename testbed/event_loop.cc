@@ -86,6 +86,7 @@ class Loop {
       : topo_(topo),
         tier_(topo.tiers[tier]),
         name_(tier_.servers[index].name),
+        index_(index),
         log_(log),
         rng_(uint64_t(WallNow())),
         balancer_(topo, name_) {}
@@ -113,7 +114,10 @@ class Loop {
   // Steps `r` with its baggage installed.
   void Step(const std::shared_ptr<Req>& r);
   void StepNow(const std::shared_ptr<Req>& r);
-  bool Sleep(const std::shared_ptr<Req>& r, const Distribution& d);
+  bool Sleep(const std::shared_ptr<Req>& r, const Distribution& d) {
+    return SleepFor(r, d.Sample(rng_));
+  }
+  bool SleepFor(const std::shared_ptr<Req>& r, TimeNs t);
   // A request's own timer expired: it goes on.
   void Wake(int timer_fd);
   void Call(const std::shared_ptr<Req>& r, const CallSpec& spec);
@@ -122,6 +126,7 @@ class Loop {
   const Topology& topo_;
   const Tier& tier_;
   std::string name_;
+  const int index_;  // this server's index in its tier
   TruthLog& log_;
   std::mt19937_64 rng_;
   Balancer balancer_;
@@ -271,7 +276,7 @@ void Loop::OnRequest(const std::shared_ptr<EvConn>& c, const Frame& f, size_t by
   if (!f.baggage.empty()) (void)r->bag.live.Deserialize(f.baggage);
   {
     RequestBaggageScope baggage(r->bag);
-    kRequestTracepoint.Fire(r->rt->name, bytes, c->conn->peer, name_);
+    kRequestTracepoint.Fire(r->rt->name, bytes, c->conn->peer, name_, r->received);
   }
   Step(r);
 }
@@ -305,8 +310,7 @@ void Loop::OnReply(const std::shared_ptr<EvConn>& c, const Frame& f, size_t byte
   Step(r);
 }
 
-bool Loop::Sleep(const std::shared_ptr<Req>& r, const Distribution& d) {
-  TimeNs t = d.Sample(rng_);
+bool Loop::SleepFor(const std::shared_ptr<Req>& r, TimeNs t) {
   if (t <= 0) return false;
   if (tier_.inline_service) {
     Serve(t);  // the loop computes: nothing else runs meanwhile
@@ -357,7 +361,8 @@ void Loop::Wake(int timer_fd) {
 
 void Loop::Call(const std::shared_ptr<Req>& r, const CallSpec& spec) {
   const Tier& t = topo_.tiers[spec.tier];
-  ServerRef to{spec.tier, balancer_.Pick(spec.tier)};
+  std::string_view replicas;
+  ServerRef to{spec.tier, balancer_.Pick(spec.tier, &replicas)};
   std::shared_ptr<EvConn> c;
   if (tier_.pooled) {
     auto& open = pool_[to];
@@ -398,7 +403,8 @@ void Loop::Call(const std::shared_ptr<Req>& r, const CallSpec& spec) {
   c->waiting.emplace_back(call.call_id, r);
   ++r->pending;
   std::string wire = EncodeMessage(call, callee.request_bytes, c->conn->http);
-  kCallTracepoint.Fire(callee.name, wire.size(), t.name, t.servers[to.index].name, name_);
+  kCallTracepoint.Fire(callee.name, wire.size(), t.name, t.servers[to.index].name, name_, replicas,
+                       TimeIfWoven(kCallTracepoint));
   log_.Record(TruthLog::Direction::kSend, call, *c->conn, wire.size(), callee.name, WallNow());
   Send(c, std::move(wire));
 }
@@ -417,13 +423,21 @@ void Loop::StepNow(const std::shared_ptr<Req>& r) {
   if (r->sleeping) return;
   while (true) {
     switch (r->phase) {
-      case 0:
+      case 0: {
         r->phase = 1;
+        TimeNs service = r->rt->before.Sample(rng_);
         if (r->rt->disk_bytes > 0) {
-          kDiskReadTracepoint.Fire(r->rt->name, r->rt->disk_bytes, name_);
+          // The fault slow_server, as in the threaded server.
+          if (index_ == tier_.slow_server &&
+              std::uniform_real_distribution<double>(0, 1)(rng_) < tier_.slow_share) {
+            service += tier_.slow_extra;
+          }
+          kDiskReadTracepoint.Fire(r->rt->name, r->rt->disk_bytes, name_, service,
+                                   TimeIfWoven(kDiskReadTracepoint));
         }
-        if (Sleep(r, r->rt->before)) return;
+        if (SleepFor(r, service)) return;
         break;
+      }
       case 1: {
         if (r->pending > 0) return;
         if (!r->status.ok()) {
@@ -482,8 +496,15 @@ void Loop::Reply(const std::shared_ptr<Req>& r) {
   std::string wire =
       EncodeMessage(reply, r->status.ok() ? r->rt->reply_bytes : uint32_t(kPayloadHeader),
                     conn.http, tier_.http_chunked);
+  TimeNs now = WallNow();
   kReplyTracepoint.Fire(r->rt->name, r->status.ok() ? "ok" : "error", wire.size(),
-                        r->received > 0 ? WallNow() - r->received : 0, name_);
+                        r->received > 0 ? now - r->received : 0, name_, now);
+  // What advice packed at this Reply goes back with it too, as in the threaded server.
+  if (r->status.ok() && kReplyTracepoint.woven()) {
+    reply.baggage = BaggageForReply();
+    wire = EncodeMessage(reply, r->status.ok() ? r->rt->reply_bytes : uint32_t(kPayloadHeader),
+                         conn.http, tier_.http_chunked);
+  }
   std::lock_guard lock(conn.write_mu);  // uncontended: ReleaseReply's contract
   for (auto& [frame, bytes] : ReleaseReply(conn, r->seq, reply, std::move(wire))) {
     log_.Record(TruthLog::Direction::kSend, frame, conn, bytes.size(), "-", WallNow());

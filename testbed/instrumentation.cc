@@ -4,14 +4,22 @@
 #include <utility>
 
 #include "pivot/current_baggage.h"
+#include "testbed/wire.h"
 
 namespace weft::testbed {
 
-WEFT_TRACEPOINT(kRequestTracepoint, "Testbed.Request", "type", "bytes", "client", "server");
-WEFT_TRACEPOINT(kCallTracepoint, "Testbed.Call", "type", "bytes", "tier", "to", "server");
-WEFT_TRACEPOINT(kReplyTracepoint, "Testbed.Reply", "type", "status", "bytes", "latency", "server");
-WEFT_TRACEPOINT(kDiskReadTracepoint, "Testbed.DiskRead", "type", "bytes", "server");
-WEFT_TRACEPOINT(kQueueWaitTracepoint, "Testbed.QueueWait", "wait", "stage", "server");
+WEFT_TRACEPOINT(kRequestTracepoint, "Testbed.Request", "type", "bytes", "client", "server", "time");
+WEFT_TRACEPOINT(kCallTracepoint, "Testbed.Call", "type", "bytes", "tier", "to", "server",
+                "replicas", "time");
+WEFT_TRACEPOINT(kReplyTracepoint, "Testbed.Reply", "type", "status", "bytes", "latency", "server",
+                "time");
+WEFT_TRACEPOINT(kDiskReadTracepoint, "Testbed.DiskRead", "type", "bytes", "server", "duration",
+                "time");
+WEFT_TRACEPOINT(kQueueWaitTracepoint, "Testbed.QueueWait", "wait", "stage", "server", "time");
+
+int64_t TimeIfWoven(const pivot::Tracepoint& tracepoint) {
+  return tracepoint.woven() ? WallNow() : 0;
+}
 
 RequestBaggage BranchCurrentBaggage() {
   RequestBaggage branch;

@@ -6,6 +6,7 @@
 // to build or run without them.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -15,19 +16,30 @@
 
 namespace weft::testbed {
 
+// Every tracepoint's last export is `time`, the wall clock in ns when it fired (Pivot's
+// built-in time, for latencies between tracepoints; on one host, one clock). Where the
+// firing would read the clock only for it, it reads it only while advice is woven
+// (TimeIfWoven); unwoven it passes 0.
+//
 // A request arrived at a server: type, bytes (on the wire), client (peer endpoint),
-// server (node name).
+// server (node name), time (of receipt: Reply's latency starts here).
 extern ::weft::pivot::Tracepoint kRequestTracepoint;
 // A server calls downstream: type (the callee's request type), bytes, tier, to (the
-// callee's node name), server (the caller's node name).
+// callee's node name), server (the caller's node name), replicas (the servers the balancer
+// chose `to` among, in the order listed: "storage0,storage2"), time (before the send).
 extern ::weft::pivot::Tracepoint kCallTracepoint;
 // A server replies: type, status ("ok" or "error"), bytes, latency (ns from receipt to
-// reply), server.
+// reply: time less the Request's time), server, time.
 extern ::weft::pivot::Tracepoint kReplyTracepoint;
-// A request's simulated disk read (a request type's `disk_bytes`): type, bytes, server.
+// A request's simulated disk read (a request type's `disk_bytes`), as it starts: type,
+// bytes, server, duration (ns the read will take, a slow_server's extra included), time.
 extern ::weft::pivot::Tracepoint kDiskReadTracepoint;
-// A request waited in a hand-off queue of a pool model: wait (ns), stage, server.
+// A request waited in a hand-off queue of a pool model: wait (ns), stage, server, time (as
+// it leaves the queue).
 extern ::weft::pivot::Tracepoint kQueueWaitTracepoint;
+
+// The wall clock while `tracepoint` has advice woven, else 0 (no clock read).
+int64_t TimeIfWoven(const ::weft::pivot::Tracepoint& tracepoint);
 
 // The baggage of one request inside a server, as it moves between threads: `live` is the
 // request's pivot::Baggage, installed as pivot::CurrentBaggage() (what the agent's advice

@@ -139,6 +139,7 @@ class Server {
       : topo_(topo),
         tier_(topo.tiers[tier]),
         spec_(tier_.servers[index]),
+        spec_index_(index),
         log_(std::move(log)),
         caller_(topo, tier_, spec_, *log_) {}
 
@@ -198,6 +199,7 @@ class Server {
   const Topology& topo_;
   const Tier& tier_;
   const ServerSpec& spec_;
+  const int spec_index_;  // spec_'s index in its tier
   std::unique_ptr<TruthLog> log_;
   DownstreamCaller caller_;
   // This process is a fork child serving one request (ThreadingModel::kFork).
@@ -222,10 +224,20 @@ void Server::RunStep(Step step, Job& job) {
   std::optional<RequestBaggageScope> baggage;
   if (job.bag) baggage.emplace(*job.bag);
   switch (step) {
-    case Step::kBefore:
-      if (rt.disk_bytes > 0) kDiskReadTracepoint.Fire(rt.name, rt.disk_bytes, spec_.name);
-      Serve(rt.before.Sample(Rng()));
+    case Step::kBefore: {
+      TimeNs service = rt.before.Sample(Rng());
+      if (rt.disk_bytes > 0) {
+        // The fault slow_server: some of this server's disk reads take longer.
+        if (spec_index_ == tier_.slow_server &&
+            std::uniform_real_distribution<double>(0, 1)(Rng()) < tier_.slow_share) {
+          service += tier_.slow_extra;
+        }
+        kDiskReadTracepoint.Fire(rt.name, rt.disk_bytes, spec_.name, service,
+                                 TimeIfWoven(kDiskReadTracepoint));
+      }
+      Serve(service);
       return;
+    }
     case Step::kCalls:
       job.status = caller_.CallAll(job.request, Rng());
       if (!job.status.ok()) {
@@ -255,7 +267,7 @@ bool Server::Admit(Job& job, size_t bytes) {
     job.bag = ReceivedBaggage(request.baggage);
     job.received = WallNow();
     RequestBaggageScope baggage(*job.bag);
-    kRequestTracepoint.Fire(TypeOf(request).name, bytes, conn.peer, spec_.name);
+    kRequestTracepoint.Fire(TypeOf(request).name, bytes, conn.peer, spec_.name, job.received);
     return true;
   }
   // A well-framed but meaningless request gets an error reply; the connection stays.
@@ -285,8 +297,15 @@ void Server::Reply(Job& job) {
   if (job.bag) baggage.emplace(*job.bag);
   reply.baggage = job.bag && job.status.ok() ? BaggageForReply() : std::string();
   std::string wire = EncodeMessage(reply, size, conn.http, tier_.http_chunked);
+  TimeNs now = WallNow();
   kReplyTracepoint.Fire(TypeOf(job.request).name, job.status.ok() ? "ok" : "error", wire.size(),
-                        job.received > 0 ? WallNow() - job.received : 0, spec_.name);
+                        job.received > 0 ? now - job.received : 0, spec_.name, now);
+  // What advice packed at this Reply goes back with it too (a caller's `s -> r` join of
+  // replies): serialized again, only while advice is woven here.
+  if (job.bag && job.status.ok() && kReplyTracepoint.woven()) {
+    reply.baggage = BaggageForReply();
+    wire = EncodeMessage(reply, size, conn.http, tier_.http_chunked);
+  }
   // A fork child dies by SIGTERM when its server stops (PR_SET_PDEATHSIG). Its reply goes
   // into the truth and onto the wire with SIGTERM held back, so that the truth never holds
   // a reply that was not sent, or whose send the tracer had no time to write down.
@@ -449,7 +468,8 @@ void Server::RunStage(size_t stage) {
     Job job = queues_[stage]->Pop();
     if (job.bag) {
       RequestBaggageScope baggage(*job.bag);
-      kQueueWaitTracepoint.Fire(WallNow() - job.queued, stage, spec_.name);
+      TimeNs now = WallNow();
+      kQueueWaitTracepoint.Fire(now - job.queued, stage, spec_.name, now);
     }
     for (Step step : stages_[stage]) RunStep(step, job);
     job.queued = WallNow();

@@ -5,7 +5,9 @@
 #include <fmt/format.h>
 #include <toml++/toml.h>
 
+#include <algorithm>
 #include <optional>
+#include <vector>
 
 #include "core/file.h"
 
@@ -181,6 +183,24 @@ Result<Tier> Parser::ParseTier(const toml::table& t) {
   if (!(tier.prefer_share >= 0 && tier.prefer_share <= 1)) {
     return Error(LineOf(t), "prefer_share must be within [0, 1]");
   }
+  WEFT_ASSIGN_OR_RETURN(tier.replicas, Count(t, "replicas", 0));
+  if (const toml::node* n = t.get("slow_server")) {
+    std::optional<int64_t> index = n->value<int64_t>();
+    if (!index || *index < 0 || *index >= 64) {
+      return Error(LineOf(*n), "slow_server must be a server's index");
+    }
+    tier.slow_server = int(*index);
+    tier.slow_share = t["slow_share"].value_or(0.0);
+    if (!(tier.slow_share >= 0 && tier.slow_share <= 1)) {
+      return Error(LineOf(t), "slow_share must be within [0, 1]");
+    }
+    WEFT_ASSIGN_OR_RETURN(Distribution extra,
+                          ParseDistribution(t["slow_extra"].value_or(std::string("0"))));
+    if (extra.kind != Distribution::Kind::kConstant) {
+      return Error(LineOf(t), "slow_extra must be a constant time");
+    }
+    tier.slow_extra = extra.a;
+  }
   tier.udp = protocol == "udp";
   tier.http = protocol == "http";
   tier.http_chunked = t["http_chunked"].value_or(false);
@@ -210,6 +230,10 @@ Result<Tier> Parser::ParseTier(const toml::table& t) {
     WEFT_ASSIGN_OR_RETURN(uint32_t count, Count(t, "servers", 1));
     if (count == 0 || count > 64) return Error(LineOf(t), "servers must be 1 to 64");
     tier.servers.assign(count, defaults);
+  }
+  if (tier.slow_server >= int(tier.servers.size())) {
+    return Error(LineOf(t), "tier '{}': slow_server {} is not one of its {} servers", tier.name,
+                 tier.slow_server, tier.servers.size());
   }
   for (size_t i = 0; i < tier.servers.size(); ++i) {
     tier.servers[i].name = fmt::format("{}{}", tier.name, i);
@@ -372,10 +396,22 @@ uint64_t HashName(std::string_view s) {
 }  // namespace
 
 Balancer::Balancer(const Topology& topo, std::string_view node)
-    : topo_(topo), round_robin_(topo.tiers.size()), rng_(topo.seed ^ HashName(node)) {}
+    : topo_(topo),
+      round_robin_(topo.tiers.size()),
+      rng_(topo.seed ^ HashName(node)),
+      candidate_names_(topo.tiers.size()) {
+  for (const Tier& t : topo.tiers) {
+    std::string names;
+    for (const ServerSpec& s : t.servers) names += (names.empty() ? "" : ",") + s.name;
+    every_server_.push_back(std::move(names));
+  }
+}
 
-int Balancer::Pick(int tier) {
-  const size_t n = topo_.tiers[tier].servers.size();
+int Balancer::Pick(int tier, std::string_view* candidates) {
+  const Tier& t = topo_.tiers[tier];
+  const size_t n = t.servers.size();
+  if (t.replicas > 0 && t.replicas < n) return PickReplica(tier, candidates);
+  if (candidates) *candidates = every_server_[tier];
   if (topo_.tiers[tier].balance == Balance::kRandom) {
     std::lock_guard lock(mu_);
     return int(std::uniform_int_distribution<size_t>(0, n - 1)(rng_));
@@ -389,6 +425,42 @@ int Balancer::Pick(int tier) {
     return int(std::uniform_int_distribution<size_t>(1, n - 1)(rng_));
   }
   return int(round_robin_[tier].fetch_add(1) % n);
+}
+
+int Balancer::PickReplica(int tier, std::string_view* candidates) {
+  const Tier& t = topo_.tiers[tier];
+  std::lock_guard lock(mu_);
+  // The block's locations: `replicas` distinct servers (a partial Fisher-Yates shuffle),
+  // then listed in the tier's order: the order does not depend on the block.
+  std::vector<int> order(t.servers.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = int(i);
+  for (size_t i = 0; i < t.replicas; ++i) {
+    size_t j = std::uniform_int_distribution<size_t>(i, order.size() - 1)(rng_);
+    std::swap(order[i], order[j]);
+  }
+  order.resize(t.replicas);
+  std::sort(order.begin(), order.end());
+  size_t k = order.size();
+  size_t pick = 0;
+  if (t.balance == Balance::kRandom) {
+    pick = std::uniform_int_distribution<size_t>(0, k - 1)(rng_);
+  } else if (t.balance == Balance::kPreferFirst) {
+    if (k > 1 && std::uniform_real_distribution<double>(0, 1)(rng_) >= t.prefer_share) {
+      pick = std::uniform_int_distribution<size_t>(1, k - 1)(rng_);
+    }
+  } else {
+    pick = round_robin_[tier].fetch_add(1) % k;
+  }
+  if (candidates) {
+    uint64_t set = 0;
+    for (int s : order) set |= uint64_t{1} << s;
+    auto [it, added] = candidate_names_[tier].try_emplace(set);
+    if (added) {
+      for (int s : order) it->second += (it->second.empty() ? "" : ",") + t.servers[s].name;
+    }
+    *candidates = it->second;
+  }
+  return order[pick];
 }
 
 Result<Topology> ParseTopology(std::string_view text, std::string_view source) {

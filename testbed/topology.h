@@ -6,6 +6,7 @@
 #include <atomic>
 #include <compare>
 #include <cstdint>
+#include <map>
 #include <mutex>
 #include <random>
 #include <string>
@@ -80,7 +81,18 @@ struct Tier {
   std::string name;
   Balance balance = Balance::kRoundRobin;
   double prefer_share = 0.5;  // kPreferFirst only
-  bool pooled = true;         // persistent downstream connections, else one per call
+  // Replication: each call's candidates are `replicas` distinct servers of the tier drawn
+  // at random (the replicas of the block it reads), listed in the tier's order, as a name
+  // node that does not shuffle its answer lists them; the balance picks among them (kPreferFirst:
+  // the first listed). 0: every server is a candidate, listed in order.
+  uint32_t replicas = 0;
+  // A fault the reader is not told about: the server of index `slow_server` takes
+  // `slow_extra` longer for a share `slow_share` of its disk reads (request types with
+  // disk_bytes), as a failing disk would. -1: none.
+  int slow_server = -1;
+  double slow_share = 0;
+  TimeNs slow_extra = 0;
+  bool pooled = true;  // persistent downstream connections, else one per call
   // Calls one pooled downstream connection of this tier's servers may carry at once
   // (HTTP/1.1-style pipelining: requests written back to back, replies read back in
   // order). 1: a connection carries one call at a time. Calls to UDP tiers never pipeline.
@@ -132,13 +144,21 @@ struct ServerRef {
 class Balancer {
  public:
   Balancer(const Topology& topo, std::string_view node);
-  int Pick(int tier);
+  // With `candidates`, also the servers it chose among, as the tier lists them
+  // ("storage0,storage2"): a view valid as long as the balancer.
+  int Pick(int tier, std::string_view* candidates = nullptr);
 
  private:
+  // A tier with fewer replicas than servers.
+  int PickReplica(int tier, std::string_view* candidates);
+
   const Topology& topo_;
   std::vector<std::atomic<uint32_t>> round_robin_;  // per tier
+  std::vector<std::string> every_server_;           // per tier: its servers' names, listed
   std::mutex mu_;
   std::mt19937_64 rng_;
+  // Per tier, the names of each set of candidates met so far, by its bit set (guarded by mu_).
+  std::vector<std::map<uint64_t, std::string>> candidate_names_;
 };
 
 Result<Topology> ParseTopology(std::string_view text, std::string_view source);

@@ -26,6 +26,7 @@ void OnInterrupt(int) { g_interrupted.store(true); }
 
 struct PivotFlags {
   std::string bus, text, interval = "1s", duration, format = "table", plot, id;
+  bool bars = false;     // --bars: --plot draws the last interval as stacked bars
   int window_ms = 1000;  // agents reconnecting to a hub this run starts take up to 200 ms
 };
 
@@ -97,9 +98,9 @@ Status RunInstall(const PivotFlags& f) {
   }
   if (!f.plot.empty()) {
     query::QueryResult series = session->Series();
-    WEFT_ASSIGN_OR_RETURN(
-        std::string svg,
-        query::PlotResultSvg(series, {.interval = *interval, .origin = origin, .title = f.text}));
+    query::PlotOptions options{.interval = *interval, .origin = origin, .title = f.text};
+    WEFT_ASSIGN_OR_RETURN(std::string svg, f.bars ? query::PlotBarsSvg(series, options)
+                                                  : query::PlotResultSvg(series, options));
     WEFT_RETURN_IF_ERROR(WriteFile(f.plot, svg));
   }
   return Status::Ok();
@@ -193,6 +194,10 @@ void AddPivotCommand(CLI::App& app, Status& result) {
   install->add_option("--plot", flags.plot,
                       "At the end, draw the time series as an SVG line chart (one line per "
                       "group: the columns but the last; y is the last)");
+  install->add_flag("--bars", flags.bars,
+                    "With --plot: draw the last interval as stacked bars instead, one per row "
+                    "labelled by its first column, a segment per other column (COUNT goes "
+                    "into the label), as a breakdown of where time goes");
   AddBusOptions(install, flags);
   install->callback([&result] { result = RunInstall(flags); });
 

@@ -503,11 +503,12 @@ Result<std::string> PlotResultSvg(const QueryResult& result, const PlotOptions& 
       "<text transform=\"translate(20 {:.1f}) rotate(-90)\" text-anchor=\"middle\">{}</text>\n",
       kTop + kPlotHeight / 2, XmlEscape(y_title));
   // One path per group; a group missing from an interval has a gap there, and a point
-  // with no neighbour is a dot (a zero-length segment with round caps).
+  // with no neighbour is a dot (a zero-length segment with round caps, and a circle wide
+  // enough to see).
   for (size_t g = 0; g < series.size(); ++g) {
     const char* colour =
         has_other && g + 1 == series.size() ? kOtherColour : kColours[g % std::size(kColours)];
-    std::string d;
+    std::string d, dots;
     int64_t previous = 0;
     bool first = true;
     for (const auto& [index, y] : series[g].points) {
@@ -516,7 +517,11 @@ Result<std::string> PlotResultSvg(const QueryResult& result, const PlotOptions& 
                        sx(double(index) * interval_s), sy(y));
       auto next = series[g].points.upper_bound(index);
       bool alone = !joined && (next == series[g].points.end() || next->first != index + 1);
-      if (alone) d += " l0 0";
+      if (alone) {
+        d += " l0 0";
+        dots += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3.5\" fill=\"{}\"/>\n",
+                            sx(double(index) * interval_s), sy(y), colour);
+      }
       previous = index;
       first = false;
     }
@@ -524,6 +529,7 @@ Result<std::string> PlotResultSvg(const QueryResult& result, const PlotOptions& 
         "<path d=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\" "
         "stroke-linejoin=\"round\" stroke-linecap=\"round\"><title>{}</title></path>\n",
         d, colour, XmlEscape(series[g].label));
+    out += dots;
   }
   // The legend, right of the plot, in the order of the groups' totals.
   if (!legend_heading.empty()) {
@@ -544,6 +550,108 @@ Result<std::string> PlotResultSvg(const QueryResult& result, const PlotOptions& 
   if (series.empty()) {
     out += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">no data</text>\n",
                        left + kPlotWidth / 2, kTop + kPlotHeight / 2);
+  }
+  out += "</svg>\n";
+  return out;
+}
+
+Result<std::string> PlotBarsSvg(const QueryResult& result, const PlotOptions& options) {
+  if (result.columns.size() < 2) {
+    return Status::InvalidArgument("stacked bars need a label column and a column to stack");
+  }
+  // The last interval's rows (all of them when the result has no interval).
+  TimeNs last = kNoTime;
+  for (const ResultRow& row : result.rows) last = std::max(last, row.interval_start);
+  struct Bar {
+    std::string label;
+    std::vector<double> parts;  // per column; 0 where the value is not a positive number
+    double total = 0;
+  };
+  std::vector<Bar> bars;
+  for (const ResultRow& row : result.rows) {
+    if (row.interval_start != last || row.values.size() != result.columns.size()) continue;
+    Bar bar{FormatValue(row.values[0]), std::vector<double>(result.columns.size(), 0), 0};
+    for (size_t c = 1; c < row.values.size(); ++c) {
+      const Value& v = row.values[c];
+      if (result.columns[c] == "COUNT") {
+        bar.label += fmt::format(" (n={})", FormatValue(v));
+      } else if (v.is_number() && v.AsDouble() > 0) {
+        bar.parts[c] = v.AsDouble();
+        bar.total += bar.parts[c];
+      }
+    }
+    bars.push_back(std::move(bar));
+  }
+  double most = 0;
+  for (const Bar& b : bars) most = std::max(most, b.total);
+  if (bars.empty() || !(most > 0)) return Status::InvalidArgument("no row has a value to stack");
+  Axis axis = MakeAxis(0, most, 6);
+  std::vector<size_t> segments;  // the stacked columns
+  for (size_t c = 1; c < result.columns.size(); ++c) {
+    if (result.columns[c] != "COUNT") segments.push_back(c);
+  }
+  constexpr double kBar = 28, kGap = 14;
+  double label_width = TextWidth(result.columns[0]);
+  for (Bar& b : bars) {
+    b.label = Shorten(b.label, kMaxLabelChars);
+    label_width = std::max(label_width, TextWidth(b.label));
+  }
+  const double left = 8 + label_width + 10;
+  const double plot_height = double(bars.size()) * (kBar + kGap) + kGap;
+  const double legend_top = kTop + plot_height + 48;
+  double legend_width = 0;
+  for (size_t c : segments)
+    legend_width = std::max(legend_width, 28 + TextWidth(result.columns[c]));
+  std::string title = Shorten(options.title.empty() ? "where the time goes" : options.title, 120);
+  const double width = std::max({left + kPlotWidth + kRight, 16 + TextWidth(title) * 14.0 / 12.0,
+                                 left + legend_width + kRight});
+  const double height = legend_top + double(segments.size()) * kLegendRow + 8;
+  auto sx = [&](double x) { return left + x / axis.hi * kPlotWidth; };
+
+  std::string out = fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{:.0f}\" height=\"{:.0f}\" "
+      "viewBox=\"0 0 {:.0f} {:.0f}\" font-family=\"sans-serif\" font-size=\"12\">\n"
+      "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n",
+      width, height, width, height);
+  out += fmt::format("<text x=\"8\" y=\"24\" font-size=\"14\">{}</text>\n", XmlEscape(title));
+  const double bottom = kTop + plot_height;
+  for (double t : axis.ticks) {
+    out += fmt::format(
+        "<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{0:.1f}\" y2=\"{2:.1f}\" stroke=\"#e4e4e4\"/>\n"
+        "<text x=\"{0:.1f}\" y=\"{3:.1f}\" text-anchor=\"middle\">{4}</text>\n",
+        sx(t), kTop, bottom, bottom + 19, TickLabel(t, axis));
+  }
+  out += fmt::format(
+      "<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{0:.1f}\" y2=\"{2:.1f}\" stroke=\"#444\"/>\n"
+      "<line x1=\"{0:.1f}\" y1=\"{2:.1f}\" x2=\"{3:.1f}\" y2=\"{2:.1f}\" stroke=\"#444\"/>\n",
+      left, kTop, bottom, left + kPlotWidth);
+  out += fmt::format(
+      "<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\" "
+      "font-weight=\"bold\">{}</text>\n",
+      left - 8, kTop - 6, XmlEscape(result.columns[0]));
+  for (size_t b = 0; b < bars.size(); ++b) {
+    double y = kTop + kGap + double(b) * (kBar + kGap);
+    out += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>\n", left - 8,
+                       y + kBar / 2 + 4, XmlEscape(bars[b].label));
+    double at = 0;
+    for (size_t k = 0; k < segments.size(); ++k) {
+      double v = bars[b].parts[segments[k]];
+      if (v <= 0) continue;
+      out += fmt::format(
+          "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" fill=\"{}\">"
+          "<title>{}: {}</title></rect>\n",
+          sx(at), y, sx(at + v) - sx(at), kBar, kColours[k % std::size(kColours)],
+          XmlEscape(result.columns[segments[k]]), FormatValue(Value::Float(v)));
+      at += v;
+    }
+  }
+  for (size_t k = 0; k < segments.size(); ++k) {
+    double y = legend_top + double(k) * kLegendRow;
+    out += fmt::format(
+        "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"20\" height=\"10\" fill=\"{}\"/>\n"
+        "<text x=\"{:.1f}\" y=\"{:.1f}\">{}</text>\n",
+        left, y - 6, kColours[k % std::size(kColours)], left + 28, y + 4,
+        XmlEscape(result.columns[segments[k]]));
   }
   out += "</svg>\n";
   return out;

@@ -68,4 +68,11 @@ struct PlotOptions {
 // column).
 Result<std::string> PlotResultSvg(const QueryResult& result, const PlotOptions& options);
 
+// A self-contained SVG of stacked horizontal bars, for a breakdown such as Pivot Tracing's
+// Figure 9b (where the time of slow requests goes): one bar per row of the last interval,
+// labelled by its first column; each other numeric column is a segment, in column order,
+// except a column named COUNT, which goes into the label ("true (n=312)"). Negative or
+// null values draw no segment. An error if no row has a numeric column to draw.
+Result<std::string> PlotBarsSvg(const QueryResult& result, const PlotOptions& options);
+
 }  // namespace weft::query

@@ -225,6 +225,28 @@ TEST(OutputTest, PlotDrawsOnePathPerGroupWithALegend) {
   EXPECT_EQ(Count(d, "L"), 1u) << d;
 }
 
+// Stacked bars (Figure 9b's form): one bar per row of the last interval, a segment per
+// column but the first and COUNT, which goes into the label; a zero draws no segment.
+TEST(OutputTest, BarsStackTheColumnsOfTheLastInterval) {
+  QueryResult r;
+  r.columns = {"slow", "COUNT", "queue", "disk"};
+  r.aggregated = true;
+  r.rows = {Row({Value::Int(0), Value::Int(9), Value::Float(5), Value::Float(5)}, 1, 0),
+            Row({Value::Int(0), Value::Int(70), Value::Float(10), Value::Float(20)}, 1, kSecond),
+            Row({Value::Int(1), Value::Int(3), Value::Float(0), Value::Float(300)}, 1, kSecond)};
+  Result<std::string> svg = PlotBarsSvg(r, {.interval = kSecond, .title = "where"});
+  ASSERT_TRUE(svg.ok()) << svg.status().message();
+  EXPECT_TRUE(svg->ends_with("</svg>\n"));
+  EXPECT_NE(svg->find(">0 (n=70)</text>"), std::string::npos) << *svg;
+  EXPECT_NE(svg->find(">1 (n=3)</text>"), std::string::npos) << *svg;
+  EXPECT_EQ(svg->find("n=9"), std::string::npos);  // an earlier interval
+  EXPECT_EQ(Count(*svg, "<title>queue: "), 1u) << *svg;
+  EXPECT_EQ(Count(*svg, "<title>disk: "), 2u) << *svg;
+  EXPECT_NE(svg->find(">where</text>"), std::string::npos);
+  r.rows = {Row({Value::Int(0), Value::Int(1), Value::Null(), Value::Float(0)})};
+  EXPECT_FALSE(PlotBarsSvg(r, {.interval = kSecond}).ok());
+}
+
 TEST(OutputTest, PlotSumsGroupsBeyondTheLimitAsOther) {
   QueryResult r;
   r.columns = {"node", "port", "SUM(bytes)"};

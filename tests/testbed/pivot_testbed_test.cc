@@ -4,7 +4,9 @@
 // logs.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -189,11 +191,12 @@ class FrontEnd {
 
   void Install(const std::string& id, const std::string& text, uint32_t slot_base) {
     pivot::InstallMessage m{.id = id, .text = text, .slot_base = slot_base};
-    m.catalog = {{"Testbed.Request", {"type", "bytes", "client", "server"}, ""},
-                 {"Testbed.Call", {"type", "bytes", "tier", "to", "server"}, ""},
-                 {"Testbed.Reply", {"type", "status", "bytes", "latency", "server"}, ""},
-                 {"Testbed.DiskRead", {"type", "bytes", "server"}, ""},
-                 {"Testbed.QueueWait", {"wait", "stage", "server"}, ""}};
+    m.catalog = {
+        {"Testbed.Request", {"type", "bytes", "client", "server", "time"}, ""},
+        {"Testbed.Call", {"type", "bytes", "tier", "to", "server", "replicas", "time"}, ""},
+        {"Testbed.Reply", {"type", "status", "bytes", "latency", "server", "time"}, ""},
+        {"Testbed.DiskRead", {"type", "bytes", "server", "duration", "time"}, ""},
+        {"Testbed.QueueWait", {"wait", "stage", "server", "time"}, ""}};
     bus_->Publish(pivot::kInstallSubject, pivot::EncodeInstall(m));
   }
 
@@ -219,6 +222,11 @@ class FrontEnd {
       out[std::string(row.values[0].s)] += row.values[1].i;
     }
     return out;
+  }
+  // Every merged row of `id`.
+  std::vector<query::ResultRow> Rows(const std::string& id) {
+    std::lock_guard lock(mu_);
+    return merged_[id].Result().rows;
   }
   uint64_t drops(const std::string& id) {
     std::lock_guard lock(mu_);
@@ -267,16 +275,17 @@ struct LiveQuery {
 // Runs the topology in `model` three times (short runs, a few clients) with `queries`
 // installed in every server's agent before the load starts, and hands their merged final
 // results and the run's truth to `check`.
-void RunLive(const std::string& model, const std::vector<LiveQuery>& queries,
-             const std::function<void(FrontEnd&, Truth&)>& check) {
-  Result<Topology> topo = ParseTopology(TopologyText(model), "inline");
+void RunLiveTopology(const Result<Topology>& topo, const std::string& name,
+                     const std::vector<LiveQuery>& queries,
+                     const std::function<void(FrontEnd&, Truth&)>& check) {
   ASSERT_TRUE(topo.ok()) << topo.status().message();
-  const size_t servers = 4;
+  size_t servers = 0;
+  for (const Tier& t : topo->tiers) servers += t.servers.size();
   std::set<std::string> ids;
   for (const LiveQuery& q : queries) ids.insert(q.id);
   for (int run = 0; run < 3; ++run) {
     SCOPED_TRACE("run " + std::to_string(run));
-    std::string dir = TempDir("pivot_" + model.substr(0, model.find('/')));
+    std::string dir = TempDir("pivot_" + name);
     std::string url = "unix:" + dir + "/bus.sock";
     setenv("WEFT_PIVOT_BUS", url.c_str(), 1);
     std::unique_ptr<FrontEnd> front;
@@ -312,6 +321,12 @@ void RunLive(const std::string& model, const std::vector<LiveQuery>& queries,
     front.reset();
     if (!::testing::Test::HasFailure()) std::filesystem::remove_all(dir);
   }
+}
+
+void RunLive(const std::string& model, const std::vector<LiveQuery>& queries,
+             const std::function<void(FrontEnd&, Truth&)>& check) {
+  RunLiveTopology(ParseTopology(TopologyText(model), "inline"), model.substr(0, model.find('/')),
+                  queries, check);
 }
 
 class PivotTestbedTest : public ::testing::TestWithParam<std::string> {};
@@ -368,6 +383,110 @@ INSTANTIATE_TEST_SUITE_P(Models, PivotTestbedTest,
                            std::erase(name, '/');
                            return name;
                          });
+
+// The case study of docs/pivot.md, on its own topology: four storage servers hold each
+// block three times, the locations listed in a fixed order, and the balancer takes the first
+// listed nine times in ten (prefer_share = 0.9).
+Result<Topology> CaseStudy() {
+  return LoadTopology(std::string(WEFT_TOPOLOGIES) + "/replica-favourites.toml");
+}
+
+// Q7's answer: which replica each call chose, given its candidates. The live counts per
+// replica equal the truth's; every choice is one of the call's three candidates, listed in
+// the tier's order; and the first listed is chosen in a share of the calls that a fair
+// coin of prefer_share explains (within five standard deviations: the balancer's draws are
+// seeded, so this is a property of the seed, not of the run's timing).
+TEST(PivotCaseStudyTest, TheFirstListedReplicaIsChosen) {
+  Result<Topology> topo = CaseStudy();
+  ASSERT_TRUE(topo.ok()) << topo.status().message();
+  const double prefer_share = topo->tiers[1].prefer_share;
+  RunLiveTopology(
+      topo, "favourites",
+      {{"chosen", "From c In Testbed.Call GroupBy c.replicas, c.to Select c.replicas, c.to, COUNT",
+        0}},
+      [&](FrontEnd& front, Truth& truth) {
+        Counts by_replica;
+        int64_t calls = 0, first = 0;
+        for (const query::ResultRow& row : front.Rows("chosen")) {
+          ASSERT_EQ(row.values.size(), 3u);
+          std::string replicas(row.values[0].s), to(row.values[1].s);
+          int64_t n = row.values[2].i;
+          by_replica[to] += n;
+          calls += n;
+          std::vector<std::string> listed;
+          for (size_t at = 0; at <= replicas.size();) {
+            size_t comma = std::min(replicas.find(',', at), replicas.size());
+            listed.push_back(replicas.substr(at, comma - at));
+            at = comma + 1;
+          }
+          EXPECT_EQ(listed.size(), 3u) << replicas;
+          EXPECT_TRUE(std::is_sorted(listed.begin(), listed.end())) << replicas;
+          EXPECT_NE(std::find(listed.begin(), listed.end(), to), listed.end()) << replicas;
+          if (to == listed[0]) first += n;
+        }
+        // As ExpectCounts: a tuple an agent dropped is missing from the live counts.
+        int64_t truth_calls = 0;
+        for (const auto& [replica, n] : truth.storage_by_server) {
+          EXPECT_LE(by_replica[replica], n) << replica;
+          truth_calls += n;
+        }
+        EXPECT_EQ(by_replica.size(), truth.storage_by_server.size());
+        EXPECT_EQ(calls + int64_t(front.drops("chosen")), truth_calls);
+        ASSERT_GT(calls, 0);
+        double share = double(first) / double(calls);
+        double sigma = std::sqrt(prefer_share * (1 - prefer_share) / double(calls));
+        EXPECT_NEAR(share, prefer_share, 5 * sigma) << first << " of " << calls;
+      });
+}
+
+// Pivot's request/response join of replies: what advice packs at a storage server's Reply
+// goes back in the reply's baggage, so each front reply sees the storage replies of its
+// calls: exactly one per read (one block call), and for a list one per meta call it made.
+TEST(PivotCaseStudyTest, CallerRepliesSeeTheCalleesReplies) {
+  RunLiveTopology(CaseStudy(), "replies",
+                  {{"replies",
+                    "From r In Testbed.Reply Join s In Testbed.Reply On s -> r "
+                    "GroupBy r.type Select r.type, COUNT",
+                    0}},
+                  [&](FrontEnd& front, Truth& truth) {
+                    ExpectCounts(front, "replies",
+                                 {{"read", truth.calls_by_request["read"]},
+                                  {"list", truth.calls_by_request["list"]}});
+                  });
+}
+
+// The latency decomposition: each read's end-to-end latency at the front (Reply's latency)
+// split into the front's queue, the front's work, the call until the disk read starts, the
+// disk read, and the rest (the storage's reply, the way back, the front's work after), from
+// tuples packed at the front and at the storage server and brought back in the reply's
+// baggage. One row per read (the truth's count), every component non-negative (the
+// tracepoints fired in the request's order), and the components add up to the latency
+// exactly, in integer nanoseconds.
+TEST(PivotCaseStudyTest, ComponentsAddUpToTheLatency) {
+  RunLiveTopology(
+      CaseStudy(), "decomposition",
+      {{"parts",
+        "From r In Testbed.Reply Join f In First(Testbed.Request) On f -> r "
+        "Join q In Testbed.QueueWait On q -> r Join c In Testbed.Call On c -> r "
+        "Join d In Testbed.DiskRead On d -> r Where r.type == \"read\" "
+        "Select COUNT, SUM(r.latency), SUM(q.time - f.time), SUM(c.time - q.time), "
+        "SUM(d.time - c.time), SUM(d.duration), SUM(r.time - d.time - d.duration), "
+        "MIN(q.time - f.time), MIN(c.time - q.time), MIN(d.time - c.time), MIN(d.duration), "
+        "MIN(r.time - d.time - d.duration)",
+        0}},
+      [&](FrontEnd& front, Truth& truth) {
+        std::vector<query::ResultRow> rows = front.Rows("parts");
+        ASSERT_EQ(rows.size(), 1u);
+        const std::vector<query::Value>& v = rows[0].values;
+        ASSERT_EQ(v.size(), 12u);
+        int64_t reads = truth.requests["read"];
+        EXPECT_EQ(v[0].i + int64_t(front.drops("parts")), reads);
+        double parts = 0;
+        for (size_t k = 2; k <= 6; ++k) parts += v[k].AsDouble();
+        EXPECT_EQ(parts, v[1].AsDouble());
+        for (size_t k = 7; k <= 11; ++k) EXPECT_GE(v[k].AsDouble(), 0) << "component " << k - 7;
+      });
+}
 
 }  // namespace
 }  // namespace weft::testbed

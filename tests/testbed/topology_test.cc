@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 
 #include "testbed/http.h"
 #include "testbed/wire.h"
@@ -161,6 +162,56 @@ TEST(Topology, PreferFirstBalanceFavoursTheFirstServer) {
   EXPECT_LT(count[2], 700);
   text.replace(text.find("0.6"), 3, "1.5");
   EXPECT_FALSE(ParseTopology(text, "bad.toml").ok());
+}
+
+// replicas: each call's candidates are `replicas` distinct servers listed in the tier's
+// order; prefer-first takes the first listed in its share of the calls, and says which
+// servers it chose among. And the slow_server fault parses, and refuses a server the tier
+// lacks.
+TEST(Topology, ReplicasListCandidatesInTheTiersOrder) {
+  std::string text = std::string("seed = 7\n") + std::string(kSmall);
+  text.replace(text.find("servers = 2"), 11,
+               "servers = 4\nreplicas = 3\nbalance = \"prefer-first\"\nprefer_share = 0.9\n"
+               "slow_server = 2\nslow_share = 0.05\nslow_extra = \"20ms\"");
+  Result<Topology> t = ParseTopology(text, "replicas.toml");
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  EXPECT_EQ(t->tiers[1].replicas, 3u);
+  EXPECT_EQ(t->tiers[1].slow_server, 2);
+  EXPECT_EQ(t->tiers[1].slow_share, 0.05);
+  EXPECT_EQ(t->tiers[1].slow_extra, 20 * kMillisecond);
+  EXPECT_EQ(t->tiers[0].slow_server, -1);
+  Balancer b(*t, "a0");
+  std::map<std::string, int> lists;
+  int first = 0;
+  for (int i = 0; i < 4000; ++i) {
+    std::string_view candidates;
+    int k = b.Pick(1, &candidates);
+    ++lists[std::string(candidates)];
+    std::string name = "b" + std::to_string(k);
+    ASSERT_NE(candidates.find(name), std::string_view::npos) << candidates;
+    first += candidates.starts_with(name);
+  }
+  // The four sets of three, each about a quarter of the time (binomial(4000, 0.25): 1000,
+  // sd 27), and the first listed 0.9 of the time (3600, sd 19); the generator is seeded.
+  ASSERT_EQ(lists.size(), 4u);
+  EXPECT_TRUE(lists.contains("b0,b1,b2") && lists.contains("b0,b1,b3") &&
+              lists.contains("b0,b2,b3") && lists.contains("b1,b2,b3"));
+  for (const auto& [list, n] : lists) {
+    EXPECT_GT(n, 850) << list;
+    EXPECT_LT(n, 1150) << list;
+  }
+  EXPECT_GT(first, 3500);
+  EXPECT_LT(first, 3700);
+  // Without replicas every server is a candidate.
+  std::string_view all;
+  Balancer c(*t, "client");
+  c.Pick(0, &all);
+  EXPECT_EQ(all, "a0");
+  text.replace(text.find("slow_server = 2"), 15, "slow_server = 4");
+  Result<Topology> bad = ParseTopology(text, "bad.toml");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("slow_server 4 is not one of its 4 servers"),
+            std::string::npos);
 }
 
 TEST(Topology, ShippedTopologiesLoad) {
