@@ -3,7 +3,9 @@
 #include <memory>
 #include <utility>
 
+#ifndef WEFT_NO_TRACEPOINTS
 #include "pivot/current_baggage.h"
+#endif
 
 namespace weft::testbed {
 
@@ -12,6 +14,8 @@ WEFT_TRACEPOINT(kCallTracepoint, "Testbed.Call", "type", "bytes", "tier", "to", 
 WEFT_TRACEPOINT(kReplyTracepoint, "Testbed.Reply", "type", "status", "bytes", "latency", "server");
 WEFT_TRACEPOINT(kDiskReadTracepoint, "Testbed.DiskRead", "type", "bytes", "server");
 WEFT_TRACEPOINT(kQueueWaitTracepoint, "Testbed.QueueWait", "wait", "stage", "server");
+
+#ifndef WEFT_NO_TRACEPOINTS
 
 RequestBaggage BranchCurrentBaggage() {
   RequestBaggage branch;
@@ -35,9 +39,13 @@ void JoinReplyBaggage(std::string_view bytes) {
 
 std::shared_ptr<RequestBaggage> ReceivedBaggage(std::string_view bytes) {
   auto bag = std::make_shared<RequestBaggage>();
-  // Refused bytes (counted in pivot::GlobalBaggageCounters) leave a new request's baggage.
-  if (!bytes.empty()) (void)bag->live.Deserialize(bytes);
+  ReceiveBaggage(*bag, bytes);
   return bag;
+}
+
+void ReceiveBaggage(RequestBaggage& bag, std::string_view bytes) {
+  // Refused bytes (counted in pivot::GlobalBaggageCounters) leave a new request's baggage.
+  if (!bytes.empty()) (void)bag.live.Deserialize(bytes);
 }
 
 RequestBaggageScope::RequestBaggageScope(RequestBaggage& bag) : bag_(bag), active_(!bag.installed) {
@@ -53,5 +61,7 @@ RequestBaggageScope::~RequestBaggageScope() {
   pivot::SetCurrentBaggage(std::move(outer_live_));
   bag_.installed = false;
 }
+
+#endif  // WEFT_NO_TRACEPOINTS
 
 }  // namespace weft::testbed
