@@ -25,6 +25,7 @@
 // against the uninstrumented testbed, for the baseline.
 #include <fmt/format.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -97,13 +98,13 @@ constexpr std::string_view kQueries[] = {
 };
 
 struct Variant {
-  std::string_view name;       // --variant
-  std::string_view label;      // in the table
-  std::string_view table5;     // Pivot Table 5's row: Read8k, Open, Create, Rename
-  bool agents = false;         // WEFT_PIVOT_BUS set, a hub hosted here
-  bool queries = false;        // kQueries installed
-  int tuples = 0;              // a baggage of this many tuples on every request
-  bool uninstrumented = false; // run by the _uninstrumented build
+  std::string_view name;        // --variant
+  std::string_view label;       // in the table
+  std::string_view table5;      // Pivot Table 5's row: Read8k, Open, Create, Rename
+  bool agents = false;          // WEFT_PIVOT_BUS set, a hub hosted here
+  bool queries = false;         // kQueries installed
+  int tuples = 0;               // a baggage of this many tuples on every request
+  bool uninstrumented = false;  // run by the _uninstrumented build
 };
 
 constexpr Variant kVariants[] = {
@@ -237,7 +238,16 @@ int RunOne(const Variant& variant, const std::string& topology_file, double seco
     fmt::print(stderr, "{}: {}\n", variant.name, testbed::FormatLoadStats(load));
     return 1;
   }
-  fmt::print("throughput {:.1f} ok {} live_reads {}\n", load.Throughput(), load.ok, live_reads);
+  // CPU time of this process (the client, the front end) and of the servers it reaped.
+  double cpu_ns = 0;
+  for (int who : {RUSAGE_SELF, RUSAGE_CHILDREN}) {
+    rusage u{};
+    getrusage(who, &u);
+    for (const timeval& t : {u.ru_utime, u.ru_stime})
+      cpu_ns += double(t.tv_sec) * 1e9 + double(t.tv_usec) * 1e3;
+  }
+  fmt::print("throughput {:.1f} ok {} live_reads {} cpu_us {:.2f}\n", load.Throughput(), load.ok,
+             live_reads, cpu_ns / 1e3 / double(load.ok));
   return 0;
 }
 
@@ -247,12 +257,13 @@ struct Run {
   double throughput = 0;
   uint64_t ok = 0;
   int64_t live_reads = -1;
+  double cpu_us = 0;  // per request answered
 };
 
 // Runs `variant` in a process of its own and reads its line (throughput 0: it failed).
 Run RunChildVariant(const Variant& variant, const std::string& self,
-                    const std::string& uninstrumented, const std::string& topology,
-                    double seconds, uint32_t concurrency) {
+                    const std::string& uninstrumented, const std::string& topology, double seconds,
+                    uint32_t concurrency) {
   std::vector<std::string> command = {variant.uninstrumented ? uninstrumented : self,
                                       "--variant",
                                       std::string(variant.name),
@@ -263,22 +274,24 @@ Run RunChildVariant(const Variant& variant, const std::string& self,
   if (!topology.empty()) command.insert(command.end(), {"--topology", topology});
   std::string out = RunChild(command, /*with_stderr=*/true);
   Run run;
-  if (std::sscanf(out.c_str(), "throughput %lf ok %lu live_reads %ld", &run.throughput, &run.ok,
-                  &run.live_reads) != 3) {
+  if (std::sscanf(out.c_str(), "throughput %lf ok %lu live_reads %ld cpu_us %lf", &run.throughput,
+                  &run.ok, &run.live_reads, &run.cpu_us) != 4) {
     fmt::print(stderr, "{} failed: {}", variant.name, out);
     run = Run{};
   }
   return run;
 }
 
+std::string Percent(double x) { return fmt::format("{:.1f}%", 100 * x); }
+
 int Drive(const std::string& uninstrumented, const std::string& topology, double seconds,
           uint32_t concurrency, int rounds) {
   const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
   constexpr size_t kCount = std::size(kVariants);
-  std::vector<std::vector<double>> throughput(kCount);
+  std::vector<std::vector<double>> throughput(kCount), cpu(kCount);
   std::vector<std::vector<double>> ratio(kCount);  // to the same round's baseline
   std::vector<int64_t> live_reads(kCount, -1);
-  std::vector<uint64_t> requests(kCount, 0);
+  std::vector<uint64_t> answered(kCount, 0);
   for (int round = 0; round < rounds; ++round) {
     std::vector<double> mine(kCount, 0);
     for (size_t k = 0; k < kCount; ++k) {
@@ -287,39 +300,42 @@ int Drive(const std::string& uninstrumented, const std::string& topology, double
       if (run.throughput <= 0) return 1;
       mine[v] = run.throughput;
       throughput[v].push_back(run.throughput);
-      requests[v] += run.ok;
-      if (run.live_reads >= 0) live_reads[v] = std::max(live_reads[v], run.live_reads);
+      cpu[v].push_back(run.cpu_us);
+      answered[v] = run.ok;
+      live_reads[v] = run.live_reads;
     }
     for (size_t v = 0; v < kCount; ++v) ratio[v].push_back(mine[v] / mine[0]);
   }
   const double base = Median(throughput[0]);
+  const double base_cpu = Median(cpu[0]);
   fmt::print(
-      "testbed throughput, closed loop, {} sessions, {} s per run, {} rounds interleaved; "
-      "medians\n",
+      "testbed throughput, closed loop, {} sessions, {} s per run, {} rounds interleaved "
+      "round-robin; medians\n",
       concurrency, seconds, rounds);
-  fmt::print("{:<27} {:>10} {:>16} {:>8} {:>19}  {}\n", "variant", "req/s", "min..max",
-             "ratio", "per-round ratios", "Pivot Table 5 latency overhead %");
+  fmt::print("{:<26} {:>7} {:>13} {:>7} {:>15} {:>10} {:>7}  {}\n", "variant", "req/s", "min..max",
+             "ratio", "rounds' ratios", "CPU us/req", "ratio", "Pivot Table 5, % latency");
   for (size_t v = 0; v < kCount; ++v) {
     auto [lo, hi] = std::minmax_element(throughput[v].begin(), throughput[v].end());
     auto [rlo, rhi] = std::minmax_element(ratio[v].begin(), ratio[v].end());
-    fmt::print("{:<27} {:>10.0f} {:>7.0f}..{:<7.0f} {:>7.2f}% {:>8.2f}..{:<8.2f}%  {}\n",
-               kVariants[v].label, Median(throughput[v]), *lo, *hi,
-               100 * Median(throughput[v]) / base, 100 * *rlo, 100 * *rhi, kVariants[v].table5);
+    fmt::print("{:<26} {:>7.0f} {:>13} {:>7} {:>15} {:>10.1f} {:>7}  {}\n", kVariants[v].label,
+               Median(throughput[v]), fmt::format("{:.0f}..{:.0f}", *lo, *hi),
+               Percent(Median(throughput[v]) / base),
+               fmt::format("{}..{}", Percent(*rlo), Percent(*rhi)), Median(cpu[v]),
+               Percent(Median(cpu[v]) / base_cpu), kVariants[v].table5);
   }
   fmt::print(
-      "ratio: of the medians, to the uninstrumented build's; per-round: each round's run to "
-      "that round's baseline.\n"
-      "Pivot Table 5 (HDFS, Read8k / Open / Create / Rename): latency overheads, not "
-      "throughput.\n"
-      "Targets: agents, no query >= 99.5%; 6.1 queries >= 99%.\n");
+      "ratio: median throughput over the uninstrumented build's; rounds' ratios: each run over\n"
+      "its round's uninstrumented run, lowest..highest (the noise); CPU us/req: user + system\n"
+      "time of the client and every server per request answered, median, and over the\n"
+      "uninstrumented build's. Pivot Table 5: HDFS latency overheads (Read8k / Open / Create /\n"
+      "Rename), not throughput. Targets: agents, no query >= 99.5%; 6.1 queries >= 99%.\n");
   for (size_t v = 0; v < kCount; ++v) {
     if (live_reads[v] >= 0) {
-      fmt::print("{}: disk reads counted live by the first query in the last run: {}\n",
-                 kVariants[v].label, live_reads[v]);
+      fmt::print("{}: the last run answered {} requests; the first query counted {} disk reads\n",
+                 kVariants[v].label, answered[v], live_reads[v]);
     }
   }
-  fmt::print("60 tuples: {} bytes of serialized baggage per request\n",
-             TuplesBaggage(60).size());
+  fmt::print("60 tuples: {} bytes of serialized baggage per request\n", TuplesBaggage(60).size());
   return 0;
 }
 

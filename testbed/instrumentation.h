@@ -42,7 +42,7 @@ extern ::weft::pivot::Tracepoint kQueueWaitTracepoint;
 // packs into and unpacks from) while a thread works on the request.
 struct RequestBaggage {
   ::weft::pivot::Baggage live;
-  bool installed = false;  // a RequestBaggageScope holds it now
+  bool installed = false;  // a RequestBaggageScope holds it now (and `live` the thread's own)
 };
 
 // Pivot's request/response join, on this thread's current baggage:
@@ -79,7 +79,6 @@ class RequestBaggageScope {
  private:
   RequestBaggage& bag_;
   bool active_;
-  ::weft::pivot::Baggage outer_live_;
 };
 
 #else  // WEFT_NO_TRACEPOINTS: no baggage; every call below compiles to nothing.
