@@ -44,8 +44,12 @@ IdTree IdNodeOf(IdTree l, IdTree r) {
 
 std::pair<IdTree, IdTree> SplitId(const IdTree& i) {
   if (IsZero(i)) return {i, i};
-  if (IsOne(i))
-    return {IdNodeOf(IdLeaf(true), IdLeaf(false)), IdNodeOf(IdLeaf(false), IdLeaf(true))};
+  if (IsOne(i)) {
+    // A request's first split, once per call it makes: the halves are made once per thread.
+    thread_local const IdTree left = IdNodeOf(IdLeaf(true), IdLeaf(false));
+    thread_local const IdTree right = IdNodeOf(IdLeaf(false), IdLeaf(true));
+    return {left, right};
+  }
   if (IsZero(i->l)) {
     auto [a, b] = SplitId(i->r);
     return {IdNodeOf(IdLeaf(false), a), IdNodeOf(IdLeaf(false), b)};
