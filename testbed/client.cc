@@ -89,6 +89,7 @@ LoadStats RunOpenLoop(const Topology& topo, const LoadOptions& options, TruthLog
           call.call_id = (uint64_t(getpid()) << 32) | ++next_call;
           call.request_id = call.call_id;
           call.close = !topo.client_pooled;  // HTTP: Connection: close
+          call.baggage = options.baggage;
           const RequestType& rt = entry.requests[call.request_type];
           std::string wire = EncodeMessage(call, rt.request_bytes, conn->http);
           if (conn->http && options.request_id_header)
@@ -214,6 +215,7 @@ Result<LoadStats> RunLoad(const Topology& topo, const LoadOptions& options) {
         call.call_id = (uint64_t(getpid()) << 32) | ++next_call;
         call.request_id = call.call_id;
         call.close = !topo.client_pooled && k + 1 == depth;  // HTTP: Connection: close
+        call.baggage = options.baggage;
         const RequestType& rt = entry.requests[call.request_type];
         ++mine.sent;
         std::string wire = EncodeMessage(call, rt.request_bytes, conn->http);

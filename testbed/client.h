@@ -27,6 +27,9 @@ struct LoadOptions {
   // edge proxy that tags requests would (a witness for paths through untraced proxies,
   // docs/precise.md). Drawn at random, not from the truth ids.
   bool request_id_header = false;
+  // A serialized Pivot baggage (pivot/baggage.h) every request carries from the client;
+  // empty: none. Only bench/pivot_testbed_overhead sets it, to measure a large baggage.
+  std::string baggage;
   const std::atomic<bool>* stop = nullptr;  // ends the run early when set
 };
 

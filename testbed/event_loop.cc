@@ -273,7 +273,7 @@ void Loop::OnRequest(const std::shared_ptr<EvConn>& c, const Frame& f, size_t by
   r->rt = &tier_.requests[f.request_type];
   r->received = WallNow();
   // The caller's baggage, deserialized when first used.
-  if (!f.baggage.empty()) (void)r->bag.live.Deserialize(f.baggage);
+  ReceiveBaggage(r->bag, f.baggage);
   {
     RequestBaggageScope baggage(r->bag);
     kRequestTracepoint.Fire(r->rt->name, bytes, c->conn->peer, name_, r->received);

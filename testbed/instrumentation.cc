@@ -3,8 +3,11 @@
 #include <memory>
 #include <utility>
 
-#include "pivot/current_baggage.h"
 #include "testbed/wire.h"
+
+#ifndef WEFT_NO_TRACEPOINTS
+#include "pivot/current_baggage.h"
+#endif
 
 namespace weft::testbed {
 
@@ -20,6 +23,8 @@ WEFT_TRACEPOINT(kQueueWaitTracepoint, "Testbed.QueueWait", "wait", "stage", "ser
 int64_t TimeIfWoven(const pivot::Tracepoint& tracepoint) {
   return tracepoint.woven() ? WallNow() : 0;
 }
+
+#ifndef WEFT_NO_TRACEPOINTS
 
 RequestBaggage BranchCurrentBaggage() {
   RequestBaggage branch;
@@ -43,23 +48,30 @@ void JoinReplyBaggage(std::string_view bytes) {
 
 std::shared_ptr<RequestBaggage> ReceivedBaggage(std::string_view bytes) {
   auto bag = std::make_shared<RequestBaggage>();
-  // Refused bytes (counted in pivot::GlobalBaggageCounters) leave a new request's baggage.
-  if (!bytes.empty()) (void)bag->live.Deserialize(bytes);
+  ReceiveBaggage(*bag, bytes);
   return bag;
 }
 
+void ReceiveBaggage(RequestBaggage& bag, std::string_view bytes) {
+  // Refused bytes (counted in pivot::GlobalBaggageCounters) leave a new request's baggage.
+  if (!bytes.empty()) (void)bag.live.Deserialize(bytes);
+}
+
+// The request's baggage and the thread's trade places, and trade back at the end: while
+// installed, `bag_.live` keeps the thread's. A swap makes no fresh baggage, where taking
+// and setting made four (each a seed stamp) per scope, several scopes per request.
 RequestBaggageScope::RequestBaggageScope(RequestBaggage& bag) : bag_(bag), active_(!bag.installed) {
   if (!active_) return;
   bag_.installed = true;
-  outer_live_ = pivot::TakeCurrentBaggage();
-  pivot::SetCurrentBaggage(std::move(bag_.live));
+  swap(pivot::CurrentBaggage(), bag_.live);
 }
 
 RequestBaggageScope::~RequestBaggageScope() {
   if (!active_) return;
-  bag_.live = pivot::TakeCurrentBaggage();
-  pivot::SetCurrentBaggage(std::move(outer_live_));
+  swap(pivot::CurrentBaggage(), bag_.live);
   bag_.installed = false;
 }
+
+#endif  // WEFT_NO_TRACEPOINTS
 
 }  // namespace weft::testbed

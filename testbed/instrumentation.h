@@ -2,8 +2,12 @@
 // every one and its exports), the agent each server process starts, and the baggage a
 // request carries from thread to thread inside a server.
 //
-// Until a query is woven, a tracepoint costs one relaxed load: the testbed has no switch
-// to build or run without them.
+// Until a query is woven, a tracepoint costs one relaxed load. Built with
+// WEFT_NO_TRACEPOINTS (weft/tracepoint.h), the testbed is what it was before it was
+// instrumented: the tracepoints compile to nothing, requests carry no baggage (frames
+// and HTTP requests go without it) and servers start no agent. Only
+// bench/pivot_testbed_overhead builds it so (library weft_testbed_uninstrumented), as the
+// baseline of the instrumentation's cost.
 #pragma once
 
 #include <cstdint>
@@ -11,8 +15,10 @@
 #include <string>
 #include <string_view>
 
-#include "pivot/baggage.h"
 #include "weft/tracepoint.h"
+#ifndef WEFT_NO_TRACEPOINTS
+#include "pivot/baggage.h"
+#endif
 
 namespace weft::testbed {
 
@@ -41,12 +47,14 @@ extern ::weft::pivot::Tracepoint kQueueWaitTracepoint;
 // The wall clock while `tracepoint` has advice woven, else 0 (no clock read).
 int64_t TimeIfWoven(const ::weft::pivot::Tracepoint& tracepoint);
 
+#ifndef WEFT_NO_TRACEPOINTS
+
 // The baggage of one request inside a server, as it moves between threads: `live` is the
 // request's pivot::Baggage, installed as pivot::CurrentBaggage() (what the agent's advice
 // packs into and unpacks from) while a thread works on the request.
 struct RequestBaggage {
   ::weft::pivot::Baggage live;
-  bool installed = false;  // a RequestBaggageScope holds it now
+  bool installed = false;  // a RequestBaggageScope holds it now (and `live` the thread's own)
 };
 
 // Pivot's request/response join, on this thread's current baggage:
@@ -61,6 +69,8 @@ void JoinReplyBaggage(std::string_view bytes);
 // A request's baggage as it arrives: deserialized lazily (an empty request baggage when
 // `bytes` is empty).
 std::shared_ptr<RequestBaggage> ReceivedBaggage(std::string_view bytes);
+// The same into `bag` (a request's own member).
+void ReceiveBaggage(RequestBaggage& bag, std::string_view bytes);
 
 // A branch of this thread's current baggage (Table 4's split), for a thread spawned for the
 // request; JoinCurrentBaggage joins it back when that thread ends. An unused branch joins
@@ -81,7 +91,29 @@ class RequestBaggageScope {
  private:
   RequestBaggage& bag_;
   bool active_;
-  ::weft::pivot::Baggage outer_live_;
 };
+
+#else  // WEFT_NO_TRACEPOINTS: no baggage; every call below compiles to nothing.
+
+struct RequestBaggage {};
+inline std::string BaggageForCall() { return {}; }
+inline std::string BaggageForReply() { return {}; }
+inline void JoinReplyBaggage(std::string_view) {}
+inline std::shared_ptr<RequestBaggage> ReceivedBaggage(std::string_view) {
+  // One shared empty baggage with no control block: no allocation, no reference count.
+  static RequestBaggage none;
+  return std::shared_ptr<RequestBaggage>(std::shared_ptr<void>(), &none);
+}
+inline void ReceiveBaggage(RequestBaggage&, std::string_view) {}
+inline RequestBaggage BranchCurrentBaggage() { return {}; }
+inline void JoinCurrentBaggage(RequestBaggage&&) {}
+class RequestBaggageScope {
+ public:
+  explicit RequestBaggageScope(RequestBaggage&) {}
+  RequestBaggageScope(const RequestBaggageScope&) = delete;
+  RequestBaggageScope& operator=(const RequestBaggageScope&) = delete;
+};
+
+#endif  // WEFT_NO_TRACEPOINTS
 
 }  // namespace weft::testbed

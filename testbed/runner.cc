@@ -171,6 +171,7 @@ Result<RunReport> RunTestbed(Topology topo, const RunOptions& options) {
   load.rate = options.rate;
   load.max_outstanding = options.max_outstanding;
   load.truth_dir = options.out_dir;
+  load.baggage = options.baggage;
   load.stop = options.stop;
   Result<LoadStats> stats = RunLoad(topo, load);
   done = true;

@@ -22,6 +22,7 @@ struct RunOptions {
   double rate = 0;  // open-loop requests per second; 0: closed loop (see LoadOptions)
   uint32_t max_outstanding = 1024;
   std::string out_dir;  // truth logs (<node>.truth) and server stderr (<node>.log)
+  std::string baggage;  // LoadOptions::baggage
   const std::atomic<bool>* stop = nullptr;
   // Failure injection for tests: SIGKILL the server named `kill_server` after `kill_after`.
   std::string kill_server;

@@ -22,6 +22,14 @@
 //
 // The agent (src/pivot/agent.h, library weft_pivot_agent) receives the queries; a program
 // starts it once, e.g. with weft::pivot::StartAgentFromEnvironment().
+//
+// Compiled out: a translation unit built with WEFT_NO_TRACEPOINTS defined (say
+// -DWEFT_NO_TRACEPOINTS for a whole program) gets a Tracepoint that registers nothing and
+// whose Fire is empty (its arguments are still evaluated, as any call's), and a
+// StartAgentFromEnvironment that starts nothing: the program as it was before it was
+// instrumented, with no library to link. Both live in an inline namespace of their own,
+// so one binary may hold code built either way. bench/pivot_testbed_overhead builds the
+// testbed so to measure what the instrumentation costs.
 #pragma once
 
 #include <array>
@@ -56,6 +64,27 @@ struct TracepointArg {
   TracepointArg(const std::string& v) : type(Type::kString), s(v) {}
   constexpr TracepointArg(std::nullptr_t) {}
 };
+
+#ifdef WEFT_NO_TRACEPOINTS
+
+inline namespace no_tracepoints {
+
+class Tracepoint {
+ public:
+  constexpr Tracepoint(std::string_view, std::initializer_list<std::string_view>) {}
+  Tracepoint(const Tracepoint&) = delete;
+  Tracepoint& operator=(const Tracepoint&) = delete;
+
+  template <typename... Args>
+  void Fire(const Args&...) {}
+  bool woven() const { return false; }
+};
+
+inline bool StartAgentFromEnvironment(std::string_view = {}) { return true; }
+
+}  // namespace no_tracepoints
+
+#else  // WEFT_NO_TRACEPOINTS
 
 struct AdviceList;  // what queries wove into a tracepoint (src/pivot/weaving.h)
 
@@ -99,6 +128,8 @@ class Tracepoint {
 // program goes on without live queries. `name` is how `weft pivot list` names this
 // process (empty: the host's name). Defined in weft_pivot_agent.
 bool StartAgentFromEnvironment(std::string_view name = {});
+
+#endif  // WEFT_NO_TRACEPOINTS
 
 }  // namespace weft::pivot
 

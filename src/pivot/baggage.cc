@@ -236,6 +236,16 @@ Baggage& Baggage::operator=(Baggage&& other) noexcept {
 }
 Baggage::~Baggage() = default;
 
+void swap(Baggage& a, Baggage& b) noexcept {
+  using std::swap;
+  swap(a.stamp_, b.stamp_);
+  swap(a.contents_, b.contents_);
+  swap(a.decoded_, b.decoded_);
+  swap(a.bytes_, b.bytes_);
+  swap(a.decode_status_, b.decode_status_);
+  swap(a.storage_, b.storage_);
+}
+
 void Baggage::Clear() {
   stamp_ = itc::Stamp::Seed();
   contents_.Clear();

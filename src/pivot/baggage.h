@@ -114,6 +114,9 @@ class Baggage {
   // No copies: a copy would share this branch's clock id. Split() makes a branch.
   Baggage(const Baggage&) = delete;
   Baggage& operator=(const Baggage&) = delete;
+  // Exchanges two baggages; unlike a move, which leaves a fresh seed behind, it makes and
+  // frees nothing (a thread taking up a request and putting it down: testbed/instrumentation.h).
+  friend void swap(Baggage& a, Baggage& b) noexcept;
 
   // Empties the baggage and starts a new request (a new seed stamp).
   void Clear();

@@ -25,9 +25,12 @@ namespace {
 
 // ---- id trees ----
 
+// The leaves every stamp starts from are shared per thread, not per process: copying a
+// process-wide one from every thread bounced its reference count between cores on each
+// request of a multi-threaded server. Leaves are compared by value, never by address.
 const IdTree& IdLeaf(bool one) {
-  static const IdTree zero = std::make_shared<const IdNode>(IdNode{true, false, {}, {}});
-  static const IdTree all = std::make_shared<const IdNode>(IdNode{true, true, {}, {}});
+  thread_local const IdTree zero = std::make_shared<const IdNode>(IdNode{true, false, {}, {}});
+  thread_local const IdTree all = std::make_shared<const IdNode>(IdNode{true, true, {}, {}});
   return one ? all : zero;
 }
 bool IsZero(const IdTree& i) { return i->leaf && !i->one; }
@@ -41,8 +44,12 @@ IdTree IdNodeOf(IdTree l, IdTree r) {
 
 std::pair<IdTree, IdTree> SplitId(const IdTree& i) {
   if (IsZero(i)) return {i, i};
-  if (IsOne(i))
-    return {IdNodeOf(IdLeaf(true), IdLeaf(false)), IdNodeOf(IdLeaf(false), IdLeaf(true))};
+  if (IsOne(i)) {
+    // A request's first split, once per call it makes: the halves are made once per thread.
+    thread_local const IdTree left = IdNodeOf(IdLeaf(true), IdLeaf(false));
+    thread_local const IdTree right = IdNodeOf(IdLeaf(false), IdLeaf(true));
+    return {left, right};
+  }
   if (IsZero(i->l)) {
     auto [a, b] = SplitId(i->r);
     return {IdNodeOf(IdLeaf(false), a), IdNodeOf(IdLeaf(false), b)};
@@ -71,7 +78,7 @@ bool Overlap(const IdTree& a, const IdTree& b) {
 // ---- event trees ----
 
 EventTree Leaf(uint64_t n) {
-  static const EventTree zero = std::make_shared<const EventNode>(EventNode{0, {}, {}});
+  thread_local const EventTree zero = std::make_shared<const EventNode>(EventNode{0, {}, {}});
   if (n == 0) return zero;
   return std::make_shared<const EventNode>(EventNode{n, {}, {}});
 }

@@ -1,0 +1,385 @@
+// What Pivot Tracing's instrumentation costs the testbed (Pivot Tracing §6.3, Table 5):
+// closed-loop throughput of one topology of short, CPU-bound requests, in these variants,
+// interleaved round-robin over several rounds (each round starts at another variant), as
+// medians and as ratios to the testbed built without its instrumentation:
+//
+//   uninstrumented   the testbed built with WEFT_NO_TRACEPOINTS: no tracepoints, no
+//                    baggage, no agent (weft_testbed_uninstrumented)
+//   no agent         tracepoints and baggage compiled in, no agent started (no bus)
+//   agents           every server's agent started and connected to a front end (an
+//                    embedded hub this program hosts), no query: Pivot's "enabled"
+//   6.1 queries      the same with the case study's queries installed (docs/pivot.md):
+//                    disk reads per replica; a First(Testbed.Request) -> DiskRead join
+//                    across processes grouped by front server, type and replica; replies
+//                    joined with the disk reads their calls caused
+//   60 tuples        agents, no query, and every request carrying a baggage of 60 8-byte
+//                    tuples from the client on, through every call and reply (Pivot's
+//                    "Baggage - 60 Tuples", about 1 kB)
+//
+// Targets: agents >= 99.5% of uninstrumented, 6.1 queries >= 99%; 60 tuples reported.
+//
+//   pivot_testbed_overhead [--rounds 5] [--seconds 3] [--concurrency 8] [--topology FILE]
+//
+// Every run is a process of its own: this program runs itself (`--variant NAME`) for the
+// instrumented variants and pivot_testbed_overhead_uninstrumented, the same source built
+// against the uninstrumented testbed, for the baseline.
+#include <fmt/format.h>
+#include <stdlib.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "child_runs.h"
+#include "testbed/runner.h"
+#include "testbed/topology.h"
+#ifndef WEFT_NO_TRACEPOINTS
+#include "pivot/baggage.h"
+#include "pivot/frontend.h"
+#endif
+
+namespace weft::bench {
+namespace {
+
+// The case study's shape (testbed/topologies/replica-bias.toml) with no service times: two
+// front servers, each request one call to storage (or two in parallel), three storage
+// replicas, the first preferred, a disk read per storage request. A request is then only
+// the servers' own work (framing, system calls, truth logs, threads), so the
+// instrumentation's cost shows as much as it can.
+constexpr std::string_view kTopology = R"toml(
+name = "pivot-overhead"
+seed = 1
+[[tier]]
+name = "front"
+servers = 2
+model = "worker-pool"
+workers = 4
+[[tier.request]]
+name = "read"
+weight = 3
+reply_bytes = 1024
+calls = [{ tier = "storage", request = "block", count = 1 }]
+[[tier.request]]
+name = "list"
+reply_bytes = 256
+calls = [{ tier = "storage", request = "meta", count = 2, parallel = true }]
+[[tier]]
+name = "storage"
+servers = 3
+model = "thread-per-connection"
+balance = "prefer-first"
+prefer_share = 0.6
+[[tier.request]]
+name = "block"
+disk_bytes = 65536
+reply_bytes = 1024
+[[tier.request]]
+name = "meta"
+disk_bytes = 4096
+reply_bytes = 256
+)toml";
+
+// The case study's queries as docs/pivot.md runs them on the testbed.
+constexpr std::string_view kQueries[] = {
+    "From d In Testbed.DiskRead GroupBy d.server Select d.server, COUNT, SUM(d.bytes)",
+    "From d In Testbed.DiskRead Join r In First(Testbed.Request) On r -> d "
+    "GroupBy r.server, r.type, d.server Select r.server, r.type, d.server, COUNT",
+    "From r In Testbed.Reply Join d In Testbed.DiskRead On d -> r Where r.server == \"front0\" "
+    "GroupBy r.type Select r.type, COUNT, AVERAGE(r.latency)",
+};
+
+struct Variant {
+  std::string_view name;        // --variant
+  std::string_view label;       // in the table
+  std::string_view table5;      // Pivot Table 5's row: Read8k, Open, Create, Rename
+  bool agents = false;          // WEFT_PIVOT_BUS set, a hub hosted here
+  bool queries = false;         // kQueries installed
+  int tuples = 0;               // a baggage of this many tuples on every request
+  bool uninstrumented = false;  // run by the _uninstrumented build
+};
+
+constexpr Variant kVariants[] = {
+    {"uninstrumented", "uninstrumented build", "0 (unmodified)", false, false, 0, true},
+    {"no-agent", "tracepoints, no agent", "", false, false, 0, false},
+    {"agents", "agents on a bus, no query", "0.3 / 0.3 / <0.1 / 0.2 (enabled)", true, false, 0,
+     false},
+    {"queries", "6.1 queries installed", "1.5 / 4.0 / 6.0 / 0.3", true, true, 0, false},
+    {"tuples", "60 tuples in the baggage", "0.82 / 15.9 / 8.6 / 4.1", true, false, 60, false},
+};
+
+const Variant* FindVariant(std::string_view name) {
+  for (const Variant& v : kVariants) {
+    if (v.name == name) return &v;
+  }
+  return nullptr;
+}
+
+#ifndef WEFT_NO_TRACEPOINTS
+
+size_t Servers(const testbed::Topology& topo) {
+  size_t n = 0;
+  for (const testbed::Tier& t : topo.tiers) n += t.servers.size();
+  return n;
+}
+
+// A serialized baggage of `n` tuples of one 8-byte integer each, in one slot no query of
+// this program uses.
+std::string TuplesBaggage(int n) {
+  pivot::Baggage b;
+  for (int i = 0; i < n; ++i) {
+    query::Value v = query::Value::Int(int64_t(0x1234'5678'9abc'def0) + i);
+    b.Contents().Active(60, 1, 0).Append(&v, nullptr, 1, i);
+  }
+  return b.Serialize();
+}
+
+// Lists the agents until `n` answer, each with every query of `ids` installed (a liveness
+// bound of 20 s: agents connect to a hub started after them in the background).
+Status AwaitAgents(pivot::Bus& bus, size_t n, const std::vector<std::string>& ids) {
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    WEFT_ASSIGN_OR_RETURN(auto agents, pivot::ListAgents(bus, 200));
+    size_t ready = 0;
+    for (const pivot::AgentDescription& a : agents) {
+      size_t have = 0;
+      for (const std::string& id : ids) {
+        for (const pivot::InstalledQueryInfo& q : a.queries) have += q.id == id && q.woven;
+      }
+      ready += have == ids.size();
+    }
+    if (ready >= n) return Status::Ok();
+  }
+  return Status::Internal("fewer than {} agents answered with the queries installed", n);
+}
+
+#endif  // WEFT_NO_TRACEPOINTS
+
+// One run of `variant` (this process's build must be the one the variant needs): prints
+// "throughput R ok N live_reads M" (M: disk reads the first query counted, -1 without).
+int RunOne(const Variant& variant, const std::string& topology_file, double seconds,
+           uint32_t concurrency) {
+  Result<testbed::Topology> topo = topology_file.empty()
+                                       ? testbed::ParseTopology(kTopology, "pivot-overhead")
+                                       : testbed::LoadTopology(topology_file);
+  if (!topo.ok()) {
+    fmt::print(stderr, "{}\n", topo.status().message());
+    return 2;
+  }
+  std::string dir_template =
+      (std::filesystem::temp_directory_path() / "weft-pivot-overhead-XXXXXX").string();
+  if (mkdtemp(dir_template.data()) == nullptr) {
+    std::perror("mkdtemp");
+    return 2;
+  }
+  const std::string dir = dir_template;
+  testbed::RunOptions options;
+  options.duration = TimeNs(seconds * double(kSecond));
+  options.concurrency = concurrency;
+  options.out_dir = dir;
+  int64_t live_reads = -1;
+  Status setup;
+#ifndef WEFT_NO_TRACEPOINTS
+  const size_t servers = Servers(*topo);
+  pivot::Bus* bus = nullptr;
+  std::vector<std::unique_ptr<pivot::LiveSession>> sessions;
+  const std::string url = "unix:" + dir + "/bus.sock";
+  if (variant.agents) setenv("WEFT_PIVOT_BUS", url.c_str(), 1);
+  if (variant.tuples > 0) options.baggage = TuplesBaggage(variant.tuples);
+  options.before_load = [&](const testbed::Topology&) {
+    if (!variant.agents) return;
+    // Hosted here, after the servers were forked: RunTestbed forks with one thread.
+    Result<pivot::Bus*> opened = pivot::OpenFrontEndBus(url);
+    if (!opened.ok()) {
+      setup = opened.status();
+      return;
+    }
+    bus = *opened;
+    setup = AwaitAgents(*bus, servers, {});
+    if (!setup.ok() || !variant.queries) return;
+    std::vector<std::string> ids;
+    for (std::string_view q : kQueries) {
+      Result<std::unique_ptr<pivot::LiveSession>> s =
+          pivot::LiveSession::Install(*bus, std::string(q), {.list_window_ms = 300});
+      if (!s.ok()) {
+        setup = s.status();
+        return;
+      }
+      ids.push_back((*s)->id());
+      sessions.push_back(std::move(*s));
+    }
+    setup = AwaitAgents(*bus, servers, ids);
+  };
+  options.after_load = [&](const testbed::Topology&) {
+    for (auto& s : sessions) (void)s->Finish(2000);
+    if (sessions.empty()) return;
+    live_reads = 0;
+    for (const query::ResultRow& row : sessions[0]->Total().rows) {
+      if (row.values.size() >= 2) live_reads += row.values[1].i;
+    }
+  };
+#endif
+  Result<testbed::RunReport> report = testbed::RunTestbed(*topo, options);
+  std::filesystem::remove_all(dir);
+  if (!report.ok() || !setup.ok()) {
+    fmt::print(stderr, "{}: {}\n", variant.name,
+               !report.ok() ? report.status().message() : setup.message());
+    return 1;
+  }
+  const testbed::LoadStats& load = report->load;
+  if (load.ok == 0 || load.errors + load.failed > 0) {
+    fmt::print(stderr, "{}: {}\n", variant.name, testbed::FormatLoadStats(load));
+    return 1;
+  }
+  // CPU time of this process (the client, the front end) and of the servers it reaped.
+  double cpu_ns = 0;
+  for (int who : {RUSAGE_SELF, RUSAGE_CHILDREN}) {
+    rusage u{};
+    getrusage(who, &u);
+    for (const timeval& t : {u.ru_utime, u.ru_stime})
+      cpu_ns += double(t.tv_sec) * 1e9 + double(t.tv_usec) * 1e3;
+  }
+  fmt::print("throughput {:.1f} ok {} live_reads {} cpu_us {:.2f}\n", load.Throughput(), load.ok,
+             live_reads, cpu_ns / 1e3 / double(load.ok));
+  return 0;
+}
+
+#ifndef WEFT_NO_TRACEPOINTS
+
+struct Run {
+  double throughput = 0;
+  uint64_t ok = 0;
+  int64_t live_reads = -1;
+  double cpu_us = 0;  // per request answered
+};
+
+// Runs `variant` in a process of its own and reads its line (throughput 0: it failed).
+Run RunChildVariant(const Variant& variant, const std::string& self,
+                    const std::string& uninstrumented, const std::string& topology, double seconds,
+                    uint32_t concurrency) {
+  std::vector<std::string> command = {variant.uninstrumented ? uninstrumented : self,
+                                      "--variant",
+                                      std::string(variant.name),
+                                      "--seconds",
+                                      fmt::format("{}", seconds),
+                                      "--concurrency",
+                                      fmt::format("{}", concurrency)};
+  if (!topology.empty()) command.insert(command.end(), {"--topology", topology});
+  std::string out = RunChild(command, /*with_stderr=*/true);
+  Run run;
+  if (std::sscanf(out.c_str(), "throughput %lf ok %lu live_reads %ld cpu_us %lf", &run.throughput,
+                  &run.ok, &run.live_reads, &run.cpu_us) != 4) {
+    fmt::print(stderr, "{} failed: {}", variant.name, out);
+    run = Run{};
+  }
+  return run;
+}
+
+std::string Percent(double x) { return fmt::format("{:.1f}%", 100 * x); }
+
+int Drive(const std::string& uninstrumented, const std::string& topology, double seconds,
+          uint32_t concurrency, int rounds) {
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+  constexpr size_t kCount = std::size(kVariants);
+  std::vector<std::vector<double>> throughput(kCount), cpu(kCount);
+  std::vector<std::vector<double>> ratio(kCount);  // to the same round's baseline
+  std::vector<int64_t> live_reads(kCount, -1);
+  std::vector<uint64_t> answered(kCount, 0);
+  for (int round = 0; round < rounds; ++round) {
+    std::vector<double> mine(kCount, 0);
+    for (size_t k = 0; k < kCount; ++k) {
+      size_t v = (k + size_t(round)) % kCount;
+      Run run = RunChildVariant(kVariants[v], self, uninstrumented, topology, seconds, concurrency);
+      if (run.throughput <= 0) return 1;
+      mine[v] = run.throughput;
+      throughput[v].push_back(run.throughput);
+      cpu[v].push_back(run.cpu_us);
+      answered[v] = run.ok;
+      live_reads[v] = run.live_reads;
+    }
+    for (size_t v = 0; v < kCount; ++v) ratio[v].push_back(mine[v] / mine[0]);
+  }
+  const double base = Median(throughput[0]);
+  const double base_cpu = Median(cpu[0]);
+  fmt::print(
+      "testbed throughput, closed loop, {} sessions, {} s per run, {} rounds interleaved "
+      "round-robin; medians\n",
+      concurrency, seconds, rounds);
+  fmt::print("{:<26} {:>7} {:>13} {:>7} {:>15} {:>10} {:>7}  {}\n", "variant", "req/s", "min..max",
+             "ratio", "rounds' ratios", "CPU us/req", "ratio", "Pivot Table 5, % latency");
+  for (size_t v = 0; v < kCount; ++v) {
+    auto [lo, hi] = std::minmax_element(throughput[v].begin(), throughput[v].end());
+    auto [rlo, rhi] = std::minmax_element(ratio[v].begin(), ratio[v].end());
+    fmt::print("{:<26} {:>7.0f} {:>13} {:>7} {:>15} {:>10.1f} {:>7}  {}\n", kVariants[v].label,
+               Median(throughput[v]), fmt::format("{:.0f}..{:.0f}", *lo, *hi),
+               Percent(Median(throughput[v]) / base),
+               fmt::format("{}..{}", Percent(*rlo), Percent(*rhi)), Median(cpu[v]),
+               Percent(Median(cpu[v]) / base_cpu), kVariants[v].table5);
+  }
+  fmt::print(
+      "ratio: median throughput over the uninstrumented build's; rounds' ratios: each run over\n"
+      "its round's uninstrumented run, lowest..highest (the noise); CPU us/req: user + system\n"
+      "time of the client and every server per request answered, median, and over the\n"
+      "uninstrumented build's. Pivot Table 5: HDFS latency overheads (Read8k / Open / Create /\n"
+      "Rename), not throughput. Targets: agents, no query >= 99.5%; 6.1 queries >= 99%.\n");
+  for (size_t v = 0; v < kCount; ++v) {
+    if (live_reads[v] >= 0) {
+      fmt::print("{}: the last run answered {} requests; the first query counted {} disk reads\n",
+                 kVariants[v].label, answered[v], live_reads[v]);
+    }
+  }
+  fmt::print("60 tuples: {} bytes of serialized baggage per request\n", TuplesBaggage(60).size());
+  return 0;
+}
+
+#endif  // WEFT_NO_TRACEPOINTS
+
+int Main(int argc, char** argv) {
+  CLI::App app{"The testbed's throughput with and without its Pivot Tracing instrumentation"};
+  std::string variant, topology, uninstrumented;
+  double seconds = 3;
+  uint32_t concurrency = 8;
+  int rounds = 5;
+  app.add_option("--variant", variant, "run one variant and print its throughput");
+  app.add_option("--topology", topology, "a topology file instead of the built-in one");
+  app.add_option("--seconds", seconds, "load per run");
+  app.add_option("--concurrency", concurrency, "closed-loop sessions");
+  app.add_option("--rounds", rounds, "runs of each variant");
+  app.add_option("--uninstrumented", uninstrumented,
+                 "the uninstrumented build (default: this program's path + _uninstrumented)");
+  CLI11_PARSE(app, argc, argv);
+  if (!variant.empty()) {
+    const Variant* v = FindVariant(variant);
+#ifdef WEFT_NO_TRACEPOINTS
+    const bool runnable = v != nullptr && v->uninstrumented;
+#else
+    const bool runnable = v != nullptr && !v->uninstrumented;
+#endif
+    if (!runnable) {
+      fmt::print(stderr, "this build cannot run variant '{}'\n", variant);
+      return 2;
+    }
+    return RunOne(*v, topology, seconds, concurrency);
+  }
+#ifdef WEFT_NO_TRACEPOINTS
+  fmt::print(stderr, "run pivot_testbed_overhead; this build only runs --variant uninstrumented\n");
+  return 2;
+#else
+  if (uninstrumented.empty()) {
+    uninstrumented = std::filesystem::read_symlink("/proc/self/exe").string() + "_uninstrumented";
+  }
+  return Drive(uninstrumented, topology, seconds, concurrency, rounds);
+#endif
+}
+
+}  // namespace
+}  // namespace weft::bench
+
+int main(int argc, char** argv) { return weft::bench::Main(argc, argv); }
