@@ -11,6 +11,7 @@
 #include <mutex>
 #include <thread>
 
+#include "pivot/interner.h"
 #include "pivot/live_query.h"
 #include "pivot/protocol.h"
 #include "pivot/weaving.h"
@@ -41,6 +42,8 @@ struct Installed {
   std::shared_ptr<LiveQuery> query;
   int64_t interval_end = INT64_MAX;  // wall clock, ns; never for a query without advice
   InstalledQueryInfo info;
+  AgentDrops at_install;  // the bus's and the interner's counts when it was installed
+  uint64_t unsent = 0;    // its partials not published: the bus was not connected
 };
 
 }  // namespace
@@ -62,6 +65,13 @@ struct Agent::State {
   void Install(const InstallMessage& m);
   void Uninstall(const std::string& id);
   void Publish(Installed& q, int64_t start, bool final);
+  // What the agent lost since it started.
+  AgentDrops Lost() {
+    AgentDrops d{.bus = bus->counters().dropped, .interned = InternDrops()};
+    std::lock_guard lock(mu);
+    d.partials = counters.unsent;
+    return d;
+  }
   void Reject() {
     std::lock_guard lock(mu);
     ++counters.rejected;
@@ -188,7 +198,7 @@ void Agent::State::Handle(const std::string& subject, const std::string& payload
   } else if (subject == kListSubject) {
     Result<ListRequest> m = DecodeList(payload);
     if (!m.ok()) return Reject();
-    AgentDescription d{.pid = pid, .host = options.host};
+    AgentDescription d{.pid = pid, .host = options.host, .lost = Lost()};
     for (TracepointInfo& t : RegisteredTracepoints()) {
       d.tracepoints.push_back({std::move(t.name), std::move(t.exports), ""});
     }
@@ -210,6 +220,7 @@ void Agent::State::Install(const InstallMessage& m) {
   }
   Installed q;
   q.info = {.id = m.id, .text = m.text, .slot_base = m.slot_base};
+  q.at_install = {.bus = bus->counters().dropped, .interned = InternDrops()};
   Result<std::shared_ptr<LiveQuery>> made = LiveQuery::Make(m);
   if (!made.ok()) {
     // Kept, without advice, so that a list shows why.
@@ -246,7 +257,19 @@ void Agent::State::Uninstall(const std::string& id) {
 
 void Agent::State::Publish(Installed& q, int64_t start, bool final) {
   if (q.query == nullptr) return;
+  // Harvested either way, so that the next interval starts empty.
   LiveQuery::Harvest h = q.query->TakeHarvest();
+  const BusCounters bus_now = bus->counters();
+  // Partials published while the bus is down would wait in its queue and arrive after the
+  // front end has shown their interval (late, and crowding out the intervals after the
+  // outage): they are counted instead, and the count travels with the next ones. The
+  // final partials go anyway: they are the query's last word and the front end waits.
+  if (!bus_now.connected && !final) {
+    ++q.unsent;
+    std::lock_guard lock(mu);
+    ++counters.unsent;
+    return;
+  }
   PartialResults r{.id = q.query->id(),
                    .pid = pid,
                    .host = options.host,
@@ -257,7 +280,10 @@ void Agent::State::Publish(Installed& q, int64_t start, bool final) {
                    .columns = q.query->columns(),
                    .events = h.events,
                    .drops = h.drops,
-                   .groups = std::move(h.groups)};
+                   .groups = std::move(h.groups),
+                   .lost = {.partials = q.unsent,
+                            .bus = bus_now.dropped - q.at_install.bus,
+                            .interned = InternDrops() - q.at_install.interned}};
   bus->Publish(ResultsSubject(r.id), EncodePartials(r));
   std::lock_guard lock(mu);
   ++counters.published;
