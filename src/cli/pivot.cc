@@ -63,6 +63,9 @@ std::string DescribeLost(const pivot::AgentDrops& d) {
   if (d.interned > 0) {
     parts.push_back(fmt::format("{} strings not kept (interner full)", d.interned));
   }
+  if (d.children > 0) {
+    parts.push_back(fmt::format("{} groups of forked children not handed over", d.children));
+  }
   std::string out;
   for (const std::string& p : parts) out += (out.empty() ? "" : ", ") + p;
   return out;

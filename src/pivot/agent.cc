@@ -1,11 +1,18 @@
 #include "pivot/agent.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
+#include <cstring>
 #include <deque>
 #include <map>
 #include <mutex>
@@ -46,6 +53,17 @@ struct Installed {
   uint64_t unsent = 0;    // its partials not published: the bus was not connected
 };
 
+// Every agent of this process, for the fork handlers below.
+std::mutex g_agents_mu;
+std::vector<Agent::State*>& Agents() {
+  static auto* agents = new std::vector<Agent::State*>;  // never destroyed: fork may come late
+  return *agents;
+}
+
+void ForkPrepare();
+void ForkParent();
+void ForkChild();
+
 }  // namespace
 
 struct Agent::State {
@@ -60,6 +78,14 @@ struct Agent::State {
   AgentCounters counters;
   std::thread thread;
 
+  // Forked children hand what their advice emits to this agent through a pipe (the
+  // child's end is non-blocking; live_query.h EnterForkChild), read by a thread of ours.
+  int fork_pipe[2] = {-1, -1};
+  std::atomic<uint64_t>* fork_refused = nullptr;  // in a MAP_SHARED page: children count
+  std::atomic<bool> reader_stop{false};
+  std::thread reader;
+  void ReadChildren();
+
   void Loop();
   void Handle(const std::string& subject, const std::string& payload);
   void Install(const InstallMessage& m);
@@ -67,7 +93,9 @@ struct Agent::State {
   void Publish(Installed& q, int64_t start, bool final);
   // What the agent lost since it started.
   AgentDrops Lost() {
-    AgentDrops d{.bus = bus->counters().dropped, .interned = InternDrops()};
+    AgentDrops d{.bus = bus->counters().dropped,
+                 .interned = InternDrops(),
+                 .children = fork_refused->load(std::memory_order_relaxed)};
     std::lock_guard lock(mu);
     d.partials = counters.unsent;
     return d;
@@ -78,8 +106,84 @@ struct Agent::State {
   }
 };
 
+namespace {
+
+// A fork happens with every agent's queries steady (their mutexes held), and the child,
+// which has no agent thread, starts handing its firings' results to its parent's agent.
+void ForkPrepare() {
+  g_agents_mu.lock();
+  for (Agent::State* s : Agents()) s->mu.lock();
+}
+void ForkParent() {
+  for (Agent::State* s : Agents()) s->mu.unlock();
+  g_agents_mu.unlock();
+}
+void ForkChild() {
+  for (Agent::State* s : Agents()) {
+    for (auto& [id, q] : s->queries) {
+      if (q.query != nullptr) q.query->EnterForkChild(s->fork_pipe[1], s->fork_refused);
+    }
+    s->mu.unlock();
+  }
+  g_agents_mu.unlock();
+}
+
+}  // namespace
+
+void Agent::State::ReadChildren() {
+  std::string in;
+  char chunk[1 << 16];
+  while (!reader_stop.load()) {
+    pollfd p{fork_pipe[0], POLLIN, 0};
+    if (poll(&p, 1, 100) <= 0) continue;
+    ssize_t n = read(fork_pipe[0], chunk, sizeof chunk);
+    if (n <= 0) continue;
+    in.append(chunk, size_t(n));
+    size_t at = 0;
+    while (in.size() - at >= sizeof(uint32_t)) {
+      uint32_t size;
+      std::memcpy(&size, in.data() + at, sizeof size);
+      if (size > PIPE_BUF) {  // only children of this process write here: cannot happen
+        Reject();
+        at = in.size();
+        break;
+      }
+      if (in.size() - at - sizeof size < size) break;
+      Result<PartialResults> record =
+          DecodePartials(std::string_view(in.data() + at + sizeof size, size));
+      at += sizeof size + size;
+      if (!record.ok()) {
+        Reject();
+        continue;
+      }
+      std::shared_ptr<LiveQuery> q;
+      {
+        std::lock_guard lock(mu);
+        auto it = queries.find(record->id);
+        if (it != queries.end()) q = it->second.query;
+      }
+      if (q != nullptr) q->AddFromChild(*record);  // else uninstalled since: too late
+    }
+    in.erase(0, at);
+  }
+}
+
 Result<std::unique_ptr<Agent>> Agent::Start(Bus& bus, AgentOptions options) {
+  static const int atfork = pthread_atfork(&ForkPrepare, &ForkParent, &ForkChild);
+  (void)atfork;
   auto state = std::make_unique<State>();
+  if (pipe2(state->fork_pipe, O_CLOEXEC) != 0) {
+    return Status::IoError("pipe for forked children: {}", std::strerror(errno));
+  }
+  fcntl(state->fork_pipe[1], F_SETFL, fcntl(state->fork_pipe[1], F_GETFL) | O_NONBLOCK);
+  void* page = mmap(nullptr, sizeof(std::atomic<uint64_t>), PROT_READ | PROT_WRITE,
+                    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (page == MAP_FAILED) {
+    close(state->fork_pipe[0]);
+    close(state->fork_pipe[1]);
+    return Status::IoError("shared page for forked children: {}", std::strerror(errno));
+  }
+  state->fork_refused = new (page) std::atomic<uint64_t>(0);
   state->bus = &bus;
   state->options = std::move(options);
   state->pid = getpid();
@@ -106,6 +210,11 @@ Result<std::unique_ptr<Agent>> Agent::Start(Bus& bus, AgentOptions options) {
       }));
   State* s = state.get();
   state->thread = std::thread([s] { s->Loop(); });
+  state->reader = std::thread([s] { s->ReadChildren(); });
+  {
+    std::lock_guard lock(g_agents_mu);
+    Agents().push_back(s);
+  }
   return std::unique_ptr<Agent>(new Agent(std::move(state)));
 }
 
@@ -113,6 +222,12 @@ Agent::Agent(std::unique_ptr<State> state) : state_(std::move(state)) {}
 
 Agent::~Agent() {
   State& s = *state_;
+  {
+    std::lock_guard lock(g_agents_mu);
+    std::erase(Agents(), &s);
+  }
+  s.reader_stop.store(true);
+  s.reader.join();
   s.bus->Unsubscribe(s.subscription);
   {
     std::lock_guard lock(s.inbox->mu);
@@ -123,6 +238,9 @@ Agent::~Agent() {
   std::vector<std::string> ids;
   for (const auto& [id, q] : s.queries) ids.push_back(id);
   for (const std::string& id : ids) s.Uninstall(id);
+  close(s.fork_pipe[0]);
+  close(s.fork_pipe[1]);
+  munmap(s.fork_refused, sizeof(std::atomic<uint64_t>));
 }
 
 AgentCounters Agent::counters() const {
@@ -220,7 +338,9 @@ void Agent::State::Install(const InstallMessage& m) {
   }
   Installed q;
   q.info = {.id = m.id, .text = m.text, .slot_base = m.slot_base};
-  q.at_install = {.bus = bus->counters().dropped, .interned = InternDrops()};
+  q.at_install = {.bus = bus->counters().dropped,
+                  .interned = InternDrops(),
+                  .children = fork_refused->load(std::memory_order_relaxed)};
   Result<std::shared_ptr<LiveQuery>> made = LiveQuery::Make(m);
   if (!made.ok()) {
     // Kept, without advice, so that a list shows why.
@@ -270,20 +390,22 @@ void Agent::State::Publish(Installed& q, int64_t start, bool final) {
     ++counters.unsent;
     return;
   }
-  PartialResults r{.id = q.query->id(),
-                   .pid = pid,
-                   .host = options.host,
-                   .interval_start_ns = std::max<int64_t>(0, start),
-                   .interval_ns = q.query->interval_ns(),
-                   .final = final,
-                   .aggregated = q.query->compiled().emit.aggregated,
-                   .columns = q.query->columns(),
-                   .events = h.events,
-                   .drops = h.drops,
-                   .groups = std::move(h.groups),
-                   .lost = {.partials = q.unsent,
-                            .bus = bus_now.dropped - q.at_install.bus,
-                            .interned = InternDrops() - q.at_install.interned}};
+  PartialResults r{
+      .id = q.query->id(),
+      .pid = pid,
+      .host = options.host,
+      .interval_start_ns = std::max<int64_t>(0, start),
+      .interval_ns = q.query->interval_ns(),
+      .final = final,
+      .aggregated = q.query->compiled().emit.aggregated,
+      .columns = q.query->columns(),
+      .events = h.events,
+      .drops = h.drops,
+      .groups = std::move(h.groups),
+      .lost = {.partials = q.unsent,
+               .bus = bus_now.dropped - q.at_install.bus,
+               .interned = InternDrops() - q.at_install.interned,
+               .children = fork_refused->load(std::memory_order_relaxed) - q.at_install.children}};
   bus->Publish(ResultsSubject(r.id), EncodePartials(r));
   std::lock_guard lock(mu);
   ++counters.published;

@@ -155,6 +155,7 @@ void LiveSession::OnPartials(std::string_view payload) {
   lost.partials = std::max(lost.partials, p->lost.partials);
   lost.bus = std::max(lost.bus, p->lost.bus);
   lost.interned = std::max(lost.interned, p->lost.interned);
+  lost.children = std::max(lost.children, p->lost.children);
   if (p->final) finals_.push_back(agent);
   if (std::find(returned_.begin(), returned_.end(), p->interval_start_ns) != returned_.end()) {
     if (p->groups.size() > 0) ++late_;
@@ -219,6 +220,7 @@ AgentDrops LiveSession::lost() const {
     sum.partials += d.partials;
     sum.bus += d.bus;
     sum.interned += d.interned;
+    sum.children += d.children;
   }
   return sum;
 }

@@ -79,7 +79,8 @@ Result<uint64_t> OptionalCount(const json& j, const char* name) {
   return uint64_t(v);
 }
 json EncodeDrops(const AgentDrops& d) {
-  return json{{"partials", d.partials}, {"bus", d.bus}, {"interned", d.interned}};
+  return json{
+      {"partials", d.partials}, {"bus", d.bus}, {"interned", d.interned}, {"children", d.children}};
 }
 Result<AgentDrops> DecodeDrops(const json& j) {
   AgentDrops d;
@@ -89,6 +90,7 @@ Result<AgentDrops> DecodeDrops(const json& j) {
   WEFT_ASSIGN_OR_RETURN(d.partials, OptionalCount(l, "partials"));
   WEFT_ASSIGN_OR_RETURN(d.bus, OptionalCount(l, "bus"));
   WEFT_ASSIGN_OR_RETURN(d.interned, OptionalCount(l, "interned"));
+  WEFT_ASSIGN_OR_RETURN(d.children, OptionalCount(l, "children"));
   return d;
 }
 Result<double> Number(const json& j, const char* name) {

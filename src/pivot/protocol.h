@@ -85,8 +85,10 @@ struct AgentDrops {
   uint64_t bus = 0;
   // Strings live advice kept that became null because the interner was full (interner.h).
   uint64_t interned = 0;
+  // Groups a forked child emitted and could not hand to this agent (its pipe was full).
+  uint64_t children = 0;
 
-  bool any() const { return partials + bus + interned > 0; }
+  bool any() const { return partials + bus + interned + children > 0; }
 };
 
 struct AgentDescription {

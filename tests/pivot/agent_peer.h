@@ -37,10 +37,10 @@ inline constexpr int kChildFirings = 3;
 // Lives in a file both processes map MAP_SHARED.
 struct AgentPeerStats {
   enum Phase : int { kWait = 0, kFire = 1, kStop = 2 };
-  std::atomic<int> phase{kWait};        // set by the parent
-  std::atomic<int> stopped{0};          // set by the peer once it fires no more
-  std::atomic<uint64_t> firings{0};     // Peer.Tick firings so far
-  std::atomic<uint64_t> children{0};    // forked children reaped
+  std::atomic<int> phase{kWait};      // set by the parent
+  std::atomic<int> stopped{0};        // set by the peer once it fires no more
+  std::atomic<uint64_t> firings{0};   // Peer.Tick firings so far
+  std::atomic<uint64_t> children{0};  // forked children reaped
   std::atomic<uint64_t> child_firings{0};
 };
 static_assert(std::atomic<uint64_t>::is_always_lock_free);
@@ -91,8 +91,8 @@ inline int RunAgentPeer(const std::string& stats_path, int64_t peer, int64_t per
     }
     if (period_us > 0) {
       // A stalled loop does not catch up afterwards: it keeps its rate.
-      next = std::max(next + std::chrono::microseconds(period_us),
-                      std::chrono::steady_clock::now());
+      next =
+          std::max(next + std::chrono::microseconds(period_us), std::chrono::steady_clock::now());
       std::this_thread::sleep_until(next);
     }
   }

@@ -85,8 +85,7 @@ inline int PickFreeTcpPort() {
 // Starts `nats_server` on 127.0.0.1:`port` and returns once it accepts connections; -1 if
 // it does not within 15 s.
 inline pid_t StartNatsServer(const std::string& nats_server, int port) {
-  pid_t pid =
-      SpawnProcess({nats_server, "-a", "127.0.0.1", "-p", std::to_string(port)}, {}, true);
+  pid_t pid = SpawnProcess({nats_server, "-a", "127.0.0.1", "-p", std::to_string(port)}, {}, true);
   if (!WaitUntil([&] { return CanConnectTcpPort(port); })) {
     ReapProcess(pid, SIGKILL);
     return -1;
