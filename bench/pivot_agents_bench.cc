@@ -22,9 +22,11 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <mutex>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -75,14 +77,47 @@ class Peers {
       stats_.push_back(MapAgentPeerStats(path));
       if (stats_.back() == nullptr) Die("cannot map " + path);
       stats_.back()->phase.store(AgentPeerStats::kFire);
-      pids_.push_back(SpawnProcess({"/proc/self/exe", "--peer", path, std::to_string(i),
-                                    std::to_string(period_us)},
-                                   {{"WEFT_PIVOT_BUS", url}}));
+      pids_.push_back(SpawnProcess(
+          {"/proc/self/exe", "--peer", path, std::to_string(i), std::to_string(period_us)},
+          {{"WEFT_PIVOT_BUS", url}}));
     }
   }
   ~Peers() {
     for (pid_t p : pids_) ReapProcess(p, SIGKILL);
   }
+  // CPU time (ms) the peers' threads other than their firing threads (the agent's and
+  // the bus's) have used so far.
+  double AgentCpuMs() const { return CpuMs(false); }
+  // CPU time (ms) the firing threads have used so far.
+  double FiringCpuMs() const { return CpuMs(true); }
+
+ private:
+  // utime + stime of /proc/.../stat, in ms.
+  static double StatCpuMs(const std::string& path) {
+    std::ifstream in(path);
+    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    size_t paren = stat.rfind(')');
+    if (paren == std::string::npos) return 0;
+    std::istringstream fields(stat.substr(paren + 2));
+    std::string field;
+    double utime = 0, stime = 0;
+    for (int i = 3; i <= 15 && fields >> field; ++i) {
+      if (i == 14) utime = std::stod(field);
+      if (i == 15) stime = std::stod(field);
+    }
+    return (utime + stime) * 1000.0 / double(sysconf(_SC_CLK_TCK));
+  }
+  // The process's time counts its threads that have exited too.
+  double CpuMs(bool firing) const {
+    double ms = 0;
+    for (pid_t pid : pids_) {
+      const double main = StatCpuMs(fmt::format("/proc/{}/task/{}/stat", pid, pid));
+      ms += firing ? main : StatCpuMs(fmt::format("/proc/{}/stat", pid)) - main;
+    }
+    return ms;
+  }
+
+ public:
   uint64_t firings() const {
     uint64_t n = 0;
     for (AgentPeerStats* s : stats_) n += s->firings.load();
@@ -107,6 +142,25 @@ class Peers {
   std::vector<AgentPeerStats*> stats_;
   std::vector<pid_t> pids_;
 };
+
+// CPU time (ms) the whole machine has been busy, and this process.
+std::pair<double, double> MachineAndSelfCpuMs() {
+  const double tick_ms = 1000.0 / double(sysconf(_SC_CLK_TCK));
+  std::ifstream stat("/proc/stat");
+  std::string cpu;
+  double user = 0, nice = 0, system = 0, irq = 0, softirq = 0, idle = 0;
+  stat >> cpu >> user >> nice >> system >> idle >> idle >> irq >> softirq;
+  std::ifstream self("/proc/self/stat");
+  std::string text((std::istreambuf_iterator<char>(self)), std::istreambuf_iterator<char>());
+  std::istringstream fields(text.substr(text.rfind(')') + 2));
+  std::string field;
+  double utime = 0, stime = 0;
+  for (int i = 3; i <= 15 && fields >> field; ++i) {
+    if (i == 14) utime = std::stod(field);
+    if (i == 15) stime = std::stod(field);
+  }
+  return {(user + nice + system + irq + softirq) * tick_ms, (utime + stime) * tick_ms};
+}
 
 std::unique_ptr<LiveSession> Install(Bus& bus, int64_t interval_ns) {
   if (!WaitUntil([&] {
@@ -159,8 +213,7 @@ class Arrivals {
   std::map<int64_t, Interval> by_interval_;
 };
 
-void MeasureLatency(Bus& bus, const std::string& transport, int64_t interval_ns,
-                    double seconds) {
+void MeasureLatency(Bus& bus, const std::string& transport, int64_t interval_ns, double seconds) {
   std::unique_ptr<LiveSession> session = Install(bus, interval_ns);
   Arrivals arrivals(bus, session->id());
   struct Taken {
@@ -205,17 +258,22 @@ void MeasureLatency(Bus& bus, const std::string& transport, int64_t interval_ns,
              Summary(from_start, "", 3), within, available_ms.size());
 }
 
-void MeasureOutages(const fs::path& dir, const std::string& nats_server, int outages) {
+// With `control`, the programs and the front end use the embedded bus, and the
+// nats-server killed and restarted serves nobody: what killing a server does to the
+// machine, without an outage of the programs' bus.
+void MeasureOutages(const fs::path& dir, const std::string& nats_server, int outages,
+                    bool control) {
   const int port = PickFreeTcpPort();
-  const std::string url = "nats://127.0.0.1:" + std::to_string(port);
+  const std::string url = control ? "unix:" + (dir / "control.sock").string()
+                                  : "nats://127.0.0.1:" + std::to_string(port);
   pid_t server = StartNatsServer(nats_server, port);
   if (server < 0) Die("nats-server did not start");
-  auto bus = OpenBus(url);
+  auto bus = OpenBus(url, {.may_host = true});
   if (!bus.ok()) Die(bus.status().message());
   Peers peers(dir, url, 0);  // flat out: the rate is the programs' throughput
   std::unique_ptr<LiveSession> session = Install(**bus, 100 * kMs);
   std::vector<double> noise, during, after;
-  std::vector<double> resumed_ms;
+  std::vector<double> resumed_ms, per_cpu;
   auto total = [](const std::vector<double>& r) {
     double s = 0;
     for (double x : r) s += x;
@@ -224,9 +282,17 @@ void MeasureOutages(const fs::path& dir, const std::string& nats_server, int out
   for (int round = 0; round < outages; ++round) {
     std::this_thread::sleep_for(std::chrono::seconds(1));
     const double up1 = total(peers.Rates(2000));
+    const auto [machine0, self0] = MachineAndSelfCpuMs();
+    const double cpu0 = peers.AgentCpuMs(), firing0 = peers.FiringCpuMs();
     const double up2 = total(peers.Rates(2000));
+    const double cpu1 = peers.AgentCpuMs(), firing1 = peers.FiringCpuMs();
+    const auto [machine1, self1] = MachineAndSelfCpuMs();
     ReapProcess(server, SIGKILL);
     const double down = total(peers.Rates(2000));
+    const double cpu2 = peers.AgentCpuMs(), firing2 = peers.FiringCpuMs();
+    const auto [machine2, self2] = MachineAndSelfCpuMs();
+    // Firings per ms of the firing threads' CPU: whether a firing costs more while down.
+    per_cpu.push_back((down / (firing2 - firing1)) / (up2 / (firing1 - firing0)));
     server = StartNatsServer(nats_server, port);
     if (server < 0) Die("nats-server did not start again");
     const int64_t restarted = WallNs();
@@ -250,19 +316,27 @@ void MeasureOutages(const fs::path& dir, const std::string& nats_server, int out
     resumed_ms.push_back(back == 0 ? -1 : double(back - restarted) / kMs);
     fmt::print(
         "    round {}: firings/s of the three programs {:.0f} and {:.0f} up, {:.0f} down, "
-        "{:.0f} after; first whole interval back {:.0f} ms after the restart\n",
-        round + 1, up1, up2, down, up3, resumed_ms.back());
+        "{:.0f} after; their agents' and buses' threads used {:.0f} ms of CPU in the 2 s up, "
+        "{:.0f} ms in the 2 s down; the firing threads {:.0f} ms up, {:.0f} ms down; "
+        "the machine {:.0f} ms up, {:.0f} ms down, of which the front end {:.0f} and {:.0f}; "
+        "first whole interval back {:.0f} ms after the restart\n",
+        round + 1, up1, up2, down, up3, cpu1 - cpu0, cpu2 - cpu1, firing1 - firing0,
+        firing2 - firing1, machine1 - machine0, machine2 - machine1, self1 - self0, self2 - self1,
+        resumed_ms.back());
   }
   AgentDrops lost = session->lost();
   (void)session->Finish(5000);
   fmt::print(
-      "nats outage, 3 programs firing flat out, interval 100 ms, {} outages of 2 s:\n"
+      "{}, 3 programs firing flat out, interval 100 ms, {} outages of 2 s:\n"
       "    rate down / up: median {:.3f} (each: {:.3f}); up / up (noise): median {:.3f} (each: "
       "{:.3f});"
       " after / up: median {:.3f}\n"
+      "    firings per CPU second of the firing threads, down / up: median {:.3f} (each: {:.3f})\n"
       "    agents counted {} partial results unsent, {} bus messages dropped; {} late\n",
-      outages, Percentile(during, 0.5), fmt::join(during, " "), Percentile(noise, 0.5),
-      fmt::join(noise, " "), Percentile(after, 0.5), lost.partials, lost.bus, session->late());
+      control ? "control: embedded bus, an unused nats-server killed" : "nats outage", outages,
+      Percentile(during, 0.5), fmt::join(during, " "), Percentile(noise, 0.5),
+      fmt::join(noise, " "), Percentile(after, 0.5), Percentile(per_cpu, 0.5),
+      fmt::join(per_cpu, " "), lost.partials, lost.bus, session->late());
   session.reset();
   ReapProcess(server, SIGKILL);
 }
@@ -279,16 +353,19 @@ int main(int argc, char** argv) {
   CLI::App app{"live queries end to end: three programs with agents, a front end, a bus"};
   double seconds = 10;
   int outages = 3;
+  bool latency = true, control = true;
   std::string nats_server = NATS_SERVER;
   app.add_option("--seconds", seconds, "per transport and interval");
   app.add_option("--outages", outages, "nats-server kills");
   app.add_option("--nats-server", nats_server);
+  app.add_option("--latency", latency, "measure the latency (else only the outages)");
+  app.add_option("--control", control, "also kill a nats-server the programs do not use");
   CLI11_PARSE(app, argc, argv);
   signal(SIGPIPE, SIG_IGN);
   const fs::path dir =
       fs::temp_directory_path() / ("weft-pivot-agents-bench-" + std::to_string(getpid()));
   fs::create_directories(dir);
-  {
+  if (latency) {
     const std::string url = "unix:" + (dir / "bus.sock").string();
     auto bus = OpenBus(url, {.may_host = true});
     if (!bus.ok()) Die(bus.status().message());
@@ -298,7 +375,7 @@ int main(int argc, char** argv) {
   }
   if (!fs::exists(nats_server)) {
     fmt::print("nats: {} not found, skipped\n", nats_server);
-  } else {
+  } else if (latency) {
     const int port = PickFreeTcpPort();
     pid_t server = StartNatsServer(nats_server, port);
     if (server < 0) Die("nats-server did not start");
@@ -311,7 +388,10 @@ int main(int argc, char** argv) {
       MeasureLatency(**bus, "nats", 100 * kMs, seconds);
     }
     ReapProcess(server, SIGKILL);
-    if (outages > 0) MeasureOutages(dir, nats_server, outages);
+  }
+  if (fs::exists(nats_server) && outages > 0) {
+    MeasureOutages(dir, nats_server, outages, false);
+    if (control) MeasureOutages(dir, nats_server, outages, true);
   }
   fs::remove_all(dir);
   return 0;
