@@ -84,6 +84,12 @@ struct Agent::State {
   std::atomic<uint64_t>* fork_refused = nullptr;  // in a MAP_SHARED page: children count
   std::atomic<bool> reader_stop{false};
   std::thread reader;
+  ~State() {
+    if (fork_pipe[0] >= 0) close(fork_pipe[0]);
+    if (fork_pipe[1] >= 0) close(fork_pipe[1]);
+    if (fork_refused != nullptr) munmap(fork_refused, sizeof(std::atomic<uint64_t>));
+  }
+  Status OpenForkPipe();
   void ReadChildren();
 
   void Loop();
@@ -130,6 +136,25 @@ void ForkChild() {
 
 }  // namespace
 
+Status Agent::State::OpenForkPipe() {
+  static const int atfork = pthread_atfork(&ForkPrepare, &ForkParent, &ForkChild);
+  (void)atfork;
+  if (pipe2(fork_pipe, O_CLOEXEC) != 0) {
+    return Status::IoError("pipe for forked children: {}", std::strerror(errno));
+  }
+  fcntl(fork_pipe[1], F_SETFL, fcntl(fork_pipe[1], F_GETFL) | O_NONBLOCK);
+  void* page = mmap(nullptr, sizeof(std::atomic<uint64_t>), PROT_READ | PROT_WRITE,
+                    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (page == MAP_FAILED) {
+    close(fork_pipe[0]);
+    close(fork_pipe[1]);
+    fork_pipe[0] = fork_pipe[1] = -1;
+    return Status::IoError("shared page for forked children: {}", std::strerror(errno));
+  }
+  fork_refused = new (page) std::atomic<uint64_t>(0);
+  return Status::Ok();
+}
+
 void Agent::State::ReadChildren() {
   std::string in;
   char chunk[1 << 16];
@@ -169,24 +194,11 @@ void Agent::State::ReadChildren() {
 }
 
 Result<std::unique_ptr<Agent>> Agent::Start(Bus& bus, AgentOptions options) {
-  static const int atfork = pthread_atfork(&ForkPrepare, &ForkParent, &ForkChild);
-  (void)atfork;
   auto state = std::make_unique<State>();
-  if (pipe2(state->fork_pipe, O_CLOEXEC) != 0) {
-    return Status::IoError("pipe for forked children: {}", std::strerror(errno));
-  }
-  fcntl(state->fork_pipe[1], F_SETFL, fcntl(state->fork_pipe[1], F_GETFL) | O_NONBLOCK);
-  void* page = mmap(nullptr, sizeof(std::atomic<uint64_t>), PROT_READ | PROT_WRITE,
-                    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-  if (page == MAP_FAILED) {
-    close(state->fork_pipe[0]);
-    close(state->fork_pipe[1]);
-    return Status::IoError("shared page for forked children: {}", std::strerror(errno));
-  }
-  state->fork_refused = new (page) std::atomic<uint64_t>(0);
   state->bus = &bus;
   state->options = std::move(options);
   state->pid = getpid();
+  WEFT_RETURN_IF_ERROR(state->OpenForkPipe());
   if (state->options.host.empty()) {
     char host[256] = {};
     gethostname(host, sizeof host - 1);
@@ -238,9 +250,6 @@ Agent::~Agent() {
   std::vector<std::string> ids;
   for (const auto& [id, q] : s.queries) ids.push_back(id);
   for (const std::string& id : ids) s.Uninstall(id);
-  close(s.fork_pipe[0]);
-  close(s.fork_pipe[1]);
-  munmap(s.fork_refused, sizeof(std::atomic<uint64_t>));
 }
 
 AgentCounters Agent::counters() const {
