@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -301,6 +302,19 @@ TEST_F(AgentProcessesTest, NatsServerKilledWhileAQueryRuns) {
   ASSERT_TRUE(agents.ok());
   ASSERT_EQ(agents->size(), size_t(kPeers));
   for (const AgentDescription& a : *agents) EXPECT_GT(a.lost.partials, 0u) << a.host;
+  // And `weft pivot list` shows it, per process.
+  std::string listed;
+  if (FILE* list = popen((std::string(WEFT_BINARY) + " pivot list --bus " + url).c_str(), "r")) {
+    char line[4096];
+    while (fgets(line, sizeof line, list) != nullptr) listed += line;
+    EXPECT_EQ(pclose(list), 0);
+  }
+  size_t shown = 0;
+  for (size_t at = 0;
+       (at = listed.find("partial results unsent (bus down)", at)) != std::string::npos; ++at) {
+    ++shown;
+  }
+  EXPECT_EQ(shown, size_t(kPeers)) << listed;
   SetPhase(AgentPeerStats::kStop);
   (void)session->Finish(10000);
   EXPECT_GE((*bus)->counters().reconnects, 1u);
