@@ -9,7 +9,9 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "cli/command.h"
 #include "core/file.h"
@@ -53,6 +55,23 @@ void PrintInterval(const query::QueryResult& r, query::OutputFormat format, Time
   std::fflush(stdout);
 }
 
+// "2 partial results unsent (bus down), 5 bus messages dropped", or "" if nothing was lost.
+std::string DescribeLost(const pivot::AgentDrops& d) {
+  std::vector<std::string> parts;
+  if (d.partials > 0)
+    parts.push_back(fmt::format("{} partial results unsent (bus down)", d.partials));
+  if (d.bus > 0) parts.push_back(fmt::format("{} bus messages dropped", d.bus));
+  if (d.interned > 0) {
+    parts.push_back(fmt::format("{} strings not kept (interner full)", d.interned));
+  }
+  if (d.children > 0) {
+    parts.push_back(fmt::format("{} groups of forked children not handed over", d.children));
+  }
+  std::string out;
+  for (const std::string& p : parts) out += (out.empty() ? "" : ", ") + p;
+  return out;
+}
+
 Status RunInstall(const PivotFlags& f) {
   WEFT_ASSIGN_OR_RETURN(query::OutputFormat format, query::ParseOutputFormat(f.format));
   Result<TimeNs> interval = ParseDuration(f.interval);
@@ -79,10 +98,17 @@ Status RunInstall(const PivotFlags& f) {
   const int64_t start = NowNs();
   const TimeNs origin = (start / *interval) * *interval;
   bool first = true;
+  std::string lost_shown;
   auto show = [&](const std::vector<query::QueryResult>& results) {
     for (const query::QueryResult& r : results) {
       PrintInterval(r, format, *interval, origin, first);
       first = false;
+    }
+    // Losses are shown as they are reported (with the first results after an outage).
+    std::string lost = DescribeLost(session->lost());
+    if (lost != lost_shown) {
+      fmt::print(stderr, "agents lost so far: {}\n", lost);
+      lost_shown = lost;
     }
   };
   while (!g_interrupted.load() && (duration == 0 || NowNs() - start < duration)) {
@@ -114,8 +140,9 @@ Status RunList(const PivotFlags& f) {
     return Status::Ok();
   }
   for (const pivot::AgentDescription& a : agents) {
-    fmt::print("process {}@{}: {} tracepoints, {} queries\n", a.pid, a.host, a.tracepoints.size(),
-               a.queries.size());
+    std::string lost = DescribeLost(a.lost);
+    fmt::print("process {}@{}: {} tracepoints, {} queries{}\n", a.pid, a.host, a.tracepoints.size(),
+               a.queries.size(), lost.empty() ? "" : "; lost: " + lost);
     for (const pivot::InstalledQueryInfo& q : a.queries) {
       fmt::print("  {}  slots {}-{}  {}{}\n    {}\n", q.id, q.slot_base, q.slot_base + q.slots,
                  q.woven ? "woven" : "no advice here",

@@ -1,16 +1,24 @@
 #include "pivot/agent.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
+#include <cstring>
 #include <deque>
 #include <map>
 #include <mutex>
 #include <thread>
 
+#include "pivot/interner.h"
 #include "pivot/live_query.h"
 #include "pivot/protocol.h"
 #include "pivot/untraced.h"
@@ -42,7 +50,20 @@ struct Installed {
   std::shared_ptr<LiveQuery> query;
   int64_t interval_end = INT64_MAX;  // wall clock, ns; never for a query without advice
   InstalledQueryInfo info;
+  AgentDrops at_install;  // the bus's and the interner's counts when it was installed
+  uint64_t unsent = 0;    // its partials not published: the bus was not connected
 };
+
+// Every agent of this process, for the fork handlers below.
+std::mutex g_agents_mu;
+std::vector<Agent::State*>& Agents() {
+  static auto* agents = new std::vector<Agent::State*>;  // never destroyed: fork may come late
+  return *agents;
+}
+
+void ForkPrepare();
+void ForkParent();
+void ForkChild();
 
 }  // namespace
 
@@ -58,16 +79,120 @@ struct Agent::State {
   AgentCounters counters;
   std::thread thread;
 
+  // Forked children hand what their advice emits to this agent through a pipe (the
+  // child's end is non-blocking; live_query.h EnterForkChild), read by a thread of ours.
+  int fork_pipe[2] = {-1, -1};
+  std::atomic<uint64_t>* fork_refused = nullptr;  // in a MAP_SHARED page: children count
+  std::atomic<bool> reader_stop{false};
+  std::thread reader;
+  ~State() {
+    if (fork_pipe[0] >= 0) close(fork_pipe[0]);
+    if (fork_pipe[1] >= 0) close(fork_pipe[1]);
+    if (fork_refused != nullptr) munmap(fork_refused, sizeof(std::atomic<uint64_t>));
+  }
+  Status OpenForkPipe();
+  void ReadChildren();
+
   void Loop();
   void Handle(const std::string& subject, const std::string& payload);
   void Install(const InstallMessage& m);
   void Uninstall(const std::string& id);
   void Publish(Installed& q, int64_t start, bool final);
+  // What the agent lost since it started.
+  AgentDrops Lost() {
+    AgentDrops d{.bus = bus->counters().dropped,
+                 .interned = InternDrops(),
+                 .children = fork_refused->load(std::memory_order_relaxed)};
+    std::lock_guard lock(mu);
+    d.partials = counters.unsent;
+    return d;
+  }
   void Reject() {
     std::lock_guard lock(mu);
     ++counters.rejected;
   }
 };
+
+namespace {
+
+// A fork happens with every agent's queries steady (their mutexes held), and the child,
+// which has no agent thread, starts handing its firings' results to its parent's agent.
+void ForkPrepare() {
+  g_agents_mu.lock();
+  for (Agent::State* s : Agents()) s->mu.lock();
+}
+void ForkParent() {
+  for (Agent::State* s : Agents()) s->mu.unlock();
+  g_agents_mu.unlock();
+}
+void ForkChild() {
+  for (Agent::State* s : Agents()) {
+    for (auto& [id, q] : s->queries) {
+      if (q.query != nullptr) q.query->EnterForkChild(s->fork_pipe[1], s->fork_refused);
+    }
+    s->mu.unlock();
+  }
+  g_agents_mu.unlock();
+}
+
+}  // namespace
+
+Status Agent::State::OpenForkPipe() {
+  static const int atfork = pthread_atfork(&ForkPrepare, &ForkParent, &ForkChild);
+  (void)atfork;
+  if (pipe2(fork_pipe, O_CLOEXEC) != 0) {
+    return Status::IoError("pipe for forked children: {}", std::strerror(errno));
+  }
+  fcntl(fork_pipe[1], F_SETFL, fcntl(fork_pipe[1], F_GETFL) | O_NONBLOCK);
+  void* page = mmap(nullptr, sizeof(std::atomic<uint64_t>), PROT_READ | PROT_WRITE,
+                    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (page == MAP_FAILED) {
+    close(fork_pipe[0]);
+    close(fork_pipe[1]);
+    fork_pipe[0] = fork_pipe[1] = -1;
+    return Status::IoError("shared page for forked children: {}", std::strerror(errno));
+  }
+  fork_refused = new (page) std::atomic<uint64_t>(0);
+  return Status::Ok();
+}
+
+void Agent::State::ReadChildren() {
+  std::string in;
+  char chunk[1 << 16];
+  while (!reader_stop.load()) {
+    pollfd p{fork_pipe[0], POLLIN, 0};
+    if (poll(&p, 1, 100) <= 0) continue;
+    ssize_t n = read(fork_pipe[0], chunk, sizeof chunk);
+    if (n <= 0) continue;
+    in.append(chunk, size_t(n));
+    size_t at = 0;
+    while (in.size() - at >= sizeof(uint32_t)) {
+      uint32_t size;
+      std::memcpy(&size, in.data() + at, sizeof size);
+      if (size > PIPE_BUF) {  // only children of this process write here: cannot happen
+        Reject();
+        at = in.size();
+        break;
+      }
+      if (in.size() - at - sizeof size < size) break;
+      Result<PartialResults> record =
+          DecodePartials(std::string_view(in.data() + at + sizeof size, size));
+      at += sizeof size + size;
+      if (!record.ok()) {
+        Reject();
+        continue;
+      }
+      std::shared_ptr<LiveQuery> q;
+      {
+        std::lock_guard lock(mu);
+        auto it = queries.find(record->id);
+        if (it != queries.end()) q = it->second.query;
+      }
+      if (q != nullptr) q->AddFromChild(*record);  // else uninstalled since: too late
+    }
+    in.erase(0, at);
+  }
+}
 
 Result<std::unique_ptr<Agent>> Agent::Start(Bus& bus, AgentOptions options) {
   // The agent's thread, and whatever the subscription starts, are weft's own (untraced.h).
@@ -76,6 +201,7 @@ Result<std::unique_ptr<Agent>> Agent::Start(Bus& bus, AgentOptions options) {
   state->bus = &bus;
   state->options = std::move(options);
   state->pid = getpid();
+  WEFT_RETURN_IF_ERROR(state->OpenForkPipe());
   if (state->options.host.empty()) {
     char host[256] = {};
     gethostname(host, sizeof host - 1);
@@ -99,6 +225,11 @@ Result<std::unique_ptr<Agent>> Agent::Start(Bus& bus, AgentOptions options) {
       }));
   State* s = state.get();
   state->thread = std::thread([s] { s->Loop(); });
+  state->reader = std::thread([s] { s->ReadChildren(); });
+  {
+    std::lock_guard lock(g_agents_mu);
+    Agents().push_back(s);
+  }
   return std::unique_ptr<Agent>(new Agent(std::move(state)));
 }
 
@@ -106,6 +237,12 @@ Agent::Agent(std::unique_ptr<State> state) : state_(std::move(state)) {}
 
 Agent::~Agent() {
   State& s = *state_;
+  {
+    std::lock_guard lock(g_agents_mu);
+    std::erase(Agents(), &s);
+  }
+  s.reader_stop.store(true);
+  s.reader.join();
   s.bus->Unsubscribe(s.subscription);
   {
     std::lock_guard lock(s.inbox->mu);
@@ -191,7 +328,7 @@ void Agent::State::Handle(const std::string& subject, const std::string& payload
   } else if (subject == kListSubject) {
     Result<ListRequest> m = DecodeList(payload);
     if (!m.ok()) return Reject();
-    AgentDescription d{.pid = pid, .host = options.host};
+    AgentDescription d{.pid = pid, .host = options.host, .lost = Lost()};
     for (TracepointInfo& t : RegisteredTracepoints()) {
       d.tracepoints.push_back({std::move(t.name), std::move(t.exports), ""});
     }
@@ -213,6 +350,9 @@ void Agent::State::Install(const InstallMessage& m) {
   }
   Installed q;
   q.info = {.id = m.id, .text = m.text, .slot_base = m.slot_base};
+  q.at_install = {.bus = bus->counters().dropped,
+                  .interned = InternDrops(),
+                  .children = fork_refused->load(std::memory_order_relaxed)};
   Result<std::shared_ptr<LiveQuery>> made = LiveQuery::Make(m);
   if (!made.ok()) {
     // Kept, without advice, so that a list shows why.
@@ -249,18 +389,35 @@ void Agent::State::Uninstall(const std::string& id) {
 
 void Agent::State::Publish(Installed& q, int64_t start, bool final) {
   if (q.query == nullptr) return;
+  // Harvested either way, so that the next interval starts empty.
   LiveQuery::Harvest h = q.query->TakeHarvest();
-  PartialResults r{.id = q.query->id(),
-                   .pid = pid,
-                   .host = options.host,
-                   .interval_start_ns = std::max<int64_t>(0, start),
-                   .interval_ns = q.query->interval_ns(),
-                   .final = final,
-                   .aggregated = q.query->compiled().emit.aggregated,
-                   .columns = q.query->columns(),
-                   .events = h.events,
-                   .drops = h.drops,
-                   .groups = std::move(h.groups)};
+  const BusCounters bus_now = bus->counters();
+  // Partials published while the bus is down would wait in its queue and arrive after the
+  // front end has shown their interval (late, and crowding out the intervals after the
+  // outage): they are counted instead, and the count travels with the next ones. The
+  // final partials go anyway: they are the query's last word and the front end waits.
+  if (!bus_now.connected && !final) {
+    ++q.unsent;
+    std::lock_guard lock(mu);
+    ++counters.unsent;
+    return;
+  }
+  PartialResults r{
+      .id = q.query->id(),
+      .pid = pid,
+      .host = options.host,
+      .interval_start_ns = std::max<int64_t>(0, start),
+      .interval_ns = q.query->interval_ns(),
+      .final = final,
+      .aggregated = q.query->compiled().emit.aggregated,
+      .columns = q.query->columns(),
+      .events = h.events,
+      .drops = h.drops,
+      .groups = std::move(h.groups),
+      .lost = {.partials = q.unsent,
+               .bus = bus_now.dropped - q.at_install.bus,
+               .interned = InternDrops() - q.at_install.interned,
+               .children = fork_refused->load(std::memory_order_relaxed) - q.at_install.children}};
   bus->Publish(ResultsSubject(r.id), EncodePartials(r));
   std::lock_guard lock(mu);
   ++counters.published;

@@ -44,6 +44,7 @@ struct AgentCounters {
   uint64_t failed = 0;       // installs whose query did not compile here
   uint64_t published = 0;    // partial results published
   uint64_t lists = 0;        // list requests answered
+  uint64_t unsent = 0;       // partial results not published: the bus was not connected
 };
 
 class Agent {

@@ -37,6 +37,11 @@ struct BusCounters {
   // Embedded hub only: connections closed because they sent a frame that does not decode
   // (frame.h).
   uint64_t bad_frames = 0;
+  // Whether a message published now would go out at once: the client is connected to
+  // its hub or server (always true for local and for the hub itself). An agent publishes
+  // no partial results while it is false: they would only arrive after the interval they
+  // belong to had been shown (bus_nats.cc, bus_unix.cc).
+  bool connected = true;
 };
 
 class Bus {

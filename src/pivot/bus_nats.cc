@@ -160,6 +160,7 @@ class NatsBus final : public Bus {
     BusCounters c = counters_;
     c.received = received_.load();
     c.reconnects = reconnects_.load();
+    c.connected = nc_ != nullptr && natsConnection_Status(nc_) == NATS_CONN_STATUS_CONNECTED;
     return c;
   }
   std::string url() const override { return url_; }

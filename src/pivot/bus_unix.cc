@@ -299,6 +299,7 @@ class UnixClientBus final : public EmbeddedBus {
  public:
   UnixClientBus(std::string path, const sockaddr_un& addr, const OpenBusOptions& options)
       : EmbeddedBus(std::move(path), options), addr_(addr) {
+    counters_.connected = false;
     Start();
   }
   ~UnixClientBus() override {
@@ -352,6 +353,7 @@ class UnixClientBus final : public EmbeddedBus {
     for (const Subscription& s : subscriptions_) AppendSubscribeFrame(s.id, s.pattern, &out_);
     if (ever_connected_) ++counters_.reconnects;
     ever_connected_ = true;
+    counters_.connected = true;
   }
 
   void FillOutput() {
@@ -401,6 +403,8 @@ class UnixClientBus final : public EmbeddedBus {
     MarkDone(in_flight_);
     in_flight_ = 0;
     next_retry_ms_ = NowMs() + kRetryMs;
+    std::lock_guard lock(mu_);
+    counters_.connected = false;
   }
 
   const sockaddr_un addr_;

@@ -150,13 +150,20 @@ void LiveSession::OnPartials(std::string_view payload) {
     ++bad_;
     return;
   }
-  if (p->final) finals_.push_back(fmt::format("{}@{}", p->pid, p->host));
+  const std::string agent = fmt::format("{}@{}", p->pid, p->host);
+  AgentDrops& lost = lost_[agent];
+  lost.partials = std::max(lost.partials, p->lost.partials);
+  lost.bus = std::max(lost.bus, p->lost.bus);
+  lost.interned = std::max(lost.interned, p->lost.interned);
+  lost.children = std::max(lost.children, p->lost.children);
+  if (p->final) finals_.push_back(agent);
   if (std::find(returned_.begin(), returned_.end(), p->interval_start_ns) != returned_.end()) {
     if (p->groups.size() > 0) ++late_;
     return;
   }
   pending_.Add(*p);
   all_.Add(*p);
+  reported_[p->interval_start_ns].insert(agent);
 }
 
 std::vector<query::QueryResult> LiveSession::TakeComplete(int64_t now_ns) {
@@ -164,9 +171,12 @@ std::vector<query::QueryResult> LiveSession::TakeComplete(int64_t now_ns) {
   std::lock_guard lock(mu_);
   std::vector<query::QueryResult> out;
   for (int64_t start : pending_.Intervals()) {
-    if (now_ns < start + interval_ns_ + grace) break;
+    const int64_t end = start + interval_ns_;
+    const bool everyone = reported_[start].size() >= agents_;
+    if (now_ns < end + grace && !(everyone && now_ns >= end)) break;
     out.push_back(pending_.Result(start));
     pending_.Erase(start);
+    reported_.erase(start);
     returned_.push_back(start);
   }
   return out;
@@ -201,6 +211,18 @@ query::QueryResult LiveSession::Total() const {
 uint64_t LiveSession::drops() const {
   std::lock_guard lock(mu_);
   return all_.drops();
+}
+
+AgentDrops LiveSession::lost() const {
+  std::lock_guard lock(mu_);
+  AgentDrops sum;
+  for (const auto& [agent, d] : lost_) {
+    sum.partials += d.partials;
+    sum.bus += d.bus;
+    sum.interned += d.interned;
+    sum.children += d.children;
+  }
+  return sum;
 }
 
 uint64_t LiveSession::late() const {

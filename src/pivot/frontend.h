@@ -10,8 +10,10 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -54,9 +56,10 @@ class LiveSession {
   size_t agents() const { return agents_; }
 
   // The intervals complete by `now_ns` (wall clock), each merged over every agent, in
-  // order; each is returned once. An interval is complete once a grace period (half the
-  // interval, at most 500 ms) has passed after its end, so that every agent's partials
-  // have arrived; partials arriving later are counted in late().
+  // order; each is returned once. An interval is complete once every agent that answered
+  // the list has sent its partials for it, or else once a grace period (half the
+  // interval, at most 500 ms) has passed after its end; partials arriving later are
+  // counted in late().
   std::vector<query::QueryResult> TakeComplete(int64_t now_ns);
   // Uninstalls the query, waits up to `timeout_ms` for the final partials of as many
   // agents as answered the list (one whose compile failed sends none),
@@ -67,8 +70,12 @@ class LiveSession {
   // Every interval's tuples together, as one result without intervals.
   query::QueryResult Total() const;
 
+  // Tuples the agents dropped (PartialResults::drops), summed over every interval.
   uint64_t drops() const;
   uint64_t late() const;
+  // What the agents lost besides (unsent partials, bus drops, interner drops), summed
+  // over the agents, each agent's latest count.
+  AgentDrops lost() const;
 
  private:
   LiveSession(Bus& bus) : bus_(bus) {}
@@ -85,7 +92,9 @@ class LiveSession {
   ResultMerger pending_;  // intervals not yet returned
   ResultMerger all_;      // every interval, for Series
   std::vector<int64_t> returned_;
-  std::vector<std::string> finals_;  // agents that sent their final partials
+  std::vector<std::string> finals_;                    // agents that sent their final partials
+  std::map<int64_t, std::set<std::string>> reported_;  // pending intervals: who sent partials
+  std::map<std::string, AgentDrops> lost_;             // by agent, the latest counts
   uint64_t late_ = 0, bad_ = 0;
 };
 

@@ -2,6 +2,7 @@
 
 #include <absl/container/flat_hash_set.h>
 #include <absl/container/node_hash_set.h>
+#include <pthread.h>
 
 #include <atomic>
 #include <mutex>
@@ -17,8 +18,19 @@ struct Interner {
   std::atomic<uint64_t> drops{0};
 };
 
+Interner* g_interner = nullptr;
+
+// A child forked while another thread held the lock would never get it: the lock is held
+// across fork.
+void LockForFork() { g_interner->mu.lock(); }
+void UnlockAfterFork() { g_interner->mu.unlock(); }
+
 Interner& GetInterner() {
-  static Interner* interner = new Interner;  // never destroyed: values point into it
+  static Interner* interner = [] {
+    g_interner = new Interner;  // never destroyed: values point into it
+    pthread_atfork(&LockForFork, &UnlockAfterFork, &UnlockAfterFork);
+    return g_interner;
+  }();
   return *interner;
 }
 

@@ -1,6 +1,12 @@
 #include "pivot/live_query.h"
 
+#include <limits.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <new>
 
 #include "pivot/current_baggage.h"
 #include "pivot/interner.h"
@@ -86,6 +92,8 @@ class LiveHook final : public WovenHook {
     ThreadState* state = State();
     state->runner.Fire(tracepoint_, ArgExports(map_, args, n), CurrentBaggage().Contents(), *state);
     state->buffer->events.fetch_add(1, std::memory_order_relaxed);
+    if (query_->fork_pipe_ >= 0) [[unlikely]]
+      query_->SendToParent(*state->buffer);
   }
 
  private:
@@ -212,6 +220,73 @@ LiveQuery::Harvest LiveQuery::TakeHarvest() {
     h.drops += b.drops.exchange(0, std::memory_order_relaxed);
   }
   return h;
+}
+
+}  // namespace weft::pivot
+
+namespace weft::pivot {
+
+void LiveQuery::EnterForkChild(int pipe, std::atomic<uint64_t>* refused) {
+  const size_t aggregates = compiled_->aggregates.size();
+  for (BufferNode* n = buffers_.load(std::memory_order_acquire); n != nullptr; n = n->next) {
+    ThreadBuffer& b = n->buffer;
+    // Another thread of the parent may have held the mutex, or been inside the groups, at
+    // the fork: both are made anew (the old groups are left behind, never touched again).
+    new (&b.mu) std::mutex;
+    new (&b.groups) PartialGroups(aggregates, kMaxGroupsPerThread);
+    b.events.store(0, std::memory_order_relaxed);
+    b.drops.store(0, std::memory_order_relaxed);
+  }
+  new (&children_mu_) std::mutex;
+  children_ = nullptr;
+  fork_pipe_ = pipe;
+  fork_refused_ = refused;
+}
+
+// A record is a 4-byte length (host order: the reader is this machine's parent) and a
+// PartialResults, written with one write() of at most PIPE_BUF bytes, which a pipe keeps
+// whole even when several children write at once.
+void LiveQuery::SendToParent(ThreadBuffer& b) {
+  PartialResults r{.id = id_,
+                   .pid = getpid(),
+                   .interval_ns = interval_ns_,
+                   .aggregated = compiled_->emit.aggregated,
+                   .events = b.events.exchange(0, std::memory_order_relaxed),
+                   .drops = b.drops.exchange(0, std::memory_order_relaxed),
+                   .groups = PartialGroups(compiled_->aggregates.size(), kMaxGroupsPerThread)};
+  {
+    std::lock_guard lock(b.mu);
+    std::swap(r.groups, b.groups);
+  }
+  const std::string payload = EncodePartials(r);
+  const uint32_t size = uint32_t(payload.size());
+  if (sizeof size + payload.size() > PIPE_BUF) {
+    fork_refused_->fetch_add(r.groups.size(), std::memory_order_relaxed);
+    return;
+  }
+  char record[PIPE_BUF];
+  std::memcpy(record, &size, sizeof size);
+  std::memcpy(record + sizeof size, payload.data(), payload.size());
+  ssize_t wrote;
+  do {
+    wrote = write(fork_pipe_, record, sizeof size + payload.size());
+  } while (wrote < 0 && errno == EINTR);
+  if (wrote < 0) fork_refused_->fetch_add(r.groups.size(), std::memory_order_relaxed);
+}
+
+void LiveQuery::AddFromChild(const PartialResults& record) {
+  std::lock_guard children_lock(children_mu_);
+  if (children_ == nullptr) children_ = RegisterThread();
+  ThreadBuffer& b = *children_;
+  uint64_t refused = 0;
+  if (record.groups.aggregates() == compiled_->aggregates.size()) {
+    std::lock_guard lock(b.mu);  // the agent's own thread: it may wait for a harvest
+    refused = b.groups.Merge(record.groups);
+  } else {
+    refused = record.groups.size();
+  }
+  b.events.fetch_add(record.events, std::memory_order_relaxed);
+  b.drops.fetch_add(record.drops + refused, std::memory_order_relaxed);
 }
 
 }  // namespace weft::pivot

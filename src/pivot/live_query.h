@@ -78,7 +78,19 @@ class LiveQuery : public std::enable_shared_from_this<LiveQuery> {
   // an empty one behind), so the list is as long as the threads that ever fired it.
   ThreadBuffer* RegisterThread();
 
+  // In a forked child (the agent's pthread_atfork handler, with the child's one thread):
+  // forgets what the buffers held at the fork (the parent harvests it), and from now on
+  // hands what each firing emits to the parent agent through `pipe` (a non-blocking
+  // pipe's write end), one record per firing; a record that does not fit is counted in
+  // `*refused` (shared with the parent). The child never waits: it dies with _exit, by a
+  // signal, or lives for milliseconds, and has no agent thread.
+  void EnterForkChild(int pipe, std::atomic<uint64_t>* refused);
+  // In the parent agent: a record a child wrote (see agent.cc), added to this interval.
+  void AddFromChild(const PartialResults& record);
+
  private:
+  void SendToParent(ThreadBuffer& buffer);
+
   LiveQuery() = default;
 
   std::string id_, text_;
@@ -95,6 +107,10 @@ class LiveQuery : public std::enable_shared_from_this<LiveQuery> {
   };
   std::atomic<BufferNode*> buffers_{nullptr};
   std::atomic<bool> unwoven_{false};
+  int fork_pipe_ = -1;  // set in a forked child only
+  std::atomic<uint64_t>* fork_refused_ = nullptr;
+  std::mutex children_mu_;  // the parent's buffer for its children's records
+  ThreadBuffer* children_ = nullptr;
   friend class LiveHook;
 };
 

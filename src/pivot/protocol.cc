@@ -72,6 +72,27 @@ Result<int64_t> Int(const json& j, const char* name, int64_t min, int64_t max) {
   if (v < min || v > max) return Status::InvalidArgument("\"{}\" = {} is out of range", name, v);
   return v;
 }
+// A count that older agents did not send: absent is 0.
+Result<uint64_t> OptionalCount(const json& j, const char* name) {
+  if (!j.is_object() || !j.contains(name)) return uint64_t{0};
+  WEFT_ASSIGN_OR_RETURN(int64_t v, Int(j, name, 0, INT64_MAX));
+  return uint64_t(v);
+}
+json EncodeDrops(const AgentDrops& d) {
+  return json{
+      {"partials", d.partials}, {"bus", d.bus}, {"interned", d.interned}, {"children", d.children}};
+}
+Result<AgentDrops> DecodeDrops(const json& j) {
+  AgentDrops d;
+  if (!j.is_object() || !j.contains("lost")) return d;
+  const json& l = j["lost"];
+  if (!l.is_object()) return Status::InvalidArgument("\"lost\" is not an object");
+  WEFT_ASSIGN_OR_RETURN(d.partials, OptionalCount(l, "partials"));
+  WEFT_ASSIGN_OR_RETURN(d.bus, OptionalCount(l, "bus"));
+  WEFT_ASSIGN_OR_RETURN(d.interned, OptionalCount(l, "interned"));
+  WEFT_ASSIGN_OR_RETURN(d.children, OptionalCount(l, "children"));
+  return d;
+}
 Result<double> Number(const json& j, const char* name) {
   WEFT_ASSIGN_OR_RETURN(const json* f, Field(j, name));
   if (!f->is_number()) return Status::InvalidArgument("\"{}\" is not a number", name);
@@ -208,7 +229,8 @@ std::string EncodeAgent(const AgentDescription& m) {
               {"pid", m.pid},
               {"host", m.host},
               {"tracepoints", EncodeCatalog(m.tracepoints)},
-              {"queries", queries}}
+              {"queries", queries},
+              {"lost", EncodeDrops(m.lost)}}
       .dump();
 }
 
@@ -247,6 +269,7 @@ std::string EncodePartials(const PartialResults& m) {
               {"columns", std::move(columns)},
               {"events", m.events},
               {"drops", m.drops},
+              {"lost", EncodeDrops(m.lost)},
               {"groups", std::move(groups)}}
       .dump();
 }
@@ -303,6 +326,7 @@ Result<AgentDescription> DecodeAgent(std::string_view payload) {
     WEFT_ASSIGN_OR_RETURN(info.error, String(q, "error"));
     m.queries.push_back(std::move(info));
   }
+  WEFT_ASSIGN_OR_RETURN(m.lost, DecodeDrops(j));
   return m;
 }
 
@@ -321,6 +345,7 @@ Result<PartialResults> DecodePartials(std::string_view payload) {
   WEFT_ASSIGN_OR_RETURN(int64_t drops, Int(j, "drops", 0, INT64_MAX));
   m.events = uint64_t(events);
   m.drops = uint64_t(drops);
+  WEFT_ASSIGN_OR_RETURN(m.lost, DecodeDrops(j));
   WEFT_ASSIGN_OR_RETURN(const json* columns, Array(j, "columns", 1024));
   for (const json& c : *columns) {
     ResultColumn col;

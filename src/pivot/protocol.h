@@ -76,11 +76,27 @@ struct InstalledQueryInfo {
   std::string error;   // why it could not be compiled here
 };
 
+// Losses an agent counts besides the tuples of one interval (PartialResults::drops).
+struct AgentDrops {
+  // Partial results not published because the bus was not connected (they would have
+  // arrived after their interval was shown): a whole interval of this process's tuples.
+  uint64_t partials = 0;
+  // Messages the agent's bus dropped (queue full, lost with a connection).
+  uint64_t bus = 0;
+  // Strings live advice kept that became null because the interner was full (interner.h).
+  uint64_t interned = 0;
+  // Groups a forked child emitted and could not hand to this agent (its pipe was full).
+  uint64_t children = 0;
+
+  bool any() const { return partials + bus + interned + children > 0; }
+};
+
 struct AgentDescription {
   int64_t pid = 0;
   std::string host;
   std::vector<query::Tracepoint> tracepoints;
   std::vector<InstalledQueryInfo> queries;
+  AgentDrops lost;  // since the agent started
 };
 
 // How a front end turns merged partials into result columns (query/advice.h EmitSpec).
@@ -103,6 +119,10 @@ struct PartialResults {
   uint64_t events = 0;  // firings that ran this query's advice in the interval
   uint64_t drops = 0;   // tuples lost (busy buffer, too many groups) in the interval
   PartialGroups groups;
+  // What this agent lost since the query was installed, counted up to now (so the latest
+  // message of an agent has its whole count, and a lost message loses no count). Absent
+  // in a message: 0.
+  AgentDrops lost;
 };
 
 std::string EncodeInstall(const InstallMessage& m);

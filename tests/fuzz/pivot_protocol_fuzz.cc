@@ -63,6 +63,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     Check(again.ok(), "partial results do not decode after encoding");
     Check(again->groups.size() <= m->groups.size() && again->columns.size() == m->columns.size(),
           "partial results change through encoding");
+    Check(again->lost.partials == m->lost.partials && again->lost.bus == m->lost.bus &&
+              again->lost.interned == m->lost.interned && again->lost.children == m->lost.children,
+          "what an agent lost changes through encoding");
     for (size_t g = 0; g < again->groups.size(); ++g) {
       Check(SameValues(again->groups.key(g), m->groups.key(g)), "a group key changes");
     }

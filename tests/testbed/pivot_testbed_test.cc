@@ -375,8 +375,8 @@ TEST_P(PivotTestbedTest, BaggageCrossesProcessesBothWays) {
 
 INSTANTIATE_TEST_SUITE_P(Models, PivotTestbedTest,
                          ::testing::Values("thread-per-connection", "worker-pool", "handoff",
-                                           "staged", "event-loop", "spawn", "worker-pool/http",
-                                           "event-loop/http"),
+                                           "staged", "event-loop", "spawn", "fork",
+                                           "worker-pool/http", "event-loop/http"),
                          [](const auto& param_info) {
                            std::string name = param_info.param;
                            std::erase(name, '-');
