@@ -99,7 +99,12 @@ Status RunInstall(const PivotFlags& f) {
   const TimeNs origin = (start / *interval) * *interval;
   bool first = true;
   std::string lost_shown;
+  size_t refusals_shown = 0;
   auto show = [&](const std::vector<query::QueryResult>& results) {
+    const std::vector<std::string> refusals = session->refusals();
+    for (; refusals_shown < refusals.size(); ++refusals_shown) {
+      fmt::print(stderr, "process {}\n", refusals[refusals_shown]);
+    }
     for (const query::QueryResult& r : results) {
       PrintInterval(r, format, *interval, origin, first);
       first = false;
@@ -111,11 +116,15 @@ Status RunInstall(const PivotFlags& f) {
       lost_shown = lost;
     }
   };
-  while (!g_interrupted.load() && (duration == 0 || NowNs() - start < duration)) {
+  while (!g_interrupted.load() && (duration == 0 || NowNs() - start < duration) &&
+         refusals_shown < session->agents()) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     show(session->TakeComplete(NowNs()));
   }
   show(session->Finish(2000));
+  if (refusals_shown >= session->agents()) {
+    return Status::InvalidArgument("every process refused query {}", session->id());
+  }
   std::signal(SIGINT, SIG_DFL);
   std::signal(SIGTERM, SIG_DFL);
   if (session->drops() > 0 || session->late() > 0) {

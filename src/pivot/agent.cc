@@ -354,12 +354,40 @@ void Agent::State::Install(const InstallMessage& m) {
                   .interned = InternDrops(),
                   .children = fork_refused->load(std::memory_order_relaxed)};
   Result<std::shared_ptr<LiveQuery>> made = LiveQuery::Make(m);
-  if (!made.ok()) {
-    // Kept, without advice, so that a list shows why.
-    q.info.error = made.status().message();
+  if (made.ok()) {
+    // Two front ends installing at the same moment pick their slots from the same list
+    // of installed queries, and would read each other's tuples. Every agent sees installs
+    // in the bus's order, so each keeps the first and refuses the second.
     std::lock_guard lock(mu);
-    ++counters.failed;
-    queries.emplace(m.id, std::move(q));
+    const uint32_t begin = m.slot_base, end = m.slot_base + (*made)->slots();
+    for (const auto& [id, other] : queries) {
+      if (other.query == nullptr) continue;
+      const uint32_t other_end = other.info.slot_base + other.info.slots;
+      if (begin < other_end && other.info.slot_base < end) {
+        made = Status::OutOfRange(
+            "its baggage slots {}-{} are taken by query {}, installed at the same time by "
+            "another front end: install it again",
+            begin, end - 1, id);
+        break;
+      }
+    }
+  }
+  if (!made.ok()) {
+    // Kept, without advice, so that a list shows why; the front end is told at once.
+    q.info.error = made.status().message();
+    {
+      std::lock_guard lock(mu);
+      ++counters.failed;
+      queries.emplace(m.id, q);
+    }
+    PartialResults r{.id = m.id,
+                     .pid = pid,
+                     .host = options.host,
+                     .interval_ns = m.interval_ns,
+                     .final = true,
+                     .groups = PartialGroups(0),
+                     .refused = q.info.error.substr(0, 4096)};
+    bus->Publish(ResultsSubject(r.id), EncodePartials(r));
     return;
   }
   q.query = std::move(*made);

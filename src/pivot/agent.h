@@ -41,7 +41,8 @@ struct AgentCounters {
   uint64_t installed = 0;    // install messages accepted
   uint64_t uninstalled = 0;  // queries removed
   uint64_t rejected = 0;     // messages that did not decode
-  uint64_t failed = 0;       // installs whose query did not compile here
+  uint64_t failed = 0;       // installs refused: the query did not compile here, or its
+                             // baggage slots were taken (PartialResults::refused)
   uint64_t published = 0;    // partial results published
   uint64_t lists = 0;        // list requests answered
   uint64_t unsent = 0;       // partial results not published: the bus was not connected

@@ -157,6 +157,10 @@ void LiveSession::OnPartials(std::string_view payload) {
   lost.interned = std::max(lost.interned, p->lost.interned);
   lost.children = std::max(lost.children, p->lost.children);
   if (p->final) finals_.push_back(agent);
+  if (!p->refused.empty()) {
+    refusals_.push_back(fmt::format("{}: {}", agent, p->refused));
+    return;
+  }
   if (std::find(returned_.begin(), returned_.end(), p->interval_start_ns) != returned_.end()) {
     if (p->groups.size() > 0) ++late_;
     return;
@@ -172,7 +176,7 @@ std::vector<query::QueryResult> LiveSession::TakeComplete(int64_t now_ns) {
   std::vector<query::QueryResult> out;
   for (int64_t start : pending_.Intervals()) {
     const int64_t end = start + interval_ns_;
-    const bool everyone = reported_[start].size() >= agents_;
+    const bool everyone = reported_[start].size() + refusals_.size() >= agents_;
     if (now_ns < end + grace && !(everyone && now_ns >= end)) break;
     out.push_back(pending_.Result(start));
     pending_.Erase(start);
@@ -223,6 +227,11 @@ AgentDrops LiveSession::lost() const {
     sum.children += d.children;
   }
   return sum;
+}
+
+std::vector<std::string> LiveSession::refusals() const {
+  std::lock_guard lock(mu_);
+  return refusals_;
 }
 
 uint64_t LiveSession::late() const {

@@ -76,6 +76,9 @@ class LiveSession {
   // What the agents lost besides (unsent partials, bus drops, interner drops), summed
   // over the agents, each agent's latest count.
   AgentDrops lost() const;
+  // The processes that refused the query ("pid@host: why"): it did not compile there, or
+  // another front end installed a query with the same baggage slots at the same moment.
+  std::vector<std::string> refusals() const;
 
  private:
   LiveSession(Bus& bus) : bus_(bus) {}
@@ -95,6 +98,7 @@ class LiveSession {
   std::vector<std::string> finals_;                    // agents that sent their final partials
   std::map<int64_t, std::set<std::string>> reported_;  // pending intervals: who sent partials
   std::map<std::string, AgentDrops> lost_;             // by agent, the latest counts
+  std::vector<std::string> refusals_;
   uint64_t late_ = 0, bad_ = 0;
 };
 

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <new>
 
@@ -66,13 +67,16 @@ struct ThreadState final : query::EmitSink {
 
   void Emit(std::span<const query::Value> key, double mult,
             std::span<const query::PartialAggregate> partials) override {
+    // A drop counts the tuples the emit stood for (a join emits several at once), so that
+    // a COUNT misses exactly the drops.
+    const uint64_t tuples = mult >= 1 ? uint64_t(std::llround(mult)) : 1;
     if (!buffer->mu.try_lock()) {  // the agent is harvesting: never wait for it
-      buffer->drops.fetch_add(1, std::memory_order_relaxed);
+      buffer->drops.fetch_add(tuples, std::memory_order_relaxed);
       return;
     }
     bool added = buffer->groups.Add(key, mult, partials);
     buffer->mu.unlock();
-    if (!added) buffer->drops.fetch_add(1, std::memory_order_relaxed);
+    if (!added) buffer->drops.fetch_add(tuples, std::memory_order_relaxed);
   }
 };
 

@@ -270,6 +270,7 @@ std::string EncodePartials(const PartialResults& m) {
               {"events", m.events},
               {"drops", m.drops},
               {"lost", EncodeDrops(m.lost)},
+              {"refused", m.refused},
               {"groups", std::move(groups)}}
       .dump();
 }
@@ -346,6 +347,9 @@ Result<PartialResults> DecodePartials(std::string_view payload) {
   m.events = uint64_t(events);
   m.drops = uint64_t(drops);
   WEFT_ASSIGN_OR_RETURN(m.lost, DecodeDrops(j));
+  if (j.contains("refused")) {
+    WEFT_ASSIGN_OR_RETURN(m.refused, String(j, "refused", 4096));
+  }
   WEFT_ASSIGN_OR_RETURN(const json* columns, Array(j, "columns", 1024));
   for (const json& c : *columns) {
     ResultColumn col;

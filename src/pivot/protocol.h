@@ -123,6 +123,10 @@ struct PartialResults {
   // message of an agent has its whole count, and a lost message loses no count). Absent
   // in a message: 0.
   AgentDrops lost;
+  // Why the agent refused the query (it did not compile there, or its baggage slots
+  // overlap a query installed there first); sent once, final, with no groups. Absent in a
+  // message: "".
+  std::string refused;
 };
 
 std::string EncodeInstall(const InstallMessage& m);

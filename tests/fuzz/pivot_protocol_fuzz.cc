@@ -66,6 +66,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     Check(again->lost.partials == m->lost.partials && again->lost.bus == m->lost.bus &&
               again->lost.interned == m->lost.interned && again->lost.children == m->lost.children,
           "what an agent lost changes through encoding");
+    Check(again->refused == m->refused, "a refusal changes through encoding");
     for (size_t g = 0; g < again->groups.size(); ++g) {
       Check(SameValues(again->groups.key(g), m->groups.key(g)), "a group key changes");
     }

@@ -372,6 +372,50 @@ TEST(LiveSessionTest, InstallStreamAndFinishEqualsOffline) {
   EXPECT_EQ(streamed, expected);
 }
 
+// Two front ends that install at the same moment pick their baggage slots from the same
+// list: the agent keeps the query it saw first and refuses the other, saying why, rather
+// than let each read the other's tuples.
+TEST(LiveSessionTest, AnInstallOnTakenSlotsIsRefusedAndSaid) {
+  auto bus = MakeLocalBus();
+  auto agent = Agent::Start(*bus);
+  ASSERT_TRUE(agent.ok());
+  auto first = LiveSession::Install(*bus, "From b In B Join a In A On a -> b Select COUNT",
+                                    {.list_window_ms = 50});
+  ASSERT_TRUE(first.ok()) << first.status().message();
+  std::mutex mu;
+  std::vector<PartialResults> answers;
+  auto sub = bus->Subscribe(ResultsSubject("qrace"), [&](std::string_view, std::string_view p) {
+    auto r = DecodePartials(p);
+    std::lock_guard lock(mu);
+    if (r.ok()) answers.push_back(std::move(*r));
+  });
+  ASSERT_TRUE(sub.ok());
+  // As if installed from another front end's list, taken before the first was installed.
+  bus->Publish(kInstallSubject, EncodeInstall({.id = "qrace",
+                                               .text = "From b In B Join a In A On a -> b "
+                                                       "GroupBy a.id Select a.id, COUNT",
+                                               .slot_base = 0}));
+  ASSERT_TRUE(bus->Flush(10000).ok());
+  (*agent)->Sync();
+  ASSERT_TRUE(bus->Flush(10000).ok());
+  {
+    std::lock_guard lock(mu);
+    ASSERT_EQ(answers.size(), 1u);
+    EXPECT_TRUE(answers[0].final);
+    EXPECT_EQ(answers[0].groups.size(), 0u);
+    EXPECT_NE(answers[0].refused.find("taken by query " + (*first)->id()), std::string::npos)
+        << answers[0].refused;
+  }
+  EXPECT_EQ((*agent)->counters().installed, 1u);
+  EXPECT_EQ((*agent)->counters().failed, 1u);
+  // The first query goes on, alone on its slots.
+  std::vector<Request> requests = RunWorkload(2, 10);
+  (void)(*first)->Finish(10000);
+  ExpectSame((*first)->Total(),
+             Offline("From b In B Join a In A On a -> b Select COUNT", requests));
+  EXPECT_TRUE((*first)->refusals().empty());
+}
+
 TEST(LiveSessionTest, ABadQueryIsADiagnosticBeforeInstalling) {
   auto bus = MakeLocalBus();
   auto agent = Agent::Start(*bus);
