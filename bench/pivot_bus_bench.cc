@@ -13,12 +13,8 @@
 //                  median / p99 / max, and the share within the 150 ms budget: 1.5
 //                  intervals, by which a result must reach the front end to be shown in the
 //                  interval after the one it belongs to
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -36,6 +32,7 @@
 
 #include "pivot/bus.h"
 #include "pivot/bus_peer.h"
+#include "pivot/processes.h"
 
 namespace weft::pivot {
 namespace {
@@ -47,55 +44,6 @@ volatile std::sig_atomic_t stop_child = 0;
 [[noreturn]] void Die(const std::string& why) {
   fmt::print(stderr, "pivot_bus_bench: {}\n", why);
   std::exit(1);
-}
-
-bool WaitFor(const std::function<bool()>& done, int ms) {
-  for (int waited = 0; waited < ms; waited += 5) {
-    if (done()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return done();
-}
-
-pid_t Spawn(const std::vector<std::string>& args) {
-  pid_t pid = fork();
-  if (pid == 0) {
-    int null = open("/dev/null", O_WRONLY);
-    dup2(null, STDOUT_FILENO);
-    dup2(null, STDERR_FILENO);
-    std::vector<char*> argv;
-    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    execv(argv[0], argv.data());
-    _exit(127);
-  }
-  return pid;
-}
-
-void Reap(pid_t pid) {
-  kill(pid, SIGTERM);
-  waitpid(pid, nullptr, 0);
-}
-
-bool CanConnect(const sockaddr* addr, socklen_t len) {
-  int fd = socket(addr->sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  bool ok = connect(fd, addr, len) == 0;
-  close(fd);
-  return ok;
-}
-
-int FreeTcpPort() {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(addr);
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), len) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    Die("no free port");
-  }
-  close(fd);
-  return ntohs(addr.sin_port);
 }
 
 std::unique_ptr<Bus> Open(const std::string& url) {
@@ -120,7 +68,7 @@ void MeasureThroughput(const std::string& url, size_t messages, Row* row) {
   if (!id.ok()) Die(id.status().message());
   std::atomic<bool> probed{false};
   auto probe = subscriber->Subscribe("probe", [&](auto, auto) { probed = true; });
-  if (!WaitFor(
+  if (!WaitUntil(
           [&] {
             publisher->Publish("probe", "");
             return probed.load();
@@ -136,7 +84,7 @@ void MeasureThroughput(const std::string& url, size_t messages, Row* row) {
   row->publish_ns =
       std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count() /
       kBurst;
-  if (!publisher->Flush(30000).ok() || !WaitFor([&] { return received >= kBurst; }, 30000)) {
+  if (!publisher->Flush(30000).ok() || !WaitUntil([&] { return received >= kBurst; }, 30000)) {
     Die(url + ": the burst did not arrive");
   }
   received = 0;
@@ -149,7 +97,7 @@ void MeasureThroughput(const std::string& url, size_t messages, Row* row) {
     if (!s.ok()) Die(s.message());
   }
   double handed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  WaitFor([&] { return received >= messages; }, 30000);
+  WaitUntil([&] { return received >= messages; }, 30000);
   double delivered_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   row->handed_per_s = messages / handed_s;
@@ -175,7 +123,7 @@ void MeasureLatency(const std::string& url, const std::string& self, double seco
   if (!id.ok()) Die(id.status().message());
   std::atomic<bool> probed{false};
   auto probe = front->Subscribe("probe", [&](auto, auto) { probed = true; });
-  if (!WaitFor(
+  if (!WaitUntil(
           [&] {
             front->Publish("probe", "");
             return probed.load();
@@ -195,13 +143,13 @@ void MeasureLatency(const std::string& url, const std::string& self, double seco
                              &stop_threads);
       });
     } else {
-      children.push_back(Spawn({self, "--child", url}));
+      children.push_back(SpawnProcess({self, "--child", url}, {}, true));
     }
   }
   std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
   stop_threads = 1;
   for (std::thread& t : threads) t.join();
-  for (pid_t pid : children) Reap(pid);
+  for (pid_t pid : children) ReapProcess(pid, SIGTERM);
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the last ones in flight
   std::lock_guard lock(mu);
   row->latencies_ms = latencies;
@@ -253,20 +201,12 @@ int main(int argc, char** argv) {
   fs::path dir = fs::temp_directory_path() / ("weft-pivot-bench-" + std::to_string(getpid()));
   fs::create_directories(dir);
   std::string sock = (dir / "bus.sock").string();
-  pid_t hub = Spawn({self, "--hub", sock});
-  int port = FreeTcpPort();
-  pid_t nats = Spawn({nats_server, "-a", "127.0.0.1", "-p", std::to_string(port)});
-  sockaddr_un ua{};
-  ua.sun_family = AF_UNIX;
-  std::snprintf(ua.sun_path, sizeof(ua.sun_path), "%s", sock.c_str());
-  sockaddr_in ta{};
-  ta.sin_family = AF_INET;
-  ta.sin_port = htons(port);
-  ta.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (!WaitFor([&] { return CanConnect(reinterpret_cast<sockaddr*>(&ua), sizeof(ua)); }, 10000) ||
-      !WaitFor([&] { return CanConnect(reinterpret_cast<sockaddr*>(&ta), sizeof(ta)); }, 10000)) {
-    Reap(hub);
-    Reap(nats);
+  pid_t hub = SpawnProcess({self, "--hub", sock}, {}, true);
+  int port = PickFreeTcpPort();
+  pid_t nats = StartNatsServer(nats_server, port);
+  if (nats < 0 || !WaitUntil([&] { return CanConnectUnixPath(sock); }, 10000)) {
+    ReapProcess(hub, SIGTERM);
+    if (nats > 0) ReapProcess(nats, SIGTERM);
     Die("the hub or nats-server did not start");
   }
 
@@ -279,8 +219,8 @@ int main(int argc, char** argv) {
     MeasureLatency(url, self, seconds, &row);
     rows.push_back(std::move(row));
   }
-  Reap(hub);
-  Reap(nats);
+  ReapProcess(hub, SIGTERM);
+  ReapProcess(nats, SIGTERM);
   fs::remove_all(dir);
 
   fmt::print(

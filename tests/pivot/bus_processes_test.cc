@@ -6,14 +6,9 @@
 // arrives in order; while the server is down the publishers go on at their rate and count
 // drops; after the restart every publisher's new messages arrive again, still in order.
 // How fast they arrive is measured by bench/pivot_bus_bench, not asserted here.
-#include <arpa/inet.h>
-#include <fcntl.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <sys/mman.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -29,77 +24,13 @@
 
 #include "pivot/bus.h"
 #include "pivot/bus_peer.h"
+#include "pivot/processes.h"
 
 namespace weft::pivot {
 namespace {
 
 namespace fs = std::filesystem;
 constexpr int kPublishers = 3;
-
-bool WaitFor(const std::function<bool()>& done, int ms = 15000) {
-  for (int waited = 0; waited < ms; waited += 10) {
-    if (done()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return done();
-}
-
-// Starts `args`; its stdout (and with `quiet` its stderr) goes to /dev/null.
-pid_t Spawn(const std::vector<std::string>& args, bool quiet = false) {
-  pid_t pid = fork();
-  if (pid == 0) {
-    int null = open("/dev/null", O_WRONLY);
-    dup2(null, STDOUT_FILENO);
-    if (quiet) dup2(null, STDERR_FILENO);
-    std::vector<char*> argv;
-    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    execv(argv[0], argv.data());
-    _exit(127);
-  }
-  return pid;
-}
-
-// Stops a child and returns its wait status.
-int Reap(pid_t pid, int signal) {
-  kill(pid, signal);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  return status;
-}
-
-bool CanConnectTcp(int port) {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(port);
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bool ok = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
-  close(fd);
-  return ok;
-}
-
-bool CanConnectUnix(const std::string& path) {
-  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", path.c_str());
-  bool ok = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
-  close(fd);
-  return ok;
-}
-
-int FreeTcpPort() {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
-  return ntohs(addr.sin_port);
-}
 
 // A publisher process and the counters it shares with us.
 struct Publisher {
@@ -147,9 +78,9 @@ class BusProcessesTest : public ::testing::Test {
   }
   void TearDown() override {
     for (Publisher& p : publishers_) {
-      if (p.pid > 0) Reap(p.pid, SIGKILL);
+      if (p.pid > 0) ReapProcess(p.pid, SIGKILL);
     }
-    if (server_pid_ > 0) Reap(server_pid_, SIGKILL);
+    if (server_pid_ > 0) ReapProcess(server_pid_, SIGKILL);
     fs::remove_all(dir_);
   }
 
@@ -160,7 +91,7 @@ class BusProcessesTest : public ::testing::Test {
     void* map = mmap(nullptr, sizeof(PeerStats), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     close(fd);
     // A small queue, so that an outage of a few intervals overflows it and drops count.
-    return {Spawn({PIVOT_BUS_PEER, "publish", url, stats_path, "5", "512"}),
+    return {SpawnProcess({PIVOT_BUS_PEER, "publish", url, stats_path, "5", "512"}),
             static_cast<PeerStats*>(map)};
   }
 
@@ -174,13 +105,13 @@ class BusProcessesTest : public ::testing::Test {
     // Once a probe comes back, the server knows our subscriptions.
     std::atomic<bool> probed{false};
     ASSERT_TRUE((*front)->Subscribe("weft.test.probe", [&](auto, auto) { probed = true; }).ok());
-    ASSERT_TRUE(WaitFor([&] {
+    ASSERT_TRUE(WaitUntil([&] {
       (*front)->Publish("weft.test.probe", "");
       return probed.load();
     }));
 
     for (int i = 0; i < kPublishers; ++i) publishers_.push_back(StartPublisher(server.url, i));
-    ASSERT_TRUE(WaitFor([&] {
+    ASSERT_TRUE(WaitUntil([&] {
       for (const Publisher& p : publishers_) {
         if (results.of(p.pid).size() < 5) return false;
       }
@@ -202,7 +133,7 @@ class BusProcessesTest : public ::testing::Test {
       iterations_b[i] = publishers_[i].stats->iterations;
       dropped_b[i] = publishers_[i].stats->dropped;
     }
-    Reap(server_pid_, SIGKILL);
+    ReapProcess(server_pid_, SIGKILL);
     server_pid_ = -1;
     for (int i = 0; i < kPublishers; ++i) {
       std::vector<uint64_t> seqs = results.of(publishers_[i].pid);
@@ -220,7 +151,7 @@ class BusProcessesTest : public ::testing::Test {
     // Phase 3: a new server at the same address; every publisher's messages arrive again.
     server_pid_ = server.start();
     ASSERT_GT(server_pid_, 0);
-    ASSERT_TRUE(WaitFor([&] {
+    ASSERT_TRUE(WaitUntil([&] {
       for (int i = 0; i < kPublishers; ++i) {
         std::vector<uint64_t> seqs = results.of(publishers_[i].pid);
         if (seqs.empty() || seqs.back() <= last_before[i] + 1) return false;
@@ -232,7 +163,7 @@ class BusProcessesTest : public ::testing::Test {
       for (size_t k = 1; k < seqs.size(); ++k) {
         ASSERT_LT(seqs[k - 1], seqs[k]) << "publisher " << i << " out of order at " << k;
       }
-      EXPECT_EQ(Reap(publishers_[i].pid, SIGTERM), 0) << "publisher " << i;
+      EXPECT_EQ(ReapProcess(publishers_[i].pid, SIGTERM), 0) << "publisher " << i;
       publishers_[i].pid = -1;
     }
     EXPECT_GE((*front)->counters().reconnects, 1u);
@@ -244,22 +175,20 @@ class BusProcessesTest : public ::testing::Test {
 };
 
 TEST_F(BusProcessesTest, NatsServerKilledAndRestarted) {
-  int port = FreeTcpPort();
-  Server server{
-      "nats://127.0.0.1:" + std::to_string(port), [port, this] {
-        pid_t pid = Spawn({NATS_SERVER, "-a", "127.0.0.1", "-p", std::to_string(port)}, true);
-        bool up = WaitFor([&] { return CanConnectTcp(port); });
-        EXPECT_TRUE(up) << "nats-server did not start on port " << port;
-        return up ? pid : -1;
-      }};
+  int port = PickFreeTcpPort();
+  Server server{"nats://127.0.0.1:" + std::to_string(port), [port] {
+                  pid_t pid = StartNatsServer(NATS_SERVER, port);
+                  EXPECT_GT(pid, 0) << "nats-server did not start on port " << port;
+                  return pid;
+                }};
   RunOutage(server);
 }
 
 TEST_F(BusProcessesTest, EmbeddedHubKilledAndRestarted) {
   std::string path = (dir_ / "bus.sock").string();
   Server server{"unix:" + path, [path] {
-                  pid_t pid = Spawn({PIVOT_BUS_PEER, "hub", path});
-                  bool up = WaitFor([&] { return CanConnectUnix(path); });
+                  pid_t pid = SpawnProcess({PIVOT_BUS_PEER, "hub", path});
+                  bool up = WaitUntil([&] { return CanConnectUnixPath(path); });
                   EXPECT_TRUE(up) << "the hub did not start at " << path;
                   return up ? pid : -1;
                 }};
@@ -276,7 +205,7 @@ namespace {
 // publisher's messages beyond its reconnect buffer drop and count, and once the server is
 // up the subscription made before it reaches it and new messages arrive.
 TEST(NatsBusTest, OpensBeforeItsServerAndConnectsWhenItComes) {
-  int port = FreeTcpPort();
+  int port = PickFreeTcpPort();
   std::string url = "nats://127.0.0.1:" + std::to_string(port);
   auto front = OpenBus(url);
   ASSERT_TRUE(front.ok()) << front.status().message();
@@ -285,19 +214,20 @@ TEST(NatsBusTest, OpensBeforeItsServerAndConnectsWhenItComes) {
   std::atomic<int> received{0};
   ASSERT_TRUE((*front)->Subscribe("weft.pivot.results.>", [&](auto, auto) { ++received; }).ok());
   for (int i = 0; i < 50; ++i) (*agent)->Publish("weft.pivot.results.1", std::to_string(i));
-  ASSERT_TRUE(WaitFor([&] {
+  ASSERT_TRUE(WaitUntil([&] {
     BusCounters c = (*agent)->counters();
     return c.published + c.dropped == 50;
   }));
   EXPECT_GT((*agent)->counters().dropped, 0u);
   EXPECT_FALSE((*agent)->Flush(50).ok());
-  pid_t server = Spawn({NATS_SERVER, "-a", "127.0.0.1", "-p", std::to_string(port)}, true);
-  ASSERT_TRUE(WaitFor([&] {
+  pid_t server =
+      SpawnProcess({NATS_SERVER, "-a", "127.0.0.1", "-p", std::to_string(port)}, {}, true);
+  ASSERT_TRUE(WaitUntil([&] {
     (*agent)->Publish("weft.pivot.results.1", "after");
     return received.load() > 0;
   }));
   EXPECT_TRUE((*agent)->Flush(10000).ok());
-  Reap(server, SIGKILL);
+  ReapProcess(server, SIGKILL);
 }
 
 }  // namespace
