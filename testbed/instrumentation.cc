@@ -40,6 +40,13 @@ std::string BaggageForCall() { return pivot::CurrentBaggage().Split().Serialize(
 
 std::string BaggageForReply() { return pivot::CurrentBaggage().Serialize(); }
 
+bool BaggageForReplyChanged(std::string& bytes) {
+  std::string again = pivot::CurrentBaggage().Serialize();
+  if (again == bytes) return false;
+  bytes = std::move(again);
+  return true;
+}
+
 void JoinReplyBaggage(std::string_view bytes) {
   if (bytes.empty()) return;
   pivot::Baggage branch;
@@ -54,6 +61,7 @@ std::shared_ptr<RequestBaggage> ReceivedBaggage(std::string_view bytes) {
 
 void ReceiveBaggage(RequestBaggage& bag, std::string_view bytes) {
   // Refused bytes (counted in pivot::GlobalBaggageCounters) leave a new request's baggage.
+  bag.from_caller = !bytes.empty();
   if (!bytes.empty()) (void)bag.live.Deserialize(bytes);
 }
 
