@@ -36,7 +36,11 @@ void JoinCurrentBaggage(RequestBaggage&& branch) {
   pivot::CurrentBaggage().Join(std::move(branch.live));
 }
 
-std::string BaggageForCall() { return pivot::CurrentBaggage().Split().Serialize(); }
+std::string BaggageForCall() {
+  std::string bytes;
+  pivot::CurrentBaggage().SplitSerializeTo(bytes);
+  return bytes;
+}
 
 std::string BaggageForReply() { return pivot::CurrentBaggage().Serialize(); }
 
