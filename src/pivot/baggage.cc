@@ -324,6 +324,9 @@ void Baggage::SerializeDecoded(std::string& out, const itc::Stamp& stamp,
   // The stamp is encoded in place after a one-byte size, moved in the rare case that its
   // size needs a longer varint.
   size_t start = out.size();
+  // One allocation for the usual baggage rather than a doubling per few tuples: a guess of
+  // its size (the stamp, an instance's name and a tuple of a few values are tens of bytes).
+  out.reserve(start + 48 + 32 * (contents.frozen().size() + contents.tuples()));
   out.push_back(char(kBaggageFormatVersion));
   out.push_back(0);
   stamp.Encode(out);
