@@ -242,7 +242,8 @@ void swap(Baggage& a, Baggage& b) noexcept {
   swap(a.contents_, b.contents_);
   swap(a.decoded_, b.decoded_);
   swap(a.bytes_, b.bytes_);
-  swap(a.decode_status_, b.decode_status_);
+  // Almost always both ok (empty): then there is nothing to exchange.
+  if (!a.decode_status_.ok() || !b.decode_status_.ok()) swap(a.decode_status_, b.decode_status_);
   swap(a.storage_, b.storage_);
 }
 

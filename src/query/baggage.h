@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "query/advice.h"
@@ -60,6 +61,14 @@ struct BaggageInstance {
 
 class Baggage {
  public:
+  // Exchanges the contents member by member (pivot::Baggage's swap, several per request).
+  friend void swap(Baggage& a, Baggage& b) noexcept {
+    a.frozen_.swap(b.frozen_);
+    std::swap(a.active_.id, b.active_.id);
+    a.active_.name.swap(b.active_.name);
+    a.active_.slots.swap(b.active_.slots);
+  }
+
   void Clear();
   size_t tuples() const;  // over every instance and slot
 
