@@ -27,8 +27,7 @@ using weft::pivot::Baggage;
 using weft::pivot::CurrentBaggage;
 
 WEFT_TRACEPOINT(kRequest, "Testbed.Request", "type", "bytes", "client", "server", "time");
-WEFT_TRACEPOINT(kCall, "Testbed.Call", "type", "bytes", "tier", "to", "server", "replicas",
-                "time");
+WEFT_TRACEPOINT(kCall, "Testbed.Call", "type", "bytes", "tier", "to", "server", "replicas", "time");
 WEFT_TRACEPOINT(kReply, "Testbed.Reply", "type", "status", "bytes", "latency", "server", "time");
 WEFT_TRACEPOINT(kDiskRead, "Testbed.DiskRead", "type", "bytes", "server", "duration", "time");
 
@@ -48,8 +47,7 @@ struct Scope {
 };
 
 void BM_RequestWithOneCall(benchmark::State& state) {
-  const bool replies = state.range(0) & 1, split = state.range(0) & 2,
-             join = state.range(0) & 4;
+  const bool replies = state.range(0) & 1, split = state.range(0) & 2, join = state.range(0) & 4;
   std::vector<std::shared_ptr<weft::pivot::LiveQuery>> queries;
   uint32_t slot_base = 0;
   for (const char* text : kQueries) {

@@ -80,7 +80,8 @@ PackedTuples& Baggage::Active(uint32_t slot, uint32_t width, uint32_t partials) 
 
 void Baggage::SplitInto(Baggage& branch) {
   if (active_.Tuples() > 0) {
-    frozen_.push_back(std::make_shared<const BaggageInstance>(active_));
+    // Moved, not copied: the active instance starts over empty anyway.
+    frozen_.push_back(std::make_shared<const BaggageInstance>(std::move(active_)));
     ClearActive();
   }
   branch.Clear();
