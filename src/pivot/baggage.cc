@@ -294,7 +294,7 @@ void Baggage::Join(Baggage&& branch) {
   // would drop them.
   if (!branch.decoded_) branch.DecodeNow(&contents_);
   branch.NameActive();
-  contents_.Join(branch.contents_);
+  contents_.Join(std::move(branch.contents_));
   stamp_.Join(branch.stamp_);
   Share(branch.storage_);
   branch.Clear();

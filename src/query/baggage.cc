@@ -114,4 +114,20 @@ void Baggage::Join(const Baggage& other) {
   }
 }
 
+void Baggage::Join(Baggage&& other) {
+  auto known = [&](const BaggageInstance& instance) {
+    return std::any_of(frozen_.begin(), frozen_.end(), [&](const auto& i) {
+      return i->id == instance.id && i->name == instance.name;
+    });
+  };
+  for (auto& instance : other.frozen_) {
+    if (!known(*instance)) frozen_.push_back(std::move(instance));
+  }
+  if (other.active_.Tuples() > 0 && !known(other.active_)) {
+    frozen_.push_back(std::make_shared<const BaggageInstance>(std::move(other.active_)));
+  }
+  other.frozen_.clear();
+  other.ClearActive();
+}
+
 }  // namespace weft::query

@@ -93,6 +93,9 @@ class Baggage {
   void SplitInto(Baggage& branch);
   // Table 4's join(): merges in the baggage of a branch that rejoins this one.
   void Join(const Baggage& other);
+  // The same for a branch that ends here: its instances are moved, not copied (`other` is
+  // left to be cleared).
+  void Join(Baggage&& other);
 
   // For the live baggage, which names instances and encodes them.
   using FrozenInstances = std::vector<std::shared_ptr<const BaggageInstance>>;
