@@ -489,9 +489,11 @@ void Loop::Reply(const std::shared_ptr<Req>& r) {
   if (r->from->closed) return;  // the caller went away; nothing to answer
   Frame reply = r->frame;
   reply.type = r->status.ok() ? FrameType::kReply : FrameType::kError;
-  // The request's baggage goes back to the caller (not on an error reply, header only).
+  // The request's baggage goes back to the caller (not on an error reply, header only, nor
+  // to a caller that sent none).
   RequestBaggageScope baggage(r->bag);
-  reply.baggage = r->status.ok() ? BaggageForReply() : std::string();
+  const bool carries = r->status.ok() && ReplyCarriesBaggage(r->bag);
+  reply.baggage = carries ? BaggageForReply() : std::string();
   Conn& conn = *r->from->conn;
   std::string wire =
       EncodeMessage(reply, r->status.ok() ? r->rt->reply_bytes : uint32_t(kPayloadHeader),
@@ -500,8 +502,7 @@ void Loop::Reply(const std::shared_ptr<Req>& r) {
   kReplyTracepoint.Fire(r->rt->name, r->status.ok() ? "ok" : "error", wire.size(),
                         r->received > 0 ? now - r->received : 0, name_, now);
   // What advice packed at this Reply goes back with it too, as in the threaded server.
-  if (r->status.ok() && kReplyTracepoint.woven()) {
-    reply.baggage = BaggageForReply();
+  if (carries && kReplyTracepoint.woven() && BaggageForReplyChanged(reply.baggage)) {
     wire = EncodeMessage(reply, r->status.ok() ? r->rt->reply_bytes : uint32_t(kPayloadHeader),
                          conn.http, tier_.http_chunked);
   }

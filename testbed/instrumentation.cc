@@ -36,9 +36,20 @@ void JoinCurrentBaggage(RequestBaggage&& branch) {
   pivot::CurrentBaggage().Join(std::move(branch.live));
 }
 
-std::string BaggageForCall() { return pivot::CurrentBaggage().Split().Serialize(); }
+std::string BaggageForCall() {
+  std::string bytes;
+  pivot::CurrentBaggage().SplitSerializeTo(bytes);
+  return bytes;
+}
 
 std::string BaggageForReply() { return pivot::CurrentBaggage().Serialize(); }
+
+bool BaggageForReplyChanged(std::string& bytes) {
+  std::string again = pivot::CurrentBaggage().Serialize();
+  if (again == bytes) return false;
+  bytes = std::move(again);
+  return true;
+}
 
 void JoinReplyBaggage(std::string_view bytes) {
   if (bytes.empty()) return;
@@ -54,6 +65,7 @@ std::shared_ptr<RequestBaggage> ReceivedBaggage(std::string_view bytes) {
 
 void ReceiveBaggage(RequestBaggage& bag, std::string_view bytes) {
   // Refused bytes (counted in pivot::GlobalBaggageCounters) leave a new request's baggage.
+  bag.from_caller = !bytes.empty();
   if (!bytes.empty()) (void)bag.live.Deserialize(bytes);
 }
 

@@ -55,7 +55,14 @@ int64_t TimeIfWoven(const ::weft::pivot::Tracepoint& tracepoint);
 struct RequestBaggage {
   ::weft::pivot::Baggage live;
   bool installed = false;  // a RequestBaggageScope holds it now (and `live` the thread's own)
+  // The request arrived with baggage, so its reply carries it back. A request that
+  // arrived with none came from a caller that keeps none (the client, the request's
+  // root); an instrumented server's call always carries some (a branch's stamp).
+  bool from_caller = false;
 };
+
+// Whether the reply to the request of `bag` carries baggage back (see from_caller).
+inline bool ReplyCarriesBaggage(const RequestBaggage& bag) { return bag.from_caller; }
 
 // Pivot's request/response join, on this thread's current baggage:
 // A call's baggage: a branch split off the current baggage, serialized (the caller keeps
@@ -63,6 +70,9 @@ struct RequestBaggage {
 std::string BaggageForCall();
 // A reply's baggage: the current baggage, serialized (the request ends here).
 std::string BaggageForReply();
+// A reply's baggage again, after the Reply tracepoint's advice ran: true, with the new bytes
+// in `bytes`, if that advice changed it (packed something), else false and `bytes` as it was.
+bool BaggageForReplyChanged(std::string& bytes);
 // Joins the baggage a reply carried back (serialized) into the current baggage; nothing
 // if it carried none or it does not deserialize.
 void JoinReplyBaggage(std::string_view bytes);
@@ -96,8 +106,10 @@ class RequestBaggageScope {
 #else  // WEFT_NO_TRACEPOINTS: no baggage; every call below compiles to nothing.
 
 struct RequestBaggage {};
+inline bool ReplyCarriesBaggage(const RequestBaggage&) { return false; }
 inline std::string BaggageForCall() { return {}; }
 inline std::string BaggageForReply() { return {}; }
+inline bool BaggageForReplyChanged(std::string&) { return false; }
 inline void JoinReplyBaggage(std::string_view) {}
 inline std::shared_ptr<RequestBaggage> ReceivedBaggage(std::string_view) {
   // One shared empty baggage with no control block: no allocation, no reference count.

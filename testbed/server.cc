@@ -292,18 +292,19 @@ void Server::Reply(Job& job) {
   reply.type = job.status.ok() ? FrameType::kReply : FrameType::kError;
   uint32_t size = job.status.ok() ? TypeOf(job.request).reply_bytes : uint32_t(kPayloadHeader);
   // The reply carries the request's baggage back for the caller to join; an error reply,
-  // of the header's size only, carries none.
+  // of the header's size only, carries none, nor a reply to a caller that sent none.
   std::optional<RequestBaggageScope> baggage;
   if (job.bag) baggage.emplace(*job.bag);
-  reply.baggage = job.bag && job.status.ok() ? BaggageForReply() : std::string();
+  const bool carries = job.bag && job.status.ok() && ReplyCarriesBaggage(*job.bag);
+  reply.baggage = carries ? BaggageForReply() : std::string();
   std::string wire = EncodeMessage(reply, size, conn.http, tier_.http_chunked);
   TimeNs now = WallNow();
   kReplyTracepoint.Fire(TypeOf(job.request).name, job.status.ok() ? "ok" : "error", wire.size(),
                         job.received > 0 ? now - job.received : 0, spec_.name, now);
   // What advice packed at this Reply goes back with it too (a caller's `s -> r` join of
-  // replies): serialized again, only while advice is woven here.
-  if (job.bag && job.status.ok() && kReplyTracepoint.woven()) {
-    reply.baggage = BaggageForReply();
+  // replies): serialized again, only while advice is woven here, and encoded again only
+  // if that advice packed something.
+  if (carries && kReplyTracepoint.woven() && BaggageForReplyChanged(reply.baggage)) {
     wire = EncodeMessage(reply, size, conn.http, tier_.http_chunked);
   }
   // A fork child dies by SIGTERM when its server stops (PR_SET_PDEATHSIG). Its reply goes

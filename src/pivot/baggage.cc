@@ -242,7 +242,8 @@ void swap(Baggage& a, Baggage& b) noexcept {
   swap(a.contents_, b.contents_);
   swap(a.decoded_, b.decoded_);
   swap(a.bytes_, b.bytes_);
-  swap(a.decode_status_, b.decode_status_);
+  // Almost always both ok (empty): then there is nothing to exchange.
+  if (!a.decode_status_.ok() || !b.decode_status_.ok()) swap(a.decode_status_, b.decode_status_);
   swap(a.storage_, b.storage_);
 }
 
@@ -289,12 +290,25 @@ Baggage Baggage::Split() {
 
 void Baggage::Join(Baggage&& branch) {
   if (!decoded_) DecodeNow();
-  if (!branch.decoded_) branch.DecodeNow();
+  // The branch's instances this side holds already are left out of its decode: the join
+  // would drop them.
+  if (!branch.decoded_) branch.DecodeNow(&contents_);
   branch.NameActive();
-  contents_.Join(branch.contents_);
+  contents_.Join(std::move(branch.contents_));
   stamp_.Join(branch.stamp_);
   Share(branch.storage_);
   branch.Clear();
+}
+
+void Baggage::SplitSerializeTo(std::string& out) {
+  if (!decoded_) DecodeNow();
+  NameActive();
+  // The branch Split would make holds the frozen instances and a fork of the stamp; this
+  // side's contents, its active instance now empty, serialize alike.
+  thread_local query::Baggage branch;  // only to freeze into; its capacity is kept
+  contents_.SplitInto(branch);
+  branch.Clear();
+  SerializeDecoded(out, stamp_.Fork(), contents_);
 }
 
 void Baggage::SerializeTo(std::string& out) const {
@@ -302,15 +316,23 @@ void Baggage::SerializeTo(std::string& out) const {
     out += *bytes_;
     return;
   }
+  SerializeDecoded(out, stamp_, contents_);
+}
+
+void Baggage::SerializeDecoded(std::string& out, const itc::Stamp& stamp,
+                               const query::Baggage& contents) {
   static const std::string kSeed = itc::Stamp::Seed().Encode();
   // The stamp is encoded in place after a one-byte size, moved in the rare case that its
   // size needs a longer varint.
   size_t start = out.size();
+  // One allocation for the usual baggage rather than a doubling per few tuples: a guess of
+  // its size (the stamp, an instance's name and a tuple of a few values are tens of bytes).
+  out.reserve(start + 48 + 32 * (contents.frozen().size() + contents.tuples()));
   out.push_back(char(kBaggageFormatVersion));
   out.push_back(0);
-  stamp_.Encode(out);
+  stamp.Encode(out);
   size_t stamp_size = out.size() - start - 2;
-  if (contents_.tuples() == 0 && contents_.frozen().empty() &&
+  if (contents.tuples() == 0 && contents.frozen().empty() &&
       std::string_view(out).substr(start + 2) == kSeed) {
     out.resize(start);  // nothing to carry: no bytes at all
     return;
@@ -322,9 +344,9 @@ void Baggage::SerializeTo(std::string& out) const {
     PutVarint(size, stamp_size);
     out.replace(start + 1, 1, size);
   }
-  bool active = contents_.active().Tuples() > 0;
-  PutVarint(out, contents_.frozen().size() + (active ? 1 : 0));
-  for (const auto& instance : contents_.frozen()) {
+  bool active = contents.active().Tuples() > 0;
+  PutVarint(out, contents.frozen().size() + (active ? 1 : 0));
+  for (const auto& instance : contents.frozen()) {
     out.push_back(char(kFrozenInstance));
     PutVarint(out, instance->name.size());
     out += instance->name;
@@ -332,7 +354,7 @@ void Baggage::SerializeTo(std::string& out) const {
   }
   if (active) {
     out.push_back(char(kActiveInstance));
-    PutSlots(out, contents_.active().slots);
+    PutSlots(out, contents.active().slots);
   }
 }
 
@@ -364,9 +386,9 @@ Status Baggage::Decode() {
   return decode_status_;
 }
 
-void Baggage::DecodeNow() {
+void Baggage::DecodeNow(const query::Baggage* known) {
   decoded_ = true;
-  Status s = DecodeBytes();
+  Status s = DecodeBytes(known);
   if (!s.ok()) {
     GlobalBaggageCounters().decode_rejected.fetch_add(1, std::memory_order_relaxed);
     Clear();
@@ -374,7 +396,7 @@ void Baggage::DecodeNow() {
   }
 }
 
-Status Baggage::DecodeBytes() {
+Status Baggage::DecodeBytes(const query::Baggage* known) {
   Reader r(*bytes_);
   uint8_t version;
   uint64_t stamp_size;
@@ -401,15 +423,25 @@ Status Baggage::DecodeBytes() {
       WEFT_RETURN_IF_ERROR(ReadSlots(r, active.slots));
       continue;
     }
-    auto instance = std::make_shared<BaggageInstance>();
     uint64_t name_size;
     std::string_view name;
     if (!r.Bounded(kMaxNameBytes, name_size) || name_size == 0 ||
         !r.Bytes(size_t(name_size), name)) {
       return Bad(r, "bad instance name");
     }
+    const uint64_t id = HashName(name);
+    if (known != nullptr &&
+        std::any_of(known->frozen().begin(), known->frozen().end(),
+                    [&](const auto& i) { return i->id == id && i->name == name; })) {
+      // The joining side has it already (sent down with the call, back with the reply):
+      // checked as any other, but into scratch space that keeps its allocations.
+      thread_local std::vector<PackedTuples> skipped;
+      WEFT_RETURN_IF_ERROR(ReadSlots(r, skipped));
+      continue;
+    }
+    auto instance = std::make_shared<BaggageInstance>();
     instance->name = std::string(name);
-    instance->id = HashName(name);
+    instance->id = id;
     WEFT_RETURN_IF_ERROR(ReadSlots(r, instance->slots));
     frozen.push_back(std::move(instance));
   }

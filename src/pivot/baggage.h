@@ -138,6 +138,9 @@ class Baggage {
 
   // Table 4's serialize(): appends the binary form (above) to `out`.
   void SerializeTo(std::string& out) const;
+  // Split().SerializeTo(out) (a call's baggage: the branch goes, this side stays), without
+  // making the branch.
+  void SplitSerializeTo(std::string& out);
   std::string Serialize() const;
   // Table 4's deserialize(): replaces this baggage with the one in `bytes`, decoded later.
   // Refuses bytes with another version or over kMaxSerializedBytes (then this baggage is
@@ -157,11 +160,14 @@ class Baggage {
   }
 
  private:
-  void DecodeNow();
-  Status DecodeBytes();
+  // `known`: frozen instances to leave out (a branch decoded only to be joined into it).
+  void DecodeNow(const query::Baggage* known = nullptr);
+  Status DecodeBytes(const query::Baggage* known);
   // Names the active instance with an event of this branch's stamp, if it holds tuples.
   void NameActive();
   void Share(const std::vector<std::shared_ptr<const std::string>>& storage);
+  static void SerializeDecoded(std::string& out, const itc::Stamp& stamp,
+                               const query::Baggage& contents);
 
   itc::Stamp stamp_;
   query::Baggage contents_;

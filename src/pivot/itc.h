@@ -60,6 +60,13 @@ class Stamp {
 
   Stamp();  // the same as Seed()
 
+  // Exchanges two stamps' trees (four pointers; std::swap's three moves would make a
+  // temporary).
+  friend void swap(Stamp& a, Stamp& b) noexcept {
+    a.id_.swap(b.id_);
+    a.event_.swap(b.event_);
+  }
+
   // Splits this stamp's id in two disjoint halves: this stamp keeps one, the result gets
   // the other; both keep the event tree.
   Stamp Fork();

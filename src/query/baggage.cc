@@ -80,7 +80,8 @@ PackedTuples& Baggage::Active(uint32_t slot, uint32_t width, uint32_t partials) 
 
 void Baggage::SplitInto(Baggage& branch) {
   if (active_.Tuples() > 0) {
-    frozen_.push_back(std::make_shared<const BaggageInstance>(active_));
+    // Moved, not copied: the active instance starts over empty anyway.
+    frozen_.push_back(std::make_shared<const BaggageInstance>(std::move(active_)));
     ClearActive();
   }
   branch.Clear();
@@ -111,6 +112,22 @@ void Baggage::Join(const Baggage& other) {
     // baggage's own active instance stays active (its tuples were packed on this side).
     frozen_.push_back(std::make_shared<const BaggageInstance>(other.active_));
   }
+}
+
+void Baggage::Join(Baggage&& other) {
+  auto known = [&](const BaggageInstance& instance) {
+    return std::any_of(frozen_.begin(), frozen_.end(), [&](const auto& i) {
+      return i->id == instance.id && i->name == instance.name;
+    });
+  };
+  for (auto& instance : other.frozen_) {
+    if (!known(*instance)) frozen_.push_back(std::move(instance));
+  }
+  if (other.active_.Tuples() > 0 && !known(other.active_)) {
+    frozen_.push_back(std::make_shared<const BaggageInstance>(std::move(other.active_)));
+  }
+  other.frozen_.clear();
+  other.ClearActive();
 }
 
 }  // namespace weft::query

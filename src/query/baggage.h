@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "query/advice.h"
@@ -60,6 +61,14 @@ struct BaggageInstance {
 
 class Baggage {
  public:
+  // Exchanges the contents member by member (pivot::Baggage's swap, several per request).
+  friend void swap(Baggage& a, Baggage& b) noexcept {
+    a.frozen_.swap(b.frozen_);
+    std::swap(a.active_.id, b.active_.id);
+    a.active_.name.swap(b.active_.name);
+    a.active_.slots.swap(b.active_.slots);
+  }
+
   void Clear();
   size_t tuples() const;  // over every instance and slot
 
@@ -84,6 +93,9 @@ class Baggage {
   void SplitInto(Baggage& branch);
   // Table 4's join(): merges in the baggage of a branch that rejoins this one.
   void Join(const Baggage& other);
+  // The same for a branch that ends here: its instances are moved, not copied (`other` is
+  // left to be cleared).
+  void Join(Baggage&& other);
 
   // For the live baggage, which names instances and encodes them.
   using FrozenInstances = std::vector<std::shared_ptr<const BaggageInstance>>;

@@ -218,6 +218,42 @@ TEST(Baggage, BranchesSeeEachOtherOnlyAfterTheyJoin) {
   EXPECT_EQ(Unpack(root), (std::vector<int64_t>{1, 2, 3, 4}));
 }
 
+// An RPC's shortcuts: SplitSerializeTo writes what Split().Serialize() writes, and a reply
+// joined before it was decoded (its instances known here skipped in the decode) gives
+// what joining a decoded reply gives.
+TEST(Baggage, CallAndReplyShortcutsMatchSplitSerializeAndJoin) {
+  Baggage a, b;
+  Pack(a, 1);
+  Pack(b, 1);
+  std::string call_a;
+  a.SplitSerializeTo(call_a);
+  const std::string call_b = b.Split().Serialize();
+  EXPECT_EQ(call_a, call_b);
+  std::string again_a;
+  a.SplitSerializeTo(again_a);
+  EXPECT_EQ(again_a, b.Split().Serialize());
+  EXPECT_EQ(a.Serialize(), b.Serialize());  // both kept the same side
+  // The callee packs 2 and replies; a joins the bytes undecoded, b decodes them first.
+  Baggage callee;
+  ASSERT_TRUE(callee.Deserialize(call_a).ok());
+  Pack(callee, 2);
+  const std::string reply = callee.Serialize();
+  Baggage reply_a, reply_b;
+  ASSERT_TRUE(reply_a.Deserialize(reply).ok());
+  ASSERT_TRUE(reply_b.Deserialize(reply).ok());
+  ASSERT_TRUE(reply_b.Decode().ok());
+  a.Join(std::move(reply_a));
+  b.Join(std::move(reply_b));
+  EXPECT_EQ(Unpack(a), (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(a.Serialize(), b.Serialize());
+  // A malformed reply is refused all the same (a byte after the end) and adds nothing.
+  const std::string bad = reply + '\0';
+  Baggage reply_bad;
+  ASSERT_TRUE(reply_bad.Deserialize(bad).ok());
+  a.Join(std::move(reply_bad));
+  EXPECT_EQ(Unpack(a), (std::vector<int64_t>{1, 2}));
+}
+
 // A baggage that branched many times carries a stamp of more than 127 bytes (a size of
 // two varint bytes); it round trips, and its branches join back to every tuple.
 TEST(Baggage, LongStampsRoundTrip) {

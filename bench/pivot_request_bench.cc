@@ -1,0 +1,114 @@
+// What one testbed request's instrumentation costs with the case study's three queries
+// woven (docs/pivot.md; bench/pivot_testbed_overhead installs the same ones): the advice at
+// every tracepoint a request with one call fires, and the baggage's work at both ends of
+// the call, on one thread, without the sockets, threads and processes around them. The
+// testbed's servers do these steps in this order (testbed/server.cc, downstream.cc).
+//
+// The argument picks the shortcuts the testbed takes, as bits, so that each is measured
+// on its own: 0 does it as before them, 7 as now.
+//   1  replies: nothing back to a client that sent no baggage; after Reply fires, the
+//      baggage serialized again but the reply re-encoded only if advice changed it
+//   2  the call's branch serialized by SplitSerializeTo, not made and serialized
+//   4  the reply joined undecoded (the instance the call took down is skipped), not
+//      decoded whole first
+#include <benchmark/benchmark.h>
+
+#include <string>
+#include <utility>
+
+#include "pivot/baggage.h"
+#include "pivot/current_baggage.h"
+#include "pivot/live_query.h"
+#include "weft/tracepoint.h"
+
+namespace {
+
+using weft::pivot::Baggage;
+using weft::pivot::CurrentBaggage;
+
+WEFT_TRACEPOINT(kRequest, "Testbed.Request", "type", "bytes", "client", "server", "time");
+WEFT_TRACEPOINT(kCall, "Testbed.Call", "type", "bytes", "tier", "to", "server", "replicas", "time");
+WEFT_TRACEPOINT(kReply, "Testbed.Reply", "type", "status", "bytes", "latency", "server", "time");
+WEFT_TRACEPOINT(kDiskRead, "Testbed.DiskRead", "type", "bytes", "server", "duration", "time");
+
+constexpr const char* kQueries[] = {
+    "From d In Testbed.DiskRead GroupBy d.server Select d.server, COUNT, SUM(d.bytes)",
+    "From d In Testbed.DiskRead Join r In First(Testbed.Request) On r -> d "
+    "GroupBy r.server, r.type, d.server Select r.server, r.type, d.server, COUNT",
+    "From r In Testbed.Reply Join d In Testbed.DiskRead On d -> r Where r.server == \"front0\" "
+    "GroupBy r.type Select r.type, COUNT, AVERAGE(r.latency)",
+};
+
+// The thread takes up a request's baggage and puts it down (RequestBaggageScope).
+struct Scope {
+  Baggage& bag;
+  explicit Scope(Baggage& b) : bag(b) { swap(CurrentBaggage(), bag); }
+  ~Scope() { swap(CurrentBaggage(), bag); }
+};
+
+void BM_RequestWithOneCall(benchmark::State& state) {
+  const bool replies = state.range(0) & 1, split = state.range(0) & 2, join = state.range(0) & 4;
+  std::vector<std::shared_ptr<weft::pivot::LiveQuery>> queries;
+  uint32_t slot_base = 0;
+  for (const char* text : kQueries) {
+    auto q = weft::pivot::LiveQuery::Make({.id = text, .text = text, .slot_base = slot_base});
+    if (!q.ok()) {
+      state.SkipWithError(std::string(q.status().message()).c_str());
+      return;
+    }
+    slot_base += (*q)->slots();
+    (*q)->Weave();
+    queries.push_back(std::move(*q));
+  }
+  int64_t t = 1;
+  for (auto _ : state) {
+    // The front server: a request from the client, with no baggage.
+    Baggage front;
+    {
+      Scope s(front);
+      kRequest.Fire("read", 120, "127.0.0.1:4000", "front0", ++t);
+    }
+    std::string call;
+    {
+      Scope s(front);
+      if (split) {
+        CurrentBaggage().SplitSerializeTo(call);
+      } else {
+        call = CurrentBaggage().Split().Serialize();
+      }
+      kCall.Fire("block", 160, "storage", "storage0", "front0", "storage0,storage1", ++t);
+    }
+    // The storage server.
+    std::string reply;
+    {
+      Baggage storage;
+      (void)storage.Deserialize(call);
+      Scope s(storage);
+      kRequest.Fire("block", 160, "127.0.0.1:4001", "storage0", ++t);
+      kDiskRead.Fire("block", 65536, "storage0", 0, ++t);
+      reply = CurrentBaggage().Serialize();
+      kReply.Fire("block", "ok", 1100, 10, "storage0", ++t);
+      std::string again = CurrentBaggage().Serialize();
+      if (!replies || again != reply) reply = std::move(again);
+    }
+    // The front joins the reply and replies to the client.
+    {
+      Scope s(front);
+      Baggage back;
+      (void)back.Deserialize(reply);
+      if (!join) (void)back.Decode();
+      CurrentBaggage().Join(std::move(back));
+      std::string to_client;
+      if (!replies) to_client = CurrentBaggage().Serialize();
+      kReply.Fire("read", "ok", 1100, 10, "front0", ++t);
+      if (!replies) to_client = CurrentBaggage().Serialize();
+      benchmark::DoNotOptimize(to_client);
+    }
+  }
+  for (auto& q : queries) q->Unweave();
+}
+BENCHMARK(BM_RequestWithOneCall)->Arg(0)->Arg(1)->Arg(2)->Arg(4)->Arg(7);
+
+}  // namespace
+
+BENCHMARK_MAIN();
