@@ -85,6 +85,8 @@ struct Agent::State {
   std::atomic<uint64_t>* fork_refused = nullptr;  // in a MAP_SHARED page: children count
   std::atomic<bool> reader_stop{false};
   std::thread reader;
+  std::mutex children_mu;   // one reader of the pipe at a time, so records stay whole
+  std::string children_in;  // bytes read from the pipe, not yet a whole record
   ~State() {
     if (fork_pipe[0] >= 0) close(fork_pipe[0]);
     if (fork_pipe[1] >= 0) close(fork_pipe[1]);
@@ -92,6 +94,8 @@ struct Agent::State {
   }
   Status OpenForkPipe();
   void ReadChildren();
+  // Reads and adds every record in the pipe now (the pipe's end is non-blocking).
+  void DrainChildren();
 
   void Loop();
   void Handle(const std::string& subject, const std::string& payload);
@@ -140,10 +144,10 @@ void ForkChild() {
 Status Agent::State::OpenForkPipe() {
   static const int atfork = pthread_atfork(&ForkPrepare, &ForkParent, &ForkChild);
   (void)atfork;
-  if (pipe2(fork_pipe, O_CLOEXEC) != 0) {
+  // Non-blocking at both ends: a child never waits to write, the agent never to read.
+  if (pipe2(fork_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
     return Status::IoError("pipe for forked children: {}", std::strerror(errno));
   }
-  fcntl(fork_pipe[1], F_SETFL, fcntl(fork_pipe[1], F_GETFL) | O_NONBLOCK);
   void* page = mmap(nullptr, sizeof(std::atomic<uint64_t>), PROT_READ | PROT_WRITE,
                     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (page == MAP_FAILED) {
@@ -157,13 +161,17 @@ Status Agent::State::OpenForkPipe() {
 }
 
 void Agent::State::ReadChildren() {
-  std::string in;
-  char chunk[1 << 16];
   while (!reader_stop.load()) {
     pollfd p{fork_pipe[0], POLLIN, 0};
-    if (poll(&p, 1, 100) <= 0) continue;
-    ssize_t n = read(fork_pipe[0], chunk, sizeof chunk);
-    if (n <= 0) continue;
+    if (poll(&p, 1, 100) > 0) DrainChildren();
+  }
+}
+
+void Agent::State::DrainChildren() {
+  std::lock_guard children_lock(children_mu);
+  std::string& in = children_in;
+  char chunk[1 << 16];
+  for (ssize_t n; (n = read(fork_pipe[0], chunk, sizeof chunk)) > 0;) {
     in.append(chunk, size_t(n));
     size_t at = 0;
     while (in.size() - at >= sizeof(uint32_t)) {
@@ -188,7 +196,11 @@ void Agent::State::ReadChildren() {
         auto it = queries.find(record->id);
         if (it != queries.end()) q = it->second.query;
       }
-      if (q != nullptr) q->AddFromChild(*record);  // else uninstalled since: too late
+      if (q != nullptr) {
+        q->AddFromChild(*record);
+      } else {  // uninstalled since (Uninstall drains first, so a child's late firing)
+        fork_refused->fetch_add(1, std::memory_order_relaxed);
+      }
     }
     in.erase(0, at);
   }
@@ -401,6 +413,9 @@ void Agent::State::Install(const InstallMessage& m) {
 }
 
 void Agent::State::Uninstall(const std::string& id) {
+  // What children emitted before the uninstall is in the pipe (a child writes before it
+  // replies): add it while the query is still there to take it.
+  if (fork_pipe[0] >= 0) DrainChildren();
   Installed q;
   {
     std::lock_guard lock(mu);
