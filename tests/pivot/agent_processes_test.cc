@@ -114,6 +114,16 @@ class AgentProcessesTest : public ::testing::Test {
     fs::remove_all(dir_);
   }
 
+  // Starts a nats-server on a free port (kept in server_, killed at the end) and returns
+  // its URL, or "" if it did not start.
+  std::string StartNats(int* port_out = nullptr) {
+    const int port = PickFreeTcpPort();
+    server_ = StartNatsServer(NATS_SERVER, port);
+    if (server_ <= 0) return "";
+    if (port_out != nullptr) *port_out = port;
+    return "nats://127.0.0.1:" + std::to_string(port);
+  }
+
   // Three peers on `url`, firing every `period_us`, forking every `fork_every` firings.
   void StartPeers(const std::string& url, int64_t period_us, uint64_t fork_every = 0) {
     for (int i = 0; i < kPeers; ++i) {
@@ -237,10 +247,8 @@ TEST_F(AgentProcessesTest, ResultsOfThreeProgramsOverTheEmbeddedBus) {
 }
 
 TEST_F(AgentProcessesTest, ResultsOfThreeProgramsOverNats) {
-  const int port = PickFreeTcpPort();
-  server_ = StartNatsServer(NATS_SERVER, port);
-  ASSERT_GT(server_, 0) << "nats-server did not start on port " << port;
-  const std::string url = "nats://127.0.0.1:" + std::to_string(port);
+  const std::string url = StartNats();
+  ASSERT_FALSE(url.empty()) << "nats-server did not start";
   auto bus = OpenBus(url);
   ASSERT_TRUE(bus.ok()) << bus.status().message();
   StartPeers(url, 1000);
@@ -252,10 +260,9 @@ TEST_F(AgentProcessesTest, ResultsOfThreeProgramsOverNats) {
 // their next results and list replies), the front end's session reconnects, and
 // intervals after the restart have all three agents again.
 TEST_F(AgentProcessesTest, NatsServerKilledWhileAQueryRuns) {
-  const int port = PickFreeTcpPort();
-  server_ = StartNatsServer(NATS_SERVER, port);
-  ASSERT_GT(server_, 0) << "nats-server did not start on port " << port;
-  const std::string url = "nats://127.0.0.1:" + std::to_string(port);
+  int port = 0;
+  const std::string url = StartNats(&port);
+  ASSERT_FALSE(url.empty()) << "nats-server did not start";
   auto bus = OpenBus(url);
   ASSERT_TRUE(bus.ok()) << bus.status().message();
   StartPeers(url, 1000);
