@@ -7,6 +7,15 @@
 #include <cstdio>
 #include <string>
 
+// A test that runs a program under weft capture skips in an AddressSanitizer build: the
+// sanitizer's runtime must come first and refuses a preloaded library.
+#if defined(__SANITIZE_ADDRESS__)
+#define SKIP_UNDER_ASAN() \
+  GTEST_SKIP() << "weft is built with AddressSanitizer, which refuses a preloaded library"
+#else
+#define SKIP_UNDER_ASAN() (void)0
+#endif
+
 namespace weft::testing {
 
 struct CommandRun {

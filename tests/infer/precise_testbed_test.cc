@@ -144,13 +144,6 @@ class PreciseTestbedTest : public ::testing::Test {
   fs::path base_;
 };
 
-#if defined(__SANITIZE_ADDRESS__)
-#define SKIP_UNDER_ASAN() \
-  GTEST_SKIP() << "weft is built with AddressSanitizer, which refuses a preloaded library"
-#else
-#define SKIP_UNDER_ASAN() (void)0
-#endif
-
 // Both assumptions hold: one thread reads, works on and answers each request.
 TEST_F(PreciseTestbedTest, ThreadPerConnectionIsExact) {
   SKIP_UNDER_ASAN();

@@ -32,13 +32,6 @@ namespace {
 namespace fs = std::filesystem;
 using weft::testing::Weft;
 
-#if defined(__SANITIZE_ADDRESS__)
-#define SKIP_UNDER_ASAN() \
-  GTEST_SKIP() << "weft is built with AddressSanitizer, which refuses a preloaded library"
-#else
-#define SKIP_UNDER_ASAN() (void)0
-#endif
-
 // `text` over every instance of `events`.
 QueryResult RunQuery(const std::string& text, BlackBoxEvents& events) {
   Result<Program> program = ParseProgram(text);

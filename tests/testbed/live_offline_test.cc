@@ -315,13 +315,6 @@ class LiveOfflineTest : public ::testing::Test {
   std::string dir_;
 };
 
-#if defined(__SANITIZE_ADDRESS__)
-#define SKIP_UNDER_ASAN() \
-  GTEST_SKIP() << "weft is built with AddressSanitizer, which refuses a preloaded library"
-#else
-#define SKIP_UNDER_ASAN() (void)0
-#endif
-
 // Prints each group live and offline and their difference (docs/pivot.md "Live and
 // offline on the same run" shows runs): live is the truth, and offline is what the
 // inferred paths make of the same messages.
