@@ -54,10 +54,14 @@ struct Child {
 // How long the servers get, after the load ends, to finish the last requests' work.
 constexpr std::chrono::milliseconds kDrain{200};
 
-// Stops every server: SIGTERM, up to a second to exit, then SIGKILL. Always reaps.
+// Stops every server: SIGTERM, up to a second to exit, then SIGKILL. Always reaps. Then
+// the same for what is left of each server's process group (its forked or spawned
+// children, which a stuck child would otherwise outlive the run in, holding its pipes).
 void StopAll(std::vector<Child>& children) {
+  std::vector<pid_t> groups;
   for (Child& c : children) {
     if (c.pid > 0) kill(c.pid, SIGTERM);
+    if (c.pid > 0) groups.push_back(c.pid);
   }
   TimeNs deadline = WallNow() + kSecond;
   for (Child& c : children) {
@@ -75,6 +79,14 @@ void StopAll(std::vector<Child>& children) {
     }
     if (c.listen_fd >= 0) close(c.listen_fd);
     c.listen_fd = -1;
+  }
+  deadline = WallNow() + kSecond;
+  for (pid_t group : groups) {
+    if (kill(-group, SIGTERM) != 0) continue;  // ESRCH: nothing left
+    while (kill(-group, 0) == 0 && WallNow() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    kill(-group, SIGKILL);
   }
 }
 
@@ -141,6 +153,7 @@ Result<RunReport> RunTestbed(Topology topo, const RunOptions& options) {
       ServerChild(topo, slots[k].tier, slots[k].index, children[k].listen_fd, parent,
                   options.out_dir, children);
     }
+    setpgid(pid, pid);  // as the child does, so that StopAll finds the group either way
     children[k].pid = pid;
   }
   std::vector<std::pair<std::string, int>> server_pids;

@@ -329,7 +329,18 @@ void RunLive(const std::string& model, const std::vector<LiveQuery>& queries,
                   queries, check);
 }
 
-class PivotTestbedTest : public ::testing::TestWithParam<std::string> {};
+class PivotTestbedTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+#if defined(__SANITIZE_ADDRESS__)
+    // GCC 12's AddressSanitizer does not lock its allocator across fork (LLVM's does from
+    // release 17): a child forked while another of the server's threads allocates waits
+    // forever at its own first allocation of that size (seen in gdb, in the agent's
+    // pthread_atfork handler and in the child's request), and its request is lost.
+    if (GetParam() == "fork") GTEST_SKIP() << "the fork model deadlocks under this ASan";
+#endif
+  }
+};
 
 // Queries within one process: counts per type, a happened-before join of each call with
 // the request that made it, and the disk reads per storage replica (the biased one shows).
@@ -354,12 +365,6 @@ TEST_P(PivotTestbedTest, LiveCountsEqualTruth) {
 // read (baggage sent down with the call), and every disk read seen again at the front's
 // reply (baggage brought back with the reply and joined).
 TEST_P(PivotTestbedTest, BaggageCrossesProcessesBothWays) {
-#if defined(__SANITIZE_ADDRESS__)
-  // A known defect, not yet found (docs/pivot.md, "Not yet"): slowed down by
-  // AddressSanitizer, the fork model's "up" join misses 1-3 of about 60 tuples in a run,
-  // with no drop counted. Exact in every release-build run so far.
-  if (GetParam() == "fork") GTEST_SKIP() << "fork model's up join under AddressSanitizer";
-#endif
   RunLive(GetParam(),
           {{"down",
             "From d In Testbed.DiskRead Join r In First(Testbed.Request) On r -> d "
