@@ -87,6 +87,7 @@ class Loop {
         tier_(topo.tiers[tier]),
         name_(tier_.servers[index].name),
         index_(index),
+        called_by_servers_(tier > 0),
         log_(log),
         rng_(uint64_t(WallNow())),
         balancer_(topo, name_) {}
@@ -126,7 +127,8 @@ class Loop {
   const Topology& topo_;
   const Tier& tier_;
   std::string name_;
-  const int index_;  // this server's index in its tier
+  const int index_;               // this server's index in its tier
+  const bool called_by_servers_;  // not the first tier: replies carry baggage back
   TruthLog& log_;
   std::mt19937_64 rng_;
   Balancer balancer_;
@@ -273,7 +275,7 @@ void Loop::OnRequest(const std::shared_ptr<EvConn>& c, const Frame& f, size_t by
   r->rt = &tier_.requests[f.request_type];
   r->received = WallNow();
   // The caller's baggage, deserialized when first used.
-  ReceiveBaggage(r->bag, f.baggage);
+  ReceiveBaggage(r->bag, f.baggage, called_by_servers_);
   {
     RequestBaggageScope baggage(r->bag);
     kRequestTracepoint.Fire(r->rt->name, bytes, c->conn->peer, name_, r->received);

@@ -57,15 +57,15 @@ void JoinReplyBaggage(std::string_view bytes) {
   if (branch.Deserialize(bytes).ok()) pivot::CurrentBaggage().Join(std::move(branch));
 }
 
-std::shared_ptr<RequestBaggage> ReceivedBaggage(std::string_view bytes) {
+std::shared_ptr<RequestBaggage> ReceivedBaggage(std::string_view bytes, bool from_server) {
   auto bag = std::make_shared<RequestBaggage>();
-  ReceiveBaggage(*bag, bytes);
+  ReceiveBaggage(*bag, bytes, from_server);
   return bag;
 }
 
-void ReceiveBaggage(RequestBaggage& bag, std::string_view bytes) {
+void ReceiveBaggage(RequestBaggage& bag, std::string_view bytes, bool from_server) {
   // Refused bytes (counted in pivot::GlobalBaggageCounters) leave a new request's baggage.
-  bag.from_caller = !bytes.empty();
+  bag.from_caller = from_server || !bytes.empty();
   if (!bytes.empty()) (void)bag.live.Deserialize(bytes);
 }
 

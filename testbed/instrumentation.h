@@ -55,9 +55,9 @@ int64_t TimeIfWoven(const ::weft::pivot::Tracepoint& tracepoint);
 struct RequestBaggage {
   ::weft::pivot::Baggage live;
   bool installed = false;  // a RequestBaggageScope holds it now (and `live` the thread's own)
-  // The request arrived with baggage, so its reply carries it back. A request that
-  // arrived with none came from a caller that keeps none (the client, the request's
-  // root); an instrumented server's call always carries some (a branch's stamp).
+  // The reply carries the baggage back: the caller keeps one. Another server does (every
+  // tier's caller but the first's, whose caller is the load client), even when its call
+  // carried none (an empty baggage travels as nothing); the client does when it sent one.
   bool from_caller = false;
 };
 
@@ -77,10 +77,10 @@ bool BaggageForReplyChanged(std::string& bytes);
 // if it carried none or it does not deserialize.
 void JoinReplyBaggage(std::string_view bytes);
 // A request's baggage as it arrives: deserialized lazily (an empty request baggage when
-// `bytes` is empty).
-std::shared_ptr<RequestBaggage> ReceivedBaggage(std::string_view bytes);
+// `bytes` is empty). `from_server`: the caller is another server (see from_caller).
+std::shared_ptr<RequestBaggage> ReceivedBaggage(std::string_view bytes, bool from_server);
 // The same into `bag` (a request's own member).
-void ReceiveBaggage(RequestBaggage& bag, std::string_view bytes);
+void ReceiveBaggage(RequestBaggage& bag, std::string_view bytes, bool from_server);
 
 // A branch of this thread's current baggage (Table 4's split), for a thread spawned for the
 // request; JoinCurrentBaggage joins it back when that thread ends. An unused branch joins
@@ -111,12 +111,12 @@ inline std::string BaggageForCall() { return {}; }
 inline std::string BaggageForReply() { return {}; }
 inline bool BaggageForReplyChanged(std::string&) { return false; }
 inline void JoinReplyBaggage(std::string_view) {}
-inline std::shared_ptr<RequestBaggage> ReceivedBaggage(std::string_view) {
+inline std::shared_ptr<RequestBaggage> ReceivedBaggage(std::string_view, bool) {
   // One shared empty baggage with no control block: no allocation, no reference count.
   static RequestBaggage none;
   return std::shared_ptr<RequestBaggage>(std::shared_ptr<void>(), &none);
 }
-inline void ReceiveBaggage(RequestBaggage&, std::string_view) {}
+inline void ReceiveBaggage(RequestBaggage&, std::string_view, bool) {}
 inline RequestBaggage BranchCurrentBaggage() { return {}; }
 inline void JoinCurrentBaggage(RequestBaggage&&) {}
 class RequestBaggageScope {

@@ -140,6 +140,7 @@ class Server {
         tier_(topo.tiers[tier]),
         spec_(tier_.servers[index]),
         spec_index_(index),
+        called_by_servers_(tier > 0),
         log_(std::move(log)),
         caller_(topo, tier_, spec_, *log_) {}
 
@@ -200,6 +201,9 @@ class Server {
   const Tier& tier_;
   const ServerSpec& spec_;
   const int spec_index_;  // spec_'s index in its tier
+  // Its callers are servers, which keep the baggage its replies carry back (every tier
+  // but the first, which the load client calls).
+  const bool called_by_servers_;
   std::unique_ptr<TruthLog> log_;
   DownstreamCaller caller_;
   // This process is a fork child serving one request (ThreadingModel::kFork).
@@ -264,7 +268,7 @@ bool Server::Admit(Job& job, size_t bytes) {
                known ? std::string_view(TypeOf(request).name) : "?", WallNow());
   if (known) {
     // The caller's baggage, deserialized when first used.
-    job.bag = ReceivedBaggage(request.baggage);
+    job.bag = ReceivedBaggage(request.baggage, called_by_servers_);
     job.received = WallNow();
     RequestBaggageScope baggage(*job.bag);
     kRequestTracepoint.Fire(TypeOf(request).name, bytes, conn.peer, spec_.name, job.received);

@@ -2,7 +2,12 @@
 // its lazy, bounded decoder (the format is in baggage.h).
 #include "pivot/baggage.h"
 
+#include <pthread.h>
+#include <sys/random.h>
+#include <time.h>
+
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -30,6 +35,45 @@ enum : uint8_t { kValueNull = 0, kValueInt = 1, kValueFloat = 2, kValueString = 
 enum : uint8_t { kFrozenInstance = 0, kActiveInstance = 1 };
 
 uint64_t HashName(std::string_view name) { return std::hash<std::string_view>{}(name); }
+
+// ---- origins ----
+
+// Forks seen by this process: a thread's generator draws anew after one, or a child and
+// its parent would hand out the same origins.
+std::atomic<uint32_t> g_forks{0};
+void CountFork() { g_forks.fetch_add(1, std::memory_order_relaxed); }
+
+uint64_t Mix(uint64_t z) {  // splitmix64's finaliser
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+// A random 64-bit origin for a new lineage: a counter per thread, its start drawn from the
+// kernel's entropy (the time and the thread's address if that fails), whitened.
+uint64_t NewOrigin() {
+  static const int atfork = pthread_atfork(nullptr, nullptr, &CountFork);
+  (void)atfork;
+  thread_local uint64_t next = 0;
+  thread_local uint32_t forks = UINT32_MAX;
+  const uint32_t now = g_forks.load(std::memory_order_relaxed);
+  if (forks != now) {
+    forks = now;
+    if (getrandom(&next, sizeof next, GRND_NONBLOCK) != ssize_t(sizeof next)) {
+      timespec t{};
+      clock_gettime(CLOCK_MONOTONIC, &t);
+      next = Mix(uint64_t(t.tv_nsec) ^ (uint64_t(t.tv_sec) << 32) ^ uint64_t(uintptr_t(&next)));
+    }
+  }
+  const uint64_t origin = Mix(next += 0x9e3779b97f4a7c15ull);
+  return origin != 0 ? origin : 1;
+}
+
+void PutOrigin(std::string& out, uint64_t origin) {
+  char buf[8];
+  for (int i = 0; i < 8; ++i) buf[i] = char(uint8_t(origin >> (8 * i)));
+  out.append(buf, 8);
+}
 
 // ---- encoding ----
 
@@ -210,10 +254,11 @@ Status ReadSlots(Reader& r, std::vector<PackedTuples>& slots) {
 
 }  // namespace
 
-Baggage::Baggage() = default;
+Baggage::Baggage() : origin_(NewOrigin()) {}
 // A moved-from baggage is a fresh, empty one, never a stamp without trees.
 Baggage::Baggage(Baggage&& other) noexcept
-    : stamp_(std::move(other.stamp_)),
+    : origin_(other.origin_),
+      stamp_(std::move(other.stamp_)),
       contents_(std::move(other.contents_)),
       decoded_(other.decoded_),
       bytes_(std::move(other.bytes_)),
@@ -224,6 +269,7 @@ Baggage::Baggage(Baggage&& other) noexcept
 
 Baggage& Baggage::operator=(Baggage&& other) noexcept {
   if (this != &other) {
+    origin_ = other.origin_;
     stamp_ = std::move(other.stamp_);
     contents_ = std::move(other.contents_);
     decoded_ = other.decoded_;
@@ -238,6 +284,7 @@ Baggage::~Baggage() = default;
 
 void swap(Baggage& a, Baggage& b) noexcept {
   using std::swap;
+  swap(a.origin_, b.origin_);
   swap(a.stamp_, b.stamp_);
   swap(a.contents_, b.contents_);
   swap(a.decoded_, b.decoded_);
@@ -248,6 +295,7 @@ void swap(Baggage& a, Baggage& b) noexcept {
 }
 
 void Baggage::Clear() {
+  origin_ = NewOrigin();
   stamp_ = itc::Stamp::Seed();
   contents_.Clear();
   decoded_ = true;
@@ -273,6 +321,7 @@ void Baggage::NameActive() {
   if (contents_.active().Tuples() == 0) return;
   stamp_.Event();  // never anonymous: Deserialize refuses id 0 and Fork never makes it
   std::string name;
+  PutOrigin(name, origin_);
   stamp_.EncodeEvent(name);
   uint64_t id = HashName(name);
   contents_.NameActive(id, std::move(name));
@@ -283,32 +332,42 @@ Baggage Baggage::Split() {
   NameActive();
   Baggage branch;
   contents_.SplitInto(branch.contents_);
+  branch.origin_ = origin_;
   branch.stamp_ = stamp_.Fork();
   branch.storage_ = storage_;
   return branch;
 }
 
 void Baggage::Join(Baggage&& branch) {
+  // A reply that carried nothing (sent as no bytes at all) brings nothing to join.
+  if (branch.decoded_ && branch.contents_.tuples() == 0 && branch.contents_.frozen().empty()) {
+    branch.Clear();
+    return;
+  }
   if (!decoded_) DecodeNow();
   // The branch's instances this side holds already are left out of its decode: the join
   // would drop them.
   if (!branch.decoded_) branch.DecodeNow(&contents_);
   branch.NameActive();
   contents_.Join(std::move(branch.contents_));
-  stamp_.Join(branch.stamp_);
+  // A branch of another lineage (it started from nothing in another process) named its
+  // instances with its own origin; its stamp's id is not disjoint from this one's, so it
+  // is not joined in (baggage.h, "Naming instances").
+  if (branch.origin_ == origin_) stamp_.Join(branch.stamp_);
   Share(branch.storage_);
   branch.Clear();
 }
 
 void Baggage::SplitSerializeTo(std::string& out) {
   if (!decoded_) DecodeNow();
+  if (contents_.tuples() == 0 && contents_.frozen().empty()) return;  // sent as nothing
   NameActive();
   // The branch Split would make holds the frozen instances and a fork of the stamp; this
   // side's contents, its active instance now empty, serialize alike.
   thread_local query::Baggage branch;  // only to freeze into; its capacity is kept
   contents_.SplitInto(branch);
   branch.Clear();
-  SerializeDecoded(out, stamp_.Fork(), contents_);
+  SerializeDecoded(out, origin_, stamp_.Fork(), contents_);
 }
 
 void Baggage::SerializeTo(std::string& out) const {
@@ -316,12 +375,12 @@ void Baggage::SerializeTo(std::string& out) const {
     out += *bytes_;
     return;
   }
-  SerializeDecoded(out, stamp_, contents_);
+  SerializeDecoded(out, origin_, stamp_, contents_);
 }
 
-void Baggage::SerializeDecoded(std::string& out, const itc::Stamp& stamp,
+void Baggage::SerializeDecoded(std::string& out, uint64_t origin, const itc::Stamp& stamp,
                                const query::Baggage& contents) {
-  static const std::string kSeed = itc::Stamp::Seed().Encode();
+  if (contents.tuples() == 0 && contents.frozen().empty()) return;  // nothing to carry
   // The stamp is encoded in place after a one-byte size, moved in the rare case that its
   // size needs a longer varint.
   size_t start = out.size();
@@ -329,20 +388,17 @@ void Baggage::SerializeDecoded(std::string& out, const itc::Stamp& stamp,
   // its size (the stamp, an instance's name and a tuple of a few values are tens of bytes).
   out.reserve(start + 48 + 32 * (contents.frozen().size() + contents.tuples()));
   out.push_back(char(kBaggageFormatVersion));
+  PutOrigin(out, origin);
+  const size_t size_at = out.size();
   out.push_back(0);
   stamp.Encode(out);
-  size_t stamp_size = out.size() - start - 2;
-  if (contents.tuples() == 0 && contents.frozen().empty() &&
-      std::string_view(out).substr(start + 2) == kSeed) {
-    out.resize(start);  // nothing to carry: no bytes at all
-    return;
-  }
+  size_t stamp_size = out.size() - size_at - 1;
   if (stamp_size < 0x80) {
-    out[start + 1] = char(stamp_size);
+    out[size_at] = char(stamp_size);
   } else {
     std::string size;
     PutVarint(size, stamp_size);
-    out.replace(start + 1, 1, size);
+    out.replace(size_at, 1, size);
   }
   bool active = contents.active().Tuples() > 0;
   PutVarint(out, contents.frozen().size() + (active ? 1 : 0));
@@ -399,10 +455,13 @@ void Baggage::DecodeNow(const query::Baggage* known) {
 Status Baggage::DecodeBytes(const query::Baggage* known) {
   Reader r(*bytes_);
   uint8_t version;
+  std::string_view origin_bytes;
+  if (!r.Byte(version) || !r.Bytes(8, origin_bytes)) return Bad(r, "no origin");
+  uint64_t origin = 0;
+  for (int i = 0; i < 8; ++i) origin |= uint64_t(uint8_t(origin_bytes[size_t(i)])) << (8 * i);
   uint64_t stamp_size;
   std::string_view stamp_bytes;
-  if (!r.Byte(version) || !r.Bounded(kMaxStampBytes, stamp_size) ||
-      !r.Bytes(size_t(stamp_size), stamp_bytes)) {
+  if (!r.Bounded(kMaxStampBytes, stamp_size) || !r.Bytes(size_t(stamp_size), stamp_bytes)) {
     return Bad(r, "bad stamp size");
   }
   auto stamp = itc::Stamp::Decode(stamp_bytes);
@@ -446,6 +505,7 @@ Status Baggage::DecodeBytes(const query::Baggage* known) {
     frozen.push_back(std::move(instance));
   }
   if (r.left() != 0) return Bad(r, "bytes after the baggage");
+  origin_ = origin;
   stamp_ = std::move(*stamp);
   contents_.Restore(std::move(frozen), std::move(active));
   storage_.push_back(std::move(bytes_));

@@ -14,20 +14,27 @@
 //
 // Naming instances. Offline, instance ids come from a process-wide counter; live, two
 // processes would hand out the same ids, and joining their branches would drop tuples (or
-// count them twice). Here every baggage holds a stamp whose id is disjoint from that of
-// every other live branch of the request: Split forks it, Join joins it. An instance is
-// named just before it can meet instances from another branch -- when Split freezes the
-// active instance, and when Join takes in the other side's active instance -- by one
-// Event() of the owning branch's stamp; its name is the encoded event tree right after
-// that event. Two distinct events have distinct causal pasts (one contains the other
-// strictly, or neither contains the other), and the normal form is unique, so two
-// instances never get the same name, whichever processes named them; an instance shared
-// from before a split keeps its name on both sides, so the join dedupes it. The 64-bit id
-// is a hash of the name for a quick compare; equality also compares the names. The active
-// instance stays unnamed while it is only packed into, so a request that never branches
-// never pays for an event.
+// count them twice). Here every baggage belongs to a lineage -- a random 64-bit origin
+// drawn when it started empty, and a stamp whose id is disjoint from that of every other
+// live branch of the lineage: Split forks it, Join joins it. An instance is named just
+// before it can meet instances from another branch -- when Split freezes the active
+// instance, and when Join takes in the other side's active instance -- by one Event() of
+// the owning branch's stamp; its name is the origin followed by the encoded event tree
+// right after that event. Within a lineage two distinct events have distinct causal pasts
+// (one contains the other strictly, or neither contains the other), and the normal form
+// is unique, so two instances never get the same name, whichever processes named them;
+// lineages differ by origin (two of them draw the same 64 random bits with odds of 2^-64).
+// An instance shared from before a split keeps its name on both sides, so the join
+// dedupes it. The 64-bit id is a hash of the name for a quick compare; equality also
+// compares the names. The active instance stays unnamed while it is only packed into, so
+// a request that never branches never pays for an event.
 //
-// Every baggage of one request descends from one Seed (Clear() starts a new request).
+// A baggage with no tuples serializes to nothing, as Pivot's does, whatever its stamp: a
+// request that no query packs into costs its calls and replies no bytes, no fork and no
+// join. The receiver of nothing starts a lineage of its own. When a branch of another
+// lineage is joined (a reply from such a receiver), its instances come in with their
+// names and its stamp is left out: its id may overlap this lineage's.
+//
 // Serialize is for a hand-off: the receiver continues this branch, stamp included. To send
 // a branch while the sender goes on (an RPC), Split first and serialize the branch;
 // serializing one baggage to two receivers would give them the same id.
@@ -45,9 +52,10 @@
 //
 // Binary form, version 1 (integers are LEB128 varints, minimal; zigzag for signed;
 // doubles are 8 bytes little-endian IEEE 754):
-//   baggage   := 0x01 stamp_size stamp instances
-//                (or nothing at all: no tuples and a seed stamp, what a request carries
-//                when no query packs anything and it never branched)
+//   baggage   := 0x02 origin stamp_size stamp instances
+//                (or nothing at all: no tuples, what a request carries when no query
+//                packs anything)
+//   origin    := 8 bytes, little-endian: the lineage's random origin
 //   stamp     := the interval tree clock's encoding (itc.h), at most kMaxStampBytes
 //   instances := count (<= kMaxInstances), then each instance:
 //   instance  := 0x00 name_size name slots   a frozen instance (name 1..kMaxNameBytes)
@@ -67,10 +75,6 @@
 // form it re-encodes to is stable: Serialize(Decode(Serialize(Decode(b)))) equals
 // Serialize(Decode(b)).
 //
-// Departure from the paper: Pivot's empty baggage always serializes to 0 bytes; here a
-// baggage that has branched carries its stamp (a few bytes) even with no tuples, because
-// two receivers that both started from a seed would name instances alike.
-//
 // Thread safety: none; one baggage belongs to one thread at a time (hand it over with a
 // move). BaggageCounters are atomic.
 #pragma once
@@ -88,7 +92,7 @@
 
 namespace weft::pivot {
 
-inline constexpr uint8_t kBaggageFormatVersion = 1;
+inline constexpr uint8_t kBaggageFormatVersion = 2;
 inline constexpr size_t kMaxSerializedBytes = size_t{1} << 20;
 inline constexpr size_t kMaxStampBytes = 4096;
 inline constexpr size_t kMaxNameBytes = 4096;
@@ -166,9 +170,10 @@ class Baggage {
   // Names the active instance with an event of this branch's stamp, if it holds tuples.
   void NameActive();
   void Share(const std::vector<std::shared_ptr<const std::string>>& storage);
-  static void SerializeDecoded(std::string& out, const itc::Stamp& stamp,
+  static void SerializeDecoded(std::string& out, uint64_t origin, const itc::Stamp& stamp,
                                const query::Baggage& contents);
 
+  uint64_t origin_;  // the lineage (above)
   itc::Stamp stamp_;
   query::Baggage contents_;
   // Decoded or not: when not, bytes_ holds the serialized form and contents_ is empty.

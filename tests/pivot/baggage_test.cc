@@ -47,11 +47,42 @@ TEST(Baggage, EmptyBaggageSerializesToNothing) {
   Baggage c;
   ASSERT_TRUE(c.Deserialize("").ok());
   EXPECT_EQ(c.tuples(), 0u);
-  // Once it has branched it carries its stamp, so that two receivers name apart.
+  // Nor once it has branched: a call and its reply that carry no tuples carry no bytes.
   Baggage branch = b.Split();
-  EXPECT_NE(b.Serialize(), "");
-  EXPECT_NE(branch.Serialize(), "");
-  EXPECT_NE(b.Serialize(), branch.Serialize());
+  EXPECT_EQ(b.Serialize(), "");
+  EXPECT_EQ(branch.Serialize(), "");
+  std::string call = "x";
+  b.SplitSerializeTo(call);
+  EXPECT_EQ(call, "x");
+  // A tuple makes it carry its lineage: version, origin, stamp, the instance.
+  Pack(b, 7);
+  EXPECT_EQ(b.Serialize().substr(0, 1), "\x02");
+  EXPECT_GT(b.Serialize().size(), 10u);
+}
+
+// Two receivers of nothing start lineages of their own; the tuples they pack come back to
+// the caller and are all kept, however their stamps overlap.
+TEST(Baggage, RepliesFromReceiversOfNothingAreAllKept) {
+  Baggage root;
+  Pack(root, 1);
+  Baggage empty_root;
+  std::vector<Baggage> receivers;
+  for (int i = 0; i < 3; ++i) {
+    std::string call;
+    empty_root.SplitSerializeTo(call);
+    ASSERT_EQ(call, "");
+    receivers.emplace_back();
+    ASSERT_TRUE(receivers.back().Deserialize(call).ok());
+    Pack(receivers.back(), 10 + i);
+    Baggage grandchild = RoundTrip(receivers.back().Split());
+    Pack(grandchild, 20 + i);
+    receivers.back().Join(RoundTrip(grandchild));
+  }
+  for (Baggage& r : receivers) root.Join(RoundTrip(r));
+  EXPECT_EQ(Unpack(root), (std::vector<int64_t>{1, 10, 11, 12, 20, 21, 22}));
+  // And again through a round trip of the whole.
+  Baggage again = RoundTrip(root);
+  EXPECT_EQ(Unpack(again), (std::vector<int64_t>{1, 10, 11, 12, 20, 21, 22}));
 }
 
 TEST(Baggage, EveryKindOfValueRoundTrips) {
@@ -174,7 +205,7 @@ TEST(Baggage, BadBytesAreRefusedAndCounted) {
   uint64_t refused = counters.deserialize_rejected.load();
   uint64_t bad = counters.decode_rejected.load();
   Baggage b;
-  EXPECT_FALSE(b.Deserialize(std::string("\x02\x02\x01\x00\x00", 5)).ok());  // version 2
+  EXPECT_FALSE(b.Deserialize(std::string("\x03\x02\x01\x00\x00", 5)).ok());  // version 3
   EXPECT_EQ(counters.deserialize_rejected.load(), refused + 1);
   EXPECT_FALSE(b.Deserialize(std::string(kMaxSerializedBytes + 1, '\x01')).ok());
   EXPECT_EQ(counters.deserialize_rejected.load(), refused + 2);
@@ -196,7 +227,11 @@ TEST(Baggage, BadBytesAreRefusedAndCounted) {
   Baggage t;
   ASSERT_TRUE(t.Deserialize(bytes + "x").ok());
   EXPECT_FALSE(t.Decode().ok());
-  ASSERT_TRUE(t.Deserialize(std::string("\x01\x02\x00\x00\x00", 5)).ok());
+  ASSERT_TRUE(t.Deserialize(std::string("\x02"
+                                        "12345678"
+                                        "\x02\x00\x00\x00",
+                                        13))
+                  .ok());
   EXPECT_FALSE(t.Decode().ok());
   EXPECT_NE(t.decode_status().message().find("anonymous"), std::string::npos);
 }
@@ -222,9 +257,9 @@ TEST(Baggage, BranchesSeeEachOtherOnlyAfterTheyJoin) {
 // joined before it was decoded (its instances known here skipped in the decode) gives
 // what joining a decoded reply gives.
 TEST(Baggage, CallAndReplyShortcutsMatchSplitSerializeAndJoin) {
-  Baggage a, b;
+  Baggage a;
   Pack(a, 1);
-  Pack(b, 1);
+  Baggage b = RoundTrip(a);  // the same lineage, stamp and tuple
   std::string call_a;
   a.SplitSerializeTo(call_a);
   const std::string call_b = b.Split().Serialize();
@@ -267,7 +302,8 @@ TEST(Baggage, LongStampsRoundTrip) {
   std::string stamp = root.stamp().Encode();
   ASSERT_GT(stamp.size(), 127u);
   std::string bytes = root.Serialize();
-  EXPECT_EQ(bytes.substr(3, stamp.size()), stamp);  // after the version and two size bytes
+  // After the version, the 8-byte origin and two size bytes.
+  EXPECT_EQ(bytes.substr(11, stamp.size()), stamp);
   Baggage back = RoundTrip(root);
   ASSERT_TRUE(back.Decode().ok()) << back.decode_status().message();
   EXPECT_EQ(back.stamp().Encode(), stamp);

@@ -21,9 +21,11 @@ Frame Call() {
   return f;
 }
 
-// A real baggage's bytes: a branch of a request's (it carries its stamp).
+// A real baggage's bytes: a branch of a request's that holds one tuple.
 std::string SomeBaggage() {
   pivot::Baggage bag;
+  query::Value v = query::Value::Int(42);
+  bag.Contents().Active(0, 1, 0).Append(&v, nullptr, 1, 1);
   return bag.Split().Serialize();
 }
 
@@ -31,8 +33,8 @@ TEST(WireBaggage, FramesCarryItInTheirPadding) {
   Frame f = Call();
   f.baggage = SomeBaggage();
   ASSERT_FALSE(f.baggage.empty());
-  std::string wire = EncodeFrame(f, 64);
-  EXPECT_EQ(wire.size(), 4u + 64);  // fits in the padding: the size asked for
+  std::string wire = EncodeFrame(f, 128);
+  EXPECT_EQ(wire.size(), 4u + 128);  // fits in the padding: the size asked for
   std::string buf = wire;
   Frame got;
   size_t bytes = 0;
