@@ -34,7 +34,8 @@ Status Http2HeaderDecoder::Break(Status why) {
 }
 
 Status Http2HeaderDecoder::SetTableSizeLimit(uint32_t bytes) {
-  if (inflater_ == nullptr) return Status::Corruption("HPACK: the decoder was broken by an earlier block");
+  if (inflater_ == nullptr)
+    return Status::Corruption("HPACK: the decoder was broken by an earlier block");
   if (int rv = nghttp2_hd_inflate_change_table_size(inflater_, bytes); rv != 0) {
     return Break(Status::Corruption("HPACK: table size {}: {}", bytes, nghttp2_strerror(rv)));
   }

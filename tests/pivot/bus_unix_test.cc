@@ -132,6 +132,42 @@ TEST_F(EmbeddedBusTest, ASecondFrontEndBecomesAClientOfTheFirst) {
   EXPECT_EQ(inbox.got[0], "t=from the second");
 }
 
+// The hosting front end goes: the second takes the hub over, with its subscriptions, and
+// the agents' clients (which never host) reconnect to it.
+TEST_F(EmbeddedBusTest, ASecondFrontEndTakesTheHubOverWhenTheFirstGoes) {
+  auto first = Host();
+  auto second = Host();
+  auto agent = Open();
+  Inbox at_second, at_agent;
+  ASSERT_TRUE(second->Subscribe("results.>", at_second.handler()).ok());
+  ASSERT_TRUE(agent->Subscribe("control.>", at_agent.handler()).ok());
+  AwaitRoute(agent.get(), second.get());
+  AwaitRoute(second.get(), agent.get());
+  first.reset();
+  // Its hub gone, the second becomes the hub (within a few retries) and both ways work
+  // again: its old subscription still receives, the agent hears what it publishes.
+  ASSERT_TRUE(WaitFor([&] {
+    agent->Publish("results.q", "after");
+    return at_second.size() > 0;
+  }));
+  ASSERT_TRUE(WaitFor([&] {
+    second->Publish("control.install", "q");
+    return at_agent.size() > 0;
+  }));
+  EXPECT_EQ(at_second.got.back(), "results.q=after");
+  EXPECT_EQ(at_agent.got.back(), "control.install=q");
+  EXPECT_GE(second->counters().reconnects, 1u);
+  EXPECT_TRUE(second->counters().connected);
+  // A third front end now finds the second hosting.
+  auto third = Host();
+  Inbox at_third;
+  ASSERT_TRUE(third->Subscribe("results.>", at_third.handler()).ok());
+  ASSERT_TRUE(WaitFor([&] {
+    agent->Publish("results.q", "third");
+    return at_third.size() > 0;
+  }));
+}
+
 TEST_F(EmbeddedBusTest, AStaleSocketFileIsReplaced) {
   {  // a socket file whose process is gone: bound, never listening, closed
     int fd = socket(AF_UNIX, SOCK_STREAM, 0);

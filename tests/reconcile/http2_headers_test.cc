@@ -25,10 +25,8 @@ using Fields = std::vector<HeaderField>;
 // RFC 7541 Appendix C.3 (requests without Huffman coding) and C.4 (the same with it): three
 // requests on one connection, the later ones naming fields the first put in the table.
 TEST(Http2Headers, TheRfcExamplesDecode) {
-  const Fields first = {{":method", "GET"},
-                        {":scheme", "http"},
-                        {":path", "/"},
-                        {":authority", "www.example.com"}};
+  const Fields first = {
+      {":method", "GET"}, {":scheme", "http"}, {":path", "/"}, {":authority", "www.example.com"}};
   Fields second = first;
   second.push_back({"cache-control", "no-cache"});
   const Fields third = {{":method", "GET"},
