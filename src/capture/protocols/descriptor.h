@@ -29,22 +29,27 @@ struct ProtocolDescriptor {
   // should its processor log one; nullptr for none.
   const char* witness_key;
   // `--protocols auto` attaches the processor to streams and datagrams on this port; 0 for
-  // none (IANA: PostgreSQL 5432, Redis 6379, DNS 53).
+  // none (IANA: PostgreSQL 5432, Redis 6379, DNS 53,
+  // MySQL 3306).
   uint16_t auto_port;
   // Detect may pick it from a stream's first request bytes (auto, or PROTO=auto).
   bool detected;
+  // The server speaks first: its first message (MySQL's greeting) answers no request, so
+  // where replies come in order the (k+1)-th reply answers the k-th request.
+  bool server_greets;
 };
 
 // Indexed by Protocol.
 inline constexpr ProtocolDescriptor kProtocolTable[kProtocolCount] = {
-    {kNone, "none", true, nullptr, 0, false},
-    {kHttp, "http", true, nullptr, 0, true},
-    {kTestbed, "testbed", false, "testbed.call", 0, true},
-    {kPostgres, "postgres", true, nullptr, 5432, true},
-    {kRedis, "redis", true, nullptr, 6379, true},
-    {kDns, "dns", false, "dns.id", 53, false},
-    {kLine, "line", false, nullptr, 0, false},
-    {kOneShot, "oneshot", false, nullptr, 0, false},
+    {kNone, "none", true, nullptr, 0, false, false},
+    {kHttp, "http", true, nullptr, 0, true, false},
+    {kTestbed, "testbed", false, "testbed.call", 0, true, false},
+    {kPostgres, "postgres", true, nullptr, 5432, true, false},
+    {kRedis, "redis", true, nullptr, 6379, true, false},
+    {kDns, "dns", false, "dns.id", 53, false, false},
+    {kLine, "line", false, nullptr, 0, false, false},
+    {kOneShot, "oneshot", false, nullptr, 0, false, false},
+    {kMysql, "mysql", true, nullptr, 3306, false, true},
 };
 
 // The row of `protocol`; a protocol number out of range (a damaged log) gets a row named
