@@ -44,13 +44,13 @@ std::string Z(const std::string& s) { return s + '\0'; }
 
 constexpr uint32_t kCaps = 0x00bfa284;  // libmariadb's: PROTOCOL_41, no DEPRECATE_EOF
 std::string HandshakeResponse(uint32_t caps, const std::string& user) {
-  return Le(caps, 4) + Le(1u << 24, 4) + char(0x21) + std::string(23, '\0') + Z(user) +
-         char(20) + std::string(20, 'x') + Z("mysql_native_password");
+  return Le(caps, 4) + Le(1u << 24, 4) + char(0x21) + std::string(23, '\0') + Z(user) + char(20) +
+         std::string(20, 'x') + Z("mysql_native_password");
 }
 std::string Greeting() {
   return char(0x0a) + Z("10.11.19-MariaDB") + Le(7, 4) + std::string(8, 's') + char(0) +
-         Le(0xf7fe, 2) + char(0x21) + Le(2, 2) + Le(0x81ff, 2) + char(21) +
-         std::string(6, '\0') + Le(0x1d, 4) + Z(std::string(12, 't')) + Z("mysql_native_password");
+         Le(0xf7fe, 2) + char(0x21) + Le(2, 2) + Le(0x81ff, 2) + char(21) + std::string(6, '\0') +
+         Le(0x1d, 4) + Z(std::string(12, 't')) + Z("mysql_native_password");
 }
 std::string Ok(uint16_t status = 2, uint8_t header = 0x00) {
   return char(header) + Bytes({0, 0}) + Le(status, 2) + Le(0, 2);
@@ -141,11 +141,10 @@ TEST(MysqlProcessorTest, ResponsesWithEofPackets) {
   // A binary result set (COM_STMT_EXECUTE): rows start with 0x00.
   std::string binary = Packet(1, Bytes({2, 1})) + Packet(2, ColumnDef("id")) +
                        Packet(3, ColumnDef("name")) + Packet(4, Eof()) +
-                       Packet(5, Bytes({0, 0}) + Le(1, 4) + char(3) + "one") +
-                       Packet(6, Eof(0x22));
+                       Packet(5, Bytes({0, 0}) + Le(1, 4) + char(3) + "one") + Packet(6, Eof(0x22));
   // COM_FIELD_LIST: definitions up to an EOF, no count before them.
-  std::string field_list = Packet(1, ColumnDef("id")) + Packet(2, ColumnDef("name")) +
-                           Packet(3, Eof());
+  std::string field_list =
+      Packet(1, ColumnDef("id")) + Packet(2, ColumnDef("name")) + Packet(3, Eof());
   std::vector<Piece> responses = {
       {Packet(0, Greeting()), "mysql.server=10.11.19-MariaDB"},
       {Packet(2, "\xfe" + Z("client_ed25519") + std::string(32, 'k')), "mysql.status=auth switch"},
@@ -162,7 +161,10 @@ TEST(MysqlProcessorTest, ResponsesWithEofPackets) {
        "mysql.status=ok|mysql.stmt=6"},
       {binary, "mysql.status=ok|mysql.rows=1"},
       // LOAD DATA LOCAL INFILE: the request for the file, then the OK after it.
-      {Packet(1, "\xfb" "f"), "mysql.status=local infile"},
+      {Packet(1,
+              "\xfb"
+              "f"),
+       "mysql.status=local infile"},
       {Packet(5, Ok()), "mysql.status=ok"},
       // MariaDB's progress report (an ERR with code 0xFFFF) does not end the reply.
       {Packet(1, char(0xff) + Le(0xffff, 2) + Bytes({1, 1, 2}) + Le(500, 3) + char(5) + "stage") +
@@ -233,8 +235,8 @@ TEST(MysqlProcessorTest, LongPacketsContinue) {
   // A 16 MiB query: 0xFFFFFF bytes, then the rest in a packet of its own.
   std::string text(0xffffff + 100, 'x');
   std::string payload = "\x03" + text;
-  std::string query = Le(0xffffff, 3) + char(0) + payload.substr(0, 0xffffff) +
-                      Packet(1, payload.substr(0xffffff));
+  std::string query =
+      Le(0xffffff, 3) + char(0) + payload.substr(0, 0xffffff) + Packet(1, payload.substr(0xffffff));
   std::string stream = Packet(1, HandshakeResponse(kCaps, "u")) + query + Packet(0, "\x0e");
   Stream run = Feed(kMysql, kRequest, stream, {10, 1000, 0xffffff, 0xffffff + 7});
   EXPECT_FALSE(run.failed);
@@ -259,21 +261,19 @@ TEST(MysqlProcessorTest, LongPacketsContinue) {
 TEST(MysqlProcessorTest, SslRequestThenTls) {
   std::string tls = Bytes({0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xfc, 0x03, 0x03}) +
                     std::string(200, 'c');
-  std::string requests = Packet(1, Le(kCaps | 0x800, 4) + Le(1u << 24, 4) + char(0x21) +
-                                       std::string(23, '\0')) +
-                         tls;
+  std::string requests =
+      Packet(1, Le(kCaps | 0x800, 4) + Le(1u << 24, 4) + char(0x21) + std::string(23, '\0')) + tls;
   Stream run = Feed(kMysql, kRequest, requests);
   EXPECT_FALSE(run.failed);
   EXPECT_EQ(run.ends, (std::vector<End>{{36, "mysql.command=SSLRequest"}}));
   ExpectSplitInvariant(kMysql, kRequest, requests);
 
   std::string greeting = Packet(0, Greeting());
-  std::string responses = greeting + Bytes({0x16, 0x03, 0x03, 0x00, 0x7a, 0x02}) +
-                          std::string(300, 's');
+  std::string responses =
+      greeting + Bytes({0x16, 0x03, 0x03, 0x00, 0x7a, 0x02}) + std::string(300, 's');
   Stream replies = Feed(kMysql, kResponse, responses);
   EXPECT_FALSE(replies.failed);
-  EXPECT_EQ(replies.ends,
-            (std::vector<End>{{greeting.size(), "mysql.server=10.11.19-MariaDB"}}));
+  EXPECT_EQ(replies.ends, (std::vector<End>{{greeting.size(), "mysql.server=10.11.19-MariaDB"}}));
   ExpectSplitInvariant(kMysql, kResponse, responses);
 }
 
@@ -360,25 +360,25 @@ TEST(MysqlProcessorTest, RecordedMariadbClientSession) {
   EXPECT_EQ(responses.ends.back().offset, response.size());
   std::vector<std::string> answered = {
       "mysql.server=5.5.5-10.11.19-MariaDB-0+deb12u1",
-      "mysql.status=ok",                 // authentication
-      "mysql.status=ok|mysql.rows=1",    // select 1
-      "mysql.status=ok",                 // create database
-      "mysql.status=ok|mysql.rows=1",    // SELECT DATABASE()
-      "mysql.status=ok",                 // use
-      "mysql.status=ok",                 // create table
-      "mysql.status=ok",                 // insert
-      "mysql.status=ok|mysql.rows=2",    // select *
-      "mysql.status=ok|mysql.rows=0",    // select where 99
-      "mysql.status=ok",                 // prepare
-      "mysql.status=ok",                 // set
-      "mysql.status=ok|mysql.rows=1",    // execute
-      "mysql.status=ok",                 // deallocate
-      "mysql.status=error 1064",         // selec oops
-      "mysql.status=local infile",       // load data
-      "mysql.status=ok",                 // after the file
-      "mysql.status=ok",                 // create procedure
-      "mysql.status=ok|mysql.rows=2",    // call two(): two result sets and an OK
-      "mysql.status=ok",                 // update
+      "mysql.status=ok",               // authentication
+      "mysql.status=ok|mysql.rows=1",  // select 1
+      "mysql.status=ok",               // create database
+      "mysql.status=ok|mysql.rows=1",  // SELECT DATABASE()
+      "mysql.status=ok",               // use
+      "mysql.status=ok",               // create table
+      "mysql.status=ok",               // insert
+      "mysql.status=ok|mysql.rows=2",  // select *
+      "mysql.status=ok|mysql.rows=0",  // select where 99
+      "mysql.status=ok",               // prepare
+      "mysql.status=ok",               // set
+      "mysql.status=ok|mysql.rows=1",  // execute
+      "mysql.status=ok",               // deallocate
+      "mysql.status=error 1064",       // selec oops
+      "mysql.status=local infile",     // load data
+      "mysql.status=ok",               // after the file
+      "mysql.status=ok",               // create procedure
+      "mysql.status=ok|mysql.rows=2",  // call two(): two result sets and an OK
+      "mysql.status=ok",               // update
   };
   EXPECT_EQ(Attributes(responses), answered);
   // The greeting answers nothing; every request but the last (Quit) has its reply.

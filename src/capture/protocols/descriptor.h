@@ -35,20 +35,21 @@ struct ProtocolDescriptor {
   // Detect may pick it from a stream's first request bytes (auto, or PROTO=auto).
   bool detected;
   // The server speaks first: its first message (MySQL's greeting) answers no request, so
-  // where replies come in order the (k+1)-th reply answers the k-th request.
+  // where replies come in order the (k+1)-th reply answers the k-th request. Last, so that
+  // rows leaving it out say false.
   bool server_greets;
 };
 
 // Indexed by Protocol.
 inline constexpr ProtocolDescriptor kProtocolTable[kProtocolCount] = {
-    {kNone, "none", true, nullptr, 0, false, false},
-    {kHttp, "http", true, nullptr, 0, true, false},
-    {kTestbed, "testbed", false, "testbed.call", 0, true, false},
-    {kPostgres, "postgres", true, nullptr, 5432, true, false},
-    {kRedis, "redis", true, nullptr, 6379, true, false},
-    {kDns, "dns", false, "dns.id", 53, false, false},
-    {kLine, "line", false, nullptr, 0, false, false},
-    {kOneShot, "oneshot", false, nullptr, 0, false, false},
+    {kNone, "none", true, nullptr, 0, false},
+    {kHttp, "http", true, nullptr, 0, true},
+    {kTestbed, "testbed", false, "testbed.call", 0, true},
+    {kPostgres, "postgres", true, nullptr, 5432, true},
+    {kRedis, "redis", true, nullptr, 6379, true},
+    {kDns, "dns", false, "dns.id", 53, false},
+    {kLine, "line", false, nullptr, 0, false},
+    {kOneShot, "oneshot", false, nullptr, 0, false},
     {kMysql, "mysql", true, nullptr, 3306, false, true},
 };
 

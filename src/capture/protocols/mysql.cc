@@ -85,12 +85,12 @@ constexpr uint8_t kComMulti = 0xfe;            // MariaDB
 
 // Commands 0x00..0x1f by number; MariaDB's two others are named in CommandName.
 constexpr const char* kCommandNames[] = {
-    "Sleep",      "Quit",          "InitDB",       "Query",          "FieldList",
-    "CreateDB",   "DropDB",        "Refresh",      "Shutdown",       "Statistics",
-    "ProcessInfo", "Connect",      "ProcessKill",  "Debug",          "Ping",
-    "Time",       "DelayedInsert", "ChangeUser",   "BinlogDump",     "TableDump",
-    "ConnectOut", "RegisterSlave", "Prepare",      "Execute",        "LongData",
-    "CloseStmt",  "ResetStmt",     "SetOption",    "Fetch",          "Daemon",
+    "Sleep",          "Quit",           "InitDB",      "Query",      "FieldList",
+    "CreateDB",       "DropDB",         "Refresh",     "Shutdown",   "Statistics",
+    "ProcessInfo",    "Connect",        "ProcessKill", "Debug",      "Ping",
+    "Time",           "DelayedInsert",  "ChangeUser",  "BinlogDump", "TableDump",
+    "ConnectOut",     "RegisterSlave",  "Prepare",     "Execute",    "LongData",
+    "CloseStmt",      "ResetStmt",      "SetOption",   "Fetch",      "Daemon",
     "BinlogDumpGtid", "ResetConnection"};
 
 const char* CommandName(uint8_t command) {
@@ -108,12 +108,12 @@ enum Phase : uint8_t {
   // responses
   kGreeting,
   kAuthentication,
-  kReply,           // the first packet of a reply, or of a further result in one
-  kColumnDefs,      // a result set's column definitions
-  kAfterDefs,       // after them: an EOF, the first row or the end
+  kReply,       // the first packet of a reply, or of a further result in one
+  kColumnDefs,  // a result set's column definitions
+  kAfterDefs,   // after them: an EOF, the first row or the end
   kRows,
-  kFieldList,       // COM_FIELD_LIST's column definitions, up to an EOF
-  kPrepareParams,   // the prepare reply's parameter definitions
+  kFieldList,      // COM_FIELD_LIST's column definitions, up to an EOF
+  kPrepareParams,  // the prepare reply's parameter definitions
   kPrepareParamsEof,
   kPrepareColumns,
   kPrepareColumnsEof,
@@ -142,7 +142,7 @@ struct MysqlState {
   uint8_t head_length;
   uint8_t head[kHeadBytes];
   Capture capture;
-  uint8_t capture_from;  // payload offset where the captured text starts
+  uint8_t capture_from;           // payload offset where the captured text starts
   bool capture_check_attributes;  // COM_QUERY with query attributes: only "00 01" is read
   uint8_t value_length;
   uint8_t last_command;   // requests: the last command

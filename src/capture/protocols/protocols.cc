@@ -23,7 +23,7 @@ static_assert(
     }(),
     "kProtocolTable must be indexed by Protocol");
 
-constexpr ProtocolDescriptor kUnknown = {kNone, "unknown", false, nullptr, 0, false, false};
+constexpr ProtocolDescriptor kUnknown = {kNone, "unknown", false, nullptr, 0, false};
 
 uint32_t BigEndian32(const uint8_t* p) {
   return (uint32_t(p[0]) << 24) | (uint32_t(p[1]) << 16) | (uint32_t(p[2]) << 8) | uint32_t(p[3]);
