@@ -115,8 +115,9 @@ int main(int argc, char** argv) {
   mysql_free_result(result);
   mysql_close(db);  // COM_QUIT
 
-  std::printf("Query %d\nInitDB 1\nPrepare %d\nExecute %d\nLongData %d\nCloseStmt %d\n"
-              "ResetStmt %d\nPing %d\nQuit 1\n",
-              queries, prepares, executes, long_data, closes, resets, pings);
+  std::printf(
+      "Query %d\nInitDB 1\nPrepare %d\nExecute %d\nLongData %d\nCloseStmt %d\n"
+      "ResetStmt %d\nPing %d\nQuit 1\n",
+      queries, prepares, executes, long_data, closes, resets, pings);
   return 0;
 }

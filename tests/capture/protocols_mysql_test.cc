@@ -277,6 +277,34 @@ TEST(MysqlProcessorTest, SslRequestThenTls) {
   ExpectSplitInvariant(kMysql, kResponse, responses);
 }
 
+std::string ReadData(const std::string& name);
+
+// CLIENT_COMPRESS: after authentication each packet has a 7-byte header and zlib data, or
+// the plain packets when they are short. The request parser sees the client ask for it;
+// the response parser sees a first reply that can only be compressed. Neither reports
+// more ends, neither fails.
+TEST(MysqlProcessorTest, CompressedProtocolStopsEnds) {
+  std::string request = ReadData("mariadb_compressed.req");
+  ASSERT_FALSE(request.empty());
+  Stream requests = Feed(kMysql, kRequest, request);
+  EXPECT_FALSE(requests.failed);
+  ASSERT_EQ(requests.ends.size(), 1u);
+  EXPECT_EQ(requests.ends[0].attributes, "mysql.command=Handshake|mysql.user=root");
+  ExpectSplitInvariant(kMysql, kRequest, request);
+  std::string response = ReadData("mariadb_compressed.resp");
+  Stream responses = Feed(kMysql, kResponse, response);
+  EXPECT_FALSE(responses.failed);
+  EXPECT_EQ(responses.ends.size(), 2u);  // the greeting and the authentication's OK
+  ExpectSplitInvariant(kMysql, kResponse, response);
+
+  // Short packets go uncompressed: a zero uncompressed length, then the plain OK.
+  std::string plain = Packet(1, Ok());
+  std::string raw = Le(plain.size(), 3) + char(1) + Le(0, 3) + plain;  // 7-byte header
+  Stream run = Feed(kMysql, kResponse, Packet(0, Greeting()) + Packet(2, Ok()) + raw + raw);
+  EXPECT_FALSE(run.failed);
+  EXPECT_EQ(run.ends.size(), 2u);
+}
+
 TEST(MysqlProcessorTest, MalformedStreamsFail) {
   auto fails = [](Direction direction, const std::string& bytes) {
     Stream run = Feed(kMysql, direction, bytes);

@@ -106,12 +106,26 @@ void MariadbTest::Run(bool isolate) {
   uint16_t port = testing::FreePorts<1>()[0];
   ASSERT_NE(port, 0);
   std::string protocols = "mysql=" + std::to_string(port);
-  std::vector<std::string> server_argv = {
-      WEFT_BINARY, "capture", "-o", Path("capture/mariadbd"), "--payload-prefix",
-      std::to_string(kPrefix), isolation, "--protocols", protocols, "--", kMariadbd,
-      "--no-defaults", "--datadir=" + data, "--socket=" + Path("mysqld.sock"),
-      "--port=" + std::to_string(port), "--bind-address=127.0.0.1", "--user=root",
-      "--pid-file=" + Path("mysqld.pid"), "--skip-name-resolve", "--innodb-buffer-pool-size=32M"};
+  std::vector<std::string> server_argv = {WEFT_BINARY,
+                                          "capture",
+                                          "-o",
+                                          Path("capture/mariadbd"),
+                                          "--payload-prefix",
+                                          std::to_string(kPrefix),
+                                          isolation,
+                                          "--protocols",
+                                          protocols,
+                                          "--",
+                                          kMariadbd,
+                                          "--no-defaults",
+                                          "--datadir=" + data,
+                                          "--socket=" + Path("mysqld.sock"),
+                                          "--port=" + std::to_string(port),
+                                          "--bind-address=127.0.0.1",
+                                          "--user=root",
+                                          "--pid-file=" + Path("mysqld.pid"),
+                                          "--skip-name-resolve",
+                                          "--innodb-buffer-pool-size=32M"};
   pid_t server = background_->Start(server_argv, Path("mariadbd.out"));
   ASSERT_TRUE(testing::WaitForLog(Path("mariadbd.out"), "ready for connections"))
       << testing::ReadFile(Path("mariadbd.out"));
@@ -124,9 +138,8 @@ void MariadbTest::Run(bool isolate) {
   }
   std::string connect = " -h 127.0.0.1 -P " + std::to_string(port) + " -u root ";
   auto capture = [&](const std::string& sub, const std::string& command) {
-    return "capture -o " + Path("capture/" + sub) + " --payload-prefix " +
-           std::to_string(kPrefix) + " " + isolation + " --protocols " + protocols + " -- " +
-           command;
+    return "capture -o " + Path("capture/" + sub) + " --payload-prefix " + std::to_string(kPrefix) +
+           " " + isolation + " --protocols " + protocols + " -- " + command;
   };
   // --force: go on after the syntax error.
   auto client = Weft(capture("client", std::string(kClient) + " --no-defaults" + connect +
@@ -135,9 +148,9 @@ void MariadbTest::Run(bool isolate) {
   std::map<std::string, int> probe_counts;
 #ifdef MYSQL_PROBE
   constexpr int kRows = 12;
-  auto probe = Weft(capture("probe", std::string(MYSQL_PROBE) + " 127.0.0.1 " +
-                                         std::to_string(port) + " root probe " +
-                                         std::to_string(kRows)));
+  auto probe =
+      Weft(capture("probe", std::string(MYSQL_PROBE) + " 127.0.0.1 " + std::to_string(port) +
+                                " root probe " + std::to_string(kRows)));
   ASSERT_EQ(probe.rc, 0) << probe.output;
   probe_counts = ProbeCounts(probe.output);
   EXPECT_EQ(probe_counts["Execute"], kRows + 2) << probe.output;
@@ -145,8 +158,8 @@ void MariadbTest::Run(bool isolate) {
   std::cerr << "mysql_probe not built (libmariadb-dev missing): the binary protocol is not run\n";
 #endif
   // Asked untraced: the server logs this connection, its peer is not a traced process.
-  auto [status_rc, status_text] = testing::Shell(
-      std::string(kClient) + " --no-defaults" + connect + "-N -e \"show global status\"");
+  auto [status_rc, status_text] = testing::Shell(std::string(kClient) + " --no-defaults" + connect +
+                                                 "-N -e \"show global status\"");
   ASSERT_EQ(status_rc, 0) << status_text;
   std::map<std::string, int> com = StatusCounters(status_text);
   int status = background_->Stop(server, SIGTERM, std::chrono::seconds(60));

@@ -42,13 +42,18 @@
 // showed and, before any, assumes EOF packets (as libmariadb, the mariadb client's
 // library, asks for).
 //
-// Failure: packets out of sequence within a message, a greeting or authentication packet
-// of an unknown kind, an unknown command byte, packets too short for their kind.
+// Failure: packets out of sequence within a message, a greeting, handshake response or
+// authentication packet of an unknown kind or over kMaxHandshake bytes, an unknown command
+// byte, packets too short for their kind.
+//
+// The greeting answers no request: the descriptor row's server_greets has reconcile count
+// the replies from 0, so reply k still answers request k.
 //
 // Limitations: the compressed protocol (CLIENT_COMPRESS) is not followed: the request
-// parser stops at the first compressed command and the response parser, which cannot know,
-// most likely fails on it. COM_STMT_FETCH replies (binary rows of a cursor) start like OK
-// packets and are misread; replication streams (COM_BINLOG_DUMP) are not followed.
+// parser stops at the first compressed command, and the response parser, which cannot see
+// the client's choice, stops at a first reply that looks compressed (LooksCompressed).
+// COM_STMT_FETCH replies (binary rows of a cursor) start like OK packets and are misread;
+// replication streams (COM_BINLOG_DUMP) are not followed.
 #include "capture/protocols/processors.h"
 
 namespace weft::capture::protocols::internal {
@@ -149,6 +154,7 @@ struct MysqlState {
   bool compress;          // requests: the client asked for CLIENT_COMPRESS
   bool query_attributes;  // requests: the client asked for CLIENT_QUERY_ATTRIBUTES
   bool has_rows;          // responses: the reply has a result set
+  bool first_reply;       // responses: the next packet is the first after authentication
   uint32_t remaining;     // payload bytes of the physical packet still to come
   uint32_t stmt;          // responses: the prepared statement's id
   uint64_t offset;        // payload bytes of the logical packet seen so far
@@ -357,6 +363,21 @@ bool PrepareEof(Parser* parser, MysqlState* s, bool then_columns) {
   return ReplyStart(parser, s);
 }
 
+// The first reply after authentication, read as a plain packet, when the client chose
+// CLIENT_COMPRESS (which only the request parser sees): a compressed packet's header has
+// 3 more bytes, the uncompressed length, then either zlib data (0x78 and the FLG byte of
+// one of zlib's four levels) or, when that length is 0, the plain packets as they
+// are (the first with sequence id 1). A plain reply's first packet does not look so: read
+// as an OK, the second case would be one with 256 or more warnings.
+bool LooksCompressed(const MysqlState* s) {
+  if (s->head_length < 7) return false;
+  const uint8_t* h = s->head;
+  bool zlib = h[3] == 0x78 && (h[4] == 0x01 || h[4] == 0x5e || h[4] == 0x9c || h[4] == 0xda);
+  if (zlib && Little24(h) > 0) return true;
+  // The compressed length counts the plain packets, their headers included.
+  return h[0] == 0 && h[1] == 0 && h[2] == 0 && h[6] == 1 && 4 + Little24(h + 3) <= s->offset;
+}
+
 bool ResponsePacket(Parser* parser, MysqlState* s) {
   if (s->offset == 0) return Broken(parser);  // no response packet is empty
   uint8_t c = s->head[0];
@@ -375,6 +396,7 @@ bool ResponsePacket(Parser* parser, MysqlState* s) {
       switch (c) {
         case 0x00:
           if (s->offset < 7) return Broken(parser);
+          s->first_reply = true;
           return EndOk(parser, s);
         case 0xff:
           if (s->offset < 3) return Broken(parser);
@@ -390,6 +412,13 @@ bool ResponsePacket(Parser* parser, MysqlState* s) {
       }
 
     case kReply:
+      if (s->first_reply) {
+        s->first_reply = false;
+        if (LooksCompressed(s)) {
+          s->phase = kOpaque;
+          return false;
+        }
+      }
       return ReplyStart(parser, s);
 
     case kColumnDefs:
