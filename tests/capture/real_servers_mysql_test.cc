@@ -279,7 +279,12 @@ void MariadbTest::Run(bool isolate) {
   EXPECT_EQ(answered, int(call_of.size()) - all("Quit"));
   std::cerr << "mysql: " << call_of.size() << " CALLs, " << answered << " answered, "
             << commands["mariadb"]["Query"] + commands["mysql_probe"]["Query"] << " queries, "
-            << all("Execute") << " executes, " << greetings << " greetings\n";
+            << all("Execute") << " executes, " << greetings
+            << " greetings; server: Com_stmt_prepare " << com["Com_stmt_prepare"]
+            << ", Com_stmt_execute " << com["Com_stmt_execute"] << ", Com_stmt_close "
+            << com["Com_stmt_close"] << ", Com_stmt_reset " << com["Com_stmt_reset"]
+            << ", Com_stmt_send_long_data " << com["Com_stmt_send_long_data"] << ", Com_change_db "
+            << com["Com_change_db"] << "\n";
 }
 
 }  // namespace
