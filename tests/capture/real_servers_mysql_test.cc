@@ -4,7 +4,8 @@
 // protocol: prepared statements with bound parameters, long data, reset and close). Every
 // command a client sent must be one CALL with its attributes, answered by one RETURN with
 // the same call id, and the counts must equal what the clients say they sent and what the
-// server counted (SHOW GLOBAL STATUS, Com_*).
+// server counted (SHOW GLOBAL STATUS, Com_*); the precise algorithms must give every
+// answered command a tree of its CALL and RETURN alone.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -15,6 +16,8 @@
 #include <vector>
 
 #include "capture/real_servers.h"
+#include "infer/fragment/fragment.h"
+#include "infer/thread/thread.h"
 #include "weft_cli.h"
 
 namespace weft {
@@ -86,6 +89,39 @@ class MariadbTest : public RealServersTest {
  protected:
   void Run(bool isolate);
 };
+
+// Each command waits for its reply, and mariadbd asks nobody else: the precise algorithms
+// must give every answered command a tree of exactly its CALL and the RETURN with its call
+// id, the greeting (a RETURN that answers no CALL) notwithstanding.
+void CheckCommandTrees(const Trace& trace, const std::map<std::string, MessageId>& calls,
+                       int answered) {
+  const TraceColumns& c = trace.columns();
+  std::set<uint32_t> call_set;
+  for (const auto& [id, m] : calls) call_set.insert(m.value());
+  for (bool fragment : {true, false}) {
+    auto infer = [&]() -> Result<PathSet> {
+      if (fragment) {
+        WEFT_ASSIGN_OR_RETURN(FragmentInference inferred, InferFragment(trace));
+        return std::move(inferred.paths);
+      }
+      WEFT_ASSIGN_OR_RETURN(ThreadInference inferred, InferThread(trace));
+      return std::move(inferred.paths);
+    };
+    Result<PathSet> paths = infer();
+    ASSERT_TRUE(paths.ok()) << paths.status().message();
+    int exact = 0;
+    for (size_t i = 0; i < paths->instance_count(); ++i) {
+      std::span<const MessageId> messages = paths->InstanceMessages(i);
+      uint32_t call = messages[0].value();
+      if (!call_set.count(call)) continue;
+      exact += messages.size() == 2 && c.kind[messages[1].value()] == MessageKind::kReturn &&
+               c.call_id[messages[1].value()] == c.call_id[call];
+    }
+    std::cerr << (fragment ? "fragment" : "thread") << ": " << exact << " of " << answered
+              << " command trees exact\n";
+    EXPECT_EQ(exact, answered) << (fragment ? "fragment" : "thread");
+  }
+}
 
 TEST_F(MariadbTest, QueriesAndPreparedStatementsMatchServerCounters) { Run(false); }
 
@@ -277,6 +313,7 @@ void MariadbTest::Run(bool isolate) {
   }
   EXPECT_EQ(errors, 1);
   EXPECT_EQ(answered, int(call_of.size()) - all("Quit"));
+  CheckCommandTrees(trace, call_of, answered);
   std::cerr << "mysql: " << call_of.size() << " CALLs, " << answered << " answered, "
             << commands["mariadb"]["Query"] + commands["mysql_probe"]["Query"] << " queries, "
             << all("Execute") << " executes, " << greetings
