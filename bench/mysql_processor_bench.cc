@@ -25,11 +25,17 @@ std::string Packet(uint8_t seq, const std::string& payload) {
 }
 std::string Eof() { return std::string("\xfe\0\0\x02\0", 5); }
 std::string ColumnDef(const std::string& name) {
-  return std::string("\x03" "def\x01w\x01t\x01t") + char(name.size()) + name + char(name.size()) +
-         name + "\x0c" + Le(0x21, 2) + Le(80, 4) + "\xfd" + Le(0, 2) + '\0' + Le(0, 2);
+  return std::string(
+             "\x03"
+             "def\x01w\x01t\x01t") +
+         char(name.size()) + name + char(name.size()) + name + "\x0c" + Le(0x21, 2) + Le(80, 4) +
+         "\xfd" + Le(0, 2) + '\0' + Le(0, 2);
 }
 std::string Greeting() {
-  return Packet(0, "\x0a" "10.11.19-MariaDB" + std::string(1, '\0') + std::string(60, 'g')) +
+  return Packet(0,
+                "\x0a"
+                "10.11.19-MariaDB" +
+                    std::string(1, '\0') + std::string(60, 'g')) +
          Packet(2, std::string("\0\0\0\x02\0\0\0", 7));
 }
 
@@ -89,8 +95,7 @@ void Run(benchmark::State& state, const std::string& stream, p::Direction direct
     benchmark::DoNotOptimize(parser.attributes);
   }
   state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(stream.size()));
-  state.counters["messages"] =
-      benchmark::Counter(double(messages), benchmark::Counter::kIsRate);
+  state.counters["messages"] = benchmark::Counter(double(messages), benchmark::Counter::kIsRate);
 }
 
 void BM_ResultSetRows(benchmark::State& state) {
