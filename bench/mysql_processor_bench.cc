@@ -25,17 +25,14 @@ std::string Packet(uint8_t seq, const std::string& payload) {
 }
 std::string Eof() { return std::string("\xfe\0\0\x02\0", 5); }
 std::string ColumnDef(const std::string& name) {
-  return std::string(
-             "\x03"
-             "def\x01w\x01t\x01t") +
-         char(name.size()) + name + char(name.size()) + name + "\x0c" + Le(0x21, 2) + Le(80, 4) +
-         "\xfd" + Le(0, 2) + '\0' + Le(0, 2);
+  std::string catalog = std::string(1, 3) + "def";
+  std::string table = std::string(1, 1) + "w" + std::string(1, 1) + "t" + std::string(1, 1) + "t";
+  return catalog + table + char(name.size()) + name + char(name.size()) + name + char(0x0c) +
+         Le(0x21, 2) + Le(80, 4) + char(0xfd) + Le(0, 2) + '\0' + Le(0, 2);
 }
 std::string Greeting() {
-  return Packet(0,
-                "\x0a"
-                "10.11.19-MariaDB" +
-                    std::string(1, '\0') + std::string(60, 'g')) +
+  std::string version = "10.11.19-MariaDB";
+  return Packet(0, char(0x0a) + version + '\0' + std::string(60, 'g')) +
          Packet(2, std::string("\0\0\0\x02\0\0\0", 7));
 }
 
