@@ -16,24 +16,36 @@ namespace {
 // Whether call ids may pair a connection's messages by position (descriptor.h
 // replies_in_order), judged by the protocol of its first boundary. Where no processor
 // found any, each message is a direction-turn run, and position and run agree.
-bool AnswersInOrder(const ConnectionPair& pair) {
+const capture::protocols::ProtocolDescriptor* FirstProtocol(const ConnectionPair& pair) {
   for (const ConnectionEnd* end : {pair.client, pair.server}) {
     if (end == nullptr || end->boundaries.empty()) continue;
-    auto protocol = capture::protocols::Protocol(end->boundaries.front().protocol);
-    return capture::protocols::Describe(protocol).replies_in_order;
+    return &capture::protocols::Describe(
+        capture::protocols::Protocol(end->boundaries.front().protocol));
   }
-  return true;
+  return nullptr;
+}
+bool AnswersInOrder(const ConnectionPair& pair) {
+  const capture::protocols::ProtocolDescriptor* d = FirstProtocol(pair);
+  return d == nullptr || d->replies_in_order;
+}
+// Whether the server's first message is a greeting that answers no request (MySQL's
+// handshake): its replies are then numbered from 0, so that reply k still answers request k.
+bool ServerGreets(const ConnectionPair& pair) {
+  const capture::protocols::ProtocolDescriptor* d = FirstProtocol(pair);
+  return d != nullptr && d->server_greets;
 }
 
 }  // namespace
 
 void StreamEmitter::Emit(const ConnectionPair& pair, uint32_t connection) {
   bool ordered = AnswersInOrder(pair);
+  bool greets = ordered && ServerGreets(pair);
   EmitDirection({pair.client, pair.server,
-                 pair.symmetric ? MessageKind::kMessage : MessageKind::kCall, connection, ordered});
+                 pair.symmetric ? MessageKind::kMessage : MessageKind::kCall, connection, ordered,
+                 false});
   EmitDirection({pair.server, pair.client,
-                 pair.symmetric ? MessageKind::kMessage : MessageKind::kReturn, connection,
-                 ordered});
+                 pair.symmetric ? MessageKind::kMessage : MessageKind::kReturn, connection, ordered,
+                 greets});
 }
 
 void StreamEmitter::EmitDirection(const Direction& d) {
@@ -118,7 +130,7 @@ void StreamEmitter::SetEnds(const Direction& d, const MessageSpan& span, ReadCur
 // a run of requests and the run of replies after it are known to share.
 std::string StreamEmitter::CallId(const Direction& d, uint32_t sequence,
                                   const MessageSpan& span) const {
-  if (d.ordered) return fmt::format("c{}.{}", d.connection, sequence);
+  if (d.ordered) return fmt::format("c{}.{}", d.connection, d.greets ? sequence - 1 : sequence);
   if (const StreamBoundary* b = span.boundary; b != nullptr && b->boundary >= 0) {
     const std::string* witness =
         FindWitness(b->protocol, &logs_[b->log].boundaries[size_t(b->boundary)]);

@@ -49,6 +49,7 @@ class StreamEmitter {
     MessageKind kind;
     uint32_t connection;
     bool ordered;  // call ids by position (descriptor.h replies_in_order)
+    bool greets;   // the server's first message answers no request (server_greets)
   };
   void EmitDirection(const Direction& d);
   // Fills the sender and receiver of a message spanning `span` of direction `d`.

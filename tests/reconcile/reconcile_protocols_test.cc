@@ -270,6 +270,41 @@ TEST(ReconcileProtocols, WitnessPairsOutOfOrderReplies) {
                           }));
 }
 
+// MySQL's server speaks first: its greeting answers no request, so the connection's
+// replies are numbered from 0 and the k-th reply still shares its call id with the k-th
+// request (descriptor.h server_greets).
+TEST(ReconcileProtocols, ServerGreetingAnswersNoRequest) {
+  constexpr uint8_t kMysql = 8;
+  std::vector<capture::EventLog> logs = {
+      LogBuilder("a", "/usr/bin/mariadb", 100)
+          .Tcp(3, 50, w::kOpConnect, kClient, kServer)
+          .Recv(3, 101, 90, 95, 20)
+          .Boundary(3, 101, 90, 95, 20, false, false, Attrs{{"mysql.server", "10.11"}}, kMysql)
+          .Send(3, 101, 100, 101, 30)
+          .Boundary(3, 101, 100, 101, 30, true, true, Attrs{{"mysql.command", "Handshake"}}, kMysql)
+          .Recv(3, 101, 102, 110, 11)
+          .Boundary(3, 101, 102, 110, 31, false, false, Attrs{{"mysql.status", "ok"}}, kMysql)
+          .Send(3, 101, 120, 121, 13)
+          .Boundary(3, 101, 120, 121, 43, true, true, Attrs{{"mysql.command", "Query"}}, kMysql)
+          .Recv(3, 101, 122, 130, 11)
+          .Boundary(3, 101, 122, 130, 42, false, false, Attrs{{"mysql.status", "ok"}}, kMysql)
+          .Build(),
+  };
+  Trace trace = MustReconcile(logs, nullptr);
+  EXPECT_EQ(Lines(trace), (std::vector<std::string>{
+                              "RET_SENT 10.0.0.2:80 -> a:mariadb c1.0 20B send=- recv=95 tid "
+                              "0->101 protocol=mysql mysql.server=10.11",
+                              "CALL_SENT a:mariadb -> 10.0.0.2:80 c1.1 30B send=100 recv=- tid "
+                              "101->0 protocol=mysql mysql.command=Handshake",
+                              "RET_SENT 10.0.0.2:80 -> a:mariadb c1.1 11B send=- recv=110 tid "
+                              "0->101 protocol=mysql mysql.status=ok",
+                              "CALL_SENT a:mariadb -> 10.0.0.2:80 c1.2 13B send=120 recv=- tid "
+                              "101->0 protocol=mysql mysql.command=Query",
+                              "RET_SENT 10.0.0.2:80 -> a:mariadb c1.2 11B send=- recv=130 tid "
+                              "0->101 protocol=mysql mysql.status=ok",
+                          }));
+}
+
 // A DNS query and its answer over UDP: the DNS processor's record after each datagram's
 // call gives the message its attributes, from the sender's log when it has one. The
 // resolver's socket was never bound: as capture logs it, its first datagram comes before

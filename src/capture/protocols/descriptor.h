@@ -29,10 +29,15 @@ struct ProtocolDescriptor {
   // should its processor log one; nullptr for none.
   const char* witness_key;
   // `--protocols auto` attaches the processor to streams and datagrams on this port; 0 for
-  // none (IANA: PostgreSQL 5432, Redis 6379, DNS 53).
+  // none (IANA: PostgreSQL 5432, Redis 6379, DNS 53,
+  // MySQL 3306).
   uint16_t auto_port;
   // Detect may pick it from a stream's first request bytes (auto, or PROTO=auto).
   bool detected;
+  // The server speaks first: its first message (MySQL's greeting) answers no request, so
+  // where replies come in order the (k+1)-th reply answers the k-th request. Last, so that
+  // rows leaving it out say false.
+  bool server_greets;
 };
 
 // Indexed by Protocol.
@@ -45,6 +50,7 @@ inline constexpr ProtocolDescriptor kProtocolTable[kProtocolCount] = {
     {kDns, "dns", false, "dns.id", 53, false},
     {kLine, "line", false, nullptr, 0, false},
     {kOneShot, "oneshot", false, nullptr, 0, false},
+    {kMysql, "mysql", true, nullptr, 3306, false, true},
 };
 
 // The row of `protocol`; a protocol number out of range (a damaged log) gets a row named

@@ -29,10 +29,11 @@ enum Protocol : uint8_t {
   kDns = 5,       // DNS: one message per UDP datagram, 2-byte length prefix over TCP
   kLine = 6,      // any protocol whose messages end with '\n'
   kOneShot = 7,   // one request and one reply per connection: the stream is one message
-  kProtocolCount = 8,
+  kMysql = 8,     // MySQL/MariaDB client/server protocol: text and prepared statements
+  kProtocolCount = 9,
 };
 
-// "none", "http", "testbed", "postgres", "redis", "dns", "line", "oneshot".
+// "none", "http", "testbed", "postgres", "redis", "dns", "line", "oneshot", "mysql".
 const char* ProtocolName(Protocol protocol);
 // The protocol named by the `length` bytes at `name`; false if none is.
 bool ParseProtocol(const char* name, size_t length, Protocol* protocol);
@@ -45,7 +46,8 @@ enum class Direction : uint8_t { kRequest = 0, kResponse = 1 };
 // What a processor found out about the message that ended: at most kMaxAttributes
 // key=value pairs, each value cut to kMaxValue bytes. Keys are string literals
 // ("http.method", "http.url", "http.request_id", "http.traceparent", "http.status", "sql",
-// "redis.command", "redis.key", "dns.id", "dns.name", "testbed.request").
+// "redis.command", "redis.key", "dns.id", "dns.name", "testbed.request", "mysql.command",
+// "mysql.stmt", "mysql.user", "mysql.db", "mysql.status", "mysql.rows", "mysql.server").
 inline constexpr int kMaxAttributes = 4;
 inline constexpr int kMaxValue = 120;
 struct Attribute {

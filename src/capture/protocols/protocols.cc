@@ -1,6 +1,6 @@
 // Protocol processors (BorderPatrol §3.3 and §5.2, EuroSys'08): names, dispatch on a
 // parser's protocol, and detection from a stream's first bytes. The processors are in
-// http.cc, testbed.cc, postgres.cc, redis.cc, dns.cc and line.cc; docs/protocols.md says
+// http.cc, testbed.cc, postgres.cc, redis.cc, dns.cc, line.cc and mysql.cc; docs/protocols.md says
 // what each one treats as a message.
 //
 // BorderPatrol selects a processor by port, Unix path or program name (§5.2) and names
@@ -126,6 +126,9 @@ void Init(Parser* parser, Protocol protocol, Direction direction) {
     case kLine:
       internal::InitLine(parser);
       break;
+    case kMysql:
+      internal::InitMysql(parser);
+      break;
     case kNone:
     case kOneShot:
     case kProtocolCount:
@@ -156,6 +159,9 @@ size_t Consume(Parser* parser, const uint8_t* data, size_t length, bool* ended) 
         break;
       case kLine:
         n = internal::ConsumeLine(parser, data, length, ended);
+        break;
+      case kMysql:
+        n = internal::ConsumeMysql(parser, data, length, ended);
         break;
       case kNone:  // the direction turn or the close ends the message, not the bytes
       case kOneShot:
