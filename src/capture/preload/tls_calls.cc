@@ -62,10 +62,10 @@ void* Find(int library, const char* name, void** slot) {
   return f;
 }
 
-#define WEFT_TLS_FUNCTION(library, name, ret, params)                \
-  using name##_type = ret(*) params;                                 \
-  name##_type Real_##name() {                                        \
-    static void* slot = nullptr;                                     \
+#define WEFT_TLS_FUNCTION(library, name, ret, params)                  \
+  using name##_type = ret(*) params;                                   \
+  name##_type Real_##name() {                                          \
+    static void* slot = nullptr;                                       \
     return reinterpret_cast<name##_type>(Find(library, #name, &slot)); \
   }
 
