@@ -34,8 +34,9 @@ class CaptureTlsTest : public ::testing::Test {
             ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
-    auto made = Shell("openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=localhost -keyout " +
-                      (dir_ / "key.pem").string() + " -out " + (dir_ / "cert.pem").string());
+    auto made =
+        Shell("openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=localhost -keyout " +
+              (dir_ / "key.pem").string() + " -out " + (dir_ / "cert.pem").string());
     ASSERT_EQ(made.rc, 0) << made.output;
   }
   void TearDown() override { fs::remove_all(dir_); }
@@ -67,8 +68,8 @@ class CaptureTlsTest : public ::testing::Test {
   }
 
   std::string Reconcile() {
-    auto run = Weft("reconcile " + (dir_ / "capture").string() + " -o " +
-                    (dir_ / "run.weft").string());
+    auto run =
+        Weft("reconcile " + (dir_ / "capture").string() + " -o " + (dir_ / "run.weft").string());
     EXPECT_EQ(run.rc, 0) << run.output;
     return run.output;
   }
@@ -162,7 +163,8 @@ TEST_F(CaptureTlsTest, GnutlsClientRecordCallsAreTheConnectionsData) {
   }
   EXPECT_EQ(functions, (std::set<int32_t>{wire::kTlsOpensslPlain, wire::kTlsGnutls}));
   int gnutls_writes = 0;
-  for (const Event& e : log.events) gnutls_writes += e.op == EventOp::kTlsWrite && e.arg == wire::kTlsGnutls;
+  for (const Event& e : log.events)
+    gnutls_writes += e.op == EventOp::kTlsWrite && e.arg == wire::kTlsGnutls;
   EXPECT_EQ(gnutls_writes, 3);
   EXPECT_EQ(log.loss.tls_streams, 2u);
   std::string summary = Reconcile();

@@ -158,7 +158,8 @@ int GnutlsClient(int fd, int requests) {
       do {  // TLS 1.3 post-handshake messages (session tickets) interrupt a read
         got = gnutls_record_recv(session, b, size_t(n));
       } while (got == GNUTLS_E_AGAIN || got == GNUTLS_E_INTERRUPTED);
-      if (got < 0) fprintf(stderr, "tls_probe: gnutls_record_recv: %s\n", gnutls_strerror(int(got)));
+      if (got < 0)
+        fprintf(stderr, "tls_probe: gnutls_record_recv: %s\n", gnutls_strerror(int(got)));
       return int(got);
     });
   }
