@@ -12,11 +12,13 @@
 // attributes (redis.command, sql, http.url, http.status) and check them against the bytes.
 #include "capture/real_servers.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <pwd.h>
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <regex>
 #include <set>
@@ -445,6 +447,94 @@ void RealServersTest::RunPgbench(bool tls) {
   CheckSqlAttributes(trace, queries, replies);
   CheckQueryTrees(trace, queries);
 }
+
+// ---------------------------------------------------------------------------------------
+// nginx terminating TLS (OpenSSL, SSL_do_handshake / SSL_read / SSL_write in its event
+// loop), a GnuTLS client in front (tls_probe gnutls-to): every request is one CALL with the
+// http.url read from plaintext at both ends, answered by one RETURN with http.status.
+
+#ifdef TLS_PROBE
+constexpr const char* kNginxTlsConf = R"conf(worker_processes 1;
+pid @P@/nginx.pid;
+error_log @P@/error.log notice;
+events { worker_connections 64; }
+http {
+  access_log off;
+  client_body_temp_path @P@/body;
+  proxy_temp_path @P@/proxy;
+  fastcgi_temp_path @P@/fastcgi;
+  uwsgi_temp_path @P@/uwsgi;
+  scgi_temp_path @P@/scgi;
+  server {
+    listen 127.0.0.1:@PORT@ ssl;
+    ssl_certificate @P@/cert.pem;
+    ssl_certificate_key @P@/key.pem;
+    location / { return 200 "tls ok\n"; }
+  }
+}
+)conf";
+
+TEST_F(RealServersTest, NginxOverTlsWithGnutlsClientCarriesUrls) {
+  if (!Installed("/usr/sbin/nginx")) GTEST_SKIP() << "nginx not installed (scripts/install-deps)";
+  constexpr int kRequests = 20;
+  std::string prefix = Path("nginx");
+  fs::create_directories(prefix);
+  std::filesystem::permissions(prefix, std::filesystem::perms::all);
+  ASSERT_TRUE(MakeCertificate());
+  fs::copy_file(Path("cert.pem"), prefix + "/cert.pem");
+  fs::copy_file(Path("key.pem"), prefix + "/key.pem");
+  uint16_t port = testing::FreePorts<1>()[0];
+  ASSERT_NE(port, 0);
+  std::string conf = kNginxTlsConf;
+  for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{
+           {"@P@", prefix}, {"@PORT@", std::to_string(port)}}) {
+    for (size_t at; (at = conf.find(from)) != std::string::npos;) conf.replace(at, from.size(), to);
+  }
+  {
+    std::ofstream out(prefix + "/nginx.conf");
+    out << conf;
+  }
+  pid_t nginx =
+      StartCaptured("nginx", {"/usr/sbin/nginx", "-c", prefix + "/nginx.conf", "-p", prefix, "-e",
+                              prefix + "/error.log", "-g", "daemon off; master_process on;"});
+  ASSERT_TRUE(testing::WaitForPort(port)) << testing::ReadFile(prefix + "/error.log");
+  auto client = Weft(Capture("client", std::string(TLS_PROBE) + " gnutls-to " +
+                                           std::to_string(port) + " " + std::to_string(kRequests)));
+  ASSERT_EQ(client.rc, 0) << client.output;
+  int status = background_->Stop(nginx, SIGQUIT);  // graceful: the worker finishes first
+  EXPECT_TRUE(WIFEXITED(status)) << testing::ReadFile(prefix + "/error.log");
+
+  Trace trace = Reconcile();
+  std::cerr << testing::FormatCounts(testing::CountByNodes(trace));
+  const TraceColumns& c = trace.columns();
+  std::vector<std::string> urls;
+  std::map<std::string, int> returns;  // call id -> RETURNs with status 200
+  int calls = 0;
+  for (size_t i = 0; i < trace.size(); ++i) {
+    std::string from(trace.NodeName(c.sender[i])), to(trace.NodeName(c.receiver[i]));
+    MessageId m{uint32_t(i)};
+    if (c.kind[i] == MessageKind::kCall && ProgramOf(from) == "tls_probe") {
+      ++calls;
+      EXPECT_EQ(ProgramOf(to), "nginx");
+      std::string url;
+      EXPECT_TRUE(testing::AttributeOf(trace, m, "http.url", &url));
+      urls.push_back(url);
+      EXPECT_TRUE(PayloadPrefix(trace, m).starts_with("GET /tls/")) << PayloadPrefix(trace, m);
+    } else if (c.kind[i] == MessageKind::kReturn && ProgramOf(to) == "tls_probe") {
+      std::string code;
+      EXPECT_TRUE(testing::AttributeOf(trace, m, "http.status", &code));
+      returns[std::string(trace.strings().Get(c.call_id[i]))] += code == "200";
+    }
+  }
+  EXPECT_EQ(calls, kRequests);
+  std::vector<std::string> expected;
+  for (int i = 0; i < kRequests; ++i) expected.push_back(fmt::format("/tls/{:03}", i));
+  std::sort(urls.begin(), urls.end());
+  EXPECT_EQ(urls, expected);
+  EXPECT_EQ(int(returns.size()), kRequests);
+  for (const auto& [id, n] : returns) EXPECT_EQ(n, 1) << id;
+}
+#endif  // TLS_PROBE
 
 }  // namespace
 }  // namespace weft

@@ -5,6 +5,10 @@
 //   tls_probe openssl N   N requests, OpenSSL client (SSL_write / SSL_read)
 //   tls_probe ex N        N requests, OpenSSL client with SSL_write_ex / SSL_read_ex
 //   tls_probe gnutls N    N requests, GnuTLS client (gnutls_record_send / _recv)
+//   tls_probe gnutls-to PORT N
+//                         the GnuTLS client alone, to a server on 127.0.0.1:PORT (nginx):
+//                         N requests on one connection, any HTTP/1.1 response with a
+//                         Content-Length
 //   tls_probe opaque      no TLS library: writes a TLS handshake record and an alert with
 //                         write(), as a statically linked TLS library would
 //   tls_probe bio         OpenSSL over a pair of memory BIOs, no socket at all
@@ -134,7 +138,25 @@ int OpensslClient(int fd, int requests, bool ex) {
   return 0;
 }
 
-int GnutlsClient(int fd, int requests) {
+// Reads one HTTP/1.1 response with a Content-Length with `read_some`.
+template <typename ReadSome>
+void ReadHttpResponse(ReadSome read_some) {
+  std::string response;
+  char buffer[4096];
+  size_t end = std::string::npos, length = 0;
+  while (end == std::string::npos || response.size() < end + 4 + length) {
+    int n = read_some(buffer, sizeof buffer);
+    if (n <= 0) Die("response cut short");
+    response.append(buffer, size_t(n));
+    if (end == std::string::npos && (end = response.find("\r\n\r\n")) != std::string::npos) {
+      size_t at = response.find("Content-Length: ");
+      if (at == std::string::npos || at > end) Die("response without Content-Length");
+      length = size_t(atol(response.c_str() + at + 16));
+    }
+  }
+}
+
+int GnutlsClient(int fd, int requests, bool any_response) {
   gnutls_global_init();
   gnutls_certificate_credentials_t credentials;
   gnutls_certificate_allocate_credentials(&credentials);
@@ -153,7 +175,7 @@ int GnutlsClient(int fd, int requests) {
     if (gnutls_record_send(session, request.data(), request.size()) != ssize_t(request.size())) {
       Die("gnutls_record_send");
     }
-    ReadResponse([&](char* b, int n) {
+    auto read_some = [&](char* b, int n) {
       ssize_t got;
       do {  // TLS 1.3 post-handshake messages (session tickets) interrupt a read
         got = gnutls_record_recv(session, b, size_t(n));
@@ -161,7 +183,12 @@ int GnutlsClient(int fd, int requests) {
       if (got < 0)
         fprintf(stderr, "tls_probe: gnutls_record_recv: %s\n", gnutls_strerror(int(got)));
       return int(got);
-    });
+    };
+    if (any_response) {
+      ReadHttpResponse(read_some);
+    } else {
+      ReadResponse(read_some);
+    }
   }
   gnutls_bye(session, GNUTLS_SHUT_WR);
   gnutls_deinit(session);
@@ -223,6 +250,19 @@ int main(int argc, char** argv) {
   if (argc < 2) Die("usage: tls_probe openssl|ex|gnutls N | opaque | bio");
   std::string mode = argv[1];
   if (mode == "opaque") return Opaque();
+  if (mode == "gnutls-to" && argc > 3) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(uint16_t(atoi(argv[2])));
+    if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) Die("connect");
+    int requests = atoi(argv[3]);
+    GnutlsClient(fd, requests, true);
+    close(fd);
+    printf("tls_probe gnutls-to: %d requests\n", requests);
+    return 0;
+  }
   const char* cert = getenv("TLS_PROBE_CERT");
   const char* key = getenv("TLS_PROBE_KEY");
   if (cert == nullptr || key == nullptr) Die("TLS_PROBE_CERT and TLS_PROBE_KEY name the server's");
@@ -233,7 +273,7 @@ int main(int argc, char** argv) {
   Connect(&client, &server);
   std::thread serving(Serve, server_context, server);
   if (mode == "gnutls") {
-    GnutlsClient(client, requests);
+    GnutlsClient(client, requests, false);
   } else {
     OpensslClient(client, requests, mode == "ex");
   }
