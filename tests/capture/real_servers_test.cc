@@ -106,6 +106,8 @@ void RealServersTest::RunRedisBenchmark(bool tls) {
     GTEST_SKIP() << "redis-server / redis-tools not installed (scripts/install-deps)";
   }
   if (tls && !MakeCertificate()) GTEST_SKIP() << "openssl req could not make a certificate";
+  // Over TLS with event isolation, weft capture's default (it leaves TLS sockets alone).
+  isolate_ = tls;
   constexpr int kRequests = 2000, kClients = 4;
   uint16_t port = testing::FreePorts<1>()[0];
   ASSERT_NE(port, 0);
@@ -299,6 +301,7 @@ void RealServersTest::RunPgbench(bool tls) {
     as_user = "runuser -u postgres -- ";
   }
   constexpr int kClients = 2, kTransactions = 100;
+  isolate_ = tls;  // as RunRedisBenchmark
   std::string data = Path("pgdata"), sockets = Path("pgsock");
   fs::create_directories(data);
   fs::create_directories(sockets);
