@@ -616,7 +616,11 @@ std::string FormatEvent(const EventLog& log, const Event& e) {
                               FormatDuration(TimeNs(uint64_t(e.exit_ns) - uint64_t(e.entry_ns))));
   }
   line += fmt::format(" fd {} = {}", e.fd, e.result);
-  if (e.arg != 0) line += fmt::format(" arg {}", e.arg);
+  if (e.op == EventOp::kTlsTransport) {
+    line += fmt::format(" by {}", EventOpName(static_cast<EventOp>(e.arg)));  // ciphertext
+  } else if (e.arg != 0) {
+    line += fmt::format(" arg {}", e.arg);
+  }
   line += fmt::format(" [{}]", FormatDuration(TimeNs(uint64_t(e.exit_ns) - uint64_t(e.entry_ns))));
   if (e.datagram) line += fmt::format(" hash {:016x}", e.payload_hash);
   if (e.peer != kNone) line += " peer " + FormatAddress(log.addresses[e.peer]);
