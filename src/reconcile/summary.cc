@@ -55,9 +55,10 @@ std::string ReconcileSummary::TlsNote() const {
   if (tls_opaque_streams == 0) return "";
   return fmt::format(
       "note: {} streams carried TLS records but no TLS library call of the program was seen "
-      "(OpenSSL or GnuTLS linked statically, or another TLS library): their messages are "
-      "ciphertext, cut only where the direction turns, with no attributes. To read them, "
-      "run a build of the program that links libssl or libgnutls dynamically "
+      "(OpenSSL or GnuTLS linked statically, another TLS library, or OpenSSL's SSL BIO): "
+      "their messages are ciphertext, cut only where the direction turns, with no "
+      "attributes. To read them, run a build of the program that links libssl or "
+      "libgnutls dynamically and calls SSL_read/SSL_write or gnutls_record_recv/send "
       "(docs/capture.md \"TLS\")",
       tls_opaque_streams);
 }

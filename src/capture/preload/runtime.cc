@@ -493,6 +493,10 @@ int64_t BeginCall() {
   return now;
 }
 
+void ResumeCall(int64_t entry) {
+  if (ThreadBuffer* b = t_buffer) __atomic_store_n(&b->call_since, entry, __ATOMIC_RELAXED);
+}
+
 void CountUntracedIo() {
   if (ThreadBuffer* b = t_buffer) {
     ++b->untraced_io;

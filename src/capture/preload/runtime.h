@@ -85,6 +85,9 @@ uint32_t PayloadPrefix();
 // record is appended: the end of the log (exit, exec, a terminating signal) waits a few
 // milliseconds for such calls, so that bytes that left or reached the process are logged.
 int64_t BeginCall();
+// Marks the thread as inside the call entered at `entry` again, after a call inside it
+// (a TLS library's system call under SSL_read) appended its own record, which ends the mark.
+void ResumeCall(int64_t entry);
 
 // Appends a call record (and, with `data`, a payload record of its first bytes) to the
 // calling thread's buffer. Safe in signal handlers: a record started while another is

@@ -177,6 +177,7 @@ int OpensslRecord(void* ssl, bool reading, int function, const void* data, Call 
   int r = call();
   int error = errno;
   --t_tls_depth;
+  ResumeCall(entry);  // the system calls inside ended the mark BeginCall set
   long result = r > 0 ? long(moved != nullptr ? *moved : size_t(r)) : OpensslFailure(ssl, r, error);
   LogPlaintext(reading ? wire::kOpTlsRead : wire::kOpTlsWrite, fd, entry, result, function, data);
   errno = error;
@@ -290,6 +291,7 @@ WEFT_EXPORT ssize_t gnutls_record_recv(void* session, void* buffer, size_t n) {
   ssize_t r = real(session, buffer, n);
   int error = errno;
   --t_tls_depth;
+  ResumeCall(entry);
   LogPlaintext(wire::kOpTlsRead, fd, entry, GnutlsResult(r), wire::kTlsGnutls, buffer);
   errno = error;
   return r;
@@ -310,6 +312,7 @@ WEFT_EXPORT ssize_t gnutls_record_send(void* session, const void* buffer, size_t
   ssize_t r = real(session, buffer, n);
   int error = errno;
   --t_tls_depth;
+  ResumeCall(entry);
   LogPlaintext(wire::kOpTlsWrite, fd, entry, GnutlsResult(r), wire::kTlsGnutls, buffer);
   errno = error;
   return r;
