@@ -5,6 +5,7 @@
 // is ciphertext (tls_transport). A stream that carries TLS records no library call was
 // seen for is counted, never parsed; memory BIOs (no socket) log nothing; a program
 // without a TLS library gets none loaded.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -185,6 +186,23 @@ TEST_F(CaptureTlsTest, TlsRecordsWithoutLibraryCallsAreReportedNotParsed) {
   std::string summary = Reconcile();
   EXPECT_NE(summary.find("2 streams of TLS ciphertext not read"), std::string::npos) << summary;
   EXPECT_NE(summary.find("note: 2 streams carried TLS records"), std::string::npos) << summary;
+}
+
+// The same after PostgreSQL's SSLRequest and 'S' in the clear (detected as postgres):
+// those two are messages, the TLS records after them are counted, never parsed.
+TEST_F(CaptureTlsTest, TlsRecordsAfterPostgresSslRequestAreReportedNotParsed) {
+  EventLog log = Run("opaque-pg", "tls_probe opaque-pg: 1 exchange");
+  std::vector<std::string> boundaries;
+  for (const Event& e : log.events) {
+    if (e.op != EventOp::kBoundary) continue;
+    const Boundary& b = log.boundaries[size_t(e.boundary)];
+    boundaries.push_back(fmt::format("{} {} {} {}", b.protocol, b.request ? "request" : "response",
+                                     b.sent ? "sent" : "received", b.offset));
+  }
+  // SSLRequest (8 bytes) and 'S' (1 byte), each seen at both ends, in log order.
+  EXPECT_EQ(boundaries, (std::vector<std::string>{"3 request sent 8", "3 request received 8",
+                                                  "3 response sent 1", "3 response received 1"}));
+  EXPECT_EQ(log.loss.tls_opaque_streams, 2u);
 }
 
 // Memory BIOs: the record calls have no socket, so nothing is logged for them.

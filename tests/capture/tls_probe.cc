@@ -11,6 +11,8 @@
 //                         Content-Length
 //   tls_probe opaque      no TLS library: writes a TLS handshake record and an alert with
 //                         write(), as a statically linked TLS library would
+//   tls_probe opaque-pg   the same after PostgreSQL's SSLRequest and its 'S' answer, sent
+//                         in the clear
 //   tls_probe bio         OpenSSL over a pair of memory BIOs, no socket at all
 //
 // Request i is "GET /tls/<i, 3 digits> HTTP/1.1" with a Host header (38 bytes), its
@@ -198,9 +200,18 @@ int GnutlsClient(int fd, int requests, bool any_response) {
 
 // What a statically linked TLS library does on the wire: the client's first bytes are a
 // handshake record, the server's an alert; nothing goes through an interposed call.
-int Opaque() {
+int Opaque(bool postgres) {
   int client, server;
   Connect(&client, &server);
+  if (postgres) {
+    const unsigned char ssl_request[] = {0, 0, 0, 8, 0x04, 0xd2, 0x16, 0x2f};
+    unsigned char answer[8];
+    if (write(client, ssl_request, sizeof ssl_request) != ssize_t(sizeof ssl_request) ||
+        read(server, answer, sizeof answer) != ssize_t(sizeof ssl_request) ||
+        write(server, "S", 1) != 1 || read(client, answer, 1) != 1) {
+      Die("SSLRequest exchange");
+    }
+  }
   const unsigned char hello[] = {0x16, 0x03, 0x01, 0x00, 0x04, 0x01, 0x00, 0x00, 0x00};
   const unsigned char alert[] = {0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x28};
   unsigned char buffer[64];
@@ -212,7 +223,8 @@ int Opaque() {
   }
   close(client);
   close(server);
-  printf("tls_probe opaque: 1 exchange, %zu + %zu bytes\n", sizeof hello, sizeof alert);
+  printf("tls_probe %s: 1 exchange, %zu + %zu bytes\n", postgres ? "opaque-pg" : "opaque",
+         sizeof hello, sizeof alert);
   return 0;
 }
 
@@ -249,7 +261,7 @@ int Bio(const char* cert, const char* key) {
 int main(int argc, char** argv) {
   if (argc < 2) Die("usage: tls_probe openssl|ex|gnutls N | opaque | bio");
   std::string mode = argv[1];
-  if (mode == "opaque") return Opaque();
+  if (mode == "opaque" || mode == "opaque-pg") return Opaque(mode == "opaque-pg");
   if (mode == "gnutls-to" && argc > 3) {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in a{};
