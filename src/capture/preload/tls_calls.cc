@@ -110,18 +110,25 @@ int Tie(int fd) {
 }
 
 // The socket an OpenSSL object reads from (`reading`) or writes to, tied; -1 if none.
+// The program's errno is kept: the library's getters are not asked to.
 int OpensslFd(const void* ssl, bool reading) {
   if (ssl == nullptr) return -1;
+  int saved_errno = errno;
   auto get = reading ? Real_SSL_get_rfd() : Real_SSL_get_wfd();
-  return get != nullptr ? Tie(get(ssl)) : -1;
+  int fd = get != nullptr ? Tie(get(ssl)) : -1;
+  errno = saved_errno;
+  return fd;
 }
 void TieOpenssl(const void* ssl) {
   OpensslFd(ssl, true);
   OpensslFd(ssl, false);
 }
 int GnutlsFd(void* session) {
+  int saved_errno = errno;
   auto get = Real_gnutls_transport_get_int();
-  return session != nullptr && get != nullptr ? Tie(get(session)) : -1;
+  int fd = session != nullptr && get != nullptr ? Tie(get(session)) : -1;
+  errno = saved_errno;
+  return fd;
 }
 
 // What an OpenSSL call that returned `r` <= 0 did, as a record's result: 0 for the end of
