@@ -28,15 +28,15 @@ constexpr uint32_t kMinChunkSize = 4096;
 constexpr uint32_t kMaxChunkSize = 64 << 20;
 
 constexpr std::string_view kOpNames[] = {
-    "none",       "socket",       "socketpair",  "pipe",        "connect",
-    "accept",     "bind",         "listen",      "close",       "shutdown",
-    "dup",        "read",         "readv",       "write",       "writev",
-    "send",       "sendto",       "sendmsg",     "sendmmsg",    "recv",
-    "recvfrom",   "recvmsg",      "recvmmsg",    "sendfile",    "poll",
-    "select",     "epoll_wait",   "fork",        "exec",        "thread",
-    "mutex_lock", "mutex_unlock", "cond_wait",   "cond_signal", "cond_broadcast",
-    "sem_post",   "sem_wait",     "wake_create", "wake_write",  "wake_read",
-    "timer_arm"};
+    "none",       "socket",       "socketpair",  "pipe",         "connect",
+    "accept",     "bind",         "listen",      "close",        "shutdown",
+    "dup",        "read",         "readv",       "write",        "writev",
+    "send",       "sendto",       "sendmsg",     "sendmmsg",     "recv",
+    "recvfrom",   "recvmsg",      "recvmmsg",    "sendfile",     "poll",
+    "select",     "epoll_wait",   "fork",        "exec",         "thread",
+    "mutex_lock", "mutex_unlock", "cond_wait",   "cond_signal",  "cond_broadcast",
+    "sem_post",   "sem_wait",     "wake_create", "wake_write",   "wake_read",
+    "timer_arm",  "tls_read",     "tls_write",   "tls_transport"};
 static_assert(std::size(kOpNames) == wire::kOpCount);
 
 template <typename T>
@@ -95,7 +95,8 @@ class BlockDecoder {
           return false;
         }
         auto c = Load<wire::CallRecord>(p);
-        if (c.op == wire::kOpNone || c.op >= wire::kOpMutexLock) return false;
+        bool sync_op = c.op >= wire::kOpMutexLock && c.op <= wire::kOpLastSync;
+        if (c.op == wire::kOpNone || sync_op || c.op >= wire::kOpCount) return false;
         if (!PlausibleTime(c.entry_ns) || !PlausibleTime(c.exit_ns)) return false;
         Event e{.op = static_cast<EventOp>(c.op)};
         e.tid = tid_;
@@ -126,7 +127,7 @@ class BlockDecoder {
       case wire::kSyncRecord: {
         if (size < sizeof(wire::SyncRecord)) return false;
         auto r = Load<wire::SyncRecord>(p);
-        if (r.op < wire::kOpMutexLock || r.op >= wire::kOpCount) return false;
+        if (r.op < wire::kOpMutexLock || r.op > wire::kOpLastSync) return false;
         if (!PlausibleTime(r.entry_ns) || !PlausibleTime(r.exit_ns)) return false;
         Event e{.op = static_cast<EventOp>(r.op)};
         e.tid = tid_;
@@ -224,6 +225,8 @@ class BlockDecoder {
         log_.loss.held_reads = r.held_reads;
         log_.loss.held_bytes = r.held_bytes;
         log_.loss.split_waits = r.split_waits;
+        log_.loss.tls_streams = r.tls_streams;
+        log_.loss.tls_opaque_streams = r.tls_opaque_streams;
         return true;
       }
       default:
@@ -495,7 +498,7 @@ std::string_view EventOpName(EventOp op) {
 }
 
 bool IsSyncOp(EventOp op) {
-  return uint8_t(op) >= wire::kOpMutexLock && uint8_t(op) < wire::kOpCount;
+  return uint8_t(op) >= wire::kOpMutexLock && uint8_t(op) <= wire::kOpLastSync;
 }
 
 bool IsSendOp(EventOp op) {
@@ -507,6 +510,7 @@ bool IsSendOp(EventOp op) {
     case EventOp::kSendmsg:
     case EventOp::kSendmmsg:
     case EventOp::kSendfile:
+    case EventOp::kTlsWrite:
       return true;
     default:
       return false;
@@ -521,6 +525,7 @@ bool IsRecvOp(EventOp op) {
     case EventOp::kRecvfrom:
     case EventOp::kRecvmsg:
     case EventOp::kRecvmmsg:
+    case EventOp::kTlsRead:
       return true;
     default:
       return false;
@@ -611,7 +616,11 @@ std::string FormatEvent(const EventLog& log, const Event& e) {
                               FormatDuration(TimeNs(uint64_t(e.exit_ns) - uint64_t(e.entry_ns))));
   }
   line += fmt::format(" fd {} = {}", e.fd, e.result);
-  if (e.arg != 0) line += fmt::format(" arg {}", e.arg);
+  if (e.op == EventOp::kTlsTransport) {
+    line += fmt::format(" by {}", EventOpName(static_cast<EventOp>(e.arg)));  // ciphertext
+  } else if (e.arg != 0) {
+    line += fmt::format(" arg {}", e.arg);
+  }
   line += fmt::format(" [{}]", FormatDuration(TimeNs(uint64_t(e.exit_ns) - uint64_t(e.entry_ns))));
   if (e.datagram) line += fmt::format(" hash {:016x}", e.payload_hash);
   if (e.peer != kNone) line += " peer " + FormatAddress(log.addresses[e.peer]);

@@ -75,6 +75,11 @@ enum class EventOp : uint8_t {
   kWakeWrite = wire::kOpWakeWrite,
   kWakeRead = wire::kOpWakeRead,
   kTimerArm = wire::kOpTimerArm,
+  // TLS: plaintext moved by the TLS library (the connection's data once TLS is in use), and
+  // the ciphertext system calls underneath (arg: the call's own op), which are not data.
+  kTlsRead = wire::kOpTlsRead,
+  kTlsWrite = wire::kOpTlsWrite,
+  kTlsTransport = wire::kOpTlsTransport,
   kEndpoint = 100,  // not a call: an endpoint record (Event::endpoint says which)
   kBoundary = 101,  // not a call: a protocol message ended (Event::boundary says which)
 };
@@ -172,6 +177,11 @@ struct EventLogLoss {
   uint64_t held_reads = 0;
   uint64_t held_bytes = 0;
   uint64_t split_waits = 0;
+  // TLS, only from the end record: connections whose plaintext came from the TLS library's
+  // calls, and streams that carried TLS records no interposed library saw (statically
+  // linked TLS: ciphertext only).
+  uint64_t tls_streams = 0;
+  uint64_t tls_opaque_streams = 0;
   // false: killed or still running. Version 2: every record committed before is in the
   // log; version 1: the writer's last buffers are missing.
   bool has_end_record = false;

@@ -162,7 +162,24 @@ enum Op : uint8_t {
   kOpWakeRead = 39,       // a read of an eventfd or timerfd: second = the value read
   kOpTimerArm = 40,       // timerfd_settime: object = the fd, second = first expiry
                           // (CLOCK_MONOTONIC ns; 0: disarmed)
-  kOpCount = 41,
+  // TLS (preload/tls_calls.cc), in CallRecords. A TLS library's call on a connection's
+  // socket, with the plaintext it moved: these are the connection's data once TLS is in
+  // use, counted in its stream offsets as reads and writes are. arg = TlsFunction.
+  kOpTlsRead = 41,   // SSL_read, SSL_read_ex, gnutls_record_recv: result = plaintext bytes
+  kOpTlsWrite = 42,  // SSL_write, SSL_write_ex, gnutls_record_send
+  // A system call that moved ciphertext (handshake, records, alerts) on a socket where a
+  // TLS library is in use: not the connection's data. arg = the call's own op (kOpRead,
+  // kOpSend, ...), result = its bytes or -errno.
+  kOpTlsTransport = 43,
+  kOpCount = 44,
+};
+inline constexpr uint8_t kOpLastSync = kOpTimerArm;  // sync ops: kOpMutexLock..kOpLastSync
+
+// Which library function a kOpTlsRead or kOpTlsWrite record is.
+enum TlsFunction : int32_t {
+  kTlsOpensslPlain = 1,  // SSL_read / SSL_write
+  kTlsOpensslEx = 2,     // SSL_read_ex / SSL_write_ex
+  kTlsGnutls = 3,        // gnutls_record_recv / gnutls_record_send
 };
 
 // Socket (or pipe) kinds, as the descriptor table and endpoint records know them.
@@ -246,8 +263,8 @@ static_assert(sizeof(PayloadRecord) == 16);
 struct EndRecord {
   uint8_t type;   // kEndRecord
   uint8_t op;     // kOpNone at exit, kOpExec before an exec
-  uint16_t size;  // 72 (40 before event isolation, 64 before split_waits: readers take
-                  // the counters a record lacks as 0)
+  uint16_t size;  // 88 (40 before event isolation, 64 before split_waits, 72 before the
+                  // TLS counters: readers take the counters a record lacks as 0)
   int32_t reserved;
   int64_t time_ns;
   uint64_t dropped_events;     // events lost: buffers that could not be written, signals
@@ -264,8 +281,13 @@ struct EndRecord {
   // Waits that reported one input of several and held the others back for later waits
   // (BorderPatrol §3.2, one event at a time): each is one wait more than untraced.
   uint64_t split_waits;
+  // TLS: connections whose plaintext was logged from the TLS library's calls, and streams
+  // that carried TLS records the library never saw (a TLS library linked statically, or
+  // one weft does not interpose): their bytes are ciphertext, parsed by no processor.
+  uint64_t tls_streams;
+  uint64_t tls_opaque_streams;
 };
-static_assert(sizeof(EndRecord) == 72);
+static_assert(sizeof(EndRecord) == 88);
 
 // A protocol processor (capture/protocols/, BorderPatrol §3.3) found the end of a
 // message in the bytes a call moved on a stream (TCP, Unix stream) or in one datagram.

@@ -239,6 +239,12 @@ Status RunEvents(const CaptureFlags& f) {
                             : "no end record (killed or still running)",
         loss.dropped_events, loss.truncated_bytes, loss.corrupt_bytes, loss.untraced_io_calls,
         loss.isolated_reads, loss.held_reads, loss.held_bytes, loss.split_waits);
+    if (loss.tls_streams + loss.tls_opaque_streams != 0) {
+      fmt::print(
+          "# TLS: {} sockets read as plaintext, {} streams of TLS ciphertext no TLS "
+          "library call was seen for (statically linked TLS?)\n",
+          loss.tls_streams, loss.tls_opaque_streams);
+    }
   }
   return Status::Ok();
 }

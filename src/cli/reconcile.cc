@@ -63,6 +63,7 @@ void AddReconcileCommand(CLI::App& app, Status& result) {
                  summary.OneLine(), read_s, reconcile_s);
       if (std::string clocks = summary.HostClocks(); !clocks.empty())
         fmt::print(stderr, "{}\n", clocks);
+      if (std::string note = summary.TlsNote(); !note.empty()) fmt::print(stderr, "{}\n", note);
       for (const std::string& line : problems.unreadable) fmt::print(stderr, "skipped: {}\n", line);
       for (const std::string& line : problems.losses) fmt::print(stderr, "lost: {}\n", line);
       for (const std::string& line : summary.losses) fmt::print(stderr, "lost: {}\n", line);

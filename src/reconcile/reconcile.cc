@@ -64,6 +64,8 @@ Collected CollectLogs(std::span<const capture::EventLog> logs, ReconcileSummary&
     s.held_reads += log.loss.held_reads;
     s.held_bytes += log.loss.held_bytes;
     s.split_waits += log.loss.split_waits;
+    s.tls_streams += log.loss.tls_streams;
+    s.tls_opaque_streams += log.loss.tls_opaque_streams;
   }
   DateInheritedEndsFromFork(logs, c.boot_offsets, c.ends);
   MergeInheritedEnds(logs, c.ends);

@@ -86,6 +86,14 @@ struct ReconcileSummary {
   uint64_t held_reads = 0;
   uint64_t held_bytes = 0;
   uint64_t split_waits = 0;
+  // TLS, summed over the logs' end records: sockets whose plaintext came from the TLS
+  // library's calls (its ciphertext system calls are not messages), and streams that
+  // carried TLS records no interposed TLS library call was tied to (a statically linked
+  // TLS library): ciphertext, left to direction turns, never parsed.
+  uint64_t tls_streams = 0;
+  uint64_t tls_opaque_streams = 0;
+  // "note: ..." for the user about tls_opaque_streams, or "" if there were none.
+  std::string TlsNote() const;
   // Forks and execs whose new process (image) was traced: each is a process link per
   // thread of it in the trace (trace.h ProcessLink).
   uint64_t forks_linked = 0;

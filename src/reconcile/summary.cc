@@ -39,12 +39,28 @@ std::string ReconcileSummary::OneLine() const {
                             handoffs.fifo_assumed, handoffs.broadcasts_shared, handoffs.wakes,
                             handoffs.wakes_ambiguous, handoffs.takes_unexplained,
                             handoffs.items_never_taken, handoffs.broadcasts_unheard)) +
+         (tls_streams == 0 ? "" : fmt::format(", {} TLS sockets read as plaintext", tls_streams)) +
+         (tls_opaque_streams == 0
+              ? ""
+              : fmt::format(", {} streams of TLS ciphertext not read", tls_opaque_streams)) +
          (isolated_reads + held_reads + split_waits == 0
               ? ""
               : fmt::format(
                     ", event isolation: {} reads cut at a message end, {} served from {} held "
                     "bytes, {} waits held inputs back",
                     isolated_reads, held_reads, held_bytes, split_waits));
+}
+
+std::string ReconcileSummary::TlsNote() const {
+  if (tls_opaque_streams == 0) return "";
+  return fmt::format(
+      "note: {} streams carried TLS records but no TLS library call of the program was seen "
+      "(OpenSSL or GnuTLS linked statically, another TLS library, or OpenSSL's SSL BIO): "
+      "their messages are ciphertext, cut only where the direction turns, with no "
+      "attributes. To read them, run a build of the program that links libssl or "
+      "libgnutls dynamically and calls SSL_read/SSL_write or gnutls_record_recv/send "
+      "(docs/capture.md \"TLS\")",
+      tls_opaque_streams);
 }
 
 std::string ReconcileSummary::HostClocks() const {

@@ -101,14 +101,40 @@ TEST(PostgresProcessorTest, StartupSimpleAndExtendedQueryAndCopy) {
   ExpectSplitInvariant(kPostgres, kResponse, stream);
 }
 
-TEST(PostgresProcessorTest, SslRequestAcceptedThenEncrypted) {
+// After 'S' capture feeds the processor the TLS library's plaintext (docs/capture.md
+// "TLS"): the startup and the queries go on at offsets after the SSLRequest and the 'S'.
+TEST(PostgresProcessorTest, SslRequestAcceptedThenPlaintextFromTheTlsLibrary) {
+  std::string startup = PgUntyped(196608, Z("user") + Z("postgres") + Z(""));
+  std::vector<Piece> requests = {{kSslRequest, ""},
+                                 {startup, ""},
+                                 {Pg('Q', Z("SELECT 1")), "sql=SELECT 1"},
+                                 {Pg('X', ""), ""}};
+  std::string stream = Concat(requests);
+  Stream run = Feed(kPostgres, kRequest, stream);
+  EXPECT_FALSE(run.failed);
+  EXPECT_EQ(run.ends, Ends(requests));
+  ExpectSplitInvariant(kPostgres, kRequest, stream);
+  std::vector<Piece> responses = {
+      {"S", ""},
+      {Pg('R', BigEndian32(0)) + Pg('S', Z("server_version") + Z("15.4")) + Pg('Z', "I"),
+       "pg.status=I"},
+      {Pg('C', Z("SELECT 1")) + Pg('Z', "I"), "pg.status=I"}};
+  stream = Concat(responses);
+  run = Feed(kPostgres, kResponse, stream);
+  EXPECT_FALSE(run.failed);
+  EXPECT_EQ(run.ends, Ends(responses));
+  ExpectSplitInvariant(kPostgres, kResponse, stream);
+  // Ciphertext (what a statically linked TLS library would leave on the socket; capture
+  // stops such a stream before the processor sees it) is not PostgreSQL: no more ends.
   std::string tls("\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03", 11);
-  // The client's TLS bytes are not PostgreSQL: after the SSLRequest nothing more ends.
-  Stream run = Feed(kPostgres, kRequest, kSslRequest + tls);
+  run = Feed(kPostgres, kRequest, kSslRequest + tls);
   EXPECT_EQ(run.ends, (std::vector<End>{{8, ""}}));
   EXPECT_TRUE(run.failed);
-  // The server's 'S' is one message; its TLS bytes are then skipped without failing.
   run = Feed(kPostgres, kResponse, "S" + tls + Pg('Z', "I"));
+  EXPECT_EQ(run.ends, (std::vector<End>{{1, ""}}));
+  EXPECT_TRUE(run.failed);
+  // GSSAPI encryption is not read: after 'G' nothing more ends, without failing.
+  run = Feed(kPostgres, kResponse, "G" + tls + Pg('Z', "I"));
   EXPECT_EQ(run.ends, (std::vector<End>{{1, ""}}));
   EXPECT_FALSE(run.failed);
   // A cancel request is a message of its own.

@@ -12,11 +12,13 @@
 // attributes (redis.command, sql, http.url, http.status) and check them against the bytes.
 #include "capture/real_servers.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <pwd.h>
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <regex>
 #include <set>
@@ -31,10 +33,27 @@ namespace {
 namespace fs = std::filesystem;
 using testing::PayloadPrefix;
 using testing::ProgramOf;
-using testing::RealServersTest;
 using testing::Weft;
 
 constexpr const char* kPgBin = "/usr/lib/postgresql/15/bin";
+
+// Each check runs in plaintext and over TLS (docs/capture.md "TLS"): over TLS the
+// messages must be the same, read from the TLS library's plaintext.
+class RealServersTest : public testing::RealServersTest {
+ protected:
+  void RunRedisBenchmark(bool tls);
+  void RunPgbench(bool tls);
+
+  // A self-signed certificate and key for localhost in the test's directory (cert.pem,
+  // key.pem), made now; false if openssl failed.
+  bool MakeCertificate() {
+    auto [rc, out] = testing::Shell(
+        "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=localhost -keyout " +
+        Path("key.pem") + " -out " + Path("cert.pem"));
+    if (rc != 0) std::cerr << out;
+    return rc == 0;
+  }
+};
 
 // ---------------------------------------------------------------------------------------
 // redis-server and redis-benchmark.
@@ -77,26 +96,52 @@ void CheckRedisAttributes(const Trace& trace, const std::vector<MessageId>& call
   EXPECT_EQ(carried, int(calls.size()));
 }
 
-TEST_F(RealServersTest, RedisBenchmarkMessagesMatchCommandStats) {
+TEST_F(RealServersTest, RedisBenchmarkMessagesMatchCommandStats) { RunRedisBenchmark(false); }
+
+// redis-server with TLS only (--port 0), redis-benchmark --tls: the same messages.
+TEST_F(RealServersTest, RedisBenchmarkOverTlsMessagesMatchCommandStats) { RunRedisBenchmark(true); }
+
+void RealServersTest::RunRedisBenchmark(bool tls) {
   if (!Installed("/usr/bin/redis-server") || !Installed("/usr/bin/redis-benchmark")) {
     GTEST_SKIP() << "redis-server / redis-tools not installed (scripts/install-deps)";
   }
+  if (tls && !MakeCertificate()) GTEST_SKIP() << "openssl req could not make a certificate";
+  // Over TLS with event isolation, weft capture's default (it leaves TLS sockets alone).
+  isolate_ = tls;
   constexpr int kRequests = 2000, kClients = 4;
   uint16_t port = testing::FreePorts<1>()[0];
   ASSERT_NE(port, 0);
-  pid_t server =
-      StartCaptured("redis", {"/usr/bin/redis-server", "--port", std::to_string(port), "--bind",
-                              "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", Path("")});
+  std::vector<std::string> argv = {"/usr/bin/redis-server",
+                                   "--port",
+                                   std::to_string(port),
+                                   "--bind",
+                                   "127.0.0.1",
+                                   "--save",
+                                   "",
+                                   "--appendonly",
+                                   "no",
+                                   "--dir",
+                                   Path("")};
+  // Clients name the CA (the certificate itself), the server asks none of them for one.
+  std::string client_tls;
+  if (tls) {
+    argv[2] = "0";
+    argv.insert(argv.end(), {"--tls-port", std::to_string(port), "--tls-cert-file",
+                             Path("cert.pem"), "--tls-key-file", Path("key.pem"),
+                             "--tls-ca-cert-file", Path("cert.pem"), "--tls-auth-clients", "no"});
+    client_tls = " --tls --cacert " + Path("cert.pem");
+  }
+  pid_t server = StartCaptured("redis", argv);
   ASSERT_TRUE(testing::WaitForLog(Path("redis.out"), "Ready to accept connections"))
       << testing::ReadFile(Path("redis.out"));
   auto bench =
       Weft(Capture("bench", "/usr/bin/redis-benchmark -h 127.0.0.1 -p " + std::to_string(port) +
-                                " -n " + std::to_string(kRequests) + " -c " +
+                                client_tls + " -n " + std::to_string(kRequests) + " -c " +
                                 std::to_string(kClients) + " -P 1 -t set,get -q"));
   ASSERT_EQ(bench.rc, 0) << bench.output;
   // Asked untraced: the server logs this connection, its peer is not a traced process.
-  auto [info_rc, info] =
-      testing::Shell("redis-cli -h 127.0.0.1 -p " + std::to_string(port) + " info commandstats");
+  auto [info_rc, info] = testing::Shell("redis-cli -h 127.0.0.1 -p " + std::to_string(port) +
+                                        client_tls + " info commandstats");
   ASSERT_EQ(info_rc, 0) << info;
   int status = background_->Stop(server, SIGTERM);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
@@ -232,7 +277,13 @@ void CheckQueryTrees(const Trace& trace, const std::vector<MessageId>& queries) 
   }
 }
 
-TEST_F(RealServersTest, PgbenchQueriesReachTheirBackend) {
+TEST_F(RealServersTest, PgbenchQueriesReachTheirBackend) { RunPgbench(false); }
+
+// ssl=on and sslmode=require: the SSLRequest and its 'S' answer are plaintext on the wire,
+// everything after is read from the TLS library's calls, at offsets that go on after them.
+TEST_F(RealServersTest, PgbenchOverTlsQueriesReachTheirBackend) { RunPgbench(true); }
+
+void RealServersTest::RunPgbench(bool tls) {
   std::string bin = kPgBin;
   if (!Installed(bin + "/postgres") || !Installed(bin + "/pgbench") ||
       !Installed(bin + "/initdb")) {
@@ -250,6 +301,7 @@ TEST_F(RealServersTest, PgbenchQueriesReachTheirBackend) {
     as_user = "runuser -u postgres -- ";
   }
   constexpr int kClients = 2, kTransactions = 100;
+  isolate_ = tls;  // as RunRedisBenchmark
   std::string data = Path("pgdata"), sockets = Path("pgsock");
   fs::create_directories(data);
   fs::create_directories(sockets);
@@ -262,16 +314,39 @@ TEST_F(RealServersTest, PgbenchQueriesReachTheirBackend) {
   ASSERT_EQ(init_rc, 0) << init_out;
   uint16_t port = testing::FreePorts<1>()[0];
   ASSERT_NE(port, 0);
-  pid_t server =
-      StartCaptured("postgres",
-                    {bin + "/postgres", "-D", data, "-p", std::to_string(port), "-c",
-                     "listen_addresses=127.0.0.1", "-c", "unix_socket_directories=" + sockets, "-c",
-                     "fsync=off", "-c", "autovacuum=off"},
-                    SIGINT, uid, gid);  // SIGINT: fast shutdown
+  std::vector<std::string> argv = {bin + "/postgres",
+                                   "-D",
+                                   data,
+                                   "-p",
+                                   std::to_string(port),
+                                   "-c",
+                                   "listen_addresses=127.0.0.1",
+                                   "-c",
+                                   "unix_socket_directories=" + sockets,
+                                   "-c",
+                                   "fsync=off",
+                                   "-c",
+                                   "autovacuum=off"};
+  if (tls) {
+    if (!MakeCertificate()) GTEST_SKIP() << "openssl req could not make a certificate";
+    // The server reads its key as its own user, and only from a file no one else can read.
+    std::string key = data + "/server.key", cert = data + "/server.crt";
+    fs::copy_file(Path("key.pem"), key);
+    fs::copy_file(Path("cert.pem"), cert);
+    ASSERT_EQ(chmod(key.c_str(), 0600), 0);
+    if (uid != 0) {
+      ASSERT_EQ(chown(key.c_str(), uid, gid), 0);
+      ASSERT_EQ(chown(cert.c_str(), uid, gid), 0);
+    }
+    argv.insert(argv.end(),
+                {"-c", "ssl=on", "-c", "ssl_cert_file=" + cert, "-c", "ssl_key_file=" + key});
+  }
+  pid_t server = StartCaptured("postgres", argv, SIGINT, uid, gid);  // SIGINT: fast shutdown
   ASSERT_TRUE(testing::WaitForLog(Path("postgres.out"), "ready to accept connections"))
       << testing::ReadFile(Path("postgres.out"));
-  // No SSL or GSSAPI negotiation first: the startup packet is the first message.
-  setenv("PGSSLMODE", "disable", 1);
+  // Plaintext: no SSL or GSSAPI negotiation first, the startup packet is the first message.
+  // TLS: an SSLRequest first, answered 'S'; no GSSAPI either way.
+  setenv("PGSSLMODE", tls ? "require" : "disable", 1);
   setenv("PGGSSENCMODE", "disable", 1);
   std::string connect = " -h 127.0.0.1 -p " + std::to_string(port) + " -U postgres ";
   // The tables are made untraced: the server logs that session with an untraced peer.
@@ -296,7 +371,7 @@ TEST_F(RealServersTest, PgbenchQueriesReachTheirBackend) {
   // its CALLs by first byte, and the call ids answered.
   struct Connection {
     std::set<std::string> servers;
-    std::map<char, int> calls;  // 'Q' query, 'X' terminate, '\0' startup packet
+    std::map<char, int> calls;  // 'Q' query, 'X' terminate, '\0' startup packet, 's' SSLRequest
     std::set<std::string> answered;
     std::vector<std::string> call_ids;
   };
@@ -330,6 +405,9 @@ TEST_F(RealServersTest, PgbenchQueriesReachTheirBackend) {
       std::string sql = QueryText(prefix);
       for (const std::string& statement : kTpcbStatements)
         statements[statement] += sql.starts_with(statement);
+    } else if (prefix[0] != 'X' && prefix == std::string("\0\0\0\x08\x04\xd2\x16\x2f", 8)) {
+      ++conn.calls['s'];  // SSLRequest: length 8, code 80877103
+      continue;
     } else if (prefix[0] != 'X') {
       // StartupMessage: length, then protocol 3.0 (0x00030000), no type byte.
       ASSERT_GE(prefix.size(), 8u);
@@ -349,7 +427,8 @@ TEST_F(RealServersTest, PgbenchQueriesReachTheirBackend) {
     EXPECT_EQ(conn.servers.size(), 1u) << id << " went to " << conn.servers.size() << " processes";
     backends.insert(*conn.servers.begin());
     EXPECT_EQ(conn.calls.at('\0'), 1) << id;  // the startup packet
-    EXPECT_EQ(conn.calls.at('X'), 1) << id;   // Terminate: the only CALL with no answer
+    EXPECT_EQ(conn.calls.count('s') ? conn.calls.at('s') : 0, tls ? 1 : 0) << id;
+    EXPECT_EQ(conn.calls.at('X'), 1) << id;  // Terminate: the only CALL with no answer
     EXPECT_EQ(conn.answered.size(), conn.call_ids.size() - 1) << id;
     for (const std::string& call : conn.call_ids) {
       EXPECT_TRUE(conn.answered.count(call) || call == conn.call_ids.back())
@@ -371,6 +450,94 @@ TEST_F(RealServersTest, PgbenchQueriesReachTheirBackend) {
   CheckSqlAttributes(trace, queries, replies);
   CheckQueryTrees(trace, queries);
 }
+
+// ---------------------------------------------------------------------------------------
+// nginx terminating TLS (OpenSSL, SSL_do_handshake / SSL_read / SSL_write in its event
+// loop), a GnuTLS client in front (tls_probe gnutls-to): every request is one CALL with the
+// http.url read from plaintext at both ends, answered by one RETURN with http.status.
+
+#ifdef TLS_PROBE
+constexpr const char* kNginxTlsConf = R"conf(worker_processes 1;
+pid @P@/nginx.pid;
+error_log @P@/error.log notice;
+events { worker_connections 64; }
+http {
+  access_log off;
+  client_body_temp_path @P@/body;
+  proxy_temp_path @P@/proxy;
+  fastcgi_temp_path @P@/fastcgi;
+  uwsgi_temp_path @P@/uwsgi;
+  scgi_temp_path @P@/scgi;
+  server {
+    listen 127.0.0.1:@PORT@ ssl;
+    ssl_certificate @P@/cert.pem;
+    ssl_certificate_key @P@/key.pem;
+    location / { return 200 "tls ok\n"; }
+  }
+}
+)conf";
+
+TEST_F(RealServersTest, NginxOverTlsWithGnutlsClientCarriesUrls) {
+  if (!Installed("/usr/sbin/nginx")) GTEST_SKIP() << "nginx not installed (scripts/install-deps)";
+  constexpr int kRequests = 20;
+  std::string prefix = Path("nginx");
+  fs::create_directories(prefix);
+  std::filesystem::permissions(prefix, std::filesystem::perms::all);
+  ASSERT_TRUE(MakeCertificate());
+  fs::copy_file(Path("cert.pem"), prefix + "/cert.pem");
+  fs::copy_file(Path("key.pem"), prefix + "/key.pem");
+  uint16_t port = testing::FreePorts<1>()[0];
+  ASSERT_NE(port, 0);
+  std::string conf = kNginxTlsConf;
+  for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{
+           {"@P@", prefix}, {"@PORT@", std::to_string(port)}}) {
+    for (size_t at; (at = conf.find(from)) != std::string::npos;) conf.replace(at, from.size(), to);
+  }
+  {
+    std::ofstream out(prefix + "/nginx.conf");
+    out << conf;
+  }
+  pid_t nginx =
+      StartCaptured("nginx", {"/usr/sbin/nginx", "-c", prefix + "/nginx.conf", "-p", prefix, "-e",
+                              prefix + "/error.log", "-g", "daemon off; master_process on;"});
+  ASSERT_TRUE(testing::WaitForPort(port)) << testing::ReadFile(prefix + "/error.log");
+  auto client = Weft(Capture("client", std::string(TLS_PROBE) + " gnutls-to " +
+                                           std::to_string(port) + " " + std::to_string(kRequests)));
+  ASSERT_EQ(client.rc, 0) << client.output;
+  int status = background_->Stop(nginx, SIGQUIT);  // graceful: the worker finishes first
+  EXPECT_TRUE(WIFEXITED(status)) << testing::ReadFile(prefix + "/error.log");
+
+  Trace trace = Reconcile();
+  std::cerr << testing::FormatCounts(testing::CountByNodes(trace));
+  const TraceColumns& c = trace.columns();
+  std::vector<std::string> urls;
+  std::map<std::string, int> returns;  // call id -> RETURNs with status 200
+  int calls = 0;
+  for (size_t i = 0; i < trace.size(); ++i) {
+    std::string from(trace.NodeName(c.sender[i])), to(trace.NodeName(c.receiver[i]));
+    MessageId m{uint32_t(i)};
+    if (c.kind[i] == MessageKind::kCall && ProgramOf(from) == "tls_probe") {
+      ++calls;
+      EXPECT_EQ(ProgramOf(to), "nginx");
+      std::string url;
+      EXPECT_TRUE(testing::AttributeOf(trace, m, "http.url", &url));
+      urls.push_back(url);
+      EXPECT_TRUE(PayloadPrefix(trace, m).starts_with("GET /tls/")) << PayloadPrefix(trace, m);
+    } else if (c.kind[i] == MessageKind::kReturn && ProgramOf(to) == "tls_probe") {
+      std::string code;
+      EXPECT_TRUE(testing::AttributeOf(trace, m, "http.status", &code));
+      returns[std::string(trace.strings().Get(c.call_id[i]))] += code == "200";
+    }
+  }
+  EXPECT_EQ(calls, kRequests);
+  std::vector<std::string> expected;
+  for (int i = 0; i < kRequests; ++i) expected.push_back(fmt::format("/tls/{:03}", i));
+  std::sort(urls.begin(), urls.end());
+  EXPECT_EQ(urls, expected);
+  EXPECT_EQ(int(returns.size()), kRequests);
+  for (const auto& [id, n] : returns) EXPECT_EQ(n, 1) << id;
+}
+#endif  // TLS_PROBE
 
 }  // namespace
 }  // namespace weft

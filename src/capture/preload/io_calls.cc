@@ -24,11 +24,12 @@ namespace {
 long ResultOf(long r, int error) { return r < 0 ? -error : r; }
 
 // Kind of a descriptor table entry, without its flag bits.
-uint8_t KindOf(uint8_t entry) { return entry & uint8_t(~(kNamedBit | kProtocolBit)); }
+uint8_t KindOf(uint8_t entry) { return entry & uint8_t(~kFlagBits); }
 // A stream read that event isolation handles (isolation.h): tested with the entry the
-// wrapper already loaded, so streams without a processor pay one more bit test.
+// wrapper already loaded, so streams without a processor pay one more bit test. Not on a
+// TLS socket: its bytes are ciphertext (the plaintext reads are the TLS library's).
 bool Isolated(uint8_t entry) {
-  return __builtin_expect((entry & kProtocolBit) != 0, 0) && Isolating() &&
+  return __builtin_expect((entry & (kProtocolBit | kTlsBit)) == kProtocolBit, 0) && Isolating() &&
          !IsDatagramKind(KindOf(entry));
 }
 
@@ -51,6 +52,11 @@ void LogTransfer(uint8_t op, int fd, uint8_t kind, int64_t entry, long r, int er
       FeedDatagram(fd, sending, entry, exit, data, iov, iovcnt, size_t(r), peer, peer_length);
     }
   } else {
+    if (__builtin_expect((FdEntry(fd) & kTlsBit) != 0, 0)) {
+      // Ciphertext under a TLS library's calls (tls_calls.cc): not the connection's data.
+      LogCall(wire::kOpTlsTransport, fd, entry, exit, ResultOf(r, error), op);
+      return;
+    }
     LogCallWithPayload(op, fd, entry, exit, ResultOf(r, error), arg, data, iov, iovcnt);
     if (__builtin_expect(FdHasProtocol(fd), 0) && r > 0) {
       // recv, recvfrom, recvmsg: arg is the flags. A peek moves nothing (the next receive
@@ -338,6 +344,13 @@ WEFT_EXPORT ssize_t sendfile(int out_fd, int in_fd, off_t* offset, size_t count)
   int64_t entry = BeginCall();
   ssize_t r = Real().sendfile(out_fd, in_fd, offset, count);
   int error = errno;
+  if (__builtin_expect((FdEntry(out_fd) & kTlsBit) != 0, 0)) {
+    // SSL_sendfile (kernel TLS): plaintext the library never sees as a record call.
+    LogCall(wire::kOpTlsTransport, out_fd, entry, NowNs(), ResultOf(r, error), wire::kOpSendfile);
+    if (r > 0 && FdHasProtocol(out_fd)) AbandonStream(out_fd, true);
+    errno = error;
+    return r;
+  }
   LogCall(wire::kOpSendfile, out_fd, entry, NowNs(), ResultOf(r, error), in_fd);
   if (r > 0 && FdHasProtocol(out_fd)) AbandonStream(out_fd, true);  // bytes the library never sees
   errno = error;

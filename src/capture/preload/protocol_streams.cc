@@ -40,9 +40,10 @@ struct ProtocolStream {
   uint32_t next_free;   // free list link (slot id)
   uint8_t state;        // StreamState
   bool client;          // this process connected: it writes requests, reads responses
-  uint8_t padding[2];
-  uint64_t offset[2];  // bytes moved so far per direction (the boundary record's offset)
-  uint8_t early[16];   // detecting: request bytes of earlier calls, too few to tell yet
+  uint8_t at_start;     // bit d: direction d's next byte starts a message (or the stream)
+  uint8_t tls_opaque;   // TLS records went by that no TLS library call was tied to
+  uint64_t offset[2];   // bytes moved so far per direction (the boundary record's offset)
+  uint8_t early[16];    // detecting: request bytes of earlier calls, too few to tell yet
   uint32_t early_length;
   HeldBytes held;  // event isolation: input bytes read but not yet given (isolation.cc)
   protocols::Parser parsers[2];
@@ -135,6 +136,8 @@ void Start(int fd, protocols::Protocol protocol, bool client) {
   s->early_length = 0;
   s->held.start = s->held.length = 0;  // a mapping left by a stream freed while busy is reused
   s->client = client;
+  s->at_start = 3;
+  s->tls_opaque = 0;
   s->state = protocol == protocols::kNone ? kDetecting : kActive;
   protocols::Init(&s->parsers[0], protocol, protocols::Direction::kRequest);
   protocols::Init(&s->parsers[1], protocol, protocols::Direction::kResponse);
@@ -312,9 +315,45 @@ void ShareProtocol(int old_fd, int new_fd) {
 
 namespace {
 
-// FeedStream's work with direction `d` of `s` taken (busy); leaves it taken.
+uint64_t g_tls_opaque_streams = 0;
+
+// The first bytes of a call (`data` or the first of `iov`) are a TLS record header:
+// content type 22 (handshake) or 21 (alert), version 3.0-3.4, a length a record can have.
+bool StartsTlsRecord(const void* data, const struct iovec* iov, int iovcnt, size_t bytes) {
+  const uint8_t* p = static_cast<const uint8_t*>(data);
+  size_t n = bytes;
+  if (p == nullptr) {
+    if (iovcnt <= 0) return false;
+    p = static_cast<const uint8_t*>(iov[0].iov_base);
+    n = iov[0].iov_len < bytes ? iov[0].iov_len : bytes;
+  }
+  if (n < 5 || (p[0] != 0x16 && p[0] != 0x15) || p[1] != 0x03 || p[2] > 0x04) return false;
+  return ((uint32_t(p[3]) << 8) | p[4]) <= 16384 + 2048;
+}
+
+// A system call's bytes on a stream no TLS library call was tied to begin with a TLS
+// record where a message (or the stream) starts, early in the stream: a TLS library that
+// capture cannot see (statically linked). Both directions stop, never fed ciphertext,
+// and the stream is counted once.
+bool OpaqueTls(ProtocolStream* s, int d, const void* data, const struct iovec* iov, int iovcnt,
+               size_t bytes) {
+  if (__atomic_load_n(&s->tls_opaque, __ATOMIC_RELAXED) != 0) return true;
+  if ((s->at_start & (1u << d)) == 0 || s->parsers[d].messages > 1) return false;
+  if (!StartsTlsRecord(data, iov, iovcnt, bytes)) return false;
+  if (__atomic_exchange_n(&s->tls_opaque, 1, __ATOMIC_ACQ_REL) == 0) {
+    __atomic_fetch_add(&g_tls_opaque_streams, 1, __ATOMIC_RELAXED);
+  }
+  __atomic_store_n(&s->broken[0], 1, __ATOMIC_RELAXED);
+  __atomic_store_n(&s->broken[1], 1, __ATOMIC_RELAXED);
+  return true;
+}
+
+// FeedStream's work with direction `d` of `s` taken (busy); leaves it taken. `raw`: the
+// bytes of a system call (checked for TLS records), not a TLS library's plaintext.
 void FeedTaken(ProtocolStream* s, int d, int fd, bool sending, int64_t entry, int64_t exit,
-               const void* data, const struct iovec* iov, int iovcnt, size_t bytes) {
+               const void* data, const struct iovec* iov, int iovcnt, size_t bytes,
+               bool raw = true) {
+  if (raw && OpaqueTls(s, d, data, iov, iovcnt, bytes)) return;
   uint8_t state = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
   size_t early = 0;  // request bytes of earlier calls to feed before this call's
   if (state == kDetecting) {
@@ -345,6 +384,7 @@ void FeedTaken(ProtocolStream* s, int d, int fd, bool sending, int64_t entry, in
     return;
   }
   protocols::Parser* parser = &s->parsers[d];
+  bool at_start = false;
   auto feed = [&](const uint8_t* p, size_t n) {
     int stalls = 0;
     while (n > 0) {
@@ -360,6 +400,7 @@ void FeedTaken(ProtocolStream* s, int d, int fd, bool sending, int64_t entry, in
       s->offset[d] += used;
       p += used;
       n -= used;
+      at_start = ended;
       // A message that ended in the kept bytes is logged with this call's times: only its
       // offset matters to reconcile.
       if (ended) {
@@ -371,12 +412,20 @@ void FeedTaken(ProtocolStream* s, int d, int fd, bool sending, int64_t entry, in
   if (early > 0) feed(s->early, early);
   if (__atomic_load_n(&s->broken[d], __ATOMIC_RELAXED) == 0)
     ForEachSegment(data, iov, iovcnt, bytes, feed);
+  // Only this direction's bit changes, and only its holder changes it.
+  if (at_start) {
+    __atomic_fetch_or(&s->at_start, uint8_t(1u << d), __ATOMIC_RELAXED);
+  } else {
+    __atomic_fetch_and(&s->at_start, uint8_t(~(1u << d)), __ATOMIC_RELAXED);
+  }
 }
 
 }  // namespace
 
-void FeedStream(int fd, bool sending, int64_t entry, int64_t exit, const void* data,
-                const struct iovec* iov, int iovcnt, size_t bytes) {
+namespace {
+
+void Feed(int fd, bool sending, int64_t entry, int64_t exit, const void* data,
+          const struct iovec* iov, int iovcnt, size_t bytes, bool raw) {
   if (bytes == 0 || fd < 0 || fd >= kFdTableSize) return;
   if (sending && Isolating()) SentOn(fd);
   ProtocolStream* s = StreamAt(__atomic_load_n(&g_fd_stream[fd], __ATOMIC_ACQUIRE));
@@ -389,9 +438,23 @@ void FeedStream(int fd, bool sending, int64_t entry, int64_t exit, const void* d
     __atomic_store_n(&s->broken[d], 1, __ATOMIC_RELAXED);
     return;
   }
-  FeedTaken(s, d, fd, sending, entry, exit, data, iov, iovcnt, bytes);
+  FeedTaken(s, d, fd, sending, entry, exit, data, iov, iovcnt, bytes, raw);
   __atomic_store_n(&s->busy[d], 0, __ATOMIC_RELEASE);
 }
+
+}  // namespace
+
+void FeedStream(int fd, bool sending, int64_t entry, int64_t exit, const void* data,
+                const struct iovec* iov, int iovcnt, size_t bytes) {
+  Feed(fd, sending, entry, exit, data, iov, iovcnt, bytes, true);
+}
+
+void FeedTlsPlaintext(int fd, bool sending, int64_t entry, int64_t exit, const void* data,
+                      size_t bytes) {
+  Feed(fd, sending, entry, exit, data, nullptr, 0, bytes, false);
+}
+
+uint64_t TlsOpaqueStreams() { return __atomic_load_n(&g_tls_opaque_streams, __ATOMIC_RELAXED); }
 
 // --- event isolation's access to a stream's input side (isolation.cc) -------------------
 

@@ -61,6 +61,15 @@ void ShareProtocol(int old_fd, int new_fd);
 // parser and logs a boundary record for each message that ended in them.
 void FeedStream(int fd, bool sending, int64_t entry, int64_t exit, const void* data,
                 const struct iovec* iov, int iovcnt, size_t bytes);
+// Plaintext a TLS library's record call moved on `fd` (tls_calls.cc): fed as FeedStream
+// feeds a system call's bytes, at the same stream offsets (they go on from the bytes moved
+// in the clear before TLS began).
+void FeedTlsPlaintext(int fd, bool sending, int64_t entry, int64_t exit, const void* data,
+                      size_t bytes);
+// Streams whose system calls carried TLS records at a message start while no TLS library
+// call was tied to them (statically linked TLS): their processors were stopped, never fed
+// ciphertext. The end record's tls_opaque_streams.
+uint64_t TlsOpaqueStreams();
 // Bytes moved that cannot be fed (sendfile, MSG_TRUNC): the direction's parser stops.
 void AbandonStream(int fd, bool sending);
 // One datagram on a UDP socket: goes to the DNS processor if the socket or `peer` (the

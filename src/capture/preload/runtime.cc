@@ -355,7 +355,7 @@ void NameOpenDescriptors() {
         kind = SocketKindOf(domain, type);
       }
       // A forked child keeps the parent's protocol streams (their memory was copied).
-      SetFdKind(fd, uint8_t(kind | (FdEntry(fd) & kProtocolBit)));
+      SetFdKind(fd, uint8_t(kind | (FdEntry(fd) & (kProtocolBit | kTlsBit))));
       if (kind != 0) LogEndpoint(wire::kOpNone, fd, kind, nullptr, 0, NowNs());
     }
   }
@@ -493,6 +493,10 @@ int64_t BeginCall() {
   return now;
 }
 
+void ResumeCall(int64_t entry) {
+  if (ThreadBuffer* b = t_buffer) __atomic_store_n(&b->call_since, entry, __ATOMIC_RELAXED);
+}
+
 void CountUntracedIo() {
   if (ThreadBuffer* b = t_buffer) {
     ++b->untraced_io;
@@ -624,7 +628,7 @@ void LogEndpoint(uint8_t op, int fd, uint8_t kind, const struct sockaddr* peer,
   memcpy(record + sizeof r + r.local.path_length, peer_path, r.peer.path_length);
   memset(record + sizeof r + paths, 0, size - sizeof r - paths);
   Append(record, size, nullptr, 0);
-  SetFdKind(fd, uint8_t(kind | kNamedBit | (FdEntry(fd) & kProtocolBit)));
+  SetFdKind(fd, uint8_t(kind | kNamedBit | (FdEntry(fd) & (kProtocolBit | kTlsBit))));
   if (names != nullptr) {
     names->local = r.local;
     names->peer = r.peer;
@@ -739,7 +743,9 @@ void EndLog(uint8_t op) {
                          0,
                          0,
                          0,
-                         0};
+                         0,
+                         TlsStreams(),
+                         TlsOpaqueStreams()};
   IsolationCounters(&end.isolated_reads, &end.held_reads, &end.held_bytes, &end.split_waits);
   WriteEndRecord(end);
   errno = saved_errno;

@@ -45,11 +45,16 @@ inline constexpr uint8_t kNamedBit = 0x80;
 // Bit 6: the bytes it moves go to a protocol processor (protocol_streams.h). Tested on the
 // common path with the entry already loaded, so streams without one pay nothing more.
 inline constexpr uint8_t kProtocolBit = 0x40;
+// Bit 5: a TLS library is in use on the socket (tls_calls.cc): its system calls move
+// ciphertext, logged as TLS transport, never as data or fed to a processor; the TLS
+// library's calls carry the plaintext instead.
+inline constexpr uint8_t kTlsBit = 0x20;
+inline constexpr uint8_t kFlagBits = kNamedBit | kProtocolBit | kTlsBit;
 
 inline uint8_t FdEntry(int fd) {
   return (fd >= 0 && fd < kFdTableSize) ? __atomic_load_n(&g_fd_kind[fd], __ATOMIC_RELAXED) : 0;
 }
-inline uint8_t FdKind(int fd) { return FdEntry(fd) & uint8_t(~(kNamedBit | kProtocolBit)); }
+inline uint8_t FdKind(int fd) { return FdEntry(fd) & uint8_t(~kFlagBits); }
 inline bool FdHasProtocol(int fd) { return (FdEntry(fd) & kProtocolBit) != 0; }
 inline bool FdNamed(int fd) { return (FdEntry(fd) & kNamedBit) != 0; }
 // Sets the whole entry (kind, and the named bit if given).
@@ -80,6 +85,9 @@ uint32_t PayloadPrefix();
 // record is appended: the end of the log (exit, exec, a terminating signal) waits a few
 // milliseconds for such calls, so that bytes that left or reached the process are logged.
 int64_t BeginCall();
+// Marks the thread as inside the call entered at `entry` again, after a call inside it
+// (a TLS library's system call under SSL_read) appended its own record, which ends the mark.
+void ResumeCall(int64_t entry);
 
 // Appends a call record (and, with `data`, a payload record of its first bytes) to the
 // calling thread's buffer. Safe in signal handlers: a record started while another is
@@ -122,6 +130,8 @@ int SyncMode();
 // read and write on an eventfd or timerfd (io_calls.cc hands them over): a wake-up.
 ssize_t WakeRead(int fd, void* buffer, size_t n);
 ssize_t WakeWrite(int fd, const void* buffer, size_t n);
+// Sockets tied to a TLS library so far (tls_calls.cc): the end record's tls_streams.
+uint64_t TlsStreams();
 // read/write family on a descriptor that is not traced: counted, not logged.
 void CountUntracedIo();
 

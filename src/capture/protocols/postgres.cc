@@ -17,15 +17,17 @@
 //
 // Responses (backend): before anything else the server may answer an SSL or GSS request
 // with one untyped byte: 'N' (refused; plain text continues) is a message; 'S' or 'G'
-// (accepted) is a message, after which the stream is encrypted and no ends are reported.
+// (accepted) is a message. After 'S' the processor goes on with typed messages: capture
+// feeds it the plaintext of the TLS library's calls (docs/capture.md "TLS"), and stops the
+// stream before any ciphertext reaches it when no TLS library call was seen. After 'G'
+// (GSSAPI encryption, which capture cannot read) no ends are reported.
 // Then typed messages; a response ends at the message after which the server waits for
 // the client: 'Z' ReadyForQuery (attribute pg.status: I idle, T in a transaction, E in a
 // failed one), 'G' CopyInResponse and 'W' CopyBothResponse, and an 'R' authentication
 // request that needs an answer (cleartext, MD5, GSS, SSPI, SASL and SASL continue).
 // An ErrorResponse that ends a failed startup is followed by the close, not by 'Z'.
 //
-// Limitation: after the client starts TLS its bytes are not PostgreSQL messages and the
-// request parser fails (no more ends), which is all there is to see in them anyway.
+// After an SSLRequest the request side expects the startup message again, in plaintext.
 #include "capture/protocols/processors.h"
 
 namespace weft::capture::protocols::internal {
@@ -42,7 +44,7 @@ enum Phase : uint8_t {
   kFirstByte,      // response: the SSL/GSS answer byte, or the first typed message
   kTypedHeader,
   kBody,
-  kEncrypted,  // after an accepted SSL/GSS request: nothing more to see
+  kEncrypted,  // after an accepted GSS request: nothing more to see
 };
 
 // What the untyped message being read is.
@@ -257,8 +259,13 @@ size_t ConsumePostgres(Parser* parser, const uint8_t* data, size_t length, bool*
       case kFirstByte: {
         uint8_t c = data[i];
         if (c == 'N' || c == 'S' || c == 'G') {
-          // The answer to an SSL or GSS request; 'N' may be followed by another.
-          if (c != 'N') s->phase = kEncrypted;
+          // The answer to an SSL or GSS request; 'N' may be followed by another. After
+          // 'S' the plaintext of the TLS session follows.
+          if (c == 'G') s->phase = kEncrypted;
+          if (c == 'S') {
+            s->phase = kTypedHeader;
+            s->have = 0;
+          }
           ClearAttributes(parser);
           *ended = true;
           return i + 1;
