@@ -82,5 +82,7 @@ size_t ConsumeDns(Parser* parser, const uint8_t* data, size_t length, bool* ende
 void SetDnsAttributes(Parser* parser, const uint8_t* data, size_t length);
 void InitLine(Parser* parser);
 size_t ConsumeLine(Parser* parser, const uint8_t* data, size_t length, bool* ended);
+void InitMemcached(Parser* parser);
+size_t ConsumeMemcached(Parser* parser, const uint8_t* data, size_t length, bool* ended);
 
 }  // namespace weft::capture::protocols::internal
