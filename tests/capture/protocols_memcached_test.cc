@@ -214,10 +214,11 @@ TEST(MemcachedProcessorTest, MalformedStreamsFail) {
       {kResponse, "VALUE k 0\r\n", 0},
       {kResponse, "END\r\nVA\r\n", 1},
       {kResponse, "VALUE k 0 1\r\nab\r\nEND\r\n", 0},
-      {kRequest, std::string(1 << 20, 'a') + "\r\n", 0},  // a line over 1 MiB
+      {kRequest, std::string(1 << 20, 'a') + "\r\n", 0},   // a line over 1 MiB
       {kRequest, Request(0x00, "k") + Reply(0x00, 0), 1},  // a reply magic in requests
       {kResponse, Request(0x00, "k"), 0},
-      {kRequest, Request(0x00, "k") + "get k\r\nget k\r\nget k\r\nget k\r\n", 1},  // a connection speaks one protocol
+      {kRequest, Request(0x00, "k") + "get k\r\nget k\r\nget k\r\nget k\r\n",
+       1},  // a connection speaks one protocol
       {kRequest, Request(0x00, "key").replace(11, 1, "\x02"), 0},  // key beyond the body
   };
   for (const Case& c : cases) {
