@@ -199,6 +199,23 @@ TEST(MemcachedProcessorTest, BinaryReplies) {
   ExpectSplitInvariant(kMemcached, kResponse, stream);
 }
 
+// Over UDP each datagram starts with memcached's frame header (request id, sequence
+// number, datagram count, reserved); a reply's later datagrams give no attributes.
+TEST(MemcachedProcessorTest, UdpDatagramsAfterTheFrameHeader) {
+  auto datagram = [](Direction direction, const std::string& bytes) {
+    Parser parser;
+    Init(&parser, kMemcached, direction);
+    ConsumeDatagram(&parser, reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+    EXPECT_EQ(parser.messages, 1u);
+    return testing::Format(parser.attributes);
+  };
+  std::string first(std::string("\x12\x34\0\0\0\x01\0\0", 8));
+  EXPECT_EQ(datagram(kRequest, first + "get k\r\n"), Command("get", "k"));
+  EXPECT_EQ(datagram(kResponse, first + "VALUE k 0 2\r\nhi\r\nEND\r\n"), Status("VALUE", "k"));
+  EXPECT_EQ(datagram(kResponse, std::string("\x12\x34\0\x01\0\x02\0\0", 8) + "END\r\n"), "");
+  EXPECT_EQ(datagram(kRequest, "get"), "");
+}
+
 // --- failure -------------------------------------------------------------------------
 
 TEST(MemcachedProcessorTest, MalformedStreamsFail) {

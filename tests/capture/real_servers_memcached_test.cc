@@ -132,8 +132,9 @@ const std::vector<std::pair<std::string, std::string>> kTextSession = {
 std::string BinaryRequest(uint8_t opcode, const std::string& key, const std::string& extras,
                           const std::string& value, uint32_t opaque) {
   uint32_t body = uint32_t(extras.size() + key.size() + value.size());
-  std::string s = {char(0x80), char(opcode), char(key.size() >> 8), char(key.size()),
-                   char(extras.size()), 0, 0, 0};
+  std::string s = {
+      char(0x80), char(opcode), char(key.size() >> 8), char(key.size()), char(extras.size()), 0, 0,
+      0};
   for (uint32_t v : {body, opaque})
     for (int i = 3; i >= 0; --i) s += char((v >> (8 * i)) & 0xff);
   s += std::string(8, '\0');
@@ -166,11 +167,25 @@ TEST_F(RealServersTest, MemcslapCommandsMatchMemcachedStats) {
   uint16_t port = testing::FreePorts<1>()[0];
   ASSERT_NE(port, 0);
   std::string protocols = "--protocols memcached=" + std::to_string(port);
-  std::vector<std::string> argv = {WEFT_BINARY, "capture", "-o", Path("capture/memcached"),
-                                   "--payload-prefix", std::to_string(kPrefix), "--no-isolate",
-                                   "--protocols", "memcached=" + std::to_string(port), "--",
-                                   "/usr/bin/memcached", "-p", std::to_string(port), "-l",
-                                   "127.0.0.1", "-U", "0", "-t", "2"};
+  std::vector<std::string> argv = {WEFT_BINARY,
+                                   "capture",
+                                   "-o",
+                                   Path("capture/memcached"),
+                                   "--payload-prefix",
+                                   std::to_string(kPrefix),
+                                   "--no-isolate",
+                                   "--protocols",
+                                   "memcached=" + std::to_string(port),
+                                   "--",
+                                   "/usr/bin/memcached",
+                                   "-p",
+                                   std::to_string(port),
+                                   "-l",
+                                   "127.0.0.1",
+                                   "-U",
+                                   "0",
+                                   "-t",
+                                   "2"};
   if (getuid() == 0) {
     argv.push_back("-u");
     argv.push_back("root");
@@ -214,10 +229,11 @@ TEST_F(RealServersTest, MemcslapCommandsMatchMemcachedStats) {
                                 BinaryRequest(0x0d, "missing", "", "", 13) +
                                 BinaryRequest(0x0a, "", "", "", 14)));
   EXPECT_TRUE(ReadBinaryReply(bin, 14));
-  for (auto [opcode, key, opaque] : {std::tuple<uint8_t, const char*, uint32_t>{0x00, "missing", 15},
-                                     {0x10, "", 16},
-                                     {0x14, "nokey", 17},
-                                     {0x07, "", 18}}) {
+  for (auto [opcode, key, opaque] :
+       {std::tuple<uint8_t, const char*, uint32_t>{0x00, "missing", 15},
+        {0x10, "", 16},
+        {0x14, "nokey", 17},
+        {0x07, "", 18}}) {
     ASSERT_TRUE(WriteAll(bin, BinaryRequest(opcode, key, "", "", opaque)));
     EXPECT_TRUE(ReadBinaryReply(bin, opaque)) << int(opcode);
   }
@@ -326,9 +342,9 @@ TEST_F(RealServersTest, MemcslapCommandsMatchMemcachedStats) {
   std::sort(text_calls.begin(), text_calls.end(), by_receive);
   std::sort(text_returns.begin(), text_returns.end(), by_receive);
   const std::vector<std::tuple<std::string, std::string, std::string>> kTextCalls = {
-      {"set", "a", "none"}, {"set", "b", ""},     {"get", "a", ""},    {"incr", "n", ""},
-      {"delete", "b", "none"}, {"ms", "m", ""},   {"mg", "m", ""},     {"mg", "nokey", "quiet"},
-      {"mn", "", ""},       {"touch", "a", ""},   {"verbosity", "", ""}, {"quit", "", "none"}};
+      {"set", "a", "none"},    {"set", "b", ""},   {"get", "a", ""},      {"incr", "n", ""},
+      {"delete", "b", "none"}, {"ms", "m", ""},    {"mg", "m", ""},       {"mg", "nokey", "quiet"},
+      {"mn", "", ""},          {"touch", "a", ""}, {"verbosity", "", ""}, {"quit", "", "none"}};
   ASSERT_EQ(text_calls.size(), kTextCalls.size());
   std::map<std::string, std::vector<size_t>> text_runs;  // call id -> answered CALLs
   for (size_t k = 0; k < kTextCalls.size(); ++k) {
@@ -353,7 +369,7 @@ TEST_F(RealServersTest, MemcslapCommandsMatchMemcachedStats) {
 
   // The binary session: each reply has its request's call id, by the opaque.
   std::sort(binary_calls.begin(), binary_calls.end(), by_receive);
-  const std::vector<std::string> kBinaryCalls = {"setq", "getkq", "getkq", "noop",
+  const std::vector<std::string> kBinaryCalls = {"setq", "getkq", "getkq",   "noop",
                                                  "get",  "stat",  "deleteq", "quit"};
   ASSERT_EQ(binary_calls.size(), kBinaryCalls.size());
   std::map<std::string, std::string> binary_by_id;  // call id -> command

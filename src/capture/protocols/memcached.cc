@@ -30,20 +30,26 @@ namespace {
 
 constexpr uint8_t kRequestMagic = 0x80;
 constexpr uint8_t kResponseMagic = 0x81;
-constexpr uint32_t kMaxLine = 1 << 20;       // a line longer than this is not memcached
+constexpr uint32_t kMaxLine = 1 << 20;         // a line longer than this is not memcached
 constexpr uint64_t kMaxData = 0x7fffffff - 2;  // memcached refuses a larger <bytes> (INT_MAX - 2)
-constexpr int kMaxWord = 16;                 // of a command or status word
+constexpr int kMaxWord = 16;                   // of a command or status word
 constexpr int kHeaderBytes = 24;
 constexpr uint8_t kStatOpcode = 0x10;
 
 // The binary protocol's opcodes (protocol_binary.h), lower-cased; gaps are unnamed.
 constexpr const char* kOpcodes[] = {
-    "get",     "set",         "add",       "replace",         "delete",    "incr",
-    "decr",    "quit",        "flush",     "getq",            "noop",      "version",
-    "getk",    "getkq",       "append",    "prepend",         "stat",      "setq",
-    "addq",    "replaceq",    "deleteq",   "incrq",           "decrq",     "quitq",
-    "flushq",  "appendq",     "prependq",  "verbosity",       "touch",     "gat",
-    "gatq",    nullptr,       "sasl_list_mechs", "sasl_auth", "sasl_step", "gatk",
+    "get",       "set",       "add",
+    "replace",   "delete",    "incr",
+    "decr",      "quit",      "flush",
+    "getq",      "noop",      "version",
+    "getk",      "getkq",     "append",
+    "prepend",   "stat",      "setq",
+    "addq",      "replaceq",  "deleteq",
+    "incrq",     "decrq",     "quitq",
+    "flushq",    "appendq",   "prependq",
+    "verbosity", "touch",     "gat",
+    "gatq",      nullptr,     "sasl_list_mechs",
+    "sasl_auth", "sasl_step", "gatk",
     "gatkq",
 };
 constexpr int kOpcodeCount = sizeof(kOpcodes) / sizeof(kOpcodes[0]);
@@ -57,28 +63,28 @@ struct TextCommand {
   bool meta;          // flags follow the key; "q" is quiet mode
 };
 constexpr TextCommand kTextCommands[] = {
-    {"get", 1, 0, false, false},    {"gets", 1, 0, false, false},
-    {"gat", 2, 0, false, false},    {"gats", 2, 0, false, false},
-    {"set", 1, 4, true, false},     {"add", 1, 4, true, false},
-    {"replace", 1, 4, true, false}, {"append", 1, 4, true, false},
-    {"prepend", 1, 4, true, false}, {"cas", 1, 4, true, false},
-    {"delete", 1, 0, true, false},  {"incr", 1, 0, true, false},
-    {"decr", 1, 0, true, false},    {"touch", 1, 0, true, false},
-    {"mg", 1, 0, false, true},      {"ms", 1, 2, false, true},
-    {"md", 1, 0, false, true},      {"ma", 1, 0, false, true},
-    {"me", 1, 0, false, false},     {"verbosity", 0, 0, true, false},
+    {"get", 1, 0, false, false},      {"gets", 1, 0, false, false},
+    {"gat", 2, 0, false, false},      {"gats", 2, 0, false, false},
+    {"set", 1, 4, true, false},       {"add", 1, 4, true, false},
+    {"replace", 1, 4, true, false},   {"append", 1, 4, true, false},
+    {"prepend", 1, 4, true, false},   {"cas", 1, 4, true, false},
+    {"delete", 1, 0, true, false},    {"incr", 1, 0, true, false},
+    {"decr", 1, 0, true, false},      {"touch", 1, 0, true, false},
+    {"mg", 1, 0, false, true},        {"ms", 1, 2, false, true},
+    {"md", 1, 0, false, true},        {"ma", 1, 0, false, true},
+    {"me", 1, 0, false, false},       {"verbosity", 0, 0, true, false},
     {"flush_all", 0, 0, true, false},
 };
 
 enum Mode : uint8_t { kUndecided, kText, kBinary };
 
 enum Phase : uint8_t {
-  kLine,      // text: a line
-  kData,      // text: a data block's bytes
-  kDataCr,    // text: the CR after them
-  kDataLf,    // text: the LF
-  kHeader,    // binary: the 24-byte header
-  kBody,      // binary: extras, key and value
+  kLine,    // text: a line
+  kData,    // text: a data block's bytes
+  kDataCr,  // text: the CR after them
+  kDataLf,  // text: the LF
+  kHeader,  // binary: the 24-byte header
+  kBody,    // binary: extras, key and value
 };
 
 // Where a text reply stands between lines.
@@ -92,19 +98,19 @@ struct State {
   Phase phase;
   Reply reply;
   // The line being read.
-  uint8_t word;        // words begun so far (the current word is word - 1)
+  uint8_t word;  // words begun so far (the current word is word - 1)
   bool in_word;
   uint8_t word_length;  // bytes of the current word, up to 255
   uint8_t first_length;
-  uint8_t key_word;   // as in TextCommand, for the line being read
+  uint8_t key_word;  // as in TextCommand, for the line being read
   uint8_t data_word;
   bool noreply_allowed;
   bool meta;
-  bool noreply_word;  // the last word so far is "noreply"
+  bool noreply_word;   // the last word so far is "noreply"
   uint8_t word_first;  // the current word's first byte
-  bool quiet;         // a meta flag "q" went by
+  bool quiet;          // a meta flag "q" went by
   bool quit;
-  bool number_ok;     // the data word is a number no larger than kMaxData
+  bool number_ok;  // the data word is a number no larger than kMaxData
   uint8_t key_length;
   uint32_t line_bytes;
   uint64_t number;
@@ -343,7 +349,9 @@ size_t ConsumeText(Parser* parser, State* s, const uint8_t* data, size_t length,
 
 // --- binary ---
 
-uint32_t Header16(const State* s, int at) { return (uint32_t(s->header[at]) << 8) | s->header[at + 1]; }
+uint32_t Header16(const State* s, int at) {
+  return (uint32_t(s->header[at]) << 8) | s->header[at + 1];
+}
 uint32_t Header32(const State* s, int at) { return (Header16(s, at) << 16) | Header16(s, at + 2); }
 
 size_t BinaryEnd(Parser* parser, State* s, size_t consumed, bool* ended) {

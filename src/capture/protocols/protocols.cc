@@ -193,6 +193,11 @@ void ConsumeDatagram(Parser* parser, const uint8_t* data, size_t length) {
     Parser one;
     Init(&one, parser->protocol, parser->direction);
     size_t offset = 0;
+    if (parser->protocol == kMemcached) {
+      // memcached's UDP frame header: request id, sequence number, datagram count,
+      // reserved. Only a reply's first datagram (sequence 0) starts a message.
+      offset = length < 8 || data[2] != 0 || data[3] != 0 ? length : 8;
+    }
     bool ended = false;
     while (offset < length && !ended)
       offset += Consume(&one, data + offset, length - offset, &ended);
