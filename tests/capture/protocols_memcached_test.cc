@@ -242,7 +242,8 @@ TEST(MemcachedProcessorTest, MalformedStreamsFail) {
     Stream run = Feed(kMemcached, c.direction, c.bytes);
     EXPECT_TRUE(run.failed) << c.bytes.substr(0, 40);
     EXPECT_EQ(run.ends.size(), c.ends) << c.bytes.substr(0, 40);
-    ExpectSplitInvariant(kMemcached, c.direction, c.bytes, 256);
+    // The 1 MiB line is fed whole only: random pieces of it take long and prove nothing new.
+    if (c.bytes.size() < 4096) ExpectSplitInvariant(kMemcached, c.direction, c.bytes);
   }
 }
 
