@@ -390,5 +390,73 @@ TEST_F(RealServersTest, MemcslapCommandsMatchMemcachedStats) {
   EXPECT_EQ(answered_binary, (std::multiset<std::string>{"12", "14", "15", "16", "17", "18"}));
 }
 
+// `--protocols auto` on a port that is not memcached's: detection picks the binary
+// protocol from a connection's first request header and leaves the text protocol alone
+// (its command lines look like any line protocol's).
+TEST_F(RealServersTest, MemcachedBinaryDetectedTextNot) {
+  if (!Installed("/usr/bin/memcached") || !Installed("/usr/bin/memcslap")) {
+    GTEST_SKIP() << "memcached / libmemcached-tools not installed (scripts/install-deps)";
+  }
+  uint16_t port = testing::FreePorts<1>()[0];
+  ASSERT_NE(port, 0);
+  std::vector<std::string> argv = {WEFT_BINARY,
+                                   "capture",
+                                   "-o",
+                                   Path("capture/memcached"),
+                                   "--payload-prefix",
+                                   std::to_string(kPrefix),
+                                   "--no-isolate",
+                                   "--protocols",
+                                   "auto",
+                                   "--",
+                                   "/usr/bin/memcached",
+                                   "-p",
+                                   std::to_string(port),
+                                   "-l",
+                                   "127.0.0.1",
+                                   "-U",
+                                   "0",
+                                   "-t",
+                                   "2"};
+  if (getuid() == 0) {
+    argv.push_back("-u");
+    argv.push_back("root");
+  }
+  pid_t server = background_->Start(argv, Path("memcached.out"));
+  ASSERT_TRUE(testing::WaitForPort(port)) << testing::ReadFile(Path("memcached.out"));
+  for (const auto& [name, options] : std::vector<std::pair<std::string, std::string>>{
+           {"binary", "--binary -t set -e 100 -c 1"}, {"text", "-t set -e 100 -c 1"}}) {
+    auto run = Weft(
+        "capture -o " + Path("capture/" + name) + " --payload-prefix " + std::to_string(kPrefix) +
+        " --no-isolate --protocols auto -- /usr/bin/memcslap -s 127.0.0.1:" + std::to_string(port) +
+        " " + options);
+    ASSERT_EQ(run.rc, 0) << name << ": " << run.output;
+  }
+  background_->Stop(server, SIGTERM);
+
+  Trace trace = Reconcile();
+  const TraceColumns& c = trace.columns();
+  int binary = 0, text = 0;
+  for (size_t i = 0; i < trace.size(); ++i) {
+    if (c.kind[i] != MessageKind::kCall || ProgramOf(trace.NodeName(c.sender[i])) != "memcslap")
+      continue;
+    MessageId m{uint32_t(i)};
+    std::string prefix = PayloadPrefix(trace, m), protocol, command;
+    bool tagged = testing::AttributeOf(trace, m, "protocol", &protocol);
+    if (!prefix.empty() && uint8_t(prefix[0]) == 0x80) {
+      ++binary;
+      EXPECT_EQ(protocol, "memcached");
+      EXPECT_TRUE(testing::AttributeOf(trace, m, "memcached.command", &command));
+    } else {
+      ++text;
+      EXPECT_FALSE(tagged) << protocol;
+    }
+  }
+  // Binary: 100 sets and quit, one CALL each. Text: without a processor a message is a
+  // direction-turn run, and memcslap waits for each reply.
+  EXPECT_EQ(binary, 101);
+  EXPECT_EQ(text, 101);
+}
+
 }  // namespace
 }  // namespace weft
