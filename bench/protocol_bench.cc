@@ -95,7 +95,8 @@ int main(int argc, char** argv) {
   size_t bytes = megabytes << 20;
   auto recorded = [&](const char* file) {
     std::string unit = Read(data + "/" + file);
-    if (unit.empty()) std::fprintf(stderr, "protocol_bench: cannot read %s/%s\n", data.c_str(), file);
+    if (unit.empty())
+      std::fprintf(stderr, "protocol_bench: cannot read %s/%s\n", data.c_str(), file);
     return Repeat(unit, bytes);
   };
   std::string value(4096, 'v');

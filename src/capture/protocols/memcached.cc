@@ -127,15 +127,18 @@ struct State {
 };
 
 const TextCommand* FindTextCommand(const char* word, size_t length) {
+  if (length == 0) return nullptr;
   for (const TextCommand& c : kTextCommands) {
-    if (strlen(c.name) == length && memcmp(c.name, word, length) == 0) return &c;
+    if (c.name[0] == word[0] && strlen(c.name) == length && memcmp(c.name, word, length) == 0)
+      return &c;
   }
   return nullptr;
 }
 
-bool WordIs(const State* s, const char* word) {
-  size_t n = strlen(word);
-  return s->first_length == n && memcmp(s->first, word, n) == 0;
+// Whether the line's first word is `word` (a literal).
+template <size_t N>
+bool WordIs(const State* s, const char (&word)[N]) {
+  return s->first_length == N - 1 && memcmp(s->first, word, N - 1) == 0;
 }
 
 size_t End(Parser* parser, size_t consumed, bool* ended) {
@@ -192,26 +195,40 @@ void WordDone(Parser* parser, State* s) {
   }
 }
 
-// A byte of a word. The words a line's command gives a meaning are kept or read.
-void WordByte(State* s, uint8_t c) {
+// The `n` bytes at `p` continue the current word (none of them ends it). The words a
+// line's command gives a meaning are kept or read; of the others only whether the word
+// is "noreply" matters.
+void WordBytes(State* s, const uint8_t* p, size_t n) {
   static constexpr char kNoreply[] = "noreply";
   uint8_t index = uint8_t(s->word - 1);
-  uint8_t at = s->word_length;
-  if (s->word_length < 255) ++s->word_length;
-  if (at == 0) s->word_first = c;
-  s->noreply_word = at == 0 ? c == 'n' : at < 7 && s->noreply_word && c == uint8_t(kNoreply[at]);
+  size_t at = s->word_length;
+  if (at == 0) s->word_first = p[0];
+  if (at < 7) {
+    size_t k = n < 7 - at ? n : 7 - at;
+    s->noreply_word = (at == 0 || s->noreply_word) && memcmp(p, kNoreply + at, k) == 0;
+  }
+  if (at + n > 7) s->noreply_word = false;
+  s->word_length = uint8_t(at + n < 255 ? at + n : 255);
   if (index == 0) {
-    if (at < kMaxWord) s->first[s->first_length++] = char(c);
+    size_t keep = Min(n, uint64_t(kMaxWord - s->first_length));
+    memcpy(s->first + s->first_length, p, keep);
+    s->first_length = uint8_t(s->first_length + keep);
     return;
   }
-  if (index == s->key_word && s->key_length < kMaxValue) s->key[s->key_length++] = char(c);
+  if (index == s->key_word) {
+    size_t keep = Min(n, uint64_t(kMaxValue - s->key_length));
+    memcpy(s->key + s->key_length, p, keep);
+    s->key_length = uint8_t(s->key_length + keep);
+  }
   if (index == s->data_word) {
     if (at == 0) s->number_ok = true;
-    if (!IsDigit(c)) {
-      s->number_ok = false;
-    } else if (s->number_ok) {
-      s->number = s->number * 10 + (c - '0');
-      if (s->number > kMaxData) s->number_ok = false;
+    for (size_t k = 0; k < n && s->number_ok; ++k) {
+      if (!IsDigit(p[k])) {
+        s->number_ok = false;
+      } else {
+        s->number = s->number * 10 + (p[k] - '0');
+        if (s->number > kMaxData) s->number_ok = false;
+      }
     }
   }
 }
@@ -312,7 +329,16 @@ size_t ConsumeText(Parser* parser, State* s, const uint8_t* data, size_t length,
           s->word_length = 0;
           if (s->word < 255) ++s->word;
         }
-        WordByte(s, c);
+        // The rest of the word in these bytes, at once.
+        size_t n = 1;
+        while (i - 1 + n < length && data[i - 1 + n] != ' ' && data[i - 1 + n] != '\r' &&
+               data[i - 1 + n] != '\n') {
+          ++n;
+        }
+        s->line_bytes += uint32_t(n - 1);
+        if (s->line_bytes > kMaxLine) return Fail(parser, length, ended);
+        WordBytes(s, data + i - 1, n);
+        i += n - 1;
         break;
       }
       case kData: {
