@@ -160,7 +160,15 @@ bool Quiet(const std::string& command) {
          command == "replaceq" || command == "deleteq";
 }
 
-TEST_F(RealServersTest, MemcslapCommandsMatchMemcachedStats) {
+class RealServersMemcachedTest : public RealServersTest {
+ protected:
+  // The memcslap runs and the test's own sessions, captured with isolate_ as set, and
+  // every check on their trace.
+  void MemcslapAndSessions();
+  std::string Isolation() const { return isolate_ ? "--isolate" : "--no-isolate"; }
+};
+
+void RealServersMemcachedTest::MemcslapAndSessions() {
   if (!Installed("/usr/bin/memcached") || !Installed("/usr/bin/memcslap")) {
     GTEST_SKIP() << "memcached / libmemcached-tools not installed (scripts/install-deps)";
   }
@@ -173,7 +181,7 @@ TEST_F(RealServersTest, MemcslapCommandsMatchMemcachedStats) {
                                    Path("capture/memcached"),
                                    "--payload-prefix",
                                    std::to_string(kPrefix),
-                                   "--no-isolate",
+                                   Isolation(),
                                    "--protocols",
                                    "memcached=" + std::to_string(port),
                                    "--",
@@ -205,7 +213,7 @@ TEST_F(RealServersTest, MemcslapCommandsMatchMemcachedStats) {
   };
   for (const auto& [name, options] : runs) {
     auto run = Weft("capture -o " + Path("capture/" + name) + " --payload-prefix " +
-                    std::to_string(kPrefix) + " --no-isolate " + protocols +
+                    std::to_string(kPrefix) + " " + Isolation() + " " + protocols +
                     " -- /usr/bin/memcslap -s 127.0.0.1:" + std::to_string(port) + " " + options);
     ASSERT_EQ(run.rc, 0) << name << ": " << run.output;
   }
@@ -390,10 +398,18 @@ TEST_F(RealServersTest, MemcslapCommandsMatchMemcachedStats) {
   EXPECT_EQ(answered_binary, (std::multiset<std::string>{"12", "14", "15", "16", "17", "18"}));
 }
 
+TEST_F(RealServersMemcachedTest, MemcslapCommandsMatchMemcachedStats) { MemcslapAndSessions(); }
+
+// The same with event isolation (weft capture's default): reads cut at message ends.
+TEST_F(RealServersMemcachedTest, MemcslapCommandsMatchMemcachedStatsIsolated) {
+  isolate_ = true;
+  MemcslapAndSessions();
+}
+
 // `--protocols auto` on a port that is not memcached's: detection picks the binary
 // protocol from a connection's first request header and leaves the text protocol alone
 // (its command lines look like any line protocol's).
-TEST_F(RealServersTest, MemcachedBinaryDetectedTextNot) {
+TEST_F(RealServersMemcachedTest, BinaryDetectedTextNot) {
   if (!Installed("/usr/bin/memcached") || !Installed("/usr/bin/memcslap")) {
     GTEST_SKIP() << "memcached / libmemcached-tools not installed (scripts/install-deps)";
   }
