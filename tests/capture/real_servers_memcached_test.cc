@@ -110,7 +110,8 @@ std::string LocalEndpoint(int fd) {
 
 // A text session of the test's own (untraced; the traced server's boundaries cut it):
 // noreply and quiet meta commands, which get no reply, written back to back with the
-// command after them, whose reply closes the run they share. Each step: what is sent and
+// command after them, whose reply closes the run they share; meta commands with an
+// O(token) flag, which their replies echo. Each step: what is sent and
 // the reply it waits for ("" for none).
 const std::vector<std::pair<std::string, std::string>> kTextSession = {
     {"set a 0 0 2 noreply\r\nhi\r\n", ""},
@@ -118,9 +119,9 @@ const std::vector<std::pair<std::string, std::string>> kTextSession = {
     {"get a b zz\r\n", "VALUE a 0 2\r\nhi\r\nVALUE b 0 3\r\nbee\r\nEND\r\n"},
     {"incr n 1\r\n", "NOT_FOUND\r\n"},
     {"delete b noreply\r\n", ""},
-    {"ms m 2 T0\r\nmm\r\n", "HD\r\n"},
-    {"mg m v\r\n", "VA 2\r\nmm\r\n"},
-    {"mg nokey v q\r\n", ""},
+    {"ms m 2 T0 O7\r\nmm\r\n", "HD O7\r\n"},
+    {"mg m v O8\r\n", "VA 2 O8\r\nmm\r\n"},
+    {"mg nokey v q O9\r\n", ""},
     {"mn\r\n", "MN\r\n"},
     {"touch a 100\r\n", "TOUCHED\r\n"},
     {"verbosity 0\r\n", "OK\r\n"},
@@ -343,9 +344,9 @@ void RealServersMemcachedTest::MemcslapAndSessions() {
   EXPECT_GT(quiet_answers, 0);
   EXPECT_LE(quiet_answers, by_command["getkq"]);
 
-  // The text session: each command a CALL with its attributes; an unanswered one (noreply,
-  // quit, a quiet meta miss) shares its call id with the command written after it, whose
-  // reply is the run's one RETURN.
+  // The text session: each command a CALL with its attributes; an unanswered one without
+  // a token (noreply, quit) shares its call id, the run's, with the command written after
+  // it, whose reply is the run's one RETURN.
   auto by_receive = [&](size_t a, size_t b) { return c.recv_time[a] < c.recv_time[b]; };
   std::sort(text_calls.begin(), text_calls.end(), by_receive);
   std::sort(text_returns.begin(), text_returns.end(), by_receive);
@@ -373,7 +374,16 @@ void RealServersMemcachedTest::MemcslapAndSessions() {
     EXPECT_EQ(text_runs[call_id(i)], std::vector<size_t>{kTextReturns[k].second}) << call_id(i);
   }
   EXPECT_EQ(call_id(text_calls[0]), call_id(text_calls[1]));  // set noreply, then set
-  EXPECT_EQ(call_id(text_calls[7]), call_id(text_calls[8]));  // mg q (a miss), then mn
+  // The meta commands with O(token) have their reply's call id by the token; the quiet
+  // miss has none.
+  for (auto [k, token] : {std::pair<size_t, const char*>{5, "7"}, {6, "8"}, {7, "9"}}) {
+    EXPECT_EQ(attribute(text_calls[k], "memcached.opaque"), token) << k;
+    EXPECT_TRUE(call_id(text_calls[k]).ends_with(std::string(".w") + token))
+        << call_id(text_calls[k]);
+  }
+  EXPECT_EQ(attribute(text_returns[3], "memcached.opaque"), "7");
+  EXPECT_EQ(attribute(text_returns[4], "memcached.opaque"), "8");
+  for (size_t i : text_returns) EXPECT_NE(call_id(i), call_id(text_calls[7]));
 
   // The binary session: each reply has its request's call id, by the opaque.
   std::sort(binary_calls.begin(), binary_calls.end(), by_receive);

@@ -8,13 +8,15 @@
 // the meta set (ms) are followed by a data block of the line's <bytes> and CRLF; every
 // other command is its line. Attributes memcached.command (the first word, lower-cased),
 // memcached.key (the first key: word 1, or word 2 for gat and gats, whose word 1 is the
-// expiry) and memcached.reply: "none" where the server will not answer (the noreply word,
-// quit) and "quiet" for a meta command with the q flag (answered only on some outcomes).
+// expiry), memcached.reply: "none" where the server will not answer (the noreply word,
+// quit) and "quiet" for a meta command with the q flag (answered only on some outcomes),
+// and memcached.opaque: a meta command's O(token) flag, which its reply echoes.
 //
 // Text replies: one message per reply: VALUE blocks (a line and its data block) up to
 // END, STAT, ITEM or PREFIX lines up to END, a meta VA line and its data block, or one
 // line (STORED, NOT_FOUND, a number, ERROR, HD, EN, ...). Attribute memcached.status (the
-// reply's first word) and memcached.key (the first VALUE's key).
+// reply's first word), memcached.key (the first VALUE's key) and memcached.opaque (a meta
+// reply's O flag).
 //
 // Binary: a 24-byte header (magic, opcode, key length, extras length, data type,
 // vbucket or status, total body length, opaque, CAS) and its body (extras, key, value).
@@ -35,6 +37,7 @@ constexpr uint64_t kMaxData = 0x7fffffff - 2;  // memcached refuses a larger <by
 constexpr int kMaxWord = 16;                   // of a command or status word
 constexpr int kHeaderBytes = 24;
 constexpr uint8_t kStatOpcode = 0x10;
+constexpr int kMaxOpaque = 32;  // a meta command's O(token): memcached takes up to 32 bytes
 
 // The binary protocol's opcodes (protocol_binary.h), lower-cased; gaps are unnamed.
 constexpr const char* kOpcodes[] = {
@@ -106,6 +109,7 @@ struct State {
   uint8_t data_word;
   bool noreply_allowed;
   bool meta;
+  uint8_t flags_from;  // the first word of a meta command's or reply's flags; 0: none
   bool noreply_word;   // the last word so far is "noreply"
   uint8_t word_first;  // the current word's first byte
   bool quiet;          // a meta flag "q" went by
@@ -120,6 +124,8 @@ struct State {
   char status[kMaxWord];
   char first[kMaxWord];  // the current line's first word
   char key[kMaxValue];
+  uint8_t opaque_length;  // a meta O(token) flag's token
+  char opaque[kMaxOpaque];
   // Binary.
   uint8_t header_length;
   uint8_t header[kHeaderBytes];
@@ -167,6 +173,8 @@ void FirstWordDone(Parser* parser, State* s) {
       s->data_word = c->data_word;
       s->noreply_allowed = c->noreply;
       s->meta = c->meta;
+      if (c->meta)
+        s->flags_from = uint8_t((c->data_word > c->key_word ? c->data_word : c->key_word) + 1);
     }
     s->quit = WordIs(s, "quit");
     return;
@@ -178,8 +186,12 @@ void FirstWordDone(Parser* parser, State* s) {
   if (WordIs(s, "VALUE")) {
     if (s->reply == kFirstLine) s->key_word = 1;
     s->data_word = 3;
-  } else if (WordIs(s, "VA")) {
-    if (s->reply == kFirstLine) s->data_word = 1;
+  } else if (s->reply == kFirstLine && WordIs(s, "VA")) {
+    s->data_word = 1;
+    s->flags_from = 2;
+  } else if (s->reply == kFirstLine && (WordIs(s, "HD") || WordIs(s, "EN") || WordIs(s, "NF") ||
+                                        WordIs(s, "NS") || WordIs(s, "EX"))) {
+    s->flags_from = 1;
   }
 }
 
@@ -190,9 +202,7 @@ void WordDone(Parser* parser, State* s) {
   s->noreply_word = s->noreply_word && s->word_length == 7;
   // A meta flag is a word whose first letter names it (memcached reads no further for
   // q): q is quiet mode.
-  if (s->meta && index > s->key_word && index != s->data_word && s->word_first == 'q') {
-    s->quiet = true;
-  }
+  if (s->flags_from != 0 && index >= s->flags_from && s->word_first == 'q') s->quiet = true;
 }
 
 // The `n` bytes at `p` continue the current word (none of them ends it). The words a
@@ -209,6 +219,19 @@ void WordBytes(State* s, const uint8_t* p, size_t n) {
   }
   if (at + n > 7) s->noreply_word = false;
   s->word_length = uint8_t(at + n < 255 ? at + n : 255);
+  if (s->flags_from != 0 && index >= s->flags_from && s->word_first == 'O') {
+    // O(token): the token comes back in the reply, a witness of the exchange. A later O
+    // flag replaces an earlier one.
+    if (at == 0) {
+      s->opaque_length = 0;
+      ++p;
+      --n;
+    }
+    size_t keep = Min(n, uint64_t(kMaxOpaque - s->opaque_length));
+    memcpy(s->opaque + s->opaque_length, p, keep);
+    s->opaque_length = uint8_t(s->opaque_length + keep);
+    return;
+  }
   if (index == 0) {
     size_t keep = Min(n, uint64_t(kMaxWord - s->first_length));
     memcpy(s->first + s->first_length, p, keep);
@@ -250,6 +273,7 @@ size_t TextRequestLineDone(Parser* parser, State* s, size_t consumed, bool* ende
   } else if (s->quiet) {
     AddAttribute(parser, "memcached.reply", "quiet", 5);
   }
+  if (s->opaque_length > 0) AddAttribute(parser, "memcached.opaque", s->opaque, s->opaque_length);
   return End(parser, consumed, ended);
 }
 
@@ -257,6 +281,7 @@ void TextReplyAttributes(Parser* parser, State* s) {
   ClearAttributes(parser);
   if (s->status_length > 0) AddAttribute(parser, "memcached.status", s->status, s->status_length);
   if (s->key_length > 0) AddAttribute(parser, "memcached.key", s->key, s->key_length);
+  if (s->opaque_length > 0) AddAttribute(parser, "memcached.opaque", s->opaque, s->opaque_length);
 }
 
 // What a reply line leaves to do.
@@ -290,6 +315,7 @@ void NextLine(State* s) {
   s->first_length = 0;
   s->key_word = 0;
   s->data_word = 0;
+  s->flags_from = 0;
   s->number = 0;
   s->number_ok = false;
   s->line_bytes = 0;
