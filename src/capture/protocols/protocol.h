@@ -21,15 +21,16 @@
 namespace weft::capture::protocols {
 
 enum Protocol : uint8_t {
-  kNone = 0,       // no processor: messages end where the direction turns (reconcile)
-  kHttp = 1,       // HTTP/1.0 and 1.1: pipelining, Content-Length and chunked bodies
-  kTestbed = 2,    // the testbed's frames (testbed/wire.h): 4-byte big-endian length
-  kPostgres = 3,   // PostgreSQL frontend/backend protocol v3: simple and extended query
-  kRedis = 4,      // Redis RESP2/RESP3 and inline commands
-  kDns = 5,        // DNS: one message per UDP datagram, 2-byte length prefix over TCP
-  kLine = 6,       // any protocol whose messages end with '\n'
-  kOneShot = 7,    // one request and one reply per connection: the stream is one message
-  kMemcached = 8,  // memcached's text and binary protocols
+  kNone = 0,      // no processor: messages end where the direction turns (reconcile)
+  kHttp = 1,      // HTTP/1.0 and 1.1: pipelining, Content-Length and chunked bodies
+  kTestbed = 2,   // the testbed's frames (testbed/wire.h): 4-byte big-endian length
+  kPostgres = 3,  // PostgreSQL frontend/backend protocol v3: simple and extended query
+  kRedis = 4,     // Redis RESP2/RESP3 and inline commands
+  kDns = 5,       // DNS: one message per UDP datagram, 2-byte length prefix over TCP
+  kLine = 6,      // any protocol whose messages end with '\n'
+  kOneShot = 7,   // one request and one reply per connection: the stream is one message
+  // memcached's text and binary protocols
+  kMemcached = 8,
   kProtocolCount = 9,
 };
 
