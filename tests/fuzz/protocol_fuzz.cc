@@ -1,5 +1,6 @@
 // libFuzzer target for the protocol processors (capture/protocols/protocol.h). The first
-// byte picks the protocol (bits 0-2 and 4) and direction (bit 3), the second seeds the split
+// byte picks the protocol (low 3 bits, and bit 4 as the protocol's bit 3: 0x10 is memcached;
+// past the last protocol Init takes none) and direction (bit 3), the second seeds the split
 // points, the rest is the stream. Checks Consume's contract on every call (progress when
 // given bytes, never more than given, all of it unless a message ended, nothing ends once
 // failed), that ends lie within the stream in increasing order, that attributes stay in
@@ -96,8 +97,7 @@ Result Feed(p::Protocol protocol, p::Direction direction, const uint8_t* data, s
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 2) return 0;
-  // Protocols 8 and up take bit 4 as well; a number past the last protocol wraps round.
-  auto protocol = p::Protocol(((data[0] & 7) | ((data[0] >> 1) & 8)) % p::kProtocolCount);
+  auto protocol = p::Protocol((data[0] & 7) | ((data[0] >> 1) & 8));
   auto direction = (data[0] & 8) ? p::Direction::kResponse : p::Direction::kRequest;
   uint32_t seed = data[1] * 2654435761u + 1;
   const uint8_t* stream = data + 2;
