@@ -55,9 +55,10 @@ TEST_P(GrpcChainTest, EveryRpcPassesThroughBothServers) {
   if (callback) front_args.push_back("--callback");
   int front = StartServer("front", front_args);
   ASSERT_GT(front, 0);
-  auto [rc, output] = Shell(std::string(GRPC_CHAIN) + " client --target 127.0.0.1:" +
-                            std::to_string(front) + " --threads 8 --inflight 16 --requests 800 " +
-                            "--channels 2 --truth " + Path("client.truth") + " 2>&1");
+  auto [rc, output] =
+      Shell(std::string(GRPC_CHAIN) + " client --target 127.0.0.1:" + std::to_string(front) +
+            " --threads 8 --inflight 16 --requests 800 " + "--channels 2 --truth " +
+            Path("client.truth") + " 2>&1");
   EXPECT_EQ(rc, 0) << output;
   EXPECT_NE(output.find("requests 800 ok 800 failed 0"), std::string::npos) << output;
   ChainTruth truth;
@@ -75,7 +76,9 @@ TEST_P(GrpcChainTest, EveryRpcPassesThroughBothServers) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Front, GrpcChainTest, ::testing::Values(false, true),
-                         [](const auto& param_info) { return param_info.param ? "Callback" : "Sync"; });
+                         [](const auto& param_info) {
+                           return param_info.param ? "Callback" : "Sync";
+                         });
 
 }  // namespace
 }  // namespace weft::testing

@@ -1,6 +1,7 @@
 // libFuzzer target for the protocol processors (capture/protocols/protocol.h). The first
-// byte picks the protocol (low 3 bits, and bit 4 as the protocol's bit 3: 0x10 is mysql)
-// and direction (bit 3), the second seeds the split
+// byte picks the protocol (low 3 bits, and bit 4 as the protocol's bit 3: 0x10 is mysql,
+// 0x11 memcached; past the last protocol Init takes none) and direction (bit 3), the second
+// seeds the split
 // points, the rest is the stream. Checks Consume's contract on every call (progress when
 // given bytes, never more than given, all of it unless a message ended, nothing ends once
 // failed), that ends lie within the stream in increasing order, that attributes stay in

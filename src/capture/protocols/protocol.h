@@ -21,19 +21,21 @@
 namespace weft::capture::protocols {
 
 enum Protocol : uint8_t {
-  kNone = 0,      // no processor: messages end where the direction turns (reconcile)
-  kHttp = 1,      // HTTP/1.0 and 1.1: pipelining, Content-Length and chunked bodies
-  kTestbed = 2,   // the testbed's frames (testbed/wire.h): 4-byte big-endian length
-  kPostgres = 3,  // PostgreSQL frontend/backend protocol v3: simple and extended query
-  kRedis = 4,     // Redis RESP2/RESP3 and inline commands
-  kDns = 5,       // DNS: one message per UDP datagram, 2-byte length prefix over TCP
-  kLine = 6,      // any protocol whose messages end with '\n'
-  kOneShot = 7,   // one request and one reply per connection: the stream is one message
-  kMysql = 8,     // MySQL/MariaDB client/server protocol: text and prepared statements
-  kProtocolCount = 9,
+  kNone = 0,       // no processor: messages end where the direction turns (reconcile)
+  kHttp = 1,       // HTTP/1.0 and 1.1: pipelining, Content-Length and chunked bodies
+  kTestbed = 2,    // the testbed's frames (testbed/wire.h): 4-byte big-endian length
+  kPostgres = 3,   // PostgreSQL frontend/backend protocol v3: simple and extended query
+  kRedis = 4,      // Redis RESP2/RESP3 and inline commands
+  kDns = 5,        // DNS: one message per UDP datagram, 2-byte length prefix over TCP
+  kLine = 6,       // any protocol whose messages end with '\n'
+  kOneShot = 7,    // one request and one reply per connection: the stream is one message
+  kMysql = 8,      // MySQL/MariaDB client/server protocol: text and prepared statements
+  kMemcached = 9,  // memcached's text and binary protocols
+  kProtocolCount = 10,
 };
 
-// "none", "http", "testbed", "postgres", "redis", "dns", "line", "oneshot", "mysql".
+// "none", "http", "testbed", "postgres", "redis", "dns", "line", "oneshot", "mysql",
+// "memcached".
 const char* ProtocolName(Protocol protocol);
 // The protocol named by the `length` bytes at `name`; false if none is.
 bool ParseProtocol(const char* name, size_t length, Protocol* protocol);
@@ -47,7 +49,9 @@ enum class Direction : uint8_t { kRequest = 0, kResponse = 1 };
 // key=value pairs, each value cut to kMaxValue bytes. Keys are string literals
 // ("http.method", "http.url", "http.request_id", "http.traceparent", "http.status", "sql",
 // "redis.command", "redis.key", "dns.id", "dns.name", "testbed.request", "mysql.command",
-// "mysql.stmt", "mysql.user", "mysql.db", "mysql.status", "mysql.rows", "mysql.server").
+// "mysql.stmt", "mysql.user", "mysql.db", "mysql.status", "mysql.rows", "mysql.server",
+// "memcached.command", "memcached.key", "memcached.reply", "memcached.status",
+// "memcached.opaque").
 inline constexpr int kMaxAttributes = 4;
 inline constexpr int kMaxValue = 120;
 struct Attribute {
@@ -92,7 +96,7 @@ void ConsumeDatagram(Parser* parser, const uint8_t* data, size_t length);
 
 // Guesses a stream's protocol from the first bytes of its first request, where they are
 // unambiguous (an HTTP method and a space, "*<digit>" for RESP, a PostgreSQL startup or
-// SSL request, a testbed frame header); kNone otherwise.
+// SSL request, a testbed frame header, a memcached binary request header); kNone otherwise.
 Protocol Detect(const uint8_t* data, size_t length);
 
 }  // namespace weft::capture::protocols

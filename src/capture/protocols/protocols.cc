@@ -1,7 +1,7 @@
 // Protocol processors (BorderPatrol §3.3 and §5.2, EuroSys'08): names, dispatch on a
 // parser's protocol, and detection from a stream's first bytes. The processors are in
-// http.cc, testbed.cc, postgres.cc, redis.cc, dns.cc, line.cc and mysql.cc; docs/protocols.md says
-// what each one treats as a message.
+// http.cc, testbed.cc, postgres.cc, redis.cc, dns.cc, line.cc, mysql.cc and memcached.cc;
+// docs/protocols.md says what each one treats as a message.
 //
 // BorderPatrol selects a processor by port, Unix path or program name (§5.2) and names
 // detection from the data as future work; Detect does it only where the first bytes can
@@ -70,6 +70,14 @@ bool LooksLikeTestbed(const uint8_t* data, size_t length) {
   return size >= 27 && size <= (1u << 20) && data[4] >= 1 && data[4] <= 3;
 }
 
+// A memcached binary request header (protocol_binary.h): the request magic, an opcode the
+// protocol defines, the raw data type, and a key and extras that fit in the body.
+bool LooksLikeMemcachedBinary(const uint8_t* data, size_t length) {
+  if (length < 12 || data[0] != 0x80 || data[1] > 0x24 || data[5] != 0) return false;
+  uint32_t key = (uint32_t(data[2]) << 8) | data[3];
+  return key + data[4] <= BigEndian32(data + 8);
+}
+
 }  // namespace
 
 namespace internal {
@@ -128,6 +136,8 @@ void Init(Parser* parser, Protocol protocol, Direction direction) {
       break;
     case kMysql:
       internal::InitMysql(parser);
+    case kMemcached:
+      internal::InitMemcached(parser);
       break;
     case kNone:
     case kOneShot:
@@ -162,6 +172,8 @@ size_t Consume(Parser* parser, const uint8_t* data, size_t length, bool* ended) 
         break;
       case kMysql:
         n = internal::ConsumeMysql(parser, data, length, ended);
+      case kMemcached:
+        n = internal::ConsumeMemcached(parser, data, length, ended);
         break;
       case kNone:  // the direction turn or the close ends the message, not the bytes
       case kOneShot:
@@ -185,6 +197,11 @@ void ConsumeDatagram(Parser* parser, const uint8_t* data, size_t length) {
     Parser one;
     Init(&one, parser->protocol, parser->direction);
     size_t offset = 0;
+    if (parser->protocol == kMemcached) {
+      // memcached's UDP frame header: request id, sequence number, datagram count,
+      // reserved. Only a reply's first datagram (sequence 0) starts a message.
+      offset = length < 8 || data[2] != 0 || data[3] != 0 ? length : 8;
+    }
     bool ended = false;
     while (offset < length && !ended)
       offset += Consume(&one, data + offset, length - offset, &ended);
@@ -197,6 +214,7 @@ void ConsumeDatagram(Parser* parser, const uint8_t* data, size_t length) {
 Protocol Detect(const uint8_t* data, size_t length) {
   if (length >= 2 && data[0] == '*' && internal::IsDigit(data[1])) return kRedis;
   if (LooksLikeHttp(data, length)) return kHttp;
+  if (LooksLikeMemcachedBinary(data, length)) return kMemcached;
   bool postgres = LooksLikePostgres(data, length);
   bool testbed = LooksLikeTestbed(data, length);
   if (postgres != testbed) return postgres ? kPostgres : kTestbed;

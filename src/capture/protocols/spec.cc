@@ -58,7 +58,8 @@ const char* SpecErrorText(SpecError error) {
     case SpecError::kNoValue:
       return "expected auto, none, or PROTOCOL=PORT|/PATH|@NAME|auto|PROGRAM";
     case SpecError::kUnknownProtocol:
-      return "unknown protocol (http, testbed, postgres, redis, dns, line, oneshot, mysql)";
+      return "unknown protocol (http, testbed, postgres, redis, dns, line, oneshot, mysql, "
+             "memcached)";
     case SpecError::kBadPort:
       return "port out of range";
     case SpecError::kPathTooLong:
