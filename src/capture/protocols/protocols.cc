@@ -136,6 +136,7 @@ void Init(Parser* parser, Protocol protocol, Direction direction) {
       break;
     case kMysql:
       internal::InitMysql(parser);
+      break;
     case kMemcached:
       internal::InitMemcached(parser);
       break;
@@ -172,6 +173,7 @@ size_t Consume(Parser* parser, const uint8_t* data, size_t length, bool* ended) 
         break;
       case kMysql:
         n = internal::ConsumeMysql(parser, data, length, ended);
+        break;
       case kMemcached:
         n = internal::ConsumeMemcached(parser, data, length, ended);
         break;
