@@ -329,6 +329,9 @@ void Baggage::NameActive() {
 
 Baggage Baggage::Split() {
   if (!decoded_) DecodeNow();
+  // With nothing to share, the branch starts a lineage of its own: no fork, and its join
+  // back (of nothing, or of tuples named with its origin) needs no stamp either.
+  if (contents_.tuples() == 0 && contents_.frozen().empty()) return Baggage();
   NameActive();
   Baggage branch;
   contents_.SplitInto(branch.contents_);
@@ -339,7 +342,8 @@ Baggage Baggage::Split() {
 }
 
 void Baggage::Join(Baggage&& branch) {
-  // A reply that carried nothing (sent as no bytes at all) brings nothing to join.
+  // A branch with nothing in it (a reply sent as no bytes, a branch split from nothing) is
+  // always of another lineage: a branch split from this one holds its frozen instances.
   if (branch.decoded_ && branch.contents_.tuples() == 0 && branch.contents_.frozen().empty()) {
     branch.Clear();
     return;

@@ -31,7 +31,8 @@
 //
 // A baggage with no tuples serializes to nothing, as Pivot's does, whatever its stamp: a
 // request that no query packs into costs its calls and replies no bytes, no fork and no
-// join. The receiver of nothing starts a lineage of its own. When a branch of another
+// join. The receiver of nothing starts a lineage of its own, and so does a branch split
+// from a baggage with nothing in it. When a branch of another
 // lineage is joined (a reply from such a receiver), its instances come in with their
 // names and its stamp is left out: its id may overlap this lineage's.
 //

@@ -60,6 +60,20 @@ TEST(Baggage, EmptyBaggageSerializesToNothing) {
   EXPECT_GT(b.Serialize().size(), 10u);
 }
 
+// A request that spawns a hundred threads one after another, each with an empty branch
+// that joins back empty, leaves no trace in its stamp: a branch of nothing is a lineage of
+// its own, so no fork deepens the stamp (past 48 levels receivers would refuse it).
+TEST(Baggage, EmptyBranchesLeaveTheStampAsItWas) {
+  Baggage root;
+  for (int i = 0; i < 100; ++i) root.Join(root.Split());
+  Pack(root, 1);
+  const std::string bytes = root.Serialize();
+  EXPECT_LT(bytes.size(), 32u);
+  Baggage back = RoundTrip(root);
+  ASSERT_TRUE(back.Decode().ok()) << back.decode_status().message();
+  EXPECT_EQ(Unpack(back), std::vector<int64_t>{1});
+}
+
 // Two receivers of nothing start lineages of their own; the tuples they pack come back to
 // the caller and are all kept, however their stamps overlap.
 TEST(Baggage, RepliesFromReceiversOfNothingAreAllKept) {
