@@ -25,8 +25,8 @@ struct ProtocolDescriptor {
   // run of replies does follow the k-th run of requests.
   bool replies_in_order;
   // The attribute naming the same exchange in a request and its reply, for protocols that
-  // may answer out of order: DNS's id (RFC 1035 §4.1.1), and the testbed frame's call id
-  // should its processor log one; nullptr for none.
+  // may answer out of order: DNS's id (RFC 1035 §4.1.1), HTTP/2's stream id (RFC 9113
+  // §5.1.1), and the testbed frame's call id should its processor log one; nullptr for none.
   const char* witness_key;
   // `--protocols auto` attaches the processor to streams and datagrams on this port; 0 for
   // none (IANA: PostgreSQL 5432, Redis 6379, DNS 53,
@@ -51,6 +51,7 @@ inline constexpr ProtocolDescriptor kProtocolTable[kProtocolCount] = {
     {kLine, "line", false, nullptr, 0, false},
     {kOneShot, "oneshot", false, nullptr, 0, false},
     {kMysql, "mysql", true, nullptr, 3306, false, true},
+    {kHttp2, "http2", false, "http2.stream", 0, true},
 };
 
 // The row of `protocol`; a protocol number out of range (a damaged log) gets a row named

@@ -30,10 +30,12 @@ enum Protocol : uint8_t {
   kLine = 6,      // any protocol whose messages end with '\n'
   kOneShot = 7,   // one request and one reply per connection: the stream is one message
   kMysql = 8,     // MySQL/MariaDB client/server protocol: text and prepared statements
-  kProtocolCount = 9,
+  kHttp2 = 9,     // HTTP/2 with prior knowledge (h2c): one end per stream frame
+  kProtocolCount = 10,
 };
 
-// "none", "http", "testbed", "postgres", "redis", "dns", "line", "oneshot", "mysql".
+// "none", "http", "testbed", "postgres", "redis", "dns", "line", "oneshot", "mysql",
+// "http2".
 const char* ProtocolName(Protocol protocol);
 // The protocol named by the `length` bytes at `name`; false if none is.
 bool ParseProtocol(const char* name, size_t length, Protocol* protocol);
@@ -47,7 +49,8 @@ enum class Direction : uint8_t { kRequest = 0, kResponse = 1 };
 // key=value pairs, each value cut to kMaxValue bytes. Keys are string literals
 // ("http.method", "http.url", "http.request_id", "http.traceparent", "http.status", "sql",
 // "redis.command", "redis.key", "dns.id", "dns.name", "testbed.request", "mysql.command",
-// "mysql.stmt", "mysql.user", "mysql.db", "mysql.status", "mysql.rows", "mysql.server").
+// "mysql.stmt", "mysql.user", "mysql.db", "mysql.status", "mysql.rows", "mysql.server",
+// "http2.stream", "http2.frame", "http2.length").
 inline constexpr int kMaxAttributes = 4;
 inline constexpr int kMaxValue = 120;
 struct Attribute {
@@ -86,6 +89,14 @@ void Init(Parser* parser, Protocol protocol, Direction direction);
 // direction turns). kNone and kOneShot never report an end. Call it again with what is
 // left to find further ends. A `length` of 0 consumes nothing.
 size_t Consume(Parser* parser, const uint8_t* data, size_t length, bool* ended);
+
+// HTTP/2 leaves header blocks compressed (HPACK's table is decoded offline): of the bytes
+// the last Consume took, `*count` bytes from `*begin` (counted from the start of what it was
+// given) belong to a header block (HEADERS, PUSH_PROMISE and CONTINUATION payload, without
+// padding, priority fields and promised stream id), for the caller to log. True if there
+// are any; false, with 0 and 0, for other protocols and after failure. A call holds at
+// most one such run: every frame carrying header-block bytes ends the call.
+bool HeaderBlockBytes(const Parser* parser, size_t* begin, size_t* count);
 
 // One datagram is one message: fills parser->attributes from it (DNS: id and name).
 void ConsumeDatagram(Parser* parser, const uint8_t* data, size_t length);

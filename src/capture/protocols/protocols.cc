@@ -1,7 +1,7 @@
 // Protocol processors (BorderPatrol §3.3 and §5.2, EuroSys'08): names, dispatch on a
 // parser's protocol, and detection from a stream's first bytes. The processors are in
-// http.cc, testbed.cc, postgres.cc, redis.cc, dns.cc, line.cc and mysql.cc; docs/protocols.md says
-// what each one treats as a message.
+// http.cc, testbed.cc, postgres.cc, redis.cc, dns.cc, line.cc, mysql.cc and http2.cc;
+// docs/protocols.md says what each one treats as a message.
 //
 // BorderPatrol selects a processor by port, Unix path or program name (§5.2) and names
 // detection from the data as future work; Detect does it only where the first bytes can
@@ -129,6 +129,9 @@ void Init(Parser* parser, Protocol protocol, Direction direction) {
     case kMysql:
       internal::InitMysql(parser);
       break;
+    case kHttp2:
+      internal::InitHttp2(parser);
+      break;
     case kNone:
     case kOneShot:
     case kProtocolCount:
@@ -162,6 +165,9 @@ size_t Consume(Parser* parser, const uint8_t* data, size_t length, bool* ended) 
         break;
       case kMysql:
         n = internal::ConsumeMysql(parser, data, length, ended);
+        break;
+      case kHttp2:
+        n = internal::ConsumeHttp2(parser, data, length, ended);
         break;
       case kNone:  // the direction turn or the close ends the message, not the bytes
       case kOneShot:
@@ -197,6 +203,7 @@ void ConsumeDatagram(Parser* parser, const uint8_t* data, size_t length) {
 Protocol Detect(const uint8_t* data, size_t length) {
   if (length >= 2 && data[0] == '*' && internal::IsDigit(data[1])) return kRedis;
   if (LooksLikeHttp(data, length)) return kHttp;
+  if (length >= 4 && memcmp(data, "PRI ", 4) == 0) return kHttp2;  // the HTTP/2 preface
   bool postgres = LooksLikePostgres(data, length);
   bool testbed = LooksLikeTestbed(data, length);
   if (postgres != testbed) return postgres ? kPostgres : kTestbed;
