@@ -122,14 +122,15 @@ std::string BlockBytes(const std::string& stream, size_t piece) {
 }
 
 TEST(Http2ProcessorTest, HeaderBlockBytes) {
-  std::string stream = kPreface + Settings() +
-                       Frame(1, 0x4 | 0x8 | 0x20, 1, std::string("\x03", 1) + "PPPPP" + "AB" + "pad") +
-                       Frame(0, 0, 1, "DATA") + Frame(1, 0x4, 3, "CD");
+  std::string stream =
+      kPreface + Settings() +
+      Frame(1, 0x4 | 0x8 | 0x20, 1, std::string("\x03", 1) + "PPPPP" + "AB" + "pad") +
+      Frame(0, 0, 1, "DATA") + Frame(1, 0x4, 3, "CD");
   for (size_t piece : {size_t(1), size_t(2), size_t(7), size_t(1000)}) {
     EXPECT_EQ(BlockBytes(stream, piece), "ABCD") << piece;
   }
-  std::string continued = kPreface + Settings() + Frame(1, 0, 1, "AB") + Frame(9, 0, 1, "CD") +
-                          Frame(9, 0x4, 1, "EF");
+  std::string continued =
+      kPreface + Settings() + Frame(1, 0, 1, "AB") + Frame(9, 0, 1, "CD") + Frame(9, 0x4, 1, "EF");
   for (size_t piece : {size_t(1), size_t(3), size_t(1000)}) {
     EXPECT_EQ(BlockBytes(continued, piece), "ABCDEF") << piece;
   }
@@ -140,11 +141,11 @@ TEST(Http2ProcessorTest, Malformed) {
   EXPECT_TRUE(fails(kRequest, "PRI * HTTP/1.1\r\n"));
   EXPECT_TRUE(fails(kRequest, "GET / HTTP/1.1\r\n\r\n"));
   EXPECT_TRUE(fails(kResponse, "HTTP/1.1 200 OK\r\n\r\n"));
-  EXPECT_TRUE(fails(kResponse, Frame(1, 0x4, 1, "x")));  // not SETTINGS first
+  EXPECT_TRUE(fails(kResponse, Frame(1, 0x4, 1, "x")));               // not SETTINGS first
   EXPECT_TRUE(fails(kResponse, Settings() + Frame(9, 0x4, 1, "x")));  // stray CONTINUATION
   EXPECT_TRUE(fails(kResponse, Settings() + Frame(1, 0, 1, "x") + Frame(0, 0, 1, "d")));
   EXPECT_TRUE(fails(kResponse, Settings() + Frame(1, 0, 1, "x") + Frame(9, 4, 3, "d")));
-  EXPECT_TRUE(fails(kResponse, Settings() + Frame(0, 0, 0, "d")));  // stream frame on 0
+  EXPECT_TRUE(fails(kResponse, Settings() + Frame(0, 0, 0, "d")));    // stream frame on 0
   EXPECT_TRUE(fails(kResponse, Settings() + Frame(3, 0, 1, "abc")));  // RST_STREAM not 4
   EXPECT_TRUE(fails(kResponse, Settings() + Frame(1, 0x8, 1, std::string("\x05", 1) + "ab")));
   EXPECT_FALSE(fails(kResponse, Settings() + Frame(0xee, 0, 0, "unknown type")));

@@ -262,6 +262,38 @@ void LogBoundary(int fd, uint8_t protocol, bool sent, bool request, int64_t entr
   AppendRecord(record, size, entry);
 }
 
+namespace {
+
+// Header-block bytes a call moved (protocols::HeaderBlockBytes), in pieces of at most
+// wire::kMaxHeaderBlockPiece bytes.
+void LogHeaderBlock(int fd, uint8_t protocol, bool sent, bool request, int64_t entry,
+                    uint64_t offset, const uint8_t* bytes, size_t length) {
+  alignas(8) uint8_t record[sizeof(wire::HeaderBlockRecord) + wire::kMaxHeaderBlockPiece];
+  while (length > 0) {
+    size_t n = length < wire::kMaxHeaderBlockPiece ? length : wire::kMaxHeaderBlockPiece;
+    uint32_t size = wire::RoundUp8(uint32_t(sizeof(wire::HeaderBlockRecord) + n));
+    wire::HeaderBlockRecord r{wire::kHeaderBlockRecord,
+                              protocol,
+                              uint16_t(size),
+                              fd,
+                              entry,
+                              offset,
+                              uint8_t(sent ? wire::kBoundarySent : wire::kBoundaryReceived),
+                              uint8_t(request ? wire::kBoundaryRequest : wire::kBoundaryResponse),
+                              uint16_t(n),
+                              0};
+    memcpy(record, &r, sizeof r);
+    memcpy(record + sizeof r, bytes, n);
+    memset(record + sizeof r + n, 0, size - sizeof r - n);
+    AppendRecord(record, size, entry);
+    bytes += n;
+    offset += n;
+    length -= n;
+  }
+}
+
+}  // namespace
+
 void AttachProtocol(int fd, uint8_t kind, bool client, uint16_t port, const char* path,
                     size_t path_length) {
   if (!g_selection.enabled || fd < 0 || fd >= kFdTableSize) return;
@@ -356,6 +388,11 @@ void FeedTaken(ProtocolStream* s, int d, int fd, bool sending, int64_t entry, in
       if (used == 0 && (!ended || ++stalls > 1)) {
         __atomic_store_n(&s->broken[d], 1, __ATOMIC_RELAXED);
         break;
+      }
+      size_t block_begin = 0, block_count = 0;
+      if (protocols::HeaderBlockBytes(parser, &block_begin, &block_count)) {
+        LogHeaderBlock(fd, uint8_t(parser->protocol), sending, d == 0, entry,
+                       s->offset[d] + block_begin, p + block_begin, block_count);
       }
       s->offset[d] += used;
       p += used;

@@ -51,14 +51,14 @@ struct Http2State {
   uint8_t header[kFrameHeader];
   uint8_t type;
   uint8_t flags;
-  bool seen_settings;     // the first frame was SETTINGS
-  bool continuing;        // a header block is open: only CONTINUATION of its stream may follow
-  uint32_t length;        // payload bytes of the current frame
-  uint32_t stream;        // its stream id
-  uint32_t position;      // payload bytes read so far
-  uint32_t block_begin;   // the header block's bytes within the payload: [begin, end)
+  bool seen_settings;    // the first frame was SETTINGS
+  bool continuing;       // a header block is open: only CONTINUATION of its stream may follow
+  uint32_t length;       // payload bytes of the current frame
+  uint32_t stream;       // its stream id
+  uint32_t position;     // payload bytes read so far
+  uint32_t block_begin;  // the header block's bytes within the payload: [begin, end)
   uint32_t block_end;
-  uint32_t open_stream;   // the stream of the open header block
+  uint32_t open_stream;       // the stream of the open header block
   uint64_t call_block_begin;  // HeaderBlockBytes of the last Consume call
   uint64_t call_block_count;
 };
