@@ -166,6 +166,23 @@ class LogBuilder {
     e.boundary = int32_t(log_.boundaries.size() - 1);
     return Add(e);
   }
+  // A header-block record (HTTP/2): `bytes` of a compressed header block, the first at
+  // stream `offset`, moved by the call entered at `entry`.
+  LogBuilder& HeaderBlock(int32_t fd, int32_t tid, TimeNs entry, uint64_t offset, bool sent,
+                          bool request, std::string bytes, uint8_t protocol = 9 /* http2 */) {
+    log_.boundaries.push_back(capture::Boundary{.protocol = protocol,
+                                                .sent = sent,
+                                                .request = request,
+                                                .offset = offset,
+                                                .header_block = std::move(bytes)});
+    capture::Event e{.op = capture::EventOp::kHeaderBlock,
+                     .tid = tid,
+                     .fd = fd,
+                     .entry_ns = entry,
+                     .exit_ns = entry};
+    e.boundary = int32_t(log_.boundaries.size() - 1);
+    return Add(e);
+  }
   // The payload prefix logged with the last event added.
   LogBuilder& Payload(std::string bytes) {
     log_.payloads.push_back(std::move(bytes));
