@@ -85,10 +85,8 @@ TEST(ReconcileHttp2, InterleavedStreamsBecomeOneCallAndReturnEach) {
                                      {":scheme", "http"},
                                      {":authority", "h"},
                                      {"content-type", "application/grpc"}});
-  std::string b = Deflate(requests, {{":method", "GET"},
-                                     {":path", "/two"},
-                                     {":scheme", "http"},
-                                     {":authority", "h"}});
+  std::string b = Deflate(
+      requests, {{":method", "GET"}, {":path", "/two"}, {":scheme", "http"}, {":authority", "h"}});
   up.Frame("HEADERS", 1, 0x4, 1, a, true);
   up.Frame("HEADERS", 1, 0x5, 3, b, true);
   up.Frame("DATA", 0, 0x1, 1, "grpc-message", false);
@@ -117,10 +115,12 @@ TEST(ReconcileHttp2, InterleavedStreamsBecomeOneCallAndReturnEach) {
   auto log_up = [&](TimeNs entry, TimeNs exit, uint64_t from, uint64_t to) {
     for (const auto& [offset, bytes] : up.blocks) {
       uint64_t lo = std::max(offset, from), hi = std::min(offset + bytes.size(), to);
-      if (lo < hi) client.HeaderBlock(3, 101, entry, lo, true, true, bytes.substr(lo - offset, hi - lo));
+      if (lo < hi)
+        client.HeaderBlock(3, 101, entry, lo, true, true, bytes.substr(lo - offset, hi - lo));
     }
     for (const auto& e : up.ends) {
-      if (e.offset > from && e.offset <= to) client.Boundary(3, 101, entry, exit, e.offset, true, true, e.attributes, 9);
+      if (e.offset > from && e.offset <= to)
+        client.Boundary(3, 101, entry, exit, e.offset, true, true, e.attributes, 9);
     }
   };
   log_up(100, 101, 0, up_split);
@@ -129,10 +129,12 @@ TEST(ReconcileHttp2, InterleavedStreamsBecomeOneCallAndReturnEach) {
   auto log_down = [&](TimeNs entry, TimeNs exit, uint64_t from, uint64_t to) {
     for (const auto& [offset, bytes] : down.blocks) {
       uint64_t lo = std::max(offset, from), hi = std::min(offset + bytes.size(), to);
-      if (lo < hi) client.HeaderBlock(3, 101, entry, lo, false, false, bytes.substr(lo - offset, hi - lo));
+      if (lo < hi)
+        client.HeaderBlock(3, 101, entry, lo, false, false, bytes.substr(lo - offset, hi - lo));
     }
     for (const auto& e : down.ends) {
-      if (e.offset > from && e.offset <= to) client.Boundary(3, 101, entry, exit, e.offset, false, false, e.attributes, 9);
+      if (e.offset > from && e.offset <= to)
+        client.Boundary(3, 101, entry, exit, e.offset, false, false, e.attributes, 9);
     }
   };
   client.Recv(3, 101, 200, 230, int32_t(down1));
