@@ -44,8 +44,8 @@ before = "exp(50us)"
 reply_bytes = 512
 )toml";
 
-constexpr int kClients = 2;     // h2load processes, one connection each
-constexpr int kPerClient = 48;  // requests each, 8 streams in flight
+constexpr int kClients = 2;                            // h2load processes, one connection each
+constexpr int kPerClient = 48;                         // requests each, 8 streams in flight
 constexpr const char* kIds = "X-Weft-Ids: 1 0 1 1 0";  // the testbed's header; same for all
 
 class NginxHttp2Test : public RealServersTest {};
@@ -60,8 +60,8 @@ int ExactTrees(const Trace& trace, const PathSet& paths) {
     return value;
   };
   auto program = [&](MessageId m, bool sender) {
-    return ProgramOf(std::string(
-        trace.NodeName(sender ? c.sender[m.value()] : c.receiver[m.value()])));
+    return ProgramOf(
+        std::string(trace.NodeName(sender ? c.sender[m.value()] : c.receiver[m.value()])));
   };
   int exact = 0;
   for (size_t i = 0; i < paths.instance_count(); ++i) {
@@ -143,7 +143,8 @@ TEST_F(NginxHttp2Test, EveryStreamIsOneCallAndReturn) {
   for (int k = 0; k < kClients; ++k) {
     std::string out = testing::ReadFile(Path("h2load" + std::to_string(k) + ".out"));
     std::smatch match;
-    ASSERT_TRUE(std::regex_search(out, match, std::regex(R"(requests: \d+ total, \d+ started, (\d+) done, (\d+) succeeded)")))
+    ASSERT_TRUE(std::regex_search(
+        out, match, std::regex(R"(requests: \d+ total, \d+ started, (\d+) done, (\d+) succeeded)")))
         << out;
     EXPECT_EQ(match[1], match[2]) << out;
     done += std::stoi(match[2]);
@@ -176,8 +177,7 @@ TEST_F(NginxHttp2Test, EveryStreamIsOneCallAndReturn) {
       EXPECT_EQ(protocol, "http2");
       EXPECT_EQ(status, "200");
       EXPECT_TRUE(h2_returns.insert(id).second) << id;
-    } else if (from == "nginx" && to == "weft-testbed-server" &&
-               c.kind[i] == MessageKind::kCall) {
+    } else if (from == "nginx" && to == "weft-testbed-server" && c.kind[i] == MessageKind::kCall) {
       ++upstream_urls[url];
     }
     if (c.kind[i] != MessageKind::kMessage) {
