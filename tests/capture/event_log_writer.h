@@ -162,6 +162,26 @@ inline std::string BoundaryRecord(int32_t fd, int64_t entry, int64_t exit, uint6
   return out;
 }
 
+// Header-block bytes (HTTP/2) at stream `offset`.
+inline std::string HeaderBlockRecord(int32_t fd, int64_t entry, uint64_t offset, bool sent,
+                                     bool request, const std::string& bytes, uint8_t protocol = 9) {
+  w::HeaderBlockRecord r{};
+  r.type = w::kHeaderBlockRecord;
+  r.protocol = protocol;
+  r.size = uint16_t(w::RoundUp8(uint32_t(sizeof r + bytes.size())));
+  r.fd = fd;
+  r.entry_ns = entry;
+  r.offset = offset;
+  r.direction = sent ? w::kBoundarySent : w::kBoundaryReceived;
+  r.message = request ? w::kBoundaryRequest : w::kBoundaryResponse;
+  r.length = uint16_t(bytes.size());
+  std::string out;
+  Append(out, r);
+  out += bytes;
+  Pad8(out);
+  return out;
+}
+
 inline std::string EndRecord(uint64_t dropped, uint64_t untraced, uint64_t failed) {
   w::EndRecord r{w::kEndRecord, w::kOpNone, sizeof(w::EndRecord), 0, 5'000'000'000, dropped,
                  untraced,      failed};
