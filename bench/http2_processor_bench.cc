@@ -31,7 +31,8 @@ std::string Responses(int rounds, size_t data) {
   std::string s = Frame(4, 0, 0, std::string(18, '\1'));
   for (int r = 0; r < rounds; ++r) {
     for (uint32_t k = 0; k < 8; ++k) s += Frame(1, 0x4, 1 + 2 * (8 * r + k), std::string(40, 'h'));
-    for (uint32_t k = 0; k < 8; ++k) s += Frame(0, 0x1, 1 + 2 * (8 * r + k), std::string(data, 'd'));
+    for (uint32_t k = 0; k < 8; ++k)
+      s += Frame(0, 0x1, 1 + 2 * (8 * r + k), std::string(data, 'd'));
   }
   return s;
 }

@@ -312,7 +312,7 @@ static_assert(sizeof(BoundaryRecord) == 40);
 // that predate the record skip it by its size.
 struct HeaderBlockRecord {
   uint8_t type;      // kHeaderBlockRecord
-  uint8_t protocol;  // capture::protocols::Protocol (9 http2)
+  uint8_t protocol;  // capture::protocols::Protocol (kHttp2)
   uint16_t size;     // 32 + length, rounded up to 8
   int32_t fd;
   int64_t entry_ns;   // the call that moved the bytes

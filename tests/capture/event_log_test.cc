@@ -241,11 +241,11 @@ TEST(EventLogTest, BoundaryRecordsRoundTrip) {
 // with their bytes and stream offset; damaged ones are reported like any record.
 TEST(EventLogTest, HeaderBlockRecordsRoundTrip) {
   std::string bytes("\x82\x86\x84\x41\0x", 6);  // NUL bytes are kept
-  std::string file =
-      EncodeHeader(TestHeader{}) + Block(7, 0,
-                                         {CallRecord(w::kOpSend, 5, 100, 120, 60),
-                                          HeaderBlockRecord(5, 100, 33, true, true, bytes),
-                                          BoundaryRecord(5, 100, 120, 45, 9, true, true, "")});
+  std::string file = EncodeHeader(TestHeader{}) +
+                     Block(7, 0,
+                           {CallRecord(w::kOpSend, 5, 100, 120, 60),
+                            HeaderBlockRecord(5, 100, 33, true, true, bytes),
+                            BoundaryRecord(5, 100, 120, 45, protocols::kHttp2, true, true, "")});
   RecordingReporter reporter;
   auto log = Decode(file, &reporter);
   ASSERT_TRUE(log.ok()) << log.status().message();
@@ -254,7 +254,7 @@ TEST(EventLogTest, HeaderBlockRecordsRoundTrip) {
   ASSERT_EQ(log->events[1].op, EventOp::kHeaderBlock);
   EXPECT_EQ(log->events[1].fd, 5);
   const Boundary& b = log->boundaries[size_t(log->events[1].boundary)];
-  EXPECT_EQ(b.protocol, 9);
+  EXPECT_EQ(b.protocol, protocols::kHttp2);
   EXPECT_TRUE(b.sent);
   EXPECT_TRUE(b.request);
   EXPECT_EQ(b.offset, 33u);

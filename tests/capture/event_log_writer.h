@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "capture/event_log_format.h"
+#include "capture/protocols/protocol.h"
 
 namespace weft::capture::testing {
 
@@ -164,7 +165,8 @@ inline std::string BoundaryRecord(int32_t fd, int64_t entry, int64_t exit, uint6
 
 // Header-block bytes (HTTP/2) at stream `offset`.
 inline std::string HeaderBlockRecord(int32_t fd, int64_t entry, uint64_t offset, bool sent,
-                                     bool request, const std::string& bytes, uint8_t protocol = 9) {
+                                     bool request, const std::string& bytes,
+                                     uint8_t protocol = weft::capture::protocols::kHttp2) {
   w::HeaderBlockRecord r{};
   r.type = w::kHeaderBlockRecord;
   r.protocol = protocol;

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "capture/protocols/protocol.h"
 #include "reconcile/reconcile.h"
 #include "synthetic_logs.h"
 
@@ -17,6 +18,7 @@ namespace weft::reconcile {
 namespace {
 
 using namespace weft::reconcile::testing;
+constexpr uint8_t kHttp2 = capture::protocols::kHttp2;
 
 const capture::Address kClient = Ipv4("10.0.0.1", 40000);
 const capture::Address kServer = Ipv4("10.0.0.2", 80);
@@ -120,7 +122,7 @@ TEST(ReconcileHttp2, InterleavedStreamsBecomeOneCallAndReturnEach) {
     }
     for (const auto& e : up.ends) {
       if (e.offset > from && e.offset <= to)
-        client.Boundary(3, 101, entry, exit, e.offset, true, true, e.attributes, 9);
+        client.Boundary(3, 101, entry, exit, e.offset, true, true, e.attributes, kHttp2);
     }
   };
   log_up(100, 101, 0, up_split);
@@ -134,7 +136,7 @@ TEST(ReconcileHttp2, InterleavedStreamsBecomeOneCallAndReturnEach) {
     }
     for (const auto& e : down.ends) {
       if (e.offset > from && e.offset <= to)
-        client.Boundary(3, 101, entry, exit, e.offset, false, false, e.attributes, 9);
+        client.Boundary(3, 101, entry, exit, e.offset, false, false, e.attributes, kHttp2);
     }
   };
   client.Recv(3, 101, 200, 230, int32_t(down1));

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "capture/event_log.h"
+#include "capture/protocols/protocol.h"
 
 namespace weft::reconcile::testing {
 
@@ -169,7 +170,8 @@ class LogBuilder {
   // A header-block record (HTTP/2): `bytes` of a compressed header block, the first at
   // stream `offset`, moved by the call entered at `entry`.
   LogBuilder& HeaderBlock(int32_t fd, int32_t tid, TimeNs entry, uint64_t offset, bool sent,
-                          bool request, std::string bytes, uint8_t protocol = 9 /* http2 */) {
+                          bool request, std::string bytes,
+                          uint8_t protocol = capture::protocols::kHttp2) {
     log_.boundaries.push_back(capture::Boundary{.protocol = protocol,
                                                 .sent = sent,
                                                 .request = request,
