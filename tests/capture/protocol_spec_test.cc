@@ -112,6 +112,7 @@ TEST(ProtocolDescriptorTest, DetectPicksOnlyDetectedProtocols) {
       {"*1\r\n$4\r\nPING\r\n", kRedis},
       {std::string("\0\0\0\x08\x04\xd2\x16\x2f", 8), kPostgres},  // SSLRequest
       {std::string("\0\0\0\x20\x01", 5) + std::string(32, 'x'), kTestbed},
+      {"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", kHttp2},
       {"hello\n", kNone},
       {"", kNone}};
   int detected = 0;
@@ -123,10 +124,10 @@ TEST(ProtocolDescriptorTest, DetectPicksOnlyDetectedProtocols) {
       ++detected;
     }
   }
-  EXPECT_EQ(detected, 4);
+  EXPECT_EQ(detected, 5);
   int rows = 0;
   for (const ProtocolDescriptor& d : kProtocolTable) rows += d.detected;
-  EXPECT_EQ(rows, 4);  // http, testbed, postgres, redis
+  EXPECT_EQ(rows, 5);  // http, testbed, postgres, redis, http2
 }
 
 }  // namespace

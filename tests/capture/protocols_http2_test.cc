@@ -54,6 +54,20 @@ TEST(Http2ProcessorTest, DescriptorAndDetection) {
   EXPECT_EQ(Detect(reinterpret_cast<const uint8_t*>(kPreface.data()), kPreface.size()), kHttp2);
   EXPECT_EQ(Detect(reinterpret_cast<const uint8_t*>("PRI "), 4), kHttp2);
   EXPECT_EQ(Detect(reinterpret_cast<const uint8_t*>("PRI"), 3), kNone);
+  // A server's SETTINGS before the client's preface (gRPC's servers send it at once).
+  auto response = [](const std::string& s) {
+    return DetectResponse(reinterpret_cast<const uint8_t*>(s.data()), s.size());
+  };
+  EXPECT_EQ(response(Settings()), kHttp2);
+  EXPECT_EQ(response(Frame(4, 0, 0, "")), kHttp2);
+  EXPECT_EQ(response(Settings().substr(0, 8)), kNone);
+  EXPECT_EQ(response(Frame(4, 1, 0, "")), kNone);                    // an ACK answers something
+  EXPECT_EQ(response(Frame(4, 0, 0, std::string(5, '\0'))), kNone);  // not whole settings
+  EXPECT_EQ(response(Frame(4, 0, 1, std::string(6, '\0'))), kNone);  // not stream 0
+  EXPECT_EQ(response(Frame(1, 4, 1, "h")), kNone);
+  EXPECT_EQ(response("J\0\0\0\x0a"
+                     "10.11.19-MariaDB"),
+            kNone);  // a MySQL greeting
 }
 
 // Two streams interleaved, control frames between, padding and priority fields.

@@ -139,5 +139,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   p::Protocol detected = p::Detect(stream, n);
   if (detected >= p::kProtocolCount) Fail("Detect returned no protocol");
+  p::Protocol responding = p::DetectResponse(stream, n);
+  if (responding != p::kNone && responding != p::kHttp2) Fail("DetectResponse: not HTTP/2");
   return 0;
 }

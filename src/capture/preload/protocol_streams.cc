@@ -209,6 +209,33 @@ bool Decide(ProtocolStream* s, const void* data, const struct iovec* iov, int io
   return true;
 }
 
+// A detecting stream whose server spoke first: decides HTTP/2 if the response's first
+// bytes are a server's SETTINGS (protocols::DetectResponse) and the selection detects it,
+// before the client's preface came (and while no request bytes are kept undecided).
+// True if it decided.
+bool DecideFromResponse(ProtocolStream* s, const void* data, const struct iovec* iov, int iovcnt,
+                        size_t bytes) {
+  if (s->early_length != 0) return false;
+  uint8_t first[9];
+  size_t have = 0;
+  ForEachSegment(data, iov, iovcnt, bytes, [&](const uint8_t* p, size_t length) {
+    size_t take = length < sizeof first - have ? length : sizeof first - have;
+    memcpy(first + have, p, take);
+    have += take;
+  });
+  protocols::Protocol protocol = protocols::DetectResponse(first, have);
+  if (protocol == protocols::kNone || (g_selection.detect & (1u << protocol)) == 0) return false;
+  uint8_t expected = kDetecting;
+  if (!__atomic_compare_exchange_n(&s->state, &expected, uint8_t(kDeciding), false,
+                                   __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+    return true;  // the client's first bytes decided meanwhile
+  }
+  protocols::Init(&s->parsers[0], protocol, protocols::Direction::kRequest);
+  protocols::Init(&s->parsers[1], protocol, protocols::Direction::kResponse);
+  __atomic_store_n(&s->state, uint8_t(kActive), __ATOMIC_RELEASE);
+  return true;
+}
+
 }  // namespace
 
 uint16_t PortOf(const struct sockaddr* a, socklen_t length) {
@@ -357,7 +384,7 @@ void FeedTaken(ProtocolStream* s, int d, int fd, bool sending, int64_t entry, in
         return;
       }
       early = s->early_length;
-    } else {
+    } else if (!DecideFromResponse(s, data, iov, iovcnt, bytes)) {
       // The server spoke first: not a protocol Detect knows.
       __atomic_compare_exchange_n(&s->state, &expected, uint8_t(kOff), false, __ATOMIC_ACQ_REL,
                                   __ATOMIC_ACQUIRE);

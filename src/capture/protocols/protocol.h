@@ -105,5 +105,11 @@ void ConsumeDatagram(Parser* parser, const uint8_t* data, size_t length);
 // unambiguous (an HTTP method and a space, "*<digit>" for RESP, a PostgreSQL startup or
 // SSL request, a testbed frame header); kNone otherwise.
 Protocol Detect(const uint8_t* data, size_t length);
+// Guesses a stream's protocol from the first bytes of its first response, for servers
+// that speak first where a protocol allows it: an HTTP/2 server may send its SETTINGS
+// frame before the client's preface arrives (RFC 9113 §3.4; gRPC's servers do). kHttp2 for
+// a SETTINGS frame header on stream 0 without flags, with a whole number of settings;
+// kNone otherwise (fewer than 9 bytes included).
+Protocol DetectResponse(const uint8_t* data, size_t length);
 
 }  // namespace weft::capture::protocols

@@ -210,4 +210,13 @@ Protocol Detect(const uint8_t* data, size_t length) {
   return kNone;
 }
 
+Protocol DetectResponse(const uint8_t* data, size_t length) {
+  if (length < 9) return kNone;
+  uint32_t settings = (uint32_t(data[0]) << 16) | (uint32_t(data[1]) << 8) | data[2];
+  bool frame =
+      data[3] == 4 && data[4] == 0 && data[5] == 0 && data[6] == 0 && data[7] == 0 && data[8] == 0;
+  // Six bytes per setting; a server names a handful (RFC 9113 §6.5.2 defines six).
+  return frame && settings % 6 == 0 && settings <= 6 * 32 ? kHttp2 : kNone;
+}
+
 }  // namespace weft::capture::protocols
