@@ -95,6 +95,12 @@ std::vector<std::pair<std::string, std::string>> Http2Attributes(const Http2Mess
   if (method != nullptr) out.emplace_back("http.method", *method);
   if (path != nullptr) out.emplace_back("http.url", *path);
   if (status != nullptr) out.emplace_back("http.status", *status);
+  // The witnesses HTTP/1.x requests carry (docs/precise.md "Witnesses"), from the same
+  // fields (HTTP/2 names are lower case).
+  const std::string* request_id = FieldValue(m.headers, "x-request-id");
+  const std::string* traceparent = FieldValue(m.headers, "traceparent");
+  if (request_id != nullptr) out.emplace_back("http.request_id", request_id->substr(0, 64));
+  if (traceparent != nullptr) out.emplace_back("http.traceparent", traceparent->substr(0, 64));
   if (type != nullptr && type->starts_with("application/grpc")) {
     if (path != nullptr) out.emplace_back("grpc.method", *path);
     // A reply with trailers carries grpc-status there; a trailers-only reply in its headers.

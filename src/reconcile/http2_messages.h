@@ -46,8 +46,9 @@ std::vector<Http2Message> AssembleHttp2Messages(std::span<const StreamBoundary* 
                                                 const BoundaryLookup& lookup);
 
 // The attributes a message gets: http2.stream; http.method and http.url (:path) for a
-// request, http.status for a response; for gRPC (content-type application/grpc...)
-// grpc.method (the :path) and grpc.status (the trailers' grpc-status).
+// request, http.status for a response; http.request_id and http.traceparent (x-request-id
+// and traceparent, cut to 64 bytes, as the HTTP/1.x processor logs them); for gRPC (content-type
+// application/grpc...) grpc.method (the :path) and grpc.status (the trailers' grpc-status).
 std::vector<std::pair<std::string, std::string>> Http2Attributes(const Http2Message& m);
 
 }  // namespace weft::reconcile
