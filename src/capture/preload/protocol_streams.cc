@@ -417,7 +417,8 @@ void FeedTaken(ProtocolStream* s, int d, int fd, bool sending, int64_t entry, in
         break;
       }
       size_t block_begin = 0, block_count = 0;
-      if (protocols::HeaderBlockBytes(parser, &block_begin, &block_count)) {
+      if (parser->protocol == protocols::kHttp2 &&
+          protocols::HeaderBlockBytes(parser, &block_begin, &block_count)) {
         LogHeaderBlock(fd, uint8_t(parser->protocol), sending, d == 0, entry,
                        s->offset[d] + block_begin, p + block_begin, block_count);
       }
