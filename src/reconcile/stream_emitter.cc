@@ -139,6 +139,8 @@ void StreamEmitter::EmitHttp2Direction(const Direction& d, const ConnectionEnd& 
   StringId receiver_endpoint =
       builder_.String(d.receiver != nullptr ? d.receiver->local : d.sender->peer);
   ReadCursor cursor(d.sender != nullptr ? d.receiver : nullptr);
+  int64_t first_begin = INT64_MAX;  // the connection's first message in this direction
+  for (const Http2Message& m : messages) first_begin = std::min(first_begin, m.begin);
   for (const Http2Message& m : messages) {
     const auto* first = holding(m.begin);
     const auto* last = holding(m.end - 1);
@@ -156,7 +158,16 @@ void StreamEmitter::EmitHttp2Direction(const Direction& d, const ConnectionEnd& 
     record.sender_endpoint = sender_endpoint;
     record.receiver_endpoint = receiver_endpoint;
     SetEnds(d, span, cursor, record);
+    // As for the first message of any connection (EmitDirection): the connect's time.
+    if (m.begin == first_begin && d.kind == MessageKind::kCall && d.sender != nullptr &&
+        d.sender->opener == Opener::kConnect &&
+        d.sender->open_tid == int32_t(record.sender_thread.value()) &&
+        d.sender->open_ns <= record.send_time) {
+      record.connect_time = d.sender->open_ns;
+    }
     uint32_t row = builder_.Add(record);
+    const StreamIo& opening = definer.io[span.first];
+    attributes_.AddPayload(row, opening.log, opening.payload, span.begin - span.first_begin);
     attributes_.AddProtocol(row, capture::protocols::kHttp2, nullptr);
     for (const auto& [key, value] : Http2Attributes(m)) {
       builder_.AddAttribute(row, builder_.String(key), builder_.String(value));
