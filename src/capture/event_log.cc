@@ -212,6 +212,30 @@ class BlockDecoder {
         last_ = -1;  // a payload belongs to a call record, never to a boundary
         return true;
       }
+      case wire::kHeaderBlockRecord: {
+        if (size < sizeof(wire::HeaderBlockRecord)) return false;
+        auto r = Load<wire::HeaderBlockRecord>(p);
+        if (sizeof r + uint64_t(r.length) > size || r.length == 0 ||
+            r.protocol == protocols::kNone || r.protocol >= protocols::kProtocolCount ||
+            r.direction > wire::kBoundaryReceived || r.message > wire::kBoundaryResponse ||
+            !PlausibleTime(r.entry_ns) || r.offset > uint64_t(INT64_MAX)) {
+          return false;
+        }
+        Boundary b;
+        b.protocol = r.protocol;
+        b.sent = r.direction == wire::kBoundarySent;
+        b.request = r.message == wire::kBoundaryRequest;
+        b.offset = r.offset;
+        b.header_block.assign(reinterpret_cast<const char*>(p) + sizeof r, r.length);
+        Event e{.op = EventOp::kHeaderBlock};
+        e.tid = tid_;
+        e.fd = r.fd;
+        e.entry_ns = e.exit_ns = r.entry_ns;
+        e.boundary = Add(log_.boundaries, std::move(b));
+        log_.events.push_back(e);
+        last_ = -1;
+        return true;
+      }
       case wire::kEndRecord: {
         if (size < 40) return false;  // a log from before event isolation's counters
         wire::EndRecord r{};
@@ -493,6 +517,7 @@ void DecodeChunks(std::span<const uint8_t> data, EventLog& log, Reporter* report
 std::string_view EventOpName(EventOp op) {
   if (op == EventOp::kEndpoint) return "endpoint";
   if (op == EventOp::kBoundary) return "boundary";
+  if (op == EventOp::kHeaderBlock) return "header-block";
   auto i = static_cast<size_t>(op);
   return i < std::size(kOpNames) ? kOpNames[i] : "?";
 }
@@ -610,6 +635,13 @@ std::string FormatEvent(const EventLog& log, const Event& e) {
     for (const auto& [key, value] : b.attributes)
       line += fmt::format(" {}=\"{}\"", key, Escaped(value));
     return line;
+  }
+  if (e.op == EventOp::kHeaderBlock) {
+    const Boundary& b = log.boundaries[e.boundary];
+    return line + fmt::format(" fd {} {} {} {} {} bytes at {}", e.fd,
+                              protocols::ProtocolName(protocols::Protocol(b.protocol)),
+                              b.request ? "request" : "response", b.sent ? "sent" : "received",
+                              b.header_block.size(), b.offset);
   }
   if (IsSyncOp(e.op)) {
     return line + fmt::format(" {:#x} {:#x} = {} [{}]", e.object, e.second, e.result,

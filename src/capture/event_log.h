@@ -80,8 +80,9 @@ enum class EventOp : uint8_t {
   kTlsRead = wire::kOpTlsRead,
   kTlsWrite = wire::kOpTlsWrite,
   kTlsTransport = wire::kOpTlsTransport,
-  kEndpoint = 100,  // not a call: an endpoint record (Event::endpoint says which)
-  kBoundary = 101,  // not a call: a protocol message ended (Event::boundary says which)
+  kEndpoint = 100,     // not a call: an endpoint record (Event::endpoint says which)
+  kBoundary = 101,     // not a call: a protocol message ended (Event::boundary says which)
+  kHeaderBlock = 102,  // not a call: header-block bytes (Event::boundary says which)
 };
 
 // "send", "recvmsg", "endpoint", ...
@@ -117,6 +118,9 @@ struct Boundary {
   bool request = false;  // a request, client to server (else a response)
   uint64_t offset = 0;   // stream offset just past the message's last byte; 0: datagram
   std::vector<std::pair<std::string, std::string>> attributes;  // in the processor's order
+  // Not an end but compressed header-block bytes (HeaderBlockRecord, HTTP/2): these bytes,
+  // the first at stream offset `offset`; no attributes.
+  std::string header_block;
 };
 
 inline constexpr int32_t kNone = -1;

@@ -106,13 +106,14 @@ inline constexpr uint64_t ChunkSize(uint32_t block_size, uint64_t header_size, u
 // Every record starts with these 8 bytes; `size` (a multiple of 8, at least 8) lets a
 // reader skip a type it does not know.
 enum RecordType : uint8_t {
-  kCallRecord = 1,      // CallRecord
-  kDatagramRecord = 2,  // DatagramRecord: a call that moved one datagram
-  kEndpointRecord = 3,  // EndpointRecord: what a descriptor is and where it points
-  kPayloadRecord = 4,   // PayloadRecord: first bytes of the previous record's data
-  kEndRecord = 5,       // EndRecord: the process image ended (exit or exec)
-  kBoundaryRecord = 6,  // BoundaryRecord: a protocol message ended in a stream
-  kSyncRecord = 7,      // SyncRecord: a synchronisation call (hand-off evidence)
+  kCallRecord = 1,         // CallRecord
+  kDatagramRecord = 2,     // DatagramRecord: a call that moved one datagram
+  kEndpointRecord = 3,     // EndpointRecord: what a descriptor is and where it points
+  kPayloadRecord = 4,      // PayloadRecord: first bytes of the previous record's data
+  kEndRecord = 5,          // EndRecord: the process image ended (exit or exec)
+  kBoundaryRecord = 6,     // BoundaryRecord: a protocol message ended in a stream
+  kSyncRecord = 7,         // SyncRecord: a synchronisation call (hand-off evidence)
+  kHeaderBlockRecord = 8,  // HeaderBlockRecord: compressed header-block bytes (HTTP/2)
 };
 
 // The socket-API call a record describes. Values are part of the format.
@@ -321,6 +322,30 @@ struct BoundaryRecord {
   uint32_t reserved;
 };
 static_assert(sizeof(BoundaryRecord) == 40);
+
+// Bytes of a compressed header block (HTTP/2's HPACK, RFC 7541) that a call moved on a
+// stream, for reconcile to decode: a processor that leaves header blocks compressed
+// (protocols::HeaderBlockBytes) has them logged so, since decoding needs a table as large
+// as the connection's and the traced program should not pay for it. Written right after
+// the call's record, before the boundary record of the frame they belong to; a block split
+// over several calls is logged in pieces, put back together by offset. `offset` is the
+// stream offset of the first byte (counted as BoundaryRecord's), `length` bytes follow,
+// then zeros to `size`. A run longer than kMaxHeaderBlockPiece is several records. Readers
+// that predate the record skip it by its size.
+struct HeaderBlockRecord {
+  uint8_t type;      // kHeaderBlockRecord
+  uint8_t protocol;  // capture::protocols::Protocol (kHttp2)
+  uint16_t size;     // 32 + length, rounded up to 8
+  int32_t fd;
+  int64_t entry_ns;   // the call that moved the bytes
+  uint64_t offset;    // stream offset of the first byte
+  uint8_t direction;  // BoundaryDirection
+  uint8_t message;    // BoundaryMessage
+  uint16_t length;
+  uint32_t reserved;
+};
+static_assert(sizeof(HeaderBlockRecord) == 32);
+inline constexpr uint32_t kMaxHeaderBlockPiece = 1024;  // the record is built on the stack
 
 // A synchronisation call (preload/sync_calls.cc): the object handed over through, so that
 // reconcile can link the thread that handed work over to the one that took it. Objects are

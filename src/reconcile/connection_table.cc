@@ -60,6 +60,7 @@ class DescriptorWalker {
           Dup(e);
           break;
         case EventOp::kBoundary:
+        case EventOp::kHeaderBlock:
           Boundary(e);
           break;
         default:
@@ -266,6 +267,8 @@ class DescriptorWalker {
     if (e.boundary < 0 || size_t(e.boundary) >= log_.boundaries.size()) return;
     const capture::Boundary& b = log_.boundaries[size_t(e.boundary)];
     auto it = names_.find(e.fd);
+    bool block = e.op == EventOp::kHeaderBlock;  // header-block bytes: streams only
+    if (block && (it == names_.end() || it->second.udp >= 0)) return;
     if (it == names_.end()) {
       auto pending = unnamed_datagrams_.find(e.fd);
       if (pending != unnamed_datagrams_.end() &&
@@ -284,12 +287,14 @@ class DescriptorWalker {
       return;
     }
     if (it->second.end < 0) return;
-    ends_[size_t(it->second.end)].boundaries.push_back(StreamBoundary{.offset = int64_t(b.offset),
-                                                                      .send = b.sent,
-                                                                      .request = b.request,
-                                                                      .protocol = b.protocol,
-                                                                      .log = log_index_,
-                                                                      .boundary = e.boundary});
+    ConnectionEnd& end = ends_[size_t(it->second.end)];
+    (e.op == EventOp::kHeaderBlock ? end.header_blocks : end.boundaries)
+        .push_back(StreamBoundary{.offset = int64_t(b.offset),
+                                  .send = b.sent,
+                                  .request = b.request,
+                                  .protocol = b.protocol,
+                                  .log = log_index_,
+                                  .boundary = e.boundary});
   }
 
   void Io(const Event& e) {
@@ -383,6 +388,9 @@ void RebaseChildBoundaries(const ConnectionEnd& owner, ConnectionEnd& child) {
     for (StreamBoundary& b : child.boundaries) {
       if (b.send == send) b.offset += before - owner_at_fork;
     }
+    for (StreamBoundary& b : child.header_blocks) {
+      if (b.send == send) b.offset += before - owner_at_fork;
+    }
   }
 }
 
@@ -424,6 +432,9 @@ void MergeInheritedEnds(std::span<const capture::EventLog> logs, std::vector<Con
     parent.io.insert(parent.io.end(), end.io.begin(), end.io.end());
     parent.boundaries.insert(parent.boundaries.end(), end.boundaries.begin(), end.boundaries.end());
     end.boundaries.clear();
+    parent.header_blocks.insert(parent.header_blocks.end(), end.header_blocks.begin(),
+                                end.header_blocks.end());
+    end.header_blocks.clear();
     std::stable_sort(parent.io.begin(), parent.io.end(),
                      [](const StreamIo& a, const StreamIo& b) { return a.entry_ns < b.entry_ns; });
     if (parent.close_ns != kNoTime && (end.close_ns == kNoTime || end.close_ns > parent.close_ns)) {

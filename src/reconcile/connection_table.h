@@ -59,7 +59,10 @@ struct ConnectionEnd {
   TimeNs close_ns = kNoTime;  // realtime of the last close; kNoTime if never closed
   std::vector<StreamIo> io;   // in entry order
   std::vector<StreamBoundary> boundaries;  // in log order (offsets rise per direction)
-  bool merged_away = false;                // folded into another end (inherited descriptor)
+  // Compressed header-block pieces (HTTP/2; capture's header-block records): `offset` is
+  // the stream offset of a piece's first byte, `boundary` indexes its bytes.
+  std::vector<StreamBoundary> header_blocks;
+  bool merged_away = false;  // folded into another end (inherited descriptor)
 };
 
 // A datagram socket, UDP or Unix, as its endpoint records named it. A UDP socket's local

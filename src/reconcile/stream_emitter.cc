@@ -8,7 +8,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "capture/protocols/descriptor.h"
+#include "reconcile/http2_messages.h"
 
 namespace weft::reconcile {
 namespace {
@@ -54,6 +57,10 @@ void StreamEmitter::EmitDirection(const Direction& d) {
   // it has any for this direction, else from the receiver's (message_splitter.h).
   const ConnectionEnd* definer = d.sender != nullptr ? d.sender : d.receiver;
   std::vector<const StreamBoundary*> boundaries = DirectionBoundaries(d.sender, d.receiver);
+  if (!boundaries.empty() && boundaries.front()->protocol == capture::protocols::kHttp2) {
+    EmitHttp2Direction(d, *definer, boundaries);
+    return;
+  }
   std::vector<MessageSpan> spans = SplitMessages(*definer, d.sender != nullptr, boundaries);
   StringId sender_endpoint =
       builder_.String(d.sender != nullptr ? d.sender->local : d.receiver->peer);
@@ -94,6 +101,83 @@ void StreamEmitter::EmitDirection(const Direction& d) {
     int64_t sent = spans.empty() ? 0 : spans.back().end;
     int64_t read = cursor.BytesRead();
     if (sent > read) summary_.unmatched_bytes += uint64_t(sent - read);
+  }
+}
+
+void StreamEmitter::EmitHttp2Direction(const Direction& d, const ConnectionEnd& definer,
+                                       std::span<const StreamBoundary* const> frames) {
+  // The header-block pieces logged by the end whose frames these are.
+  bool sends = frames.front()->send;
+  const ConnectionEnd& logger = sends ? *d.sender : *d.receiver;
+  std::vector<const StreamBoundary*> pieces;
+  for (const StreamBoundary& b : logger.header_blocks) {
+    if (b.send == sends) pieces.push_back(&b);
+  }
+  BoundaryLookup lookup = [&](const StreamBoundary& b) -> const capture::Boundary* {
+    if (b.boundary < 0 || b.log >= logs_.size()) return nullptr;
+    const std::vector<capture::Boundary>& all = logs_[b.log].boundaries;
+    return size_t(b.boundary) < all.size() ? &all[size_t(b.boundary)] : nullptr;
+  };
+  std::vector<Http2Message> messages = AssembleHttp2Messages(frames, pieces, lookup);
+
+  // The definer's calls in this direction with the offset each starts at.
+  bool definer_sends = d.sender != nullptr;
+  std::vector<std::pair<int64_t, size_t>> calls;  // (first offset, index into io)
+  int64_t offset = 0;
+  for (size_t i = 0; i < definer.io.size(); ++i) {
+    if (definer.io[i].send != definer_sends) continue;
+    calls.emplace_back(offset, i);
+    offset += definer.io[i].bytes;
+  }
+  auto holding = [&](int64_t byte) -> const std::pair<int64_t, size_t>* {
+    auto it = std::upper_bound(calls.begin(), calls.end(), byte,
+                               [](int64_t b, const auto& call) { return b < call.first; });
+    return it == calls.begin() ? nullptr : &*(it - 1);
+  };
+  StringId sender_endpoint =
+      builder_.String(d.sender != nullptr ? d.sender->local : d.receiver->peer);
+  StringId receiver_endpoint =
+      builder_.String(d.receiver != nullptr ? d.receiver->local : d.sender->peer);
+  ReadCursor cursor(d.sender != nullptr ? d.receiver : nullptr);
+  int64_t first_begin = INT64_MAX;  // the connection's first message in this direction
+  for (const Http2Message& m : messages) first_begin = std::min(first_begin, m.begin);
+  for (const Http2Message& m : messages) {
+    const auto* first = holding(m.begin);
+    const auto* last = holding(m.end - 1);
+    if (first == nullptr || last == nullptr || m.end > offset) continue;  // bytes never moved
+    MessageSpan span;
+    span.first = first->second;
+    span.first_begin = first->first;
+    span.last = last->second;
+    span.begin = m.begin;
+    span.end = m.end;
+    MessageRecord record;
+    record.kind = d.kind;
+    record.call_id = builder_.String(fmt::format("c{}.w{}", d.connection, m.stream));
+    record.bytes = m.bytes;
+    record.sender_endpoint = sender_endpoint;
+    record.receiver_endpoint = receiver_endpoint;
+    SetEnds(d, span, cursor, record);
+    // As for the first message of any connection (EmitDirection): the connect's time.
+    if (m.begin == first_begin && d.kind == MessageKind::kCall && d.sender != nullptr &&
+        d.sender->opener == Opener::kConnect &&
+        d.sender->open_tid == int32_t(record.sender_thread.value()) &&
+        d.sender->open_ns <= record.send_time) {
+      record.connect_time = d.sender->open_ns;
+    }
+    uint32_t row = builder_.Add(record);
+    const StreamIo& opening = definer.io[span.first];
+    attributes_.AddPayload(row, opening.log, opening.payload, span.begin - span.first_begin);
+    attributes_.AddProtocol(row, capture::protocols::kHttp2, nullptr);
+    for (const auto& [key, value] : Http2Attributes(m)) {
+      builder_.AddAttribute(row, builder_.String(key), builder_.String(value));
+    }
+    ++summary_.messages;
+    summary_.bytes += uint64_t(record.bytes);
+  }
+  if (d.sender != nullptr && d.receiver != nullptr) {
+    int64_t read = cursor.BytesRead();
+    if (offset > read) summary_.unmatched_bytes += uint64_t(offset - read);
   }
 }
 

@@ -52,6 +52,11 @@ class StreamEmitter {
     bool greets;   // the server's first message answers no request (server_greets)
   };
   void EmitDirection(const Direction& d);
+  // An HTTP/2 direction: messages assembled per stream from its frames (http2_messages.h),
+  // each with call id "c<connection>.w<stream>" so that a stream's request and response
+  // pair.
+  void EmitHttp2Direction(const Direction& d, const ConnectionEnd& definer,
+                          std::span<const StreamBoundary* const> frames);
   // Fills the sender and receiver of a message spanning `span` of direction `d`.
   void SetEnds(const Direction& d, const MessageSpan& span, ReadCursor& cursor,
                MessageRecord& record);

@@ -237,6 +237,43 @@ TEST(EventLogTest, BoundaryRecordsRoundTrip) {
             "http.method=\"GET\" http.url=\"/a?b=c\"");
 }
 
+// Header-block records (HTTP/2's compressed header blocks) come back as kHeaderBlock events
+// with their bytes and stream offset; damaged ones are reported like any record.
+TEST(EventLogTest, HeaderBlockRecordsRoundTrip) {
+  std::string bytes("\x82\x86\x84\x41\0x", 6);  // NUL bytes are kept
+  std::string file = EncodeHeader(TestHeader{}) +
+                     Block(7, 0,
+                           {CallRecord(w::kOpSend, 5, 100, 120, 60),
+                            HeaderBlockRecord(5, 100, 33, true, true, bytes),
+                            BoundaryRecord(5, 100, 120, 45, protocols::kHttp2, true, true, "")});
+  RecordingReporter reporter;
+  auto log = Decode(file, &reporter);
+  ASSERT_TRUE(log.ok()) << log.status().message();
+  EXPECT_TRUE(reporter.lines.empty());
+  ASSERT_EQ(log->events.size(), 3u);
+  ASSERT_EQ(log->events[1].op, EventOp::kHeaderBlock);
+  EXPECT_EQ(log->events[1].fd, 5);
+  const Boundary& b = log->boundaries[size_t(log->events[1].boundary)];
+  EXPECT_EQ(b.protocol, protocols::kHttp2);
+  EXPECT_TRUE(b.sent);
+  EXPECT_TRUE(b.request);
+  EXPECT_EQ(b.offset, 33u);
+  EXPECT_EQ(b.header_block, bytes);
+  EXPECT_EQ(FormatEvent(*log, log->events[1]),
+            "1699999999.000000100 4242/7 header-block fd 5 http2 request sent 6 bytes at 33");
+  for (std::string damaged : {HeaderBlockRecord(5, 100, 33, true, true, ""),
+                              HeaderBlockRecord(5, 100, 33, true, true, "ab", 0),
+                              HeaderBlockRecord(5, 100, 33, true, true, "ab", 200)}) {
+    std::string damaged_file = EncodeHeader(TestHeader{}) +
+                               Block(7, 0, {CallRecord(w::kOpSend, 5, 100, 120, 60), damaged});
+    RecordingReporter damage;
+    auto damaged_log = Decode(damaged_file, &damage);
+    ASSERT_TRUE(damaged_log.ok());
+    EXPECT_EQ(damaged_log->events.size(), 1u);
+    EXPECT_EQ(damage.lines.size(), 1u);
+  }
+}
+
 // A boundary record that makes no sense (attributes without '=', an unknown protocol, a
 // direction out of range) is damage: the rest of its block is reported, as for any record.
 TEST(EventLogTest, DamagedBoundaryRecordIsReported) {

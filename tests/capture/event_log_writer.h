@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "capture/event_log_format.h"
+#include "capture/protocols/protocol.h"
 
 namespace weft::capture::testing {
 
@@ -158,6 +159,27 @@ inline std::string BoundaryRecord(int32_t fd, int64_t entry, int64_t exit, uint6
   std::string out;
   Append(out, r);
   out += attributes;
+  Pad8(out);
+  return out;
+}
+
+// Header-block bytes (HTTP/2) at stream `offset`.
+inline std::string HeaderBlockRecord(int32_t fd, int64_t entry, uint64_t offset, bool sent,
+                                     bool request, const std::string& bytes,
+                                     uint8_t protocol = weft::capture::protocols::kHttp2) {
+  w::HeaderBlockRecord r{};
+  r.type = w::kHeaderBlockRecord;
+  r.protocol = protocol;
+  r.size = uint16_t(w::RoundUp8(uint32_t(sizeof r + bytes.size())));
+  r.fd = fd;
+  r.entry_ns = entry;
+  r.offset = offset;
+  r.direction = sent ? w::kBoundarySent : w::kBoundaryReceived;
+  r.message = request ? w::kBoundaryRequest : w::kBoundaryResponse;
+  r.length = uint16_t(bytes.size());
+  std::string out;
+  Append(out, r);
+  out += bytes;
   Pad8(out);
   return out;
 }

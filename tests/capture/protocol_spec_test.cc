@@ -113,6 +113,7 @@ TEST(ProtocolDescriptorTest, DetectPicksOnlyDetectedProtocols) {
       {std::string("\0\0\0\x08\x04\xd2\x16\x2f", 8), kPostgres},  // SSLRequest
       {std::string("\0\0\0\x20\x01", 5) + std::string(32, 'x'), kTestbed},
       {std::string("\x80\x0a\0\0\0\0\0\0\0\0\0\0", 12), kMemcached},  // binary noop
+      {"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", kHttp2},
       {"hello\n", kNone},
       {"", kNone}};
   int detected = 0;
@@ -127,7 +128,7 @@ TEST(ProtocolDescriptorTest, DetectPicksOnlyDetectedProtocols) {
   EXPECT_EQ(detected, 5);
   int rows = 0;
   for (const ProtocolDescriptor& d : kProtocolTable) rows += d.detected;
-  EXPECT_EQ(rows, 5);  // http, testbed, postgres, redis, memcached
+  EXPECT_EQ(rows, 6);  // http, testbed, postgres, redis, memcached, http2
 }
 
 }  // namespace

@@ -320,7 +320,7 @@ TEST(ProtocolDetectTest, TooFewOrAmbiguousBytes) {
   EXPECT_EQ(DetectString(""), kNone);
   EXPECT_EQ(DetectString("GET"), kNone);  // the space is needed
   EXPECT_EQ(DetectString("GETX / HTTP/1.1"), kNone);
-  EXPECT_EQ(DetectString("PRI * HTTP/2.0\r\n"), kNone);  // HTTP/2 preface
+  EXPECT_EQ(DetectString("PRI * HTTP/2.0\r\n"), kHttp2);  // the HTTP/2 preface
   EXPECT_EQ(DetectString("get / HTTP/1.1"), kNone);
   EXPECT_EQ(DetectString("*"), kNone);
   EXPECT_EQ(DetectString("*x"), kNone);

@@ -1,12 +1,14 @@
 // libFuzzer target for the protocol processors (capture/protocols/protocol.h). The first
 // byte picks the protocol (low 3 bits, and bit 4 as the protocol's bit 3: 0x10 is mysql,
-// 0x11 memcached; past the last protocol Init takes none) and direction (bit 3), the second
-// seeds the split
+// 0x11 memcached, 0x12 http2; past the last protocol Init takes none) and direction (bit 3),
+// the second seeds the split
 // points, the rest is the stream. Checks Consume's contract on every call (progress when
 // given bytes, never more than given, all of it unless a message ended, nothing ends once
 // failed), that ends lie within the stream in increasing order, that attributes stay in
 // bounds, and the core property: the stream fed in random pieces, and byte by byte, gives
-// the same ends, attributes and failure as fed whole. Also runs ConsumeDatagram and Detect.
+// the same ends, attributes and failure as fed whole. HTTP/2's header-block bytes must lie
+// in what each call took, and be the same bytes however the stream is split. Also runs
+// ConsumeDatagram and Detect.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -31,6 +33,7 @@ struct End {
 };
 struct Result {
   std::vector<End> ends;
+  std::string header_blocks;  // HTTP/2: the header-block bytes, call after call
   bool failed = false;
   bool operator==(const Result&) const = default;
 };
@@ -72,6 +75,15 @@ Result Feed(p::Protocol protocol, p::Direction direction, const uint8_t* data, s
       if (!ended && n != left) Fail("Consume stopped short without an end");
       if (parser.failed && ended) Fail("a failed parser reported an end");
       if (was_failed && n != left) Fail("a failed parser did not take everything");
+      size_t block_begin = 0, block_count = 0;
+      if (p::HeaderBlockBytes(&parser, &block_begin, &block_count) &&
+          (block_count == 0 || block_begin + block_count > n)) {
+        Fail("header-block bytes outside what the call took");
+      }
+      if (block_count > 0) {
+        result.header_blocks.append(reinterpret_cast<const char*>(data + offset + block_begin),
+                                    block_count);
+      }
       std::string attributes = CheckedAttributes(parser.attributes);
       if (ended) {
         uint64_t end = parser.consumed;
@@ -127,5 +139,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   p::Protocol detected = p::Detect(stream, n);
   if (detected >= p::kProtocolCount) Fail("Detect returned no protocol");
+  p::Protocol responding = p::DetectResponse(stream, n);
+  if (responding != p::kNone && responding != p::kHttp2) Fail("DetectResponse: not HTTP/2");
   return 0;
 }

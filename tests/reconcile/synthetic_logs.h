@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "capture/event_log.h"
+#include "capture/protocols/protocol.h"
 
 namespace weft::reconcile::testing {
 
@@ -163,6 +164,24 @@ class LogBuilder {
                      .fd = fd,
                      .entry_ns = entry,
                      .exit_ns = exit};
+    e.boundary = int32_t(log_.boundaries.size() - 1);
+    return Add(e);
+  }
+  // A header-block record (HTTP/2): `bytes` of a compressed header block, the first at
+  // stream `offset`, moved by the call entered at `entry`.
+  LogBuilder& HeaderBlock(int32_t fd, int32_t tid, TimeNs entry, uint64_t offset, bool sent,
+                          bool request, std::string bytes,
+                          uint8_t protocol = capture::protocols::kHttp2) {
+    log_.boundaries.push_back(capture::Boundary{.protocol = protocol,
+                                                .sent = sent,
+                                                .request = request,
+                                                .offset = offset,
+                                                .header_block = std::move(bytes)});
+    capture::Event e{.op = capture::EventOp::kHeaderBlock,
+                     .tid = tid,
+                     .fd = fd,
+                     .entry_ns = entry,
+                     .exit_ns = entry};
     e.boundary = int32_t(log_.boundaries.size() - 1);
     return Add(e);
   }

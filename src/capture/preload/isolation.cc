@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 
 #include "capture/preload/protocol_streams.h"
@@ -82,6 +83,25 @@ bool Reserve(HeldBytes* held, size_t n) {
   held->data = static_cast<uint8_t*>(memory);
   held->capacity = uint32_t(size);
   return true;
+}
+
+// After a read took the last held bytes: what the kernel has received meanwhile goes into
+// the held bytes too. The wait that reported the descriptor readable for those bytes was
+// used up by the held ones, and an edge-triggered epoll (nginx's) reports no new edge for
+// bytes already there; a program that read less than it asked for takes the socket for
+// drained and waits, and they would sit in the kernel until more came. Held, they keep
+// the descriptor readable in the waits' eyes (isolation_waits.cc). FIONREAD first, so that
+// no error or end of stream the program has yet to see is consumed here.
+void RefillHeld(int fd, HeldBytes* held) {
+  int available = 0;
+  if (ioctl(fd, FIONREAD, &available) != 0 || available <= 0) return;
+  if (!Reserve(held, size_t(available))) return;
+  ssize_t r = Real().recv(fd, held->data, size_t(available), MSG_DONTWAIT);
+  if (r <= 0) return;
+  held->start = 0;
+  held->length = uint32_t(r);
+  __atomic_add_fetch(&g_held_streams, 1, __ATOMIC_RELAXED);
+  Count(&g_held_bytes, uint64_t(r));
 }
 
 // The real call the program made, on `iov` (for read and recv, its one buffer).
@@ -221,6 +241,7 @@ bool IsolatedRead(uint8_t op, int fd, const struct iovec* iov, int iovcnt, int f
       if (held->length == 0) {
         held->start = 0;
         __atomic_sub_fetch(&g_held_streams, 1, __ATOMIC_RELAXED);
+        if (!wait_all) RefillHeld(fd, held);
       }
     }
     ClearReceiveDetails(message, length);

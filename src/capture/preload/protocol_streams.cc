@@ -212,6 +212,33 @@ bool Decide(ProtocolStream* s, const void* data, const struct iovec* iov, int io
   return true;
 }
 
+// A detecting stream whose server spoke first: decides HTTP/2 if the response's first
+// bytes are a server's SETTINGS (protocols::DetectResponse) and the selection detects it,
+// before the client's preface came (and while no request bytes are kept undecided).
+// True if it decided.
+bool DecideFromResponse(ProtocolStream* s, const void* data, const struct iovec* iov, int iovcnt,
+                        size_t bytes) {
+  if (s->early_length != 0) return false;
+  uint8_t first[9];
+  size_t have = 0;
+  ForEachSegment(data, iov, iovcnt, bytes, [&](const uint8_t* p, size_t length) {
+    size_t take = length < sizeof first - have ? length : sizeof first - have;
+    memcpy(first + have, p, take);
+    have += take;
+  });
+  protocols::Protocol protocol = protocols::DetectResponse(first, have);
+  if (protocol == protocols::kNone || (g_selection.detect & (1u << protocol)) == 0) return false;
+  uint8_t expected = kDetecting;
+  if (!__atomic_compare_exchange_n(&s->state, &expected, uint8_t(kDeciding), false,
+                                   __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+    return true;  // the client's first bytes decided meanwhile
+  }
+  protocols::Init(&s->parsers[0], protocol, protocols::Direction::kRequest);
+  protocols::Init(&s->parsers[1], protocol, protocols::Direction::kResponse);
+  __atomic_store_n(&s->state, uint8_t(kActive), __ATOMIC_RELEASE);
+  return true;
+}
+
 }  // namespace
 
 uint16_t PortOf(const struct sockaddr* a, socklen_t length) {
@@ -264,6 +291,38 @@ void LogBoundary(int fd, uint8_t protocol, bool sent, bool request, int64_t entr
   memcpy(record, &r, sizeof r);
   AppendRecord(record, size, entry);
 }
+
+namespace {
+
+// Header-block bytes a call moved (protocols::HeaderBlockBytes), in pieces of at most
+// wire::kMaxHeaderBlockPiece bytes.
+void LogHeaderBlock(int fd, uint8_t protocol, bool sent, bool request, int64_t entry,
+                    uint64_t offset, const uint8_t* bytes, size_t length) {
+  alignas(8) uint8_t record[sizeof(wire::HeaderBlockRecord) + wire::kMaxHeaderBlockPiece];
+  while (length > 0) {
+    size_t n = length < wire::kMaxHeaderBlockPiece ? length : wire::kMaxHeaderBlockPiece;
+    uint32_t size = wire::RoundUp8(uint32_t(sizeof(wire::HeaderBlockRecord) + n));
+    wire::HeaderBlockRecord r{wire::kHeaderBlockRecord,
+                              protocol,
+                              uint16_t(size),
+                              fd,
+                              entry,
+                              offset,
+                              uint8_t(sent ? wire::kBoundarySent : wire::kBoundaryReceived),
+                              uint8_t(request ? wire::kBoundaryRequest : wire::kBoundaryResponse),
+                              uint16_t(n),
+                              0};
+    memcpy(record, &r, sizeof r);
+    memcpy(record + sizeof r, bytes, n);
+    memset(record + sizeof r + n, 0, size - sizeof r - n);
+    AppendRecord(record, size, entry);
+    bytes += n;
+    offset += n;
+    length -= n;
+  }
+}
+
+}  // namespace
 
 void AttachProtocol(int fd, uint8_t kind, bool client, uint16_t port, const char* path,
                     size_t path_length) {
@@ -364,7 +423,7 @@ void FeedTaken(ProtocolStream* s, int d, int fd, bool sending, int64_t entry, in
         return;
       }
       early = s->early_length;
-    } else {
+    } else if (!DecideFromResponse(s, data, iov, iovcnt, bytes)) {
       // The server spoke first: not a protocol Detect knows.
       __atomic_compare_exchange_n(&s->state, &expected, uint8_t(kOff), false, __ATOMIC_ACQ_REL,
                                   __ATOMIC_ACQUIRE);
@@ -396,6 +455,12 @@ void FeedTaken(ProtocolStream* s, int d, int fd, bool sending, int64_t entry, in
       if (used == 0 && (!ended || ++stalls > 1)) {
         __atomic_store_n(&s->broken[d], 1, __ATOMIC_RELAXED);
         break;
+      }
+      size_t block_begin = 0, block_count = 0;
+      if (parser->protocol == protocols::kHttp2 &&
+          protocols::HeaderBlockBytes(parser, &block_begin, &block_count)) {
+        LogHeaderBlock(fd, uint8_t(parser->protocol), sending, d == 0, entry,
+                       s->offset[d] + block_begin, p + block_begin, block_count);
       }
       s->offset[d] += used;
       p += used;

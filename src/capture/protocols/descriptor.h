@@ -26,8 +26,9 @@ struct ProtocolDescriptor {
   bool replies_in_order;
   // The attribute naming the same exchange in a request and its reply, for protocols that
   // may answer out of order: DNS's id (RFC 1035 §4.1.1), memcached's binary opaque (quiet
-  // commands are answered only on failure, so position says nothing), and the testbed
-  // frame's call id should its processor log one; nullptr for none.
+  // commands are answered only on failure, so position says nothing), HTTP/2's stream id
+  // (RFC 9113 §5.1.1), and the testbed frame's call id should its processor log one;
+  // nullptr for none.
   const char* witness_key;
   // `--protocols auto` attaches the processor to streams and datagrams on this port; 0 for
   // none (IANA: PostgreSQL 5432, Redis 6379, DNS 53, MySQL 3306, memcached 11211).
@@ -52,6 +53,7 @@ inline constexpr ProtocolDescriptor kProtocolTable[kProtocolCount] = {
     {kOneShot, "oneshot", false, nullptr, 0, false},
     {kMysql, "mysql", true, nullptr, 3306, false, true},
     {kMemcached, "memcached", false, "memcached.opaque", 11211, true},
+    {kHttp2, "http2", false, "http2.stream", 0, true},
 };
 
 // The row of `protocol`; a protocol number out of range (a damaged log) gets a row named

@@ -86,5 +86,7 @@ void InitMysql(Parser* parser);
 size_t ConsumeMysql(Parser* parser, const uint8_t* data, size_t length, bool* ended);
 void InitMemcached(Parser* parser);
 size_t ConsumeMemcached(Parser* parser, const uint8_t* data, size_t length, bool* ended);
+void InitHttp2(Parser* parser);
+size_t ConsumeHttp2(Parser* parser, const uint8_t* data, size_t length, bool* ended);
 
 }  // namespace weft::capture::protocols::internal

@@ -31,11 +31,12 @@ enum Protocol : uint8_t {
   kOneShot = 7,    // one request and one reply per connection: the stream is one message
   kMysql = 8,      // MySQL/MariaDB client/server protocol: text and prepared statements
   kMemcached = 9,  // memcached's text and binary protocols
-  kProtocolCount = 10,
+  kHttp2 = 10,     // HTTP/2 with prior knowledge (h2c): one end per stream frame
+  kProtocolCount = 11,
 };
 
 // "none", "http", "testbed", "postgres", "redis", "dns", "line", "oneshot", "mysql",
-// "memcached".
+// "memcached", "http2".
 const char* ProtocolName(Protocol protocol);
 // The protocol named by the `length` bytes at `name`; false if none is.
 bool ParseProtocol(const char* name, size_t length, Protocol* protocol);
@@ -51,7 +52,7 @@ enum class Direction : uint8_t { kRequest = 0, kResponse = 1 };
 // "redis.command", "redis.key", "dns.id", "dns.name", "testbed.request", "mysql.command",
 // "mysql.stmt", "mysql.user", "mysql.db", "mysql.status", "mysql.rows", "mysql.server",
 // "memcached.command", "memcached.key", "memcached.reply", "memcached.status",
-// "memcached.opaque").
+// "memcached.opaque", "http2.stream", "http2.frame", "http2.length").
 inline constexpr int kMaxAttributes = 4;
 inline constexpr int kMaxValue = 120;
 struct Attribute {
@@ -91,6 +92,14 @@ void Init(Parser* parser, Protocol protocol, Direction direction);
 // left to find further ends. A `length` of 0 consumes nothing.
 size_t Consume(Parser* parser, const uint8_t* data, size_t length, bool* ended);
 
+// HTTP/2 leaves header blocks compressed (HPACK's table is decoded offline): of the bytes
+// the last Consume took, `*count` bytes from `*begin` (counted from the start of what it was
+// given) belong to a header block (HEADERS, PUSH_PROMISE and CONTINUATION payload, without
+// padding, priority fields and promised stream id), for the caller to log. True if there
+// are any; false, with 0 and 0, for other protocols and after failure. A call holds at
+// most one such run: every frame carrying header-block bytes ends the call.
+bool HeaderBlockBytes(const Parser* parser, size_t* begin, size_t* count);
+
 // One datagram is one message: fills parser->attributes from it (DNS: id and name).
 void ConsumeDatagram(Parser* parser, const uint8_t* data, size_t length);
 
@@ -98,5 +107,11 @@ void ConsumeDatagram(Parser* parser, const uint8_t* data, size_t length);
 // unambiguous (an HTTP method and a space, "*<digit>" for RESP, a PostgreSQL startup or
 // SSL request, a testbed frame header, a memcached binary request header); kNone otherwise.
 Protocol Detect(const uint8_t* data, size_t length);
+// Guesses a stream's protocol from the first bytes of its first response, for servers
+// that speak first where a protocol allows it: an HTTP/2 server may send its SETTINGS
+// frame before the client's preface arrives (RFC 9113 §3.4; gRPC's servers do). kHttp2 for
+// a SETTINGS frame header on stream 0 without flags, with a whole number of settings;
+// kNone otherwise (fewer than 9 bytes included).
+Protocol DetectResponse(const uint8_t* data, size_t length);
 
 }  // namespace weft::capture::protocols

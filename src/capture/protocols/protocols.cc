@@ -1,6 +1,7 @@
 // Protocol processors (BorderPatrol §3.3 and §5.2, EuroSys'08): names, dispatch on a
 // parser's protocol, and detection from a stream's first bytes. The processors are in
-// http.cc, testbed.cc, postgres.cc, redis.cc, dns.cc, line.cc, mysql.cc and memcached.cc;
+// http.cc, testbed.cc, postgres.cc, redis.cc, dns.cc, line.cc, mysql.cc, memcached.cc and
+// http2.cc;
 // docs/protocols.md says what each one treats as a message.
 //
 // BorderPatrol selects a processor by port, Unix path or program name (§5.2) and names
@@ -140,6 +141,9 @@ void Init(Parser* parser, Protocol protocol, Direction direction) {
     case kMemcached:
       internal::InitMemcached(parser);
       break;
+    case kHttp2:
+      internal::InitHttp2(parser);
+      break;
     case kNone:
     case kOneShot:
     case kProtocolCount:
@@ -176,6 +180,9 @@ size_t Consume(Parser* parser, const uint8_t* data, size_t length, bool* ended) 
         break;
       case kMemcached:
         n = internal::ConsumeMemcached(parser, data, length, ended);
+        break;
+      case kHttp2:
+        n = internal::ConsumeHttp2(parser, data, length, ended);
         break;
       case kNone:  // the direction turn or the close ends the message, not the bytes
       case kOneShot:
@@ -217,10 +224,20 @@ Protocol Detect(const uint8_t* data, size_t length) {
   if (length >= 2 && data[0] == '*' && internal::IsDigit(data[1])) return kRedis;
   if (LooksLikeHttp(data, length)) return kHttp;
   if (LooksLikeMemcachedBinary(data, length)) return kMemcached;
+  if (length >= 4 && memcmp(data, "PRI ", 4) == 0) return kHttp2;  // the HTTP/2 preface
   bool postgres = LooksLikePostgres(data, length);
   bool testbed = LooksLikeTestbed(data, length);
   if (postgres != testbed) return postgres ? kPostgres : kTestbed;
   return kNone;
+}
+
+Protocol DetectResponse(const uint8_t* data, size_t length) {
+  if (length < 9) return kNone;
+  uint32_t settings = (uint32_t(data[0]) << 16) | (uint32_t(data[1]) << 8) | data[2];
+  bool frame =
+      data[3] == 4 && data[4] == 0 && data[5] == 0 && data[6] == 0 && data[7] == 0 && data[8] == 0;
+  // Six bytes per setting; a server names a handful (RFC 9113 §6.5.2 defines six).
+  return frame && settings % 6 == 0 && settings <= 6 * 32 ? kHttp2 : kNone;
 }
 
 }  // namespace weft::capture::protocols

@@ -1,0 +1,229 @@
+// HTTP/2 processor (RFC 9113), prior knowledge: the request direction starts with the
+// 24-byte client connection preface, both directions then carry frames, the first of them a
+// SETTINGS frame (§3.4). Frames of many streams interleave on one connection, so a message
+// (one stream's HEADERS, CONTINUATION and DATA frames up to END_STREAM in one direction) is
+// not a contiguous run of bytes, and a processor that can only cut a stream into
+// consecutive messages cannot name it. This one reports an end at the last byte of every
+// frame that belongs to a stream message (DATA, HEADERS, CONTINUATION, RST_STREAM) and of
+// every PUSH_PROMISE, with the frame's stream, type, flags and length; reconcile assembles
+// the messages from them (docs/reconcile.md). Control frames (SETTINGS, PING, PRIORITY,
+// WINDOW_UPDATE, GOAWAY, unknown types) report nothing.
+//
+// Header blocks are HPACK-compressed (RFC 7541) against a dynamic table that lives as long
+// as the connection; decoding them here would cost every traced program that table.
+// They are left compressed: HeaderBlockBytes tells the caller which bytes of a call are
+// header-block bytes, capture logs them, and reconcile decodes them offline. PUSH_PROMISE
+// carries a header block that updates the same table, so its frames are reported (the
+// caller logs their block bytes) though they belong to no message of their own. Since
+// every frame carrying block bytes ends a Consume call, one call's block bytes are one run.
+//
+// Payloads are counted, never kept; the state is the 9-byte frame header in progress.
+#include "capture/protocols/processors.h"
+
+namespace weft::capture::protocols::internal {
+
+namespace {
+
+constexpr uint8_t kPreface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+constexpr uint32_t kPrefaceLength = sizeof(kPreface) - 1;  // 24
+constexpr uint32_t kFrameHeader = 9;
+
+// Frame types (§6) and flags.
+enum FrameType : uint8_t {
+  kData = 0,
+  kHeaders = 1,
+  kPriority = 2,
+  kRstStream = 3,
+  kSettings = 4,
+  kPushPromise = 5,
+  kContinuation = 9,
+};
+constexpr uint8_t kEndStream = 0x1;
+constexpr uint8_t kEndHeaders = 0x4;
+constexpr uint8_t kPadded = 0x8;
+constexpr uint8_t kPriorityFlag = 0x20;
+
+enum Phase : uint8_t { kInPreface, kInHeader, kInPadLength, kInPayload };
+
+struct Http2State {
+  Phase phase;
+  uint8_t have;  // bytes of the preface or of the frame header read so far
+  uint8_t header[kFrameHeader];
+  uint8_t type;
+  uint8_t flags;
+  bool seen_settings;    // the first frame was SETTINGS
+  bool continuing;       // a header block is open: only CONTINUATION of its stream may follow
+  uint32_t length;       // payload bytes of the current frame
+  uint32_t stream;       // its stream id
+  uint32_t position;     // payload bytes read so far
+  uint32_t block_begin;  // the header block's bytes within the payload: [begin, end)
+  uint32_t block_end;
+  uint32_t open_stream;       // the stream of the open header block
+  uint64_t call_block_begin;  // HeaderBlockBytes of the last Consume call
+  uint64_t call_block_count;
+};
+
+uint32_t Read24(const uint8_t* p) { return (uint32_t(p[0]) << 16) | (uint32_t(p[1]) << 8) | p[2]; }
+uint32_t Read31(const uint8_t* p) {
+  return ((uint32_t(p[0]) & 0x7f) << 24) | (uint32_t(p[1]) << 16) | (uint32_t(p[2]) << 8) | p[3];
+}
+
+bool CarriesBlock(uint8_t type) {
+  return type == kHeaders || type == kPushPromise || type == kContinuation;
+}
+bool Reported(uint8_t type) {
+  return type == kData || type == kHeaders || type == kRstStream || type == kPushPromise ||
+         type == kContinuation;
+}
+
+// Checks a complete frame header and sets up its payload; false if it breaks the protocol.
+bool StartFrame(Http2State* s) {
+  s->length = Read24(s->header);
+  s->type = s->header[3];
+  s->flags = s->header[4];
+  s->stream = Read31(s->header + 5);
+  s->position = 0;
+  s->block_begin = s->block_end = 0;
+  // The length field's 24 bits cannot exceed 2^24 - 1, the largest SETTINGS_MAX_FRAME_SIZE
+  // (§4.2), so there is no length to refuse beyond what RST_STREAM fixes below.
+  if (!s->seen_settings) {
+    if (s->type != kSettings || s->stream != 0) return false;  // §3.4: SETTINGS comes first
+    s->seen_settings = true;
+  }
+  if (s->continuing) {  // §6.10: nothing but the block's CONTINUATION frames
+    if (s->type != kContinuation || s->stream != s->open_stream) return false;
+  } else if (s->type == kContinuation) {
+    return false;
+  }
+  if (Reported(s->type) && s->stream == 0) return false;
+  if (s->type == kRstStream && s->length != 4) return false;
+  if (CarriesBlock(s->type)) {
+    s->continuing = (s->flags & kEndHeaders) == 0;
+    s->open_stream = s->stream;
+    s->block_end = s->length;
+    if (s->type == kHeaders && (s->flags & kPriorityFlag) != 0) s->block_begin = 5;
+    if (s->type == kPushPromise) s->block_begin = 4;
+    bool padded = s->type != kContinuation && (s->flags & kPadded) != 0;
+    if (padded) {
+      s->block_begin += 1;
+      if (s->length < s->block_begin) return false;
+      s->phase = kInPadLength;
+      return true;
+    }
+    if (s->length < s->block_begin) return false;
+  }
+  s->phase = kInPayload;
+  return true;
+}
+
+const char* TypeName(uint8_t type) {
+  switch (type) {
+    case kData:
+      return "DATA";
+    case kHeaders:
+      return "HEADERS";
+    case kRstStream:
+      return "RST_STREAM";
+    case kPushPromise:
+      return "PUSH_PROMISE";
+    default:
+      return "CONTINUATION";
+  }
+}
+
+// The attributes of a reported frame that just ended.
+void SetFrameAttributes(Parser* parser, const Http2State& s) {
+  ClearAttributes(parser);
+  AddDecimalAttribute(parser, "http2.stream", s.stream);
+  char frame[48];
+  size_t n = strlen(TypeName(s.type));
+  memcpy(frame, TypeName(s.type), n);
+  auto append = [&](const char* word) {
+    size_t w = strlen(word);
+    frame[n++] = ' ';
+    memcpy(frame + n, word, w);
+    n += w;
+  };
+  if ((s.type == kData || s.type == kHeaders) && (s.flags & kEndStream) != 0) append("END_STREAM");
+  if (CarriesBlock(s.type) && (s.flags & kEndHeaders) != 0) append("END_HEADERS");
+  AddAttribute(parser, "http2.frame", frame, n);
+  AddDecimalAttribute(parser, "http2.length", s.length);
+}
+
+}  // namespace
+
+void InitHttp2(Parser* parser) {
+  Http2State* s = InitState<Http2State>(parser);
+  s->phase = parser->direction == Direction::kRequest ? kInPreface : kInHeader;
+}
+
+size_t ConsumeHttp2(Parser* parser, const uint8_t* data, size_t length, bool* ended) {
+  Http2State* s = StateOf<Http2State>(parser);
+  s->call_block_begin = s->call_block_count = 0;
+  size_t i = 0;
+  while (i < length) {
+    switch (s->phase) {
+      case kInPreface:
+        if (data[i] != kPreface[s->have]) return Fail(parser, length, ended);
+        ++i;
+        if (++s->have == kPrefaceLength) {
+          s->phase = kInHeader;
+          s->have = 0;
+        }
+        continue;
+      case kInHeader:
+        s->header[s->have++] = data[i++];
+        if (s->have < kFrameHeader) continue;
+        s->have = 0;
+        if (!StartFrame(s)) return Fail(parser, length, ended);
+        break;  // a frame with an empty payload may end here
+      case kInPadLength: {
+        uint32_t pad = data[i++];
+        s->position = 1;
+        if (uint64_t(s->block_begin) + pad > s->length) return Fail(parser, length, ended);
+        s->block_end = s->length - pad;
+        s->phase = kInPayload;
+        break;
+      }
+      case kInPayload: {
+        size_t take = Min(length - i, s->length - s->position);
+        // This call's bytes of the header block: the payload bytes [position, position +
+        // take) that lie in [block_begin, block_end).
+        uint32_t from = s->position > s->block_begin ? s->position : s->block_begin;
+        uint64_t to = uint64_t(s->position) + take;
+        if (to > s->block_end) to = s->block_end;
+        if (to > from) {
+          s->call_block_begin = i + (from - s->position);
+          s->call_block_count = to - from;
+        }
+        s->position += uint32_t(take);
+        i += take;
+        break;
+      }
+    }
+    if (s->phase == kInPayload && s->position == s->length) {
+      s->phase = kInHeader;
+      if (Reported(s->type)) {
+        SetFrameAttributes(parser, *s);
+        *ended = true;
+        return i;
+      }
+    }
+  }
+  return i;
+}
+
+}  // namespace weft::capture::protocols::internal
+
+namespace weft::capture::protocols {
+
+bool HeaderBlockBytes(const Parser* parser, size_t* begin, size_t* count) {
+  *begin = *count = 0;
+  if (parser->protocol != kHttp2 || parser->failed) return false;
+  const auto* s = std::launder(reinterpret_cast<const internal::Http2State*>(parser->state));
+  *begin = size_t(s->call_block_begin);
+  *count = size_t(s->call_block_count);
+  return *count != 0;
+}
+
+}  // namespace weft::capture::protocols

@@ -1,0 +1,193 @@
+// Reconcile of HTTP/2 (capture's http2 processor): frames of two streams interleaved on
+// one connection become one CALL and one RETURN per stream, with the bytes of their own
+// frames, the send time of the write that moved their first frame's first byte and the
+// receive time of the read that delivered their last frame's last byte; header blocks
+// logged in pieces are decoded in order (the second block refers to the first's dynamic
+// table entries). Synthetic logs, as in reconcile_protocols_test.cc.
+#include <gtest/gtest.h>
+#include <nghttp2/nghttp2.h>
+
+#include <string>
+#include <vector>
+
+#include "capture/protocols/protocol.h"
+#include "reconcile/reconcile.h"
+#include "synthetic_logs.h"
+
+namespace weft::reconcile {
+namespace {
+
+using namespace weft::reconcile::testing;
+constexpr uint8_t kHttp2 = capture::protocols::kHttp2;
+
+const capture::Address kClient = Ipv4("10.0.0.1", 40000);
+const capture::Address kServer = Ipv4("10.0.0.2", 80);
+using Fields = std::vector<std::pair<std::string, std::string>>;
+
+std::string Deflate(nghttp2_hd_deflater* deflater, const Fields& fields) {
+  std::vector<nghttp2_nv> nva;
+  for (const auto& [name, value] : fields) {
+    nva.push_back({reinterpret_cast<uint8_t*>(const_cast<char*>(name.data())),
+                   reinterpret_cast<uint8_t*>(const_cast<char*>(value.data())), name.size(),
+                   value.size(), NGHTTP2_NV_FLAG_NONE});
+  }
+  std::string out(nghttp2_hd_deflate_bound(deflater, nva.data(), nva.size()), '\0');
+  ssize_t n = nghttp2_hd_deflate_hd(deflater, reinterpret_cast<uint8_t*>(out.data()), out.size(),
+                                    nva.data(), nva.size());
+  EXPECT_GT(n, 0);
+  out.resize(size_t(n > 0 ? n : 0));
+  return out;
+}
+
+// One direction's bytes as the sender wrote them, with what the processor logs.
+struct Direction {
+  std::string bytes;
+  struct End {
+    uint64_t offset;
+    Fields attributes;
+  };
+  std::vector<End> ends;
+  std::vector<std::pair<uint64_t, std::string>> blocks;  // (offset, header-block bytes)
+
+  void Control(size_t length) {
+    bytes += std::string(3, '\0');
+    bytes[bytes.size() - 1] = char(length);
+    bytes += std::string(6, '\0') + std::string(length, 'c');  // SETTINGS-like, stream 0
+  }
+  void Frame(const std::string& type, uint8_t code, uint8_t flags, uint32_t stream,
+             const std::string& payload, bool block) {
+    bytes += char(payload.size() >> 16);
+    bytes += char(payload.size() >> 8);
+    bytes += char(payload.size());
+    bytes += char(code);
+    bytes += char(flags);
+    bytes += std::string(3, '\0') + char(stream);
+    if (block) blocks.push_back({bytes.size(), payload});
+    bytes += payload;
+    std::string label = type;
+    if ((flags & 1) != 0 && code != 9) label += " END_STREAM";
+    if ((flags & 4) != 0 && code != 0) label += " END_HEADERS";
+    ends.push_back({bytes.size(),
+                    {{"http2.stream", std::to_string(stream)},
+                     {"http2.frame", label},
+                     {"http2.length", std::to_string(payload.size())}}});
+  }
+};
+
+TEST(ReconcileHttp2, InterleavedStreamsBecomeOneCallAndReturnEach) {
+  nghttp2_hd_deflater* requests = nullptr;
+  nghttp2_hd_deflater* responses = nullptr;
+  ASSERT_EQ(nghttp2_hd_deflate_new(&requests, 4096), 0);
+  ASSERT_EQ(nghttp2_hd_deflate_new(&responses, 4096), 0);
+  Direction up, down;
+  up.bytes = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+  up.Control(6);
+  std::string a = Deflate(requests, {{":method", "POST"},
+                                     {":path", "/pkg.Svc/Get"},
+                                     {":scheme", "http"},
+                                     {":authority", "h"},
+                                     {"content-type", "application/grpc"}});
+  std::string b = Deflate(
+      requests, {{":method", "GET"}, {":path", "/two"}, {":scheme", "http"}, {":authority", "h"}});
+  up.Frame("HEADERS", 1, 0x4, 1, a, true);
+  up.Frame("HEADERS", 1, 0x5, 3, b, true);
+  up.Frame("DATA", 0, 0x1, 1, "grpc-message", false);
+  const uint64_t up_split = up.ends[0].offset - 3;  // the first block ends in the second write
+
+  down.Control(0);
+  std::string s3 = Deflate(responses, {{":status", "404"}});
+  std::string s1 = Deflate(responses, {{":status", "200"}, {"content-type", "application/grpc"}});
+  std::string t1 = Deflate(responses, {{"grpc-status", "5"}});
+  down.Frame("HEADERS", 1, 0x5, 3, s3, true);
+  down.Frame("HEADERS", 1, 0x4, 1, s1, true);
+  down.Frame("DATA", 0, 0x0, 1, "reply", false);
+  down.Control(8);  // a PING between
+  down.Frame("HEADERS", 1, 0x5, 1, t1, true);
+  nghttp2_hd_deflate_del(requests);
+  nghttp2_hd_deflate_del(responses);
+
+  // The client writes the requests in two sends (cut inside stream 1's header block) and
+  // reads the responses in two reads (the second from stream 1's DATA frame on). The
+  // server is traced without a processor.
+  const int64_t up1 = int64_t(up_split), up2 = int64_t(up.bytes.size()) - up1;
+  const uint64_t down_split = down.ends[1].offset;
+  const int64_t down1 = int64_t(down_split), down2 = int64_t(down.bytes.size()) - down1;
+  LogBuilder client("a", "/usr/bin/client", 100);
+  client.Tcp(3, 50, w::kOpConnect, kClient, kServer).Send(3, 101, 100, 101, int32_t(up1));
+  auto log_up = [&](TimeNs entry, TimeNs exit, uint64_t from, uint64_t to) {
+    for (const auto& [offset, bytes] : up.blocks) {
+      uint64_t lo = std::max(offset, from), hi = std::min(offset + bytes.size(), to);
+      if (lo < hi)
+        client.HeaderBlock(3, 101, entry, lo, true, true, bytes.substr(lo - offset, hi - lo));
+    }
+    for (const auto& e : up.ends) {
+      if (e.offset > from && e.offset <= to)
+        client.Boundary(3, 101, entry, exit, e.offset, true, true, e.attributes, kHttp2);
+    }
+  };
+  log_up(100, 101, 0, up_split);
+  client.Send(3, 101, 110, 111, int32_t(up2));
+  log_up(110, 111, up_split, up.bytes.size());
+  auto log_down = [&](TimeNs entry, TimeNs exit, uint64_t from, uint64_t to) {
+    for (const auto& [offset, bytes] : down.blocks) {
+      uint64_t lo = std::max(offset, from), hi = std::min(offset + bytes.size(), to);
+      if (lo < hi)
+        client.HeaderBlock(3, 101, entry, lo, false, false, bytes.substr(lo - offset, hi - lo));
+    }
+    for (const auto& e : down.ends) {
+      if (e.offset > from && e.offset <= to)
+        client.Boundary(3, 101, entry, exit, e.offset, false, false, e.attributes, kHttp2);
+    }
+  };
+  client.Recv(3, 101, 200, 230, int32_t(down1));
+  log_down(200, 230, 0, down_split);
+  client.Recv(3, 101, 240, 260, int32_t(down2));
+  log_down(240, 260, down_split, down.bytes.size());
+
+  LogBuilder server("b", "/usr/bin/server", 200);
+  server.Tcp(4, 60, w::kOpAccept, kServer, kClient)
+      .Recv(4, 201, 105, 106, int32_t(up1))
+      .Recv(4, 201, 112, 113, int32_t(up2))
+      .Send(4, 201, 150, 151, int32_t(down1))
+      .Send(4, 201, 180, 181, int32_t(down2));
+
+  ReconcileSummary summary;
+  std::vector<capture::EventLog> logs = {client.Build(), server.Build()};
+  Result<Trace> result = Reconcile(logs, ReconcileOptions{}, &summary);
+  ASSERT_TRUE(result.ok()) << result.status().message();
+  const Trace& trace = *result;
+  std::vector<std::string> lines;
+  const TraceColumns& c = trace.columns();
+  for (size_t i = 0; i < trace.size(); ++i) {
+    std::string line = fmt::format("{} {} {}B send={} recv={}", MessageKindOp(c.kind[i]),
+                                   trace.strings().Get(c.call_id[i]), c.bytes[i],
+                                   c.send_time[i] - kEpoch, c.recv_time[i] - kEpoch);
+    for (const Attribute& attr : trace.AttributesOf(MessageId(uint32_t(i)))) {
+      line += fmt::format(" {}={}", trace.strings().Get(attr.key), trace.strings().Get(attr.value));
+    }
+    lines.push_back(line);
+  }
+  std::sort(lines.begin(), lines.end());
+  const int64_t a_bytes = 9 + int64_t(a.size()) + 9 + 12, b_bytes = 9 + int64_t(b.size());
+  const int64_t s1_bytes = 9 + int64_t(s1.size()) + 9 + 5 + 9 + int64_t(t1.size());
+  const int64_t s3_bytes = 9 + int64_t(s3.size());
+  EXPECT_EQ(lines, (std::vector<std::string>{
+                       fmt::format("CALL_SENT c1.w1 {}B send=100 recv=113 protocol=http2 "
+                                   "http2.stream=1 http.method=POST http.url=/pkg.Svc/Get "
+                                   "grpc.method=/pkg.Svc/Get",
+                                   a_bytes),
+                       fmt::format("CALL_SENT c1.w3 {}B send=110 recv=113 protocol=http2 "
+                                   "http2.stream=3 http.method=GET http.url=/two",
+                                   b_bytes),
+                       fmt::format("RET_SENT c1.w1 {}B send=150 recv=260 protocol=http2 "
+                                   "http2.stream=1 http.status=200 grpc.status=5",
+                                   s1_bytes),
+                       fmt::format("RET_SENT c1.w3 {}B send=150 recv=230 protocol=http2 "
+                                   "http2.stream=3 http.status=404",
+                                   s3_bytes),
+                   }));
+  EXPECT_EQ(summary.protocol_messages, (std::map<std::string, uint64_t>{{"http2", 4}}));
+}
+
+}  // namespace
+}  // namespace weft::reconcile
