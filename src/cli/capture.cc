@@ -288,14 +288,14 @@ void AddCaptureCommand(CLI::App& app, Status& result) {
          "--payload-prefix", f.payload_prefix,
          "Keep the first N bytes of every send and receive (default 0: none; at most 4096)")
       ->check(CLI::Range(0, 4096));
-  cmd->add_option(
-      "--protocols", f.protocols,
-      "Protocol processors that log message boundaries and attributes (URL, SQL, "
-      "Redis command) on stream connections: 'auto' (default: PostgreSQL on 5432, "
-      "Redis on 6379, DNS on 53, and detection from each connection's first request "
-      "bytes), 'none', or a comma list of auto, PROTO=PORT, PROTO=/unix/path, "
-      "PROTO=@abstract, PROTO=auto (detect it), PROTO=PROGRAM (every stream of that "
-      "program); PROTO is http, testbed, postgres, redis, dns, line, oneshot, mysql, memcached or http2");
+  cmd->add_option("--protocols", f.protocols,
+                  "Protocol processors that log message boundaries and attributes (URL, SQL, "
+                  "Redis command) on stream connections: 'auto' (default: PostgreSQL on 5432, "
+                  "Redis on 6379, DNS on 53, and detection from each connection's first request "
+                  "bytes), 'none', or a comma list of auto, PROTO=PORT, PROTO=/unix/path, "
+                  "PROTO=@abstract, PROTO=auto (detect it), PROTO=PROGRAM (every stream of that "
+                  "program); PROTO is http, testbed, postgres, redis, dns, line, oneshot, mysql, "
+                  "memcached or http2");
   cmd->add_flag("--isolate,!--no-isolate", f.isolate,
                 "Event isolation (BorderPatrol §3.2), on by default: reads on connections with "
                 "a protocol processor stop where a message ends; the rest is held and served on "

@@ -125,7 +125,7 @@ TEST(ProtocolDescriptorTest, DetectPicksOnlyDetectedProtocols) {
       ++detected;
     }
   }
-  EXPECT_EQ(detected, 5);
+  EXPECT_EQ(detected, 6);
   int rows = 0;
   for (const ProtocolDescriptor& d : kProtocolTable) rows += d.detected;
   EXPECT_EQ(rows, 6);  // http, testbed, postgres, redis, memcached, http2
