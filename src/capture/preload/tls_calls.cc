@@ -201,6 +201,28 @@ int Handshake(void* ssl, Call call) {
   return r;
 }
 
+// A GnuTLS record call: the plaintext it moved, logged on the socket it is tied to.
+template <typename Call>
+ssize_t GnutlsRecord(void* session, bool reading, const void* buffer, Call call) {
+  int fd = Watched() ? GnutlsFd(session) : -1;
+  if (fd < 0) {
+    ++t_tls_depth;
+    ssize_t r = call();
+    --t_tls_depth;
+    return r;
+  }
+  int64_t entry = BeginCall();
+  ++t_tls_depth;
+  ssize_t r = call();
+  int error = errno;
+  --t_tls_depth;
+  ResumeCall(entry);
+  LogPlaintext(reading ? wire::kOpTlsRead : wire::kOpTlsWrite, fd, entry, GnutlsResult(r),
+               wire::kTlsGnutls, buffer);
+  errno = error;
+  return r;
+}
+
 }  // namespace
 
 namespace weft_preload {
@@ -286,43 +308,13 @@ WEFT_EXPORT int SSL_shutdown(void* ssl) {
 WEFT_EXPORT ssize_t gnutls_record_recv(void* session, void* buffer, size_t n) {
   auto real = Real_gnutls_record_recv();
   if (real == nullptr) return -1;
-  int fd = Watched() ? GnutlsFd(session) : -1;
-  if (fd < 0) {
-    ++t_tls_depth;
-    ssize_t r = real(session, buffer, n);
-    --t_tls_depth;
-    return r;
-  }
-  int64_t entry = BeginCall();
-  ++t_tls_depth;
-  ssize_t r = real(session, buffer, n);
-  int error = errno;
-  --t_tls_depth;
-  ResumeCall(entry);
-  LogPlaintext(wire::kOpTlsRead, fd, entry, GnutlsResult(r), wire::kTlsGnutls, buffer);
-  errno = error;
-  return r;
+  return GnutlsRecord(session, true, buffer, [&] { return real(session, buffer, n); });
 }
 
 WEFT_EXPORT ssize_t gnutls_record_send(void* session, const void* buffer, size_t n) {
   auto real = Real_gnutls_record_send();
   if (real == nullptr) return -1;
-  int fd = Watched() ? GnutlsFd(session) : -1;
-  if (fd < 0) {
-    ++t_tls_depth;
-    ssize_t r = real(session, buffer, n);
-    --t_tls_depth;
-    return r;
-  }
-  int64_t entry = BeginCall();
-  ++t_tls_depth;
-  ssize_t r = real(session, buffer, n);
-  int error = errno;
-  --t_tls_depth;
-  ResumeCall(entry);
-  LogPlaintext(wire::kOpTlsWrite, fd, entry, GnutlsResult(r), wire::kTlsGnutls, buffer);
-  errno = error;
-  return r;
+  return GnutlsRecord(session, false, buffer, [&] { return real(session, buffer, n); });
 }
 
 WEFT_EXPORT int gnutls_handshake(void* session) {
