@@ -135,9 +135,13 @@ void MariadbTest::Run(bool isolate) {
     GTEST_SKIP() << "mariadb-server / mariadb-client not installed (scripts/install-deps)";
   }
   std::string data = Path("data");
-  auto [init_rc, init_out] =
-      testing::Shell(std::string(kInstallDb) + " --no-defaults --datadir=" + data +
-                     " --user=root --auth-root-authentication-method=normal --skip-test-db");
+  // A temporary directory of its own: two bootstraps at once (ctest -j2 runs both cases)
+  // collide on their temporary tables in a shared /tmp.
+  std::string tmp = Path("tmp");
+  std::filesystem::create_directories(tmp);
+  auto [init_rc, init_out] = testing::Shell(
+      std::string(kInstallDb) + " --no-defaults --datadir=" + data + " --tmpdir=" + tmp +
+      " --user=root --auth-root-authentication-method=normal --skip-test-db");
   ASSERT_EQ(init_rc, 0) << init_out;
   uint16_t port = testing::FreePorts<1>()[0];
   ASSERT_NE(port, 0);
@@ -155,6 +159,7 @@ void MariadbTest::Run(bool isolate) {
                                           kMariadbd,
                                           "--no-defaults",
                                           "--datadir=" + data,
+                                          "--tmpdir=" + tmp,
                                           "--socket=" + Path("mysqld.sock"),
                                           "--port=" + std::to_string(port),
                                           "--bind-address=127.0.0.1",
