@@ -93,6 +93,9 @@ void StopAll(std::vector<Child>& children) {
 [[noreturn]] void ServerChild(const Topology& topo, int tier, int index, int listen_fd,
                               pid_t parent, const std::string& out_dir,
                               const std::vector<Child>& children) {
+  // Known by its server's name (ps, top, and `weft reconcile --nodes name`), not as a
+  // copy of the runner. The kernel keeps 15 bytes.
+  prctl(PR_SET_NAME, topo.tiers[tier].servers[index].name.c_str());
   // Never outlive the runner, even when it is killed with SIGKILL.
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != parent) _exit(1);
@@ -186,6 +189,9 @@ Result<RunReport> RunTestbed(Topology topo, const RunOptions& options) {
   load.truth_dir = options.out_dir;
   load.baggage = options.baggage;
   load.stop = options.stop;
+  // From here on this process is the topology's client, and is called so (the truth's
+  // node "client").
+  prctl(PR_SET_NAME, "client");
   Result<LoadStats> stats = RunLoad(topo, load);
   done = true;
   // Let the servers finish the work of the last requests before they are stopped, as an

@@ -236,6 +236,16 @@ class BlockDecoder {
         last_ = -1;
         return true;
       }
+      case wire::kNameRecord: {
+        if (size < sizeof(wire::NameRecord)) return false;
+        auto r = Load<wire::NameRecord>(p);
+        if (r.reason > wire::kNameRenamed || !PlausibleTime(r.time_ns)) return false;
+        log_.thread_names.push_back({.tid = r.tid,
+                                     .time_ns = r.time_ns,
+                                     .renamed = r.reason == wire::kNameRenamed,
+                                     .name = std::string(r.name, strnlen(r.name, sizeof r.name))});
+        return true;
+      }
       case wire::kEndRecord: {
         if (size < 40) return false;  // a log from before event isolation's counters
         wire::EndRecord r{};
@@ -572,6 +582,19 @@ std::string FormatAddress(const Address& a) {
     default:
       return "-";
   }
+}
+
+std::string ProcessName(const EventLog& log) {
+  const ThreadName* main_thread = nullptr;
+  const ThreadName* first = nullptr;
+  for (const ThreadName& n : log.thread_names) {
+    if (n.tid == log.header.pid && (main_thread == nullptr || n.time_ns >= main_thread->time_ns)) {
+      main_thread = &n;
+    }
+    if (first == nullptr || n.time_ns < first->time_ns) first = &n;
+  }
+  if (main_thread != nullptr) return main_thread->name;
+  return first != nullptr ? first->name : std::string();
 }
 
 Result<EventLog> DecodeEventLog(std::span<const uint8_t> data, std::string_view name,

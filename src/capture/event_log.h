@@ -192,6 +192,15 @@ struct EventLogLoss {
   bool ended_by_exec = false;
 };
 
+// A thread's name (its comm) from a name record: what it had when it logged its first
+// record, and each time the program renamed it.
+struct ThreadName {
+  int32_t tid = 0;
+  TimeNs time_ns = 0;
+  bool renamed = false;  // the program named it (prctl, pthread_setname_np)
+  std::string name;
+};
+
 struct EventLog {
   std::string path;
   EventLogHeader header;
@@ -200,6 +209,9 @@ struct EventLog {
   std::vector<Address> addresses;
   std::vector<std::string> payloads;
   std::vector<Boundary> boundaries;
+  // In log order: a thread's own records are in time order, but a rename of another
+  // thread sits in the renaming thread's segment; order by time_ns to follow a thread.
+  std::vector<ThreadName> thread_names;
   EventLogLoss loss;
   uint64_t blocks = 0;  // blocks (version 1) or segments (version 2) read
 
@@ -218,6 +230,11 @@ class Reporter {
   // `bytes` were lost at `offset`; `reason` is one line.
   virtual void Lost(uint64_t offset, uint64_t bytes, std::string_view reason) = 0;
 };
+
+// The process's name as `ps` shows it: the last name its main thread (tid == pid) was
+// given or, if the main thread logged none, the first name any thread logged; empty for a
+// log without name records (written before they existed).
+std::string ProcessName(const EventLog& log);
 
 // Decodes a whole log held in memory; `name` is used in messages.
 Result<EventLog> DecodeEventLog(std::span<const uint8_t> data, std::string_view name,

@@ -114,6 +114,7 @@ enum RecordType : uint8_t {
   kBoundaryRecord = 6,     // BoundaryRecord: a protocol message ended in a stream
   kSyncRecord = 7,         // SyncRecord: a synchronisation call (hand-off evidence)
   kHeaderBlockRecord = 8,  // HeaderBlockRecord: compressed header-block bytes (HTTP/2)
+  kNameRecord = 9,         // NameRecord: a thread's name
 };
 
 // The socket-API call a record describes. Values are part of the format.
@@ -346,6 +347,25 @@ struct HeaderBlockRecord {
 };
 static_assert(sizeof(HeaderBlockRecord) == 32);
 inline constexpr uint32_t kMaxHeaderBlockPiece = 1024;  // the record is built on the stack
+
+// A thread's name (its comm, 15 bytes at most, as `ps` and `top` show it): logged before a
+// thread's first record, with what the thread inherited or was given before it logged
+// anything, and again each time the program renames a thread (prctl(PR_SET_NAME),
+// pthread_setname_np). The record sits in the renaming thread's segment; `tid` names the
+// thread renamed. Readers that predate the record skip it by its size.
+enum NameReason : uint8_t {
+  kNameFirstSeen = 0,  // the thread's name when it logged its first record
+  kNameRenamed = 1,    // the program named the thread
+};
+struct NameRecord {
+  uint8_t type;    // kNameRecord
+  uint8_t reason;  // NameReason
+  uint16_t size;   // 32
+  int32_t tid;
+  int64_t time_ns;
+  char name[16];  // NUL-padded
+};
+static_assert(sizeof(NameRecord) == 32);
 
 // A synchronisation call (preload/sync_calls.cc): the object handed over through, so that
 // reconcile can link the thread that handed work over to the one that took it. Objects are

@@ -30,6 +30,7 @@ void AddReconcileCommand(CLI::App& app, Status& result) {
       "Examples:\n"
       "  weft capture -o run -- ./start-my-services.sh\n"
       "  weft reconcile run -o run.weft --nodes process\n"
+      "  weft reconcile run -o run.weft --nodes name\n"
       "  weft reconcile web-host/run db-host/run -o both.weft\n");
   static std::vector<std::string> directories;
   static std::string output, nodes = "host";
@@ -39,7 +40,8 @@ void AddReconcileCommand(CLI::App& app, Status& result) {
       ->required();
   cmd->add_option("--nodes", nodes,
                   "Node names: host (host:program, default), process (host:program[pid]), "
-                  "thread (host:program[pid/tid])");
+                  "thread (host:program[pid/tid]), name (host:name, the name ps shows: "
+                  "servers that name themselves, like the testbed's web0 and app0)");
   cmd->callback([&result] {
     result = [&]() -> Status {
       WEFT_ASSIGN_OR_RETURN(reconcile::NodeNaming naming, reconcile::ParseNodeNaming(nodes));

@@ -36,7 +36,8 @@ std::vector<ClockId> NodeNamer::ClockOfNode() {
 
 NodeId NodeNamer::Name(uint32_t log_index, int32_t tid) {
   const capture::EventLog& log = logs_[log_index];
-  std::string name = log.header.host + ":" + ProgramName(log);
+  std::string process = naming_ == NodeNaming::kName ? capture::ProcessName(log) : "";
+  std::string name = log.header.host + ":" + (process.empty() ? ProgramName(log) : process);
   if (naming_ == NodeNaming::kProcess) name += fmt::format("[{}]", log.header.pid);
   if (naming_ == NodeNaming::kThread) name += fmt::format("[{}/{}]", log.header.pid, tid);
   return builder_.Node(name);

@@ -133,7 +133,8 @@ Result<NodeNaming> ParseNodeNaming(std::string_view name) {
   if (name == "host") return NodeNaming::kHost;
   if (name == "process") return NodeNaming::kProcess;
   if (name == "thread") return NodeNaming::kThread;
-  return Status::InvalidArgument("node naming '{}': expected host, process or thread", name);
+  if (name == "name") return NodeNaming::kName;
+  return Status::InvalidArgument("node naming '{}': expected host, process, thread or name", name);
 }
 
 Result<Trace> Reconcile(std::span<const capture::EventLog> logs, const ReconcileOptions& options,

@@ -37,8 +37,11 @@ enum class NodeNaming : uint8_t {
   kHost,     // "host:program" (program = basename of the executable)
   kProcess,  // "host:program[pid]"
   kThread,   // "host:program[pid/tid]"
+  kName,     // "host:name": the process's name (its main thread's comm, as ps shows it;
+             // the program if the log has none), so processes of one program that name
+             // themselves apart ("web0", "web1") are apart, and those that do not are one
 };
-Result<NodeNaming> ParseNodeNaming(std::string_view name);  // "host", "process", "thread"
+Result<NodeNaming> ParseNodeNaming(std::string_view name);  // "host", "process", "thread", "name"
 
 // Attribute holding a message's first bytes in hex, when capture logged a payload prefix
 // (weft capture --payload-prefix N).

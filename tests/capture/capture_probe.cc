@@ -20,6 +20,10 @@
 //                                server got from logger.
 //   capture_probe threads T N    T threads, each N one-byte round trips on its socketpair
 //   capture_probe churn T N      T threads one after another, N round trips each
+//   capture_probe names          names: a round trip, then the process renames itself
+//                                "gateway" (prctl); a thread that names itself "worker-a"
+//                                before its round trip (pthread_setname_np), and one the
+//                                main thread names "worker-b" after its first round trip
 //   capture_probe dup2 N         dup2 a socket over descriptors 3..1100 (the log's too),
 //                                close them, then N round trips
 //   capture_probe nonblock       non-blocking writes until EAGAIN (partial), reads until EAGAIN
@@ -49,6 +53,7 @@
 #include <spawn.h>
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/select.h>
 #include <sys/socket.h>
@@ -317,6 +322,39 @@ int Threads(int threads, int n) {
   }
   for (pthread_t id : ids) pthread_join(id, nullptr);
   std::printf("threads %d x %d round trips\n", threads, n);
+  return 0;
+}
+
+int Names() {
+  RoundTrips(1);
+  if (prctl(PR_SET_NAME, "gateway") != 0) Die("prctl");
+  pthread_t a, b;
+  pthread_create(
+      &a, nullptr,
+      [](void*) -> void* {
+        pthread_setname_np(pthread_self(), "worker-a");
+        RoundTrips(1);
+        return nullptr;
+      },
+      nullptr);
+  pthread_join(a, nullptr);
+  // b does a round trip, waits for its name, and does another.
+  static std::atomic<int> stage{0};
+  pthread_create(
+      &b, nullptr,
+      [](void*) -> void* {
+        RoundTrips(1);
+        stage = 1;
+        while (stage != 2) std::this_thread::yield();
+        RoundTrips(1);
+        return nullptr;
+      },
+      nullptr);
+  while (stage != 1) std::this_thread::yield();
+  if (pthread_setname_np(b, "worker-b") != 0) Die("pthread_setname_np");
+  stage = 2;
+  pthread_join(b, nullptr);
+  std::printf("names\n");
   return 0;
 }
 
@@ -1069,6 +1107,7 @@ int main(int argc, char** argv) {
     return UnixDatagrams(argv[2], arg(3), argc > 4 ? argv[4] : nullptr);
   if (scenario == "threads") return Threads(arg(2), arg(3));
   if (scenario == "churn") return Churn(arg(2), arg(3));
+  if (scenario == "names") return Names();
   if (scenario == "pthreads") return PthreadLife();
   if (scenario == "dup2") return Dup2(arg(2));
   if (scenario == "nonblock") return Nonblocking();

@@ -290,6 +290,41 @@ TEST_F(CaptureTest, ThreadsThatEndWriteTheirBuffers) {
   EXPECT_GT(logs[0].blocks, 8u * 6);  // 12000 records a thread fill several 64 KiB blocks
 }
 
+// Each thread's name as ps shows it: what it had at its first record, and each rename.
+TEST_F(CaptureTest, ThreadNamesAreLoggedAsTheyWereGiven) {
+  auto run = Capture("names");
+  ASSERT_EQ(run.rc, 0) << run.output;
+  std::vector<EventLog> logs = Logs();
+  ASSERT_EQ(logs.size(), 1u);
+  const EventLog& log = logs[0];
+  EXPECT_EQ(weft::capture::ProcessName(log), "gateway");
+  // The last name of every thread that did a round trip (sent something).
+  std::map<int32_t, std::string> last;
+  std::map<int32_t, int> renames;
+  // In time order: a rename of another thread sits in the renaming thread's segment.
+  std::vector<weft::capture::ThreadName> names = log.thread_names;
+  std::stable_sort(names.begin(), names.end(),
+                   [](const auto& a, const auto& b) { return a.time_ns < b.time_ns; });
+  for (const weft::capture::ThreadName& n : names) {
+    last[n.tid] = n.name;
+    renames[n.tid] += n.renamed;
+  }
+  std::multiset<std::string> senders;
+  for (const Event& e : log.events) {
+    if (e.op == EventOp::kSend && e.tid != log.header.pid) senders.insert(last[e.tid]);
+  }
+  // Two sends a round trip: worker-a one, worker-b two.
+  EXPECT_EQ(senders, (std::multiset<std::string>{"worker-a", "worker-a", "worker-b", "worker-b",
+                                                 "worker-b", "worker-b"}));
+  EXPECT_EQ(last[log.header.pid], "gateway");
+  EXPECT_EQ(renames[log.header.pid], 1);  // prctl, after the first round trip
+  int total_renames = 0;
+  for (const auto& [tid, n] : renames) total_renames += n;
+  // A new thread logs its creation first (thread_calls.cc) under the name it inherited,
+  // so worker-a's own naming is a rename too, as is worker-b's by the main thread.
+  EXPECT_EQ(total_renames, 3);
+}
+
 TEST_F(CaptureTest, ThreadsOneAfterAnotherEachKeepTheirOwnRecords) {
   auto run = Capture("churn 50 10");
   ASSERT_EQ(run.rc, 0) << run.output;

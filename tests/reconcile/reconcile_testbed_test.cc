@@ -232,6 +232,26 @@ class ReconcileTestbedTest : public ::testing::Test {
     if (topology != "dns.toml") {
       EXPECT_EQ(with_protocol, int(trace->size()));
     }
+    // Named by name (--nodes name), the processes are the truth's nodes: each server calls
+    // itself by its server's name, the runner "client" while it drives the load.
+    std::string named_file = (base_ / "named.weft").string();
+    auto named_run = Weft("reconcile " + capture + " -o " + named_file + " --nodes name");
+    ASSERT_EQ(named_run.rc, 0) << named_run.output;
+    Result<Trace> named = LoadTrace(named_file);
+    ASSERT_TRUE(named.ok()) << named.status().message();
+    auto pairs_of = [](const Trace& messages) {
+      std::map<std::pair<std::string, std::string>, int> pairs;
+      auto bare = [&](NodeId n) {  // without "host:"
+        std::string_view name = messages.NodeName(n);
+        return std::string(name.substr(name.find(':') + 1));
+      };
+      for (size_t i = 0; i < messages.size(); ++i) {
+        ++pairs[{bare(messages.columns().sender[i]), bare(messages.columns().receiver[i])}];
+      }
+      return pairs;
+    };
+    EXPECT_EQ(pairs_of(*named), pairs_of(*truth));
+
     std::cerr << topology << ": truth " << truth->size() << " messages, reconciled "
               << trace->size() << ", identified by payload " << identified << " (" << right
               << " right), HTTP calls " << http_calls << " (" << http_attributes_right

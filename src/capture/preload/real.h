@@ -67,6 +67,8 @@ namespace weft_preload {
      char* const*, char* const*))                                                             \
   X(_exit, void, (int))                                                                       \
   X(pthread_create, int, (pthread_t*, const pthread_attr_t*, void* (*)(void*), void*))        \
+  X(pthread_setname_np, int, (pthread_t, const char*))                                        \
+  X(prctl, int, (int, ...))                                                                   \
   X(sigaction, int, (int, const struct sigaction*, struct sigaction*))                        \
   X(signal, sighandler_t, (int, sighandler_t))                                                \
   X(_Exit, void, (int))                                                                       \

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
@@ -67,6 +68,7 @@ struct ThreadBuffer {
   uint32_t busy;  // kHeldByOwner while its thread (or a signal handler on it) writes a
                   // record or changes chunk; kHeldByEnd while the end of the log seals it
   int32_t tid;
+  pthread_t self;  // for pthread_setname_np of another thread (name_calls.cc)
   int slot;
   uint32_t idle;       // 1: its thread ended; the next new thread takes it over
   int64_t call_since;  // entry time of a byte-moving call in progress (BeginCall), or 0
@@ -174,6 +176,7 @@ void OnThreadExit(void* p) {
 
 ThreadBuffer* AdoptBuffer(ThreadBuffer* b) {
   b->tid = SysGetTid();
+  __atomic_store_n(&b->self, pthread_self(), __ATOMIC_RELAXED);
   b->call_since = 0;
   b->untraced_io += t_untraced_io;
   t_untraced_io = 0;
@@ -230,6 +233,24 @@ bool TakeOwnBuffer(ThreadBuffer* b) {
   }
 }
 
+// A name record for thread `tid`: `name`, or the calling thread's own name if null.
+wire::NameRecord NameRecordOf(int32_t tid, uint8_t reason, const char* name) {
+  wire::NameRecord r;
+  memset(&r, 0, sizeof r);
+  r.type = wire::kNameRecord;
+  r.reason = reason;
+  r.size = sizeof r;
+  r.tid = tid;
+  r.time_ns = NowNs();
+  if (name == nullptr) {
+    syscall(SYS_prctl, PR_GET_NAME, r.name, 0, 0, 0);  // at most 16 bytes, NUL included
+  } else {
+    CopyString(r.name, sizeof r.name, name);
+  }
+  r.name[sizeof r.name - 1] = '\0';
+  return r;
+}
+
 // Appends one record, and optionally a second one that must stay right after it (and is
 // committed with it: second, then first, so a reader never sees it without the first).
 void Append(const void* first, uint32_t first_size, const void* second, uint32_t second_size) {
@@ -245,12 +266,19 @@ void Append(const void* first, uint32_t first_size, const void* second, uint32_t
   uint32_t end =
       b->segment + uint32_t(sizeof(wire::SegmentHeader)) + b->used + first_size + second_size;
   if (__builtin_expect(b->used == 0 || end > b->chunk.size, 0)) {
-    at = MakeRoom(b, first_size + second_size, b->tid);
+    // A new segment: it opens with the thread's name, so that every segment (and a
+    // forked child's first) says whose records follow.
+    at = MakeRoom(b, sizeof(wire::NameRecord) + first_size + second_size, b->tid);
     if (at == nullptr) {
       AddDropped(count);
       Release(b);
       return;
     }
+    wire::NameRecord name = NameRecordOf(b->tid, wire::kNameFirstSeen, nullptr);
+    WriteBody(at, &name, sizeof name);
+    Commit(at, &name);
+    b->used += sizeof name;
+    at += sizeof name;
   }
   WriteBody(at, first, first_size);
   if (second_size != 0) {
@@ -388,6 +416,7 @@ void AfterForkInChild() {
     own->call_since = 0;
     own->slot = 0;
     own->tid = SysGetTid();
+    own->self = pthread_self();
     g_threads[0] = own;
   }
   g_dropped = g_failed_writes = g_untraced_io = 0;
@@ -639,6 +668,26 @@ void LogEndpoint(uint8_t op, int fd, uint8_t kind, const struct sockaddr* peer,
 
 void AppendRecord(const void* record, uint32_t size, int64_t /*time*/) {
   Append(record, size, nullptr, 0);
+}
+
+void LogThreadRenamed(pthread_t thread, const char* name) {
+  int32_t tid = 0;
+  if (pthread_equal(thread, pthread_self())) {
+    tid = SysGetTid();
+  } else {
+    for (int i = 0; i < kMaxThreads && tid == 0; ++i) {
+      ThreadBuffer* b = __atomic_load_n(&g_threads[i], __ATOMIC_ACQUIRE);
+      if (b == nullptr) break;
+      if (__atomic_load_n(&b->idle, __ATOMIC_ACQUIRE) == 0 &&
+          pthread_equal(__atomic_load_n(&b->self, __ATOMIC_RELAXED), thread)) {
+        tid = b->tid;
+      }
+    }
+  }
+  // A thread that has logged nothing yet names itself in its first segment.
+  if (tid == 0) return;
+  wire::NameRecord r = NameRecordOf(tid, wire::kNameRenamed, name);
+  Append(&r, sizeof r, nullptr, 0);
 }
 
 void LogPairEndpoints(uint8_t op, const int fds[2], uint8_t kind, int64_t time) {

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <sys/socket.h>
 #include <sys/types.h>
@@ -115,6 +116,8 @@ void AppendRecord(const void* record, uint32_t size, int64_t time);
 // attributes (a weft::capture::protocols::Attributes).
 void LogBoundary(int fd, uint8_t protocol, bool sent, bool request, int64_t entry, int64_t exit,
                  uint64_t offset, const void* attributes);
+// The program renamed `thread` (name_calls.cc): a name record for it, if it has logged.
+void LogThreadRenamed(pthread_t thread, const char* name);
 // The two ends of a socketpair or pipe, each with the other's inode.
 void LogPairEndpoints(uint8_t op, const int fds[2], uint8_t kind, int64_t time);
 // The inode of the other end of the connected Unix socket with `inode` (unix_peer.cc), 0 if
