@@ -3,6 +3,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
@@ -119,6 +121,20 @@ ssize_t RealRead(uint8_t op, int fd, const struct iovec* iov, int iovcnt, int fl
     default:
       return Real().recvmsg(fd, message, flags);
   }
+}
+
+// True if the control messages of a received `message` are only TCP_CM_INQ: the bytes the
+// kernel still holds for the socket after this read (gRPC asks for it with TCP_INQ and
+// reads on while it is not 0). Unlike descriptors or credentials it belongs to no byte of
+// the data, so such a read may be cut at a message end: the count stays the kernel's, and
+// a program that reads on only while it is not 0 waits for the held bytes instead, which
+// the wait reports readable, one message per turn as isolation means.
+bool OnlyQueueLength(const struct msghdr* message) {
+  for (const struct cmsghdr* c = CMSG_FIRSTHDR(message); c != nullptr;
+       c = CMSG_NXTHDR(const_cast<struct msghdr*>(message), const_cast<struct cmsghdr*>(c))) {
+    if (c->cmsg_level != IPPROTO_TCP || c->cmsg_type != TCP_CM_INQ) return false;
+  }
+  return true;
 }
 
 // A read served without the kernel says no more than a stream receive does: no source
@@ -301,7 +317,8 @@ bool IsolatedRead(uint8_t op, int fd, const struct iovec* iov, int iovcnt, int f
   ssize_t r = RealRead(op, fd, iov, iovcnt, flags, message, address, length);
   int error = errno;
   size_t got = r > 0 ? (size_t(r) < capacity ? size_t(r) : capacity) : 0;
-  bool control = message != nullptr && message->msg_controllen > 0 && r >= 0;
+  bool control =
+      message != nullptr && message->msg_controllen > 0 && r >= 0 && !OnlyQueueLength(message);
   bool taken = got > 0 && LockInput(fd, &side);
   if (taken) held = side.held;  // the descriptor's stream now (a close and reuse between)
   size_t k = got;
