@@ -161,7 +161,7 @@ std::string TimelineSvg(const PathSet& set, uint32_t pattern) {
   return out;
 }
 
-std::string NodeDelayHistograms(const PathSet& set) {
+std::map<std::string, LatencyHistogram> NodeOwnDelays(const PathSet& set) {
   // The delays that are a node's own time: an element's delay after its parent's arrival
   // at the sender when it is the parent's first child (a visit's first call, a message
   // hop), or a return from a visit that made no calls (the service time). A later call
@@ -183,6 +183,11 @@ std::string NodeDelayHistograms(const PathSet& set) {
       if (own && !e.delay.empty()) by_node[std::string(set.nodes.Get(e.sender))].Merge(e.delay);
     }
   }
+  return by_node;
+}
+
+std::string NodeDelayHistograms(const PathSet& set) {
+  std::map<std::string, LatencyHistogram> by_node = NodeOwnDelays(set);
   std::string out;
   for (const auto& [node, h] : by_node) {
     out += fmt::format("{}: mean {}  p50 {}  p90 {}  p99 {}  max {}\n", node,
