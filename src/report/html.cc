@@ -26,12 +26,8 @@ using Json = nlohmann::json;
 // octave (a factor of √2: a few dozen bars from microseconds to seconds, fine enough to
 // see two modes). Zeros and negatives (skewed clocks) are counted apart.
 Json HistogramJson(const LatencyHistogram& h) {
-  Json j = {{"n", h.count()},
-            {"mean", h.mean()},
-            {"p50", h.Quantile(0.5)},
-            {"p90", h.Quantile(0.9)},
-            {"p99", h.Quantile(0.99)},
-            {"max", h.max()},
+  Json j = {{"n", h.count()},         {"mean", h.mean()},        {"p50", h.Quantile(0.5)},
+            {"p90", h.Quantile(0.9)}, {"p99", h.Quantile(0.99)}, {"max", h.max()},
             {"zeros", h.zeros()}};
   uint64_t negative = 0;
   for (uint64_t n : h.negative().counts) negative += n;
@@ -47,8 +43,8 @@ Json HistogramJson(const LatencyHistogram& h) {
   if (!ranges.empty()) {
     for (int b = ranges.begin()->first; b <= ranges.rbegin()->first; ++b) {
       auto it = ranges.find(b);
-      bins.push_back({std::exp2(b / 2.0), std::exp2((b + 1) / 2.0),
-                      it == ranges.end() ? 0 : it->second});
+      bins.push_back(
+          {std::exp2(b / 2.0), std::exp2((b + 1) / 2.0), it == ranges.end() ? 0 : it->second});
     }
   }
   j["bins"] = std::move(bins);
@@ -204,9 +200,8 @@ Result<std::string> HtmlReport(const PathSet& set, const HtmlReportOptions& o) {
                {"instances", set.instance_count()},
                {"patterns_total", set.patterns.size()},
                {"trace_messages", set.trace_messages},
-               {"probabilistic",
-                std::any_of(set.probability.begin(), set.probability.end(),
-                            [](double p) { return p < 1; })}};
+               {"probabilistic", std::any_of(set.probability.begin(), set.probability.end(),
+                                             [](double p) { return p < 1; })}};
   Json patterns = Json::array();
   for (size_t rank = 0; rank < ranked.size(); ++rank) {
     patterns.push_back(PatternJson(set, ranked[rank], rank + 1, total));

@@ -24,14 +24,14 @@
 namespace weft {
 
 struct HtmlReportOptions {
-  std::string title;                  // e.g. the paths file's name
-  std::vector<uint32_t> ranked;       // the patterns to show, best first (all if empty)
-  const Trace* trace = nullptr;       // the trace the paths came from; no waterfalls without it
-  size_t max_waterfalls = 200;        // requests embedded for waterfalls, at most
-  size_t examples_per_pattern = 3;    // of those, kept for each pattern shown
-  std::string accuracy_text;          // `weft eval`'s report; "" if no truth was given
+  std::string title;                // e.g. the paths file's name
+  std::vector<uint32_t> ranked;     // the patterns to show, best first (all if empty)
+  const Trace* trace = nullptr;     // the trace the paths came from; no waterfalls without it
+  size_t max_waterfalls = 200;      // requests embedded for waterfalls, at most
+  size_t examples_per_pattern = 3;  // of those, kept for each pattern shown
+  std::string accuracy_text;        // `weft eval`'s report; "" if no truth was given
   std::vector<std::pair<std::string, std::string>> accuracy_figures;  // headline numbers
-  std::string accuracy_source;        // what the truth was, for the page
+  std::string accuracy_source;  // what the truth was, for the page
 };
 
 // The page. An error if `options.trace` is not the trace `set` was inferred from.
