@@ -150,7 +150,7 @@ CHECK = r"""
   out.labels_past_edge = svg ? [...svg.querySelectorAll('text')].filter(t => {
     const b = t.getBBox(); return b.x < -0.5 || b.x + b.width > width + 0.5; }).length : -1;
   out.delay_histograms = document.querySelectorAll('#delay-hists svg.histogram').length;
-  out.accuracy = document.getElementById('accuracy-text').textContent.length;
+  out.accuracy = document.getElementById('accuracy-text').textContent;
   search.value = '';
   search.dispatchEvent(new Event('input'));
   return out;
