@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 
 #include "cli/command.h"
 #include "cli/truth.h"
@@ -67,7 +68,11 @@ Status WriteTimelines(const PathSet& set, const std::vector<uint32_t>& ranked,
 // The accuracy section of the HTML report: `weft eval`'s table and its headline figures.
 Status AddAccuracy(const ReportOptions& o, const PathsFile& paths_file, HtmlReportOptions& html) {
   const PathSet& inferred = paths_file.paths;
-  WEFT_ASSIGN_OR_RETURN(PathSet truth, LoadTruth(o.truth, inferred, o.trace));
+  // A trace that carries its own truth (generated, imported) is its own truth: nothing to
+  // copy onto it.
+  std::error_code same_error;
+  const bool same = std::filesystem::equivalent(o.truth, o.trace, same_error);
+  WEFT_ASSIGN_OR_RETURN(PathSet truth, LoadTruth(o.truth, inferred, same ? "" : o.trace));
   html.accuracy_source = o.truth;
   if (!paths_file.graph.empty()) {
     Result<GraphEvalReport> report = EvaluateGraph(truth, inferred, paths_file.graph, 100);

@@ -77,11 +77,12 @@ class HtmlBrowserTest : public ::testing::Test {
 
 TEST_F(HtmlBrowserTest, DemoReportShowsItsPathsWithoutErrors) {
   const std::string capture = (base_ / "capture").string(), truth = (base_ / "truth").string(),
-                    run = (base_ / "run.weft").string(), paths = (base_ / "run.paths.json").string(),
+                    run = (base_ / "run.weft").string(),
+                    paths = (base_ / "run.paths.json").string(),
                     html = (base_ / "report.html").string();
-  CommandRun step = Weft("capture -o " + capture + " -- " + WEFT_BINARY + " testbed run " +
-                         WEFT_TOPOLOGIES + "/three-tier.toml --duration 1s --concurrency 8 -o " +
-                         truth);
+  CommandRun step =
+      Weft("capture -o " + capture + " -- " + WEFT_BINARY + " testbed run " + WEFT_TOPOLOGIES +
+           "/three-tier.toml --duration 1s --concurrency 8 -o " + truth);
   ASSERT_EQ(step.rc, 0) << step.output;
   step = Weft("reconcile " + capture + " -o " + run + " --nodes process");
   ASSERT_EQ(step.rc, 0) << step.output;
@@ -109,8 +110,9 @@ TEST_F(HtmlBrowserTest, DemoReportShowsItsPathsWithoutErrors) {
     spans += line.find(" CALL ") != std::string::npos || line.find(" MSG ") != std::string::npos;
   }
   ASSERT_GT(spans, 1) << slowest.output;
-  CommandRun eval = Shell(std::string(WEFT_BINARY) + " eval --truth " + truth + " --trace " + run +
-                          " " + paths, /*stdout_only=*/true);
+  CommandRun eval =
+      Shell(std::string(WEFT_BINARY) + " eval --truth " + truth + " --trace " + run + " " + paths,
+            /*stdout_only=*/true);
   ASSERT_EQ(eval.rc, 0) << eval.output;
 
   fs::create_directories(WEFT_TEST_OUTPUT_DIR);
