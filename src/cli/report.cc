@@ -98,7 +98,9 @@ Status AddAccuracy(const ReportOptions& o, const PathsFile& paths_file, HtmlRepo
 
 Status WriteHtml(const ReportOptions& o, const PathsFile& paths_file,
                  const std::vector<uint32_t>& ranked) {
-  HtmlReportOptions html{.title = o.paths, .ranked = ranked, .max_waterfalls = o.waterfalls};
+  HtmlReportOptions html{.title = std::filesystem::path(o.paths).filename().string(),
+                         .ranked = ranked,
+                         .max_waterfalls = o.waterfalls};
   Trace trace;
   if (!o.trace.empty()) {
     WEFT_ASSIGN_OR_RETURN(trace, LoadTrace(o.trace));
