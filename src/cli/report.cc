@@ -68,6 +68,12 @@ Status WriteTimelines(const PathSet& set, const std::vector<uint32_t>& ranked,
 // The accuracy section of the HTML report: `weft eval`'s table and its headline figures.
 Status AddAccuracy(const ReportOptions& o, const PathsFile& paths_file, HtmlReportOptions& html) {
   const PathSet& inferred = paths_file.paths;
+  if (o.trace.empty() && std::filesystem::is_directory(o.truth)) {
+    return Status::InvalidArgument(
+        "{} is a directory: a testbed truth directory needs --trace, the trace the paths came "
+        "from",
+        o.truth);
+  }
   // A trace that carries its own truth (generated, imported) is its own truth: nothing to
   // copy onto it.
   std::error_code same_error;
@@ -105,6 +111,11 @@ Status WriteHtml(const ReportOptions& o, const PathsFile& paths_file,
   if (!o.trace.empty()) {
     WEFT_ASSIGN_OR_RETURN(trace, LoadTrace(o.trace));
     html.trace = &trace;
+  }
+  if (!paths_file.graph.empty()) {
+    html.notice =
+        "These paths are a causal graph (the convolution algorithm), not path instances: "
+        "weft report --dot draws it; the accuracy below scores its edges.";
   }
   if (!o.truth.empty()) WEFT_RETURN_IF_ERROR(AddAccuracy(o, paths_file, html));
   Result<std::string> page = HtmlReport(paths_file.paths, html);

@@ -200,6 +200,7 @@ Result<std::string> HtmlReport(const PathSet& set, const HtmlReportOptions& o) {
                {"instances", set.instance_count()},
                {"patterns_total", set.patterns.size()},
                {"trace_messages", set.trace_messages},
+               {"notice", o.notice},
                {"probabilistic", std::any_of(set.probability.begin(), set.probability.end(),
                                              [](double p) { return p < 1; })}};
   Json patterns = Json::array();

@@ -32,6 +32,7 @@ struct HtmlReportOptions {
   std::string accuracy_text;        // `weft eval`'s report; "" if no truth was given
   std::vector<std::pair<std::string, std::string>> accuracy_figures;  // headline numbers
   std::string accuracy_source;  // what the truth was, for the page
+  std::string notice;           // a line shown above everything ("" for none)
 };
 
 // The page. An error if `options.trace` is not the trace `set` was inferred from.

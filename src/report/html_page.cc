@@ -71,13 +71,14 @@ button.pick:hover { background:#eef3fc; }
 .hist { border:1px solid var(--line); border-radius:6px; padding:8px 10px; }
 .hist .name { font-weight:600; font-family:ui-monospace,"DejaVu Sans Mono",monospace; font-size:12.5px; }
 pre { background:#f3f5f9; padding:10px 12px; border-radius:6px; overflow-x:auto; font-size:12px; }
-.warn { color:var(--warn); }
+.notice { background:#fff7e6; border:1px solid #f1d39a; border-radius:8px; padding:10px 14px; margin-bottom:14px; }
 </style>
 </head>
 <body>
 <header><h1 id="title">weft report</h1><div class="sub" id="subtitle"></div>
 <nav><a href="#patterns">Patterns</a><a href="#requests">Requests</a><a href="#delays">Node delays</a><a href="#accuracy" id="nav-accuracy">Accuracy</a></nav></header>
 <main>
+<div class="notice" id="notice" hidden></div>
 <div class="cards" id="cards"></div>
 <section id="patterns"><h2>Path patterns</h2>
 <div class="note">Ranked as asked on the command line. Click a pattern for its call tree: each call with the
@@ -166,6 +167,11 @@ document.getElementById("title").textContent = "weft report — " + D.title;
 document.title = "weft report — " + D.title;
 document.getElementById("subtitle").textContent = "paths inferred by " + D.algorithm + " from a trace of " +
     D.trace_messages.toLocaleString() + " messages" + (D.probabilistic ? " (instances have probabilities)" : "");
+if (D.notice) {
+  const n = document.getElementById("notice");
+  n.textContent = D.notice;
+  n.hidden = false;
+}
 function card(parent, value, key) {
   const c = el("div", {class: "card"});
   c.appendChild(el("div", {class: "v"}, value));
@@ -425,8 +431,9 @@ function fillSelect(items) {
 }
 {
   const note = document.getElementById("requests-note");
-  if (!D.requests) {
-    note.textContent = "No waterfalls: give the trace the paths came from (--trace) to see requests one by one.";
+  if (!D.requests || !D.requests.total) {
+    note.textContent = D.requests ? "No path instances in these paths, so no requests to draw." :
+        "No waterfalls: give the trace the paths came from (--trace) to see requests one by one.";
     document.getElementById("request-controls").hidden = true;
   } else {
     const R = D.requests;
