@@ -24,14 +24,19 @@ using Json = nlohmann::json;
 
 // A histogram for drawing: its quantiles, and its positive values summed per half
 // octave (a factor of √2: a few dozen bars from microseconds to seconds, fine enough to
-// see two modes). Zeros and negatives (skewed clocks) are counted apart.
-Json HistogramJson(const LatencyHistogram& h) {
-  Json j = {{"n", h.count()},         {"mean", h.mean()},        {"p50", h.Quantile(0.5)},
-            {"p90", h.Quantile(0.9)}, {"p99", h.Quantile(0.99)}, {"max", h.max()},
-            {"zeros", h.zeros()}};
+// see two modes). Zeros and negatives (skewed clocks) are counted apart. Counts are
+// divided by `unit`: alternatives (linking) count kProbabilityUnits x their probability
+// times, so that the page shows expected counts.
+Json HistogramJson(const LatencyHistogram& h, double unit) {
+  auto scaled = [unit](uint64_t n) -> Json {
+    return unit == 1 ? Json(n) : Json(std::round(double(n) / unit * 10) / 10);
+  };
+  Json j = {{"n", scaled(h.count())},    {"mean", h.mean()},        {"p50", h.Quantile(0.5)},
+            {"p90", h.Quantile(0.9)},    {"p99", h.Quantile(0.99)}, {"max", h.max()},
+            {"zeros", scaled(h.zeros())}};
   uint64_t negative = 0;
   for (uint64_t n : h.negative().counts) negative += n;
-  j["negative"] = negative;
+  j["negative"] = scaled(negative);
   std::map<int, uint64_t> ranges;
   const LatencyHistogram::Side& side = h.positive();
   for (size_t i = 0; i < side.counts.size(); ++i) {
@@ -69,6 +74,7 @@ std::string AttributeText(const Trace& trace, MessageId m) {
 
 Json PatternJson(const PathSet& set, uint32_t p, size_t rank, uint64_t total) {
   const PathPattern& pattern = set.patterns[p];
+  const double unit = set.shared_messages ? kProbabilityUnits : 1;
   Json elements = Json::array();
   for (const PatternElement& e : pattern.elements) {
     Json el = {{"kind", std::string(1, KindLetter(e.kind))},
@@ -77,7 +83,7 @@ Json PatternJson(const PathSet& set, uint32_t p, size_t rank, uint64_t total) {
                {"parent", e.parent},
                {"round_trip", e.round_trip},
                {"attrs", DescribeAttributes(e, pattern.count)}};
-    if (!e.delay.empty()) el["delay"] = HistogramJson(e.delay);
+    if (!e.delay.empty()) el["delay"] = HistogramJson(e.delay, unit);
     elements.push_back(std::move(el));
   }
   return {{"rank", rank},
@@ -86,7 +92,7 @@ Json PatternJson(const PathSet& set, uint32_t p, size_t rank, uint64_t total) {
           {"expected", pattern.expected_count},
           {"share", total ? double(pattern.count) / double(total) : 0.0},
           {"shape", CompactShape(set, pattern)},
-          {"latency", HistogramJson(pattern.latency)},
+          {"latency", HistogramJson(pattern.latency, unit)},
           {"elements", std::move(elements)}};
 }
 
@@ -201,6 +207,7 @@ Result<std::string> HtmlReport(const PathSet& set, const HtmlReportOptions& o) {
                {"patterns_total", set.patterns.size()},
                {"trace_messages", set.trace_messages},
                {"notice", o.notice},
+               {"weighted", set.shared_messages},
                {"probabilistic", std::any_of(set.probability.begin(), set.probability.end(),
                                              [](double p) { return p < 1; })}};
   Json patterns = Json::array();
@@ -215,7 +222,7 @@ Result<std::string> HtmlReport(const PathSet& set, const HtmlReportOptions& o) {
   }
   Json delays = Json::array();
   for (const auto& [node, h] : NodeOwnDelays(set)) {
-    Json d = HistogramJson(h);
+    Json d = HistogramJson(h, set.shared_messages ? kProbabilityUnits : 1);
     d["node"] = node;
     delays.push_back(std::move(d));
   }

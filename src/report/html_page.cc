@@ -131,6 +131,8 @@ function dur(ns) {
   if (a < 1e9) return (ns / 1e6).toPrecision(3) + " ms";
   return (ns / 1e9).toPrecision(4) + " s";
 }
+// A count; alternatives (linking) weigh by probability, so counts are expected counts.
+function count(n) { return Number.isInteger(n) ? n.toLocaleString() : n.toFixed(1); }
 function pct(x) { return (100 * x).toFixed(x < 0.001 ? 3 : 1) + "%"; }
 // Text width, measured conservatively (wider than any real glyph run of that length).
 function textWidth(s, size) { return s.length * size * 0.62 + 4; }
@@ -151,7 +153,7 @@ function histogramSvg(h, width, height, color) {
     const bh = b[2] ? Math.max(1.5, (height - 2) * b[2] / peak) : 0;
     const r = sv("rect", {x: (i * w + 0.5).toFixed(1), y: (height - bh).toFixed(1), width: Math.max(1, w - 1).toFixed(1),
                           height: bh.toFixed(1), fill: color});
-    r.appendChild(sv("title", {}, dur(b[0]) + " – " + dur(b[1]) + ": " + b[2]));
+    r.appendChild(sv("title", {}, dur(b[0]) + " – " + dur(b[1]) + ": " + count(b[2])));
     s.appendChild(r);
   });
   s.appendChild(sv("line", {x1: 0, x2: width, y1: height + 0.5, y2: height + 0.5, stroke: "#bbb"}));
@@ -243,7 +245,8 @@ function patternTree(p) {
     tr.addEventListener("click", () => {
       if (!td.firstChild) {
         const lat = el("div", {class: "q"}, "end to end: " + quantiles(p.latency) + " · mean " + dur(p.latency.mean) +
-                       " · max " + dur(p.latency.max) + " · " + p.latency.n + " requests");
+                       " · max " + dur(p.latency.max) + " · " + count(p.latency.n) + " requests" +
+                       (D.weighted ? " (expected, weighted by probability)" : ""));
         td.appendChild(lat);
         td.appendChild(histogramSvg(p.latency, 420, 40, "#3b7dd8"));
         td.appendChild(patternTree(p));
@@ -472,8 +475,8 @@ function fillSelect(items) {
   D.node_delays.forEach((d, i) => {
     const h = el("div", {class: "hist"});
     h.appendChild(el("div", {class: "name"}, d.node));
-    h.appendChild(el("div", {class: "q"}, d.n.toLocaleString() + " delays · mean " + dur(d.mean) + " · " + quantiles(d) +
-                     " · max " + dur(d.max) + (d.negative ? " · " + d.negative + " negative (clock skew)" : "")));
+    h.appendChild(el("div", {class: "q"}, count(d.n) + (D.weighted ? " delays (expected) · mean " : " delays · mean ") + dur(d.mean) + " · " + quantiles(d) +
+                     " · max " + dur(d.max) + (d.negative ? " · " + count(d.negative) + " negative (clock skew)" : "")));
     h.appendChild(histogramSvg(d, 300, 60, colorOf(i)));
     box.appendChild(h);
   });
