@@ -167,7 +167,7 @@ async def check(url, request, screenshot):
         attached = await s.send("Target.attachToTarget",
                                 {"targetId": target["targetId"], "flatten": True})
         page = attached["sessionId"]
-        for domain in ("Runtime", "Log", "Page"):
+        for domain in ("Runtime", "Log", "Page", "Network"):
             await s.send(domain + ".enable", {}, page)
         await s.send("Emulation.setDeviceMetricsOverride",
                      {"width": 1280, "height": 900, "deviceScaleFactor": 1, "mobile": False}, page)
@@ -195,6 +195,10 @@ async def check(url, request, screenshot):
                 problems.append("log: " + p["entry"].get("text", "")[:500])
         s.reader.cancel()
     shown["errors"] = problems
+    # Everything the page asked for beyond its own file: it must need no network.
+    shown["fetched"] = sorted({e["params"]["request"]["url"] for e in s.events
+                               if e.get("method") == "Network.requestWillBeSent"
+                               and e["params"]["request"]["url"] != url})
     return shown
 
 

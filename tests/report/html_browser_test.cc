@@ -2,10 +2,10 @@
 // weft capture, reconcile, infer --algo auto) writes a report with waterfalls and the
 // accuracy against the servers' own truth; headless Chromium, driven over its DevTools
 // protocol by browser_check.py (Debian's chromium and python3-websockets, no network),
-// opens it. The page must raise no console error or exception, show as many patterns as
-// `weft paths` lists, draw the slowest request's waterfall with one bar per CALL and MSG
-// that `weft paths --requests` prints for it, keep every label inside the drawing, and
-// carry `weft eval`'s report word for word. The screenshot stays in the build tree
+// opens it. The page must fetch nothing, raise no console error or exception, show as many patterns
+// as `weft paths` lists, draw the slowest request's waterfall with one bar per CALL and MSG that
+// `weft paths --requests` prints for it, keep every label inside the drawing, and carry `weft
+// eval`'s report word for word. The screenshot stays in the build tree
 // (tests/report/html_browser_test.out/report.png).
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -126,6 +126,7 @@ TEST_F(HtmlBrowserTest, DemoReportShowsItsPathsWithoutErrors) {
   ASSERT_TRUE(shown.is_object()) << browser.output;
 
   EXPECT_EQ(shown["errors"], nlohmann::json::array()) << shown["errors"].dump(2);
+  EXPECT_EQ(shown["fetched"], nlohmann::json::array()) << "the page must need no network";
   EXPECT_EQ(shown["ready"], true);
   EXPECT_EQ(shown["patterns"], patterns.size());
   EXPECT_EQ(shown["tree_calls"], CallsInKey(patterns[0]["key"].get<std::string>()))
