@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "cli/command.h"
+#include "cli/truth.h"
 #include "core/file.h"
 #include "eval/align.h"
 #include "infer/paths_file.h"
@@ -31,6 +32,8 @@ Result<bool> IsPathsFile(const std::string& path) {
   size_t first = text.find_first_not_of(" \t\r\n");
   return first != std::string_view::npos && text[first] == '{';
 }
+
+}  // namespace
 
 // The truth from a paths file, or from a trace's ground truth, its clients named and its
 // latencies measured as the inferred paths' are.
@@ -63,6 +66,8 @@ Result<PathSet> LoadTruth(const std::string& path, const PathSet& inferred,
   if (!truth.ok()) return truth.status().WithContext(path);
   return std::move(truth->paths);
 }
+
+namespace {
 
 Status RunEval(const EvalFlags& f) {
   EvalOptions options;

@@ -10,6 +10,7 @@
 // end to end from the root's send, so the drawing shows where the mean request's time goes.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,11 @@ std::vector<TimelineEvent> LayOutTimeline(const PathSet& set, uint32_t pattern);
 std::string TimelineText(const PathSet& set, uint32_t pattern);
 // The timeline as a standalone SVG drawing.
 std::string TimelineSvg(const PathSet& set, uint32_t pattern);
+
+// Per node (by name), the distribution of its own delays before sending (WAP5 Figure 11)
+// over all patterns: the delays that are its own time and not its callees' (timeline.cc
+// says which those are).
+std::map<std::string, LatencyHistogram> NodeOwnDelays(const PathSet& set);
 
 // Per node, the distribution of its own delays before sending (WAP5 Figure 11) over all
 // patterns, as text: quantiles and a bar per power-of-two range.
