@@ -84,7 +84,7 @@ TEST_F(HtmlBrowserTest, DemoReportShowsItsPathsWithoutErrors) {
       Weft("capture -o " + capture + " -- " + WEFT_BINARY + " testbed run " + WEFT_TOPOLOGIES +
            "/three-tier.toml --duration 1s --concurrency 8 -o " + truth);
   ASSERT_EQ(step.rc, 0) << step.output;
-  step = Weft("reconcile " + capture + " -o " + run + " --nodes process");
+  step = Weft("reconcile " + capture + " -o " + run + " --nodes name");
   ASSERT_EQ(step.rc, 0) << step.output;
   step = Weft("infer " + run + " --algo auto -o " + paths);
   ASSERT_EQ(step.rc, 0) << step.output;
