@@ -1,9 +1,10 @@
-// nginx speaking HTTP/2 with prior knowledge (h2c) to h2load, as a reverse proxy in front
-// of a testbed HTTP tier, everything under weft capture: the http2 processor's frame ends
-// and header blocks become one CALL and one RETURN per stream. The truth is by
-// construction: every request has a URL of its own (/r/<client>/<k>), which nginx passes
-// on upstream unchanged, so the h2 request for a URL is the parent of nginx's upstream
-// call for it.
+// nginx speaking HTTP/2 to h2load, with prior knowledge (h2c) and over TLS (ALPN h2, a
+// certificate the test makes), as a reverse proxy in front of a testbed HTTP tier,
+// everything under weft capture: the http2 processor's frame ends and header blocks (over
+// TLS, in the plaintext of SSL_read and SSL_write) become one CALL and one RETURN per stream. The
+// truth is by construction: every request has a URL of its own (/r/<client>/<k>), which nginx
+// passes on upstream unchanged, so the h2 request for a URL is the parent of nginx's upstream call
+// for it.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -52,6 +53,7 @@ class NginxHttp2Test : public RealServersTest {
  protected:
   // Runs the clients; the exact trees of fragment and thread in *fragment, *thread.
   void Run(int* fragment_exact, int* thread_exact, int* requests);
+  bool tls_ = false;  // `listen ... ssl http2` and https:// URLs (h2 by ALPN)
 };
 
 // Of the paths an algorithm found, those rooted at an h2 request whose tree is exactly the
@@ -122,6 +124,30 @@ TEST_F(NginxHttp2Test, IsolationCutsReadsAtFrames) {
   EXPECT_EQ(fragment, requests);
 }
 
+// The same over TLS: nginx terminates it, h2load negotiates h2 by ALPN; the processor
+// detects HTTP/2 in the plaintext (the client's preface, the server's first SETTINGS).
+TEST_F(NginxHttp2Test, TlsEveryStreamIsOneCallAndReturn) {
+  if (!Installed("/usr/sbin/nginx") || !Installed("/usr/bin/h2load") ||
+      !Installed("/usr/bin/openssl"))
+    GTEST_SKIP() << "nginx, h2load or openssl not installed (scripts/install-deps)";
+  tls_ = true;
+  int fragment = 0, thread = 0, requests = 0;
+  Run(&fragment, &thread, &requests);
+}
+
+// Isolation over TLS: SSL_read stops at a frame end, and the read after it in the same turn
+// says SSL_ERROR_WANT_READ, so nginx (which reads until then) takes one frame per turn.
+TEST_F(NginxHttp2Test, TlsIsolationCutsReadsAtFrames) {
+  if (!Installed("/usr/sbin/nginx") || !Installed("/usr/bin/h2load") ||
+      !Installed("/usr/bin/openssl"))
+    GTEST_SKIP() << "nginx, h2load or openssl not installed (scripts/install-deps)";
+  tls_ = true;
+  isolate_ = true;
+  int fragment = 0, thread = 0, requests = 0;
+  Run(&fragment, &thread, &requests);
+  EXPECT_EQ(fragment, requests);
+}
+
 void NginxHttp2Test::Run(int* fragment_exact, int* thread_exact, int* requests) {
   auto [web, front] = testing::FreePorts<2>();
   ASSERT_TRUE(web != 0 && front != 0);
@@ -133,8 +159,18 @@ void NginxHttp2Test::Run(int* fragment_exact, int* thread_exact, int* requests) 
       Fill(kNginxConf,
            {{"@P@", prefix}, {"@WEB@", std::to_string(web)}, {"@PORT@", std::to_string(front)}});
   std::string listen = "listen 127.0.0.1:" + std::to_string(front) + ";";
-  conf_text.replace(conf_text.find(listen), listen.size(),
-                    "listen 127.0.0.1:" + std::to_string(front) + " http2;");
+  std::string tls_lines;
+  if (tls_) {
+    auto [rc, made] = testing::Shell(
+        "/usr/bin/openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=localhost -keyout " +
+        prefix + "/key.pem -out " + prefix + "/cert.pem");
+    ASSERT_EQ(rc, 0) << made;
+    tls_lines = " ssl http2; ssl_certificate " + prefix + "/cert.pem; ssl_certificate_key " +
+                prefix + "/key.pem;";
+  }
+  conf_text.replace(
+      conf_text.find(listen), listen.size(),
+      "listen 127.0.0.1:" + std::to_string(front) + (tls_ ? tls_lines : std::string(" http2;")));
   std::string conf = prefix + "/nginx.conf";
   std::ofstream(conf) << conf_text;
   pid_t web0 = StartCaptured("web0", {WEFT_TESTBED_SERVER, topology, "web0", truth_dir});
@@ -151,7 +187,8 @@ void NginxHttp2Test::Run(int* fragment_exact, int* thread_exact, int* requests) 
     std::string uris = Path("uris" + std::to_string(k));
     std::ofstream out(uris);
     for (int i = 1; i <= kPerClient; ++i)
-      out << "http://127.0.0.1:" << front << "/r/" << k << "/" << i << "\n";
+      out << (tls_ ? "https" : "http") << "://127.0.0.1:" << front << "/r/" << k << "/" << i
+          << "\n";
     command += "/usr/bin/h2load -c 1 -m 8 -n " + std::to_string(kPerClient) + " -i " + uris +
                " -H \"" + kIds + "\" > " + Path("h2load" + std::to_string(k) + ".out") + " 2>&1 & ";
   }

@@ -31,6 +31,10 @@ __thread int t_request_fd __attribute__((tls_model("initial-exec"))) = -1;
 __thread int t_deferred[kDeferredPerTurn] __attribute__((tls_model("initial-exec")));
 __thread int t_deferred_count __attribute__((tls_model("initial-exec"))) = 0;
 
+// The calling thread's turns so far (TLS reads: one message per stream per turn); its
+// address names the thread.
+__thread uint32_t t_turn __attribute__((tls_model("initial-exec"))) = 0;
+
 bool DeferredThisTurn(int fd) {
   for (int i = 0; i < t_deferred_count; ++i) {
     if (t_deferred[i] == fd) return true;
@@ -159,6 +163,7 @@ ssize_t RestOfWaitAll(int fd, const struct iovec* iov, int iovcnt, size_t done, 
 void ConfigureIsolation(bool on) { g_isolate = on; }
 
 void NewTurn() {
+  ++t_turn;
   t_request_fd = -1;
   t_deferred_count = 0;
 }
@@ -338,6 +343,111 @@ bool IsolatedRead(uint8_t op, int fd, const struct iovec* iov, int iovcnt, int f
   *result = r > 0 ? ssize_t(k) : r;
   errno = error;
   return true;
+}
+
+namespace {
+
+// What one drain takes from a TLS library at most (it reads a record, 16 KiB, per call).
+constexpr size_t kDrainChunk = 16 * 1024 + 256;
+constexpr size_t kMaxDrain = 1 << 20;
+
+// Room for `more` bytes after the held ones, which are kept (moved to the front, or into a
+// larger mapping).
+bool ReserveMore(HeldBytes* held, size_t more) {
+  size_t need = size_t(held->length) + more;
+  if (need > 0xffffffffu) return false;
+  if (held->data != nullptr && size_t(held->capacity) - held->start - held->length >= more)
+    return true;
+  if (held->data != nullptr && held->capacity >= need) {
+    memmove(held->data, held->data + held->start, held->length);
+    held->start = 0;
+    return true;
+  }
+  size_t size = (need + 4095) & ~size_t(4095);
+  void* memory = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (memory == MAP_FAILED) return false;
+  if (held->data != nullptr) {
+    memcpy(memory, held->data + held->start, held->length);
+    munmap(held->data, held->capacity);
+  }
+  held->data = static_cast<uint8_t*>(memory);
+  held->capacity = uint32_t(size);
+  held->start = 0;
+  return true;
+}
+
+bool NonBlocking(int fd) { return (Real().fcntl(fd, F_GETFL) & O_NONBLOCK) != 0; }
+
+}  // namespace
+
+TlsRead IsolatedTlsRead(int fd, void* buffer, size_t n, const TlsReader& reader, size_t* bytes) {
+  *bytes = 0;
+  if (n == 0) return TlsRead::kNotIsolated;
+  InputSide side;
+  if (!LockInput(fd, &side)) return TlsRead::kNotIsolated;
+  HeldBytes* held = side.held;
+  const void* self = &t_turn;
+  bool given = held->given_thread == self && held->given_turn == t_turn;
+  if (given && NonBlocking(fd)) {
+    // This turn had its message of this stream. What the library has goes into the held
+    // bytes (the library's calls run with the side taken: they only read), and the
+    // program is told to wait.
+    bool was_empty = held->length == 0;
+    size_t drained = 0;
+    while (drained < kMaxDrain && ReserveMore(held, kDrainChunk)) {
+      size_t got =
+          reader.read(reader.context, held->data + held->start + held->length, kDrainChunk);
+      if (got == 0) break;
+      held->length += uint32_t(got);
+      drained += got;
+    }
+    bool again = held->length > 0;
+    if (again && was_empty) __atomic_add_fetch(&g_held_streams, 1, __ATOMIC_RELAXED);
+    if (drained > 0) Count(&g_held_bytes, drained);
+    if (again) Count(&g_isolated_reads, 1);
+    UnlockInput(side);
+    return again ? TlsRead::kAgain : TlsRead::kLibrary;
+  }
+  if (held->length > 0) {
+    const uint8_t* from = held->data + held->start;
+    size_t available = held->length < n ? held->length : n;
+    size_t k = InputBoundary(side, from, nullptr, 0, available);
+    memcpy(buffer, from, k);
+    held->start += uint32_t(k);
+    held->length -= uint32_t(k);
+    if (held->length == 0) {
+      held->start = 0;
+      __atomic_sub_fetch(&g_held_streams, 1, __ATOMIC_RELAXED);
+    }
+    held->given_thread = self;
+    held->given_turn = t_turn;
+    Count(&g_held_reads, 1);
+    UnlockInput(side);
+    *bytes = k;
+    return TlsRead::kBytes;
+  }
+  // Nothing held: the library's read, without the side taken (it may block).
+  UnlockInput(side);
+  size_t got = reader.read(reader.context, buffer, n);
+  if (got == 0) return TlsRead::kLibrary;
+  *bytes = got;
+  if (!LockInput(fd, &side)) return TlsRead::kBytes;
+  held = side.held;
+  if (held->length == 0) {
+    size_t k = InputBoundary(side, buffer, nullptr, 0, got);
+    if (k < got && ReserveMore(held, got - k)) {
+      memcpy(held->data + held->start, static_cast<const uint8_t*>(buffer) + k, got - k);
+      held->length = uint32_t(got - k);
+      __atomic_add_fetch(&g_held_streams, 1, __ATOMIC_RELAXED);
+      Count(&g_isolated_reads, 1);
+      Count(&g_held_bytes, got - k);
+      *bytes = k;
+    }
+  }
+  held->given_thread = self;
+  held->given_turn = t_turn;
+  UnlockInput(side);
+  return TlsRead::kBytes;
 }
 
 }  // namespace weft_preload
