@@ -118,7 +118,10 @@ void StreamEmitter::EmitHttp2Direction(const Direction& d, const ConnectionEnd& 
     const std::vector<capture::Boundary>& all = logs_[b.log].boundaries;
     return size_t(b.boundary) < all.size() ? &all[size_t(b.boundary)] : nullptr;
   };
-  std::vector<Http2Message> messages = AssembleHttp2Messages(frames, pieces, lookup);
+  // The receiver's SETTINGS (the other direction's frames) bound this sender's HPACK table.
+  std::vector<const StreamBoundary*> back = DirectionBoundaries(d.receiver, d.sender);
+  std::vector<Http2Message> messages =
+      AssembleHttp2Messages(frames, pieces, lookup, PeerHeaderTableSize(back, lookup));
 
   // The definer's calls in this direction with the offset each starts at.
   bool definer_sends = d.sender != nullptr;
@@ -145,6 +148,9 @@ void StreamEmitter::EmitHttp2Direction(const Direction& d, const ConnectionEnd& 
     const auto* first = holding(m.begin);
     const auto* last = holding(m.end - 1);
     if (first == nullptr || last == nullptr || m.end > offset) continue;  // bytes never moved
+    // A client's frames on a stream the server opened (even, RFC 9113 §5.1.1: a pushed
+    // one, which it can only reset) are no request.
+    if (d.kind == MessageKind::kCall && m.stream % 2 == 0) continue;
     MessageSpan span;
     span.first = first->second;
     span.first_begin = first->first;
@@ -152,7 +158,8 @@ void StreamEmitter::EmitHttp2Direction(const Direction& d, const ConnectionEnd& 
     span.begin = m.begin;
     span.end = m.end;
     MessageRecord record;
-    record.kind = d.kind;
+    // A pushed response answers no request on its own stream: a MSG, never paired.
+    record.kind = m.pushed_by != 0 ? MessageKind::kMessage : d.kind;
     record.call_id = builder_.String(fmt::format("c{}.w{}", d.connection, m.stream));
     record.bytes = m.bytes;
     record.sender_endpoint = sender_endpoint;

@@ -105,10 +105,56 @@ TEST(Http2ProcessorTest, ResponsesAndPushPromise) {
   Stream run = Feed(kHttp2, kResponse, stream);
   EXPECT_FALSE(run.failed);
   ASSERT_EQ(run.ends.size(), 2u);
-  EXPECT_EQ(run.ends[0].attributes, Attrs(1, "PUSH_PROMISE END_HEADERS", 6));
+  EXPECT_EQ(run.ends[0].attributes, Attrs(1, "PUSH_PROMISE END_HEADERS", 6) + "|http2.promised=2");
   EXPECT_EQ(run.ends[1].offset, stream.size());
   EXPECT_EQ(run.ends[1].attributes, Attrs(1, "HEADERS END_STREAM END_HEADERS", 2));
   ExpectSplitInvariant(kHttp2, kResponse, stream);
+}
+
+// A padded PUSH_PROMISE: the promised stream id after the pad length, the header block
+// without the padding.
+TEST(Http2ProcessorTest, PaddedPushPromise) {
+  std::string stream =
+      Settings() +
+      Frame(5, 0x4 | 0x8, 3, std::string("\x02\0\0\x01\x2a", 5) + "blk" + std::string(2, '\0'));
+  Stream run = Feed(kHttp2, kResponse, stream);
+  EXPECT_FALSE(run.failed);
+  ASSERT_EQ(run.ends.size(), 1u);
+  EXPECT_EQ(run.ends[0].attributes,
+            Attrs(3, "PUSH_PROMISE END_HEADERS", 10) + "|http2.promised=298");
+  ExpectSplitInvariant(kHttp2, kResponse, stream);
+}
+
+// A SETTINGS frame that sets SETTINGS_HEADER_TABLE_SIZE (id 1) is reported with the last
+// value it sets; one without it, and an ACK, are not; a SETTINGS frame whose length is not
+// a whole number of settings, or an ACK with a payload, breaks the protocol.
+TEST(Http2ProcessorTest, SettingsHeaderTableSize) {
+  auto setting = [](uint16_t id, uint32_t value) {
+    std::string s;
+    s += char(id >> 8);
+    s += char(id);
+    for (int shift = 24; shift >= 0; shift -= 8) s += char(value >> shift);
+    return s;
+  };
+  std::string stream = kPreface + Frame(4, 0, 0, setting(3, 100) + setting(1, 65536)) +
+                       Frame(4, 1, 0, "") + Frame(4, 0, 0, setting(4, 1 << 20)) +
+                       Frame(4, 0, 0, setting(1, 0) + setting(1, 8192) + setting(5, 16384)) +
+                       Frame(1, 0x5, 1, "h1");
+  Stream run = Feed(kHttp2, kRequest, stream);
+  EXPECT_FALSE(run.failed);
+  ASSERT_EQ(run.ends.size(), 3u);
+  EXPECT_EQ(run.ends[0].offset, kPreface.size() + 9 + 12);
+  EXPECT_EQ(run.ends[0].attributes,
+            "http2.stream=0|http2.frame=SETTINGS|http2.length=12|"
+            "http2.header_table_size=65536");
+  EXPECT_EQ(run.ends[1].attributes,
+            "http2.stream=0|http2.frame=SETTINGS|http2.length=18|"
+            "http2.header_table_size=8192");
+  EXPECT_EQ(run.ends[2].attributes, Attrs(1, "HEADERS END_STREAM END_HEADERS", 2));
+  ExpectSplitInvariant(kHttp2, kRequest, stream);
+
+  EXPECT_TRUE(Feed(kHttp2, kRequest, kPreface + Frame(4, 0, 0, std::string(7, '\0'))).failed);
+  EXPECT_TRUE(Feed(kHttp2, kRequest, kPreface + Settings() + Frame(4, 1, 0, setting(1, 0))).failed);
 }
 
 // Which bytes are header-block bytes, call by call, fed in every split.
