@@ -48,6 +48,7 @@ struct Direction {
   };
   std::vector<End> ends;
   std::vector<std::pair<uint64_t, std::string>> blocks;  // (offset, header-block bytes)
+  size_t http1 = 0;  // the first ends are HTTP/1.1's (before an upgrade to h2c)
 
   void Control(size_t length) {
     bytes += std::string(3, '\0');
@@ -217,8 +218,10 @@ std::vector<std::string> ReconcileLines(const Direction& up, const Direction& do
   auto log = [&](const Direction& dir, bool send, TimeNs entry, TimeNs exit) {
     for (const auto& [offset, bytes] : dir.blocks)
       client.HeaderBlock(3, 101, entry, offset, send, send, bytes);
-    for (const auto& e : dir.ends)
-      client.Boundary(3, 101, entry, exit, e.offset, send, send, e.attributes, kHttp2);
+    for (size_t i = 0; i < dir.ends.size(); ++i) {
+      client.Boundary(3, 101, entry, exit, dir.ends[i].offset, send, send, dir.ends[i].attributes,
+                      i < dir.http1 ? uint8_t(capture::protocols::kHttp) : kHttp2);
+    }
   };
   log(up, true, 100, 101);
   client.Recv(3, 101, 200, 230, int32_t(down.bytes.size()));
@@ -361,6 +364,52 @@ TEST(ReconcileHttp2, PushedResponsesAreReportedNotPaired) {
             std::string::npos)
       << all;
   EXPECT_NE(lines[2].find("RET_SENT c1.w1 "), std::string::npos) << all;
+}
+
+// An upgrade to h2c: the HTTP/1.1 request that asked for it is stream 1's CALL (c1.w1),
+// answered by stream 1's HTTP/2 response (the RETURN c1.w1); the 101 is a MSG that answers
+// nothing; stream 3 after the switch pairs as usual.
+TEST(ReconcileHttp2, UpgradedRequestIsStreamOne) {
+  nghttp2_hd_deflater* requests = nullptr;
+  nghttp2_hd_deflater* responses = nullptr;
+  ASSERT_EQ(nghttp2_hd_deflate_new(&requests, 4096), 0);
+  ASSERT_EQ(nghttp2_hd_deflate_new(&responses, 4096), 0);
+  const std::string upgrade =
+      "GET /up HTTP/1.1\r\nHost: h\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABk\r\n\r\n";
+  const std::string switching = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: h2c\r\n\r\n";
+  Direction up, down;
+  up.bytes = upgrade;
+  up.ends.push_back({upgrade.size(), {{"http.method", "GET"}, {"http.url", "/up"}}});
+  up.bytes += "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+  up.Control(0);
+  up.Frame("HEADERS", 1, 0x5, 3, Deflate(requests, {{":method", "GET"}, {":path", "/three"}}),
+           true);
+  down.bytes = switching;
+  down.ends.push_back({switching.size(), {{"http.status", "101"}}});
+  down.Control(0);
+  down.Frame("HEADERS", 1, 0x4, 1, Deflate(responses, {{":status", "200"}}), true);
+  down.Frame("HEADERS", 1, 0x5, 3, Deflate(responses, {{":status", "404"}}), true);
+  down.Frame("DATA", 0, 0x1, 1, "upgraded", false);
+  nghttp2_hd_deflate_del(requests);
+  nghttp2_hd_deflate_del(responses);
+  // The HTTP/1.1 ends are logged as the http processor logs them.
+  for (Direction* dir : {&up, &down}) dir->http1 = 1;
+  std::vector<std::string> lines = ReconcileLines(up, down);
+  std::string all;
+  for (const std::string& line : lines) all += line + "\n";
+  ASSERT_EQ(lines.size(), 5u) << all;
+  EXPECT_EQ(lines[0], fmt::format("CALL_SENT c1.w1 {}B protocol=http http.method=GET http.url=/up "
+                                  "http2.stream=1",
+                                  upgrade.size()))
+      << all;
+  EXPECT_NE(lines[1].find("CALL_SENT c1.w3 "), std::string::npos) << all;
+  EXPECT_NE(lines[1].find("http.url=/three"), std::string::npos) << all;
+  EXPECT_EQ(lines[2],
+            fmt::format("MSG_SENT c1.h1 {}B protocol=http http.status=101", switching.size()))
+      << all;
+  EXPECT_NE(lines[3].find("RET_SENT c1.w1 "), std::string::npos) << all;
+  EXPECT_NE(lines[3].find("http.status=200"), std::string::npos) << all;
+  EXPECT_NE(lines[4].find("RET_SENT c1.w3 "), std::string::npos) << all;
 }
 
 }  // namespace

@@ -205,6 +205,19 @@ void InitHttp2(Parser* parser) {
   s->phase = parser->direction == Direction::kRequest ? kInPreface : kInHeader;
 }
 
+size_t UpgradeToHttp2(Parser* parser, uint32_t preface_bytes, const uint8_t* data, size_t length,
+                      size_t done, bool* ended) {
+  parser->protocol = kHttp2;
+  InitHttp2(parser);
+  Http2State* s = StateOf<Http2State>(parser);
+  if (parser->direction == Direction::kRequest) s->have = uint8_t(preface_bytes);
+  *ended = false;
+  if (done == length) return done;
+  size_t n = ConsumeHttp2(parser, data + done, length - done, ended);
+  s->call_block_begin += done;  // counted from the start of what this call was given
+  return done + n;
+}
+
 size_t ConsumeHttp2(Parser* parser, const uint8_t* data, size_t length, bool* ended) {
   Http2State* s = StateOf<Http2State>(parser);
   s->call_block_begin = s->call_block_count = 0;
