@@ -263,5 +263,63 @@ void NginxHttp2Test::Run(int* fragment_exact, int* thread_exact, int* requests) 
             << *thread_exact << "\n";
 }
 
+// HTTP/2 by upgrade: nghttp -u sends its first request as HTTP/1.1 with Upgrade: h2c, a
+// python3-h2 server (tests/capture/h2c_upgrade_server.py: nginx cannot upgrade, and
+// Debian packages no server that does) answers 101 and goes on in HTTP/2, the upgraded
+// request being stream 1; the next requests are streams of their own. Each request is
+// one CALL with its URL, answered by one RETURN with the same call id; the 101 a MSG.
+TEST_F(NginxHttp2Test, H2cUpgradeIsFollowed) {
+  if (!Installed("/usr/bin/nghttp") ||
+      testing::Shell("/usr/bin/python3 -c 'import h2.connection'").first != 0)
+    GTEST_SKIP() << "nghttp or python3-h2 not installed (scripts/install-deps)";
+  auto [port] = testing::FreePorts<1>();
+  ASSERT_NE(port, 0);
+  pid_t server =
+      StartCaptured("server", {"/usr/bin/python3", H2C_UPGRADE_SERVER, std::to_string(port)});
+  ASSERT_TRUE(testing::WaitForPort(port));
+  std::string base = "http://127.0.0.1:" + std::to_string(port);
+  auto load = Weft(Capture(
+      "client", "/usr/bin/nghttp -u " + base + "/up/1 " + base + "/two " + base + "/three"));
+  ASSERT_EQ(load.rc, 0) << load.output;
+  background_->Stop(server, SIGTERM);
+
+  Trace trace = Reconcile();
+  const TraceColumns& c = trace.columns();
+  std::map<std::string, std::string> url_of_call, protocol_of_call;
+  std::map<std::string, std::string> status_of_return;
+  int switching = 0;
+  for (size_t i = 0; i < trace.size(); ++i) {
+    MessageId m{uint32_t(i)};
+    if (ProgramOf(std::string(trace.NodeName(c.sender[i]))) != "nghttp" &&
+        ProgramOf(std::string(trace.NodeName(c.receiver[i]))) != "nghttp")
+      continue;
+    std::string url, status, protocol, id(trace.strings().Get(c.call_id[i]));
+    testing::AttributeOf(trace, m, "http.url", &url);
+    testing::AttributeOf(trace, m, "http.status", &status);
+    testing::AttributeOf(trace, m, "protocol", &protocol);
+    if (c.kind[i] == MessageKind::kCall) {
+      EXPECT_TRUE(url_of_call.emplace(id, url).second) << id;
+      protocol_of_call[id] = protocol;
+    } else if (c.kind[i] == MessageKind::kReturn) {
+      EXPECT_TRUE(status_of_return.emplace(id, status).second) << id;
+    } else {
+      EXPECT_EQ(status, "101");
+      ++switching;
+    }
+  }
+  EXPECT_EQ(switching, 1);
+  ASSERT_EQ(url_of_call.size(), 3u);
+  std::set<std::string> urls;
+  for (const auto& [id, url] : url_of_call) {
+    urls.insert(url);
+    EXPECT_EQ(status_of_return[id], "200") << id << " " << url;
+    // The upgraded request is HTTP/1.1 and stream 1's; the others HTTP/2's.
+    EXPECT_EQ(url == "/up/1", id.ends_with(".w1")) << id << " " << url;
+    EXPECT_EQ(protocol_of_call[id], url == "/up/1" ? "http" : "http2") << id;
+  }
+  EXPECT_EQ(urls, (std::set<std::string>{"/up/1", "/two", "/three"}));
+  EXPECT_EQ(status_of_return.size(), 3u);
+}
+
 }  // namespace
 }  // namespace weft

@@ -62,8 +62,10 @@
 // kernel has received into the held bytes: the wait the program goes to reports the
 // descriptor readable for them (an edge-triggered epoll would not report bytes already
 // there again). With nothing to drain it says what the library said (a real want-read,
-// the end of the stream). A blocking socket is never told want-read; its reads are cut
-// and served from the held bytes only. SSL_peek does not see held bytes.
+// the end of the stream). As for system calls (RefillHeld above), a read that gives the
+// last held bytes drains the library into the held bytes. A blocking socket is never
+// told want-read nor drained; its reads are cut and served from the held bytes only.
+// SSL_peek does not see held bytes.
 //
 // Cost when off: a wrapper tests one global flag after the protocol bit of the descriptor
 // entry it already loaded; poll and friends test it once. On, a wait whose result has
@@ -102,10 +104,11 @@ bool IsolatedRead(uint8_t op, int fd, const struct iovec* iov, int iovcnt, int f
                   ssize_t* result);
 
 // A TLS library's read of at most `n` plaintext bytes into `buffer`, for IsolatedTlsRead:
-// returns the bytes it moved, 0 when it moved none (the reader keeps the library's own
-// result and errno for its caller).
+// returns the bytes it moved (> 0), 0 when it moved none because it would block
+// (want-read), -1 when it moved none for another reason (the end of the stream, an
+// error). The reader keeps the library's own result and errno for its caller.
 struct TlsReader {
-  size_t (*read)(void* context, void* buffer, size_t n);
+  long (*read)(void* context, void* buffer, size_t n);
   void* context;
 };
 enum class TlsRead : uint8_t {

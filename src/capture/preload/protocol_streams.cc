@@ -136,6 +136,7 @@ void Start(int fd, protocols::Protocol protocol, bool client) {
   s->early_length = 0;
   s->held.start = s->held.length = 0;  // a mapping left by a stream freed while busy is reused
   s->held.given_thread = nullptr;
+  s->held.nonblocking = -1;
   s->client = client;
   s->at_start = 3;
   s->tls_opaque = 0;

@@ -175,22 +175,24 @@ bool Watched() { return t_tls_depth == 0 && Logging(); }
 __thread const void* t_again_ssl __attribute__((tls_model("initial-exec"))) = nullptr;
 
 // The reader IsolatedTlsRead calls: `call(buffer, n, &moved)` is the library's read, its
-// result and errno kept when it moved nothing.
-template <typename Call>
+// result and errno kept when it moved nothing, and `failure(result, errno)` what that was
+// (-EAGAIN: it would block).
+template <typename Call, typename Failure>
 struct Reader {
   Call* call;
+  Failure* failure;
   long last = 0;
   int error = 0;
-  static size_t Read(void* context, void* buffer, size_t n) {
+  static long Read(void* context, void* buffer, size_t n) {
     auto* self = static_cast<Reader*>(context);
     size_t moved = 0;
     ++t_tls_depth;
     long r = (*self->call)(buffer, n, &moved);
     self->error = errno;
     --t_tls_depth;
-    if (moved > 0) return moved;
+    if (moved > 0) return long(moved);
     self->last = r;
-    return 0;
+    return (*self->failure)(r, self->error) == -EAGAIN ? 0 : -1;
   }
 };
 
@@ -201,9 +203,9 @@ template <typename Call, typename Failure>
 bool IsolatedRecordRead(int fd, int64_t entry, int function, void* buffer, size_t n, Call& call,
                         long ok, long again, Failure failure, long* r, size_t* moved) {
   if ((FdEntry(fd) & kProtocolBit) == 0 || !Isolating()) return false;
-  Reader<Call> reader{&call};
+  Reader<Call, Failure> reader{&call, &failure};
   size_t bytes = 0;
-  TlsRead outcome = IsolatedTlsRead(fd, buffer, n, {&Reader<Call>::Read, &reader}, &bytes);
+  TlsRead outcome = IsolatedTlsRead(fd, buffer, n, {&Reader<Call, Failure>::Read, &reader}, &bytes);
   if (outcome == TlsRead::kNotIsolated) return false;
   ResumeCall(entry);
   switch (outcome) {
