@@ -198,10 +198,13 @@ struct Reader {
 
 // An isolated record read (isolation.h, "TLS") on `fd`, whose call was entered at `entry`:
 // true if isolation handled it, with what the program gets in *r (`ok`: the library's
-// result for bytes moved, `again`: its want-read result), the bytes in *moved.
+// result for bytes moved, `again`: its want-read result), the bytes in *moved, and
+// *told_again set if the program is told want-read without the library saying so.
 template <typename Call, typename Failure>
 bool IsolatedRecordRead(int fd, int64_t entry, int function, void* buffer, size_t n, Call& call,
-                        long ok, long again, Failure failure, long* r, size_t* moved) {
+                        long ok, long again, Failure failure, long* r, size_t* moved,
+                        bool* told_again) {
+  *told_again = false;
   if ((FdEntry(fd) & kProtocolBit) == 0 || !Isolating()) return false;
   Reader<Call, Failure> reader{&call, &failure};
   size_t bytes = 0;
@@ -216,6 +219,7 @@ bool IsolatedRecordRead(int fd, int64_t entry, int function, void* buffer, size_
       return true;
     case TlsRead::kAgain:
       LogPlaintext(wire::kOpTlsRead, fd, entry, -EAGAIN, function, buffer);
+      *told_again = true;
       *r = again;
       errno = EAGAIN;
       return true;
@@ -245,9 +249,11 @@ int OpensslRead(void* ssl, int function, void* buffer, size_t n, bool ex, Call c
   int64_t entry = BeginCall();
   long r = 0;
   auto failure = [ssl](long last, int error) { return OpensslFailure(ssl, int(last), error); };
+  bool told_again = false;
   if (IsolatedRecordRead(fd, entry, function, buffer, n, call, ex ? 1 : -1, ex ? 0 : -1, failure,
-                         &r, moved)) {
-    if (r == (ex ? 0 : -1) && errno == EAGAIN && *moved == 0) t_again_ssl = ssl;
+                         &r, moved, &told_again)) {
+    // Only isolation's own want-read: the library's failures are its SSL_get_error's.
+    if (told_again) t_again_ssl = ssl;
     return int(r);
   }
   ++t_tls_depth;
@@ -315,9 +321,10 @@ ssize_t GnutlsRecord(void* session, bool reading, const void* buffer, size_t n, 
     };
     long r = 0;
     size_t moved = 0;
+    bool told_again = false;
     auto failure = [](long last, int) { return GnutlsResult(ssize_t(last)); };
     if (IsolatedRecordRead(fd, entry, wire::kTlsGnutls, const_cast<void*>(buffer), n, read, -1,
-                           kGnutlsAgain, failure, &r, &moved)) {
+                           kGnutlsAgain, failure, &r, &moved, &told_again)) {
       return ssize_t(r);
     }
   }
