@@ -3,12 +3,14 @@
 processor's real-server test: nginx does not implement `Upgrade: h2c`, and Debian packages
 no server that does (nghttpd is not packaged), so this one is built on python3-h2.
 
-    h2c_upgrade_server.py PORT
+    h2c_upgrade_server.py PORT [CONNECTIONS]
 
 Each connection: reads the HTTP/1.1 request, answers 101 Switching Protocols with
 `Upgrade: h2c`, then speaks HTTP/2 (python3-h2): the upgraded request is stream 1, every
 later stream is answered the same way, `200` with a body naming the path. Requests without
-`Upgrade: h2c` get a plain HTTP/1.1 answer. Serves one connection at a time until killed.
+`Upgrade: h2c` get a plain HTTP/1.1 answer. Serves one connection at a time, and exits
+after CONNECTIONS of them (a test's log is then whole: it ends as programs end), or runs
+until killed.
 """
 import socket
 import sys
@@ -72,7 +74,9 @@ def main():
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     listener.bind(("127.0.0.1", int(sys.argv[1])))
     listener.listen(16)
-    while True:
+    left = int(sys.argv[2]) if len(sys.argv) > 2 else -1
+    while left != 0:
+        left -= 1
         sock, _ = listener.accept()
         try:
             serve(sock)
