@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <charconv>
 #include <map>
+#include <set>
 #include <string>
 #include <string_view>
 
@@ -16,6 +17,8 @@ struct Frame {
   bool end_stream = false;
   bool end_headers = false;
   int64_t length = 0;
+  uint32_t promised = 0;    // PUSH_PROMISE: the promised stream
+  int64_t table_size = -1;  // SETTINGS: its SETTINGS_HEADER_TABLE_SIZE
 };
 
 bool ParseNumber(std::string_view text, int64_t* value) {
@@ -34,6 +37,10 @@ bool ReadFrame(const capture::Boundary& b, Frame* frame) {
     } else if (key == "http2.length" && ParseNumber(value, &n) && n < (int64_t(1) << 24)) {
       frame->length = n;
       length = true;
+    } else if (key == "http2.promised" && ParseNumber(value, &n) && n <= INT32_MAX) {
+      frame->promised = uint32_t(n);
+    } else if (key == "http2.header_table_size" && ParseNumber(value, &n) && n <= UINT32_MAX) {
+      frame->table_size = n;
     } else if (key == "http2.frame") {
       std::string_view words = value;
       size_t space = words.find(' ');
@@ -101,6 +108,13 @@ std::vector<std::pair<std::string, std::string>> Http2Attributes(const Http2Mess
   const std::string* traceparent = FieldValue(m.headers, "traceparent");
   if (request_id != nullptr) out.emplace_back("http.request_id", request_id->substr(0, 64));
   if (traceparent != nullptr) out.emplace_back("http.traceparent", traceparent->substr(0, 64));
+  if (m.pushed_by != 0) {
+    out.emplace_back("http2.pushed_by", std::to_string(m.pushed_by));
+    const std::string* promised_method = FieldValue(m.promised_request, ":method");
+    const std::string* promised_path = FieldValue(m.promised_request, ":path");
+    if (promised_method != nullptr) out.emplace_back("http.method", *promised_method);
+    if (promised_path != nullptr) out.emplace_back("http.url", *promised_path);
+  }
   if (type != nullptr && type->starts_with("application/grpc")) {
     if (path != nullptr) out.emplace_back("grpc.method", *path);
     // A reply with trailers carries grpc-status there; a trailers-only reply in its headers.
@@ -111,26 +125,43 @@ std::vector<std::pair<std::string, std::string>> Http2Attributes(const Http2Mess
   return out;
 }
 
+uint32_t PeerHeaderTableSize(std::span<const StreamBoundary* const> frames,
+                             const BoundaryLookup& lookup) {
+  int64_t largest = 4096;
+  for (const StreamBoundary* b : frames) {
+    const capture::Boundary* logged = lookup(*b);
+    Frame f;
+    if (logged != nullptr && ReadFrame(*logged, &f) && f.type == "SETTINGS")
+      largest = std::max(largest, f.table_size);
+  }
+  return uint32_t(largest);
+}
+
 std::vector<Http2Message> AssembleHttp2Messages(std::span<const StreamBoundary* const> frames,
                                                 std::span<const StreamBoundary* const> pieces,
-                                                const BoundaryLookup& lookup) {
+                                                const BoundaryLookup& lookup,
+                                                uint32_t table_size_limit, uint64_t* late_frames) {
   std::vector<Http2Message> done;
   std::map<uint32_t, Http2Message> open;  // by stream
+  std::set<uint32_t> ended;               // streams whose message in this direction ended
+  std::map<uint32_t, std::pair<uint32_t, std::vector<HeaderField>>> promises;  // promised ->
   PieceReader reader(pieces, lookup);
   Http2HeaderDecoder decoder;
+  // A block that went undecoded leaves the table unknown: no later block is trusted.
+  bool table_lost = table_size_limit > 4096 && !decoder.SetTableSizeLimit(table_size_limit).ok();
   // The header block being gathered (HEADERS or PUSH_PROMISE, then CONTINUATIONs): frames of
   // other streams cannot come between (RFC 9113 §6.10).
   std::string block;
-  bool table_lost = false;  // a block went undecoded: the table is not the sender's any more
   bool block_lost = false;
   bool block_is_push = false;
-  uint32_t block_stream = 0;
+  uint32_t block_stream = 0, block_promised = 0;
   auto finish = [&](uint32_t stream) {
     auto it = open.find(stream);
     if (it == open.end()) return;
     it->second.complete = true;
     done.push_back(std::move(it->second));
     open.erase(it);
+    ended.insert(stream);
   };
   for (const StreamBoundary* b : frames) {
     const capture::Boundary* logged = lookup(*b);
@@ -139,36 +170,52 @@ std::vector<Http2Message> AssembleHttp2Messages(std::span<const StreamBoundary* 
     int64_t begin = b->offset - 9 - f.length;
     bool carries_block =
         f.type == "HEADERS" || f.type == "CONTINUATION" || f.type == "PUSH_PROMISE";
+    // Every header block is decoded, whoever it belongs to: HPACK's table is the
+    // connection's.
+    std::vector<HeaderField> fields;
+    bool decoded = false;
     if (carries_block) {
       if (f.type != "CONTINUATION") {
         block.clear();
         block_lost = false;
         block_is_push = f.type == "PUSH_PROMISE";
         block_stream = f.stream;
+        block_promised = f.promised;
       }
       if (!reader.Take(begin + 9, b->offset, &block)) block_lost = true;
-    }
-    if (f.type == "PUSH_PROMISE" || (f.type == "CONTINUATION" && block_is_push)) {
-      // Its block only updates the table; the promised stream's response comes as HEADERS.
-      if (f.end_headers && !table_lost) {
-        std::vector<HeaderField> ignored;
-        table_lost = block_lost || !decoder.Decode(block, &ignored).ok();
+      if (f.end_headers && block_stream == f.stream && !table_lost) {
+        table_lost = block_lost || !decoder.Decode(block, &fields).ok();
+        decoded = !table_lost;
       }
+    }
+    if (block_is_push && (f.type == "PUSH_PROMISE" || f.type == "CONTINUATION")) {
+      // Its block is the promised request; the response comes on the promised stream.
+      if (f.end_headers && block_promised != 0) {
+        promises[block_promised] = {block_stream,
+                                    decoded ? std::move(fields) : std::vector<HeaderField>{}};
+      }
+      continue;
+    }
+    if (ended.count(f.stream) != 0) {
+      if (late_frames != nullptr) ++*late_frames;
       continue;
     }
     Http2Message& m = open[f.stream];
     if (m.bytes == 0) {
       m.stream = f.stream;
       m.begin = begin;
+      if (auto promise = promises.find(f.stream); promise != promises.end()) {
+        m.pushed_by = promise->second.first;
+        m.promised_request = std::move(promise->second.second);
+        promises.erase(promise);
+      }
     }
     m.end = b->offset;
     m.bytes += 9 + f.length;
     m.last = b;
     if (f.type == "HEADERS" && f.end_stream) m.complete = true;  // after the block ends
     if (carries_block && f.end_headers && block_stream == f.stream) {
-      std::vector<HeaderField> fields;
-      if (!table_lost) table_lost = block_lost || !decoder.Decode(block, &fields).ok();
-      if (!table_lost) {
+      if (decoded) {
         if (!m.headers_known) {
           m.headers = std::move(fields);
           m.headers_known = true;

@@ -57,7 +57,10 @@ void StreamEmitter::EmitDirection(const Direction& d) {
   // it has any for this direction, else from the receiver's (message_splitter.h).
   const ConnectionEnd* definer = d.sender != nullptr ? d.sender : d.receiver;
   std::vector<const StreamBoundary*> boundaries = DirectionBoundaries(d.sender, d.receiver);
-  if (!boundaries.empty() && boundaries.front()->protocol == capture::protocols::kHttp2) {
+  // HTTP/2 from the first byte, or after HTTP/1.1 messages (an upgrade to h2c).
+  if (std::any_of(boundaries.begin(), boundaries.end(), [](const StreamBoundary* b) {
+        return b->protocol == capture::protocols::kHttp2;
+      })) {
     EmitHttp2Direction(d, *definer, boundaries);
     return;
   }
@@ -118,7 +121,26 @@ void StreamEmitter::EmitHttp2Direction(const Direction& d, const ConnectionEnd& 
     const std::vector<capture::Boundary>& all = logs_[b.log].boundaries;
     return size_t(b.boundary) < all.size() ? &all[size_t(b.boundary)] : nullptr;
   };
-  std::vector<Http2Message> messages = AssembleHttp2Messages(frames, pieces, lookup);
+  // The receiver's SETTINGS (the other direction's frames) bound this sender's HPACK table.
+  std::vector<const StreamBoundary*> back = DirectionBoundaries(d.receiver, d.sender);
+  std::vector<Http2Message> messages =
+      AssembleHttp2Messages(frames, pieces, lookup, PeerHeaderTableSize(back, lookup));
+  // HTTP/1.1 messages before an upgrade to h2c (capture/protocols/http.cc): each a message
+  // of its own, marked by its boundary's protocol. The last request before the switch is
+  // stream 1's (RFC 7540 §3.2), answered in HTTP/2; the 101 that switched answers nothing.
+  std::vector<Http2Message> http1;
+  for (const StreamBoundary* b : frames) {
+    if (b->protocol == capture::protocols::kHttp2) break;
+    Http2Message m;
+    m.begin = http1.empty() ? 0 : http1.back().end;
+    m.end = b->offset;
+    m.bytes = m.end - m.begin;
+    m.complete = true;
+    m.last = b;
+    if (m.bytes > 0) http1.push_back(m);
+  }
+  if (!http1.empty() && d.kind == MessageKind::kCall) http1.back().stream = 1;
+  messages.insert(messages.begin(), http1.begin(), http1.end());
 
   // The definer's calls in this direction with the offset each starts at.
   bool definer_sends = d.sender != nullptr;
@@ -145,6 +167,11 @@ void StreamEmitter::EmitHttp2Direction(const Direction& d, const ConnectionEnd& 
     const auto* first = holding(m.begin);
     const auto* last = holding(m.end - 1);
     if (first == nullptr || last == nullptr || m.end > offset) continue;  // bytes never moved
+    // A client's frames on a stream the server opened (even, RFC 9113 §5.1.1: a pushed
+    // one, which it can only reset) are no request.
+    if (d.kind == MessageKind::kCall && m.stream % 2 == 0 &&
+        m.last->protocol == capture::protocols::kHttp2)
+      continue;
     MessageSpan span;
     span.first = first->second;
     span.first_begin = first->first;
@@ -152,8 +179,22 @@ void StreamEmitter::EmitHttp2Direction(const Direction& d, const ConnectionEnd& 
     span.begin = m.begin;
     span.end = m.end;
     MessageRecord record;
-    record.kind = d.kind;
-    record.call_id = builder_.String(fmt::format("c{}.w{}", d.connection, m.stream));
+    // A pushed response answers no request on its own stream: a MSG, never paired.
+    record.kind = m.pushed_by != 0 ? MessageKind::kMessage : d.kind;
+    bool before_upgrade = m.last->protocol != capture::protocols::kHttp2;
+    size_t http1_index = size_t(&m - messages.data()) + 1;
+    if (before_upgrade && m.stream == 0) {
+      const capture::Boundary* logged = lookup(*m.last);
+      bool switching = false;
+      if (logged != nullptr) {
+        for (const auto& [key, value] : logged->attributes)
+          switching = switching || (key == "http.status" && value == "101");
+      }
+      if (switching) record.kind = MessageKind::kMessage;
+    }
+    record.call_id = builder_.String(before_upgrade && m.stream == 0
+                                         ? fmt::format("c{}.h{}", d.connection, http1_index)
+                                         : fmt::format("c{}.w{}", d.connection, m.stream));
     record.bytes = m.bytes;
     record.sender_endpoint = sender_endpoint;
     record.receiver_endpoint = receiver_endpoint;
@@ -168,9 +209,16 @@ void StreamEmitter::EmitHttp2Direction(const Direction& d, const ConnectionEnd& 
     uint32_t row = builder_.Add(record);
     const StreamIo& opening = definer.io[span.first];
     attributes_.AddPayload(row, opening.log, opening.payload, span.begin - span.first_begin);
-    attributes_.AddProtocol(row, capture::protocols::kHttp2, nullptr);
-    for (const auto& [key, value] : Http2Attributes(m)) {
-      builder_.AddAttribute(row, builder_.String(key), builder_.String(value));
+    if (before_upgrade) {
+      attributes_.AddProtocol(row, m.last->protocol, lookup(*m.last));
+      if (m.stream != 0)
+        builder_.AddAttribute(row, builder_.String("http2.stream"),
+                              builder_.String(std::to_string(m.stream)));
+    } else {
+      attributes_.AddProtocol(row, capture::protocols::kHttp2, nullptr);
+      for (const auto& [key, value] : Http2Attributes(m)) {
+        builder_.AddAttribute(row, builder_.String(key), builder_.String(value));
+      }
     }
     ++summary_.messages;
     summary_.bytes += uint64_t(record.bytes);

@@ -105,16 +105,62 @@ TEST(Http2ProcessorTest, ResponsesAndPushPromise) {
   Stream run = Feed(kHttp2, kResponse, stream);
   EXPECT_FALSE(run.failed);
   ASSERT_EQ(run.ends.size(), 2u);
-  EXPECT_EQ(run.ends[0].attributes, Attrs(1, "PUSH_PROMISE END_HEADERS", 6));
+  EXPECT_EQ(run.ends[0].attributes, Attrs(1, "PUSH_PROMISE END_HEADERS", 6) + "|http2.promised=2");
   EXPECT_EQ(run.ends[1].offset, stream.size());
   EXPECT_EQ(run.ends[1].attributes, Attrs(1, "HEADERS END_STREAM END_HEADERS", 2));
   ExpectSplitInvariant(kHttp2, kResponse, stream);
 }
 
+// A padded PUSH_PROMISE: the promised stream id after the pad length, the header block
+// without the padding.
+TEST(Http2ProcessorTest, PaddedPushPromise) {
+  std::string stream =
+      Settings() +
+      Frame(5, 0x4 | 0x8, 3, std::string("\x02\0\0\x01\x2a", 5) + "blk" + std::string(2, '\0'));
+  Stream run = Feed(kHttp2, kResponse, stream);
+  EXPECT_FALSE(run.failed);
+  ASSERT_EQ(run.ends.size(), 1u);
+  EXPECT_EQ(run.ends[0].attributes,
+            Attrs(3, "PUSH_PROMISE END_HEADERS", 10) + "|http2.promised=298");
+  ExpectSplitInvariant(kHttp2, kResponse, stream);
+}
+
+// A SETTINGS frame that sets SETTINGS_HEADER_TABLE_SIZE (id 1) is reported with the last
+// value it sets; one without it, and an ACK, are not; a SETTINGS frame whose length is not
+// a whole number of settings, or an ACK with a payload, breaks the protocol.
+TEST(Http2ProcessorTest, SettingsHeaderTableSize) {
+  auto setting = [](uint16_t id, uint32_t value) {
+    std::string s;
+    s += char(id >> 8);
+    s += char(id);
+    for (int shift = 24; shift >= 0; shift -= 8) s += char(value >> shift);
+    return s;
+  };
+  std::string stream = kPreface + Frame(4, 0, 0, setting(3, 100) + setting(1, 65536)) +
+                       Frame(4, 1, 0, "") + Frame(4, 0, 0, setting(4, 1 << 20)) +
+                       Frame(4, 0, 0, setting(1, 0) + setting(1, 8192) + setting(5, 16384)) +
+                       Frame(1, 0x5, 1, "h1");
+  Stream run = Feed(kHttp2, kRequest, stream);
+  EXPECT_FALSE(run.failed);
+  ASSERT_EQ(run.ends.size(), 3u);
+  EXPECT_EQ(run.ends[0].offset, kPreface.size() + 9 + 12);
+  EXPECT_EQ(run.ends[0].attributes,
+            "http2.stream=0|http2.frame=SETTINGS|http2.length=12|"
+            "http2.header_table_size=65536");
+  EXPECT_EQ(run.ends[1].attributes,
+            "http2.stream=0|http2.frame=SETTINGS|http2.length=18|"
+            "http2.header_table_size=8192");
+  EXPECT_EQ(run.ends[2].attributes, Attrs(1, "HEADERS END_STREAM END_HEADERS", 2));
+  ExpectSplitInvariant(kHttp2, kRequest, stream);
+
+  EXPECT_TRUE(Feed(kHttp2, kRequest, kPreface + Frame(4, 0, 0, std::string(7, '\0'))).failed);
+  EXPECT_TRUE(Feed(kHttp2, kRequest, kPreface + Settings() + Frame(4, 1, 0, setting(1, 0))).failed);
+}
+
 // Which bytes are header-block bytes, call by call, fed in every split.
-std::string BlockBytes(const std::string& stream, size_t piece) {
+std::string BlockBytes(const std::string& stream, size_t piece, Protocol protocol = kHttp2) {
   Parser parser;
-  Init(&parser, kHttp2, kRequest);
+  Init(&parser, protocol, kRequest);
   std::string block;
   for (size_t at = 0; at < stream.size();) {
     size_t left = std::min(piece, stream.size() - at);
@@ -133,6 +179,56 @@ std::string BlockBytes(const std::string& stream, size_t piece) {
     }
   }
   return block;
+}
+
+// HTTP/2 by upgrade: the client's `Upgrade: h2c` request ends as HTTP/1.1, then the
+// preface and the client's frames are HTTP/2's; the server's 101 ends as HTTP/1.1, then
+// its SETTINGS and frames (stream 1 answers the upgrade request) are HTTP/2's. Header-block
+// bytes after the switch are where they are, in every split.
+const std::string kUpgradeRequest =
+    "GET /up HTTP/1.1\r\nHost: h\r\nConnection: Upgrade, HTTP2-Settings\r\n"
+    "Upgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQAAP__\r\n\r\n";
+
+TEST(Http2ProcessorTest, UpgradeFromHttp11) {
+  std::string requests =
+      kUpgradeRequest + kPreface + Settings() + Frame(1, 0x5, 3, "h3") + Frame(4, 1, 0, "");
+  Stream up = Feed(kHttp, kRequest, requests);
+  EXPECT_FALSE(up.failed);
+  ASSERT_EQ(up.ends.size(), 2u);
+  EXPECT_EQ(up.ends[0], (testing::End{kUpgradeRequest.size(), "http.method=GET|http.url=/up"}));
+  EXPECT_EQ(up.ends[1].offset, requests.size() - 9);
+  EXPECT_EQ(up.ends[1].attributes, Attrs(3, "HEADERS END_STREAM END_HEADERS", 2));
+  ExpectSplitInvariant(kHttp, kRequest, requests);
+  for (size_t piece : {size_t(1), size_t(7), requests.size()})  // turned http2 within a call
+    EXPECT_EQ(BlockBytes(requests, piece, kHttp), "h3") << piece;
+
+  const std::string switching =
+      "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n";
+  std::string responses = switching + Settings() + Frame(1, 0x4, 1, "s1") + Frame(0, 1, 1, "ok");
+  Stream down = Feed(kHttp, kResponse, responses);
+  EXPECT_FALSE(down.failed);
+  ASSERT_EQ(down.ends.size(), 3u);
+  EXPECT_EQ(down.ends[0], (testing::End{switching.size(), "http.status=101"}));
+  EXPECT_EQ(down.ends[1].attributes, Attrs(1, "HEADERS END_HEADERS", 2));
+  EXPECT_EQ(down.ends[2].attributes, Attrs(1, "DATA END_STREAM", 2));
+  ExpectSplitInvariant(kHttp, kResponse, responses);
+}
+
+// A server that declines the upgrade answers in HTTP/1.1 and the client goes on in it; a
+// 101 to another protocol is a tunnel (no more ends), never HTTP/2.
+TEST(Http2ProcessorTest, UpgradeDeclinedOrToAnotherProtocol) {
+  std::string requests = kUpgradeRequest + "POST /next HTTP/1.1\r\nContent-Length: 2\r\n\r\nhi";
+  Stream up = Feed(kHttp, kRequest, requests);
+  EXPECT_FALSE(up.failed);
+  ASSERT_EQ(up.ends.size(), 2u);
+  EXPECT_EQ(up.ends[1], (testing::End{requests.size(), "http.method=POST|http.url=/next"}));
+  ExpectSplitInvariant(kHttp, kRequest, requests);
+
+  std::string websocket = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n";
+  Stream down = Feed(kHttp, kResponse, websocket + Settings() + Frame(1, 0x5, 1, "s1"));
+  EXPECT_FALSE(down.failed);
+  ASSERT_EQ(down.ends.size(), 1u);
+  EXPECT_EQ(down.ends[0], (testing::End{websocket.size(), "http.status=101"}));
 }
 
 TEST(Http2ProcessorTest, HeaderBlockBytes) {

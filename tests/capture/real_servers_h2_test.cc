@@ -1,9 +1,10 @@
-// nginx speaking HTTP/2 with prior knowledge (h2c) to h2load, as a reverse proxy in front
-// of a testbed HTTP tier, everything under weft capture: the http2 processor's frame ends
-// and header blocks become one CALL and one RETURN per stream. The truth is by
-// construction: every request has a URL of its own (/r/<client>/<k>), which nginx passes
-// on upstream unchanged, so the h2 request for a URL is the parent of nginx's upstream
-// call for it.
+// nginx speaking HTTP/2 to h2load, with prior knowledge (h2c) and over TLS (ALPN h2, a
+// certificate the test makes), as a reverse proxy in front of a testbed HTTP tier,
+// everything under weft capture: the http2 processor's frame ends and header blocks (over
+// TLS, in the plaintext of SSL_read and SSL_write) become one CALL and one RETURN per stream. The
+// truth is by construction: every request has a URL of its own (/r/<client>/<k>), which nginx
+// passes on upstream unchanged, so the h2 request for a URL is the parent of nginx's upstream call
+// for it.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -52,6 +53,7 @@ class NginxHttp2Test : public RealServersTest {
  protected:
   // Runs the clients; the exact trees of fragment and thread in *fragment, *thread.
   void Run(int* fragment_exact, int* thread_exact, int* requests);
+  bool tls_ = false;  // `listen ... ssl http2` and https:// URLs (h2 by ALPN)
 };
 
 // Of the paths an algorithm found, those rooted at an h2 request whose tree is exactly the
@@ -122,6 +124,30 @@ TEST_F(NginxHttp2Test, IsolationCutsReadsAtFrames) {
   EXPECT_EQ(fragment, requests);
 }
 
+// The same over TLS: nginx terminates it, h2load negotiates h2 by ALPN; the processor
+// detects HTTP/2 in the plaintext (the client's preface, the server's first SETTINGS).
+TEST_F(NginxHttp2Test, TlsEveryStreamIsOneCallAndReturn) {
+  if (!Installed("/usr/sbin/nginx") || !Installed("/usr/bin/h2load") ||
+      !Installed("/usr/bin/openssl"))
+    GTEST_SKIP() << "nginx, h2load or openssl not installed (scripts/install-deps)";
+  tls_ = true;
+  int fragment = 0, thread = 0, requests = 0;
+  Run(&fragment, &thread, &requests);
+}
+
+// Isolation over TLS: SSL_read stops at a frame end, and the read after it in the same turn
+// says SSL_ERROR_WANT_READ, so nginx (which reads until then) takes one frame per turn.
+TEST_F(NginxHttp2Test, TlsIsolationCutsReadsAtFrames) {
+  if (!Installed("/usr/sbin/nginx") || !Installed("/usr/bin/h2load") ||
+      !Installed("/usr/bin/openssl"))
+    GTEST_SKIP() << "nginx, h2load or openssl not installed (scripts/install-deps)";
+  tls_ = true;
+  isolate_ = true;
+  int fragment = 0, thread = 0, requests = 0;
+  Run(&fragment, &thread, &requests);
+  EXPECT_EQ(fragment, requests);
+}
+
 void NginxHttp2Test::Run(int* fragment_exact, int* thread_exact, int* requests) {
   auto [web, front] = testing::FreePorts<2>();
   ASSERT_TRUE(web != 0 && front != 0);
@@ -133,8 +159,18 @@ void NginxHttp2Test::Run(int* fragment_exact, int* thread_exact, int* requests) 
       Fill(kNginxConf,
            {{"@P@", prefix}, {"@WEB@", std::to_string(web)}, {"@PORT@", std::to_string(front)}});
   std::string listen = "listen 127.0.0.1:" + std::to_string(front) + ";";
-  conf_text.replace(conf_text.find(listen), listen.size(),
-                    "listen 127.0.0.1:" + std::to_string(front) + " http2;");
+  std::string tls_lines;
+  if (tls_) {
+    auto [rc, made] = testing::Shell(
+        "/usr/bin/openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=localhost -keyout " +
+        prefix + "/key.pem -out " + prefix + "/cert.pem");
+    ASSERT_EQ(rc, 0) << made;
+    tls_lines = " ssl http2; ssl_certificate " + prefix + "/cert.pem; ssl_certificate_key " +
+                prefix + "/key.pem;";
+  }
+  conf_text.replace(
+      conf_text.find(listen), listen.size(),
+      "listen 127.0.0.1:" + std::to_string(front) + (tls_ ? tls_lines : std::string(" http2;")));
   std::string conf = prefix + "/nginx.conf";
   std::ofstream(conf) << conf_text;
   pid_t web0 = StartCaptured("web0", {WEFT_TESTBED_SERVER, topology, "web0", truth_dir});
@@ -151,7 +187,8 @@ void NginxHttp2Test::Run(int* fragment_exact, int* thread_exact, int* requests) 
     std::string uris = Path("uris" + std::to_string(k));
     std::ofstream out(uris);
     for (int i = 1; i <= kPerClient; ++i)
-      out << "http://127.0.0.1:" << front << "/r/" << k << "/" << i << "\n";
+      out << (tls_ ? "https" : "http") << "://127.0.0.1:" << front << "/r/" << k << "/" << i
+          << "\n";
     command += "/usr/bin/h2load -c 1 -m 8 -n " + std::to_string(kPerClient) + " -i " + uris +
                " -H \"" + kIds + "\" > " + Path("h2load" + std::to_string(k) + ".out") + " 2>&1 & ";
   }
@@ -224,6 +261,67 @@ void NginxHttp2Test::Run(int* fragment_exact, int* thread_exact, int* requests) 
   *requests = done;
   std::cerr << done << " h2 requests; exact trees: fragment " << *fragment_exact << ", thread "
             << *thread_exact << "\n";
+}
+
+// HTTP/2 by upgrade: nghttp -u sends its first request as HTTP/1.1 with Upgrade: h2c, a
+// python3-h2 server (tests/capture/h2c_upgrade_server.py: nginx cannot upgrade, and
+// Debian packages no server that does) answers 101 and goes on in HTTP/2, the upgraded
+// request being stream 1; the next requests are streams of their own. Each request is
+// one CALL with its URL, answered by one RETURN with the same call id; the 101 a MSG.
+TEST_F(NginxHttp2Test, H2cUpgradeIsFollowed) {
+  if (!Installed("/usr/bin/nghttp") ||
+      testing::Shell("/usr/bin/python3 -c 'import h2.connection'").first != 0)
+    GTEST_SKIP() << "nghttp or python3-h2 not installed (scripts/install-deps)";
+  auto [port] = testing::FreePorts<1>();
+  ASSERT_NE(port, 0);
+  // Two connections: WaitForPort's probe and nghttp's; then the server exits as programs
+  // do, its log whole (a SIGTERM while it wrote its last replies lost them once in 20 runs).
+  pid_t server =
+      StartCaptured("server", {"/usr/bin/python3", H2C_UPGRADE_SERVER, std::to_string(port), "2"});
+  ASSERT_TRUE(testing::WaitForPort(port));
+  std::string base = "http://127.0.0.1:" + std::to_string(port);
+  auto load = Weft(Capture(
+      "client", "/usr/bin/nghttp -u " + base + "/up/1 " + base + "/two " + base + "/three"));
+  ASSERT_EQ(load.rc, 0) << load.output;
+  int ended = background_->Stop(server, 0);  // no signal: it ends by itself
+  EXPECT_TRUE(WIFEXITED(ended) && WEXITSTATUS(ended) == 0) << "status " << ended;
+
+  Trace trace = Reconcile();
+  const TraceColumns& c = trace.columns();
+  std::map<std::string, std::string> url_of_call, protocol_of_call;
+  std::map<std::string, std::string> status_of_return;
+  int switching = 0;
+  for (size_t i = 0; i < trace.size(); ++i) {
+    MessageId m{uint32_t(i)};
+    if (ProgramOf(std::string(trace.NodeName(c.sender[i]))) != "nghttp" &&
+        ProgramOf(std::string(trace.NodeName(c.receiver[i]))) != "nghttp")
+      continue;
+    std::string url, status, protocol, id(trace.strings().Get(c.call_id[i]));
+    testing::AttributeOf(trace, m, "http.url", &url);
+    testing::AttributeOf(trace, m, "http.status", &status);
+    testing::AttributeOf(trace, m, "protocol", &protocol);
+    if (c.kind[i] == MessageKind::kCall) {
+      EXPECT_TRUE(url_of_call.emplace(id, url).second) << id;
+      protocol_of_call[id] = protocol;
+    } else if (c.kind[i] == MessageKind::kReturn) {
+      EXPECT_TRUE(status_of_return.emplace(id, status).second) << id;
+    } else {
+      EXPECT_EQ(status, "101");
+      ++switching;
+    }
+  }
+  EXPECT_EQ(switching, 1);
+  ASSERT_EQ(url_of_call.size(), 3u);
+  std::set<std::string> urls;
+  for (const auto& [id, url] : url_of_call) {
+    urls.insert(url);
+    EXPECT_EQ(status_of_return[id], "200") << id << " " << url;
+    // The upgraded request is HTTP/1.1 and stream 1's; the others HTTP/2's.
+    EXPECT_EQ(url == "/up/1", id.ends_with(".w1")) << id << " " << url;
+    EXPECT_EQ(protocol_of_call[id], url == "/up/1" ? "http" : "http2") << id;
+  }
+  EXPECT_EQ(urls, (std::set<std::string>{"/up/1", "/two", "/three"}));
+  EXPECT_EQ(status_of_return.size(), 3u);
 }
 
 }  // namespace

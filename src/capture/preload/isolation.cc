@@ -33,6 +33,10 @@ __thread int t_request_fd __attribute__((tls_model("initial-exec"))) = -1;
 __thread int t_deferred[kDeferredPerTurn] __attribute__((tls_model("initial-exec")));
 __thread int t_deferred_count __attribute__((tls_model("initial-exec"))) = 0;
 
+// The calling thread's turns so far (TLS reads: one message per stream per turn); its
+// address names the thread.
+__thread uint32_t t_turn __attribute__((tls_model("initial-exec"))) = 0;
+
 bool DeferredThisTurn(int fd) {
   for (int i = 0; i < t_deferred_count; ++i) {
     if (t_deferred[i] == fd) return true;
@@ -175,6 +179,7 @@ ssize_t RestOfWaitAll(int fd, const struct iovec* iov, int iovcnt, size_t done, 
 void ConfigureIsolation(bool on) { g_isolate = on; }
 
 void NewTurn() {
+  ++t_turn;
   t_request_fd = -1;
   t_deferred_count = 0;
 }
@@ -355,6 +360,130 @@ bool IsolatedRead(uint8_t op, int fd, const struct iovec* iov, int iovcnt, int f
   *result = r > 0 ? ssize_t(k) : r;
   errno = error;
   return true;
+}
+
+namespace {
+
+// What one drain takes from a TLS library at most (it reads a record, 16 KiB, per call).
+constexpr size_t kDrainChunk = 16 * 1024 + 256;
+constexpr size_t kMaxDrain = 1 << 20;
+
+// Room for `more` bytes after the held ones, which are kept (moved to the front, or into a
+// larger mapping).
+bool ReserveMore(HeldBytes* held, size_t more) {
+  size_t need = size_t(held->length) + more;
+  if (need > 0xffffffffu) return false;
+  if (held->data != nullptr && size_t(held->capacity) - held->start - held->length >= more)
+    return true;
+  if (held->data != nullptr && held->capacity >= need) {
+    memmove(held->data, held->data + held->start, held->length);
+    held->start = 0;
+    return true;
+  }
+  size_t size = (need + 4095) & ~size_t(4095);
+  void* memory = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (memory == MAP_FAILED) return false;
+  if (held->data != nullptr) {
+    memcpy(memory, held->data + held->start, held->length);
+    munmap(held->data, held->capacity);
+  }
+  held->data = static_cast<uint8_t*>(memory);
+  held->capacity = uint32_t(size);
+  held->start = 0;
+  return true;
+}
+
+// Asked once per stream: a program sets O_NONBLOCK before its first read and keeps it (an
+// fcntl per turn cost nginx over TLS about 3% of its requests a second).
+bool NonBlocking(int fd, HeldBytes* held) {
+  if (held->nonblocking < 0) held->nonblocking = (Real().fcntl(fd, F_GETFL) & O_NONBLOCK) != 0;
+  return held->nonblocking != 0;
+}
+
+// Drains what the library has (its buffered plaintext, the kernel's records) into the held
+// bytes, with the side taken: the library's calls only read. Returns the reader's last
+// answer: 0 if it would block, -1 if it ended otherwise, > 0 if it stopped at kMaxDrain.
+long Drain(HeldBytes* held, const TlsReader& reader) {
+  bool was_empty = held->length == 0;
+  size_t drained = 0;
+  long last = 0;
+  while (drained < kMaxDrain && ReserveMore(held, kDrainChunk)) {
+    last = reader.read(reader.context, held->data + held->start + held->length, kDrainChunk);
+    if (last <= 0) break;
+    held->length += uint32_t(last);
+    drained += size_t(last);
+  }
+  if (held->length > 0 && was_empty) __atomic_add_fetch(&g_held_streams, 1, __ATOMIC_RELAXED);
+  if (drained > 0) Count(&g_held_bytes, drained);
+  held->drained = held->length == 0 && last == 0;
+  return last;
+}
+
+void Given(HeldBytes* held) {
+  held->given_thread = &t_turn;
+  held->given_turn = t_turn;
+  held->drained = false;
+}
+
+}  // namespace
+
+TlsRead IsolatedTlsRead(int fd, void* buffer, size_t n, const TlsReader& reader, size_t* bytes) {
+  *bytes = 0;
+  if (n == 0) return TlsRead::kNotIsolated;
+  InputSide side;
+  if (!LockInput(fd, &side)) return TlsRead::kNotIsolated;
+  HeldBytes* held = side.held;
+  bool given = held->given_thread == &t_turn && held->given_turn == t_turn;
+  if (given && NonBlocking(fd, held)) {
+    // This turn had its message of this stream: the program is told to wait. Held bytes,
+    // or a library that said it had nothing (since this turn began), make that true;
+    // otherwise the library is drained first, and if it has nothing, its answer is given.
+    if (held->length == 0 && !held->drained) Drain(held, reader);
+    bool again = held->length > 0 || held->drained;
+    if (held->length > 0) Count(&g_isolated_reads, 1);
+    UnlockInput(side);
+    return again ? TlsRead::kAgain : TlsRead::kLibrary;
+  }
+  if (held->length > 0) {
+    const uint8_t* from = held->data + held->start;
+    size_t available = held->length < n ? held->length : n;
+    size_t k = InputBoundary(side, from, nullptr, 0, available);
+    memcpy(buffer, from, k);
+    held->start += uint32_t(k);
+    held->length -= uint32_t(k);
+    Given(held);
+    if (held->length == 0) {
+      held->start = 0;
+      __atomic_sub_fetch(&g_held_streams, 1, __ATOMIC_RELAXED);
+      // What came meanwhile, held too (RefillHeld's reason).
+      if (NonBlocking(fd, held)) Drain(held, reader);
+    }
+    Count(&g_held_reads, 1);
+    UnlockInput(side);
+    *bytes = k;
+    return TlsRead::kBytes;
+  }
+  // Nothing held: the library's read, without the side taken (it may block).
+  UnlockInput(side);
+  long got = reader.read(reader.context, buffer, n);
+  if (got <= 0) return TlsRead::kLibrary;
+  *bytes = size_t(got);
+  if (!LockInput(fd, &side)) return TlsRead::kBytes;
+  held = side.held;
+  if (held->length == 0) {
+    size_t k = InputBoundary(side, buffer, nullptr, 0, size_t(got));
+    if (k < size_t(got) && ReserveMore(held, size_t(got) - k)) {
+      memcpy(held->data + held->start, static_cast<const uint8_t*>(buffer) + k, size_t(got) - k);
+      held->length = uint32_t(size_t(got) - k);
+      __atomic_add_fetch(&g_held_streams, 1, __ATOMIC_RELAXED);
+      Count(&g_isolated_reads, 1);
+      Count(&g_held_bytes, size_t(got) - k);
+      *bytes = k;
+    }
+  }
+  Given(held);
+  UnlockInput(side);
+  return TlsRead::kBytes;
 }
 
 }  // namespace weft_preload

@@ -49,6 +49,24 @@
 // blocking read (EAGAIN would be a lie), only requests at a server. Counted with the reads
 // cut at a message end (isolated_reads).
 //
+// TLS (tls_calls.cc). Over TLS the program reads plaintext with the library's record call
+// (SSL_read, SSL_read_ex, gnutls_record_recv), and the system calls under it move
+// ciphertext, which no processor can cut. The record call is isolated instead: it returns
+// at most up to the current message's end and the rest is held, as above. But a program
+// that reads "until the library says want-read" (nginx's ngx_ssl_recv loops SSL_read until
+// SSL_ERROR_WANT_READ, whatever each call returned) would take the held bytes at once, in
+// the same turn. So a stream gives one read per turn of a thread: once a thread was given
+// bytes of a stream in its current turn, its next read of that stream, if the socket is
+// non-blocking, says want-read (SSL_read -1 and SSL_get_error SSL_ERROR_WANT_READ,
+// SSL_read_ex 0, GNUTLS_E_AGAIN), after draining what the library has buffered and the
+// kernel has received into the held bytes: the wait the program goes to reports the
+// descriptor readable for them (an edge-triggered epoll would not report bytes already
+// there again). With nothing to drain it says what the library said (a real want-read,
+// the end of the stream). As for system calls (RefillHeld above), a read that gives the
+// last held bytes drains the library into the held bytes. A blocking socket is never
+// told want-read nor drained; its reads are cut and served from the held bytes only.
+// SSL_peek does not see held bytes.
+//
 // Cost when off: a wrapper tests one global flag after the protocol bit of the descriptor
 // entry it already loaded; poll and friends test it once. On, a wait whose result has
 // fewer than two readable descriptors pays a pass over the result.
@@ -84,6 +102,24 @@ void ResetIsolationAfterFork();
 bool IsolatedRead(uint8_t op, int fd, const struct iovec* iov, int iovcnt, int flags,
                   struct msghdr* message, struct sockaddr* address, socklen_t* length,
                   ssize_t* result);
+
+// A TLS library's read of at most `n` plaintext bytes into `buffer`, for IsolatedTlsRead:
+// returns the bytes it moved (> 0), 0 when it moved none because it would block
+// (want-read), -1 when it moved none for another reason (the end of the stream, an
+// error). The reader keeps the library's own result and errno for its caller.
+struct TlsReader {
+  long (*read)(void* context, void* buffer, size_t n);
+  void* context;
+};
+enum class TlsRead : uint8_t {
+  kNotIsolated,  // not an isolated stream: the caller does the plain call
+  kBytes,        // *bytes (> 0) of plaintext are in `buffer`
+  kLibrary,      // the library moved nothing: the caller gives the program its result
+  kAgain,        // the stream's next message waits for the next turn: say want-read
+};
+// A TLS record read on `fd`, whose descriptor entry has kProtocolBit and kTlsBit, with
+// isolation on (above, "TLS"). Logs nothing: the caller logs the call and feeds *bytes.
+TlsRead IsolatedTlsRead(int fd, void* buffer, size_t n, const TlsReader& reader, size_t* bytes);
 
 // Waits, with isolation on (isolation_waits.cc). Each does the whole call.
 int IsolatedPoll(struct pollfd* fds, nfds_t n, const struct timespec* timeout, const sigset_t* mask,

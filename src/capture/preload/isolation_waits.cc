@@ -181,12 +181,16 @@ struct Kept {
 constexpr int kMaxKept = 4096;
 Kept g_kept[kMaxKept];
 int g_kept_count = 0;  // read without the lock: 0 means nothing to look at
-int g_kept_lock = 0;   // tid of the holder; never held across a system call
+// The holder (the address of a thread-local of its thread); never held across a system
+// call. Not the tid: gettid is a system call, and isolated waits take this lock several
+// times a request (4 gettid calls per request in nginx over TLS, under strace -c).
+uintptr_t g_kept_lock = 0;
+__thread char t_kept_token __attribute__((tls_model("initial-exec")));
 
 bool LockKept() {
-  int self = SysGetTid();
+  uintptr_t self = reinterpret_cast<uintptr_t>(&t_kept_token);
   for (int spins = 0;; ++spins) {
-    int expected = 0;
+    uintptr_t expected = 0;
     if (__atomic_compare_exchange_n(&g_kept_lock, &expected, self, false, __ATOMIC_ACQUIRE,
                                     __ATOMIC_RELAXED)) {
       return true;

@@ -135,6 +135,8 @@ void Start(int fd, protocols::Protocol protocol, bool client) {
   s->offset[0] = s->offset[1] = 0;
   s->early_length = 0;
   s->held.start = s->held.length = 0;  // a mapping left by a stream freed while busy is reused
+  s->held.given_thread = nullptr;
+  s->held.nonblocking = -1;
   s->client = client;
   s->at_start = 3;
   s->tls_opaque = 0;

@@ -87,6 +87,12 @@ struct HeldBytes {
   uint32_t capacity;  // bytes mapped
   uint32_t start;     // the next byte to give
   uint32_t length;    // bytes still held
+  // TLS reads (isolation.cc, IsolatedTlsRead): the thread (the address of a thread-local
+  // of its own) and the turn of it that were last given bytes of this stream.
+  const void* given_thread;
+  uint32_t given_turn;
+  int8_t nonblocking;  // the socket's O_NONBLOCK, asked once: -1 not yet
+  bool drained;        // since given_turn began, the library said it had nothing more
 };
 // The input direction (what this process reads: requests at a server, responses at a
 // client) of a stream, taken for one read.

@@ -25,6 +25,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "capture/preload/isolation.h"
 #include "capture/preload/protocol_streams.h"
 #include "capture/preload/runtime.h"
 
@@ -168,10 +169,109 @@ void LogPlaintext(uint8_t op, int fd, int64_t entry, long result, int function, 
 // Whether to log this call: logging on, and not inside another TLS call.
 bool Watched() { return t_tls_depth == 0 && Logging(); }
 
+// The OpenSSL object whose last read on this thread was told want-read by isolation
+// (isolation.h, "TLS"): SSL_get_error says SSL_ERROR_WANT_READ for it until the thread's
+// next record call.
+__thread const void* t_again_ssl __attribute__((tls_model("initial-exec"))) = nullptr;
+
+// The reader IsolatedTlsRead calls: `call(buffer, n, &moved)` is the library's read, its
+// result and errno kept when it moved nothing, and `failure(result, errno)` what that was
+// (-EAGAIN: it would block).
+template <typename Call, typename Failure>
+struct Reader {
+  Call* call;
+  Failure* failure;
+  long last = 0;
+  int error = 0;
+  static long Read(void* context, void* buffer, size_t n) {
+    auto* self = static_cast<Reader*>(context);
+    size_t moved = 0;
+    ++t_tls_depth;
+    long r = (*self->call)(buffer, n, &moved);
+    self->error = errno;
+    --t_tls_depth;
+    if (moved > 0) return long(moved);
+    self->last = r;
+    return (*self->failure)(r, self->error) == -EAGAIN ? 0 : -1;
+  }
+};
+
+// An isolated record read (isolation.h, "TLS") on `fd`, whose call was entered at `entry`:
+// true if isolation handled it, with what the program gets in *r (`ok`: the library's
+// result for bytes moved, `again`: its want-read result), the bytes in *moved, and
+// *told_again set if the program is told want-read without the library saying so.
+template <typename Call, typename Failure>
+bool IsolatedRecordRead(int fd, int64_t entry, int function, void* buffer, size_t n, Call& call,
+                        long ok, long again, Failure failure, long* r, size_t* moved,
+                        bool* told_again) {
+  *told_again = false;
+  if ((FdEntry(fd) & kProtocolBit) == 0 || !Isolating()) return false;
+  Reader<Call, Failure> reader{&call, &failure};
+  size_t bytes = 0;
+  TlsRead outcome = IsolatedTlsRead(fd, buffer, n, {&Reader<Call, Failure>::Read, &reader}, &bytes);
+  if (outcome == TlsRead::kNotIsolated) return false;
+  ResumeCall(entry);
+  switch (outcome) {
+    case TlsRead::kBytes:
+      LogPlaintext(wire::kOpTlsRead, fd, entry, long(bytes), function, buffer);
+      *moved = bytes;
+      *r = ok < 0 ? long(bytes) : ok;  // ok < 0: the result is the byte count
+      return true;
+    case TlsRead::kAgain:
+      LogPlaintext(wire::kOpTlsRead, fd, entry, -EAGAIN, function, buffer);
+      *told_again = true;
+      *r = again;
+      errno = EAGAIN;
+      return true;
+    default:
+      LogPlaintext(wire::kOpTlsRead, fd, entry, failure(reader.last, reader.error), function,
+                   buffer);
+      *r = reader.last;
+      errno = reader.error;
+      return true;
+  }
+}
+
+// An OpenSSL read (SSL_read, SSL_read_ex): `call(buffer, n, &moved)` is the library's.
+// `ex`: SSL_read_ex's results (1 for bytes, 0 for none) rather than SSL_read's.
+template <typename Call>
+int OpensslRead(void* ssl, int function, void* buffer, size_t n, bool ex, Call call,
+                size_t* moved) {
+  *moved = 0;
+  t_again_ssl = nullptr;
+  int fd = Watched() ? OpensslFd(ssl, true) : -1;
+  if (fd < 0) {
+    ++t_tls_depth;
+    int r = int(call(buffer, n, moved));
+    --t_tls_depth;
+    return r;
+  }
+  int64_t entry = BeginCall();
+  long r = 0;
+  auto failure = [ssl](long last, int error) { return OpensslFailure(ssl, int(last), error); };
+  bool told_again = false;
+  if (IsolatedRecordRead(fd, entry, function, buffer, n, call, ex ? 1 : -1, ex ? 0 : -1, failure,
+                         &r, moved, &told_again)) {
+    // Only isolation's own want-read: the library's failures are its SSL_get_error's.
+    if (told_again) t_again_ssl = ssl;
+    return int(r);
+  }
+  ++t_tls_depth;
+  r = call(buffer, n, moved);
+  int error = errno;
+  --t_tls_depth;
+  ResumeCall(entry);
+  long result = *moved > 0 ? long(*moved) : OpensslFailure(ssl, int(r), error);
+  LogPlaintext(wire::kOpTlsRead, fd, entry, result, function, buffer);
+  errno = error;
+  return int(r);
+}
+
 // The shape every OpenSSL record wrapper shares: tie, call, log.
 template <typename Call>
 int OpensslRecord(void* ssl, bool reading, int function, const void* data, Call call,
                   size_t* moved) {
+  t_again_ssl = nullptr;
   int fd = Watched() ? OpensslFd(ssl, reading) : -1;
   if (fd < 0) {
     ++t_tls_depth;
@@ -194,6 +294,7 @@ int OpensslRecord(void* ssl, bool reading, int function, const void* data, Call 
 // A handshake or shutdown: ties the socket first, so that its ciphertext is transport.
 template <typename Call>
 int Handshake(void* ssl, Call call) {
+  t_again_ssl = nullptr;
   if (Watched()) TieOpenssl(ssl);
   ++t_tls_depth;
   int r = call();
@@ -203,7 +304,7 @@ int Handshake(void* ssl, Call call) {
 
 // A GnuTLS record call: the plaintext it moved, logged on the socket it is tied to.
 template <typename Call>
-ssize_t GnutlsRecord(void* session, bool reading, const void* buffer, Call call) {
+ssize_t GnutlsRecord(void* session, bool reading, const void* buffer, size_t n, Call call) {
   int fd = Watched() ? GnutlsFd(session) : -1;
   if (fd < 0) {
     ++t_tls_depth;
@@ -212,6 +313,21 @@ ssize_t GnutlsRecord(void* session, bool reading, const void* buffer, Call call)
     return r;
   }
   int64_t entry = BeginCall();
+  if (reading) {
+    auto read = [&](void* into, size_t length, size_t* moved) -> long {
+      ssize_t got = Real_gnutls_record_recv()(session, into, length);
+      *moved = got > 0 ? size_t(got) : 0;
+      return long(got);
+    };
+    long r = 0;
+    size_t moved = 0;
+    bool told_again = false;
+    auto failure = [](long last, int) { return GnutlsResult(ssize_t(last)); };
+    if (IsolatedRecordRead(fd, entry, wire::kTlsGnutls, const_cast<void*>(buffer), n, read, -1,
+                           kGnutlsAgain, failure, &r, &moved, &told_again)) {
+      return ssize_t(r);
+    }
+  }
   ++t_tls_depth;
   ssize_t r = call();
   int error = errno;
@@ -234,8 +350,15 @@ uint64_t TlsStreams() { return __atomic_load_n(&g_tls_streams, __ATOMIC_RELAXED)
 WEFT_EXPORT int SSL_read(void* ssl, void* buffer, int n) {
   auto real = Real_SSL_read();
   if (real == nullptr) return -1;
-  return OpensslRecord(
-      ssl, true, wire::kTlsOpensslPlain, buffer, [&] { return real(ssl, buffer, n); }, nullptr);
+  size_t moved = 0;
+  return OpensslRead(
+      ssl, wire::kTlsOpensslPlain, buffer, n > 0 ? size_t(n) : 0, false,
+      [&](void* into, size_t length, size_t* got) -> long {
+        int r = real(ssl, into, int(length));
+        *got = r > 0 ? size_t(r) : 0;
+        return r;
+      },
+      &moved);
 }
 
 WEFT_EXPORT int SSL_write(void* ssl, const void* buffer, int n) {
@@ -249,8 +372,15 @@ WEFT_EXPORT int SSL_read_ex(void* ssl, void* buffer, size_t n, size_t* read_byte
   auto real = Real_SSL_read_ex();
   if (real == nullptr) return 0;
   size_t moved = 0;
-  int r = OpensslRecord(
-      ssl, true, wire::kTlsOpensslEx, buffer, [&] { return real(ssl, buffer, n, &moved); }, &moved);
+  int r = OpensslRead(
+      ssl, wire::kTlsOpensslEx, buffer, n, true,
+      [&](void* into, size_t length, size_t* got) -> long {
+        *got = 0;
+        int done = real(ssl, into, length, got);
+        if (done <= 0) *got = 0;
+        return done;
+      },
+      &moved);
   if (read_bytes != nullptr) *read_bytes = moved;
   return r;
 }
@@ -264,6 +394,13 @@ WEFT_EXPORT int SSL_write_ex(void* ssl, const void* buffer, size_t n, size_t* wr
       &moved);
   if (written != nullptr) *written = moved;
   return r;
+}
+
+// After a read isolation told want-read (OpensslRead), the program asks why.
+WEFT_EXPORT int SSL_get_error(const void* ssl, int ret) {
+  if (ssl != nullptr && ssl == t_again_ssl && ret <= 0) return kSslErrorWantRead;
+  auto real = Real_SSL_get_error();
+  return real != nullptr ? real(ssl, ret) : kSslErrorSyscall;
 }
 
 // A peek moves no plaintext (the next read moves it again), but may read ciphertext.
@@ -308,13 +445,13 @@ WEFT_EXPORT int SSL_shutdown(void* ssl) {
 WEFT_EXPORT ssize_t gnutls_record_recv(void* session, void* buffer, size_t n) {
   auto real = Real_gnutls_record_recv();
   if (real == nullptr) return -1;
-  return GnutlsRecord(session, true, buffer, [&] { return real(session, buffer, n); });
+  return GnutlsRecord(session, true, buffer, n, [&] { return real(session, buffer, n); });
 }
 
 WEFT_EXPORT ssize_t gnutls_record_send(void* session, const void* buffer, size_t n) {
   auto real = Real_gnutls_record_send();
   if (real == nullptr) return -1;
-  return GnutlsRecord(session, false, buffer, [&] { return real(session, buffer, n); });
+  return GnutlsRecord(session, false, buffer, n, [&] { return real(session, buffer, n); });
 }
 
 WEFT_EXPORT int gnutls_handshake(void* session) {

@@ -12,11 +12,20 @@
 // field name, a bad or conflicting Content-Length, a request Transfer-Encoding whose last
 // coding is not chunked (§6.3 item 4), a bad chunk size, and a head over kMaxHeadBytes.
 //
+// HTTP/2 by upgrade (RFC 7540 §3.2, kept as a MAY by RFC 9113 §3.1): a request with
+// `Upgrade: h2c`, answered `101 Switching Protocols` with `Upgrade: h2c`, turns the
+// connection into HTTP/2, the upgrade request being stream 1's. The response parser
+// becomes the http2 processor after such a 101 (the server's SETTINGS come first); the
+// request parser after an upgrade request becomes it when the next request starts with
+// the connection preface ("PRI " then the rest of it), and stays HTTP/1.1 otherwise (the
+// server declined). The 101's own end is still an HTTP/1.1 end.
+//
 // Limitation: a response to HEAD has a Content-Length but no body, and only the request
 // says so; the response direction alone cannot see it and waits for a body that does not
-// come. Likewise a 2xx response to CONNECT and a 101 response turn the connection into a
-// tunnel: after a 101 the response parser reports no more ends; a tunnel after CONNECT is
-// not recognised (its bytes are likely to fail the parser, which then reports no ends).
+// come. Likewise a 2xx response to CONNECT and another 101 response turn the connection
+// into a tunnel: after such a 101 the response parser reports no more ends; a tunnel after
+// CONNECT is not recognised (its bytes are likely to fail the parser, which then reports no
+// ends).
 #include "capture/protocols/processors.h"
 
 namespace weft::capture::protocols::internal {
@@ -51,14 +60,16 @@ enum HeaderMatch : uint8_t {
   kContentLength = 1,
   kTransferEncoding = 2,
   kRequestId = 4,
-  kTraceparent = 8
+  kTraceparent = 8,
+  kUpgrade = 16,
 };
-constexpr int kMatchedHeaders = 4;
+constexpr int kMatchedHeaders = 5;
 // Lower case, in the order of the HeaderMatch bits.
 constexpr const char* kHeaderNames[kMatchedHeaders] = {"content-length", "transfer-encoding",
-                                                       "x-request-id", "traceparent"};
-constexpr uint8_t kHeaderNameLengths[kMatchedHeaders] = {14, 17, 12, 11};
+                                                       "x-request-id", "traceparent", "upgrade"};
+constexpr uint8_t kHeaderNameLengths[kMatchedHeaders] = {14, 17, 12, 11, 7};
 constexpr const char kChunkedName[] = "chunked";
+constexpr const char kH2cName[] = "h2c";
 // X-Request-Id values are UUIDs or 32 hex digits in practice, a traceparent 55 bytes
 // (W3C Trace Context §3.2); longer values are cut.
 constexpr int kMaxIdValue = 64;
@@ -93,7 +104,18 @@ struct HttpState {
   uint8_t id_pending;  // whitespace seen inside the id value, kept if more follows
   char request_id[kMaxIdValue];
   char traceparent[kMaxIdValue];
+  bool upgrade_h2c;     // this message's Upgrade field lists h2c
+  bool expect_preface;  // request: the last request offered h2c (kept across messages)
+  bool to_http2;        // response: a 101 to h2c ended; the next byte is HTTP/2's
 };
+
+// The Upgrade value's token being read ended: was it h2c?
+void UpgradeTokenEnd(HttpState* s) {
+  if (s->token_match && s->token_pos == 3) s->upgrade_h2c = true;
+  s->token_pos = 0;
+  s->token_match = true;
+  s->token_done = false;
+}
 
 // RFC 9110 §5.6.2 tchar.
 bool IsTokenChar(uint8_t c) {
@@ -228,6 +250,20 @@ bool ValueByte(HttpState* s, uint8_t c) {
     s->value = s->value * 10 + (c - '0');
     return s->value <= kMaxLength;
   }
+  if (s->name_match == kUpgrade) {  // a list of protocols: h2c anywhere in it
+    if (c == ',') {
+      UpgradeTokenEnd(s);
+    } else if (space) {
+      if (s->token_pos > 0) s->token_done = true;
+    } else if (s->token_done || s->token_pos >= 3 ||
+               ToLower(c) != uint8_t(kH2cName[s->token_pos])) {
+      s->token_match = false;
+      s->token_pos = 3;
+    } else {
+      ++s->token_pos;
+    }
+    return true;
+  }
   if (s->name_match == kTransferEncoding) {
     if (c == ',') {
       s->token_pos = 0;
@@ -253,6 +289,8 @@ bool ValueComplete(HttpState* s) {
     if (s->content_length_seen && s->content_length != s->value) return false;
     s->content_length_seen = true;
     s->content_length = s->value;
+  } else if (s->name_match == kUpgrade) {
+    UpgradeTokenEnd(s);
   } else if (s->name_match == kTransferEncoding) {
     s->transfer_encoding_seen = true;
     s->chunked = s->token_match && s->token_pos == 7;
@@ -290,10 +328,17 @@ size_t EndMessage(Parser* parser, HttpState* s, size_t consumed, bool* ended) {
     if (s->traceparent_length > 0)
       AddAttribute(parser, "http.traceparent", s->traceparent, s->traceparent_length);
   }
-  // 101 Switching Protocols: what follows is another protocol, a tunnel to this parser.
+  // 101 Switching Protocols: what follows is another protocol: HTTP/2 for h2c, else a
+  // tunnel to this parser.
   bool switched = IsResponse(parser) && s->status == 101;
+  bool h2c = s->upgrade_h2c;
   s = InitState<HttpState>(parser);
-  if (switched) s->phase = kUntilClose;
+  if (switched) {
+    s->phase = kUntilClose;
+    s->to_http2 = h2c;
+  } else if (!IsResponse(parser)) {
+    s->expect_preface = h2c;
+  }
   *ended = true;
   return consumed;
 }
@@ -315,6 +360,7 @@ void InitHttp(Parser* parser) { InitState<HttpState>(parser); }
 
 size_t ConsumeHttp(Parser* parser, const uint8_t* data, size_t length, bool* ended) {
   HttpState* s = StateOf<HttpState>(parser);
+  if (s->to_http2) return UpgradeToHttp2(parser, 0, data, length, 0, ended);  // after the 101
   size_t i = 0;
   while (i < length) {
     // Bulk phases first: they take many bytes at a time and never look at them.
@@ -383,6 +429,12 @@ size_t ConsumeHttp(Parser* parser, const uint8_t* data, size_t length, bool* end
           break;
         }
         if (!StartLineByte(parser, s, c)) return Fail(parser, length, ended);
+        // "PRI " after a request that offered h2c: the connection preface (§3.4), and
+        // HTTP/2 from here on; its frames follow the preface's other 20 bytes.
+        if (s->expect_preface && s->part == 1 && s->method_length == 3 &&
+            memcmp(s->method, "PRI", 3) == 0) {
+          return UpgradeToHttp2(parser, 4, data, length, i, ended);
+        }
         break;
 
       case kHeaderLineStart:
@@ -415,9 +467,9 @@ size_t ConsumeHttp(Parser* parser, const uint8_t* data, size_t length, bool* end
         s->phase = kHeaderName;
         s->name_length = 0;
         // Request ids only in requests: a response's would name nothing new.
-        s->name_match = IsResponse(parser)
-                            ? kContentLength | kTransferEncoding
-                            : kContentLength | kTransferEncoding | kRequestId | kTraceparent;
+        s->name_match = IsResponse(parser) ? kContentLength | kTransferEncoding | kUpgrade
+                                           : kContentLength | kTransferEncoding | kRequestId |
+                                                 kTraceparent | kUpgrade;
         [[fallthrough]];
       case kHeaderName:
         if (c == ':') {

@@ -5,9 +5,12 @@
 // not a contiguous run of bytes, and a processor that can only cut a stream into
 // consecutive messages cannot name it. This one reports an end at the last byte of every
 // frame that belongs to a stream message (DATA, HEADERS, CONTINUATION, RST_STREAM) and of
-// every PUSH_PROMISE, with the frame's stream, type, flags and length; reconcile assembles
-// the messages from them (docs/reconcile.md). Control frames (SETTINGS, PING, PRIORITY,
-// WINDOW_UPDATE, GOAWAY, unknown types) report nothing.
+// every PUSH_PROMISE, with the frame's stream, type, flags and length (and a
+// PUSH_PROMISE's promised stream); reconcile assembles the messages from them
+// (docs/reconcile.md). Of the control frames only a SETTINGS frame that sets
+// SETTINGS_HEADER_TABLE_SIZE is reported (with the value: the largest HPACK table the peer
+// may use from then on, which reconcile's decoder must allow); PING, PRIORITY,
+// WINDOW_UPDATE, GOAWAY, SETTINGS acknowledgements and unknown types report nothing.
 //
 // Header blocks are HPACK-compressed (RFC 7541) against a dynamic table that lives as long
 // as the connection; decoding them here would cost every traced program that table.
@@ -38,7 +41,9 @@ enum FrameType : uint8_t {
   kPushPromise = 5,
   kContinuation = 9,
 };
+constexpr uint8_t kAck = 0x1;  // SETTINGS
 constexpr uint8_t kEndStream = 0x1;
+constexpr uint16_t kSettingsHeaderTableSize = 0x1;
 constexpr uint8_t kEndHeaders = 0x4;
 constexpr uint8_t kPadded = 0x8;
 constexpr uint8_t kPriorityFlag = 0x20;
@@ -61,6 +66,13 @@ struct Http2State {
   uint32_t open_stream;       // the stream of the open header block
   uint64_t call_block_begin;  // HeaderBlockBytes of the last Consume call
   uint64_t call_block_count;
+  // SETTINGS: the setting being read (6 bytes each: a 16-bit id, a 32-bit value) and the
+  // last SETTINGS_HEADER_TABLE_SIZE of the frame. PUSH_PROMISE: the promised stream id
+  // (its 4 bytes before the header block) in `value`.
+  uint16_t setting_id;
+  bool table_size_set;
+  uint32_t value;
+  uint32_t table_size;
 };
 
 uint32_t Read24(const uint8_t* p) { return (uint32_t(p[0]) << 16) | (uint32_t(p[1]) << 8) | p[2]; }
@@ -71,9 +83,34 @@ uint32_t Read31(const uint8_t* p) {
 bool CarriesBlock(uint8_t type) {
   return type == kHeaders || type == kPushPromise || type == kContinuation;
 }
-bool Reported(uint8_t type) {
+bool StreamFrame(uint8_t type) {
   return type == kData || type == kHeaders || type == kRstStream || type == kPushPromise ||
          type == kContinuation;
+}
+bool Reported(const Http2State& s) {
+  return StreamFrame(s.type) || (s.type == kSettings && s.table_size_set);
+}
+
+// One payload byte of a SETTINGS frame, or of a PUSH_PROMISE before its header block.
+void PrefixByte(Http2State* s, uint8_t byte) {
+  if (s->type == kSettings) {
+    uint32_t at = s->position % 6;
+    if (at < 2) {
+      s->setting_id = uint16_t((s->setting_id << 8) | byte);
+    } else {
+      s->value = (s->value << 8) | byte;
+    }
+    if (at == 5) {
+      if (s->setting_id == kSettingsHeaderTableSize) {
+        s->table_size_set = true;
+        s->table_size = s->value;
+      }
+      s->setting_id = 0;
+      s->value = 0;
+    }
+  } else {
+    s->value = (s->value << 8) | byte;  // PUSH_PROMISE: the promised stream id
+  }
 }
 
 // Checks a complete frame header and sets up its payload; false if it breaks the protocol.
@@ -84,6 +121,9 @@ bool StartFrame(Http2State* s) {
   s->stream = Read31(s->header + 5);
   s->position = 0;
   s->block_begin = s->block_end = 0;
+  s->setting_id = 0;
+  s->value = 0;
+  s->table_size_set = false;
   // The length field's 24 bits cannot exceed 2^24 - 1, the largest SETTINGS_MAX_FRAME_SIZE
   // (§4.2), so there is no length to refuse beyond what RST_STREAM fixes below.
   if (!s->seen_settings) {
@@ -95,8 +135,12 @@ bool StartFrame(Http2State* s) {
   } else if (s->type == kContinuation) {
     return false;
   }
-  if (Reported(s->type) && s->stream == 0) return false;
+  if (StreamFrame(s->type) && s->stream == 0) return false;
   if (s->type == kRstStream && s->length != 4) return false;
+  if (s->type == kSettings) {  // §6.5: stream 0, whole settings, an ACK without any
+    if (s->stream != 0 || s->length % 6 != 0 || ((s->flags & kAck) != 0 && s->length != 0))
+      return false;
+  }
   if (CarriesBlock(s->type)) {
     s->continuing = (s->flags & kEndHeaders) == 0;
     s->open_stream = s->stream;
@@ -126,6 +170,8 @@ const char* TypeName(uint8_t type) {
       return "RST_STREAM";
     case kPushPromise:
       return "PUSH_PROMISE";
+    case kSettings:
+      return "SETTINGS";
     default:
       return "CONTINUATION";
   }
@@ -148,6 +194,8 @@ void SetFrameAttributes(Parser* parser, const Http2State& s) {
   if (CarriesBlock(s.type) && (s.flags & kEndHeaders) != 0) append("END_HEADERS");
   AddAttribute(parser, "http2.frame", frame, n);
   AddDecimalAttribute(parser, "http2.length", s.length);
+  if (s.type == kPushPromise) AddDecimalAttribute(parser, "http2.promised", s.value & 0x7fffffff);
+  if (s.type == kSettings) AddDecimalAttribute(parser, "http2.header_table_size", s.table_size);
 }
 
 }  // namespace
@@ -155,6 +203,19 @@ void SetFrameAttributes(Parser* parser, const Http2State& s) {
 void InitHttp2(Parser* parser) {
   Http2State* s = InitState<Http2State>(parser);
   s->phase = parser->direction == Direction::kRequest ? kInPreface : kInHeader;
+}
+
+size_t UpgradeToHttp2(Parser* parser, uint32_t preface_bytes, const uint8_t* data, size_t length,
+                      size_t done, bool* ended) {
+  parser->protocol = kHttp2;
+  InitHttp2(parser);
+  Http2State* s = StateOf<Http2State>(parser);
+  if (parser->direction == Direction::kRequest) s->have = uint8_t(preface_bytes);
+  *ended = false;
+  if (done == length) return done;
+  size_t n = ConsumeHttp2(parser, data + done, length - done, ended);
+  s->call_block_begin += done;  // counted from the start of what this call was given
+  return done + n;
 }
 
 size_t ConsumeHttp2(Parser* parser, const uint8_t* data, size_t length, bool* ended) {
@@ -186,6 +247,13 @@ size_t ConsumeHttp2(Parser* parser, const uint8_t* data, size_t length, bool* en
         break;
       }
       case kInPayload: {
+        // A SETTINGS frame's payload, and a PUSH_PROMISE's promised stream id, are read
+        // byte by byte (a few bytes a connection); every other payload is only counted.
+        if (s->type == kSettings || (s->type == kPushPromise && s->position < s->block_begin)) {
+          PrefixByte(s, data[i++]);
+          ++s->position;
+          break;
+        }
         size_t take = Min(length - i, s->length - s->position);
         // This call's bytes of the header block: the payload bytes [position, position +
         // take) that lie in [block_begin, block_end).
@@ -203,7 +271,7 @@ size_t ConsumeHttp2(Parser* parser, const uint8_t* data, size_t length, bool* en
     }
     if (s->phase == kInPayload && s->position == s->length) {
       s->phase = kInHeader;
-      if (Reported(s->type)) {
+      if (Reported(*s)) {
         SetFrameAttributes(parser, *s);
         *ended = true;
         return i;

@@ -87,6 +87,12 @@ size_t ConsumeMysql(Parser* parser, const uint8_t* data, size_t length, bool* en
 void InitMemcached(Parser* parser);
 size_t ConsumeMemcached(Parser* parser, const uint8_t* data, size_t length, bool* ended);
 void InitHttp2(Parser* parser);
+// Turns an HTTP/1.1 parser into the http2 processor after an upgrade to h2c (http.cc),
+// `done` bytes into a Consume call's `length` at `data`, and consumes the rest as
+// ConsumeHttp2 would: `preface_bytes` of the client's connection preface were already read
+// (the request direction), 0 for the response direction.
+size_t UpgradeToHttp2(Parser* parser, uint32_t preface_bytes, const uint8_t* data, size_t length,
+                      size_t done, bool* ended);
 size_t ConsumeHttp2(Parser* parser, const uint8_t* data, size_t length, bool* ended);
 
 }  // namespace weft::capture::protocols::internal

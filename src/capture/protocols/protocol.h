@@ -52,7 +52,8 @@ enum class Direction : uint8_t { kRequest = 0, kResponse = 1 };
 // "redis.command", "redis.key", "dns.id", "dns.name", "testbed.request", "mysql.command",
 // "mysql.stmt", "mysql.user", "mysql.db", "mysql.status", "mysql.rows", "mysql.server",
 // "memcached.command", "memcached.key", "memcached.reply", "memcached.status",
-// "memcached.opaque", "http2.stream", "http2.frame", "http2.length").
+// "memcached.opaque", "http2.stream", "http2.frame", "http2.length", "http2.promised",
+// "http2.header_table_size").
 inline constexpr int kMaxAttributes = 4;
 inline constexpr int kMaxValue = 120;
 struct Attribute {
