@@ -77,6 +77,17 @@ Status WriteFile(const std::string& path, std::string_view contents) {
     }
     return Status::Ok();
   }
+  // A device or a pipe (-o /dev/null, a FIFO) is written in place: renaming a temporary
+  // file over it would replace the device node with a regular file.
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    FILE* f = std::fopen(path.c_str(), "wb");
+    if (!f) return Status::IoError("{}: {}", path, std::strerror(errno));
+    bool ok = std::fwrite(contents.data(), 1, contents.size(), f) == contents.size();
+    ok = (std::fclose(f) == 0) && ok;
+    if (!ok) return Status::IoError("{}: write failed: {}", path, std::strerror(errno));
+    return Status::Ok();
+  }
   std::string tmp = path + ".tmp" + std::to_string(::getpid());
   FILE* f = std::fopen(tmp.c_str(), "wb");
   if (!f) return Status::IoError("{}: {}", path, std::strerror(errno));
