@@ -5,11 +5,11 @@ namespace weft::import {
 
 namespace protocols = capture::protocols;
 
-void MessageCutter::StartParser(protocols::Protocol protocol, const uint8_t* data,
-                                size_t length) {
+void MessageCutter::StartParser(protocols::Protocol protocol, const uint8_t* data, size_t length) {
   if (gap_before_ > 0 || delivered_ != int64_t(length)) return;
-  protocols::Init(&parser_, protocol,
-                  direction_ == 0 ? protocols::Direction::kRequest : protocols::Direction::kResponse);
+  protocols::Init(
+      &parser_, protocol,
+      direction_ == 0 ? protocols::Direction::kRequest : protocols::Direction::kResponse);
   parsing_ = true;
   Feed(data, length);
 }
@@ -87,8 +87,7 @@ void MessageCutter::CutRuns(bool keep_last) {
   if (pieces_.empty()) begin_ = delivered_;
 }
 
-void MessageCutter::Emit(int64_t end, const protocols::Attributes* attributes,
-                         const Piece& first) {
+void MessageCutter::Emit(int64_t end, const protocols::Attributes* attributes, const Piece& first) {
   CutMessage m;
   m.begin = begin_;
   m.end = end;

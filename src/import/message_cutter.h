@@ -74,8 +74,8 @@ class MessageCutter {
   MessageSink* sink_;
   bool parsing_ = false;
   capture::protocols::Parser parser_{};
-  int64_t delivered_ = 0;  // bytes of the direction so far (gaps included)
-  int64_t begin_ = 0;      // first pending byte
+  int64_t delivered_ = 0;      // bytes of the direction so far (gaps included)
+  int64_t begin_ = 0;          // first pending byte
   std::vector<Piece> pieces_;  // the pending bytes' runs, in order; empty when none pend
   int64_t chunk_start_ = 0;    // the last Append's bytes and time
   TimeNs chunk_time_ = kNoTime;

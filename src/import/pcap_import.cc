@@ -1,8 +1,8 @@
 // Packet capture -> message trace (pcap_import.h).
 #include "import/pcap_import.h"
 
-#include <arpa/inet.h>
 #include <absl/container/flat_hash_map.h>
+#include <arpa/inet.h>
 #include <fmt/format.h>
 #include <pcap/pcap.h>
 
@@ -49,7 +49,8 @@ Result<ProtocolSelection> ParseSelection(const std::string& spec) {
   while (reader.Next(&item, &error)) {
     std::string_view text(item.text, item.length);
     if (error != protocols::SpecError::kOk) {
-      return Status::InvalidArgument("--protocols: '{}': {}", text, protocols::SpecErrorText(error));
+      return Status::InvalidArgument("--protocols: '{}': {}", text,
+                                     protocols::SpecErrorText(error));
     }
     switch (item.kind) {
       case protocols::SpecItemKind::kAuto:
@@ -310,7 +311,9 @@ void Connection::OnMessage(int d, const CutMessage& m) {
       }
     }
   }
-  if (described.replies_in_order) {
+  // A connection no processor cut has a message per run (or per part of a run, around a
+  // gap): the run pairs a request with its reply.
+  if (boundary_seen_ && described.replies_in_order) {
     bool greets = described.server_greets && d == 1;
     call_id = fmt::format("c{}.{}", number_, greets ? sequence - 1 : sequence);
   } else if (witness_value != nullptr) {
@@ -342,7 +345,8 @@ void Connection::OnMessage(int d, const CutMessage& m) {
     }
   }
   if (m.gap_before > 0) {
-    builder.AddAttribute(row, importer_->gap_key(), builder.String(fmt::format("{}", m.gap_before)));
+    builder.AddAttribute(row, importer_->gap_key(),
+                         builder.String(fmt::format("{}", m.gap_before)));
   }
   ++summary.messages;
   summary.bytes += uint64_t(record.bytes);
@@ -528,10 +532,10 @@ Result<Trace> Importer::Run(pcap_t* pcap) {
         fmt::format("{}: packet {}: {}", name_, packet_number_ + 1, pcap_geterr(pcap)));
   }
   if (first_malformed_ != nullptr) {
-    std::string more = summary_->malformed > 1
-                           ? fmt::format(" (and {} more malformed packets, skipped)",
-                                         summary_->malformed - 1)
-                           : " (skipped)";
+    std::string more =
+        summary_->malformed > 1
+            ? fmt::format(" (and {} more malformed packets, skipped)", summary_->malformed - 1)
+            : " (skipped)";
     summary_->problems.insert(summary_->problems.begin(),
                               fmt::format("{}: packet {}: bad header: {}{}", name_,
                                           first_malformed_at_, first_malformed_, more));
