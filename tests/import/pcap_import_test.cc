@@ -92,8 +92,7 @@ TEST_P(LinkTypes, TwoExchangesBecomeTwoCallsAndTwoReturns) {
   EXPECT_TRUE(summary.problems.empty());
   // The first call carries the SYN's time as its connect time.
   EXPECT_EQ(trace.columns().connect_time[0], 1000 * kUs);
-  EXPECT_EQ(std::string(trace.strings().Get(trace.columns().sender_endpoint[0])),
-            "10.0.0.1:40000");
+  EXPECT_EQ(std::string(trace.strings().Get(trace.columns().sender_endpoint[0])), "10.0.0.1:40000");
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -159,8 +158,8 @@ TEST(PcapImport, RetransmissionsAndOverlapsAreCountedOnce) {
   t.Handshake(1000);
   uint32_t s = t.client_seq(), a = t.server_seq();
   w.Tcp(client, server, s, a, testing::kAck, std::string(100, 'x'), 1010);
-  w.Tcp(client, server, s, a, testing::kAck, std::string(100, 'x'), 1011);        // again
-  w.Tcp(client, server, s + 50, a, testing::kAck, std::string(100, 'y'), 1012);   // overlaps
+  w.Tcp(client, server, s, a, testing::kAck, std::string(100, 'x'), 1011);       // again
+  w.Tcp(client, server, s + 50, a, testing::kAck, std::string(100, 'y'), 1012);  // overlaps
   t.Advance(true, 150);
   t.Send(false, std::string(10, 'r'), 1020);
   t.Close(1030);
@@ -272,10 +271,13 @@ TEST(PcapImport, PipelinedHttpRequestsAreCutWhereTheProcessorSays) {
   PcapImportSummary summary;
   Trace trace = Import(w, &summary);
   std::vector<Seen> want = {
-      {MessageKind::kCall, "10.0.0.1", "10.0.0.2:8080", "c1.1", int64_t(request.size()), 1010 * kUs},
+      {MessageKind::kCall, "10.0.0.1", "10.0.0.2:8080", "c1.1", int64_t(request.size()),
+       1010 * kUs},
       {MessageKind::kCall, "10.0.0.1", "10.0.0.2:8080", "c1.2", int64_t(second.size()), 1010 * kUs},
-      {MessageKind::kReturn, "10.0.0.2:8080", "10.0.0.1", "c1.1", int64_t(reply.size()), 1020 * kUs},
-      {MessageKind::kReturn, "10.0.0.2:8080", "10.0.0.1", "c1.2", int64_t(reply.size()), 1020 * kUs},
+      {MessageKind::kReturn, "10.0.0.2:8080", "10.0.0.1", "c1.1", int64_t(reply.size()),
+       1020 * kUs},
+      {MessageKind::kReturn, "10.0.0.2:8080", "10.0.0.1", "c1.2", int64_t(reply.size()),
+       1020 * kUs},
   };
   EXPECT_EQ(Messages(trace), want);
   EXPECT_EQ(AttributeOf(trace, 1, "protocol"), "http");
@@ -305,8 +307,8 @@ TEST(PcapImport, ATruncatedFileKeepsWhatCameBeforeAndNamesThePacket) {
 TEST(PcapImport, ABadHeaderIsSkippedNamedAndTheRestKept) {
   PcapWriter w(testing::kEthernet);
   Endpoint client = V4(10, 0, 0, 1, 40000), server = V4(10, 0, 0, 2, 80);
-  std::string frame = w.LinkHeader(false) +
-                      PcapWriter::IpPacket(client, server, 6, std::string(20, '\0'));
+  std::string frame =
+      w.LinkHeader(false) + PcapWriter::IpPacket(client, server, 6, std::string(20, '\0'));
   frame[14] = 0x43;  // IPv4 header length 3 words
   w.Record(frame, 999);
   TwoExchanges(w, client, server);
@@ -334,8 +336,8 @@ TEST(PcapImport, UnsupportedLinkTypeAndNonCaptureFilesAreErrors) {
 
 TEST(PcapImport, ProtocolSpecsThatNameNoPortAreRefused) {
   PcapWriter w(testing::kEthernet);
-  Result<Trace> trace = ImportPcapBytes(w.bytes(), "t.pcap", {.protocols = "redis=/run/r.sock"},
-                                        nullptr);
+  Result<Trace> trace =
+      ImportPcapBytes(w.bytes(), "t.pcap", {.protocols = "redis=/run/r.sock"}, nullptr);
   ASSERT_FALSE(trace.ok());
   EXPECT_NE(trace.status().message().find("no Unix paths"), std::string::npos);
 }

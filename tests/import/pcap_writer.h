@@ -189,8 +189,8 @@ class TcpConversation {
   void Send(bool from_client, std::string_view payload, int64_t time_us) {
     uint32_t& seq = from_client ? client_seq_ : server_seq_;
     uint32_t ack = from_client ? server_seq_ : client_seq_;
-    w_->Tcp(from_client ? client_ : server_, from_client ? server_ : client_, seq, ack,
-            kAck | kPsh, payload, time_us);
+    w_->Tcp(from_client ? client_ : server_, from_client ? server_ : client_, seq, ack, kAck | kPsh,
+            payload, time_us);
     seq += uint32_t(payload.size());
   }
   void Close(int64_t time_us) {
