@@ -53,8 +53,8 @@ void AddImportPcapCommand(CLI::App& import, Status& result) {
       import::PcapImportSummary summary;
       auto start = std::chrono::steady_clock::now();
       WEFT_ASSIGN_OR_RETURN(Trace trace, import::ImportPcapFile(input, options, &summary));
-      double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-                           .count();
+      double seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       WEFT_RETURN_IF_ERROR(SaveTrace(trace, output));
       fmt::print(stderr, "{}: {} (read in {:.3f} s)\n", input, summary.OneLine(), seconds);
       for (const std::string& line : summary.problems) fmt::print(stderr, "damaged: {}\n", line);

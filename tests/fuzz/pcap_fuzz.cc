@@ -12,8 +12,8 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view bytes(reinterpret_cast<const char*>(data), size);
   weft::import::PcapImportSummary summary;
-  weft::Result<weft::Trace> trace =
-      weft::import::ImportPcapBytes(bytes, "fuzz.pcap", weft::import::PcapImportOptions{}, &summary);
+  weft::Result<weft::Trace> trace = weft::import::ImportPcapBytes(
+      bytes, "fuzz.pcap", weft::import::PcapImportOptions{}, &summary);
   if (trace.ok() && trace->size() != summary.messages) __builtin_trap();
   return 0;
 }

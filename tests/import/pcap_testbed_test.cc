@@ -137,9 +137,9 @@ TEST_F(PcapTestbedTest, PcapHasTheMessagesOfTheCaptureAndNestingIsScored) {
     if (!tcpdump.WaitListening()) {
       GTEST_SKIP() << "tcpdump cannot capture on lo: " << tcpdump.Stop();
     }
-    auto traced = Weft("capture -o " + capture.string() + " -- " + WEFT_BINARY +
-                       " testbed run " + WEFT_TOPOLOGIES + "/three-tier.toml --duration 2s " +
-                       "--concurrency 8 -o " + truth.string());
+    auto traced = Weft("capture -o " + capture.string() + " -- " + WEFT_BINARY + " testbed run " +
+                       WEFT_TOPOLOGIES + "/three-tier.toml --duration 2s " + "--concurrency 8 -o " +
+                       truth.string());
     ASSERT_EQ(traced.rc, 0) << traced.output;
     std::string counts = tcpdump.Stop();
     clean = counts.find("\n0 packets dropped by kernel") != std::string::npos;
@@ -163,7 +163,8 @@ TEST_F(PcapTestbedTest, PcapHasTheMessagesOfTheCaptureAndNestingIsScored) {
   }
   ASSERT_EQ(ports.size(), 3u);  // web, app, db
   std::string filter;
-  for (const std::string& port : ports) filter += (filter.empty() ? "" : " or ") + ("tcp port " + port);
+  for (const std::string& port : ports)
+    filter += (filter.empty() ? "" : " or ") + ("tcp port " + port);
   const fs::path pcap = base_ / "testbed.pcap";
   ASSERT_EQ(Shell("tcpdump -r " + all.string() + " -w " + pcap.string() + " '" + filter +
                   "' 2>/dev/null"),
