@@ -45,9 +45,8 @@ struct Conn {
   bool opened = false;
 };
 
-void Packet(Writer& w, uint64_t time_ns, uint32_t src, uint32_t dst, uint16_t sport,
-            uint16_t dport, uint32_t seq, uint32_t ack, uint8_t flags, const char* payload,
-            size_t length) {
+void Packet(Writer& w, uint64_t time_ns, uint32_t src, uint32_t dst, uint16_t sport, uint16_t dport,
+            uint32_t seq, uint32_t ack, uint8_t flags, const char* payload, size_t length) {
   size_t total = 14 + 20 + 20 + length;
   w.frame.assign(total, 0);
   uint8_t* p = w.frame.data();
@@ -128,8 +127,8 @@ int main(int argc, char** argv) {
       now += 1000;  // 1 µs between packets: about 10 Gbit/s of 1500-byte frames
       ++packets;
       if (!c.opened) {
-        Packet(w, now, c.client_ip, c.server_ip, c.client_port, c.server_port, c.cseq - 1, 0,
-               0x02, nullptr, 0);
+        Packet(w, now, c.client_ip, c.server_ip, c.client_port, c.server_port, c.cseq - 1, 0, 0x02,
+               nullptr, 0);
         Packet(w, now + 10, c.server_ip, c.client_ip, c.server_port, c.client_port, c.sseq - 1,
                c.cseq, 0x12, nullptr, 0);
         c.opened = true;
@@ -139,13 +138,12 @@ int main(int argc, char** argv) {
         // The next request: one segment.
         std::string path(size_t(request_size(rng)) - 60, 'p');
         std::string request = "GET /" + path + " HTTP/1.1\r\nHost: bench\r\nAccept: */*\r\n\r\n";
-        Packet(w, now, c.client_ip, c.server_ip, c.client_port, c.server_port, c.cseq, c.sseq,
-               0x18, request.data(), request.size());
+        Packet(w, now, c.client_ip, c.server_ip, c.client_port, c.server_port, c.cseq, c.sseq, 0x18,
+               request.data(), request.size());
         c.cseq += uint32_t(request.size());
         c.response_left = size_t(response_kb(rng)) * 1024;
-        c.response_head =
-            "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: " +
-            std::to_string(c.response_left) + "\r\n\r\n";
+        c.response_head = "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: " +
+                          std::to_string(c.response_left) + "\r\n\r\n";
         continue;
       }
       // The next response segment: the head (first time) and body up to the MSS.
