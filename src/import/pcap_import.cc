@@ -142,7 +142,6 @@ class Connection : public MessageSink {
   const FlowEnds& ends() const { return ends_; }
   TcpReassembler& stream(int d) { return streams_[d]; }
   StreamSink& sink(int d) { return sinks_[d]; }
-  bool closed() const { return closed_; }
 
   // A processor chosen by port: it reads both directions from their first byte.
   void StartProtocol(protocols::Protocol protocol) { Activate(protocol); }
@@ -267,6 +266,12 @@ class Importer {
   FlowEnds Ends(const DecodedPacket& p, bool sender_is_client);
   Connection* Open(const FlowKey& key, const DecodedPacket& p, bool sender_is_client,
                    TimeNs syn_time);
+  // Closes connection `index` and frees it: its flow stays in open_ as ended, so that late
+  // packets are not taken for a new connection.
+  void End(uint32_t index) {
+    connections_[index]->Close();
+    connections_[index].reset();
+  }
 
   std::string name_;
   const PcapImportOptions& options_;
@@ -394,14 +399,19 @@ void Importer::Tcp(const DecodedPacket& p, TimeNs time) {
   FlowKey key = KeyOf(p);
   bool syn = (p.tcp_flags & kTcpSyn) != 0, ack = (p.tcp_flags & kTcpAck) != 0;
   Connection* c = nullptr;
-  if (auto it = open_.find(key); it != open_.end()) c = connections_[it->second].get();
+  auto it = open_.find(key);
+  bool ended = it != open_.end() && connections_[it->second] == nullptr;
+  if (it != open_.end()) c = connections_[it->second].get();
   // A SYN without ACK on a connection already carrying bytes (or over) opens a new one: the
   // port was reused.
-  if (c != nullptr && syn && !ack &&
-      (c->closed() || c->stream(0).next_offset() > 0 || c->stream(1).next_offset() > 0)) {
-    c->Close();
+  if (syn && !ack &&
+      (ended ||
+       (c != nullptr && (c->stream(0).next_offset() > 0 || c->stream(1).next_offset() > 0)))) {
+    if (c != nullptr) End(it->second);
     c = nullptr;
+    ended = false;
   }
+  if (ended) return;  // a late packet of a connection that ended (the last ACK, a retransmission)
   if (c == nullptr) {
     if (syn) {
       c = Open(key, p, !ack, !ack ? time : kNoTime);
@@ -413,7 +423,6 @@ void Importer::Tcp(const DecodedPacket& p, TimeNs time) {
       ++summary_->without_handshake;
     }
   }
-  if (c->closed()) return;  // a late packet of a connection that ended
   const FlowEnds& ends = c->ends();
   size_t n = p.ipv6 ? 16 : 4;
   int d = p.src_port == ends.port[0] && std::memcmp(p.src_ip, ends.ip[0].data(), n) == 0 ? 0 : 1;
@@ -427,7 +436,7 @@ void Importer::Tcp(const DecodedPacket& p, TimeNs time) {
                          (p.tcp_flags & kTcpFin) != 0, c->sink(d));
   }
   if ((p.tcp_flags & kTcpRst) != 0 || (c->stream(0).finished() && c->stream(1).finished())) {
-    c->Close();
+    End(open_[key]);
   }
 }
 
@@ -540,7 +549,9 @@ Result<Trace> Importer::Run(pcap_t* pcap) {
                               fmt::format("{}: packet {}: bad header: {}{}", name_,
                                           first_malformed_at_, first_malformed_, more));
   }
-  for (auto& c : connections_) c->Close();
+  for (auto& c : connections_) {
+    if (c != nullptr) c->Close();
+  }
   summary_->retransmissions = counters_.retransmissions;
   summary_->gaps = counters_.gaps;
   summary_->gap_bytes = counters_.gap_bytes;
