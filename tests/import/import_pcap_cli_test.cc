@@ -49,9 +49,10 @@ TEST_F(ImportPcapCliTest, WritesTheTraceAndOneSummaryLine) {
   std::string pcap = Write("ok.pcap", TwoExchanges()), out = (dir_ / "ok.weft").string();
   auto run = Weft("import pcap " + pcap + " -o " + out);
   ASSERT_EQ(run.rc, 0) << run.output;
-  EXPECT_NE(run.output.find(pcap + ": 10 packets, 1 connections, 4 messages, 18 bytes, 0 gaps (0 "
-                                   "bytes), 0 retransmissions, 0 packets of other protocols skipped"),
-            std::string::npos)
+  EXPECT_NE(
+      run.output.find(pcap + ": 10 packets, 1 connections, 4 messages, 18 bytes, 0 gaps (0 "
+                             "bytes), 0 retransmissions, 0 packets of other protocols skipped"),
+      std::string::npos)
       << run.output;
   Result<Trace> trace = LoadTrace(out);
   ASSERT_TRUE(trace.ok());

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -319,6 +320,60 @@ TEST(PcapImport, ABadHeaderIsSkippedNamedAndTheRestKept) {
   ASSERT_EQ(summary.problems.size(), 1u);
   EXPECT_EQ(summary.problems[0],
             "test.pcap: packet 1: bad header: IPv4 header length below 5 words (skipped)");
+}
+
+// The same packets as a pcapng file (a section header, an interface description, an
+// enhanced packet block per packet): read through libpcap, with the same messages.
+std::string AsPcapng(const std::string& pcap) {
+  auto u32 = [](std::string& s, uint32_t v) { s.append(reinterpret_cast<const char*>(&v), 4); };
+  auto block = [&](uint32_t type, const std::string& body) {
+    std::string b;
+    u32(b, type);
+    u32(b, uint32_t(12 + body.size()));
+    b += body;
+    u32(b, uint32_t(12 + body.size()));
+    return b;
+  };
+  std::string shb, idb, out;
+  u32(shb, 0x1a2b3c4d);
+  u32(shb, 1);  // version 1.0
+  u32(shb, 0xffffffff);
+  u32(shb, 0xffffffff);  // section length unknown
+  uint32_t link;
+  std::memcpy(&link, pcap.data() + 20, 4);
+  u32(idb, link);  // link type (16 bits) and reserved
+  u32(idb, 262144);
+  out = block(0x0a0d0d0a, shb) + block(1, idb);
+  for (size_t at = 24; at + 16 <= pcap.size();) {
+    uint32_t seconds, micros, captured;
+    std::memcpy(&seconds, pcap.data() + at, 4);
+    std::memcpy(&micros, pcap.data() + at + 4, 4);
+    std::memcpy(&captured, pcap.data() + at + 8, 4);
+    uint64_t ts = uint64_t(seconds) * 1000000 + micros;
+    std::string epb;
+    u32(epb, 0);
+    u32(epb, uint32_t(ts >> 32));
+    u32(epb, uint32_t(ts));
+    u32(epb, captured);
+    u32(epb, captured);
+    epb.append(pcap, at + 16, captured);
+    epb.append((4 - captured % 4) % 4, '\0');
+    out += block(6, epb);
+    at += 16 + captured;
+  }
+  return out;
+}
+
+TEST(PcapImport, PcapngGivesTheSameMessages) {
+  PcapWriter w(testing::kEthernet);
+  TwoExchanges(w, V4(10, 0, 0, 1, 40000), V4(10, 0, 0, 2, 80));
+  PcapImportSummary classic, next;
+  Trace from_pcap = Import(w, &classic);
+  Result<Trace> from_pcapng = ImportPcapBytes(AsPcapng(w.bytes()), "t.pcapng", {}, &next);
+  ASSERT_TRUE(from_pcapng.ok()) << from_pcapng.status().message();
+  EXPECT_EQ(Messages(*from_pcapng), Messages(from_pcap));
+  EXPECT_EQ(next.packets, 10u);
+  EXPECT_TRUE(next.problems.empty());
 }
 
 TEST(PcapImport, UnsupportedLinkTypeAndNonCaptureFilesAreErrors) {
