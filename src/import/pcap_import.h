@@ -1,4 +1,5 @@
-// import: a packet capture (pcap or pcapng, read with libpcap) -> a message trace.
+// import: a packet capture (classic pcap read in place, pcapng through libpcap) -> a message
+// trace.
 //
 // This is how Project 5 (§3, SOSP'03) and WAP5 (§2, WWW'06) traced systems nobody could
 // touch: a sniffer's view of the network. TCP is reassembled per direction by sequence

@@ -67,8 +67,8 @@ bool ClassicPcapReader::Next(PcapPacket* packet) {
                          captured, left - 16);
     return false;
   }
-  packet->time = TimeNs(seconds) * 1'000'000'000 +
-                 (nanoseconds_ ? TimeNs(fraction) : TimeNs(fraction) * 1000);
+  packet->time =
+      TimeNs(seconds) * 1'000'000'000 + (nanoseconds_ ? TimeNs(fraction) : TimeNs(fraction) * 1000);
   packet->data = reinterpret_cast<const uint8_t*>(bytes_.data() + offset_ + 16);
   packet->captured = captured;
   offset_ += 16 + captured;
