@@ -156,6 +156,9 @@ class Connection : public MessageSink {
     state_ = allowed != 0 ? kDetecting : kOff;
   }
 
+  // Neither SYN nor SYN-ACK was captured: the capture began after the connection did.
+  void MarkMidstream() { midstream_ = true; }
+
   // Delivers what waits, cuts what pends: the connection is over.
   void Close() {
     if (closed_) return;
@@ -185,6 +188,9 @@ class Connection : public MessageSink {
 
   void OnBytes(int d, const uint8_t* data, size_t length, TimeNs time) {
     if (last_direction_ != d) {
+      // Mid-connection, the server's bytes came first: they answer a request the capture
+      // missed, not the client's next one.
+      if (last_direction_ < 0 && d == 1 && midstream_) answers_missed_request_ = true;
       if (last_direction_ >= 0) cutters_[1 - d].OnTurn();
       ++runs_[d];
       last_direction_ = d;
@@ -245,6 +251,8 @@ class Connection : public MessageSink {
   uint32_t runs_[2] = {0, 0};
   uint32_t sequence_[2] = {0, 0};
   bool closed_ = false;
+  bool midstream_ = false;  // neither SYN nor SYN-ACK was captured
+  bool answers_missed_request_ = false;
 };
 
 class Importer {
@@ -337,7 +345,9 @@ void Connection::OnMessage(int d, const CutMessage& m) {
   } else if (witness_value != nullptr) {
     call_id = fmt::format("c{}.w{}", number_, std::string_view(witness_value, witness_length));
   } else {
-    call_id = fmt::format("c{}.{}", number_, m.run + 1);
+    // Reply runs are numbered from 0 when the first one answers a request never captured
+    // ("c4.0" pairs with no CALL).
+    call_id = fmt::format("c{}.{}", number_, d == 1 && answers_missed_request_ ? m.run : m.run + 1);
   }
   MessageRecord record;
   record.kind = d == 0 ? MessageKind::kCall : MessageKind::kReturn;
@@ -433,6 +443,7 @@ void Importer::Tcp(const DecodedPacket& p, TimeNs time) {
       if ((p.tcp_flags & kTcpRst) != 0 && p.payload_length == 0) return;
       // Neither handshake packet was captured: ephemeral ports are the high ones.
       c = Open(key, p, p.src_port > p.dst_port, kNoTime);
+      c->MarkMidstream();
       ++summary_->without_handshake;
     }
   }

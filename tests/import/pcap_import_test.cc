@@ -240,6 +240,31 @@ TEST(PcapImport, ResetEndsTheConnectionAndAReusedPortOpensANewOne) {
   EXPECT_EQ(std::count(ids.begin(), ids.end(), "c1.1"), 2);
 }
 
+TEST(PcapImport, WithoutAHandshakeTheClientIsGuessedAndCounted) {
+  PcapWriter w(testing::kEthernet);
+  Endpoint client = V4(10, 0, 0, 1, 51000), server = V4(10, 0, 0, 2, 5000);
+  // The capture began mid-connection, with the server's reply: the higher port (51000) is
+  // taken for the client, so the reply is still a RETURN, of a request never captured
+  // (c1.0 pairs with no CALL).
+  w.Tcp(server, client, 7000, 9000, testing::kAck, std::string(30, 'r'), 1000);
+  w.Tcp(client, server, 9000, 7030, testing::kAck, std::string(12, 'q'), 1010);
+  // Here only the SYN-ACK was captured: it says who serves, whatever the ports.
+  Endpoint low_client = V4(10, 0, 0, 3, 1000), high_server = V4(10, 0, 0, 4, 60000);
+  w.Tcp(high_server, low_client, 500, 101, testing::kSyn | testing::kAck, "", 1100);
+  w.Tcp(low_client, high_server, 101, 501, testing::kAck, std::string(8, 'q'), 1110);
+  PcapImportSummary summary;
+  Trace trace = Import(w, &summary);
+  std::vector<Seen> want = {
+      {MessageKind::kReturn, "10.0.0.2:5000", "10.0.0.1", "c1.0", 30, 1000 * kUs},
+      {MessageKind::kCall, "10.0.0.1", "10.0.0.2:5000", "c1.1", 12, 1010 * kUs},
+      {MessageKind::kCall, "10.0.0.3", "10.0.0.4:60000", "c2.1", 8, 1110 * kUs},
+  };
+  EXPECT_EQ(Messages(trace), want);
+  EXPECT_EQ(summary.without_handshake, 2u);
+  EXPECT_NE(summary.OneLine().find("2 connections without a captured handshake (client guessed)"),
+            std::string::npos);
+}
+
 TEST(PcapImport, UdpDatagramsAreMessagesFromWhoeverSpokeFirst) {
   PcapWriter w(testing::kEthernet);
   Endpoint client = V4(10, 0, 0, 1, 50000), server = V4(10, 0, 0, 3, 9999);
