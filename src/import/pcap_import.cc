@@ -15,6 +15,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <memory>
 
 #include "capture/protocols/descriptor.h"
@@ -562,9 +563,14 @@ Result<Trace> Importer::Run(pcap_t* pcap) {
   const u_char* data = nullptr;
   int rc;
   while ((rc = pcap_next_ex(pcap, &header, &data)) == 1) {
-    // Opened with nanosecond precision: tv_usec holds nanoseconds.
-    Frame(link, data, header->caplen,
-          TimeNs(header->ts.tv_sec) * 1'000'000'000 + TimeNs(header->ts.tv_usec));
+    // Opened with nanosecond precision: tv_usec holds nanoseconds. pcapng's 64-bit
+    // timestamps may claim any second at all: past 2262 the time saturates.
+    TimeNs time;
+    if (__builtin_mul_overflow(TimeNs(header->ts.tv_sec), TimeNs(1'000'000'000), &time) ||
+        __builtin_add_overflow(time, TimeNs(header->ts.tv_usec), &time) || time < 0) {
+      time = header->ts.tv_sec < 0 ? 0 : std::numeric_limits<TimeNs>::max() - 1;
+    }
+    Frame(link, data, header->caplen, time);
   }
   if (rc == PCAP_ERROR) Damaged(pcap_geterr(pcap));
   return Finish();
