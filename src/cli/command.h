@@ -22,5 +22,7 @@ void AddCaptureCommand(CLI::App& app, Status& result);  // capture and events
 void AddReconcileCommand(CLI::App& app, Status& result);
 void AddQueryCommand(CLI::App& app, Status& result);
 void AddPivotCommand(CLI::App& app, Status& result);  // install, list, uninstall, tracepoints
+// Subcommands of `weft import` (`import` is the App they add themselves to).
+void AddImportPcapCommand(CLI::App& import, Status& result);
 
 }  // namespace weft::cli

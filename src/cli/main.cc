@@ -27,6 +27,9 @@ int main(int argc, char** argv) {
   weft::cli::AddReconcileCommand(app, result);
   weft::cli::AddQueryCommand(app, result);
   weft::cli::AddPivotCommand(app, result);
+  auto* import = app.add_subcommand("import", "Make a message trace from other tools' records");
+  import->require_subcommand(1);
+  weft::cli::AddImportPcapCommand(*import, result);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
