@@ -42,7 +42,10 @@ Result<bool> IsPathsFile(const std::string& path) {
 Result<PathSet> LoadTruth(const std::string& path, const PathSet& inferred,
                           const std::string& run) {
   Trace trace;
-  if (!run.empty()) {
+  // A trace that carries its own truth (generated, imported) named as both is its own
+  // truth: nothing to copy onto it.
+  std::error_code same_error;
+  if (!run.empty() && !std::filesystem::equivalent(path, run, same_error)) {
     Result<Trace> truth =
         std::filesystem::is_directory(path) ? testbed::BuildTruthTrace(path) : LoadTrace(path);
     if (!truth.ok()) return truth.status().WithContext(path);

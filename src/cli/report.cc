@@ -74,11 +74,7 @@ Status AddAccuracy(const ReportOptions& o, const PathsFile& paths_file, HtmlRepo
         "from",
         o.truth);
   }
-  // A trace that carries its own truth (generated, imported) is its own truth: nothing to
-  // copy onto it.
-  std::error_code same_error;
-  const bool same = std::filesystem::equivalent(o.truth, o.trace, same_error);
-  WEFT_ASSIGN_OR_RETURN(PathSet truth, LoadTruth(o.truth, inferred, same ? "" : o.trace));
+  WEFT_ASSIGN_OR_RETURN(PathSet truth, LoadTruth(o.truth, inferred, o.trace));
   html.accuracy_source = o.truth;
   if (!paths_file.graph.empty()) {
     Result<GraphEvalReport> report = EvaluateGraph(truth, inferred, paths_file.graph, 100);

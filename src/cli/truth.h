@@ -11,8 +11,8 @@ namespace weft::cli {
 
 // The truth at `path` (a trace with ground truth, a paths file, or with `run` — the trace
 // the paths were inferred from — a separate record of the run: a trace or a testbed truth
-// directory, copied onto the run message by message), its clients named and latencies
-// measured as `inferred`'s are.
+// directory, copied onto the run message by message; `run` itself is taken as carrying its
+// own truth), its clients named and latencies measured as `inferred`'s are.
 Result<PathSet> LoadTruth(const std::string& path, const PathSet& inferred, const std::string& run);
 
 }  // namespace weft::cli

@@ -12,8 +12,7 @@ namespace weft {
 namespace {
 
 std::string TempPath(const std::string& name) {
-  return (std::filesystem::path(::testing::TempDir()) /
-          (name + "-" + std::to_string(::getpid())))
+  return (std::filesystem::path(::testing::TempDir()) / (name + "-" + std::to_string(::getpid())))
       .string();
 }
 

@@ -68,6 +68,12 @@ TEST_F(EvalCli, InferPathsAndEvalTruthAgainstItself) {
   }
   EXPECT_EQ(report["messages"]["correct"], 6);
   EXPECT_EQ(report["latency"]["max_latency_error"], 0.0);
+
+  // The trace named as the run too (--trace) carries its own truth: the same report.
+  CommandRun both = Weft("eval --truth " + Path("run.trace") + " --trace " + Path("run.trace") +
+                         " " + Path("truth.paths.json") + " --json");
+  ASSERT_EQ(both.rc, 0) << both.output;
+  EXPECT_EQ(nlohmann::json::parse(both.output), report);
 }
 
 // Done means: truth against truth gives zero error on every built-in scenario, whether the
