@@ -134,6 +134,7 @@ TEST_F(EvalCli, EvalOfAWrongInference) {
             "requests (whole trees): 1 exact (50.00%), 0 wrong parents (0.00%), 1 orphaned "
             "(50.00%), 0 mis-stitched "
             "(0.00%) of 2\n"
+            "parent links: 4 of 6 messages other than returns have their true parent (66.67%)\n"
             "\n"
             "top-N false negatives (Figure 17): truth ranked by count, inferred by count\n"
             "    N          FN    FN 2.00%    FN 6.00%      FN/N\n"
