@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "cli/command.h"
+#include "infer/baseline/baseline.h"
 #include "infer/choose.h"
 #include "infer/convolution/convolution.h"
 #include "infer/fragment/fragment.h"
@@ -170,6 +171,24 @@ Result<PathsFile> RunFragment(const Trace& trace, const InferFlags&) {
   return ReportFragment(std::move(fragment));
 }
 
+Result<PathsFile> RunBaseline(const Trace& trace, BaselineRule rule) {
+  WEFT_ASSIGN_OR_RETURN(BaselineInference baseline, InferBaseline(trace, rule));
+  const BaselineCounters& c = baseline.counters;
+  fmt::print(stderr,
+             "{}: {} call pairs; {} root calls; {} other messages (MSG or unmatched returns) "
+             "left as roots\n",
+             BaselineName(rule), c.call_pairs, c.roots, c.other_messages);
+  return ToPathsFile(std::move(baseline));
+}
+
+Result<PathsFile> RunLatestOpen(const Trace& trace, const InferFlags&) {
+  return RunBaseline(trace, BaselineRule::kLatestOpen);
+}
+
+Result<PathsFile> RunEarliestOpen(const Trace& trace, const InferFlags&) {
+  return RunBaseline(trace, BaselineRule::kEarliestOpen);
+}
+
 // --algo auto (infer/choose.h): prints the choice and its reasons, then runs the chosen
 // algorithm unless deciding already did.
 Result<PathsFile> RunAuto(const Trace& trace, const InferFlags& f) {
@@ -192,9 +211,9 @@ struct Algorithm {
 };
 
 constexpr Algorithm kAlgorithms[] = {
-    {"truth", RunTruth},     {"nesting", RunNesting}, {"convolution", RunConvolution},
-    {"linking", RunLinking}, {"thread", RunThread},   {"fragment", RunFragment},
-    {"auto", RunAuto},
+    {"truth", RunTruth},     {"nesting", RunNesting},        {"convolution", RunConvolution},
+    {"linking", RunLinking}, {"thread", RunThread},          {"fragment", RunFragment},
+    {"auto", RunAuto},       {"latest-open", RunLatestOpen}, {"earliest-open", RunEarliestOpen},
 };
 
 std::string AlgorithmNames() {
@@ -236,6 +255,7 @@ void AddInferCommand(CLI::App& app, Status& result) {
       "  weft infer email.weft --algo convolution --quantum 1s --tolerance 500ms -o c.paths.json\n"
       "  weft infer run.weft --algo thread -o thread.paths.json     (a reconciled capture)\n"
       "  weft infer run.weft --algo auto -o run.paths.json   (the most precise one that fits)\n"
+      "  weft infer shop.weft --algo latest-open -o floor.paths.json   (a baseline)\n"
       "  weft paths nesting.paths.json --top 10\n",
       AlgorithmNames()));
   static InferFlags flags;
