@@ -38,7 +38,7 @@ Result<PathsFile> RunTruth(const Trace& trace, const InferFlags&) {
   return ToPathsFile(std::move(truth));
 }
 
-Result<PathsFile> RunNesting(const Trace& trace, const InferFlags& f) {
+Result<NestingOptions> NestingFlags(const InferFlags& f) {
   NestingOptions options = f.nesting;
   WEFT_ASSIGN_OR_RETURN(options.skew_window, ParseDuration(f.skew_window));
   options.use_call_ids = !f.no_call_ids;
@@ -46,7 +46,10 @@ Result<PathsFile> RunNesting(const Trace& trace, const InferFlags& f) {
     options.score_returns = false;
     options.sibling_passes = 0;
   }
-  WEFT_ASSIGN_OR_RETURN(NestingInference nesting, InferNesting(trace, options));
+  return options;
+}
+
+PathsFile ReportNesting(NestingInference nesting) {
   const NestingCounters& c = nesting.counters;
   fmt::print(stderr,
              "nesting: {} call pairs; {} unmatched calls, {} unmatched returns, {} other messages "
@@ -62,6 +65,12 @@ Result<PathsFile> RunNesting(const Trace& trace, const InferFlags& f) {
         "whose call ids match\n");
   }
   return ToPathsFile(std::move(nesting));
+}
+
+Result<PathsFile> RunNesting(const Trace& trace, const InferFlags& f) {
+  WEFT_ASSIGN_OR_RETURN(NestingOptions options, NestingFlags(f));
+  WEFT_ASSIGN_OR_RETURN(NestingInference nesting, InferNesting(trace, options));
+  return ReportNesting(std::move(nesting));
 }
 
 Result<uint64_t> ParseBytes(const std::string& text) {
@@ -99,13 +108,16 @@ Result<PathsFile> RunConvolution(const Trace& trace, const InferFlags& f) {
   return PathsFile{std::move(convolution.paths), c.List(), std::move(convolution.graph)};
 }
 
-Result<PathsFile> RunLinking(const Trace& trace, const InferFlags& f) {
+Result<LinkingOptions> LinkingFlags(const InferFlags& f) {
   LinkingOptions options = f.linking;
   WEFT_ASSIGN_OR_RETURN(options.window, ParseDuration(f.window));
   options.aggregate_clients = !f.no_client_aggregation;
   options.call_trees = !f.linked_trees;
   options.use_calls = !f.no_rpc;
-  WEFT_ASSIGN_OR_RETURN(LinkingInference linking, InferLinking(trace, options));
+  return options;
+}
+
+PathsFile ReportLinking(LinkingInference linking) {
   const LinkingCounters& c = linking.counters;
   fmt::print(
       stderr,
@@ -114,6 +126,12 @@ Result<PathsFile> RunLinking(const Trace& trace, const InferFlags& f) {
       c.links, c.messages, c.pairs, c.roots, c.try_both, c.budget_exhausted, c.clients,
       c.rpc ? "; calls paired with their returns (RPC mode)" : "");
   return ToPathsFile(std::move(linking));
+}
+
+Result<PathsFile> RunLinking(const Trace& trace, const InferFlags& f) {
+  WEFT_ASSIGN_OR_RETURN(LinkingOptions options, LinkingFlags(f));
+  WEFT_ASSIGN_OR_RETURN(LinkingInference linking, InferLinking(trace, options));
+  return ReportLinking(std::move(linking));
 }
 
 PathsFile ReportThread(ThreadInference thread) {
@@ -189,10 +207,12 @@ Result<PathsFile> RunEarliestOpen(const Trace& trace, const InferFlags&) {
   return RunBaseline(trace, BaselineRule::kEarliestOpen);
 }
 
-// --algo auto (infer/choose.h): prints the choice and its reasons, then runs the chosen
-// algorithm unless deciding already did.
+// --algo auto (infer/choose.h): prints the choice and its reasons and reports the chosen
+// algorithm's run, made while deciding.
 Result<PathsFile> RunAuto(const Trace& trace, const InferFlags& f) {
-  WEFT_ASSIGN_OR_RETURN(AutoInference decided, ChooseAlgorithm(trace));
+  WEFT_ASSIGN_OR_RETURN(LinkingOptions linking, LinkingFlags(f));
+  WEFT_ASSIGN_OR_RETURN(NestingOptions nesting, NestingFlags(f));
+  WEFT_ASSIGN_OR_RETURN(AutoInference decided, ChooseAlgorithm(trace, linking, nesting));
   fmt::print(stderr, "auto: {}\n", decided.choice.Describe());
   switch (decided.choice.algorithm) {
     case AutoAlgorithm::kThread:
@@ -200,9 +220,11 @@ Result<PathsFile> RunAuto(const Trace& trace, const InferFlags& f) {
     case AutoAlgorithm::kFragment:
       return ReportFragment(std::move(*decided.fragment));
     case AutoAlgorithm::kLinking:
-      break;
+      return ReportLinking(std::move(*decided.linking));
+    case AutoAlgorithm::kNesting:
+      return ReportNesting(std::move(*decided.nesting));
   }
-  return RunLinking(trace, f);
+  return Status::Internal("auto chose no algorithm");
 }
 
 struct Algorithm {

@@ -33,8 +33,8 @@ Result<BaselineInference> InferBaseline(const Trace& trace, BaselineRule rule) {
       if (at_sender.empty()) {
         ++counters.roots;
       } else {
-        parent[i] = MessageId(rule == BaselineRule::kLatestOpen ? at_sender.back()
-                                                                : at_sender.front());
+        parent[i] =
+            MessageId(rule == BaselineRule::kLatestOpen ? at_sender.back() : at_sender.front());
       }
       // A call whose return came first (skew) is never open.
       if (!partner.valid() || partner.value() > i) open[c.receiver[i].value()].push_back(i);
