@@ -152,7 +152,7 @@ TEST_F(EvalCli, OneLineErrorsAndNonZeroExit) {
   EXPECT_EQ(unknown.rc, 1);
   EXPECT_EQ(unknown.output,
             "weft infer: unknown algorithm 'nesting2' (available: truth, nesting, convolution, "
-            "linking, thread, fragment, auto)\n");
+            "linking, thread, fragment, auto, latest-open, earliest-open)\n");
 
   std::ofstream(Path("other.trace")) << "1.0 MSG_SENT A B path=1\n";
   ASSERT_EQ(
