@@ -17,7 +17,7 @@ struct GenFlags {
   std::string input, output, duration;
   uint64_t messages = 0, seed = 0;
   double parallelism = 1, deviation = 1;
-  bool list = false, print_config = false;
+  bool list = false, print_config = false, send_times_only = false;
 };
 
 Status RunGen(const CLI::App& cmd, const GenFlags& f) {
@@ -62,6 +62,7 @@ Status RunGen(const CLI::App& cmd, const GenFlags& f) {
     if (!(f.deviation >= 0)) return Status::InvalidArgument("--deviation must not be negative");
     config.deviation = f.deviation;
   }
+  if (f.send_times_only) config.send_times_only = true;
   GenSummary summary;
   WEFT_ASSIGN_OR_RETURN(Trace trace, MakeTrace(config, &summary));
   WEFT_RETURN_IF_ERROR(SaveTrace(trace, f.output));
@@ -81,6 +82,7 @@ void AddGenCommand(CLI::App& app, Status& result) {
       "  weft gen multitier -o mt.weft\n"
       "  weft gen multitier --messages 2000000 --seed 7 -o big.weft\n"
       "  weft gen children-parallel --parallelism 4 --deviation 2 -o cp.trace\n"
+      "  weft gen shop --parallelism 4 --send-times-only -o shop4.weft\n"
       "  weft gen email --print-config > mail.toml && weft gen mail.toml -o mail.weft\n");
   static GenFlags f;
   cmd->add_option("scenario", f.input, "Built-in scenario name or TOML config file (- for stdin)");
@@ -92,6 +94,9 @@ void AddGenCommand(CLI::App& app, Status& result) {
   cmd->add_option("--seed", f.seed, "Random seed (default: the config's)");
   cmd->add_option("--parallelism", f.parallelism, "Factor on every tracelet's loop count");
   cmd->add_option("--deviation", f.deviation, "Factor on every delay's standard deviation");
+  cmd->add_flag("--send-times-only", f.send_times_only,
+                "One timestamp per message, the send time, as span data gives (timestamps = "
+                "\"send\")");
   cmd->add_flag("--list", f.list, "List the built-in scenarios");
   cmd->add_flag("--print-config", f.print_config, "Print the scenario's TOML config and exit");
   cmd->callback([cmd, &result] { result = RunGen(*cmd, f); });

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "cli/command.h"
+#include "infer/baseline/baseline.h"
 #include "infer/choose.h"
 #include "infer/convolution/convolution.h"
 #include "infer/fragment/fragment.h"
@@ -37,7 +38,7 @@ Result<PathsFile> RunTruth(const Trace& trace, const InferFlags&) {
   return ToPathsFile(std::move(truth));
 }
 
-Result<PathsFile> RunNesting(const Trace& trace, const InferFlags& f) {
+Result<NestingOptions> NestingFlags(const InferFlags& f) {
   NestingOptions options = f.nesting;
   WEFT_ASSIGN_OR_RETURN(options.skew_window, ParseDuration(f.skew_window));
   options.use_call_ids = !f.no_call_ids;
@@ -45,7 +46,10 @@ Result<PathsFile> RunNesting(const Trace& trace, const InferFlags& f) {
     options.score_returns = false;
     options.sibling_passes = 0;
   }
-  WEFT_ASSIGN_OR_RETURN(NestingInference nesting, InferNesting(trace, options));
+  return options;
+}
+
+PathsFile ReportNesting(NestingInference nesting) {
   const NestingCounters& c = nesting.counters;
   fmt::print(stderr,
              "nesting: {} call pairs; {} unmatched calls, {} unmatched returns, {} other messages "
@@ -61,6 +65,12 @@ Result<PathsFile> RunNesting(const Trace& trace, const InferFlags& f) {
         "whose call ids match\n");
   }
   return ToPathsFile(std::move(nesting));
+}
+
+Result<PathsFile> RunNesting(const Trace& trace, const InferFlags& f) {
+  WEFT_ASSIGN_OR_RETURN(NestingOptions options, NestingFlags(f));
+  WEFT_ASSIGN_OR_RETURN(NestingInference nesting, InferNesting(trace, options));
+  return ReportNesting(std::move(nesting));
 }
 
 Result<uint64_t> ParseBytes(const std::string& text) {
@@ -98,13 +108,16 @@ Result<PathsFile> RunConvolution(const Trace& trace, const InferFlags& f) {
   return PathsFile{std::move(convolution.paths), c.List(), std::move(convolution.graph)};
 }
 
-Result<PathsFile> RunLinking(const Trace& trace, const InferFlags& f) {
+Result<LinkingOptions> LinkingFlags(const InferFlags& f) {
   LinkingOptions options = f.linking;
   WEFT_ASSIGN_OR_RETURN(options.window, ParseDuration(f.window));
   options.aggregate_clients = !f.no_client_aggregation;
   options.call_trees = !f.linked_trees;
   options.use_calls = !f.no_rpc;
-  WEFT_ASSIGN_OR_RETURN(LinkingInference linking, InferLinking(trace, options));
+  return options;
+}
+
+PathsFile ReportLinking(LinkingInference linking) {
   const LinkingCounters& c = linking.counters;
   fmt::print(
       stderr,
@@ -113,6 +126,12 @@ Result<PathsFile> RunLinking(const Trace& trace, const InferFlags& f) {
       c.links, c.messages, c.pairs, c.roots, c.try_both, c.budget_exhausted, c.clients,
       c.rpc ? "; calls paired with their returns (RPC mode)" : "");
   return ToPathsFile(std::move(linking));
+}
+
+Result<PathsFile> RunLinking(const Trace& trace, const InferFlags& f) {
+  WEFT_ASSIGN_OR_RETURN(LinkingOptions options, LinkingFlags(f));
+  WEFT_ASSIGN_OR_RETURN(LinkingInference linking, InferLinking(trace, options));
+  return ReportLinking(std::move(linking));
 }
 
 PathsFile ReportThread(ThreadInference thread) {
@@ -170,10 +189,30 @@ Result<PathsFile> RunFragment(const Trace& trace, const InferFlags&) {
   return ReportFragment(std::move(fragment));
 }
 
-// --algo auto (infer/choose.h): prints the choice and its reasons, then runs the chosen
-// algorithm unless deciding already did.
+Result<PathsFile> RunBaseline(const Trace& trace, BaselineRule rule) {
+  WEFT_ASSIGN_OR_RETURN(BaselineInference baseline, InferBaseline(trace, rule));
+  const BaselineCounters& c = baseline.counters;
+  fmt::print(stderr,
+             "{}: {} call pairs; {} root calls; {} other messages (MSG or unmatched returns) "
+             "left as roots\n",
+             BaselineName(rule), c.call_pairs, c.roots, c.other_messages);
+  return ToPathsFile(std::move(baseline));
+}
+
+Result<PathsFile> RunLatestOpen(const Trace& trace, const InferFlags&) {
+  return RunBaseline(trace, BaselineRule::kLatestOpen);
+}
+
+Result<PathsFile> RunEarliestOpen(const Trace& trace, const InferFlags&) {
+  return RunBaseline(trace, BaselineRule::kEarliestOpen);
+}
+
+// --algo auto (infer/choose.h): prints the choice and its reasons and reports the chosen
+// algorithm's run, made while deciding.
 Result<PathsFile> RunAuto(const Trace& trace, const InferFlags& f) {
-  WEFT_ASSIGN_OR_RETURN(AutoInference decided, ChooseAlgorithm(trace));
+  WEFT_ASSIGN_OR_RETURN(LinkingOptions linking, LinkingFlags(f));
+  WEFT_ASSIGN_OR_RETURN(NestingOptions nesting, NestingFlags(f));
+  WEFT_ASSIGN_OR_RETURN(AutoInference decided, ChooseAlgorithm(trace, linking, nesting));
   fmt::print(stderr, "auto: {}\n", decided.choice.Describe());
   switch (decided.choice.algorithm) {
     case AutoAlgorithm::kThread:
@@ -181,9 +220,11 @@ Result<PathsFile> RunAuto(const Trace& trace, const InferFlags& f) {
     case AutoAlgorithm::kFragment:
       return ReportFragment(std::move(*decided.fragment));
     case AutoAlgorithm::kLinking:
-      break;
+      return ReportLinking(std::move(*decided.linking));
+    case AutoAlgorithm::kNesting:
+      return ReportNesting(std::move(*decided.nesting));
   }
-  return RunLinking(trace, f);
+  return Status::Internal("auto chose no algorithm");
 }
 
 struct Algorithm {
@@ -192,9 +233,9 @@ struct Algorithm {
 };
 
 constexpr Algorithm kAlgorithms[] = {
-    {"truth", RunTruth},     {"nesting", RunNesting}, {"convolution", RunConvolution},
-    {"linking", RunLinking}, {"thread", RunThread},   {"fragment", RunFragment},
-    {"auto", RunAuto},
+    {"truth", RunTruth},     {"nesting", RunNesting},        {"convolution", RunConvolution},
+    {"linking", RunLinking}, {"thread", RunThread},          {"fragment", RunFragment},
+    {"auto", RunAuto},       {"latest-open", RunLatestOpen}, {"earliest-open", RunEarliestOpen},
 };
 
 std::string AlgorithmNames() {
@@ -236,6 +277,7 @@ void AddInferCommand(CLI::App& app, Status& result) {
       "  weft infer email.weft --algo convolution --quantum 1s --tolerance 500ms -o c.paths.json\n"
       "  weft infer run.weft --algo thread -o thread.paths.json     (a reconciled capture)\n"
       "  weft infer run.weft --algo auto -o run.paths.json   (the most precise one that fits)\n"
+      "  weft infer shop.weft --algo latest-open -o floor.paths.json   (a baseline)\n"
       "  weft paths nesting.paths.json --top 10\n",
       AlgorithmNames()));
   static InferFlags flags;

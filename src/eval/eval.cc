@@ -86,6 +86,13 @@ void CountInstancesAndMessages(const PathSet& truth, const PathSet& inferred, Ev
 }
 
 void CountRequests(const PathSet& truth, const PathSet& inferred, EvalReport& r) {
+  // Each truth message's kind, from its element in its instance's pattern.
+  std::vector<MessageKind> truth_kind(truth.trace_messages, MessageKind::kMessage);
+  for (size_t t = 0; t < truth.instance_count(); ++t) {
+    const PathPattern& pattern = truth.patterns[truth.pattern[t]];
+    auto msgs = truth.InstanceMessages(t);
+    for (size_t k = 0; k < msgs.size(); ++k) truth_kind[msgs[k].value()] = pattern.elements[k].kind;
+  }
   // Each message's inferred instance (the most probable one holding it) and parent there.
   constexpr uint32_t kNone = UINT32_MAX;
   std::vector<uint32_t> instance_of(inferred.trace_messages, kNone);
@@ -121,7 +128,12 @@ void CountRequests(const PathSet& truth, const PathSet& inferred, EvalReport& r)
       spread = spread || i == kNone || i != first;
       mixed = mixed || (i != kNone && request_of[i] == kMixed);
       MessageId parent = parents[k] < 0 ? MessageId() : msgs[size_t(parents[k])];
+      const bool right = i != kNone && parent_of[msgs[k].value()] == parent;
       same_parents = same_parents && parent_of[msgs[k].value()] == parent;
+      if (truth_kind[msgs[k].value()] != MessageKind::kReturn) {
+        ++r.parent_links.messages;
+        r.parent_links.correct += right;
+      }
     }
     if (mixed) {
       ++r.requests.mis_stitched;

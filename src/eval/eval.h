@@ -82,6 +82,17 @@ struct RequestOutcomes {
   double Share(uint64_t n) const { return requests ? double(n) / double(requests) : 0.0; }
 };
 
+// Per message that is not a RETURN (a RETURN's parent is its CALL, which any algorithm
+// that pairs them gets right): is its inferred parent the true one? The inferred parent
+// is the one in the most probable instance holding the message; a root is right when it
+// is inferred as a root, and a message in no inferred instance is wrong. On a trace of
+// calls and returns this is the share of calls whose inferred parent call is the true one.
+struct ParentLinks {
+  uint64_t messages = 0;  // truth messages that are not RETURNs
+  uint64_t correct = 0;
+  double Share() const { return messages ? double(correct) / double(messages) : 0.0; }
+};
+
 struct EvalReport {
   std::string truth_algorithm;
   std::string inferred_algorithm;
@@ -94,6 +105,7 @@ struct EvalReport {
   ErrorCounts instances;
   ErrorCounts messages;
   RequestOutcomes requests;
+  ParentLinks parent_links;
 
   std::vector<double> tolerances;
   PatternOrder inferred_order = PatternOrder::kCount;

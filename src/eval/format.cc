@@ -49,6 +49,9 @@ std::string FormatEvalReport(const EvalReport& r) {
       q.exact, Percent(q.Share(q.exact)), q.wrong_parents, Percent(q.Share(q.wrong_parents)),
       q.orphaned, Percent(q.Share(q.orphaned)), q.mis_stitched, Percent(q.Share(q.mis_stitched)),
       q.requests);
+  out += fmt::format(
+      "parent links: {} of {} messages other than returns have their true parent ({})\n",
+      r.parent_links.correct, r.parent_links.messages, Percent(r.parent_links.Share()));
 
   if (!r.top_n.empty()) {
     out +=
@@ -107,6 +110,9 @@ std::string FormatEvalReportJson(const EvalReport& r) {
                    {"wrong_parents", r.requests.wrong_parents},
                    {"orphaned", r.requests.orphaned},
                    {"mis_stitched", r.requests.mis_stitched}};
+  j["parent_links"] = {{"messages", r.parent_links.messages},
+                       {"correct", r.parent_links.correct},
+                       {"share", r.parent_links.Share()}};
   j["inferred_order"] = PatternOrderName(r.inferred_order);
   j["tolerances"] = r.tolerances;
   nlohmann::ordered_json curve = nlohmann::ordered_json::array();

@@ -24,8 +24,9 @@
 namespace weft {
 namespace {
 
-constexpr std::string_view kTopKeys[] = {"seed",        "start",     "duration", "messages",
-                                         "parallelism", "deviation", "tracelet", "network"};
+constexpr std::string_view kTopKeys[] = {"seed",     "start",       "duration",
+                                         "messages", "parallelism", "deviation",
+                                         "tracelet", "network",     "timestamps"};
 constexpr std::string_view kTraceletKeys[] = {"name", "instances", "think", "steps", "choose"};
 constexpr std::string_view kStepKeys[] = {"op",    "from", "to",  "delay", "sd",
                                           "after", "id",   "ret", "extra"};
@@ -216,6 +217,12 @@ Result<GenConfig> ConfigParser::Parse(const toml::table& root) {
                    key == "parallelism" ? "positive" : "non-negative", limit);
     }
     (key == "parallelism" ? config_.parallelism : config_.deviation) = *v;
+  }
+  if (const toml::node* n = root.get("timestamps")) {
+    std::optional<std::string_view> v = n->value<std::string_view>();
+    if (!v || (*v != "both" && *v != "send"))
+      return Error(LineOf(*n), "'timestamps' must be \"both\" or \"send\"");
+    config_.send_times_only = *v == "send";
   }
   const toml::node* tracelets = root.get("tracelet");
   if (!tracelets) return Error(1, "no [[tracelet]] tables: a config needs at least one");

@@ -97,6 +97,10 @@ struct GenConfig {
   std::vector<std::string> nodes;  // every node name, in order of first mention
   std::vector<Tracelet> tracelets;
   NetworkConfig network;
+  // One timestamp per message, the send time, as span data and one-sided logs give
+  // (`timestamps = "send"`): receive times are left out (kept only where the sender was
+  // untraced, so that every message has a time).
+  bool send_times_only = false;
 };
 
 // Bounds that keep every computed time far inside 64-bit nanoseconds (1000 steps of

@@ -333,6 +333,7 @@ Result<Trace> Generator::Build(GenSummary* summary) {
     MessageRecord r;
     r.send_time = untraced[m.sender] ? kNoTime : m.time + network_.Offset(m.sender);
     r.recv_time = untraced[m.receiver] ? kNoTime : m.arrival + network_.Offset(m.receiver);
+    if (config_.send_times_only && r.send_time != kNoTime) r.recv_time = kNoTime;
     r.sender = node_ids[m.sender];
     r.receiver = node_ids[m.receiver];
     r.kind = m.kind;

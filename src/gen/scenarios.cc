@@ -539,6 +539,536 @@ clients = 10000
 untraced = ["CLIENT"]
 )toml";
 
+// Microservice scenarios (docs/generator.md, "Microservices"), shaped like public benchmark
+// applications; their steps were written out from a per-request call tree.
+constexpr std::string_view kShop =
+    R"toml(# shop: an online shop shaped like the Go/gRPC microservice demo (a frontend calling about
+# ten services). Every request enters the frontend, which calls the services one after
+# another, the same service many times per request (a currency conversion per product
+# shown, a catalog lookup per item): long sequences of repeated calls to the same services
+# from one frontend, which is what makes nesting's choice of parent hard. Service times
+# are heavy-tailed (80% near the median, 15% 4x, 5% 15x). One loop per request type, each
+# about a quarter of the time busy: --parallelism N gives about N requests in flight, and
+# the frontend serves them concurrently.
+seed = 1
+duration = "60s"
+
+# GET /: currencies, products, cart, one conversion per product shown, an ad (14 RPCs)
+[[tracelet]]
+name = "home"
+instances = 1
+think = ["45ms", "95ms"]
+steps = [
+  { op = "call", from = "CLIENT", to = "frontend", id = "c1" },
+  { op = "call", from = "frontend", to = "currency", id = "c2", after = "c1", delay = "0.15ms", sd = "0.0375ms" },
+  { op = "ret", ret = "c2", id = "r3", after = "c2", delay = [{ mean = "0.4ms", sd = "0.133ms", weight = 0.8 }, { mean = "1.6ms", sd = "0.8ms", weight = 0.15 }, { mean = "6ms", sd = "3ms", weight = 0.05 }] },
+  { op = "call", from = "frontend", to = "catalog", id = "c4", after = "r3", delay = "0.15ms", sd = "0.0375ms" },
+  { op = "ret", ret = "c4", id = "r5", after = "c4", delay = [{ mean = "0.8ms", sd = "0.267ms", weight = 0.8 }, { mean = "3.2ms", sd = "1.6ms", weight = 0.15 }, { mean = "12ms", sd = "6ms", weight = 0.05 }] },
+  { op = "call", from = "frontend", to = "cart", id = "c6", after = "r5", delay = "0.15ms", sd = "0.0375ms" },
+  { op = "ret", ret = "c6", id = "r7", after = "c6", delay = [{ mean = "1.5ms", sd = "0.5ms", weight = 0.8 }, { mean = "6ms", sd = "3ms", weight = 0.15 }, { mean = "22.5ms", sd = "11.2ms", weight = 0.05 }] },
+  { op = "call", from = "frontend", to = "currency", id = "c8", after = "r7", delay = "0.15ms", sd = "0.0375ms" },
+  { op = "ret", ret = "c8", id = "r9", after = "c8", delay = [{ mean = "0.4ms", sd = "0.133ms", weight = 0.8 }, { mean = "1.6ms", sd = "0.8ms", weight = 0.15 }, { mean = "6ms", sd = "3ms", weight = 0.05 }] },
+  { op = "call", from = "frontend", to = "currency", id = "c10", after = "r9", delay = "0.15ms", sd = "0.0375ms" },
+  { op = "ret", ret = "c10", id = "r11", after = "c10", delay = [{ mean = "0.4ms", sd = "0.133ms", weight = 0.8 }, { mean = "1.6ms", sd = "0.8ms", weight = 0.15 }, { mean = "6ms", sd = "3ms", weight = 0.05 }] },
+  { op = "call", from = "frontend", to = "currency", id = "c12", after = "r11", delay = "0.15ms", sd = "0.0375ms" },
+  { op = "ret", ret = "c12", id = "r13", after = "c12", delay = [{ mean = "0.4ms", sd = "0.133ms", weight = 0.8 }, { mean = "1.6ms", sd = "0.8ms", weight = 0.15 }, { mean = "6ms", sd = "3ms", weight = 0.05 }] },
+  { op = "call", from = "frontend", to = "currency", id = "c14", after = "r13", delay = "0.15ms", sd = "0.0375ms" },
+  { op = "ret", ret = "c14", id = "r15", after = "c14", delay = [{ mean = "0.4ms", sd = "0.133ms", weight = 0.8 }, { mean = "1.6ms", sd = "0.8ms", weight = 0.15 }, { mean = "6ms", sd = "3ms", weight = 0.05 }] },
+  { op = "call", from = "frontend", to = "currency", id = "c16", after = "r15", delay = "0.15ms", sd = "0.0375ms" },
+  { op = "ret", ret = "c16", id = "r17", after = "c16", delay = [{ mean = "0.4ms", sd = "0.133ms", weight = 0.8 }, { mean = "1.6ms", sd = "0.8ms", weight = 0.15 }, { mean = "6ms", sd = "3ms", weight = 0.05 }] },
+  { op = "call", from = "frontend", to = "currency", id = "c18", after = "r17", delay = "0.15ms", sd = "0.0375ms" },
+  { op = "ret", ret = "c18", id = "r19", after = "c18", delay = [{ mean = "0.4ms", sd = "0.133ms", weight = 0.8 }, { mean = "1.6ms", sd = "0.8ms", weight = 0.15 }, { mean = "6ms", sd = "3ms", weight = 0.05 }] },
+  { op = "call", from = "frontend", to = "currency", id = "c20", after = "r19", delay = "0.15ms", sd = "0.0375ms" },
+  { op = "ret", ret = "c20", id = "r21", after = "c20", delay = [{ mean = "0.4ms", sd = "0.133ms", weight = 0.8 }, { mean = "1.6ms", sd = "0.8ms", weight = 0.15 }, { mean = "6ms", sd = "3ms", weight = 0.05 }] },
+  { op = "call", from = "frontend", to = "currency", id = "c22", after = "r21", delay = "0.15ms", sd = "0.0375ms" },
+  { op = "ret", ret = "c22", id = "r23", after = "c22", delay = [{ mean = "0.4ms", sd = "0.133ms", weight = 0.8 }, { mean = "1.6ms", sd = "0.8ms", weight = 0.15 }, { mean = "6ms", sd = "3ms", weight = 0.05 }] },
+  { op = "call", from = "frontend", to = "currency", id = "c24", after = "r23", delay = "0.15ms", sd = "0.0375ms" },
+  { op = "ret", ret = "c24", id = "r25", after = "c24", delay = [{ mean = "0.4ms", sd = "0.133ms", weight = 0.8 }, { mean = "1.6ms", sd = "0.8ms", weight = 0.15 }, { mean = "6ms", sd = "3ms", weight = 0.05 }] },
+  { op = "call", from = "frontend", to = "ad", id = "c26", after = "r25", delay = "0.15ms", sd = "0.0375ms" },
+  { op = "ret", ret = "c26", id = "r27", after = "c26", delay = [{ mean = "0.8ms", sd = "0.267ms", weight = 0.8 }, { mean = "3.2ms", sd = "1.6ms", weight = 0.15 }, { mean = "12ms", sd = "6ms", weight = 0.05 }] },
+  { op = "ret", ret = "c1", id = "r28", after = "r27", delay = [{ mean = "2ms", sd = "0.667ms", weight = 0.8 }, { mean = "8ms", sd = "4ms", weight = 0.15 }, { mean = "30ms", sd = "15ms", weight = 0.05 }] },
+]
+
+# GET /product: the product, currencies, cart, its price, recommendations (which list the catalog) and each recommended product, an ad (12 RPCs)
+[[tracelet]]
+name = "product"
+instances = 1
+think = ["35ms", "70ms"]
+steps = [
+  { op = "call", from = "CLIENT", to = "frontend", id = "c1" },
+  { op = "call", from = "frontend", to = "catalog", id = "c2", after = "c1", delay = "0.15ms", sd = "0.0375ms" },
+  { op = "ret", ret = "c2", id = "r3", after = "c2", delay = [{ mean = "0.8ms", sd = "0.267ms", weight = 0.8 }, { mean = "3.2ms", sd = "1.6ms", weight = 0.15 }, { mean = "12ms", sd = "6ms", weight = 0.05 }] },
+  { op = "call", from = "frontend", to = "currency", id = "c4", after = "r3", delay = "0.15ms", sd = "0.0375ms" },
+  { op = "ret", ret = "c4", id = "r5", after = "c4", delay = [{ mean = "0.4ms", sd = "0.133ms", weight = 0.8 }, { mean = "1.6ms", sd = "0.8ms", weight = 0.15 }, { mean = "6ms", sd = "3ms", weight = 0.05 }] },
+  { op = "call", from = "frontend", to = "cart", id = "c6", after = "r5", delay = "0.15ms", sd = "0.0375ms" },
+  { op = "ret", ret = "c6", id = "r7", after = "c6", delay = [{ mean = "1.5ms", sd = "0.5ms", weight = 0.8 }, { mean = "6ms", sd = "3ms", weight = 0.15 }, { mean = "22.5ms", sd = "11.2ms", weight = 0.05 }] },
+  { op = "call", from = "frontend", to = "currency", id = "c8", after = "r7", delay = "0.15ms", sd = "0.0375ms" },
+  { op = "ret", ret = "c8", id = "r9", after = "c8", delay = [{ mean = "0.4ms", sd = "0.133ms", weight = 0.8 }, { mean = "1.6ms", sd = "0.8ms", weight = 0.15 }, { mean = "6ms", sd = "3ms", weight = 0.05 }] },
+  { op = "call", from = "frontend", to = "recommendation", id = "c10", after = "r9", delay = "0.15ms", sd = "0.0375ms" },
+  { op = "call", from = "recommendation", to = "catalog", id = "c11", after = "c10", delay = "0.1ms", sd = "0.025ms" },
+  { op = "ret", ret = "c11", id = "r12", after = "c11", delay = [{ mean = "0.8ms", sd = "0.267ms", weight = 0.8 }, { mean = "3.2ms", sd = "1.6ms", weight = 0.15 }, { mean = "12ms", sd = "6ms", weight = 0.05 }] },
+  { op = "ret", ret = "c10", id = "r13", after = "r12", delay = [{ mean = "3ms", sd = "1ms", weight = 0.8 }, { mean = "12ms", sd = "6ms", weight = 0.15 }, { mean = "45ms", sd = "22.5ms", weight = 0.05 }] },
+  { op = "call", from = "frontend", to = "catalog", id = "c14", after = "r13", delay = "0.15ms", sd = "0.0375ms" },
+  { op = "ret", ret = "c14", id = "r15", after = "c14", delay = [{ mean = "0.8ms", sd = "0.267ms", weight = 0.8 }, { mean = "3.2ms", sd = "1.6ms", weight = 0.15 }, { mean = "12ms", sd = "6ms", weight = 0.05 }] },
+  { op = "call", from = "frontend", to = "catalog", id = "c16", after = "r15", delay = "0.15ms", sd = "0.0375ms" },
+  { op = "ret", ret = "c16", id = "r17", after = "c16", delay = [{ mean = "0.8ms", sd = "0.267ms", weight = 0.8 }, { mean = "3.2ms", sd = "1.6ms", weight = 0.15 }, { mean = "12ms", sd = "6ms", weight = 0.05 }] },
+  { op = "call", from = "frontend", to = "catalog", id = "c18", after = "r17", delay = "0.15ms", sd = "0.0375ms" },
+  { op = "ret", ret = "c18", id = "r19", after = "c18", delay = [{ mean = "0.8ms", sd = "0.267ms", weight = 0.8 }, { mean = "3.2ms", sd = "1.6ms", weight = 0.15 }, { mean = "12ms", sd = "6ms", weight = 0.05 }] },
+  { op = "call", from = "frontend", to = "catalog", id = "c20", after = "r19", delay = "0.15ms", sd = "0.0375ms" },
+  { op = "ret", ret = "c20", id = "r21", after = "c20", delay = [{ mean = "0.8ms", sd = "0.267ms", weight = 0.8 }, { mean = "3.2ms", sd = "1.6ms", weight = 0.15 }, { mean = "12ms", sd = "6ms", weight = 0.05 }] },
+  { op = "call", from = "frontend", to = "ad", id = "c22", after = "r21", delay = "0.15ms", sd = "0.0375ms" },
+  { op = "ret", ret = "c22", id = "r23", after = "c22", delay = [{ mean = "0.8ms", sd = "0.267ms", weight = 0.8 }, { mean = "3.2ms", sd = "1.6ms", weight = 0.15 }, { mean = "12ms", sd = "6ms", weight = 0.05 }] },
+  { op = "ret", ret = "c1", id = "r24", after = "r23", delay = [{ mean = "2ms", sd = "0.667ms", weight = 0.8 }, { mean = "8ms", sd = "4ms", weight = 0.15 }, { mean = "30ms", sd = "15ms", weight = 0.05 }] },
+]
+
+# GET /cart: currencies, cart, recommendations, shipping quote and its conversion, each of four items and its price (15 RPCs)
+[[tracelet]]
+name = "view-cart"
+instances = 1
+think = ["50ms", "100ms"]
+steps = [
+  { op = "call", from = "CLIENT", to = "frontend", id = "c1" },
+  { op = "call", from = "frontend", to = "currency", id = "c2", after = "c1", delay = "0.15ms", sd = "0.0375ms" },
+  { op = "ret", ret = "c2", id = "r3", after = "c2", delay = [{ mean = "0.4ms", sd = "0.133ms", weight = 0.8 }, { mean = "1.6ms", sd = "0.8ms", weight = 0.15 }, { mean = "6ms", sd = "3ms", weight = 0.05 }] },
+  { op = "call", from = "frontend", to = "cart", id = "c4", after = "r3", delay = "0.15ms", sd = "0.0375ms" },
+  { op = "ret", ret = "c4", id = "r5", after = "c4", delay = [{ mean = "1.5ms", sd = "0.5ms", weight = 0.8 }, { mean = "6ms", sd = "3ms", weight = 0.15 }, { mean = "22.5ms", sd = "11.2ms", weight = 0.05 }] },
+  { op = "call", from = "frontend", to = "recommendation", id = "c6", after = "r5", delay = "0.15ms", sd = "0.0375ms" },
+  { op = "call", from = "recommendation", to = "catalog", id = "c7", after = "c6", delay = "0.1ms", sd = "0.025ms" },
+  { op = "ret", ret = "c7", id = "r8", after = "c7", delay = [{ mean = "0.8ms", sd = "0.267ms", weight = 0.8 }, { mean = "3.2ms", sd = "1.6ms", weight = 0.15 }, { mean = "12ms", sd = "6ms", weight = 0.05 }] },
+  { op = "ret", ret = "c6", id = "r9", after = "r8", delay = [{ mean = "3ms", sd = "1ms", weight = 0.8 }, { mean = "12ms", sd = "6ms", weight = 0.15 }, { mean = "45ms", sd = "22.5ms", weight = 0.05 }] },
+  { op = "call", from = "frontend", to = "shipping", id = "c10", after = "r9", delay = "0.15ms", sd = "0.0375ms" },
+  { op = "ret", ret = "c10", id = "r11", after = "c10", delay = [{ mean = "0.6ms", sd = "0.2ms", weight = 0.8 }, { mean = "2.4ms", sd = "1.2ms", weight = 0.15 }, { mean = "9ms", sd = "4.5ms", weight = 0.05 }] },
+  { op = "call", from = "frontend", to = "currency", id = "c12", after = "r11", delay = "0.15ms", sd = "0.0375ms" },
+  { op = "ret", ret = "c12", id = "r13", after = "c12", delay = [{ mean = "0.4ms", sd = "0.133ms", weight = 0.8 }, { mean = "1.6ms", sd = "0.8ms", weight = 0.15 }, { mean = "6ms", sd = "3ms", weight = 0.05 }] },
+  { op = "call", from = "frontend", to = "catalog", id = "c14", after = "r13", delay = "0.15ms", sd = "0.0375ms" },
+  { op = "ret", ret = "c14", id = "r15", after = "c14", delay = [{ mean = "0.8ms", sd = "0.267ms", weight = 0.8 }, { mean = "3.2ms", sd = "1.6ms", weight = 0.15 }, { mean = "12ms", sd = "6ms", weight = 0.05 }] },
+  { op = "call", from = "frontend", to = "currency", id = "c16", after = "r15", delay = "0.15ms", sd = "0.0375ms" },
+  { op = "ret", ret = "c16", id = "r17", after = "c16", delay = [{ mean = "0.4ms", sd = "0.133ms", weight = 0.8 }, { mean = "1.6ms", sd = "0.8ms", weight = 0.15 }, { mean = "6ms", sd = "3ms", weight = 0.05 }] },
+  { op = "call", from = "frontend", to = "catalog", id = "c18", after = "r17", delay = "0.15ms", sd = "0.0375ms" },
+  { op = "ret", ret = "c18", id = "r19", after = "c18", delay = [{ mean = "0.8ms", sd = "0.267ms", weight = 0.8 }, { mean = "3.2ms", sd = "1.6ms", weight = 0.15 }, { mean = "12ms", sd = "6ms", weight = 0.05 }] },
+  { op = "call", from = "frontend", to = "currency", id = "c20", after = "r19", delay = "0.15ms", sd = "0.0375ms" },
+  { op = "ret", ret = "c20", id = "r21", after = "c20", delay = [{ mean = "0.4ms", sd = "0.133ms", weight = 0.8 }, { mean = "1.6ms", sd = "0.8ms", weight = 0.15 }, { mean = "6ms", sd = "3ms", weight = 0.05 }] },
+  { op = "call", from = "frontend", to = "catalog", id = "c22", after = "r21", delay = "0.15ms", sd = "0.0375ms" },
+  { op = "ret", ret = "c22", id = "r23", after = "c22", delay = [{ mean = "0.8ms", sd = "0.267ms", weight = 0.8 }, { mean = "3.2ms", sd = "1.6ms", weight = 0.15 }, { mean = "12ms", sd = "6ms", weight = 0.05 }] },
+  { op = "call", from = "frontend", to = "currency", id = "c24", after = "r23", delay = "0.15ms", sd = "0.0375ms" },
+  { op = "ret", ret = "c24", id = "r25", after = "c24", delay = [{ mean = "0.4ms", sd = "0.133ms", weight = 0.8 }, { mean = "1.6ms", sd = "0.8ms", weight = 0.15 }, { mean = "6ms", sd = "3ms", weight = 0.05 }] },
+  { op = "call", from = "frontend", to = "catalog", id = "c26", after = "r25", delay = "0.15ms", sd = "0.0375ms" },
+  { op = "ret", ret = "c26", id = "r27", after = "c26", delay = [{ mean = "0.8ms", sd = "0.267ms", weight = 0.8 }, { mean = "3.2ms", sd = "1.6ms", weight = 0.15 }, { mean = "12ms", sd = "6ms", weight = 0.05 }] },
+  { op = "call", from = "frontend", to = "currency", id = "c28", after = "r27", delay = "0.15ms", sd = "0.0375ms" },
+  { op = "ret", ret = "c28", id = "r29", after = "c28", delay = [{ mean = "0.4ms", sd = "0.133ms", weight = 0.8 }, { mean = "1.6ms", sd = "0.8ms", weight = 0.15 }, { mean = "6ms", sd = "3ms", weight = 0.05 }] },
+  { op = "ret", ret = "c1", id = "r30", after = "r29", delay = [{ mean = "2ms", sd = "0.667ms", weight = 0.8 }, { mean = "8ms", sd = "4ms", weight = 0.15 }, { mean = "30ms", sd = "15ms", weight = 0.05 }] },
+]
+
+# POST /checkout: the checkout service gets the cart, prices each of four items, quotes and converts shipping, charges, ships, empties the cart, mails; then the frontend shows recommendations (21 RPCs)
+[[tracelet]]
+name = "checkout"
+instances = 1
+think = ["150ms", "300ms"]
+steps = [
+  { op = "call", from = "CLIENT", to = "frontend", id = "c1" },
+  { op = "call", from = "frontend", to = "checkout", id = "c2", after = "c1", delay = "0.15ms", sd = "0.0375ms" },
+  { op = "call", from = "checkout", to = "cart", id = "c3", after = "c2", delay = "0.1ms", sd = "0.025ms" },
+  { op = "ret", ret = "c3", id = "r4", after = "c3", delay = [{ mean = "1.5ms", sd = "0.5ms", weight = 0.8 }, { mean = "6ms", sd = "3ms", weight = 0.15 }, { mean = "22.5ms", sd = "11.2ms", weight = 0.05 }] },
+  { op = "call", from = "checkout", to = "catalog", id = "c5", after = "r4", delay = "0.1ms", sd = "0.025ms" },
+  { op = "ret", ret = "c5", id = "r6", after = "c5", delay = [{ mean = "0.8ms", sd = "0.267ms", weight = 0.8 }, { mean = "3.2ms", sd = "1.6ms", weight = 0.15 }, { mean = "12ms", sd = "6ms", weight = 0.05 }] },
+  { op = "call", from = "checkout", to = "currency", id = "c7", after = "r6", delay = "0.1ms", sd = "0.025ms" },
+  { op = "ret", ret = "c7", id = "r8", after = "c7", delay = [{ mean = "0.4ms", sd = "0.133ms", weight = 0.8 }, { mean = "1.6ms", sd = "0.8ms", weight = 0.15 }, { mean = "6ms", sd = "3ms", weight = 0.05 }] },
+  { op = "call", from = "checkout", to = "catalog", id = "c9", after = "r8", delay = "0.1ms", sd = "0.025ms" },
+  { op = "ret", ret = "c9", id = "r10", after = "c9", delay = [{ mean = "0.8ms", sd = "0.267ms", weight = 0.8 }, { mean = "3.2ms", sd = "1.6ms", weight = 0.15 }, { mean = "12ms", sd = "6ms", weight = 0.05 }] },
+  { op = "call", from = "checkout", to = "currency", id = "c11", after = "r10", delay = "0.1ms", sd = "0.025ms" },
+  { op = "ret", ret = "c11", id = "r12", after = "c11", delay = [{ mean = "0.4ms", sd = "0.133ms", weight = 0.8 }, { mean = "1.6ms", sd = "0.8ms", weight = 0.15 }, { mean = "6ms", sd = "3ms", weight = 0.05 }] },
+  { op = "call", from = "checkout", to = "catalog", id = "c13", after = "r12", delay = "0.1ms", sd = "0.025ms" },
+  { op = "ret", ret = "c13", id = "r14", after = "c13", delay = [{ mean = "0.8ms", sd = "0.267ms", weight = 0.8 }, { mean = "3.2ms", sd = "1.6ms", weight = 0.15 }, { mean = "12ms", sd = "6ms", weight = 0.05 }] },
+  { op = "call", from = "checkout", to = "currency", id = "c15", after = "r14", delay = "0.1ms", sd = "0.025ms" },
+  { op = "ret", ret = "c15", id = "r16", after = "c15", delay = [{ mean = "0.4ms", sd = "0.133ms", weight = 0.8 }, { mean = "1.6ms", sd = "0.8ms", weight = 0.15 }, { mean = "6ms", sd = "3ms", weight = 0.05 }] },
+  { op = "call", from = "checkout", to = "catalog", id = "c17", after = "r16", delay = "0.1ms", sd = "0.025ms" },
+  { op = "ret", ret = "c17", id = "r18", after = "c17", delay = [{ mean = "0.8ms", sd = "0.267ms", weight = 0.8 }, { mean = "3.2ms", sd = "1.6ms", weight = 0.15 }, { mean = "12ms", sd = "6ms", weight = 0.05 }] },
+  { op = "call", from = "checkout", to = "currency", id = "c19", after = "r18", delay = "0.1ms", sd = "0.025ms" },
+  { op = "ret", ret = "c19", id = "r20", after = "c19", delay = [{ mean = "0.4ms", sd = "0.133ms", weight = 0.8 }, { mean = "1.6ms", sd = "0.8ms", weight = 0.15 }, { mean = "6ms", sd = "3ms", weight = 0.05 }] },
+  { op = "call", from = "checkout", to = "shipping", id = "c21", after = "r20", delay = "0.1ms", sd = "0.025ms" },
+  { op = "ret", ret = "c21", id = "r22", after = "c21", delay = [{ mean = "0.6ms", sd = "0.2ms", weight = 0.8 }, { mean = "2.4ms", sd = "1.2ms", weight = 0.15 }, { mean = "9ms", sd = "4.5ms", weight = 0.05 }] },
+  { op = "call", from = "checkout", to = "currency", id = "c23", after = "r22", delay = "0.1ms", sd = "0.025ms" },
+  { op = "ret", ret = "c23", id = "r24", after = "c23", delay = [{ mean = "0.4ms", sd = "0.133ms", weight = 0.8 }, { mean = "1.6ms", sd = "0.8ms", weight = 0.15 }, { mean = "6ms", sd = "3ms", weight = 0.05 }] },
+  { op = "call", from = "checkout", to = "payment", id = "c25", after = "r24", delay = "0.1ms", sd = "0.025ms" },
+  { op = "ret", ret = "c25", id = "r26", after = "c25", delay = [{ mean = "1ms", sd = "0.333ms", weight = 0.8 }, { mean = "4ms", sd = "2ms", weight = 0.15 }, { mean = "15ms", sd = "7.5ms", weight = 0.05 }] },
+  { op = "call", from = "checkout", to = "shipping", id = "c27", after = "r26", delay = "0.1ms", sd = "0.025ms" },
+  { op = "ret", ret = "c27", id = "r28", after = "c27", delay = [{ mean = "0.6ms", sd = "0.2ms", weight = 0.8 }, { mean = "2.4ms", sd = "1.2ms", weight = 0.15 }, { mean = "9ms", sd = "4.5ms", weight = 0.05 }] },
+  { op = "call", from = "checkout", to = "cart", id = "c29", after = "r28", delay = "0.1ms", sd = "0.025ms" },
+  { op = "ret", ret = "c29", id = "r30", after = "c29", delay = [{ mean = "1.5ms", sd = "0.5ms", weight = 0.8 }, { mean = "6ms", sd = "3ms", weight = 0.15 }, { mean = "22.5ms", sd = "11.2ms", weight = 0.05 }] },
+  { op = "call", from = "checkout", to = "email", id = "c31", after = "r30", delay = "0.1ms", sd = "0.025ms" },
+  { op = "ret", ret = "c31", id = "r32", after = "c31", delay = [{ mean = "1.5ms", sd = "0.5ms", weight = 0.8 }, { mean = "6ms", sd = "3ms", weight = 0.15 }, { mean = "22.5ms", sd = "11.2ms", weight = 0.05 }] },
+  { op = "ret", ret = "c2", id = "r33", after = "r32", delay = [{ mean = "2ms", sd = "0.667ms", weight = 0.8 }, { mean = "8ms", sd = "4ms", weight = 0.15 }, { mean = "30ms", sd = "15ms", weight = 0.05 }] },
+  { op = "call", from = "frontend", to = "recommendation", id = "c34", after = "r33", delay = "0.15ms", sd = "0.0375ms" },
+  { op = "call", from = "recommendation", to = "catalog", id = "c35", after = "c34", delay = "0.1ms", sd = "0.025ms" },
+  { op = "ret", ret = "c35", id = "r36", after = "c35", delay = [{ mean = "0.8ms", sd = "0.267ms", weight = 0.8 }, { mean = "3.2ms", sd = "1.6ms", weight = 0.15 }, { mean = "12ms", sd = "6ms", weight = 0.05 }] },
+  { op = "ret", ret = "c34", id = "r37", after = "r36", delay = [{ mean = "3ms", sd = "1ms", weight = 0.8 }, { mean = "12ms", sd = "6ms", weight = 0.15 }, { mean = "45ms", sd = "22.5ms", weight = 0.05 }] },
+  { op = "call", from = "frontend", to = "currency", id = "c38", after = "r37", delay = "0.15ms", sd = "0.0375ms" },
+  { op = "ret", ret = "c38", id = "r39", after = "c38", delay = [{ mean = "0.4ms", sd = "0.133ms", weight = 0.8 }, { mean = "1.6ms", sd = "0.8ms", weight = 0.15 }, { mean = "6ms", sd = "3ms", weight = 0.05 }] },
+  { op = "call", from = "frontend", to = "ad", id = "c40", after = "r39", delay = "0.15ms", sd = "0.0375ms" },
+  { op = "ret", ret = "c40", id = "r41", after = "c40", delay = [{ mean = "0.8ms", sd = "0.267ms", weight = 0.8 }, { mean = "3.2ms", sd = "1.6ms", weight = 0.15 }, { mean = "12ms", sd = "6ms", weight = 0.05 }] },
+  { op = "ret", ret = "c1", id = "r42", after = "r41", delay = [{ mean = "2ms", sd = "0.667ms", weight = 0.8 }, { mean = "8ms", sd = "4ms", weight = 0.15 }, { mean = "30ms", sd = "15ms", weight = 0.05 }] },
+]
+)toml";
+
+constexpr std::string_view kBooking =
+    R"toml(# booking: a train-ticket booking system shaped like the Java train-ticket benchmark: a
+# gateway in front of deep sequential chains (travel -> basic -> station, train, route,
+# price; seat -> order, config), the same chain repeated per trip found, and many
+# services called several times per request. Heavy-tailed service times; --parallelism N
+# gives about N requests in flight.
+seed = 1
+duration = "60s"
+
+# query trips: for each of three trips the basic service resolves two stations, the train, the route and the price, then the seat service counts sold seats (30 RPCs)
+[[tracelet]]
+name = "search"
+instances = 1
+think = ["40ms", "80ms"]
+steps = [
+  { op = "call", from = "CLIENT", to = "gateway", id = "c1" },
+  { op = "call", from = "gateway", to = "travel", id = "c2", after = "c1", delay = "0.1ms", sd = "0.025ms" },
+  { op = "call", from = "travel", to = "route", id = "c3", after = "c2", delay = "0.2ms", sd = "0.05ms" },
+  { op = "ret", ret = "c3", id = "r4", after = "c3", delay = [{ mean = "0.8ms", sd = "0.267ms", weight = 0.8 }, { mean = "3.2ms", sd = "1.6ms", weight = 0.15 }, { mean = "12ms", sd = "6ms", weight = 0.05 }] },
+  { op = "call", from = "travel", to = "basic", id = "c5", after = "r4", delay = "0.2ms", sd = "0.05ms" },
+  { op = "call", from = "basic", to = "station", id = "c6", after = "c5", delay = "0.1ms", sd = "0.025ms" },
+  { op = "ret", ret = "c6", id = "r7", after = "c6", delay = [{ mean = "0.5ms", sd = "0.167ms", weight = 0.8 }, { mean = "2ms", sd = "1ms", weight = 0.15 }, { mean = "7.5ms", sd = "3.75ms", weight = 0.05 }] },
+  { op = "call", from = "basic", to = "station", id = "c8", after = "r7", delay = "0.1ms", sd = "0.025ms" },
+  { op = "ret", ret = "c8", id = "r9", after = "c8", delay = [{ mean = "0.5ms", sd = "0.167ms", weight = 0.8 }, { mean = "2ms", sd = "1ms", weight = 0.15 }, { mean = "7.5ms", sd = "3.75ms", weight = 0.05 }] },
+  { op = "call", from = "basic", to = "train", id = "c10", after = "r9", delay = "0.1ms", sd = "0.025ms" },
+  { op = "ret", ret = "c10", id = "r11", after = "c10", delay = [{ mean = "0.5ms", sd = "0.167ms", weight = 0.8 }, { mean = "2ms", sd = "1ms", weight = 0.15 }, { mean = "7.5ms", sd = "3.75ms", weight = 0.05 }] },
+  { op = "call", from = "basic", to = "route", id = "c12", after = "r11", delay = "0.1ms", sd = "0.025ms" },
+  { op = "ret", ret = "c12", id = "r13", after = "c12", delay = [{ mean = "0.8ms", sd = "0.267ms", weight = 0.8 }, { mean = "3.2ms", sd = "1.6ms", weight = 0.15 }, { mean = "12ms", sd = "6ms", weight = 0.05 }] },
+  { op = "call", from = "basic", to = "price", id = "c14", after = "r13", delay = "0.1ms", sd = "0.025ms" },
+  { op = "ret", ret = "c14", id = "r15", after = "c14", delay = [{ mean = "0.6ms", sd = "0.2ms", weight = 0.8 }, { mean = "2.4ms", sd = "1.2ms", weight = 0.15 }, { mean = "9ms", sd = "4.5ms", weight = 0.05 }] },
+  { op = "ret", ret = "c5", id = "r16", after = "r15", delay = [{ mean = "1.5ms", sd = "0.5ms", weight = 0.8 }, { mean = "6ms", sd = "3ms", weight = 0.15 }, { mean = "22.5ms", sd = "11.2ms", weight = 0.05 }] },
+  { op = "call", from = "travel", to = "seat", id = "c17", after = "r16", delay = "0.2ms", sd = "0.05ms" },
+  { op = "call", from = "seat", to = "order", id = "c18", after = "c17", delay = "0.1ms", sd = "0.025ms" },
+  { op = "ret", ret = "c18", id = "r19", after = "c18", delay = [{ mean = "2ms", sd = "0.667ms", weight = 0.8 }, { mean = "8ms", sd = "4ms", weight = 0.15 }, { mean = "30ms", sd = "15ms", weight = 0.05 }] },
+  { op = "call", from = "seat", to = "config", id = "c20", after = "r19", delay = "0.1ms", sd = "0.025ms" },
+  { op = "ret", ret = "c20", id = "r21", after = "c20", delay = [{ mean = "0.4ms", sd = "0.133ms", weight = 0.8 }, { mean = "1.6ms", sd = "0.8ms", weight = 0.15 }, { mean = "6ms", sd = "3ms", weight = 0.05 }] },
+  { op = "ret", ret = "c17", id = "r22", after = "r21", delay = [{ mean = "1.5ms", sd = "0.5ms", weight = 0.8 }, { mean = "6ms", sd = "3ms", weight = 0.15 }, { mean = "22.5ms", sd = "11.2ms", weight = 0.05 }] },
+  { op = "call", from = "travel", to = "basic", id = "c23", after = "r22", delay = "0.2ms", sd = "0.05ms" },
+  { op = "call", from = "basic", to = "station", id = "c24", after = "c23", delay = "0.1ms", sd = "0.025ms" },
+  { op = "ret", ret = "c24", id = "r25", after = "c24", delay = [{ mean = "0.5ms", sd = "0.167ms", weight = 0.8 }, { mean = "2ms", sd = "1ms", weight = 0.15 }, { mean = "7.5ms", sd = "3.75ms", weight = 0.05 }] },
+  { op = "call", from = "basic", to = "station", id = "c26", after = "r25", delay = "0.1ms", sd = "0.025ms" },
+  { op = "ret", ret = "c26", id = "r27", after = "c26", delay = [{ mean = "0.5ms", sd = "0.167ms", weight = 0.8 }, { mean = "2ms", sd = "1ms", weight = 0.15 }, { mean = "7.5ms", sd = "3.75ms", weight = 0.05 }] },
+  { op = "call", from = "basic", to = "train", id = "c28", after = "r27", delay = "0.1ms", sd = "0.025ms" },
+  { op = "ret", ret = "c28", id = "r29", after = "c28", delay = [{ mean = "0.5ms", sd = "0.167ms", weight = 0.8 }, { mean = "2ms", sd = "1ms", weight = 0.15 }, { mean = "7.5ms", sd = "3.75ms", weight = 0.05 }] },
+  { op = "call", from = "basic", to = "route", id = "c30", after = "r29", delay = "0.1ms", sd = "0.025ms" },
+  { op = "ret", ret = "c30", id = "r31", after = "c30", delay = [{ mean = "0.8ms", sd = "0.267ms", weight = 0.8 }, { mean = "3.2ms", sd = "1.6ms", weight = 0.15 }, { mean = "12ms", sd = "6ms", weight = 0.05 }] },
+  { op = "call", from = "basic", to = "price", id = "c32", after = "r31", delay = "0.1ms", sd = "0.025ms" },
+  { op = "ret", ret = "c32", id = "r33", after = "c32", delay = [{ mean = "0.6ms", sd = "0.2ms", weight = 0.8 }, { mean = "2.4ms", sd = "1.2ms", weight = 0.15 }, { mean = "9ms", sd = "4.5ms", weight = 0.05 }] },
+  { op = "ret", ret = "c23", id = "r34", after = "r33", delay = [{ mean = "1.5ms", sd = "0.5ms", weight = 0.8 }, { mean = "6ms", sd = "3ms", weight = 0.15 }, { mean = "22.5ms", sd = "11.2ms", weight = 0.05 }] },
+  { op = "call", from = "travel", to = "seat", id = "c35", after = "r34", delay = "0.2ms", sd = "0.05ms" },
+  { op = "call", from = "seat", to = "order", id = "c36", after = "c35", delay = "0.1ms", sd = "0.025ms" },
+  { op = "ret", ret = "c36", id = "r37", after = "c36", delay = [{ mean = "2ms", sd = "0.667ms", weight = 0.8 }, { mean = "8ms", sd = "4ms", weight = 0.15 }, { mean = "30ms", sd = "15ms", weight = 0.05 }] },
+  { op = "call", from = "seat", to = "config", id = "c38", after = "r37", delay = "0.1ms", sd = "0.025ms" },
+  { op = "ret", ret = "c38", id = "r39", after = "c38", delay = [{ mean = "0.4ms", sd = "0.133ms", weight = 0.8 }, { mean = "1.6ms", sd = "0.8ms", weight = 0.15 }, { mean = "6ms", sd = "3ms", weight = 0.05 }] },
+  { op = "ret", ret = "c35", id = "r40", after = "r39", delay = [{ mean = "1.5ms", sd = "0.5ms", weight = 0.8 }, { mean = "6ms", sd = "3ms", weight = 0.15 }, { mean = "22.5ms", sd = "11.2ms", weight = 0.05 }] },
+  { op = "call", from = "travel", to = "basic", id = "c41", after = "r40", delay = "0.2ms", sd = "0.05ms" },
+  { op = "call", from = "basic", to = "station", id = "c42", after = "c41", delay = "0.1ms", sd = "0.025ms" },
+  { op = "ret", ret = "c42", id = "r43", after = "c42", delay = [{ mean = "0.5ms", sd = "0.167ms", weight = 0.8 }, { mean = "2ms", sd = "1ms", weight = 0.15 }, { mean = "7.5ms", sd = "3.75ms", weight = 0.05 }] },
+  { op = "call", from = "basic", to = "station", id = "c44", after = "r43", delay = "0.1ms", sd = "0.025ms" },
+  { op = "ret", ret = "c44", id = "r45", after = "c44", delay = [{ mean = "0.5ms", sd = "0.167ms", weight = 0.8 }, { mean = "2ms", sd = "1ms", weight = 0.15 }, { mean = "7.5ms", sd = "3.75ms", weight = 0.05 }] },
+  { op = "call", from = "basic", to = "train", id = "c46", after = "r45", delay = "0.1ms", sd = "0.025ms" },
+  { op = "ret", ret = "c46", id = "r47", after = "c46", delay = [{ mean = "0.5ms", sd = "0.167ms", weight = 0.8 }, { mean = "2ms", sd = "1ms", weight = 0.15 }, { mean = "7.5ms", sd = "3.75ms", weight = 0.05 }] },
+  { op = "call", from = "basic", to = "route", id = "c48", after = "r47", delay = "0.1ms", sd = "0.025ms" },
+  { op = "ret", ret = "c48", id = "r49", after = "c48", delay = [{ mean = "0.8ms", sd = "0.267ms", weight = 0.8 }, { mean = "3.2ms", sd = "1.6ms", weight = 0.15 }, { mean = "12ms", sd = "6ms", weight = 0.05 }] },
+  { op = "call", from = "basic", to = "price", id = "c50", after = "r49", delay = "0.1ms", sd = "0.025ms" },
+  { op = "ret", ret = "c50", id = "r51", after = "c50", delay = [{ mean = "0.6ms", sd = "0.2ms", weight = 0.8 }, { mean = "2.4ms", sd = "1.2ms", weight = 0.15 }, { mean = "9ms", sd = "4.5ms", weight = 0.05 }] },
+  { op = "ret", ret = "c41", id = "r52", after = "r51", delay = [{ mean = "1.5ms", sd = "0.5ms", weight = 0.8 }, { mean = "6ms", sd = "3ms", weight = 0.15 }, { mean = "22.5ms", sd = "11.2ms", weight = 0.05 }] },
+  { op = "call", from = "travel", to = "seat", id = "c53", after = "r52", delay = "0.2ms", sd = "0.05ms" },
+  { op = "call", from = "seat", to = "order", id = "c54", after = "c53", delay = "0.1ms", sd = "0.025ms" },
+  { op = "ret", ret = "c54", id = "r55", after = "c54", delay = [{ mean = "2ms", sd = "0.667ms", weight = 0.8 }, { mean = "8ms", sd = "4ms", weight = 0.15 }, { mean = "30ms", sd = "15ms", weight = 0.05 }] },
+  { op = "call", from = "seat", to = "config", id = "c56", after = "r55", delay = "0.1ms", sd = "0.025ms" },
+  { op = "ret", ret = "c56", id = "r57", after = "c56", delay = [{ mean = "0.4ms", sd = "0.133ms", weight = 0.8 }, { mean = "1.6ms", sd = "0.8ms", weight = 0.15 }, { mean = "6ms", sd = "3ms", weight = 0.05 }] },
+  { op = "ret", ret = "c53", id = "r58", after = "r57", delay = [{ mean = "1.5ms", sd = "0.5ms", weight = 0.8 }, { mean = "6ms", sd = "3ms", weight = 0.15 }, { mean = "22.5ms", sd = "11.2ms", weight = 0.05 }] },
+  { op = "ret", ret = "c2", id = "r59", after = "r58", delay = [{ mean = "3ms", sd = "1ms", weight = 0.8 }, { mean = "12ms", sd = "6ms", weight = 0.15 }, { mean = "45ms", sd = "22.5ms", weight = 0.05 }] },
+  { op = "ret", ret = "c1", id = "r60", after = "r59", delay = [{ mean = "1ms", sd = "0.333ms", weight = 0.8 }, { mean = "4ms", sd = "2ms", weight = 0.15 }, { mean = "15ms", sd = "7.5ms", weight = 0.05 }] },
+]
+
+# login: verification code, then auth checks the user and issues a token; the gateway loads the user's contacts and orders (11 RPCs)
+[[tracelet]]
+name = "login"
+instances = 1
+think = ["50ms", "100ms"]
+steps = [
+  { op = "call", from = "CLIENT", to = "gateway", id = "c1" },
+  { op = "call", from = "gateway", to = "verification", id = "c2", after = "c1", delay = "0.1ms", sd = "0.025ms" },
+  { op = "ret", ret = "c2", id = "r3", after = "c2", delay = [{ mean = "0.5ms", sd = "0.167ms", weight = 0.8 }, { mean = "2ms", sd = "1ms", weight = 0.15 }, { mean = "7.5ms", sd = "3.75ms", weight = 0.05 }] },
+  { op = "call", from = "gateway", to = "auth", id = "c4", after = "r3", delay = "0.1ms", sd = "0.025ms" },
+  { op = "call", from = "auth", to = "user", id = "c5", after = "c4", delay = "0.05ms", sd = "0.0125ms" },
+  { op = "ret", ret = "c5", id = "r6", after = "c5", delay = [{ mean = "0.8ms", sd = "0.267ms", weight = 0.8 }, { mean = "3.2ms", sd = "1.6ms", weight = 0.15 }, { mean = "12ms", sd = "6ms", weight = 0.05 }] },
+  { op = "call", from = "auth", to = "user", id = "c7", after = "r6", delay = "0.05ms", sd = "0.0125ms" },
+  { op = "ret", ret = "c7", id = "r8", after = "c7", delay = [{ mean = "0.8ms", sd = "0.267ms", weight = 0.8 }, { mean = "3.2ms", sd = "1.6ms", weight = 0.15 }, { mean = "12ms", sd = "6ms", weight = 0.05 }] },
+  { op = "call", from = "auth", to = "verification", id = "c9", after = "r8", delay = "0.05ms", sd = "0.0125ms" },
+  { op = "ret", ret = "c9", id = "r10", after = "c9", delay = [{ mean = "0.5ms", sd = "0.167ms", weight = 0.8 }, { mean = "2ms", sd = "1ms", weight = 0.15 }, { mean = "7.5ms", sd = "3.75ms", weight = 0.05 }] },
+  { op = "ret", ret = "c4", id = "r11", after = "r10", delay = [{ mean = "2ms", sd = "0.667ms", weight = 0.8 }, { mean = "8ms", sd = "4ms", weight = 0.15 }, { mean = "30ms", sd = "15ms", weight = 0.05 }] },
+  { op = "call", from = "gateway", to = "contacts", id = "c12", after = "r11", delay = "0.1ms", sd = "0.025ms" },
+  { op = "ret", ret = "c12", id = "r13", after = "c12", delay = [{ mean = "0.8ms", sd = "0.267ms", weight = 0.8 }, { mean = "3.2ms", sd = "1.6ms", weight = 0.15 }, { mean = "12ms", sd = "6ms", weight = 0.05 }] },
+  { op = "call", from = "gateway", to = "order", id = "c14", after = "r13", delay = "0.1ms", sd = "0.025ms" },
+  { op = "ret", ret = "c14", id = "r15", after = "c14", delay = [{ mean = "2ms", sd = "0.667ms", weight = 0.8 }, { mean = "8ms", sd = "4ms", weight = 0.15 }, { mean = "30ms", sd = "15ms", weight = 0.05 }] },
+  { op = "call", from = "gateway", to = "order", id = "c16", after = "r15", delay = "0.1ms", sd = "0.025ms" },
+  { op = "ret", ret = "c16", id = "r17", after = "c16", delay = [{ mean = "2ms", sd = "0.667ms", weight = 0.8 }, { mean = "8ms", sd = "4ms", weight = 0.15 }, { mean = "30ms", sd = "15ms", weight = 0.05 }] },
+  { op = "call", from = "gateway", to = "user", id = "c18", after = "r17", delay = "0.1ms", sd = "0.025ms" },
+  { op = "ret", ret = "c18", id = "r19", after = "c18", delay = [{ mean = "0.8ms", sd = "0.267ms", weight = 0.8 }, { mean = "3.2ms", sd = "1.6ms", weight = 0.15 }, { mean = "12ms", sd = "6ms", weight = 0.05 }] },
+  { op = "call", from = "gateway", to = "config", id = "c20", after = "r19", delay = "0.1ms", sd = "0.025ms" },
+  { op = "ret", ret = "c20", id = "r21", after = "c20", delay = [{ mean = "0.4ms", sd = "0.133ms", weight = 0.8 }, { mean = "1.6ms", sd = "0.8ms", weight = 0.15 }, { mean = "6ms", sd = "3ms", weight = 0.05 }] },
+  { op = "ret", ret = "c1", id = "r22", after = "r21", delay = [{ mean = "1ms", sd = "0.333ms", weight = 0.8 }, { mean = "4ms", sd = "2ms", weight = 0.15 }, { mean = "15ms", sd = "7.5ms", weight = 0.05 }] },
+]
+
+# book a ticket: security checks the user's orders, contacts, the trip (as search, one trip), seats, food, assurance, then the order is created and the user notified (27 RPCs)
+[[tracelet]]
+name = "preserve"
+instances = 1
+think = ["140ms", "280ms"]
+steps = [
+  { op = "call", from = "CLIENT", to = "gateway", id = "c1" },
+  { op = "call", from = "gateway", to = "preserve", id = "c2", after = "c1", delay = "0.1ms", sd = "0.025ms" },
+  { op = "call", from = "preserve", to = "security", id = "c3", after = "c2", delay = "0.2ms", sd = "0.05ms" },
+  { op = "call", from = "security", to = "order", id = "c4", after = "c3", delay = "0.05ms", sd = "0.0125ms" },
+  { op = "ret", ret = "c4", id = "r5", after = "c4", delay = [{ mean = "2ms", sd = "0.667ms", weight = 0.8 }, { mean = "8ms", sd = "4ms", weight = 0.15 }, { mean = "30ms", sd = "15ms", weight = 0.05 }] },
+  { op = "call", from = "security", to = "order", id = "c6", after = "r5", delay = "0.05ms", sd = "0.0125ms" },
+  { op = "ret", ret = "c6", id = "r7", after = "c6", delay = [{ mean = "2ms", sd = "0.667ms", weight = 0.8 }, { mean = "8ms", sd = "4ms", weight = 0.15 }, { mean = "30ms", sd = "15ms", weight = 0.05 }] },
+  { op = "ret", ret = "c3", id = "r8", after = "r7", delay = [{ mean = "1ms", sd = "0.333ms", weight = 0.8 }, { mean = "4ms", sd = "2ms", weight = 0.15 }, { mean = "15ms", sd = "7.5ms", weight = 0.05 }] },
+  { op = "call", from = "preserve", to = "contacts", id = "c9", after = "r8", delay = "0.2ms", sd = "0.05ms" },
+  { op = "ret", ret = "c9", id = "r10", after = "c9", delay = [{ mean = "0.8ms", sd = "0.267ms", weight = 0.8 }, { mean = "3.2ms", sd = "1.6ms", weight = 0.15 }, { mean = "12ms", sd = "6ms", weight = 0.05 }] },
+  { op = "call", from = "preserve", to = "travel", id = "c11", after = "r10", delay = "0.2ms", sd = "0.05ms" },
+  { op = "call", from = "travel", to = "route", id = "c12", after = "c11", delay = "0.2ms", sd = "0.05ms" },
+  { op = "ret", ret = "c12", id = "r13", after = "c12", delay = [{ mean = "0.8ms", sd = "0.267ms", weight = 0.8 }, { mean = "3.2ms", sd = "1.6ms", weight = 0.15 }, { mean = "12ms", sd = "6ms", weight = 0.05 }] },
+  { op = "call", from = "travel", to = "basic", id = "c14", after = "r13", delay = "0.2ms", sd = "0.05ms" },
+  { op = "call", from = "basic", to = "station", id = "c15", after = "c14", delay = "0.1ms", sd = "0.025ms" },
+  { op = "ret", ret = "c15", id = "r16", after = "c15", delay = [{ mean = "0.5ms", sd = "0.167ms", weight = 0.8 }, { mean = "2ms", sd = "1ms", weight = 0.15 }, { mean = "7.5ms", sd = "3.75ms", weight = 0.05 }] },
+  { op = "call", from = "basic", to = "station", id = "c17", after = "r16", delay = "0.1ms", sd = "0.025ms" },
+  { op = "ret", ret = "c17", id = "r18", after = "c17", delay = [{ mean = "0.5ms", sd = "0.167ms", weight = 0.8 }, { mean = "2ms", sd = "1ms", weight = 0.15 }, { mean = "7.5ms", sd = "3.75ms", weight = 0.05 }] },
+  { op = "call", from = "basic", to = "train", id = "c19", after = "r18", delay = "0.1ms", sd = "0.025ms" },
+  { op = "ret", ret = "c19", id = "r20", after = "c19", delay = [{ mean = "0.5ms", sd = "0.167ms", weight = 0.8 }, { mean = "2ms", sd = "1ms", weight = 0.15 }, { mean = "7.5ms", sd = "3.75ms", weight = 0.05 }] },
+  { op = "call", from = "basic", to = "route", id = "c21", after = "r20", delay = "0.1ms", sd = "0.025ms" },
+  { op = "ret", ret = "c21", id = "r22", after = "c21", delay = [{ mean = "0.8ms", sd = "0.267ms", weight = 0.8 }, { mean = "3.2ms", sd = "1.6ms", weight = 0.15 }, { mean = "12ms", sd = "6ms", weight = 0.05 }] },
+  { op = "call", from = "basic", to = "price", id = "c23", after = "r22", delay = "0.1ms", sd = "0.025ms" },
+  { op = "ret", ret = "c23", id = "r24", after = "c23", delay = [{ mean = "0.6ms", sd = "0.2ms", weight = 0.8 }, { mean = "2.4ms", sd = "1.2ms", weight = 0.15 }, { mean = "9ms", sd = "4.5ms", weight = 0.05 }] },
+  { op = "ret", ret = "c14", id = "r25", after = "r24", delay = [{ mean = "1.5ms", sd = "0.5ms", weight = 0.8 }, { mean = "6ms", sd = "3ms", weight = 0.15 }, { mean = "22.5ms", sd = "11.2ms", weight = 0.05 }] },
+  { op = "call", from = "travel", to = "seat", id = "c26", after = "r25", delay = "0.2ms", sd = "0.05ms" },
+  { op = "call", from = "seat", to = "order", id = "c27", after = "c26", delay = "0.1ms", sd = "0.025ms" },
+  { op = "ret", ret = "c27", id = "r28", after = "c27", delay = [{ mean = "2ms", sd = "0.667ms", weight = 0.8 }, { mean = "8ms", sd = "4ms", weight = 0.15 }, { mean = "30ms", sd = "15ms", weight = 0.05 }] },
+  { op = "call", from = "seat", to = "config", id = "c29", after = "r28", delay = "0.1ms", sd = "0.025ms" },
+  { op = "ret", ret = "c29", id = "r30", after = "c29", delay = [{ mean = "0.4ms", sd = "0.133ms", weight = 0.8 }, { mean = "1.6ms", sd = "0.8ms", weight = 0.15 }, { mean = "6ms", sd = "3ms", weight = 0.05 }] },
+  { op = "ret", ret = "c26", id = "r31", after = "r30", delay = [{ mean = "1.5ms", sd = "0.5ms", weight = 0.8 }, { mean = "6ms", sd = "3ms", weight = 0.15 }, { mean = "22.5ms", sd = "11.2ms", weight = 0.05 }] },
+  { op = "ret", ret = "c11", id = "r32", after = "r31", delay = [{ mean = "3ms", sd = "1ms", weight = 0.8 }, { mean = "12ms", sd = "6ms", weight = 0.15 }, { mean = "45ms", sd = "22.5ms", weight = 0.05 }] },
+  { op = "call", from = "preserve", to = "seat", id = "c33", after = "r32", delay = "0.2ms", sd = "0.05ms" },
+  { op = "call", from = "seat", to = "order", id = "c34", after = "c33", delay = "0.1ms", sd = "0.025ms" },
+  { op = "ret", ret = "c34", id = "r35", after = "c34", delay = [{ mean = "2ms", sd = "0.667ms", weight = 0.8 }, { mean = "8ms", sd = "4ms", weight = 0.15 }, { mean = "30ms", sd = "15ms", weight = 0.05 }] },
+  { op = "call", from = "seat", to = "config", id = "c36", after = "r35", delay = "0.1ms", sd = "0.025ms" },
+  { op = "ret", ret = "c36", id = "r37", after = "c36", delay = [{ mean = "0.4ms", sd = "0.133ms", weight = 0.8 }, { mean = "1.6ms", sd = "0.8ms", weight = 0.15 }, { mean = "6ms", sd = "3ms", weight = 0.05 }] },
+  { op = "ret", ret = "c33", id = "r38", after = "r37", delay = [{ mean = "1.5ms", sd = "0.5ms", weight = 0.8 }, { mean = "6ms", sd = "3ms", weight = 0.15 }, { mean = "22.5ms", sd = "11.2ms", weight = 0.05 }] },
+  { op = "call", from = "preserve", to = "food", id = "c39", after = "r38", delay = "0.2ms", sd = "0.05ms" },
+  { op = "call", from = "food", to = "station", id = "c40", after = "c39", delay = "0.05ms", sd = "0.0125ms" },
+  { op = "ret", ret = "c40", id = "r41", after = "c40", delay = [{ mean = "0.5ms", sd = "0.167ms", weight = 0.8 }, { mean = "2ms", sd = "1ms", weight = 0.15 }, { mean = "7.5ms", sd = "3.75ms", weight = 0.05 }] },
+  { op = "call", from = "food", to = "train", id = "c42", after = "r41", delay = "0.05ms", sd = "0.0125ms" },
+  { op = "ret", ret = "c42", id = "r43", after = "c42", delay = [{ mean = "0.5ms", sd = "0.167ms", weight = 0.8 }, { mean = "2ms", sd = "1ms", weight = 0.15 }, { mean = "7.5ms", sd = "3.75ms", weight = 0.05 }] },
+  { op = "ret", ret = "c39", id = "r44", after = "r43", delay = [{ mean = "1.2ms", sd = "0.4ms", weight = 0.8 }, { mean = "4.8ms", sd = "2.4ms", weight = 0.15 }, { mean = "18ms", sd = "9ms", weight = 0.05 }] },
+  { op = "call", from = "preserve", to = "assurance", id = "c45", after = "r44", delay = "0.2ms", sd = "0.05ms" },
+  { op = "ret", ret = "c45", id = "r46", after = "c45", delay = [{ mean = "0.5ms", sd = "0.167ms", weight = 0.8 }, { mean = "2ms", sd = "1ms", weight = 0.15 }, { mean = "7.5ms", sd = "3.75ms", weight = 0.05 }] },
+  { op = "call", from = "preserve", to = "order", id = "c47", after = "r46", delay = "0.2ms", sd = "0.05ms" },
+  { op = "ret", ret = "c47", id = "r48", after = "c47", delay = [{ mean = "2ms", sd = "0.667ms", weight = 0.8 }, { mean = "8ms", sd = "4ms", weight = 0.15 }, { mean = "30ms", sd = "15ms", weight = 0.05 }] },
+  { op = "call", from = "preserve", to = "user", id = "c49", after = "r48", delay = "0.2ms", sd = "0.05ms" },
+  { op = "ret", ret = "c49", id = "r50", after = "c49", delay = [{ mean = "0.8ms", sd = "0.267ms", weight = 0.8 }, { mean = "3.2ms", sd = "1.6ms", weight = 0.15 }, { mean = "12ms", sd = "6ms", weight = 0.05 }] },
+  { op = "call", from = "preserve", to = "notification", id = "c51", after = "r50", delay = "0.2ms", sd = "0.05ms" },
+  { op = "ret", ret = "c51", id = "r52", after = "c51", delay = [{ mean = "1ms", sd = "0.333ms", weight = 0.8 }, { mean = "4ms", sd = "2ms", weight = 0.15 }, { mean = "15ms", sd = "7.5ms", weight = 0.05 }] },
+  { op = "ret", ret = "c2", id = "r53", after = "r52", delay = [{ mean = "3ms", sd = "1ms", weight = 0.8 }, { mean = "12ms", sd = "6ms", weight = 0.15 }, { mean = "45ms", sd = "22.5ms", weight = 0.05 }] },
+  { op = "ret", ret = "c1", id = "r54", after = "r53", delay = [{ mean = "1ms", sd = "0.333ms", weight = 0.8 }, { mean = "4ms", sd = "2ms", weight = 0.15 }, { mean = "15ms", sd = "7.5ms", weight = 0.05 }] },
+]
+)toml";
+
+constexpr std::string_view kSocial =
+    R"toml(# social: a social network shaped like DeathStarBench's: nginx -> compose-post, which fans
+# out in parallel (unique id, media, user, text; text fans out again to URL shortening and
+# mentions), then stores the post and updates timelines in parallel; reading a timeline
+# fetches posts in parallel batches from post storage (memcached, then MongoDB). Parallel
+# fan-outs, repeated calls to the same service within a fan-out, heavy-tailed service
+# times; --parallelism N gives about N requests in flight.
+seed = 1
+duration = "60s"
+
+# compose a post: unique id, media, user and text (which shortens URLs and resolves mentions in parallel) in parallel; then store the post and update the user's and followers' timelines in parallel (24 RPCs)
+[[tracelet]]
+name = "compose"
+instances = 1
+think = ["60ms", "120ms"]
+steps = [
+  { op = "call", from = "CLIENT", to = "nginx", id = "c1" },
+  { op = "call", from = "nginx", to = "compose", id = "c2", after = "c1", delay = "0.05ms", sd = "0.0125ms" },
+  { op = "call", from = "compose", to = "uniqueid", id = "c3", after = "c2", delay = "0.05ms", sd = "0.0125ms" },
+  { op = "ret", ret = "c3", id = "r4", after = "c3", delay = [{ mean = "0.2ms", sd = "0.0667ms", weight = 0.8 }, { mean = "0.8ms", sd = "0.4ms", weight = 0.15 }, { mean = "3ms", sd = "1.5ms", weight = 0.05 }] },
+  { op = "call", from = "compose", to = "media", id = "c5", after = "c2", delay = "0.05ms", sd = "0.0125ms" },
+  { op = "ret", ret = "c5", id = "r6", after = "c5", delay = [{ mean = "0.5ms", sd = "0.167ms", weight = 0.8 }, { mean = "2ms", sd = "1ms", weight = 0.15 }, { mean = "7.5ms", sd = "3.75ms", weight = 0.05 }] },
+  { op = "call", from = "compose", to = "user", id = "c7", after = "c2", delay = "0.05ms", sd = "0.0125ms" },
+  { op = "call", from = "user", to = "memcached", id = "c8", after = "c7", delay = "0.05ms", sd = "0.0125ms" },
+  { op = "ret", ret = "c8", id = "r9", after = "c8", delay = [{ mean = "0.15ms", sd = "0.05ms", weight = 0.8 }, { mean = "0.6ms", sd = "0.3ms", weight = 0.15 }, { mean = "2.25ms", sd = "1.12ms", weight = 0.05 }] },
+  { op = "ret", ret = "c7", id = "r10", after = "r9", delay = [{ mean = "0.6ms", sd = "0.2ms", weight = 0.8 }, { mean = "2.4ms", sd = "1.2ms", weight = 0.15 }, { mean = "9ms", sd = "4.5ms", weight = 0.05 }] },
+  { op = "call", from = "compose", to = "text", id = "c11", after = "c2", delay = "0.05ms", sd = "0.0125ms" },
+  { op = "call", from = "text", to = "urlshorten", id = "c12", after = "c11", delay = "0.05ms", sd = "0.0125ms" },
+  { op = "call", from = "urlshorten", to = "mongodb", id = "c13", after = "c12", delay = "0.05ms", sd = "0.0125ms" },
+  { op = "ret", ret = "c13", id = "r14", after = "c13", delay = [{ mean = "2ms", sd = "0.667ms", weight = 0.8 }, { mean = "8ms", sd = "4ms", weight = 0.15 }, { mean = "30ms", sd = "15ms", weight = 0.05 }] },
+  { op = "ret", ret = "c12", id = "r15", after = "r14", delay = [{ mean = "0.5ms", sd = "0.167ms", weight = 0.8 }, { mean = "2ms", sd = "1ms", weight = 0.15 }, { mean = "7.5ms", sd = "3.75ms", weight = 0.05 }] },
+  { op = "call", from = "text", to = "mention", id = "c16", after = "c11", delay = "0.05ms", sd = "0.0125ms" },
+  { op = "call", from = "mention", to = "memcached", id = "c17", after = "c16", delay = "0.05ms", sd = "0.0125ms" },
+  { op = "ret", ret = "c17", id = "r18", after = "c17", delay = [{ mean = "0.15ms", sd = "0.05ms", weight = 0.8 }, { mean = "0.6ms", sd = "0.3ms", weight = 0.15 }, { mean = "2.25ms", sd = "1.12ms", weight = 0.05 }] },
+  { op = "call", from = "mention", to = "mongodb", id = "c19", after = "r18", delay = "0.05ms", sd = "0.0125ms" },
+  { op = "ret", ret = "c19", id = "r20", after = "c19", delay = [{ mean = "2ms", sd = "0.667ms", weight = 0.8 }, { mean = "8ms", sd = "4ms", weight = 0.15 }, { mean = "30ms", sd = "15ms", weight = 0.05 }] },
+  { op = "ret", ret = "c16", id = "r21", after = "r20", delay = [{ mean = "0.6ms", sd = "0.2ms", weight = 0.8 }, { mean = "2.4ms", sd = "1.2ms", weight = 0.15 }, { mean = "9ms", sd = "4.5ms", weight = 0.05 }] },
+  { op = "ret", ret = "c11", id = "r22", after = ["r15", "r21"], delay = [{ mean = "0.8ms", sd = "0.267ms", weight = 0.8 }, { mean = "3.2ms", sd = "1.6ms", weight = 0.15 }, { mean = "12ms", sd = "6ms", weight = 0.05 }] },
+  { op = "call", from = "compose", to = "poststorage", id = "c23", after = ["r4", "r6", "r10", "r22"], delay = "0.05ms", sd = "0.0125ms" },
+  { op = "call", from = "poststorage", to = "memcached", id = "c24", after = "c23", delay = "0.05ms", sd = "0.0125ms" },
+  { op = "ret", ret = "c24", id = "r25", after = "c24", delay = [{ mean = "0.15ms", sd = "0.05ms", weight = 0.8 }, { mean = "0.6ms", sd = "0.3ms", weight = 0.15 }, { mean = "2.25ms", sd = "1.12ms", weight = 0.05 }] },
+  { op = "call", from = "poststorage", to = "mongodb", id = "c26", after = "r25", delay = "0.05ms", sd = "0.0125ms" },
+  { op = "ret", ret = "c26", id = "r27", after = "c26", delay = [{ mean = "2ms", sd = "0.667ms", weight = 0.8 }, { mean = "8ms", sd = "4ms", weight = 0.15 }, { mean = "30ms", sd = "15ms", weight = 0.05 }] },
+  { op = "ret", ret = "c23", id = "r28", after = "r27", delay = [{ mean = "1.2ms", sd = "0.4ms", weight = 0.8 }, { mean = "4.8ms", sd = "2.4ms", weight = 0.15 }, { mean = "18ms", sd = "9ms", weight = 0.05 }] },
+  { op = "call", from = "compose", to = "usertimeline", id = "c29", after = ["r4", "r6", "r10", "r22"], delay = "0.05ms", sd = "0.0125ms" },
+  { op = "call", from = "usertimeline", to = "mongodb", id = "c30", after = "c29", delay = "0.05ms", sd = "0.0125ms" },
+  { op = "ret", ret = "c30", id = "r31", after = "c30", delay = [{ mean = "2ms", sd = "0.667ms", weight = 0.8 }, { mean = "8ms", sd = "4ms", weight = 0.15 }, { mean = "30ms", sd = "15ms", weight = 0.05 }] },
+  { op = "call", from = "usertimeline", to = "memcached", id = "c32", after = "r31", delay = "0.05ms", sd = "0.0125ms" },
+  { op = "ret", ret = "c32", id = "r33", after = "c32", delay = [{ mean = "0.15ms", sd = "0.05ms", weight = 0.8 }, { mean = "0.6ms", sd = "0.3ms", weight = 0.15 }, { mean = "2.25ms", sd = "1.12ms", weight = 0.05 }] },
+  { op = "ret", ret = "c29", id = "r34", after = "r33", delay = [{ mean = "1ms", sd = "0.333ms", weight = 0.8 }, { mean = "4ms", sd = "2ms", weight = 0.15 }, { mean = "15ms", sd = "7.5ms", weight = 0.05 }] },
+  { op = "call", from = "compose", to = "hometimeline", id = "c35", after = ["r4", "r6", "r10", "r22"], delay = "0.05ms", sd = "0.0125ms" },
+  { op = "call", from = "hometimeline", to = "socialgraph", id = "c36", after = "c35", delay = "0.05ms", sd = "0.0125ms" },
+  { op = "call", from = "socialgraph", to = "memcached", id = "c37", after = "c36", delay = "0.05ms", sd = "0.0125ms" },
+  { op = "ret", ret = "c37", id = "r38", after = "c37", delay = [{ mean = "0.15ms", sd = "0.05ms", weight = 0.8 }, { mean = "0.6ms", sd = "0.3ms", weight = 0.15 }, { mean = "2.25ms", sd = "1.12ms", weight = 0.05 }] },
+  { op = "call", from = "socialgraph", to = "mongodb", id = "c39", after = "r38", delay = "0.05ms", sd = "0.0125ms" },
+  { op = "ret", ret = "c39", id = "r40", after = "c39", delay = [{ mean = "2ms", sd = "0.667ms", weight = 0.8 }, { mean = "8ms", sd = "4ms", weight = 0.15 }, { mean = "30ms", sd = "15ms", weight = 0.05 }] },
+  { op = "ret", ret = "c36", id = "r41", after = "r40", delay = [{ mean = "1.5ms", sd = "0.5ms", weight = 0.8 }, { mean = "6ms", sd = "3ms", weight = 0.15 }, { mean = "22.5ms", sd = "11.2ms", weight = 0.05 }] },
+  { op = "call", from = "hometimeline", to = "memcached", id = "c42", after = "r41", delay = "0.05ms", sd = "0.0125ms" },
+  { op = "ret", ret = "c42", id = "r43", after = "c42", delay = [{ mean = "0.15ms", sd = "0.05ms", weight = 0.8 }, { mean = "0.6ms", sd = "0.3ms", weight = 0.15 }, { mean = "2.25ms", sd = "1.12ms", weight = 0.05 }] },
+  { op = "call", from = "hometimeline", to = "memcached", id = "c44", after = "r43", delay = "0.05ms", sd = "0.0125ms" },
+  { op = "ret", ret = "c44", id = "r45", after = "c44", delay = [{ mean = "0.15ms", sd = "0.05ms", weight = 0.8 }, { mean = "0.6ms", sd = "0.3ms", weight = 0.15 }, { mean = "2.25ms", sd = "1.12ms", weight = 0.05 }] },
+  { op = "ret", ret = "c35", id = "r46", after = "r45", delay = [{ mean = "1ms", sd = "0.333ms", weight = 0.8 }, { mean = "4ms", sd = "2ms", weight = 0.15 }, { mean = "15ms", sd = "7.5ms", weight = 0.05 }] },
+  { op = "ret", ret = "c2", id = "r47", after = ["r28", "r34", "r46"], delay = [{ mean = "1ms", sd = "0.333ms", weight = 0.8 }, { mean = "4ms", sd = "2ms", weight = 0.15 }, { mean = "15ms", sd = "7.5ms", weight = 0.05 }] },
+  { op = "ret", ret = "c1", id = "r48", after = "r47", delay = [{ mean = "0.5ms", sd = "0.167ms", weight = 0.8 }, { mean = "2ms", sd = "1ms", weight = 0.15 }, { mean = "7.5ms", sd = "3.75ms", weight = 0.05 }] },
+]
+
+# read the home timeline: the timeline's post ids from the cache, then the posts fetched in parallel batches (16 RPCs)
+[[tracelet]]
+name = "home-timeline"
+instances = 1
+think = ["40ms", "80ms"]
+steps = [
+  { op = "call", from = "CLIENT", to = "nginx", id = "c1" },
+  { op = "call", from = "nginx", to = "hometimeline", id = "c2", after = "c1", delay = "0.05ms", sd = "0.0125ms" },
+  { op = "call", from = "hometimeline", to = "memcached", id = "c3", after = "c2", delay = "0.05ms", sd = "0.0125ms" },
+  { op = "ret", ret = "c3", id = "r4", after = "c3", delay = [{ mean = "0.15ms", sd = "0.05ms", weight = 0.8 }, { mean = "0.6ms", sd = "0.3ms", weight = 0.15 }, { mean = "2.25ms", sd = "1.12ms", weight = 0.05 }] },
+  { op = "call", from = "hometimeline", to = "poststorage", id = "c5", after = "r4", delay = "0.05ms", sd = "0.0125ms" },
+  { op = "call", from = "poststorage", to = "memcached", id = "c6", after = "c5", delay = "0.05ms", sd = "0.0125ms" },
+  { op = "ret", ret = "c6", id = "r7", after = "c6", delay = [{ mean = "0.15ms", sd = "0.05ms", weight = 0.8 }, { mean = "0.6ms", sd = "0.3ms", weight = 0.15 }, { mean = "2.25ms", sd = "1.12ms", weight = 0.05 }] },
+  { op = "call", from = "poststorage", to = "mongodb", id = "c8", after = "r7", delay = "0.05ms", sd = "0.0125ms" },
+  { op = "ret", ret = "c8", id = "r9", after = "c8", delay = [{ mean = "2ms", sd = "0.667ms", weight = 0.8 }, { mean = "8ms", sd = "4ms", weight = 0.15 }, { mean = "30ms", sd = "15ms", weight = 0.05 }] },
+  { op = "ret", ret = "c5", id = "r10", after = "r9", delay = [{ mean = "1.2ms", sd = "0.4ms", weight = 0.8 }, { mean = "4.8ms", sd = "2.4ms", weight = 0.15 }, { mean = "18ms", sd = "9ms", weight = 0.05 }] },
+  { op = "call", from = "hometimeline", to = "poststorage", id = "c11", after = "r4", delay = "0.05ms", sd = "0.0125ms" },
+  { op = "call", from = "poststorage", to = "memcached", id = "c12", after = "c11", delay = "0.05ms", sd = "0.0125ms" },
+  { op = "ret", ret = "c12", id = "r13", after = "c12", delay = [{ mean = "0.15ms", sd = "0.05ms", weight = 0.8 }, { mean = "0.6ms", sd = "0.3ms", weight = 0.15 }, { mean = "2.25ms", sd = "1.12ms", weight = 0.05 }] },
+  { op = "call", from = "poststorage", to = "mongodb", id = "c14", after = "r13", delay = "0.05ms", sd = "0.0125ms" },
+  { op = "ret", ret = "c14", id = "r15", after = "c14", delay = [{ mean = "2ms", sd = "0.667ms", weight = 0.8 }, { mean = "8ms", sd = "4ms", weight = 0.15 }, { mean = "30ms", sd = "15ms", weight = 0.05 }] },
+  { op = "ret", ret = "c11", id = "r16", after = "r15", delay = [{ mean = "1.2ms", sd = "0.4ms", weight = 0.8 }, { mean = "4.8ms", sd = "2.4ms", weight = 0.15 }, { mean = "18ms", sd = "9ms", weight = 0.05 }] },
+  { op = "call", from = "hometimeline", to = "poststorage", id = "c17", after = "r4", delay = "0.05ms", sd = "0.0125ms" },
+  { op = "call", from = "poststorage", to = "memcached", id = "c18", after = "c17", delay = "0.05ms", sd = "0.0125ms" },
+  { op = "ret", ret = "c18", id = "r19", after = "c18", delay = [{ mean = "0.15ms", sd = "0.05ms", weight = 0.8 }, { mean = "0.6ms", sd = "0.3ms", weight = 0.15 }, { mean = "2.25ms", sd = "1.12ms", weight = 0.05 }] },
+  { op = "call", from = "poststorage", to = "mongodb", id = "c20", after = "r19", delay = "0.05ms", sd = "0.0125ms" },
+  { op = "ret", ret = "c20", id = "r21", after = "c20", delay = [{ mean = "2ms", sd = "0.667ms", weight = 0.8 }, { mean = "8ms", sd = "4ms", weight = 0.15 }, { mean = "30ms", sd = "15ms", weight = 0.05 }] },
+  { op = "ret", ret = "c17", id = "r22", after = "r21", delay = [{ mean = "1.2ms", sd = "0.4ms", weight = 0.8 }, { mean = "4.8ms", sd = "2.4ms", weight = 0.15 }, { mean = "18ms", sd = "9ms", weight = 0.05 }] },
+  { op = "call", from = "hometimeline", to = "poststorage", id = "c23", after = "r4", delay = "0.05ms", sd = "0.0125ms" },
+  { op = "call", from = "poststorage", to = "memcached", id = "c24", after = "c23", delay = "0.05ms", sd = "0.0125ms" },
+  { op = "ret", ret = "c24", id = "r25", after = "c24", delay = [{ mean = "0.15ms", sd = "0.05ms", weight = 0.8 }, { mean = "0.6ms", sd = "0.3ms", weight = 0.15 }, { mean = "2.25ms", sd = "1.12ms", weight = 0.05 }] },
+  { op = "call", from = "poststorage", to = "mongodb", id = "c26", after = "r25", delay = "0.05ms", sd = "0.0125ms" },
+  { op = "ret", ret = "c26", id = "r27", after = "c26", delay = [{ mean = "2ms", sd = "0.667ms", weight = 0.8 }, { mean = "8ms", sd = "4ms", weight = 0.15 }, { mean = "30ms", sd = "15ms", weight = 0.05 }] },
+  { op = "ret", ret = "c23", id = "r28", after = "r27", delay = [{ mean = "1.2ms", sd = "0.4ms", weight = 0.8 }, { mean = "4.8ms", sd = "2.4ms", weight = 0.15 }, { mean = "18ms", sd = "9ms", weight = 0.05 }] },
+  { op = "call", from = "hometimeline", to = "memcached", id = "c29", after = ["r10", "r16", "r22", "r28"], delay = "0.05ms", sd = "0.0125ms" },
+  { op = "ret", ret = "c29", id = "r30", after = "c29", delay = [{ mean = "0.15ms", sd = "0.05ms", weight = 0.8 }, { mean = "0.6ms", sd = "0.3ms", weight = 0.15 }, { mean = "2.25ms", sd = "1.12ms", weight = 0.05 }] },
+  { op = "ret", ret = "c2", id = "r31", after = "r30", delay = [{ mean = "1ms", sd = "0.333ms", weight = 0.8 }, { mean = "4ms", sd = "2ms", weight = 0.15 }, { mean = "15ms", sd = "7.5ms", weight = 0.05 }] },
+  { op = "ret", ret = "c1", id = "r32", after = "r31", delay = [{ mean = "0.5ms", sd = "0.167ms", weight = 0.8 }, { mean = "2ms", sd = "1ms", weight = 0.15 }, { mean = "7.5ms", sd = "3.75ms", weight = 0.05 }] },
+]
+
+# read a user's timeline: ids from cache and database, posts in two parallel batches, then the author (21 RPCs)
+[[tracelet]]
+name = "user-timeline"
+instances = 1
+think = ["50ms", "100ms"]
+steps = [
+  { op = "call", from = "CLIENT", to = "nginx", id = "c1" },
+  { op = "call", from = "nginx", to = "usertimeline", id = "c2", after = "c1", delay = "0.05ms", sd = "0.0125ms" },
+  { op = "call", from = "usertimeline", to = "memcached", id = "c3", after = "c2", delay = "0.05ms", sd = "0.0125ms" },
+  { op = "ret", ret = "c3", id = "r4", after = "c3", delay = [{ mean = "0.15ms", sd = "0.05ms", weight = 0.8 }, { mean = "0.6ms", sd = "0.3ms", weight = 0.15 }, { mean = "2.25ms", sd = "1.12ms", weight = 0.05 }] },
+  { op = "call", from = "usertimeline", to = "mongodb", id = "c5", after = "r4", delay = "0.05ms", sd = "0.0125ms" },
+  { op = "ret", ret = "c5", id = "r6", after = "c5", delay = [{ mean = "2ms", sd = "0.667ms", weight = 0.8 }, { mean = "8ms", sd = "4ms", weight = 0.15 }, { mean = "30ms", sd = "15ms", weight = 0.05 }] },
+  { op = "call", from = "usertimeline", to = "poststorage", id = "c7", after = "r6", delay = "0.05ms", sd = "0.0125ms" },
+  { op = "call", from = "poststorage", to = "memcached", id = "c8", after = "c7", delay = "0.05ms", sd = "0.0125ms" },
+  { op = "ret", ret = "c8", id = "r9", after = "c8", delay = [{ mean = "0.15ms", sd = "0.05ms", weight = 0.8 }, { mean = "0.6ms", sd = "0.3ms", weight = 0.15 }, { mean = "2.25ms", sd = "1.12ms", weight = 0.05 }] },
+  { op = "call", from = "poststorage", to = "mongodb", id = "c10", after = "r9", delay = "0.05ms", sd = "0.0125ms" },
+  { op = "ret", ret = "c10", id = "r11", after = "c10", delay = [{ mean = "2ms", sd = "0.667ms", weight = 0.8 }, { mean = "8ms", sd = "4ms", weight = 0.15 }, { mean = "30ms", sd = "15ms", weight = 0.05 }] },
+  { op = "ret", ret = "c7", id = "r12", after = "r11", delay = [{ mean = "1.2ms", sd = "0.4ms", weight = 0.8 }, { mean = "4.8ms", sd = "2.4ms", weight = 0.15 }, { mean = "18ms", sd = "9ms", weight = 0.05 }] },
+  { op = "call", from = "usertimeline", to = "poststorage", id = "c13", after = "r6", delay = "0.05ms", sd = "0.0125ms" },
+  { op = "call", from = "poststorage", to = "memcached", id = "c14", after = "c13", delay = "0.05ms", sd = "0.0125ms" },
+  { op = "ret", ret = "c14", id = "r15", after = "c14", delay = [{ mean = "0.15ms", sd = "0.05ms", weight = 0.8 }, { mean = "0.6ms", sd = "0.3ms", weight = 0.15 }, { mean = "2.25ms", sd = "1.12ms", weight = 0.05 }] },
+  { op = "call", from = "poststorage", to = "mongodb", id = "c16", after = "r15", delay = "0.05ms", sd = "0.0125ms" },
+  { op = "ret", ret = "c16", id = "r17", after = "c16", delay = [{ mean = "2ms", sd = "0.667ms", weight = 0.8 }, { mean = "8ms", sd = "4ms", weight = 0.15 }, { mean = "30ms", sd = "15ms", weight = 0.05 }] },
+  { op = "ret", ret = "c13", id = "r18", after = "r17", delay = [{ mean = "1.2ms", sd = "0.4ms", weight = 0.8 }, { mean = "4.8ms", sd = "2.4ms", weight = 0.15 }, { mean = "18ms", sd = "9ms", weight = 0.05 }] },
+  { op = "call", from = "usertimeline", to = "poststorage", id = "c19", after = "r6", delay = "0.05ms", sd = "0.0125ms" },
+  { op = "call", from = "poststorage", to = "memcached", id = "c20", after = "c19", delay = "0.05ms", sd = "0.0125ms" },
+  { op = "ret", ret = "c20", id = "r21", after = "c20", delay = [{ mean = "0.15ms", sd = "0.05ms", weight = 0.8 }, { mean = "0.6ms", sd = "0.3ms", weight = 0.15 }, { mean = "2.25ms", sd = "1.12ms", weight = 0.05 }] },
+  { op = "call", from = "poststorage", to = "mongodb", id = "c22", after = "r21", delay = "0.05ms", sd = "0.0125ms" },
+  { op = "ret", ret = "c22", id = "r23", after = "c22", delay = [{ mean = "2ms", sd = "0.667ms", weight = 0.8 }, { mean = "8ms", sd = "4ms", weight = 0.15 }, { mean = "30ms", sd = "15ms", weight = 0.05 }] },
+  { op = "ret", ret = "c19", id = "r24", after = "r23", delay = [{ mean = "1.2ms", sd = "0.4ms", weight = 0.8 }, { mean = "4.8ms", sd = "2.4ms", weight = 0.15 }, { mean = "18ms", sd = "9ms", weight = 0.05 }] },
+  { op = "call", from = "usertimeline", to = "poststorage", id = "c25", after = ["r12", "r18", "r24"], delay = "0.05ms", sd = "0.0125ms" },
+  { op = "call", from = "poststorage", to = "memcached", id = "c26", after = "c25", delay = "0.05ms", sd = "0.0125ms" },
+  { op = "ret", ret = "c26", id = "r27", after = "c26", delay = [{ mean = "0.15ms", sd = "0.05ms", weight = 0.8 }, { mean = "0.6ms", sd = "0.3ms", weight = 0.15 }, { mean = "2.25ms", sd = "1.12ms", weight = 0.05 }] },
+  { op = "call", from = "poststorage", to = "mongodb", id = "c28", after = "r27", delay = "0.05ms", sd = "0.0125ms" },
+  { op = "ret", ret = "c28", id = "r29", after = "c28", delay = [{ mean = "2ms", sd = "0.667ms", weight = 0.8 }, { mean = "8ms", sd = "4ms", weight = 0.15 }, { mean = "30ms", sd = "15ms", weight = 0.05 }] },
+  { op = "ret", ret = "c25", id = "r30", after = "r29", delay = [{ mean = "1.2ms", sd = "0.4ms", weight = 0.8 }, { mean = "4.8ms", sd = "2.4ms", weight = 0.15 }, { mean = "18ms", sd = "9ms", weight = 0.05 }] },
+  { op = "call", from = "usertimeline", to = "poststorage", id = "c31", after = ["r12", "r18", "r24"], delay = "0.05ms", sd = "0.0125ms" },
+  { op = "call", from = "poststorage", to = "memcached", id = "c32", after = "c31", delay = "0.05ms", sd = "0.0125ms" },
+  { op = "ret", ret = "c32", id = "r33", after = "c32", delay = [{ mean = "0.15ms", sd = "0.05ms", weight = 0.8 }, { mean = "0.6ms", sd = "0.3ms", weight = 0.15 }, { mean = "2.25ms", sd = "1.12ms", weight = 0.05 }] },
+  { op = "call", from = "poststorage", to = "mongodb", id = "c34", after = "r33", delay = "0.05ms", sd = "0.0125ms" },
+  { op = "ret", ret = "c34", id = "r35", after = "c34", delay = [{ mean = "2ms", sd = "0.667ms", weight = 0.8 }, { mean = "8ms", sd = "4ms", weight = 0.15 }, { mean = "30ms", sd = "15ms", weight = 0.05 }] },
+  { op = "ret", ret = "c31", id = "r36", after = "r35", delay = [{ mean = "1.2ms", sd = "0.4ms", weight = 0.8 }, { mean = "4.8ms", sd = "2.4ms", weight = 0.15 }, { mean = "18ms", sd = "9ms", weight = 0.05 }] },
+  { op = "ret", ret = "c2", id = "r37", after = ["r30", "r36"], delay = [{ mean = "1ms", sd = "0.333ms", weight = 0.8 }, { mean = "4ms", sd = "2ms", weight = 0.15 }, { mean = "15ms", sd = "7.5ms", weight = 0.05 }] },
+  { op = "call", from = "nginx", to = "user", id = "c38", after = "r37", delay = "0.05ms", sd = "0.0125ms" },
+  { op = "call", from = "user", to = "memcached", id = "c39", after = "c38", delay = "0.05ms", sd = "0.0125ms" },
+  { op = "ret", ret = "c39", id = "r40", after = "c39", delay = [{ mean = "0.15ms", sd = "0.05ms", weight = 0.8 }, { mean = "0.6ms", sd = "0.3ms", weight = 0.15 }, { mean = "2.25ms", sd = "1.12ms", weight = 0.05 }] },
+  { op = "ret", ret = "c38", id = "r41", after = "r40", delay = [{ mean = "0.6ms", sd = "0.2ms", weight = 0.8 }, { mean = "2.4ms", sd = "1.2ms", weight = 0.15 }, { mean = "9ms", sd = "4.5ms", weight = 0.05 }] },
+  { op = "ret", ret = "c1", id = "r42", after = "r41", delay = [{ mean = "0.5ms", sd = "0.167ms", weight = 0.8 }, { mean = "2ms", sd = "1ms", weight = 0.15 }, { mean = "7.5ms", sd = "3.75ms", weight = 0.05 }] },
+]
+
+# follow a user: the social graph updates both users in parallel, each in cache and database, then the home timeline is rebuilt (12 RPCs)
+[[tracelet]]
+name = "follow"
+instances = 1
+think = ["60ms", "120ms"]
+steps = [
+  { op = "call", from = "CLIENT", to = "nginx", id = "c1" },
+  { op = "call", from = "nginx", to = "user", id = "c2", after = "c1", delay = "0.05ms", sd = "0.0125ms" },
+  { op = "call", from = "user", to = "memcached", id = "c3", after = "c2", delay = "0.05ms", sd = "0.0125ms" },
+  { op = "ret", ret = "c3", id = "r4", after = "c3", delay = [{ mean = "0.15ms", sd = "0.05ms", weight = 0.8 }, { mean = "0.6ms", sd = "0.3ms", weight = 0.15 }, { mean = "2.25ms", sd = "1.12ms", weight = 0.05 }] },
+  { op = "ret", ret = "c2", id = "r5", after = "r4", delay = [{ mean = "0.6ms", sd = "0.2ms", weight = 0.8 }, { mean = "2.4ms", sd = "1.2ms", weight = 0.15 }, { mean = "9ms", sd = "4.5ms", weight = 0.05 }] },
+  { op = "call", from = "nginx", to = "socialgraph", id = "c6", after = "r5", delay = "0.05ms", sd = "0.0125ms" },
+  { op = "call", from = "socialgraph", to = "mongodb", id = "c7", after = "c6", delay = "0.05ms", sd = "0.0125ms" },
+  { op = "ret", ret = "c7", id = "r8", after = "c7", delay = [{ mean = "2ms", sd = "0.667ms", weight = 0.8 }, { mean = "8ms", sd = "4ms", weight = 0.15 }, { mean = "30ms", sd = "15ms", weight = 0.05 }] },
+  { op = "call", from = "socialgraph", to = "mongodb", id = "c9", after = "c6", delay = "0.05ms", sd = "0.0125ms" },
+  { op = "ret", ret = "c9", id = "r10", after = "c9", delay = [{ mean = "2ms", sd = "0.667ms", weight = 0.8 }, { mean = "8ms", sd = "4ms", weight = 0.15 }, { mean = "30ms", sd = "15ms", weight = 0.05 }] },
+  { op = "call", from = "socialgraph", to = "memcached", id = "c11", after = ["r8", "r10"], delay = "0.05ms", sd = "0.0125ms" },
+  { op = "ret", ret = "c11", id = "r12", after = "c11", delay = [{ mean = "0.15ms", sd = "0.05ms", weight = 0.8 }, { mean = "0.6ms", sd = "0.3ms", weight = 0.15 }, { mean = "2.25ms", sd = "1.12ms", weight = 0.05 }] },
+  { op = "call", from = "socialgraph", to = "memcached", id = "c13", after = "r12", delay = "0.05ms", sd = "0.0125ms" },
+  { op = "ret", ret = "c13", id = "r14", after = "c13", delay = [{ mean = "0.15ms", sd = "0.05ms", weight = 0.8 }, { mean = "0.6ms", sd = "0.3ms", weight = 0.15 }, { mean = "2.25ms", sd = "1.12ms", weight = 0.05 }] },
+  { op = "ret", ret = "c6", id = "r15", after = "r14", delay = [{ mean = "1.5ms", sd = "0.5ms", weight = 0.8 }, { mean = "6ms", sd = "3ms", weight = 0.15 }, { mean = "22.5ms", sd = "11.2ms", weight = 0.05 }] },
+  { op = "call", from = "nginx", to = "hometimeline", id = "c16", after = "r15", delay = "0.05ms", sd = "0.0125ms" },
+  { op = "call", from = "hometimeline", to = "socialgraph", id = "c17", after = "c16", delay = "0.05ms", sd = "0.0125ms" },
+  { op = "call", from = "socialgraph", to = "memcached", id = "c18", after = "c17", delay = "0.05ms", sd = "0.0125ms" },
+  { op = "ret", ret = "c18", id = "r19", after = "c18", delay = [{ mean = "0.15ms", sd = "0.05ms", weight = 0.8 }, { mean = "0.6ms", sd = "0.3ms", weight = 0.15 }, { mean = "2.25ms", sd = "1.12ms", weight = 0.05 }] },
+  { op = "ret", ret = "c17", id = "r20", after = "r19", delay = [{ mean = "1.5ms", sd = "0.5ms", weight = 0.8 }, { mean = "6ms", sd = "3ms", weight = 0.15 }, { mean = "22.5ms", sd = "11.2ms", weight = 0.05 }] },
+  { op = "call", from = "hometimeline", to = "memcached", id = "c21", after = "r20", delay = "0.05ms", sd = "0.0125ms" },
+  { op = "ret", ret = "c21", id = "r22", after = "c21", delay = [{ mean = "0.15ms", sd = "0.05ms", weight = 0.8 }, { mean = "0.6ms", sd = "0.3ms", weight = 0.15 }, { mean = "2.25ms", sd = "1.12ms", weight = 0.05 }] },
+  { op = "ret", ret = "c16", id = "r23", after = "r22", delay = [{ mean = "1ms", sd = "0.333ms", weight = 0.8 }, { mean = "4ms", sd = "2ms", weight = 0.15 }, { mean = "15ms", sd = "7.5ms", weight = 0.05 }] },
+  { op = "ret", ret = "c1", id = "r24", after = "r23", delay = [{ mean = "0.5ms", sd = "0.167ms", weight = 0.8 }, { mean = "2ms", sd = "1ms", weight = 0.15 }, { mean = "7.5ms", sd = "3.75ms", weight = 0.05 }] },
+]
+)toml";
+
 constexpr Scenario kScenarios[] = {
     {"multitier",
      "Project 5 Figure 10: CLIENT -> WS1/WS2 -> AUTH, AP1/AP2 -> DB; 42 loops, "
@@ -561,6 +1091,15 @@ constexpr Scenario kScenarios[] = {
     {"email",
      "mail relays over 19 nodes and 48 h: MSG hops, mostly at once, some after 10-15 s; "
      "frequent and rare routes"},
+    {"shop",
+     "microservices: an online shop (Go/gRPC demo shape), 12-21 RPCs per request, many "
+     "repeated sequential calls; --parallelism N ~ N requests in flight"},
+    {"booking",
+     "microservices: train-ticket booking (Java benchmark shape), 11-30 RPCs, deep "
+     "sequential chains; --parallelism N ~ N in flight"},
+    {"social",
+     "microservices: a social network (DeathStarBench shape), 12-24 RPCs, parallel "
+     "fan-outs; --parallelism N ~ N in flight"},
 };
 
 std::string Replace(std::string_view text, std::string_view from, std::string_view to) {
@@ -606,6 +1145,9 @@ Result<std::string> ScenarioConfigText(std::string_view name) {
   if (name == "children-d-cc") return std::string(kChildrenDcc);
   if (name == "penalty-breaker") return std::string(kPenaltyBreaker);
   if (name == "email") return std::string(kEmail);
+  if (name == "shop") return std::string(kShop);
+  if (name == "booking") return std::string(kBooking);
+  if (name == "social") return std::string(kSocial);
   std::vector<std::string_view> known;
   for (const Scenario& s : kScenarios) known.push_back(s.name);
   return Status::NotFound("unknown scenario '{}' (built-in: {}; or give a .toml file)", name,

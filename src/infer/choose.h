@@ -12,11 +12,17 @@
 //                            a hand-off (FragmentCounters: server_calls_outside_fragments,
 //                            outputs_through_ambiguous_handoffs,
 //                            handoffs_contradicted_by_replies all 0);
-//   linking (WAP5)           else, or when the trace names no threads: it assumes nothing
-//                            of threads.
+//   linking (WAP5) or        else, or when the trace names no threads: they assume nothing
+//   nesting (Project 5)      of threads. Both are run, and the one that explains more of
+//                            the trace (ExplainedShare: more messages given a cause) is
+//                            chosen. On a tie linking, which weighs both timestamps, or
+//                            nesting when the trace has only send times (Project 5 was
+//                            made for one timestamp per message). So auto never picks an
+//                            algorithm that explains less of the trace than the other.
 //
-// Deciding runs thread and, when thread does not fit, fragment; each at most once. The
-// runs are handed back with the choice, so the chosen precise algorithm is not run again.
+// Deciding runs thread and, when thread does not fit, fragment, and then linking and
+// nesting; each at most once. The runs are handed back with the choice, so the chosen
+// algorithm is not run again.
 #pragma once
 
 #include <cstdint>
@@ -27,14 +33,16 @@
 
 #include "core/status.h"
 #include "infer/fragment/fragment.h"
+#include "infer/linking/linking.h"
+#include "infer/nesting/nesting.h"
 #include "infer/thread/thread.h"
 #include "trace/trace.h"
 
 namespace weft {
 
-enum class AutoAlgorithm { kThread, kFragment, kLinking };
+enum class AutoAlgorithm { kThread, kFragment, kLinking, kNesting };
 
-// "thread", "fragment" or "linking": the --algo name.
+// "thread", "fragment", "linking" or "nesting": the --algo name.
 std::string_view AutoAlgorithmName(AutoAlgorithm algorithm);
 
 // What auto read and why it chose what it chose.
@@ -51,6 +59,9 @@ struct AutoChoice {
   int64_t outputs_through_ambiguous_handoffs = 0;
   int64_t handoffs_contradicted_by_replies = 0;
   int64_t inputs_sharing_a_read = 0;  // > 0: auto suggests recapturing with --isolate
+  // When the statistical algorithms were weighed: the ExplainedShare of each.
+  std::optional<double> linking_explained;
+  std::optional<double> nesting_explained;
   // One sentence per reason, in the order they were weighed.
   std::vector<std::string> reasons;
 
@@ -64,10 +75,19 @@ struct AutoInference {
   // when thread did not fit. The chosen one is among them unless linking was chosen.
   std::optional<ThreadInference> thread;
   std::optional<FragmentInference> fragment;
+  // The statistical runs, when neither precise algorithm fit.
+  std::optional<LinkingInference> linking;
+  std::optional<NestingInference> nesting;
 };
 
-// Decides for `trace`. Only an error of fragment's is returned; thread failing means the
-// trace names no threads, and linking is chosen.
-Result<AutoInference> ChooseAlgorithm(const Trace& trace);
+// The share of the trace's messages that `paths` gives a cause: messages with a parent in
+// the most probable instance holding them (a root, or a message in no instance, has none).
+double ExplainedShare(const PathSet& paths);
+
+// Decides for `trace`, running linking and nesting with these options when neither precise
+// algorithm fits. Errors of fragment, linking and nesting are returned; thread failing means
+// the trace names no threads.
+Result<AutoInference> ChooseAlgorithm(const Trace& trace, const LinkingOptions& linking = {},
+                                      const NestingOptions& nesting = {});
 
 }  // namespace weft

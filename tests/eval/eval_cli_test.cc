@@ -140,6 +140,7 @@ TEST_F(EvalCli, EvalOfAWrongInference) {
             "requests (whole trees): 1 exact (50.00%), 0 wrong parents (0.00%), 1 orphaned "
             "(50.00%), 0 mis-stitched "
             "(0.00%) of 2\n"
+            "parent links: 4 of 6 messages other than returns have their true parent (66.67%)\n"
             "\n"
             "top-N false negatives (Figure 17): truth ranked by count, inferred by count\n"
             "    N          FN    FN 2.00%    FN 6.00%      FN/N\n"
@@ -157,7 +158,7 @@ TEST_F(EvalCli, OneLineErrorsAndNonZeroExit) {
   EXPECT_EQ(unknown.rc, 1);
   EXPECT_EQ(unknown.output,
             "weft infer: unknown algorithm 'nesting2' (available: truth, nesting, convolution, "
-            "linking, thread, fragment, auto)\n");
+            "linking, thread, fragment, auto, latest-open, earliest-open)\n");
 
   std::ofstream(Path("other.trace")) << "1.0 MSG_SENT A B path=1\n";
   ASSERT_EQ(

@@ -71,6 +71,10 @@ TEST(Evaluate, ProjectFiveWorkedExample) {
   ExpectCounts(r->messages, 6, 5, 3, /*fp=*/2, /*fn=*/3);
   EXPECT_EQ(r->truth_messages_unassigned, 1u);
   EXPECT_EQ(r->messages_without_truth, 0u);
+  // Parent links: the first run's three and the second's root are right; B→C is in no
+  // instance and C→D lost its parent.
+  EXPECT_EQ(r->parent_links.messages, 6u);
+  EXPECT_EQ(r->parent_links.correct, 4u);
   EXPECT_DOUBLE_EQ(r->instances.FalseNegativeRate(), 0.5);
   EXPECT_DOUBLE_EQ(r->patterns.FalsePositiveRate(), 2.0 / 3.0);
   // Top N, up to the larger number of patterns: all three inferred patterns have count 1
@@ -95,6 +99,8 @@ TEST(Evaluate, WrongParentLinkMakesAnInstanceWrong) {
   ExpectCounts(r->instances, 2, 2, 1, 1, 1);
   ExpectCounts(r->messages, 6, 6, 3, 3, 3);
   EXPECT_EQ(r->truth_messages_unassigned, 0u);
+  EXPECT_EQ(r->parent_links.messages, 6u);
+  EXPECT_EQ(r->parent_links.correct, 5u);  // only C→D's parent is wrong
 }
 
 TEST(Evaluate, TruthAgainstTruthHasNoError) {
@@ -118,6 +124,8 @@ TEST(Evaluate, TruthAgainstTruthHasNoError) {
   ExpectCounts(r->instances, 3, 3, 3, 0, 0);
   ExpectCounts(r->messages, 10, 10, 10, 0, 0);
   EXPECT_EQ(r->messages_without_truth, 1u);
+  EXPECT_EQ(r->parent_links.messages, 5u);  // the five calls; returns are not counted
+  EXPECT_EQ(r->parent_links.correct, 5u);
   EXPECT_EQ(r->inferred_without_truth, 0u);
   ASSERT_EQ(r->top_n.size(), 3u);
   for (const TopNPoint& p : r->top_n)

@@ -96,7 +96,7 @@ TEST(ParseGenConfig, UnknownKey) {
             "steps, choose)");
   EXPECT_EQ(ErrorOf("sede = 1\n"),
             "t.toml:1: unknown key 'sede' in the top level (known: seed, start, duration, "
-            "messages, parallelism, deviation, tracelet, network)");
+            "messages, parallelism, deviation, tracelet, network, timestamps)");
   EXPECT_EQ(ErrorOf("[[tracelet]]\nname = \"t\"\nsteps = [\n"
                     "  { op = \"msg\", from = \"A\", to = \"B\", delai = \"1s\" },\n]\n"),
             "t.toml:4: unknown key 'delai' in a step (known: op, from, to, delay, sd, after, id, "
@@ -200,7 +200,7 @@ TEST(ParseGenConfig, OtherErrors) {
   // Control characters from the input are escaped: an error stays on one line.
   EXPECT_EQ(ErrorOf("\"a\\nb\" = 1\n"),
             "t.toml:1: unknown key 'a\\x0ab' in the top level (known: seed, start, duration, "
-            "messages, parallelism, deviation, tracelet, network)");
+            "messages, parallelism, deviation, tracelet, network, timestamps)");
   // A TOML syntax error names line and column.
   std::string syntax = ErrorOf("seed = \n");
   EXPECT_EQ(syntax.rfind("t.toml:1:", 0), 0u) << syntax;

@@ -31,7 +31,7 @@ class GenCli : public ::testing::Test {
 TEST_F(GenCli, ListsScenariosAndPrintsConfigs) {
   CommandRun list = Weft("gen --list");
   EXPECT_EQ(list.rc, 0);
-  EXPECT_EQ(std::count(list.output.begin(), list.output.end(), '\n'), 9);
+  EXPECT_EQ(std::count(list.output.begin(), list.output.end(), '\n'), 12);
   EXPECT_EQ(list.output.rfind("multitier ", 0), 0u);
   CommandRun config = Weft("gen multitier-added-delay --print-config");
   EXPECT_EQ(config.rc, 0);
@@ -44,7 +44,7 @@ TEST_F(GenCli, UnknownScenarioListsTheKnownOnes) {
   EXPECT_EQ(r.output,
             "weft gen: unknown scenario 'multitear' (built-in: multitier, multitier-added-delay, "
             "multitier-wan, wide-area, children-parallel, children-0-2, children-d-cc, "
-            "penalty-breaker, email; or give a "
+            "penalty-breaker, email, shop, booking, social; or give a "
             ".toml file)\n");
 }
 

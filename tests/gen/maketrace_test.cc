@@ -31,6 +31,34 @@ TEST(MakeTrace, EveryScenarioFollowsTheConvention) {
   }
 }
 
+// timestamps = "send": one timestamp per message, the send time, as span data has; the
+// same messages and truth as with both.
+TEST(MakeTrace, SendTimesOnly) {
+  GenConfig config = MustLoad("social");
+  config.messages = 5000;
+  Trace both = MustMake(config, nullptr);
+  config.send_times_only = true;
+  Trace one = MustMake(config, nullptr);
+  ASSERT_EQ(one.size(), both.size());
+  for (size_t i = 0; i < one.size(); ++i) {
+    ASSERT_EQ(one.columns().recv_time[i], kNoTime);
+    ASSERT_EQ(one.columns().send_time[i], both.columns().send_time[i]);
+    ASSERT_EQ(one.columns().truth_parent[i], both.columns().truth_parent[i]);
+  }
+  Result<GenConfig> parsed = ParseGenConfig(
+      "timestamps = \"send\"\n[[tracelet]]\nname = \"t\"\nthink = \"1s\"\nsteps = [{ op = \"msg\", "
+      "from = \"A\", to = \"B\" }]\n",
+      "t.toml");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().message();
+  EXPECT_TRUE(parsed->send_times_only);
+  Result<GenConfig> bad = ParseGenConfig(
+      "timestamps = \"recv\"\n[[tracelet]]\nname = \"t\"\nthink = \"1s\"\nsteps = [{ op = \"msg\", "
+      "from = \"A\", to = \"B\" }]\n",
+      "t.toml");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message(), "t.toml:1: 'timestamps' must be \"both\" or \"send\"");
+}
+
 // WAP5's setting: two timestamps on different clocks, network delays, untraced nodes.
 TEST(MakeTrace, NetworkScenarios) {
   GenConfig config = MustLoad("wide-area");

@@ -381,13 +381,17 @@ void ExpectChoice(const Trace& trace, const AutoCase& c) {
       EXPECT_NE(choice.Describe().find("; every call a server sent follows an input"),
                 std::string::npos);
       break;
+    case AutoAlgorithm::kNesting:  // when it explains more of the trace than linking
     case AutoAlgorithm::kLinking:
       EXPECT_GT(against_thread, 0);
       ASSERT_TRUE(decided->fragment.has_value());
+      ASSERT_TRUE(choice.linking_explained.has_value() && choice.nesting_explained.has_value());
       ASSERT_TRUE(choice.server_calls_outside_fragments.has_value());
       EXPECT_EQ(*choice.server_calls_outside_fragments,
                 decided->fragment->counters.server_calls_outside_fragments);
-      EXPECT_TRUE(choice.Describe().starts_with("linking (WAP5): " + not_thread))
+      EXPECT_TRUE(choice.Describe().starts_with(
+          (c.expected == AutoAlgorithm::kLinking ? "linking (WAP5): " : "nesting (Project 5): ") +
+          not_thread))
           << choice.Describe();
       EXPECT_NE(choice.Describe().find("; not fragment: "), std::string::npos);
       EXPECT_GT(choice.outputs_through_ambiguous_handoffs, 0);

@@ -94,7 +94,12 @@ class Linker {
   }
   // The time of candidate `parent` on the clock of message m's site.
   TimeNs ParentTime(size_t m, uint32_t parent) const {
-    return c_.send_time[m] != kNoTime ? c_.recv_time[parent] : c_.send_time[parent];
+    return c_.send_time[m] != kNoTime ? Arrival(parent) : c_.send_time[parent];
+  }
+  // When message m arrived: its receive time; on a one-clock trace (no receive time
+  // anywhere: span data, one-sided logs) its send time, the network taken as instant.
+  TimeNs Arrival(size_t m) const {
+    return one_clock_ && c_.recv_time[m] == kNoTime ? c_.send_time[m] : c_.recv_time[m];
   }
 
   const Trace& trace_;
@@ -102,6 +107,8 @@ class Linker {
   const LinkingOptions& options_;
   size_t n_ = 0;
 
+  // No message has a receive time: every time is a send time, read as on one clock.
+  bool one_clock_ = false;
   // RPC mode: calls paired with their returns by call id (kNone if unpaired).
   bool rpc_ = false;
   std::vector<uint32_t> answer_;   // per CALL: its RETURN

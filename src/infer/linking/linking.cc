@@ -26,8 +26,13 @@ namespace linking {
 // else is decided, and path instances come out as call trees (path_set.h) directly.
 //
 // Calls and returns are paired by kLinkingCallPairing (linking.h).
+//
+// On a one-clock trace a call's send time is on the caller's clock and its return's on the
+// callee's, which kLocalClock would never pair; the trace's order pairs them instead.
 void Linker::PairCalls() {
-  const CallPairs pairs = weft::PairCalls(trace_, kLinkingCallPairing);
+  CallPairingOptions pairing = kLinkingCallPairing;
+  if (one_clock_) pairing.order = CallPairingOptions::Order::kTrace;
+  const CallPairs pairs = weft::PairCalls(trace_, pairing);
   answer_.assign(n_, kNone);
   answers_.assign(n_, kNone);
   for (size_t m = 0; m < n_; ++m) {
@@ -45,7 +50,7 @@ void Linker::ForEachCandidate(size_t m, F&& f) const {
   if (s.list == kNone) return;
   const bool enclosing_only = EnclosingOnly(m);
   const uint32_t m_answer = enclosing_only ? answer_[m] : kNone;
-  const TimeNs m_answered = m_answer != kNone ? c_.recv_time[m_answer] : kNoTime;
+  const TimeNs m_answered = m_answer != kNone ? Arrival(m_answer) : kNoTime;
   // An enclosing call arrived at most the node's longest visit ago: older ones are
   // answered already, so the scan stops there (unless the node also gets messages that
   // are not paired calls, which may be candidates from further back).
@@ -91,7 +96,7 @@ void Linker::ComputeReach() {
   std::vector<TimeNs> longest(nodes, 0);
   std::vector<bool> open_ended(nodes, false);
   for (size_t m = 0; m < n_; ++m) {
-    if (c_.recv_time[m] == kNoTime) continue;
+    if (Arrival(m) == kNoTime) continue;
     const uint32_t node = c_.receiver[m].value();
     if (c_.kind[m] == MessageKind::kMessage ||
         (c_.kind[m] == MessageKind::kCall && answer_[m] == kNone)) {
@@ -101,7 +106,7 @@ void Linker::ComputeReach() {
       if (answered == kNoTime)
         open_ended[node] = true;
       else
-        longest[node] = std::max(longest[node], answered - c_.recv_time[m]);
+        longest[node] = std::max(longest[node], answered - Arrival(m));
     }
   }
   for (size_t node = 0; node < nodes; ++node) {
@@ -137,7 +142,7 @@ void Linker::IndexSites() {
   lists_.begin.assign(lists + 1, 0);
   auto for_each_entry = [&](auto&& f) {
     for (size_t m = 0; m < n_; ++m) {
-      if (c_.recv_time[m] != kNoTime) f(c_.receiver[m].value(), c_.recv_time[m], m);
+      if (Arrival(m) != kNoTime) f(c_.receiver[m].value(), Arrival(m), m);
       if (c_.send_time[m] == kNoTime) continue;
       auto it = back_list.find(key(c_.sender[m], c_.receiver[m]));
       if (it != back_list.end()) f(it->second, c_.send_time[m], m);
@@ -333,6 +338,8 @@ Result<LinkingInference> Linker::Run() {
   if (options_.try_both_budget > 20)
     return Status::InvalidArgument("a try-both budget over 20 would build 2^20 trees per root");
   n_ = trace_.size();
+  one_clock_ = n_ > 0 && std::all_of(c_.recv_time.begin(), c_.recv_time.end(),
+                                     [](TimeNs t) { return t == kNoTime; });
   if (options_.use_calls) PairCalls();
   IndexSites();
   if (rpc_) ComputeReach();
