@@ -22,5 +22,7 @@ void AddCaptureCommand(CLI::App& app, Status& result);  // capture and events
 void AddReconcileCommand(CLI::App& app, Status& result);
 void AddQueryCommand(CLI::App& app, Status& result);
 void AddPivotCommand(CLI::App& app, Status& result);  // install, list, uninstall, tracepoints
+void AddImportSpansCommand(CLI::App& import, Status& result);  // under `weft import`
+void AddExportCommand(CLI::App& app, Status& result);
 
 }  // namespace weft::cli

@@ -27,6 +27,10 @@ int main(int argc, char** argv) {
   weft::cli::AddReconcileCommand(app, result);
   weft::cli::AddQueryCommand(app, result);
   weft::cli::AddPivotCommand(app, result);
+  CLI::App* import = app.add_subcommand("import", "Turn other tools' data into a message trace");
+  import->require_subcommand(1);
+  weft::cli::AddImportSpansCommand(*import, result);
+  weft::cli::AddExportCommand(app, result);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
