@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <map>
-
 #include <nlohmann/json.hpp>
 
 #include "export/spans_from_paths.h"
@@ -24,8 +23,8 @@ struct Placed {
 };
 
 struct Lane {
-  uint32_t thread;                  // the thread its events ran in; 0: unknown
-  std::vector<TimeNs> open_ends;    // ends of the events still open at the last start
+  uint32_t thread;                // the thread its events ran in; 0: unknown
+  std::vector<TimeNs> open_ends;  // ends of the events still open at the last start
 };
 
 }  // namespace
@@ -48,7 +47,10 @@ std::string FormatChromeTrace(const std::vector<SpanTree>& trees) {
   Json events = Json::array();
   for (size_t p = 0; p < services.size(); ++p) {
     int pid = int(p + 1);
-    events.push_back(Json{{"name", "process_name"}, {"ph", "M"}, {"pid", pid}, {"tid", 0},
+    events.push_back(Json{{"name", "process_name"},
+                          {"ph", "M"},
+                          {"pid", pid},
+                          {"tid", 0},
                           {"args", {{"name", services[p]}}}});
     std::vector<Placed>& placed = by_service[services[p]];
     // Longer first at equal starts, so that a parent comes before what it contains.
@@ -64,7 +66,8 @@ std::string FormatChromeTrace(const std::vector<SpanTree>& trees) {
       for (size_t l = 0; l < lanes.size(); ++l) {
         Lane& lane = lanes[l];
         if (lane.thread != s.thread) continue;
-        while (!lane.open_ends.empty() && lane.open_ends.back() <= s.start) lane.open_ends.pop_back();
+        while (!lane.open_ends.empty() && lane.open_ends.back() <= s.start)
+          lane.open_ends.pop_back();
         if (lane.open_ends.empty() || lane.open_ends.back() >= s.end) {
           chosen = l;
           break;
@@ -91,15 +94,19 @@ std::string FormatChromeTrace(const std::vector<SpanTree>& trees) {
       std::string name = lanes[l].thread != 0 ? fmt::format("thread {}", lanes[l].thread)
                                               : fmt::format("lane {}", n);
       if (lanes[l].thread != 0 && n > 1) name += fmt::format(" ({})", n);
-      events.push_back(Json{{"name", "thread_name"}, {"ph", "M"}, {"pid", pid},
-                            {"tid", int(l + 1)}, {"args", {{"name", name}}}});
+      events.push_back(Json{{"name", "thread_name"},
+                            {"ph", "M"},
+                            {"pid", pid},
+                            {"tid", int(l + 1)},
+                            {"args", {{"name", name}}}});
     }
   }
   Json root = {{"traceEvents", std::move(events)},
                {"displayTimeUnit", "ms"},
-               {"otherData", {{"source", "weft export chrome"},
-                              {"start_unix_ns", fmt::format("{}", t0)},
-                              {"requests", trees.size()}}}};
+               {"otherData",
+                {{"source", "weft export chrome"},
+                 {"start_unix_ns", fmt::format("{}", t0)},
+                 {"requests", trees.size()}}}};
   return root.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n";
 }
 

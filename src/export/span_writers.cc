@@ -17,7 +17,9 @@ bool IsNumeric(std::string_view key) { return key == "weft.probability"; }
 int64_t FloorUs(TimeNs t) { return t >= 0 ? t / 1000 : -((-t + 999) / 1000); }
 int64_t CeilUs(TimeNs t) { return -FloorUs(-t); }
 
-std::string Dump(const Json& json) { return json.dump(-1, ' ', false, Json::error_handler_t::replace); }
+std::string Dump(const Json& json) {
+  return json.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
 
 }  // namespace
 
@@ -57,8 +59,9 @@ std::string FormatOtlp(const std::vector<SpanTree>& trees) {
     }
     Json resource_spans = Json::array();
     for (size_t s = 0; s < services.size(); ++s) {
-      Json resource = {{"attributes", Json::array({Json{{"key", "service.name"},
-                                                        {"value", {{"stringValue", services[s]}}}}})}};
+      Json resource = {
+          {"attributes", Json::array({Json{{"key", "service.name"},
+                                           {"value", {{"stringValue", services[s]}}}}})}};
       Json scope = {{"scope", {{"name", "weft"}, {"version", "0.1"}}},
                     {"spans", std::move(service_spans[s])}};
       resource_spans.push_back(
@@ -85,11 +88,13 @@ std::string FormatJaeger(const std::vector<SpanTree>& trees) {
       }
       Json tags = Json::array();
       if (span.kind != SpanKind::kUnspecified) {
-        tags.push_back(Json{{"key", "span.kind"}, {"type", "string"}, {"value", SpanKindName(span.kind)}});
+        tags.push_back(
+            Json{{"key", "span.kind"}, {"type", "string"}, {"value", SpanKindName(span.kind)}});
       }
       for (const auto& [key, value] : span.attributes) {
         if (IsNumeric(key)) {
-          tags.push_back(Json{{"key", key}, {"type", "float64"}, {"value", std::strtod(value.c_str(), nullptr)}});
+          tags.push_back(Json{
+              {"key", key}, {"type", "float64"}, {"value", std::strtod(value.c_str(), nullptr)}});
         } else {
           tags.push_back(Json{{"key", key}, {"type", "string"}, {"value", value}});
         }
@@ -109,14 +114,16 @@ std::string FormatJaeger(const std::vector<SpanTree>& trees) {
     }
     Json processes = Json::object();
     for (size_t s = 0; s < services.size(); ++s) {
-      processes[fmt::format("p{}", s + 1)] = Json{{"serviceName", services[s]}, {"tags", Json::array()}};
+      processes[fmt::format("p{}", s + 1)] =
+          Json{{"serviceName", services[s]}, {"tags", Json::array()}};
     }
     data.push_back(Json{{"traceID", tree.trace_id},
                         {"spans", std::move(spans)},
                         {"processes", std::move(processes)},
                         {"warnings", nullptr}});
   }
-  Json root = {{"data", std::move(data)}, {"total", 0}, {"limit", 0}, {"offset", 0}, {"errors", nullptr}};
+  Json root = {
+      {"data", std::move(data)}, {"total", 0}, {"limit", 0}, {"offset", 0}, {"errors", nullptr}};
   return Dump(root) + "\n";
 }
 
@@ -129,11 +136,20 @@ std::string FormatZipkin(const std::vector<SpanTree>& trees) {
       if (!span.parent_id.empty()) j["parentId"] = span.parent_id;
       j["id"] = span.span_id;
       switch (span.kind) {
-        case SpanKind::kServer: j["kind"] = "SERVER"; break;
-        case SpanKind::kClient: j["kind"] = "CLIENT"; break;
-        case SpanKind::kProducer: j["kind"] = "PRODUCER"; break;
-        case SpanKind::kConsumer: j["kind"] = "CONSUMER"; break;
-        default: break;
+        case SpanKind::kServer:
+          j["kind"] = "SERVER";
+          break;
+        case SpanKind::kClient:
+          j["kind"] = "CLIENT";
+          break;
+        case SpanKind::kProducer:
+          j["kind"] = "PRODUCER";
+          break;
+        case SpanKind::kConsumer:
+          j["kind"] = "CONSUMER";
+          break;
+        default:
+          break;
       }
       j["name"] = span.name;
       int64_t start = FloorUs(span.start);
@@ -141,7 +157,8 @@ std::string FormatZipkin(const std::vector<SpanTree>& trees) {
       j["duration"] = CeilUs(span.end) - start;
       j["localEndpoint"] = Json{{"serviceName", span.service}};
       Json tags = Json::object();
-      for (const auto& [key, value] : span.attributes) tags[key] = value;  // Zipkin tags are strings
+      for (const auto& [key, value] : span.attributes)
+        tags[key] = value;  // Zipkin tags are strings
       if (!tags.empty()) j["tags"] = std::move(tags);
       spans.push_back(std::move(j));
     }

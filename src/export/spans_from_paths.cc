@@ -21,8 +21,8 @@ std::string SpanName(const Trace& trace, MessageId m,
   const std::string* method = find("http.method");
   const std::string* url = find("http.url");
   if (method && url) return *method + " " + *url;
-  for (std::string_view key : {"http.url", "sql", "redis.command", "testbed.request", "dns.name",
-                               "line"}) {
+  for (std::string_view key :
+       {"http.url", "sql", "redis.command", "testbed.request", "dns.name", "line"}) {
     if (const std::string* v = find(key)) return *v;
   }
   bool one_way = trace.columns().kind[m.value()] == MessageKind::kMessage;
@@ -35,8 +35,8 @@ bool Statistical(std::string_view algorithm) {
 }
 
 SpanKind KindFromName(std::string_view name) {
-  for (SpanKind k : {SpanKind::kInternal, SpanKind::kServer, SpanKind::kClient,
-                     SpanKind::kProducer, SpanKind::kConsumer}) {
+  for (SpanKind k : {SpanKind::kInternal, SpanKind::kServer, SpanKind::kClient, SpanKind::kProducer,
+                     SpanKind::kConsumer}) {
     if (name == SpanKindName(k)) return k;
   }
   return SpanKind::kUnspecified;
@@ -71,7 +71,8 @@ Result<std::vector<SpanTree>> SpansFromPaths(const PathSet& paths, const Trace& 
       MessageKind kind = c.kind[m.value()];
       if (kind == MessageKind::kReturn) {
         int32_t p = parents[k];
-        if (p >= 0 && span_of[size_t(p)] >= 0 && c.kind[messages[size_t(p)].value()] == MessageKind::kCall &&
+        if (p >= 0 && span_of[size_t(p)] >= 0 &&
+            c.kind[messages[size_t(p)].value()] == MessageKind::kCall &&
             !answered[size_t(span_of[size_t(p)])]) {
           Span& call = tree.spans[size_t(span_of[size_t(p)])];
           call.end = std::max(call.start, MessageTime(trace, m));

@@ -8,27 +8,38 @@ namespace weft {
 
 std::string_view SpanKindName(SpanKind kind) {
   switch (kind) {
-    case SpanKind::kInternal: return "internal";
-    case SpanKind::kServer: return "server";
-    case SpanKind::kClient: return "client";
-    case SpanKind::kProducer: return "producer";
-    case SpanKind::kConsumer: return "consumer";
-    default: return "unspecified";
+    case SpanKind::kInternal:
+      return "internal";
+    case SpanKind::kServer:
+      return "server";
+    case SpanKind::kClient:
+      return "client";
+    case SpanKind::kProducer:
+      return "producer";
+    case SpanKind::kConsumer:
+      return "consumer";
+    default:
+      return "unspecified";
   }
 }
 
 std::string_view SpanFormatName(SpanFormat format) {
   switch (format) {
-    case SpanFormat::kOtlp: return "otlp";
-    case SpanFormat::kJaeger: return "jaeger";
-    case SpanFormat::kZipkin: return "zipkin";
-    case SpanFormat::kCsv: return "csv";
+    case SpanFormat::kOtlp:
+      return "otlp";
+    case SpanFormat::kJaeger:
+      return "jaeger";
+    case SpanFormat::kZipkin:
+      return "zipkin";
+    case SpanFormat::kCsv:
+      return "csv";
   }
   return "?";
 }
 
 Result<SpanFormat> ParseSpanFormat(std::string_view name) {
-  for (SpanFormat f : {SpanFormat::kOtlp, SpanFormat::kJaeger, SpanFormat::kZipkin, SpanFormat::kCsv}) {
+  for (SpanFormat f :
+       {SpanFormat::kOtlp, SpanFormat::kJaeger, SpanFormat::kZipkin, SpanFormat::kCsv}) {
     if (name == SpanFormatName(f)) return f;
   }
   return Status::InvalidArgument("unknown span format '{}' (want otlp, jaeger, zipkin or csv)",
@@ -44,7 +55,8 @@ std::optional<SpanFormat> DetectSpanFormat(std::string_view text) {
   if (head[0] == '{' || head[0] == '[') {
     if (has("\"resourceSpans\"")) return SpanFormat::kOtlp;
     if (has("\"spanID\"") || has("\"traceID\"") || has("\"processes\"")) return SpanFormat::kJaeger;
-    if (head[0] == '[' && (has("\"traceId\"") || has("\"localEndpoint\""))) return SpanFormat::kZipkin;
+    if (head[0] == '[' && (has("\"traceId\"") || has("\"localEndpoint\"")))
+      return SpanFormat::kZipkin;
     return std::nullopt;
   }
   // A CSV header line names its columns.
@@ -56,10 +68,14 @@ std::optional<SpanFormat> DetectSpanFormat(std::string_view text) {
 SpanRead ReadSpans(std::string_view text, std::string_view source, SpanFormat format,
                    const CsvColumns& csv) {
   switch (format) {
-    case SpanFormat::kOtlp: return ReadOtlpSpans(text, source);
-    case SpanFormat::kJaeger: return ReadJaegerSpans(text, source);
-    case SpanFormat::kZipkin: return ReadZipkinSpans(text, source);
-    case SpanFormat::kCsv: return ReadCsvSpans(text, source, csv);
+    case SpanFormat::kOtlp:
+      return ReadOtlpSpans(text, source);
+    case SpanFormat::kJaeger:
+      return ReadJaegerSpans(text, source);
+    case SpanFormat::kZipkin:
+      return ReadZipkinSpans(text, source);
+    case SpanFormat::kCsv:
+      return ReadCsvSpans(text, source, csv);
   }
   return {};
 }

@@ -35,8 +35,8 @@ struct Span {
   std::string name;       // the operation
   SpanKind kind = SpanKind::kUnspecified;
   TimeNs start = kNoTime;
-  TimeNs end = kNoTime;   // at or after start
-  uint32_t thread = 0;    // the thread that did the work, where known (0: unknown)
+  TimeNs end = kNoTime;  // at or after start
+  uint32_t thread = 0;   // the thread that did the work, where known (0: unknown)
   std::vector<std::pair<std::string, std::string>> attributes;  // in the file's order
 };
 

@@ -1,10 +1,10 @@
 #include "import/span_json.h"
 
+#include <fmt/format.h>
+
 #include <charconv>
 #include <limits>
 #include <vector>
-
-#include <fmt/format.h>
 
 namespace weft::span_json {
 namespace {
@@ -19,6 +19,8 @@ class PartialBuilder {
   std::string error;
   size_t error_byte = 0;
   bool failed = false;
+  bool reached_end = false;  // the parser stopped at the end of the input: a cut
+  size_t input_size = 0;
 
   bool null() { return Put(nullptr) != nullptr; }
   bool boolean(bool b) { return Put(b) != nullptr; }
@@ -38,9 +40,8 @@ class PartialBuilder {
   bool parse_error(size_t position, const std::string& token, const nlohmann::json::exception&) {
     failed = true;
     error_byte = position > 0 ? position - 1 : 0;
-    error = token.empty() || token == "<end of input>"
-                ? "truncated"
-                : fmt::format("bad JSON near '{}'", token.substr(0, 20));
+    error = fmt::format("bad JSON near '{}'", token.substr(0, 20));
+    reached_end = position >= input_size;
     return false;
   }
 
@@ -83,6 +84,7 @@ class PartialBuilder {
 
 Document Parse(std::string_view text) {
   PartialBuilder builder;
+  builder.input_size = text.size();
   Document doc;
   try {
     Json::sax_parse(text.begin(), text.end(), &builder, nlohmann::json::input_format_t::json,
@@ -96,23 +98,33 @@ Document Parse(std::string_view text) {
   doc.damaged = builder.failed;
   doc.error_byte = builder.error_byte;
   doc.error = builder.error;
-  // The parser reports the position one past the last byte it read; at the end of the
-  // input that is the end of the file.
-  if (doc.damaged && doc.error == "truncated") doc.error_byte = text.size();
+  // The parser reports the position one past the last byte it read; when that is the end
+  // of the input, the document was cut short there.
+  if (doc.damaged && builder.reached_end) {
+    doc.error = "truncated";
+    doc.error_byte = text.size();
+  }
   return doc;
 }
 
 std::string_view TypeName(const Json& value) {
   switch (value.type()) {
-    case Json::value_t::null: return "null";
-    case Json::value_t::object: return "an object";
-    case Json::value_t::array: return "an array";
-    case Json::value_t::string: return "a string";
-    case Json::value_t::boolean: return "a boolean";
+    case Json::value_t::null:
+      return "null";
+    case Json::value_t::object:
+      return "an object";
+    case Json::value_t::array:
+      return "an array";
+    case Json::value_t::string:
+      return "a string";
+    case Json::value_t::boolean:
+      return "a boolean";
     case Json::value_t::number_integer:
     case Json::value_t::number_unsigned:
-    case Json::value_t::number_float: return "a number";
-    default: return "binary";
+    case Json::value_t::number_float:
+      return "a number";
+    default:
+      return "binary";
   }
 }
 
@@ -178,16 +190,17 @@ std::optional<TimeNs> Time(const Json& object, std::string_view key, int64_t uni
 namespace weft::span_json {
 
 void Problems::BadRecord(std::string_view where, std::string_view what) {
-  if (read_.problem.ok()) read_.problem = Status::InvalidArgument("{}: {}: {}", source_, where, what);
+  if (read_.problem.ok())
+    read_.problem = Status::InvalidArgument("{}: {}: {}", source_, where, what);
   ++read_.bad_records;
 }
 
 void Problems::Damaged(const Document& doc, size_t line, std::string_view in_record) {
   std::string place = line > 0 ? fmt::format("{}:{}", source_, line) : source_;
   std::string record = in_record.empty() ? "" : fmt::format(" in {}", in_record);
-  read_.problem = Status::InvalidArgument("{}: byte {}: {}{}; kept the {} spans read before it",
-                                          place, doc.error_byte, doc.error, record,
-                                          read_.spans.size());
+  read_.problem =
+      Status::InvalidArgument("{}: byte {}: {}{}; kept the {} spans read before it", place,
+                              doc.error_byte, doc.error, record, read_.spans.size());
 }
 
 }  // namespace weft::span_json

@@ -5,11 +5,10 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 
 #include "core/status.h"
 #include "core/time.h"
@@ -20,10 +19,10 @@ namespace weft::span_json {
 using Json = nlohmann::json;
 
 struct Document {
-  Json value;          // null if nothing could be read
+  Json value;  // null if nothing could be read
   bool damaged = false;
-  size_t error_byte = 0;    // where the damage is, when damaged
-  std::string error;        // "truncated" or what the parser saw there
+  size_t error_byte = 0;  // where the damage is, when damaged
+  std::string error;      // "truncated" or what the parser saw there
 };
 
 // Never throws. Nesting deeper than 256 levels is damage.

@@ -112,8 +112,8 @@ Result<Trace> SpansToTrace(std::span<const Span> spans, const SpanTraceOptions& 
   std::vector<bool> visited(spans.size(), false);
   struct Frame {
     uint32_t span;
-    int64_t entry;       // row of the message this span's work was entered by (or inherited)
-    int64_t call_row;    // row of this span's own CALL, -1 if it made none
+    int64_t entry;     // row of the message this span's work was entered by (or inherited)
+    int64_t call_row;  // row of this span's own CALL, -1 if it made none
     size_t next_child;
   };
   std::vector<Frame> stack;
@@ -147,7 +147,8 @@ Result<Trace> SpansToTrace(std::span<const Span> spans, const SpanTraceOptions& 
           m.call_id = one_way ? StringId() : builder.String(s.span_id);
           if (!options.strip_truth) m.truth_path = path_id;
           uint32_t row = builder.Add(m);
-          if (!options.strip_truth && parent_entry >= 0) builder.SetParent(row, uint32_t(parent_entry));
+          if (!options.strip_truth && parent_entry >= 0)
+            builder.SetParent(row, uint32_t(parent_entry));
           if (!s.name.empty()) builder.AddAttribute(row, span_name_key, builder.String(s.name));
           if (s.kind != SpanKind::kUnspecified) {
             builder.AddAttribute(row, span_kind_key, builder.String(SpanKindName(s.kind)));

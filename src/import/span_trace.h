@@ -28,21 +28,21 @@
 namespace weft {
 
 struct SpanTraceOptions {
-  bool strip_truth = false;      // leave out path= and parent=, for a trace to infer from
-  std::string client = "client"; // the node that calls root spans
+  bool strip_truth = false;       // leave out path= and parent=, for a trace to infer from
+  std::string client = "client";  // the node that calls root spans
 };
 
 // What the conversion counted: anything it could not be sure of is here, not hidden.
 struct SpanTraceCounters {
   uint64_t spans = 0;
-  uint64_t traces = 0;               // distinct trace ids
-  uint64_t paths = 0;                // root spans: one path each
-  uint64_t calls = 0;                // spans that became a CALL (and a RETURN)
-  uint64_t nested = 0;               // spans inside their parent's service: no message
-  uint64_t orphans = 0;              // a parent id that names no span of the trace: made roots
-  uint64_t duplicates = 0;           // a span id seen before in its trace: left out
-  uint64_t unreachable = 0;          // in a cycle of parent ids, under no root: left out
-  uint64_t outside_parent = 0;       // starts before or ends after its parent (clock skew?)
+  uint64_t traces = 0;          // distinct trace ids
+  uint64_t paths = 0;           // root spans: one path each
+  uint64_t calls = 0;           // spans that became a CALL (and a RETURN)
+  uint64_t nested = 0;          // spans inside their parent's service: no message
+  uint64_t orphans = 0;         // a parent id that names no span of the trace: made roots
+  uint64_t duplicates = 0;      // a span id seen before in its trace: left out
+  uint64_t unreachable = 0;     // in a cycle of parent ids, under no root: left out
+  uint64_t outside_parent = 0;  // starts before or ends after its parent (clock skew?)
   uint64_t messages = 0;
 };
 

@@ -3,11 +3,11 @@
 // columns. The columns are named by the caller or guessed from the header; times are
 // decimal numbers in one unit, given or guessed. Fields follow RFC 4180 (double quotes
 // around a field with commas, "" for a quote inside one); a row is one line.
+#include <fmt/format.h>
+
 #include <charconv>
 #include <limits>
 #include <map>
-
-#include <fmt/format.h>
 
 #include "core/text.h"
 #include "import/span.h"
@@ -67,13 +67,16 @@ const Guess kGuesses[] = {
     {"span", {"spanid", "span", "id", "spanidhex"}},
     {"parent", {"parentid", "parentspanid", "parent", "parentspan", "parentidhex"}},
     {"service", {"service", "servicename", "svc", "microservice", "process", "component"}},
-    {"operation", {"operation", "operationname", "name", "spanname", "endpoint", "method", "interface"}},
-    {"start", {"start", "starttime", "startts", "starttimeunixnano", "startunixnano", "startns",
-               "startus", "startms", "timestamp", "ts", "begin"}},
-    {"end", {"end", "endtime", "endts", "endtimeunixnano", "endunixnano", "endns", "endus",
-             "endms", "finish"}},
-    {"duration", {"duration", "dur", "durationns", "durationus", "durationms", "latency", "rt",
-                  "elapsed"}},
+    {"operation",
+     {"operation", "operationname", "name", "spanname", "endpoint", "method", "interface"}},
+    {"start",
+     {"start", "starttime", "startts", "starttimeunixnano", "startunixnano", "startns", "startus",
+      "startms", "timestamp", "ts", "begin"}},
+    {"end",
+     {"end", "endtime", "endts", "endtimeunixnano", "endunixnano", "endns", "endus", "endms",
+      "finish"}},
+    {"duration",
+     {"duration", "dur", "durationns", "durationus", "durationms", "latency", "rt", "elapsed"}},
 };
 
 int64_t UnitFromName(std::string_view normalized) {
@@ -184,7 +187,7 @@ SpanRead ReadCsvSpans(std::string_view text, std::string_view source, const CsvC
   for (const std::string& f : fields) names.push_back(Normalize(f));
   // Column index per field, -1 when absent.
   std::map<std::string_view, int> index;
-  const std::string* chosen[] = {&given.trace,   &given.span,  &given.parent, &given.service,
+  const std::string* chosen[] = {&given.trace,     &given.span,  &given.parent, &given.service,
                                  &given.operation, &given.start, &given.end,    &given.duration};
   for (size_t g = 0; g < std::size(kGuesses); ++g) {
     int found = -1;
@@ -194,8 +197,9 @@ SpanRead ReadCsvSpans(std::string_view text, std::string_view source, const CsvC
         if (names[c] == want) found = int(c);
       }
       if (found < 0) {
-        read.problem = Status::InvalidArgument("{}:{}: no column '{}' for the {} (the header has: {})",
-                                               source, line, *chosen[g], kGuesses[g].field, header);
+        read.problem =
+            Status::InvalidArgument("{}:{}: no column '{}' for the {} (the header has: {})", source,
+                                    line, *chosen[g], kGuesses[g].field, header);
         return read;
       }
     } else {
@@ -218,8 +222,8 @@ SpanRead ReadCsvSpans(std::string_view text, std::string_view source, const CsvC
   }
   if (index["end"] < 0 && index["duration"] < 0) {
     read.problem = Status::InvalidArgument(
-        "{}:{}: no end or duration column in the header (name one with --columns end=NAME)",
-        source, line);
+        "{}:{}: no end or duration column in the header (name one with --columns end=NAME)", source,
+        line);
     return read;
   }
   int64_t unit = UnitNs(given.time_unit);

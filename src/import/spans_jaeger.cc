@@ -62,8 +62,7 @@ bool ReadParent(const Json& json, const std::string& trace_id, Span& span, std::
       for (size_t i = 0; i < refs->size(); ++i) {
         const Json& ref = (*refs)[i];
         if (!ref.is_object()) {
-          error = fmt::format("references[{}] is {}, want an object", i,
-                              span_json::TypeName(ref));
+          error = fmt::format("references[{}] is {}, want an object", i, span_json::TypeName(ref));
           return false;
         }
         auto ref_type = span_json::String(ref, "refType", error);
@@ -164,8 +163,8 @@ void ReadTrace(const Json& trace, size_t t, size_t& index, SpanRead& read,
                span_json::Problems& problems, std::string& last_record) {
   std::string where = fmt::format("data[{}]", t);
   if (!trace.is_object()) {
-    problems.BadRecord(where, fmt::format("is {}, want a trace object",
-                                          span_json::TypeName(trace)));
+    problems.BadRecord(where,
+                       fmt::format("is {}, want a trace object", span_json::TypeName(trace)));
     return;
   }
   std::string trace_id;
@@ -215,12 +214,14 @@ SpanRead ReadJaegerSpans(std::string_view text, std::string_view source) {
   if (root.is_object() && root.contains("data")) {
     const Json& data = root["data"];
     if (data.is_array()) {
-      for (size_t t = 0; t < data.size(); ++t) ReadTrace(data[t], t, index, read, problems, last_record);
+      for (size_t t = 0; t < data.size(); ++t)
+        ReadTrace(data[t], t, index, read, problems, last_record);
     } else {
       problems.BadRecord("the document", "'data' is not an array");
     }
   } else if (root.is_array()) {
-    for (size_t t = 0; t < root.size(); ++t) ReadTrace(root[t], t, index, read, problems, last_record);
+    for (size_t t = 0; t < root.size(); ++t)
+      ReadTrace(root[t], t, index, read, problems, last_record);
   } else if (root.is_object() && root.contains("spans")) {
     ReadTrace(root, 0, index, read, problems, last_record);
   } else {

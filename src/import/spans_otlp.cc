@@ -126,16 +126,16 @@ void ReadRequest(const Json& request, size_t line, size_t& index, SpanRead& read
                  span_json::Problems& problems, std::string& last_record) {
   std::string prefix = line > 0 ? fmt::format("line {}, ", line) : "";
   if (!request.is_object()) {
-    problems.BadRecord(line > 0 ? fmt::format("line {}", line) : "the document",
-                       fmt::format("is {}, want an object with 'resourceSpans'",
-                                   span_json::TypeName(request)));
+    problems.BadRecord(
+        line > 0 ? fmt::format("line {}", line) : "the document",
+        fmt::format("is {}, want an object with 'resourceSpans'", span_json::TypeName(request)));
     return;
   }
   auto rs = request.find("resourceSpans");
   if (rs == request.end() || !rs->is_array()) {
-    problems.BadRecord(line > 0 ? fmt::format("line {}", line) : "the document",
-                       rs == request.end() ? "missing 'resourceSpans'"
-                                           : "'resourceSpans' is not an array");
+    problems.BadRecord(
+        line > 0 ? fmt::format("line {}", line) : "the document",
+        rs == request.end() ? "missing 'resourceSpans'" : "'resourceSpans' is not an array");
     return;
   }
   for (size_t r = 0; r < rs->size(); ++r) {

@@ -82,7 +82,8 @@ bool ReadSpan(const Json& json, Span& span, std::string& error) {
       error = fmt::format("'tags' is {}, want an object", span_json::TypeName(*tags));
       return false;
     }
-    for (auto& [key, value] : tags->items()) span.attributes.emplace_back(key, span_json::AsText(value));
+    for (auto& [key, value] : tags->items())
+      span.attributes.emplace_back(key, span_json::AsText(value));
   }
   return true;
 }
@@ -95,8 +96,8 @@ SpanRead ReadZipkinSpans(std::string_view text, std::string_view source) {
   span_json::Document doc = span_json::Parse(text);
   std::string last_record;
   if (!doc.value.is_array()) {
-    problems.BadRecord("the document",
-                       fmt::format("is {}, want an array of spans", span_json::TypeName(doc.value)));
+    problems.BadRecord("the document", fmt::format("is {}, want an array of spans",
+                                                   span_json::TypeName(doc.value)));
   } else {
     for (size_t i = 0; i < doc.value.size(); ++i) {
       last_record = fmt::format("span {}", i);
