@@ -62,6 +62,7 @@ void AddImportSpansCommand(CLI::App& import, Status& result) {
       CsvColumns csv;
       if (!columns.empty()) WEFT_RETURN_IF_ERROR(ParseCsvColumns(columns, csv));
       SpanRead read = ReadSpans(text, input, span_format, csv);
+      if (read.spans.empty() && !read.problem.ok()) return read.problem;  // nothing to keep
       SpanTraceCounters counters;
       WEFT_ASSIGN_OR_RETURN(
           Trace trace,

@@ -177,7 +177,8 @@ std::optional<TimeNs> Time(const Json& object, std::string_view key, int64_t uni
                            std::string& error) {
   std::optional<int64_t> v = Integer(object, key, error);
   if (!v) return std::nullopt;
-  int64_t limit = std::numeric_limits<int64_t>::max() / unit_ns;
+  // Half of int64 at most (year 2116), so that start + duration cannot overflow.
+  int64_t limit = std::numeric_limits<int64_t>::max() / 2 / unit_ns;
   if (*v > limit || *v < -limit) {
     error = fmt::format("'{}' is {}, out of range", key, *v);
     return std::nullopt;

@@ -215,8 +215,8 @@ SpanRead ReadCsvSpans(std::string_view text, std::string_view source, const CsvC
   for (std::string_view need : {"trace", "span", "parent", "service", "start"}) {
     if (index[need] < 0) {
       read.problem = Status::InvalidArgument(
-          "{}:{}: no column for the {} id or name in the header (name it with --columns {}=NAME)",
-          source, line, need, need);
+          "{}:{}: no {} column in the header (name it with --columns {}=NAME)", source, line, need,
+          need);
       return read;
     }
   }

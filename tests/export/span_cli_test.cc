@@ -37,8 +37,8 @@ TEST_F(SpanCli, ImportTheSpecificationExampleAndInferFromIt) {
              Path("ex.chrome.json"));
   ASSERT_EQ(run.rc, 0) << run.output;
   EXPECT_EQ(run.output, "chrome: 1 requests, 3 spans (truth algorithm)\n");
-  run = Weft("export jaeger " + Path("ex.paths.json") + " --trace " + Path("ex.trace") +
-             " -o " + Path("ex.jaeger.json"));
+  run = Weft("export jaeger " + Path("ex.paths.json") + " --trace " + Path("ex.trace") + " -o " +
+             Path("ex.jaeger.json"));
   ASSERT_EQ(run.rc, 0) << run.output;
   // Back again: the same three calls.
   run = Weft("import spans " + Path("ex.jaeger.json") + " --strip-truth -o " + Path("b.trace"));
@@ -76,7 +76,8 @@ TEST_F(SpanCli, ABadFileIsOneLineAndTheRestIsKept) {
 TEST_F(SpanCli, HelpHasExamples) {
   auto run = Weft("import spans --help");
   EXPECT_EQ(run.rc, 0);
-  EXPECT_NE(run.output.find("weft import spans otel-collector.json -o run.weft"), std::string::npos);
+  EXPECT_NE(run.output.find("weft import spans otel-collector.json -o run.weft"),
+            std::string::npos);
   run = Weft("export --help");
   EXPECT_EQ(run.rc, 0);
   EXPECT_NE(run.output.find("weft export chrome"), std::string::npos);

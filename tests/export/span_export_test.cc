@@ -6,9 +6,8 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
-#include <set>
-
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "export/spans_from_paths.h"
 #include "gen/gen.h"
@@ -79,7 +78,9 @@ TEST_P(RoundTrip, ExportThenImportGivesTheSameTrees) {
 INSTANTIATE_TEST_SUITE_P(Formats, RoundTrip,
                          ::testing::Values(SpanFormat::kOtlp, SpanFormat::kJaeger,
                                            SpanFormat::kZipkin),
-                         [](const auto& param_info) { return std::string(SpanFormatName(param_info.param)); });
+                         [](const auto& param_info) {
+                           return std::string(SpanFormatName(param_info.param));
+                         });
 
 // Inferred (not true) instances go through the same way, and carry their probability.
 TEST(Export, NestingInstancesRoundTripWithTheirProbability) {

@@ -227,7 +227,8 @@ TEST(ZipkinImport, SharedSpanIsTheServersHalfUnderTheClients) {
   SpanRead read = ReadZipkinSpans(kZipkin, "z.json");
   ASSERT_EQ(read.spans.size(), 3u);
   EXPECT_EQ(read.problem.message(), "z.json: span 3: 'timestamp' is 'x', not an integer");
-  EXPECT_EQ(read.spans[0].attributes[0], std::make_pair(std::string("http.path"), std::string("/")));
+  EXPECT_EQ(read.spans[0].attributes[0],
+            std::make_pair(std::string("http.path"), std::string("/")));
   SpanTraceCounters counters;
   Result<Trace> trace = SpansToTrace(read.spans, {}, &counters);
   ASSERT_TRUE(trace.ok());
@@ -266,7 +267,7 @@ TEST(CsvImport, ColumnsGuessedFromTheHeader) {
   EXPECT_EQ(counters.traces, 2u);
   EXPECT_EQ(counters.orphans, 1u);  // e's parent zz is not in the file: a root of its own
   EXPECT_EQ(counters.paths, 3u);
-  EXPECT_EQ(counters.nested, 1u);   // c, inside web
+  EXPECT_EQ(counters.nested, 1u);  // c, inside web
   EXPECT_EQ(counters.calls, 4u);
 }
 
@@ -289,8 +290,7 @@ TEST(CsvImport, ColumnsNamedAndUnitGiven) {
   EXPECT_FALSE(ParseCsvColumns("unit=weeks", columns).ok());
   read = ReadCsvSpans("a,b\n1,2\n", "x.csv", {});
   EXPECT_EQ(read.problem.message(),
-            "x.csv:1: no column for the trace id or name in the header (name it with --columns "
-            "trace=NAME)");
+            "x.csv:1: no trace column in the header (name it with --columns trace=NAME)");
 }
 
 TEST(SpanTrace, CyclesAndDuplicatesAreCountedNotGuessed) {
@@ -304,9 +304,8 @@ TEST(SpanTrace, CyclesAndDuplicatesAreCountedNotGuessed) {
     s.end = start + 10;
     return s;
   };
-  std::vector<Span> spans = {span("r", "", "a", 0),  span("x", "y", "b", 1),
-                             span("y", "x", "c", 2), span("r", "", "a", 3),
-                             span("k", "r", "b", 5)};
+  std::vector<Span> spans = {span("r", "", "a", 0), span("x", "y", "b", 1), span("y", "x", "c", 2),
+                             span("r", "", "a", 3), span("k", "r", "b", 5)};
   SpanTraceCounters counters;
   Result<Trace> trace = SpansToTrace(spans, {}, &counters);
   ASSERT_TRUE(trace.ok());
