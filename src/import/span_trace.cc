@@ -23,9 +23,9 @@ const std::string* FindAttribute(const Span& span, std::string_view key) {
   return nullptr;
 }
 
-bool IsBookkeeping(std::string_view key) {
-  return key == kCaller || key == kKind || key == kUnanswered || key.starts_with("weft.");
-}
+// weft.caller and the rest, and what the exporter adds to a root (weft.algorithm,
+// weft.pattern, weft.probability): about the export, not the request.
+bool IsBookkeeping(std::string_view key) { return key.starts_with("weft."); }
 
 }  // namespace
 
