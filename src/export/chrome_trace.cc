@@ -44,14 +44,21 @@ std::string FormatChromeTrace(const std::vector<SpanTree>& trees) {
     }
   }
   auto us = [&](TimeNs t) { return double(t - t0) / 1000.0; };
-  Json events = Json::array();
+  // Events are written as they are made: a large export never holds the document as JSON.
+  std::string out = "{\"traceEvents\":[";
+  bool first_event = true;
+  auto emit = [&](const Json& event) {
+    if (!first_event) out += ',';
+    first_event = false;
+    out += event.dump(-1, ' ', false, Json::error_handler_t::replace);
+  };
   for (size_t p = 0; p < services.size(); ++p) {
     int pid = int(p + 1);
-    events.push_back(Json{{"name", "process_name"},
-                          {"ph", "M"},
-                          {"pid", pid},
-                          {"tid", 0},
-                          {"args", {{"name", services[p]}}}});
+    emit(Json{{"name", "process_name"},
+              {"ph", "M"},
+              {"pid", pid},
+              {"tid", 0},
+              {"args", {{"name", services[p]}}}});
     std::vector<Placed>& placed = by_service[services[p]];
     // Longer first at equal starts, so that a parent comes before what it contains.
     std::stable_sort(placed.begin(), placed.end(), [](const Placed& a, const Placed& b) {
@@ -78,14 +85,14 @@ std::string FormatChromeTrace(const std::vector<SpanTree>& trees) {
       Json args = {{"trace_id", s.trace_id}, {"span_id", s.span_id}};
       if (!s.parent_id.empty()) args["parent_id"] = s.parent_id;
       for (const auto& [key, value] : s.attributes) args[key] = value;
-      events.push_back(Json{{"name", s.name},
-                            {"cat", "weft"},
-                            {"ph", "X"},
-                            {"ts", us(s.start)},
-                            {"dur", double(s.end - s.start) / 1000.0},
-                            {"pid", pid},
-                            {"tid", int(chosen + 1)},
-                            {"args", std::move(args)}});
+      emit(Json{{"name", s.name},
+                {"cat", "weft"},
+                {"ph", "X"},
+                {"ts", us(s.start)},
+                {"dur", double(s.end - s.start) / 1000.0},
+                {"pid", pid},
+                {"tid", int(chosen + 1)},
+                {"args", std::move(args)}});
     }
     // Name the lanes: the thread where known, numbered when one thread needed several.
     std::map<uint32_t, int> seen;
@@ -94,20 +101,20 @@ std::string FormatChromeTrace(const std::vector<SpanTree>& trees) {
       std::string name = lanes[l].thread != 0 ? fmt::format("thread {}", lanes[l].thread)
                                               : fmt::format("lane {}", n);
       if (lanes[l].thread != 0 && n > 1) name += fmt::format(" ({})", n);
-      events.push_back(Json{{"name", "thread_name"},
-                            {"ph", "M"},
-                            {"pid", pid},
-                            {"tid", int(l + 1)},
-                            {"args", {{"name", name}}}});
+      emit(Json{{"name", "thread_name"},
+                {"ph", "M"},
+                {"pid", pid},
+                {"tid", int(l + 1)},
+                {"args", {{"name", name}}}});
     }
   }
-  Json root = {{"traceEvents", std::move(events)},
-               {"displayTimeUnit", "ms"},
-               {"otherData",
-                {{"source", "weft export chrome"},
-                 {"start_unix_ns", fmt::format("{}", t0)},
-                 {"requests", trees.size()}}}};
-  return root.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n";
+  Json other = {{"source", "weft export chrome"},
+                {"start_unix_ns", fmt::format("{}", t0)},
+                {"requests", trees.size()}};
+  out += "],\"displayTimeUnit\":\"ms\",\"otherData\":";
+  out += other.dump(-1, ' ', false, Json::error_handler_t::replace);
+  out += "}\n";
+  return out;
 }
 
 }  // namespace weft

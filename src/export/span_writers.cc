@@ -74,7 +74,9 @@ std::string FormatOtlp(const std::vector<SpanTree>& trees) {
 }
 
 std::string FormatJaeger(const std::vector<SpanTree>& trees) {
-  Json data = Json::array();
+  // One trace at a time, so that a large export never holds the whole document as JSON.
+  std::string out = "{\"data\":[";
+  bool first = true;
   for (const SpanTree& tree : trees) {
     std::vector<std::string> services;
     Json spans = Json::array();
@@ -117,18 +119,20 @@ std::string FormatJaeger(const std::vector<SpanTree>& trees) {
       processes[fmt::format("p{}", s + 1)] =
           Json{{"serviceName", services[s]}, {"tags", Json::array()}};
     }
-    data.push_back(Json{{"traceID", tree.trace_id},
-                        {"spans", std::move(spans)},
-                        {"processes", std::move(processes)},
-                        {"warnings", nullptr}});
+    if (!first) out += ',';
+    first = false;
+    out += Dump(Json{{"traceID", tree.trace_id},
+                     {"spans", std::move(spans)},
+                     {"processes", std::move(processes)},
+                     {"warnings", nullptr}});
   }
-  Json root = {
-      {"data", std::move(data)}, {"total", 0}, {"limit", 0}, {"offset", 0}, {"errors", nullptr}};
-  return Dump(root) + "\n";
+  out += "],\"total\":0,\"limit\":0,\"offset\":0,\"errors\":null}\n";
+  return out;
 }
 
 std::string FormatZipkin(const std::vector<SpanTree>& trees) {
-  Json spans = Json::array();
+  std::string out = "[";
+  bool first = true;
   for (const SpanTree& tree : trees) {
     for (const Span& span : tree.spans) {
       Json j = Json::object();
@@ -160,10 +164,12 @@ std::string FormatZipkin(const std::vector<SpanTree>& trees) {
       for (const auto& [key, value] : span.attributes)
         tags[key] = value;  // Zipkin tags are strings
       if (!tags.empty()) j["tags"] = std::move(tags);
-      spans.push_back(std::move(j));
+      if (!first) out += ',';
+      first = false;
+      out += Dump(j);
     }
   }
-  return Dump(spans) + "\n";
+  return out + "]\n";
 }
 
 }  // namespace weft
