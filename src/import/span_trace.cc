@@ -165,7 +165,15 @@ Result<Trace> SpansToTrace(std::span<const Span> spans, const SpanTraceOptions& 
         } else {
           ++counters.nested;
         }
-        if (parent != nullptr && (s.start < parent->start || s.end > parent->end)) {
+        // A call lies inside its caller's work unless clocks disagree; a message hop
+        // (MSG, producer/consumer) may well go on after the one that caused it.
+        auto hop = [](const Span& x) {
+          const std::string* k = FindAttribute(x, kKind);
+          return (k != nullptr && *k == "MSG") || x.kind == SpanKind::kProducer ||
+                 x.kind == SpanKind::kConsumer;
+        };
+        if (parent != nullptr && !hop(s) && !hop(*parent) &&
+            (s.start < parent->start || s.end > parent->end)) {
           ++counters.outside_parent;
         }
       }

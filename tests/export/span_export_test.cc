@@ -104,6 +104,31 @@ TEST(Export, NestingInstancesRoundTripWithTheirProbability) {
   EXPECT_EQ(Trees(TruthOf(*back), *back, 1), Trees(nesting->paths, trace, 1));
 }
 
+// Mail relays: every hop a one-way message (MSG), exported as a span from send to
+// receive and read back as one MSG.
+TEST(Export, MessageHopsRoundTrip) {
+  Result<GenConfig> config = LoadGenConfig("email");
+  ASSERT_TRUE(config.ok());
+  config->messages = 2000;
+  Result<Trace> trace = MakeTrace(*config);
+  ASSERT_TRUE(trace.ok());
+  PathSet truth = TruthOf(*trace);
+  Result<std::vector<SpanTree>> trees = SpansFromPaths(truth, *trace);
+  ASSERT_TRUE(trees.ok());
+  SpanRead read = ReadOtlpSpans(FormatOtlp(*trees), "email.json");
+  ASSERT_TRUE(read.problem.ok()) << read.problem.message();
+  SpanTraceCounters counters;
+  Result<Trace> back = SpansToTrace(read.spans, {}, &counters);
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(counters.calls, 0u);
+  EXPECT_EQ(counters.messages, trace->size());
+  EXPECT_EQ(counters.outside_parent, 0u);
+  EXPECT_EQ(
+      std::count(back->columns().kind.begin(), back->columns().kind.end(), MessageKind::kMessage),
+      int64_t(trace->size()));
+  EXPECT_EQ(Trees(TruthOf(*back), *back, 1), Trees(truth, *trace, 1));
+}
+
 TEST(Export, RefusesPathsOfAnotherTrace) {
   Trace trace = Generate(1000);
   PathSet truth = TruthOf(trace);
