@@ -24,5 +24,7 @@ void AddQueryCommand(CLI::App& app, Status& result);
 void AddPivotCommand(CLI::App& app, Status& result);  // install, list, uninstall, tracepoints
 // Subcommands of `weft import` (`import` is the App they add themselves to).
 void AddImportPcapCommand(CLI::App& import, Status& result);
+void AddImportSpansCommand(CLI::App& import, Status& result);
+void AddExportCommand(CLI::App& app, Status& result);
 
 }  // namespace weft::cli

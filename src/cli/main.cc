@@ -30,6 +30,8 @@ int main(int argc, char** argv) {
   auto* import = app.add_subcommand("import", "Make a message trace from other tools' records");
   import->require_subcommand(1);
   weft::cli::AddImportPcapCommand(*import, result);
+  weft::cli::AddImportSpansCommand(*import, result);
+  weft::cli::AddExportCommand(app, result);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
