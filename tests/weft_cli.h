@@ -23,9 +23,9 @@ struct CommandRun {
   std::string output;  // stdout and stderr together
 };
 
-inline CommandRun Weft(const std::string& args) {
-  std::string command = std::string(WEFT_BINARY) + " " + args + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
+// `command` run by the shell: its exit code and its stdout and stderr together.
+inline CommandRun Shell(const std::string& command) {
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
   if (pipe == nullptr) return {-1, "popen failed"};
   std::string out;
   char buffer[4096];
@@ -33,6 +33,10 @@ inline CommandRun Weft(const std::string& args) {
   while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) out.append(buffer, n);
   int status = pclose(pipe);
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+inline CommandRun Weft(const std::string& args) {
+  return Shell(std::string(WEFT_BINARY) + " " + args);
 }
 
 }  // namespace weft::testing

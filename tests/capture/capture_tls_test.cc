@@ -22,6 +22,7 @@ namespace weft::capture {
 namespace {
 
 namespace fs = std::filesystem;
+using weft::testing::Shell;
 using weft::testing::Weft;
 
 constexpr size_t kRequestBytes = 38, kResponseBytes = 43;
@@ -41,16 +42,6 @@ class CaptureTlsTest : public ::testing::Test {
     ASSERT_EQ(made.rc, 0) << made.output;
   }
   void TearDown() override { fs::remove_all(dir_); }
-
-  static testing::CommandRun Shell(const std::string& command) {
-    FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-    std::string out;
-    char buffer[4096];
-    size_t n;
-    while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) out.append(buffer, n);
-    int status = pclose(pipe);
-    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-  }
 
   // Runs `tls_probe ARGS` under weft capture (payload prefix 64) and returns its one log.
   EventLog Run(const std::string& args, const std::string& expect) {

@@ -100,18 +100,6 @@ inline bool WaitForLog(const std::string& path, const std::string& text,
   return false;
 }
 
-// A shell command's exit code (-1 if killed) and its stdout and stderr together.
-inline std::pair<int, std::string> Shell(const std::string& command) {
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  if (pipe == nullptr) return {-1, "popen failed"};
-  std::string out;
-  char buffer[4096];
-  size_t n;
-  while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) out.append(buffer, n);
-  int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
-
 // The processes a test started in the background. Each is the leader of its own process
 // group, so that whatever it forked (a traced server, nginx's worker) can be killed with
 // it. The destructor stops whatever a failed test left running, with its stop signal

@@ -270,7 +270,7 @@ void NginxHttp2Test::Run(int* fragment_exact, int* thread_exact, int* requests) 
 // one CALL with its URL, answered by one RETURN with the same call id; the 101 a MSG.
 TEST_F(NginxHttp2Test, H2cUpgradeIsFollowed) {
   if (!Installed("/usr/bin/nghttp") ||
-      testing::Shell("/usr/bin/python3 -c 'import h2.connection'").first != 0)
+      testing::Shell("/usr/bin/python3 -c 'import h2.connection'").rc != 0)
     GTEST_SKIP() << "nghttp or python3-h2 not installed (scripts/install-deps)";
   auto [port] = testing::FreePorts<1>();
   ASSERT_NE(port, 0);

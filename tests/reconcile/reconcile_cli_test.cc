@@ -186,7 +186,8 @@ TEST_F(ReconcileCliTest, Errors) {
             "weft reconcile: " + dir_.string() + ": no event logs (*.wev) under it\n");
   auto naming = Weft("reconcile " + dir_.string() + " -o x.weft --nodes pod");
   EXPECT_EQ(naming.rc, 1);
-  EXPECT_EQ(naming.output, "weft reconcile: node naming 'pod': expected host, process or thread\n");
+  EXPECT_EQ(naming.output,
+            "weft reconcile: node naming 'pod': expected host, process, thread or name\n");
 }
 
 // A stray file and a log with a damaged header: each is named on its own line, counted in

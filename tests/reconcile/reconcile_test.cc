@@ -624,8 +624,9 @@ TEST(Reconcile, PayloadPrefixBecomesAnAttribute) {
 
 TEST(Reconcile, ParseNodeNaming) {
   EXPECT_EQ(ParseNodeNaming("thread").value(), NodeNaming::kThread);
+  EXPECT_EQ(ParseNodeNaming("name").value(), NodeNaming::kName);
   EXPECT_EQ(ParseNodeNaming("pod").status().message(),
-            "node naming 'pod': expected host, process or thread");
+            "node naming 'pod': expected host, process, thread or name");
 }
 
 }  // namespace
