@@ -4,7 +4,7 @@
 # build/fuzz (clang, libFuzzer targets).
 
 JOBS ?= $(shell nproc)
-FUZZ_SECONDS ?= 20
+FUZZ_SECONDS ?= 15
 CMAKE_COMMON := -G Ninja -DWEFT_WERROR=ON
 
 .PHONY: all deps format-check release asan fuzz test unit-tests asan-tests fuzz-tests demo bench clean
@@ -30,7 +30,7 @@ asan: build/asan/build.ninja
 	ninja -C build/asan -j $(JOBS)
 
 fuzz: build/fuzz/build.ninja
-	ninja -C build/fuzz -j $(JOBS)
+	ninja -C build/fuzz -j $(JOBS) fuzz_targets
 
 unit-tests: release
 	cd build/release && ctest --output-on-failure -j $(JOBS)
