@@ -217,8 +217,15 @@ Result<Tier> Parser::ParseTier(const toml::table& t) {
   tier.inline_service = service == "inline";
   tier.shared_timer = service == "timer-heap";
   WEFT_ASSIGN_OR_RETURN(ServerSpec defaults, ParseServer(t, ServerSpec{}));
+  // A port names one server: at the tier it is that of the tier's only server.
+  const toml::node* tier_port = t.get("port");
+  uint16_t port = defaults.port;
   defaults.port = 0;
   if (const toml::node* n = t.get("server")) {
+    if (tier_port) {
+      return Error(LineOf(*tier_port),
+                   "tier '{}': port goes in each [[tier.server]], not in the tier", tier.name);
+    }
     const toml::array* servers = n->as_array();
     if (!servers) return Error(LineOf(*n), "server must be an array of tables [[tier.server]]");
     for (const toml::node& s : *servers) {
@@ -229,7 +236,13 @@ Result<Tier> Parser::ParseTier(const toml::table& t) {
   } else {
     WEFT_ASSIGN_OR_RETURN(uint32_t count, Count(t, "servers", 1));
     if (count == 0 || count > 64) return Error(LineOf(t), "servers must be 1 to 64");
+    if (tier_port && count > 1) {
+      return Error(LineOf(*tier_port),
+                   "tier '{}': one port for {} servers; give each [[tier.server]] its port",
+                   tier.name, count);
+    }
     tier.servers.assign(count, defaults);
+    tier.servers[0].port = port;
   }
   if (tier.slow_server >= int(tier.servers.size())) {
     return Error(LineOf(t), "tier '{}': slow_server {} is not one of its {} servers", tier.name,

@@ -27,6 +27,12 @@ const std::string* FindAttribute(const Span& span, std::string_view key) {
 // weft.pattern, weft.probability): about the export, not the request.
 bool IsBookkeeping(std::string_view key) { return key.starts_with("weft."); }
 
+// No parent: an empty id, or an all-zero one, which W3C Trace Context and OpenTelemetry
+// define as invalid and which some exporters write for a root ("0", "0000000000000000").
+bool NamesNoParent(std::string_view parent_id) {
+  return parent_id.find_first_not_of('0') == std::string_view::npos;
+}
+
 }  // namespace
 
 Result<Trace> SpansToTrace(std::span<const Span> spans, const SpanTraceOptions& options,
@@ -79,7 +85,7 @@ Result<Trace> SpansToTrace(std::span<const Span> spans, const SpanTraceOptions& 
         continue;
       }
       const Span& s = spans[i];
-      if (s.parent_id.empty()) continue;
+      if (NamesNoParent(s.parent_id)) continue;
       auto it = by_id.find(s.parent_id);
       if (it == by_id.end() || it->second == i) {
         ++counters.orphans;

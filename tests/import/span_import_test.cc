@@ -271,6 +271,22 @@ TEST(CsvImport, ColumnsGuessedFromTheHeader) {
   EXPECT_EQ(counters.calls, 4u);
 }
 
+TEST(SpanImport, AnAllZeroParentIdIsARoot) {
+  constexpr std::string_view kCsv =
+      "trace,span,parent,service,start,end\n"
+      "t1,a,0,web,1700000000000000,1700000000000300\n"
+      "t1,b,a,app,1700000000000100,1700000000000200\n"
+      "t2,c,0000000000000000,web,1700000000001000,1700000000001100\n";
+  SpanRead read = ReadCsvSpans(kCsv, "z.csv", {});
+  ASSERT_TRUE(read.problem.ok()) << read.problem.message();
+  SpanTraceCounters counters;
+  Result<Trace> trace = SpansToTrace(read.spans, {}, &counters);
+  ASSERT_TRUE(trace.ok());
+  EXPECT_EQ(counters.orphans, 0u);
+  EXPECT_EQ(counters.paths, 2u);
+  EXPECT_EQ(counters.calls, 3u);  // two roots from the client, b from web
+}
+
 TEST(CsvImport, ColumnsNamedAndUnitGiven) {
   constexpr std::string_view kCsv =
       "tid,sid,psid,svc,begin_ts,end_ts\n"

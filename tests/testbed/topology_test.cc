@@ -77,6 +77,21 @@ TEST(Topology, ReportsErrorsWithLine) {
   EXPECT_FALSE(ParseDistribution("exp(-1ms)").ok());
 }
 
+TEST(Topology, APortAtTheTierIsItsOnlyServers) {
+  std::string one(kSmall);
+  one.replace(one.find("workers = 3"), 11, "port = 8081");
+  Result<Topology> t = ParseTopology(one, "t.toml");
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  EXPECT_EQ(t->tiers[0].servers[0].port, 8081);
+  EXPECT_EQ(t->tiers[1].servers[0].port, 0);
+  std::string two(kSmall);
+  two.replace(two.find("servers = 2"), 11, "servers = 2\nport = 8082");
+  t = ParseTopology(two, "t.toml");
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.status().message(),
+            "t.toml:13: tier 'b': one port for 2 servers; give each [[tier.server]] its port");
+}
+
 TEST(Topology, SampleStaysInRange) {
   std::mt19937_64 rng(1);
   Distribution u = *ParseDistribution("uniform(1ms,2ms)");
