@@ -2,9 +2,13 @@
 // Consume, and the HeaderBlockBytes question the preload library asks after each call, on
 // a response stream of 8 interleaved streams (each a 40-byte HEADERS frame and DATA frames
 // of `data` bytes), and on a request stream of HEADERS-only GETs. Fed in 64 KiB pieces, as
-// a large read would bring them. Every frame is an end, so the cost is per frame.
+// a large read would bring them. Every frame is an end, so the cost is per frame. And on a
+// recorded connection (tests/data/protocols/nginx_h2load.*: h2load's 1,000 GETs to nginx,
+// 16 streams in flight, HPACK-compressed as real peers send them), both directions.
 #include <benchmark/benchmark.h>
 
+#include <fstream>
+#include <sstream>
 #include <string>
 
 #include "capture/protocols/protocol.h"
@@ -86,6 +90,29 @@ void BM_GetRequests(benchmark::State& state) {
   Run(state, p::Direction::kRequest, stream);
 }
 BENCHMARK(BM_GetRequests);
+
+std::string Recorded(const char* name) {
+  std::ifstream in(std::string(WEFT_TEST_DATA) + "/protocols/" + name, std::ios::binary);
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  return bytes.str();
+}
+
+void BM_RecordedNginxRequests(benchmark::State& state) {
+  static const std::string stream = Recorded("nginx_h2load.req");
+  if (stream.empty())
+    return state.SkipWithError("tests/data/protocols/nginx_h2load.req is missing");
+  Run(state, p::Direction::kRequest, stream);
+}
+BENCHMARK(BM_RecordedNginxRequests);
+
+void BM_RecordedNginxResponses(benchmark::State& state) {
+  static const std::string stream = Recorded("nginx_h2load.resp");
+  if (stream.empty())
+    return state.SkipWithError("tests/data/protocols/nginx_h2load.resp is missing");
+  Run(state, p::Direction::kResponse, stream);
+}
+BENCHMARK(BM_RecordedNginxResponses);
 
 }  // namespace
 

@@ -4,6 +4,9 @@
 // malformed input.
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <map>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -244,6 +247,43 @@ TEST(Http2ProcessorTest, HeaderBlockBytes) {
   for (size_t piece : {size_t(1), size_t(3), size_t(1000)}) {
     EXPECT_EQ(BlockBytes(continued, piece), "ABCDEF") << piece;
   }
+}
+
+// A real connection (tests/data/protocols/README.md): h2load's 1,000 GETs to nginx, 16
+// streams in flight. Each request is one HEADERS frame with END_STREAM on a new odd stream,
+// in order; each response a HEADERS frame, then a 2-byte DATA frame, for each of them.
+TEST(Http2ProcessorTest, RecordedNginxConnection) {
+  auto read = [](const char* name) {
+    std::ifstream in(std::string(WEFT_TEST_DATA) + "/protocols/" + name, std::ios::binary);
+    std::ostringstream bytes;
+    bytes << in.rdbuf();
+    return bytes.str();
+  };
+  std::string requests = read("nginx_h2load.req");
+  Stream run = Feed(kHttp2, kRequest, requests);
+  EXPECT_FALSE(run.failed);
+  ASSERT_EQ(run.ends.size(), 1000u);
+  for (uint32_t k = 0; k < 1000; ++k) {
+    std::string begins = "http2.stream=" + std::to_string(1 + 2 * k) +
+                         "|http2.frame=HEADERS END_STREAM END_HEADERS|http2.length=";
+    EXPECT_EQ(run.ends[k].attributes.substr(0, begins.size()), begins) << k;
+  }
+  EXPECT_EQ(run.ends.back().offset, requests.size() - 17);  // then GOAWAY
+  ExpectSplitInvariant(kHttp2, kRequest, requests);
+
+  std::string responses = read("nginx_h2load.resp");
+  run = Feed(kHttp2, kResponse, responses);
+  EXPECT_FALSE(run.failed);
+  ASSERT_EQ(run.ends.size(), 2000u);
+  std::map<std::string, int> data_frames;  // each stream's DATA ends it, with 2 bytes ("ok")
+  for (const auto& end : run.ends) {
+    if (end.attributes.find("DATA") != std::string::npos) ++data_frames[end.attributes];
+  }
+  EXPECT_EQ(data_frames.size(), 1000u);
+  for (uint32_t k = 0; k < 1000; ++k) {
+    EXPECT_EQ(data_frames[Attrs(1 + 2 * k, "DATA END_STREAM", 2)], 1) << k;
+  }
+  ExpectSplitInvariant(kHttp2, kResponse, responses);
 }
 
 TEST(Http2ProcessorTest, Malformed) {
