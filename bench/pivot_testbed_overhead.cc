@@ -19,10 +19,16 @@
 // Targets: agents >= 99.5% of uninstrumented, 6.1 queries >= 99%; 60 tuples reported.
 //
 //   pivot_testbed_overhead [--rounds 5] [--seconds 3] [--concurrency 8] [--topology FILE]
+//                          [--variants uninstrumented,agents,...]
+//
+// Ratios are paired: each run over its own round's baseline run, the median over rounds.
+// CPU per request is read over the load only (TreeCpuNs), and is the steadier of the two
+// figures: a closed loop's throughput moves with whatever else the machine runs.
 //
 // Every run is a process of its own: this program runs itself (`--variant NAME`) for the
 // instrumented variants and pivot_testbed_overhead_uninstrumented, the same source built
 // against the uninstrumented testbed, for the baseline.
+#include <dirent.h>
 #include <fmt/format.h>
 #include <stdlib.h>
 #include <sys/resource.h>
@@ -33,6 +39,8 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -162,6 +170,62 @@ Status AwaitAgents(pivot::Bus& bus, size_t n, const std::vector<std::string>& id
 
 #endif  // WEFT_NO_TRACEPOINTS
 
+// CPU time, in ns, of this process and of every live process descended from it (the
+// servers, and what they reaped), so that a run's CPU is read over its load alone: the
+// setup (agents connecting, queries installed) and the teardown (waiting for the last
+// results) are not requests' work. The servers' figures come from /proc in clock ticks
+// (10 ms; a run's 6 processes use seconds of CPU, so well under 1%).
+double TreeCpuNs() {
+  rusage self{};
+  getrusage(RUSAGE_SELF, &self);
+  double ns = 0;
+  for (const timeval& t : {self.ru_utime, self.ru_stime}) {
+    ns += double(t.tv_sec) * 1e9 + double(t.tv_usec) * 1e3;
+  }
+  // /proc/PID/stat: "pid (comm) state ppid ..." with utime, stime, cutime, cstime the
+  // 14th to 17th fields; comm may hold spaces, so fields are counted after its ')'.
+  std::map<long, long> parent;
+  std::map<long, double> ticks;
+  DIR* proc = opendir("/proc");
+  if (proc == nullptr) return ns;
+  while (dirent* e = readdir(proc)) {
+    char* end = nullptr;
+    long pid = std::strtol(e->d_name, &end, 10);
+    if (end == e->d_name || *end != '\0') continue;
+    std::ifstream in(fmt::format("/proc/{}/stat", pid));
+    std::string line;
+    if (!std::getline(in, line)) continue;
+    size_t close = line.rfind(')');
+    if (close == std::string::npos) continue;
+    std::vector<std::string> fields;  // from the 3rd (state) on
+    size_t at = close + 2;
+    while (at < line.size() && fields.size() < 15) {
+      size_t space = line.find(' ', at);
+      if (space == std::string::npos) space = line.size();
+      fields.push_back(line.substr(at, space - at));
+      at = space + 1;
+    }
+    if (fields.size() < 15) continue;
+    parent[pid] = std::strtol(fields[1].c_str(), nullptr, 10);
+    double t = 0;
+    for (size_t f = 11; f <= 14; ++f) t += std::strtod(fields[f].c_str(), nullptr);
+    ticks[pid] = t;
+  }
+  closedir(proc);
+  const double ns_per_tick = 1e9 / double(sysconf(_SC_CLK_TCK));
+  const long self_pid = getpid();
+  for (const auto& [pid, t] : ticks) {
+    for (long up = parent[pid], hops = 0; up > 1 && hops < 64; up = parent[up], ++hops) {
+      if (up == self_pid) {
+        ns += t * ns_per_tick;
+        break;
+      }
+      if (!parent.count(up)) break;
+    }
+  }
+  return ns;
+}
+
 // One run of `variant` (this process's build must be the one the variant needs): prints
 // "throughput R ok N live_reads M" (M: disk reads the first query counted, -1 without).
 int RunOne(const Variant& variant, const std::string& topology_file, double seconds,
@@ -186,6 +250,19 @@ int RunOne(const Variant& variant, const std::string& topology_file, double seco
   options.out_dir = dir;
   int64_t live_reads = -1;
   Status setup;
+  // The variant's own setup before the load and its teardown after, around the CPU
+  // readings that bracket the load.
+  std::function<void()> set_up = [] {};
+  std::function<void()> tear_down = [] {};
+  double cpu_start_ns = 0, cpu_end_ns = 0;
+  options.before_load = [&](const testbed::Topology&) {
+    set_up();
+    cpu_start_ns = TreeCpuNs();
+  };
+  options.after_load = [&](const testbed::Topology&) {
+    cpu_end_ns = TreeCpuNs();
+    tear_down();
+  };
 #ifndef WEFT_NO_TRACEPOINTS
   const size_t servers = Servers(*topo);
   pivot::Bus* bus = nullptr;
@@ -193,7 +270,7 @@ int RunOne(const Variant& variant, const std::string& topology_file, double seco
   const std::string url = "unix:" + dir + "/bus.sock";
   if (variant.agents) setenv("WEFT_PIVOT_BUS", url.c_str(), 1);
   if (variant.tuples > 0) options.baggage = TuplesBaggage(variant.tuples);
-  options.before_load = [&](const testbed::Topology&) {
+  set_up = [&] {
     if (!variant.agents) return;
     // Hosted here, after the servers were forked: RunTestbed forks with one thread.
     Result<pivot::Bus*> opened = pivot::OpenFrontEndBus(url);
@@ -217,7 +294,7 @@ int RunOne(const Variant& variant, const std::string& topology_file, double seco
     }
     setup = AwaitAgents(*bus, servers, ids);
   };
-  options.after_load = [&](const testbed::Topology&) {
+  tear_down = [&] {
     for (auto& s : sessions) (void)s->Finish(2000);
     if (sessions.empty()) return;
     live_reads = 0;
@@ -238,16 +315,20 @@ int RunOne(const Variant& variant, const std::string& topology_file, double seco
     fmt::print(stderr, "{}: {}\n", variant.name, testbed::FormatLoadStats(load));
     return 1;
   }
-  // CPU time of this process (the client, the front end) and of the servers it reaped.
-  double cpu_ns = 0;
+  // CPU time of the client, the front end and the servers over the load (and the servers'
+  // drain after it), per request; and over the whole run, setup and teardown included,
+  // reaped servers and all, for comparison.
+  double whole_ns = 0;
   for (int who : {RUSAGE_SELF, RUSAGE_CHILDREN}) {
     rusage u{};
     getrusage(who, &u);
-    for (const timeval& t : {u.ru_utime, u.ru_stime})
-      cpu_ns += double(t.tv_sec) * 1e9 + double(t.tv_usec) * 1e3;
+    for (const timeval& t : {u.ru_utime, u.ru_stime}) {
+      whole_ns += double(t.tv_sec) * 1e9 + double(t.tv_usec) * 1e3;
+    }
   }
-  fmt::print("throughput {:.1f} ok {} live_reads {} cpu_us {:.2f}\n", load.Throughput(), load.ok,
-             live_reads, cpu_ns / 1e3 / double(load.ok));
+  fmt::print("throughput {:.1f} ok {} live_reads {} cpu_us {:.2f} whole_cpu_us {:.2f}\n",
+             load.Throughput(), load.ok, live_reads,
+             (cpu_end_ns - cpu_start_ns) / 1e3 / double(load.ok), whole_ns / 1e3 / double(load.ok));
   return 0;
 }
 
@@ -284,55 +365,66 @@ Run RunChildVariant(const Variant& variant, const std::string& self,
 
 std::string Percent(double x) { return fmt::format("{:.1f}%", 100 * x); }
 
+// Medians of `rounds` runs of each of `chosen` (indices into kVariants), interleaved
+// round-robin, each round starting at the next; ratios against chosen[0], the baseline.
 int Drive(const std::string& uninstrumented, const std::string& topology, double seconds,
-          uint32_t concurrency, int rounds) {
+          uint32_t concurrency, int rounds, const std::vector<size_t>& chosen) {
   const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
-  constexpr size_t kCount = std::size(kVariants);
-  std::vector<std::vector<double>> throughput(kCount), cpu(kCount);
-  std::vector<std::vector<double>> ratio(kCount);  // to the same round's baseline
-  std::vector<int64_t> live_reads(kCount, -1);
-  std::vector<uint64_t> answered(kCount, 0);
+  const size_t count = chosen.size();
+  std::vector<std::vector<double>> throughput(count), cpu(count);
+  // Each run over the same round's baseline run: machine-wide drift (other work on the
+  // machine, its caches, its clock) moves both alike and cancels.
+  std::vector<std::vector<double>> ratio(count), cpu_ratio(count);
+  std::vector<int64_t> live_reads(count, -1);
+  std::vector<uint64_t> answered(count, 0);
   for (int round = 0; round < rounds; ++round) {
-    std::vector<double> mine(kCount, 0);
-    for (size_t k = 0; k < kCount; ++k) {
-      size_t v = (k + size_t(round)) % kCount;
-      Run run = RunChildVariant(kVariants[v], self, uninstrumented, topology, seconds, concurrency);
+    std::vector<Run> mine(count);
+    for (size_t k = 0; k < count; ++k) {
+      size_t v = (k + size_t(round)) % count;
+      Run run = RunChildVariant(kVariants[chosen[v]], self, uninstrumented, topology, seconds,
+                                concurrency);
       if (run.throughput <= 0) return 1;
-      mine[v] = run.throughput;
+      mine[v] = run;
       throughput[v].push_back(run.throughput);
       cpu[v].push_back(run.cpu_us);
       answered[v] = run.ok;
       live_reads[v] = run.live_reads;
     }
-    for (size_t v = 0; v < kCount; ++v) ratio[v].push_back(mine[v] / mine[0]);
+    for (size_t v = 0; v < count; ++v) {
+      ratio[v].push_back(mine[v].throughput / mine[0].throughput);
+      cpu_ratio[v].push_back(mine[v].cpu_us / mine[0].cpu_us);
+    }
   }
-  const double base = Median(throughput[0]);
-  const double base_cpu = Median(cpu[0]);
   fmt::print(
       "testbed throughput, closed loop, {} sessions, {} s per run, {} rounds interleaved "
       "round-robin; medians\n",
       concurrency, seconds, rounds);
-  fmt::print("{:<26} {:>7} {:>13} {:>7} {:>15} {:>10} {:>7}  {}\n", "variant", "req/s", "min..max",
-             "ratio", "rounds' ratios", "CPU us/req", "ratio", "Pivot Table 5, % latency");
-  for (size_t v = 0; v < kCount; ++v) {
+  fmt::print("{:<26} {:>7} {:>13} {:>7} {:>15} {:>10} {:>7} {:>15}  {}\n", "variant", "req/s",
+             "min..max", "ratio", "rounds' ratios", "CPU us/req", "ratio", "rounds' ratios",
+             "Pivot Table 5, % latency");
+  auto range = [](const std::vector<double>& v) {
+    auto [lo, hi] = std::minmax_element(v.begin(), v.end());
+    return fmt::format("{}..{}", Percent(*lo), Percent(*hi));
+  };
+  for (size_t v = 0; v < count; ++v) {
     auto [lo, hi] = std::minmax_element(throughput[v].begin(), throughput[v].end());
-    auto [rlo, rhi] = std::minmax_element(ratio[v].begin(), ratio[v].end());
-    fmt::print("{:<26} {:>7.0f} {:>13} {:>7} {:>15} {:>10.1f} {:>7}  {}\n", kVariants[v].label,
-               Median(throughput[v]), fmt::format("{:.0f}..{:.0f}", *lo, *hi),
-               Percent(Median(throughput[v]) / base),
-               fmt::format("{}..{}", Percent(*rlo), Percent(*rhi)), Median(cpu[v]),
-               Percent(Median(cpu[v]) / base_cpu), kVariants[v].table5);
+    fmt::print("{:<26} {:>7.0f} {:>13} {:>7} {:>15} {:>10.1f} {:>7} {:>15}  {}\n",
+               kVariants[chosen[v]].label, Median(throughput[v]),
+               fmt::format("{:.0f}..{:.0f}", *lo, *hi), Percent(Median(ratio[v])), range(ratio[v]),
+               Median(cpu[v]), Percent(Median(cpu_ratio[v])), range(cpu_ratio[v]),
+               kVariants[chosen[v]].table5);
   }
   fmt::print(
-      "ratio: median throughput over the uninstrumented build's; rounds' ratios: each run over\n"
-      "its round's uninstrumented run, lowest..highest (the noise); CPU us/req: user + system\n"
-      "time of the client and every server per request answered, median, and over the\n"
-      "uninstrumented build's. Pivot Table 5: HDFS latency overheads (Read8k / Open / Create /\n"
-      "Rename), not throughput. Targets: agents, no query >= 99.5%; 6.1 queries >= 99%.\n");
-  for (size_t v = 0; v < kCount; ++v) {
+      "ratio: the median over rounds of each run's figure over its round's {} run, and the\n"
+      "rounds' ratios lowest..highest (the noise); CPU us/req: user + system time of the client\n"
+      "and every server over the load, per request answered (setup and teardown left out).\n"
+      "Pivot Table 5: HDFS latency overheads (Read8k / Open / Create / Rename), not\n"
+      "throughput. Targets: agents, no query >= 99.5%; 6.1 queries >= 99%.\n",
+      kVariants[chosen[0]].name);
+  for (size_t v = 0; v < count; ++v) {
     if (live_reads[v] >= 0) {
       fmt::print("{}: the last run answered {} requests; the first query counted {} disk reads\n",
-                 kVariants[v].label, answered[v], live_reads[v]);
+                 kVariants[chosen[v]].label, answered[v], live_reads[v]);
     }
   }
   fmt::print("60 tuples: {} bytes of serialized baggage per request\n", TuplesBaggage(60).size());
@@ -347,7 +439,12 @@ int Main(int argc, char** argv) {
   double seconds = 3;
   uint32_t concurrency = 8;
   int rounds = 5;
+  std::vector<std::string> variants;
   app.add_option("--variant", variant, "run one variant and print its throughput");
+  app.add_option("--variants", variants,
+                 "the variants to compare, the first the baseline (default: all, the "
+                 "uninstrumented build first)")
+      ->delimiter(',');
   app.add_option("--topology", topology, "a topology file instead of the built-in one");
   app.add_option("--seconds", seconds, "load per run");
   app.add_option("--concurrency", concurrency, "closed-loop sessions");
@@ -375,7 +472,23 @@ int Main(int argc, char** argv) {
   if (uninstrumented.empty()) {
     uninstrumented = std::filesystem::read_symlink("/proc/self/exe").string() + "_uninstrumented";
   }
-  return Drive(uninstrumented, topology, seconds, concurrency, rounds);
+  std::vector<size_t> chosen;
+  for (const std::string& name : variants) {
+    const Variant* v = FindVariant(name);
+    if (v == nullptr) {
+      fmt::print(stderr, "no variant '{}'\n", name);
+      return 2;
+    }
+    chosen.push_back(size_t(v - kVariants));
+  }
+  if (chosen.empty()) {
+    for (size_t v = 0; v < std::size(kVariants); ++v) chosen.push_back(v);
+  }
+  if (rounds < 1) {
+    fmt::print(stderr, "--rounds must be at least 1\n");
+    return 2;
+  }
+  return Drive(uninstrumented, topology, seconds, concurrency, rounds, chosen);
 #endif
 }
 

@@ -495,7 +495,8 @@ void Loop::Reply(const std::shared_ptr<Req>& r) {
   // to a caller that sent none).
   RequestBaggageScope baggage(r->bag);
   const bool carries = r->status.ok() && ReplyCarriesBaggage(r->bag);
-  reply.baggage = carries ? BaggageForReply() : std::string();
+  uint64_t packs = 0;
+  reply.baggage = carries ? BaggageForReply(packs) : std::string();
   Conn& conn = *r->from->conn;
   std::string wire =
       EncodeMessage(reply, r->status.ok() ? r->rt->reply_bytes : uint32_t(kPayloadHeader),
@@ -504,7 +505,7 @@ void Loop::Reply(const std::shared_ptr<Req>& r) {
   kReplyTracepoint.Fire(r->rt->name, r->status.ok() ? "ok" : "error", wire.size(),
                         r->received > 0 ? now - r->received : 0, name_, now);
   // What advice packed at this Reply goes back with it too, as in the threaded server.
-  if (carries && kReplyTracepoint.woven() && BaggageForReplyChanged(reply.baggage)) {
+  if (carries && kReplyTracepoint.woven() && BaggageForReplyChanged(reply.baggage, packs)) {
     wire = EncodeMessage(reply, r->status.ok() ? r->rt->reply_bytes : uint32_t(kPayloadHeader),
                          conn.http, tier_.http_chunked);
   }

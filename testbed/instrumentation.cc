@@ -42,10 +42,17 @@ std::string BaggageForCall() {
   return bytes;
 }
 
-std::string BaggageForReply() { return pivot::CurrentBaggage().Serialize(); }
+std::string BaggageForReply(uint64_t& packs) {
+  packs = pivot::CurrentBaggage().packs();
+  return pivot::CurrentBaggage().Serialize();
+}
 
-bool BaggageForReplyChanged(std::string& bytes) {
-  std::string again = pivot::CurrentBaggage().Serialize();
+bool BaggageForReplyChanged(std::string& bytes, uint64_t packs) {
+  pivot::Baggage& current = pivot::CurrentBaggage();
+  // Advice that packed nothing leaves the bytes as they were, unless it decoded them and
+  // found them malformed: then the reply carries what is left (nothing).
+  if (current.packs() == packs && current.decode_status().ok()) return false;
+  std::string again = current.Serialize();
   if (again == bytes) return false;
   bytes = std::move(again);
   return true;

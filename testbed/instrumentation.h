@@ -68,11 +68,13 @@ inline bool ReplyCarriesBaggage(const RequestBaggage& bag) { return bag.from_cal
 // A call's baggage: a branch split off the current baggage, serialized (the caller keeps
 // its side).
 std::string BaggageForCall();
-// A reply's baggage: the current baggage, serialized (the request ends here).
-std::string BaggageForReply();
+// A reply's baggage: the current baggage, serialized (the request ends here); `packs`
+// gets the baggage's count of packs, for BaggageForReplyChanged.
+std::string BaggageForReply(uint64_t& packs);
 // A reply's baggage again, after the Reply tracepoint's advice ran: true, with the new bytes
-// in `bytes`, if that advice changed it (packed something), else false and `bytes` as it was.
-bool BaggageForReplyChanged(std::string& bytes);
+// in `bytes`, if that advice changed it (packed something since BaggageForReply counted
+// `packs`), else false and `bytes` as it was, with nothing serialized again.
+bool BaggageForReplyChanged(std::string& bytes, uint64_t packs);
 // Joins the baggage a reply carried back (serialized) into the current baggage; nothing
 // if it carried none or it does not deserialize.
 void JoinReplyBaggage(std::string_view bytes);
@@ -108,8 +110,8 @@ class RequestBaggageScope {
 struct RequestBaggage {};
 inline bool ReplyCarriesBaggage(const RequestBaggage&) { return false; }
 inline std::string BaggageForCall() { return {}; }
-inline std::string BaggageForReply() { return {}; }
-inline bool BaggageForReplyChanged(std::string&) { return false; }
+inline std::string BaggageForReply(uint64_t&) { return {}; }
+inline bool BaggageForReplyChanged(std::string&, uint64_t) { return false; }
 inline void JoinReplyBaggage(std::string_view) {}
 inline std::shared_ptr<RequestBaggage> ReceivedBaggage(std::string_view, bool) {
   // One shared empty baggage with no control block: no allocation, no reference count.

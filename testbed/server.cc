@@ -300,7 +300,8 @@ void Server::Reply(Job& job) {
   std::optional<RequestBaggageScope> baggage;
   if (job.bag) baggage.emplace(*job.bag);
   const bool carries = job.bag && job.status.ok() && ReplyCarriesBaggage(*job.bag);
-  reply.baggage = carries ? BaggageForReply() : std::string();
+  uint64_t packs = 0;
+  reply.baggage = carries ? BaggageForReply(packs) : std::string();
   std::string wire = EncodeMessage(reply, size, conn.http, tier_.http_chunked);
   TimeNs now = WallNow();
   kReplyTracepoint.Fire(TypeOf(job.request).name, job.status.ok() ? "ok" : "error", wire.size(),
@@ -308,7 +309,7 @@ void Server::Reply(Job& job) {
   // What advice packed at this Reply goes back with it too (a caller's `s -> r` join of
   // replies): serialized again, only while advice is woven here, and encoded again only
   // if that advice packed something.
-  if (carries && kReplyTracepoint.woven() && BaggageForReplyChanged(reply.baggage)) {
+  if (carries && kReplyTracepoint.woven() && BaggageForReplyChanged(reply.baggage, packs)) {
     wire = EncodeMessage(reply, size, conn.http, tier_.http_chunked);
   }
   // A fork child dies by SIGTERM when its server stops (PR_SET_PDEATHSIG). Its reply goes

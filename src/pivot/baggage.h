@@ -154,6 +154,10 @@ class Baggage {
   // Decodes now; the status of the decode (ok if there was nothing to decode).
   Status Decode();
   const Status& decode_status() const { return decode_status_; }
+  // Advice's packs into this baggage so far (query::Baggage::packs): unchanged across a
+  // tracepoint's firing, its advice packed nothing here, and the baggage serializes as
+  // before (or it failed to decode: see decode_status()).
+  uint64_t packs() const { return contents_.packs(); }
   bool decoded() const { return decoded_; }
 
   // A copy of `s` that lives as long as this baggage and its branches.

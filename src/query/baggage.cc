@@ -70,6 +70,7 @@ size_t Baggage::SlotSize(uint32_t slot) const {
 }
 
 PackedTuples& Baggage::Active(uint32_t slot, uint32_t width, uint32_t partials) {
+  ++packs_;
   if (active_.id == 0) active_.id = NewInstanceId();
   if (active_.slots.size() <= slot) active_.slots.resize(slot + 1);
   PackedTuples& t = active_.slots[slot];

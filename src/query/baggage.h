@@ -75,6 +75,10 @@ class Baggage {
   // The active instance's tuples of `slot`, for PACK to add to (it assigns the active
   // instance an id on first use).
   PackedTuples& Active(uint32_t slot, uint32_t width, uint32_t partials);
+  // How many times Active() was called on this object: unchanged, nothing was packed since
+  // (a reply's baggage need not be serialized again after its Reply advice ran). It stays
+  // with the object: swap, Clear and Restore leave it, a move takes it along.
+  uint64_t packs() const { return packs_; }
 
   // Calls fn(const PackedTuples&) for `slot` in every instance that has some, frozen ones
   // in the order they joined, the active one last.
@@ -111,6 +115,7 @@ class Baggage {
 
   FrozenInstances frozen_;
   BaggageInstance active_;
+  uint64_t packs_ = 0;
 };
 
 }  // namespace weft::query

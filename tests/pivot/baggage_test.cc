@@ -214,6 +214,28 @@ TEST(Baggage, DeserializeIsLazyAndForwardingKeepsTheBytes) {
   EXPECT_EQ(Unpack(c), std::vector<int64_t>{42});
 }
 
+// What a reply relies on to skip serializing its baggage again after Reply's advice:
+// packs() moves with every pack and with nothing else a firing may do to it (decode,
+// unpack), and stays with the object across the swaps that take a request up.
+TEST(Baggage, PacksCountPacksOnly) {
+  Baggage b;
+  const uint64_t start = b.packs();
+  Pack(b, 1);
+  Pack(b, 2);
+  EXPECT_EQ(b.packs(), start + 2);
+  Baggage received;
+  ASSERT_TRUE(received.Deserialize(b.Serialize()).ok());
+  const uint64_t before = received.packs();
+  EXPECT_EQ(Unpack(received), (std::vector<int64_t>{1, 2}));  // decodes
+  EXPECT_EQ(received.packs(), before);
+  Pack(received, 3);
+  EXPECT_EQ(received.packs(), before + 1);
+  const uint64_t mine = b.packs(), theirs = received.packs();
+  swap(b, received);
+  EXPECT_EQ(b.packs(), mine);
+  EXPECT_EQ(received.packs(), theirs);
+}
+
 TEST(Baggage, BadBytesAreRefusedAndCounted) {
   BaggageCounters& counters = GlobalBaggageCounters();
   uint64_t refused = counters.deserialize_rejected.load();
