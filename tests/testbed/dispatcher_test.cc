@@ -11,10 +11,11 @@
 namespace weft::testbed {
 namespace {
 
-constexpr TimeNs kIoTimeout = 4 * kSecond;
-// Well under io_timeout: the old dispatcher, blocked in a read of the half frame, held
-// every other connection for the whole io_timeout.
-constexpr TimeNs kPrompt = 400 * kMillisecond;
+constexpr TimeNs kIoTimeout = 10 * kSecond;
+// Well under io_timeout, and far above any latency of a loaded machine: the old
+// dispatcher, blocked in a read of the half frame, held every other connection for the
+// whole io_timeout.
+constexpr TimeNs kPrompt = 2 * kSecond;
 
 Frame Request(uint64_t id) {
   Frame f;
@@ -70,7 +71,7 @@ TEST(TestbedDispatcher, HalfARequestStallsOnlyItsOwnConnection) {
     for (std::string protocol : {"tcp", "http"}) {
       SCOPED_TRACE(model + " " + protocol);
       Result<Topology> topo = ParseTopology(R"(
-io_timeout = "4s"
+io_timeout = "10s"
 [[tier]]
 name = "web"
 model = ")" + model + R"("
