@@ -7,8 +7,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <iterator>
 #include <limits>
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <type_traits>
+#include <utility>
 
 #include "core/file.h"
 
@@ -24,7 +29,48 @@ constexpr int64_t kMaxBin = 4096;
 
 // ---- writing ----
 
-void AppendJsonString(std::string& out, std::string_view s) {
+// The text being written. With `piece_done` set, each piece of about kPieceBytes goes to it
+// at the next PieceBoundary, so a large file is written while the rest is formatted.
+class TextOut {
+ public:
+  static constexpr size_t kPieceBytes = size_t(1) << 22;
+
+  explicit TextOut(std::function<void(std::string)> piece_done = {})
+      : piece_done_(std::move(piece_done)) {
+    if (piece_done_) text_.reserve(kPieceBytes + kPieceBytes / 4);
+  }
+
+  void operator+=(std::string_view s) { text_ += s; }
+  void operator+=(char c) { text_ += c; }
+  template <typename... Args>
+  void Format(fmt::format_string<Args...> format, Args&&... args) {
+    fmt::format_to(std::back_inserter(text_), format, std::forward<Args>(args)...);
+  }
+  // As Format("{}", value), without parsing a format string.
+  template <typename T>
+  void Number(T value) {
+    if constexpr (std::is_integral_v<T>) {
+      fmt::format_int digits(value);
+      text_.append(digits.data(), digits.size());
+    } else {
+      Format("{}", value);
+    }
+  }
+  void PieceBoundary() {
+    if (!piece_done_ || text_.size() < kPieceBytes) return;
+    piece_done_(std::move(text_));
+    text_ = std::string();
+    text_.reserve(kPieceBytes + kPieceBytes / 4);
+  }
+  // The text not handed to piece_done.
+  std::string Take() && { return std::move(text_); }
+
+ private:
+  std::function<void(std::string)> piece_done_;
+  std::string text_;
+};
+
+void AppendJsonString(TextOut& out, std::string_view s) {
   out += '"';
   size_t i = 0;
   while (i < s.size()) {
@@ -41,10 +87,10 @@ void AppendJsonString(std::string& out, std::string_view s) {
     for (size_t j = 1; valid && j < len; ++j)
       valid = (static_cast<unsigned char>(s[i + j]) >> 6) == 0x2;
     if (c >= 0x80 && !valid) {
-      out += fmt::format("\\u{:04x}", c);
+      out.Format("\\u{:04x}", c);
       ++i;
     } else if (c >= 0x80) {
-      out.append(s.substr(i, len));
+      out += s.substr(i, len);
       i += len;
     } else {
       if (c == '"')
@@ -52,7 +98,7 @@ void AppendJsonString(std::string& out, std::string_view s) {
       else if (c == '\\')
         out += "\\\\";
       else if (c < 0x20 || c == 0x7f)
-        out += fmt::format("\\u{:04x}", c);
+        out.Format("\\u{:04x}", c);
       else
         out += char(c);
       ++i;
@@ -62,26 +108,27 @@ void AppendJsonString(std::string& out, std::string_view s) {
 }
 
 template <typename T>
-void AppendArray(std::string& out, const std::vector<T>& values) {
+void AppendArray(TextOut& out, const std::vector<T>& values) {
   out += '[';
   for (size_t i = 0; i < values.size(); ++i) {
     if (i) out += ',';
-    out += fmt::format("{}", values[i]);
+    out.Number(values[i]);
+    if (i % 65536 == 65535) out.PieceBoundary();
   }
   out += ']';
 }
 
-void AppendSide(std::string& out, std::string_view name, const LatencyHistogram::Side& side) {
+void AppendSide(TextOut& out, std::string_view name, const LatencyHistogram::Side& side) {
   if (side.counts.empty()) return;
-  out += fmt::format(",\"{}\":{{\"first_bin\":{},\"counts\":", name, side.first_bin);
+  out.Format(",\"{}\":{{\"first_bin\":{},\"counts\":", name, side.first_bin);
   AppendArray(out, side.counts);
   out += '}';
 }
 
-void AppendHistogram(std::string& out, const LatencyHistogram& h) {
+void AppendHistogram(TextOut& out, const LatencyHistogram& h) {
   // fmt writes doubles in their shortest form that reads back to the same value.
-  out += fmt::format("{{\"zeros\":{},\"min\":{},\"max\":{},\"sum\":{},\"sum_sq\":{}", h.zeros(),
-                     h.min(), h.max(), h.sum(), h.sum_of_squares());
+  out.Format("{{\"zeros\":{},\"min\":{},\"max\":{},\"sum\":{},\"sum_sq\":{}", h.zeros(), h.min(),
+             h.max(), h.sum(), h.sum_of_squares());
   AppendSide(out, "positive", h.positive());
   AppendSide(out, "negative", h.negative());
   out += '}';
@@ -546,12 +593,11 @@ Result<PathsFile> ParseDocument(const Reader& r, const nlohmann::json& doc) {
 
 namespace {
 
-void AppendHeader(std::string& out, const PathSet& set) {
-  out += fmt::format("{{\"format\":\"{}\",\"version\":{},\n\"algorithm\":", kFormatName,
-                     kFormatVersion);
+void AppendHeader(TextOut& out, const PathSet& set) {
+  out.Format("{{\"format\":\"{}\",\"version\":{},\n\"algorithm\":", kFormatName, kFormatVersion);
   AppendJsonString(out, set.algorithm);
-  out += fmt::format(",\"trace_messages\":{},\"trace_fingerprint\":\"{:016x}\",\n\"nodes\":[",
-                     set.trace_messages, set.trace_fingerprint);
+  out.Format(",\"trace_messages\":{},\"trace_fingerprint\":\"{:016x}\",\n\"nodes\":[",
+             set.trace_messages, set.trace_fingerprint);
   for (size_t i = 0; i < set.nodes.size(); ++i) {
     if (i) out += ',';
     AppendJsonString(out, set.nodes.Get(NodeId(uint32_t(i))));
@@ -561,18 +607,18 @@ void AppendHeader(std::string& out, const PathSet& set) {
   if (set.shared_messages) out += ",\"shared_messages\":true";
 }
 
-void AppendCounters(std::string& out, const CounterList& counters) {
+void AppendCounters(TextOut& out, const CounterList& counters) {
   out += ",\n\"counters\":[";
   for (size_t i = 0; i < counters.size(); ++i) {
     if (i) out += ',';
     out += '[';
     AppendJsonString(out, counters[i].first);
-    out += fmt::format(",{}]", counters[i].second);
+    out.Format(",{}]", counters[i].second);
   }
   out += "]";
 }
 
-void AppendClockOffsets(std::string& out, const std::vector<ClockOffset>& offsets) {
+void AppendClockOffsets(TextOut& out, const std::vector<ClockOffset>& offsets) {
   if (offsets.empty()) return;
   // [node a, node b, b's clock minus a's in ns, messages] per pair (docs/paths.md).
   out += ",\n\"clock_offsets\":[";
@@ -582,31 +628,31 @@ void AppendClockOffsets(std::string& out, const std::vector<ClockOffset>& offset
     AppendJsonString(out, o.a);
     out += ',';
     AppendJsonString(out, o.b);
-    out += fmt::format(",{},{}]", o.offset, o.messages);
+    out.Format(",{},{}]", o.offset, o.messages);
   }
   out += "]";
 }
 
-void AppendCausalGraph(std::string& out, const CausalGraph& graph) {
+void AppendCausalGraph(TextOut& out, const CausalGraph& graph) {
   if (graph.empty() && graph.quantum == 0) return;
   // The convolution algorithm's causal graph (docs/paths.md): [node, parent, messages,
   // [[delay, count], ...]] per vertex, parents first.
-  out += fmt::format(",\n\"causal_graph\":{{\"quantum\":{},\"vertices\":[", graph.quantum);
+  out.Format(",\n\"causal_graph\":{{\"quantum\":{},\"vertices\":[", graph.quantum);
   for (size_t i = 0; i < graph.vertices.size(); ++i) {
     const CausalVertex& v = graph.vertices[i];
-    out += fmt::format("{}\n[{},{},{},[", i ? "," : "", v.node.value(), v.parent, v.messages);
+    out.Format("{}\n[{},{},{},[", i ? "," : "", v.node.value(), v.parent, v.messages);
     for (size_t d = 0; d < v.delays.size(); ++d) {
-      out += fmt::format("{}[{},{}]", d ? "," : "", v.delays[d].delay, v.delays[d].count);
+      out.Format("{}[{},{}]", d ? "," : "", v.delays[d].delay, v.delays[d].count);
     }
     out += "]]";
   }
   out += "]}";
 }
 
-void AppendElement(std::string& out, const PatternElement& e, bool first) {
-  out += fmt::format(
-      "{}\n  {{\"kind\":\"{}\",\"sender\":{},\"receiver\":{},\"parent\":{},\"delay\":",
-      first ? "" : ",", MessageKindOp(e.kind), e.sender.value(), e.receiver.value(), e.parent);
+void AppendElement(TextOut& out, const PatternElement& e, bool first) {
+  out.Format("{}\n  {{\"kind\":\"{}\",\"sender\":{},\"receiver\":{},\"parent\":{},\"delay\":",
+             first ? "" : ",", MessageKindOp(e.kind), e.sender.value(), e.receiver.value(),
+             e.parent);
   AppendHistogram(out, e.delay);
   if (!e.network.empty()) {
     out += ",\"network\":";
@@ -620,36 +666,38 @@ void AppendElement(std::string& out, const PatternElement& e, bool first) {
       AppendJsonString(out, e.attributes[j].key);
       out += ",\"value\":";
       AppendJsonString(out, e.attributes[j].value);
-      out += fmt::format(",\"count\":{}}}", e.attributes[j].count);
+      out.Format(",\"count\":{}}}", e.attributes[j].count);
     }
     out += ']';
   }
   out += '}';
 }
 
-void AppendPatterns(std::string& out, const std::vector<PathPattern>& patterns) {
+void AppendPatterns(TextOut& out, const std::vector<PathPattern>& patterns) {
   out += ",\n\"patterns\":[";
   for (size_t i = 0; i < patterns.size(); ++i) {
     const PathPattern& p = patterns[i];
     out += i ? ",\n{\"key\":" : "\n{\"key\":";
     AppendJsonString(out, p.key);
-    out += fmt::format(",\"count\":{},\"expected_count\":{},\"max_probability\":{},\"latency\":",
-                       p.count, p.expected_count, p.max_probability);
+    out.Format(",\"count\":{},\"expected_count\":{},\"max_probability\":{},\"latency\":", p.count,
+               p.expected_count, p.max_probability);
     AppendHistogram(out, p.latency);
     out += ",\"elements\":[";
     for (size_t k = 0; k < p.elements.size(); ++k) AppendElement(out, p.elements[k], k == 0);
     out += "]}";
+    out.PieceBoundary();
   }
   out += "]";
 }
 
-void AppendInstances(std::string& out, const PathSet& set) {
+void AppendInstances(TextOut& out, const PathSet& set) {
   out += ",\n\"instances\":{\"begin\":";
   AppendArray(out, set.instance_begin);
   out += ",\n\"messages\":[";
   for (size_t i = 0; i < set.messages.size(); ++i) {
     if (i) out += ',';
-    out += fmt::format("{}", set.messages[i].value());
+    out.Number(set.messages[i].value());
+    if (i % 65536 == 65535) out.PieceBoundary();
   }
   out += "],\n\"parent\":";
   AppendArray(out, set.parent);
@@ -660,12 +708,8 @@ void AppendInstances(std::string& out, const PathSet& set) {
   out += "}";
 }
 
-}  // namespace
-
-std::string FormatPaths(const PathsFile& file) {
+void AppendPathsFile(TextOut& out, const PathsFile& file) {
   const PathSet& set = file.paths;
-  std::string out;
-  out.reserve(64 + set.messages.size() * 12 + set.patterns.size() * 256);
   AppendHeader(out, set);
   AppendCounters(out, file.counters);
   AppendClockOffsets(out, set.clock_offsets);
@@ -673,11 +717,24 @@ std::string FormatPaths(const PathsFile& file) {
   AppendPatterns(out, set.patterns);
   AppendInstances(out, set);
   out += "}\n";
-  return out;
+}
+
+}  // namespace
+
+std::string FormatPaths(const PathsFile& file) {
+  TextOut out;
+  AppendPathsFile(out, file);
+  return std::move(out).Take();
 }
 
 Status WritePaths(const PathsFile& file, const std::string& path) {
-  return WriteFile(path, FormatPaths(file));
+  // Written in pieces while the rest is formatted: a paths file can be 100+ MB (docs/paths.md).
+  WEFT_ASSIGN_OR_RETURN(std::unique_ptr<PiecewiseFileWriter> writer,
+                        PiecewiseFileWriter::Open(path));
+  TextOut out([&writer](std::string piece) { writer->Append(std::move(piece)); });
+  AppendPathsFile(out, file);
+  writer->Append(std::move(out).Take());
+  return writer->Finish();
 }
 
 Result<PathsFile> ParsePaths(std::string_view text, std::string_view source) {
