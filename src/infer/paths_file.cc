@@ -3,6 +3,7 @@
 // try block, and fields are read only after their type was checked.
 #include "infer/paths_file.h"
 
+#include <fmt/compile.h>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -46,14 +47,15 @@ class TextOut {
   void Format(fmt::format_string<Args...> format, Args&&... args) {
     fmt::format_to(std::back_inserter(text_), format, std::forward<Args>(args)...);
   }
-  // As Format("{}", value), without parsing a format string.
+  // As Format("{}", value), without parsing a format string at run time.
   template <typename T>
   void Number(T value) {
+    static_assert(std::is_arithmetic_v<T> && !std::is_same_v<T, bool>);
     if constexpr (std::is_integral_v<T>) {
       fmt::format_int digits(value);
       text_.append(digits.data(), digits.size());
     } else {
-      Format("{}", value);
+      fmt::format_to(std::back_inserter(text_), FMT_COMPILE("{}"), value);
     }
   }
   void PieceBoundary() {
@@ -120,15 +122,27 @@ void AppendArray(TextOut& out, const std::vector<T>& values) {
 
 void AppendSide(TextOut& out, std::string_view name, const LatencyHistogram::Side& side) {
   if (side.counts.empty()) return;
-  out.Format(",\"{}\":{{\"first_bin\":{},\"counts\":", name, side.first_bin);
+  out += ",\"";
+  out += name;
+  out += "\":{\"first_bin\":";
+  out.Number(side.first_bin);
+  out += ",\"counts\":";
   AppendArray(out, side.counts);
   out += '}';
 }
 
 void AppendHistogram(TextOut& out, const LatencyHistogram& h) {
   // fmt writes doubles in their shortest form that reads back to the same value.
-  out.Format("{{\"zeros\":{},\"min\":{},\"max\":{},\"sum\":{},\"sum_sq\":{}", h.zeros(), h.min(),
-             h.max(), h.sum(), h.sum_of_squares());
+  out += "{\"zeros\":";
+  out.Number(h.zeros());
+  out += ",\"min\":";
+  out.Number(h.min());
+  out += ",\"max\":";
+  out.Number(h.max());
+  out += ",\"sum\":";
+  out.Number(h.sum());
+  out += ",\"sum_sq\":";
+  out.Number(h.sum_of_squares());
   AppendSide(out, "positive", h.positive());
   AppendSide(out, "negative", h.negative());
   out += '}';
@@ -650,9 +664,15 @@ void AppendCausalGraph(TextOut& out, const CausalGraph& graph) {
 }
 
 void AppendElement(TextOut& out, const PatternElement& e, bool first) {
-  out.Format("{}\n  {{\"kind\":\"{}\",\"sender\":{},\"receiver\":{},\"parent\":{},\"delay\":",
-             first ? "" : ",", MessageKindOp(e.kind), e.sender.value(), e.receiver.value(),
-             e.parent);
+  out += first ? "\n  {\"kind\":\"" : ",\n  {\"kind\":\"";
+  out += MessageKindOp(e.kind);
+  out += "\",\"sender\":";
+  out.Number(e.sender.value());
+  out += ",\"receiver\":";
+  out.Number(e.receiver.value());
+  out += ",\"parent\":";
+  out.Number(e.parent);
+  out += ",\"delay\":";
   AppendHistogram(out, e.delay);
   if (!e.network.empty()) {
     out += ",\"network\":";
@@ -679,8 +699,13 @@ void AppendPatterns(TextOut& out, const std::vector<PathPattern>& patterns) {
     const PathPattern& p = patterns[i];
     out += i ? ",\n{\"key\":" : "\n{\"key\":";
     AppendJsonString(out, p.key);
-    out.Format(",\"count\":{},\"expected_count\":{},\"max_probability\":{},\"latency\":", p.count,
-               p.expected_count, p.max_probability);
+    out += ",\"count\":";
+    out.Number(p.count);
+    out += ",\"expected_count\":";
+    out.Number(p.expected_count);
+    out += ",\"max_probability\":";
+    out.Number(p.max_probability);
+    out += ",\"latency\":";
     AppendHistogram(out, p.latency);
     out += ",\"elements\":[";
     for (size_t k = 0; k < p.elements.size(); ++k) AppendElement(out, p.elements[k], k == 0);
