@@ -135,7 +135,8 @@ void AppendHistogram(TextOut& out, const LatencyHistogram& h) {
 }
 
 void AppendHeader(TextOut& out, const PathSet& set) {
-  out.Format("{{\"format\":\"{}\",\"version\":{},\n\"algorithm\":", kPathsFormatName, kPathsFormatVersion);
+  out.Format("{{\"format\":\"{}\",\"version\":{},\n\"algorithm\":", kPathsFormatName,
+             kPathsFormatVersion);
   AppendJsonString(out, set.algorithm);
   out.Format(",\"trace_messages\":{},\"trace_fingerprint\":\"{:016x}\",\n\"nodes\":[",
              set.trace_messages, set.trace_fingerprint);
