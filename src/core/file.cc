@@ -101,4 +101,90 @@ Status WriteFile(const std::string& path, std::string_view contents) {
   return Status::Ok();
 }
 
+Result<std::unique_ptr<PiecewiseFileWriter>> PiecewiseFileWriter::Open(const std::string& path) {
+  if (path == "-")
+    return std::unique_ptr<PiecewiseFileWriter>(new PiecewiseFileWriter(path, "", stdout));
+  struct stat st;
+  const bool in_place = ::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode);
+  std::string tmp = in_place ? "" : path + ".tmp" + std::to_string(::getpid());
+  FILE* f = std::fopen(in_place ? path.c_str() : tmp.c_str(), "wb");
+  if (!f) return Status::IoError("{}: {}", path, std::strerror(errno));
+  return std::unique_ptr<PiecewiseFileWriter>(new PiecewiseFileWriter(path, std::move(tmp), f));
+}
+
+PiecewiseFileWriter::PiecewiseFileWriter(std::string path, std::string tmp, FILE* file)
+    : path_(std::move(path)),
+      tmp_(std::move(tmp)),
+      file_(file),
+      writer_([this] { WriteQueued(); }) {}
+
+PiecewiseFileWriter::~PiecewiseFileWriter() {
+  if (closed_) return;
+  (void)Close();
+  if (!tmp_.empty()) std::remove(tmp_.c_str());
+}
+
+void PiecewiseFileWriter::Append(std::string piece) {
+  if (piece.empty()) return;
+  std::unique_lock lock(mutex_);
+  changed_.wait(lock, [this] { return queue_.size() < kPiecesQueued; });
+  queue_.push_back(std::move(piece));
+  changed_.notify_all();
+}
+
+void PiecewiseFileWriter::WriteQueued() {
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    changed_.wait(lock, [this] { return closing_ || !queue_.empty(); });
+    if (queue_.empty()) return;  // closing, and everything written
+    std::string piece = std::move(queue_.front());
+    const bool failed = write_errno_ != 0;
+    lock.unlock();
+    // After a failure the rest is dropped: the file will not be put in place anyway.
+    int err = 0;
+    if (!failed && std::fwrite(piece.data(), 1, piece.size(), file_) != piece.size())
+      err = errno ? errno : EIO;
+    piece = std::string();  // freed outside the lock
+    lock.lock();
+    if (err && !write_errno_) write_errno_ = err;
+    queue_.pop_front();
+    changed_.notify_all();
+  }
+}
+
+Status PiecewiseFileWriter::Close() {
+  {
+    std::lock_guard lock(mutex_);
+    closing_ = true;
+  }
+  changed_.notify_all();
+  writer_.join();
+  closed_ = true;
+  int err = write_errno_;
+  if (file_ == stdout) {
+    if (std::fflush(stdout) != 0 && !err) err = errno ? errno : EIO;
+  } else if (std::fclose(file_) != 0 && !err) {
+    err = errno ? errno : EIO;
+  }
+  if (err)
+    return Status::IoError("{}: write failed: {}", path_ == "-" ? "stdout" : path_,
+                           std::strerror(err));
+  return Status::Ok();
+}
+
+Status PiecewiseFileWriter::Finish() {
+  if (closed_) return Status::Internal("{}: finished twice", path_);
+  Status closed = Close();
+  if (!closed.ok()) {
+    if (!tmp_.empty()) std::remove(tmp_.c_str());
+    return closed;
+  }
+  if (!tmp_.empty() && std::rename(tmp_.c_str(), path_.c_str()) != 0) {
+    int err = errno;
+    std::remove(tmp_.c_str());
+    return Status::IoError("{}: write failed: {}", path_, std::strerror(err));
+  }
+  return Status::Ok();
+}
+
 }  // namespace weft

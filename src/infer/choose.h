@@ -21,8 +21,8 @@
 //                            algorithm that explains less of the trace than the other.
 //
 // Deciding runs thread and, when thread does not fit, fragment, and then linking and
-// nesting; each at most once. The runs are handed back with the choice, so the chosen
-// algorithm is not run again.
+// nesting side by side on two threads; each at most once. The runs are handed back with the choice,
+// so the chosen algorithm is not run again.
 #pragma once
 
 #include <cstdint>

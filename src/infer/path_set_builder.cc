@@ -201,30 +201,36 @@ void PathSetBuilder::PreOrder(std::span<const int32_t> parents, int32_t root) {
 Result<uint32_t> PathSetBuilder::FindOrAddPattern(std::span<const MessageId> messages,
                                                   int32_t root) {
   // Found by the root's shape hash and confirmed element by element, so the key text is
-  // built only for a new shape.
+  // built only for a new shape. A label id stands for (kind, sender, receiver) exactly.
   const TraceColumns& c = trace_.columns();
   const size_t n = messages.size();
-  auto same_shape = [&](const PathPattern& p) {
-    if (p.elements.size() != n) return false;
+  auto same_shape = [&](uint32_t p) {
+    const uint32_t begin = pattern_begin_[p];
+    const uint32_t end =
+        p + 1 < pattern_begin_.size() ? pattern_begin_[p + 1] : uint32_t(pattern_labels_.size());
+    if (end - begin != n) return false;
     for (size_t k = 0; k < n; ++k) {
-      uint32_t m = messages[order_[k]].value();
-      const PatternElement& el = p.elements[k];
-      if (el.kind != c.kind[m] || el.sender != Alias(c.sender[m]) ||
-          el.receiver != Alias(c.receiver[m]) || el.parent != ordered_parents_[k]) {
+      if (pattern_labels_[begin + k] != label_[order_[k]] ||
+          pattern_parents_[begin + k] != ordered_parents_[k])
         return false;
-      }
     }
     return true;
   };
-  auto [first_match, last_match] = patterns_by_hash_.equal_range(shape_hash_[size_t(root)]);
-  for (auto m = first_match; m != last_match; ++m) {
-    if (same_shape(set_.patterns[m->second])) return m->second;
+  const uint64_t hash = shape_hash_[size_t(root)];
+  auto newest = newest_pattern_by_hash_.find(hash);
+  const uint32_t chain = newest == newest_pattern_by_hash_.end() ? kNoPattern : newest->second;
+  for (uint32_t p = chain; p != kNoPattern; p = next_same_hash_[p]) {
+    if (same_shape(p)) return p;
   }
   std::vector<std::string> ordered_labels(n);
   for (size_t k = 0; k < n; ++k) ordered_labels[k] = label_text_[label_[order_[k]]];
   WEFT_ASSIGN_OR_RETURN(std::string key, PatternKey(ordered_labels, ordered_parents_));
   const uint32_t pattern_index = uint32_t(set_.patterns.size());
-  patterns_by_hash_.emplace(shape_hash_[size_t(root)], pattern_index);
+  newest_pattern_by_hash_[hash] = pattern_index;
+  next_same_hash_.push_back(chain);
+  pattern_begin_.push_back(uint32_t(pattern_labels_.size()));
+  for (size_t k = 0; k < n; ++k) pattern_labels_.push_back(label_[order_[k]]);
+  pattern_parents_.insert(pattern_parents_.end(), ordered_parents_.begin(), ordered_parents_.end());
   PathPattern pattern;
   pattern.key = std::move(key);
   pattern.elements.resize(n);

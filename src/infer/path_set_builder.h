@@ -5,7 +5,6 @@
 #include <absl/container/flat_hash_map.h>
 
 #include <cstdint>
-#include <map>
 #include <span>
 #include <string>
 #include <tuple>
@@ -89,9 +88,18 @@ class PathSetBuilder {
   std::vector<uint32_t> seen_stamp_;  // per trace message: last AddInstance that saw it
   uint32_t stamp_ = 0;
   absl::flat_hash_map<std::tuple<uint8_t, uint32_t, uint32_t>, uint32_t> label_ids_;
-  std::vector<std::string> label_text_;                 // per label id
-  std::vector<uint64_t> label_hash_;                    // per label id: XXH3 of its text
-  std::multimap<uint64_t, uint32_t> patterns_by_hash_;  // root shape hash -> pattern index
+  std::vector<std::string> label_text_;  // per label id
+  std::vector<uint64_t> label_hash_;     // per label id: XXH3 of its text
+  // Root shape hash -> the newest pattern with it; older ones with the same hash follow
+  // through next_same_hash_ (kNoPattern ends the chain).
+  static constexpr uint32_t kNoPattern = ~uint32_t(0);
+  absl::flat_hash_map<uint64_t, uint32_t> newest_pattern_by_hash_;
+  std::vector<uint32_t> next_same_hash_;  // per pattern
+  // Per pattern p, its elements' label ids and parents in order, from pattern_begin_[p]:
+  // shapes are compared in these small arrays, not in the trace's columns and the patterns'
+  // large elements.
+  std::vector<uint32_t> pattern_begin_, pattern_labels_;
+  std::vector<int32_t> pattern_parents_;
   // Scratch space of AddInstance, kept to avoid allocating per instance.
   std::vector<uint32_t> child_begin_, child_list_, fill_, top_down_, label_, order_, stack_;
   std::vector<uint64_t> shape_hash_, hash_input_;

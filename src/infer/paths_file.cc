@@ -1,6 +1,6 @@
-// The .paths.json file (docs/paths.md): writing with exact histograms and reading with
-// full validation. nlohmann::json throws; every call into it stays inside ParsePaths's
-// try block, and fields are read only after their type was checked.
+// Reading the .paths.json file (docs/paths.md) with full validation; paths_file_writer.cc
+// writes it. nlohmann::json throws; every call into it stays inside ParsePaths's try
+// block, and fields are read only after their type was checked.
 #include "infer/paths_file.h"
 
 #include <fmt/format.h>
@@ -16,78 +16,9 @@ namespace weft {
 
 namespace {
 
-constexpr std::string_view kFormatName = "weft.paths";
-constexpr int kFormatVersion = 1;
 // Bins of magnitudes 1 ns .. 2^63 ns with base 1.02 are 0 .. 2205; anything far outside is
 // a damaged file, and accepting it would let a later Merge() allocate without bound.
 constexpr int64_t kMaxBin = 4096;
-
-// ---- writing ----
-
-void AppendJsonString(std::string& out, std::string_view s) {
-  out += '"';
-  size_t i = 0;
-  while (i < s.size()) {
-    unsigned char c = static_cast<unsigned char>(s[i]);
-    // Valid UTF-8 sequences are copied; a stray byte >= 0x80 is written as the code point
-    // of the same value (JSON text must be UTF-8), the one case where a name does not
-    // round-trip byte for byte.
-    size_t len = c < 0x80           ? 1
-                 : (c >> 5) == 0x6  ? 2
-                 : (c >> 4) == 0xe  ? 3
-                 : (c >> 3) == 0x1e ? 4
-                                    : 0;
-    bool valid = len > 0 && i + len <= s.size();
-    for (size_t j = 1; valid && j < len; ++j)
-      valid = (static_cast<unsigned char>(s[i + j]) >> 6) == 0x2;
-    if (c >= 0x80 && !valid) {
-      out += fmt::format("\\u{:04x}", c);
-      ++i;
-    } else if (c >= 0x80) {
-      out.append(s.substr(i, len));
-      i += len;
-    } else {
-      if (c == '"')
-        out += "\\\"";
-      else if (c == '\\')
-        out += "\\\\";
-      else if (c < 0x20 || c == 0x7f)
-        out += fmt::format("\\u{:04x}", c);
-      else
-        out += char(c);
-      ++i;
-    }
-  }
-  out += '"';
-}
-
-template <typename T>
-void AppendArray(std::string& out, const std::vector<T>& values) {
-  out += '[';
-  for (size_t i = 0; i < values.size(); ++i) {
-    if (i) out += ',';
-    out += fmt::format("{}", values[i]);
-  }
-  out += ']';
-}
-
-void AppendSide(std::string& out, std::string_view name, const LatencyHistogram::Side& side) {
-  if (side.counts.empty()) return;
-  out += fmt::format(",\"{}\":{{\"first_bin\":{},\"counts\":", name, side.first_bin);
-  AppendArray(out, side.counts);
-  out += '}';
-}
-
-void AppendHistogram(std::string& out, const LatencyHistogram& h) {
-  // fmt writes doubles in their shortest form that reads back to the same value.
-  out += fmt::format("{{\"zeros\":{},\"min\":{},\"max\":{},\"sum\":{},\"sum_sq\":{}", h.zeros(),
-                     h.min(), h.max(), h.sum(), h.sum_of_squares());
-  AppendSide(out, "positive", h.positive());
-  AppendSide(out, "negative", h.negative());
-  out += '}';
-}
-
-// ---- reading ----
 
 // Where a value sits in the file ("patterns[3].elements[1].sender"), for error messages.
 class Reader {
@@ -449,13 +380,13 @@ Status ParseCausalGraph(const Reader& r, const nlohmann::json& g, const NodeTabl
 // The fields before the patterns: format, version, algorithm, the trace, nodes, flags.
 Status ParseHeader(const Reader& r, const nlohmann::json& doc, PathSet& set) {
   WEFT_ASSIGN_OR_RETURN(const nlohmann::json* f, r.Field(doc, "top level", "format"));
-  if (!f->is_string() || f->get<std::string>() != kFormatName)
+  if (!f->is_string() || f->get<std::string>() != kPathsFormatName)
     return r.Error("format", "not a weft paths file");
   WEFT_ASSIGN_OR_RETURN(f, r.Field(doc, "top level", "version"));
   WEFT_ASSIGN_OR_RETURN(uint64_t version, r.Unsigned(*f, "version"));
-  if (version != kFormatVersion) {
+  if (version != kPathsFormatVersion) {
     return r.Error("version", fmt::format("version {} is not supported (this weft reads {})",
-                                          version, kFormatVersion));
+                                          version, kPathsFormatVersion));
   }
   WEFT_ASSIGN_OR_RETURN(f, r.Field(doc, "top level", "algorithm"));
   WEFT_ASSIGN_OR_RETURN(set.algorithm, r.String(*f, "algorithm"));
@@ -543,142 +474,6 @@ Result<PathsFile> ParseDocument(const Reader& r, const nlohmann::json& doc) {
 }
 
 }  // namespace
-
-namespace {
-
-void AppendHeader(std::string& out, const PathSet& set) {
-  out += fmt::format("{{\"format\":\"{}\",\"version\":{},\n\"algorithm\":", kFormatName,
-                     kFormatVersion);
-  AppendJsonString(out, set.algorithm);
-  out += fmt::format(",\"trace_messages\":{},\"trace_fingerprint\":\"{:016x}\",\n\"nodes\":[",
-                     set.trace_messages, set.trace_fingerprint);
-  for (size_t i = 0; i < set.nodes.size(); ++i) {
-    if (i) out += ',';
-    AppendJsonString(out, set.nodes.Get(NodeId(uint32_t(i))));
-  }
-  out += "]";
-  if (set.clients_aggregated) out += ",\"clients_aggregated\":true";
-  if (set.shared_messages) out += ",\"shared_messages\":true";
-}
-
-void AppendCounters(std::string& out, const CounterList& counters) {
-  out += ",\n\"counters\":[";
-  for (size_t i = 0; i < counters.size(); ++i) {
-    if (i) out += ',';
-    out += '[';
-    AppendJsonString(out, counters[i].first);
-    out += fmt::format(",{}]", counters[i].second);
-  }
-  out += "]";
-}
-
-void AppendClockOffsets(std::string& out, const std::vector<ClockOffset>& offsets) {
-  if (offsets.empty()) return;
-  // [node a, node b, b's clock minus a's in ns, messages] per pair (docs/paths.md).
-  out += ",\n\"clock_offsets\":[";
-  for (size_t i = 0; i < offsets.size(); ++i) {
-    const ClockOffset& o = offsets[i];
-    out += i ? ",[" : "[";
-    AppendJsonString(out, o.a);
-    out += ',';
-    AppendJsonString(out, o.b);
-    out += fmt::format(",{},{}]", o.offset, o.messages);
-  }
-  out += "]";
-}
-
-void AppendCausalGraph(std::string& out, const CausalGraph& graph) {
-  if (graph.empty() && graph.quantum == 0) return;
-  // The convolution algorithm's causal graph (docs/paths.md): [node, parent, messages,
-  // [[delay, count], ...]] per vertex, parents first.
-  out += fmt::format(",\n\"causal_graph\":{{\"quantum\":{},\"vertices\":[", graph.quantum);
-  for (size_t i = 0; i < graph.vertices.size(); ++i) {
-    const CausalVertex& v = graph.vertices[i];
-    out += fmt::format("{}\n[{},{},{},[", i ? "," : "", v.node.value(), v.parent, v.messages);
-    for (size_t d = 0; d < v.delays.size(); ++d) {
-      out += fmt::format("{}[{},{}]", d ? "," : "", v.delays[d].delay, v.delays[d].count);
-    }
-    out += "]]";
-  }
-  out += "]}";
-}
-
-void AppendElement(std::string& out, const PatternElement& e, bool first) {
-  out += fmt::format(
-      "{}\n  {{\"kind\":\"{}\",\"sender\":{},\"receiver\":{},\"parent\":{},\"delay\":",
-      first ? "" : ",", MessageKindOp(e.kind), e.sender.value(), e.receiver.value(), e.parent);
-  AppendHistogram(out, e.delay);
-  if (!e.network.empty()) {
-    out += ",\"network\":";
-    AppendHistogram(out, e.network);
-  }
-  if (e.round_trip) out += ",\"round_trip\":true";
-  if (!e.attributes.empty()) {
-    out += ",\"attributes\":[";
-    for (size_t j = 0; j < e.attributes.size(); ++j) {
-      out += j ? ",{\"key\":" : "{\"key\":";
-      AppendJsonString(out, e.attributes[j].key);
-      out += ",\"value\":";
-      AppendJsonString(out, e.attributes[j].value);
-      out += fmt::format(",\"count\":{}}}", e.attributes[j].count);
-    }
-    out += ']';
-  }
-  out += '}';
-}
-
-void AppendPatterns(std::string& out, const std::vector<PathPattern>& patterns) {
-  out += ",\n\"patterns\":[";
-  for (size_t i = 0; i < patterns.size(); ++i) {
-    const PathPattern& p = patterns[i];
-    out += i ? ",\n{\"key\":" : "\n{\"key\":";
-    AppendJsonString(out, p.key);
-    out += fmt::format(",\"count\":{},\"expected_count\":{},\"max_probability\":{},\"latency\":",
-                       p.count, p.expected_count, p.max_probability);
-    AppendHistogram(out, p.latency);
-    out += ",\"elements\":[";
-    for (size_t k = 0; k < p.elements.size(); ++k) AppendElement(out, p.elements[k], k == 0);
-    out += "]}";
-  }
-  out += "]";
-}
-
-void AppendInstances(std::string& out, const PathSet& set) {
-  out += ",\n\"instances\":{\"begin\":";
-  AppendArray(out, set.instance_begin);
-  out += ",\n\"messages\":[";
-  for (size_t i = 0; i < set.messages.size(); ++i) {
-    if (i) out += ',';
-    out += fmt::format("{}", set.messages[i].value());
-  }
-  out += "],\n\"parent\":";
-  AppendArray(out, set.parent);
-  out += ",\n\"pattern\":";
-  AppendArray(out, set.pattern);
-  out += ",\n\"probability\":";
-  AppendArray(out, set.probability);
-  out += "}";
-}
-
-}  // namespace
-
-std::string FormatPaths(const PathsFile& file) {
-  const PathSet& set = file.paths;
-  std::string out;
-  out.reserve(64 + set.messages.size() * 12 + set.patterns.size() * 256);
-  AppendHeader(out, set);
-  AppendCounters(out, file.counters);
-  AppendClockOffsets(out, set.clock_offsets);
-  AppendCausalGraph(out, file.graph);
-  AppendPatterns(out, set.patterns);
-  AppendInstances(out, set);
-  out += "}\n";
-  return out;
-}
-
-Status WritePaths(const PathsFile& file, const std::string& path) {
-  return WriteFile(path, FormatPaths(file));
-}
 
 Result<PathsFile> ParsePaths(std::string_view text, std::string_view source) {
   Reader reader(source);

@@ -13,6 +13,10 @@
 
 namespace weft {
 
+// The file's "format" and "version" fields; readers refuse any other.
+inline constexpr std::string_view kPathsFormatName = "weft.paths";
+inline constexpr int kPathsFormatVersion = 1;
+
 struct PathsFile {
   PathSet paths;
   CounterList counters;  // as the algorithm's counters struct lists them

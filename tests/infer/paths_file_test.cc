@@ -8,6 +8,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "core/file.h"
 #include "infer/path_set_builder.h"
 #include "trace/text_format.h"
 
@@ -110,6 +111,31 @@ TEST(PathsFile, WriteAndReadAFile) {
   EXPECT_EQ(ReadPaths(path).status().message(), path + ": empty file, not a paths file");
   std::filesystem::remove(path);
   EXPECT_FALSE(ReadPaths(path).ok());
+}
+
+// A file of many pieces (the writer hands on pieces of a few MiB while formatting the
+// rest): the bytes on disk are exactly FormatPaths's.
+TEST(PathsFile, ALargeFileIsWrittenExactlyAsFormatted) {
+  PathsFile file = MakeSet();
+  PathSet& set = file.paths;
+  const std::vector<PathPattern> two = set.patterns;
+  for (int i = 0; i < 5000; ++i) set.patterns.push_back(two[size_t(i % 2)]);
+  for (uint32_t m = 0; m < 1'500'000; ++m) {
+    set.messages.push_back(MessageId(m));
+    set.parent.push_back(-1);
+    set.instance_begin.push_back(uint32_t(set.messages.size()));
+    set.pattern.push_back(m % 5000);
+    set.probability.push_back(1.0 / (1 + m % 7));
+  }
+  const std::string text = FormatPaths(file);
+  ASSERT_GT(text.size(), size_t(30) << 20);
+  std::string path =
+      (std::filesystem::temp_directory_path() / "weft_paths_file_large_test.paths.json").string();
+  ASSERT_TRUE(WritePaths(file, path).ok());
+  Result<std::string> back = ReadFile(path);
+  ASSERT_TRUE(back.ok());
+  EXPECT_TRUE(*back == text) << "sizes " << back->size() << " and " << text.size();
+  std::filesystem::remove(path);
 }
 
 // Applies `mutate` to the JSON of MakeSet() and returns ParsePaths's error.
