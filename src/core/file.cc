@@ -69,122 +69,39 @@ Result<std::string> ReadFile(const std::string& path) {
   return out;
 }
 
-Status WriteFile(const std::string& path, std::string_view contents) {
-  if (path == "-") {
-    if (std::fwrite(contents.data(), 1, contents.size(), stdout) != contents.size() ||
-        std::fflush(stdout) != 0) {
-      return Status::IoError("stdout: write failed");
-    }
-    return Status::Ok();
-  }
-  // A device or a pipe (-o /dev/null, a FIFO) is written in place: renaming a temporary
-  // file over it would replace the device node with a regular file.
-  struct stat st;
-  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
-    FILE* f = std::fopen(path.c_str(), "wb");
-    if (!f) return Status::IoError("{}: {}", path, std::strerror(errno));
-    bool ok = std::fwrite(contents.data(), 1, contents.size(), f) == contents.size();
-    ok = (std::fclose(f) == 0) && ok;
-    if (!ok) return Status::IoError("{}: write failed: {}", path, std::strerror(errno));
-    return Status::Ok();
-  }
-  std::string tmp = path + ".tmp" + std::to_string(::getpid());
-  FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (!f) return Status::IoError("{}: {}", path, std::strerror(errno));
-  bool ok = std::fwrite(contents.data(), 1, contents.size(), f) == contents.size();
-  ok = (std::fclose(f) == 0) && ok;
-  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    int err = errno;
-    std::remove(tmp.c_str());
-    return Status::IoError("{}: write failed: {}", path, std::strerror(err));
-  }
-  return Status::Ok();
-}
-
-Result<std::unique_ptr<PiecewiseFileWriter>> PiecewiseFileWriter::Open(const std::string& path) {
-  if (path == "-")
-    return std::unique_ptr<PiecewiseFileWriter>(new PiecewiseFileWriter(path, "", stdout));
+Result<OutputFile> OpenOutput(const std::string& path) {
+  if (path == "-") return OutputFile{stdout, ""};
   struct stat st;
   const bool in_place = ::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode);
-  std::string tmp = in_place ? "" : path + ".tmp" + std::to_string(::getpid());
-  FILE* f = std::fopen(in_place ? path.c_str() : tmp.c_str(), "wb");
-  if (!f) return Status::IoError("{}: {}", path, std::strerror(errno));
-  return std::unique_ptr<PiecewiseFileWriter>(new PiecewiseFileWriter(path, std::move(tmp), f));
+  OutputFile out{nullptr, in_place ? "" : path + ".tmp" + std::to_string(::getpid())};
+  out.file = std::fopen(in_place ? path.c_str() : out.tmp.c_str(), "wb");
+  if (!out.file) return Status::IoError("{}: {}", path, std::strerror(errno));
+  return out;
 }
 
-PiecewiseFileWriter::PiecewiseFileWriter(std::string path, std::string tmp, FILE* file)
-    : path_(std::move(path)),
-      tmp_(std::move(tmp)),
-      file_(file),
-      writer_([this] { WriteQueued(); }) {}
-
-PiecewiseFileWriter::~PiecewiseFileWriter() {
-  if (closed_) return;
-  (void)Close();
-  if (!tmp_.empty()) std::remove(tmp_.c_str());
-}
-
-void PiecewiseFileWriter::Append(std::string piece) {
-  if (piece.empty()) return;
-  std::unique_lock lock(mutex_);
-  changed_.wait(lock, [this] { return queue_.size() < kPiecesQueued; });
-  queue_.push_back(std::move(piece));
-  changed_.notify_all();
-}
-
-void PiecewiseFileWriter::WriteQueued() {
-  std::unique_lock lock(mutex_);
-  for (;;) {
-    changed_.wait(lock, [this] { return closing_ || !queue_.empty(); });
-    if (queue_.empty()) return;  // closing, and everything written
-    std::string piece = std::move(queue_.front());
-    const bool failed = write_errno_ != 0;
-    lock.unlock();
-    // After a failure the rest is dropped: the file will not be put in place anyway.
-    int err = 0;
-    if (!failed && std::fwrite(piece.data(), 1, piece.size(), file_) != piece.size())
-      err = errno ? errno : EIO;
-    piece = std::string();  // freed outside the lock
-    lock.lock();
-    if (err && !write_errno_) write_errno_ = err;
-    queue_.pop_front();
-    changed_.notify_all();
-  }
-}
-
-Status PiecewiseFileWriter::Close() {
-  {
-    std::lock_guard lock(mutex_);
-    closing_ = true;
-  }
-  changed_.notify_all();
-  writer_.join();
-  closed_ = true;
-  int err = write_errno_;
-  if (file_ == stdout) {
+Status CloseOutput(const std::string& path, OutputFile& out, int write_errno) {
+  int err = write_errno;
+  if (out.file == stdout) {
     if (std::fflush(stdout) != 0 && !err) err = errno ? errno : EIO;
-  } else if (std::fclose(file_) != 0 && !err) {
+  } else if (std::fclose(out.file) != 0 && !err) {
     err = errno ? errno : EIO;
   }
-  if (err)
-    return Status::IoError("{}: write failed: {}", path_ == "-" ? "stdout" : path_,
+  out.file = nullptr;
+  if (!err && !out.tmp.empty() && std::rename(out.tmp.c_str(), path.c_str()) != 0) err = errno;
+  if (err) {
+    if (!out.tmp.empty()) std::remove(out.tmp.c_str());
+    return Status::IoError("{}: write failed: {}", path == "-" ? "stdout" : path,
                            std::strerror(err));
+  }
   return Status::Ok();
 }
 
-Status PiecewiseFileWriter::Finish() {
-  if (closed_) return Status::Internal("{}: finished twice", path_);
-  Status closed = Close();
-  if (!closed.ok()) {
-    if (!tmp_.empty()) std::remove(tmp_.c_str());
-    return closed;
-  }
-  if (!tmp_.empty() && std::rename(tmp_.c_str(), path_.c_str()) != 0) {
-    int err = errno;
-    std::remove(tmp_.c_str());
-    return Status::IoError("{}: write failed: {}", path_, std::strerror(err));
-  }
-  return Status::Ok();
+Status WriteFile(const std::string& path, std::string_view contents) {
+  WEFT_ASSIGN_OR_RETURN(OutputFile out, OpenOutput(path));
+  int err = 0;
+  if (std::fwrite(contents.data(), 1, contents.size(), out.file) != contents.size())
+    err = errno ? errno : EIO;
+  return CloseOutput(path, out, err);
 }
 
 }  // namespace weft

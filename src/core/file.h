@@ -2,16 +2,11 @@
 // replace the destination only once everything was written (no half-written outputs).
 #pragma once
 
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
-#include <deque>
-#include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
-#include <thread>
 
 #include "core/status.h"
 
@@ -44,42 +39,16 @@ Result<std::string> ReadFile(const std::string& path);
 // into place, so a failed write leaves any previous file untouched.
 Status WriteFile(const std::string& path, std::string_view contents);
 
-// WriteFile for output made in pieces: each piece is written on a second thread while the
-// caller makes the next, so a large file costs little more than making it (weft infer's
-// paths file). The same destinations and the same rule: the file replaces `path` only
-// when Finish succeeds; an unfinished writer removes its temporary file.
-//
-// One thread calls Append and Finish. At most kPiecesQueued pieces wait at once; Append
-// blocks beyond that, which bounds the memory to a few pieces.
-class PiecewiseFileWriter {
- public:
-  static constexpr size_t kPiecesQueued = 2;
-
-  static Result<std::unique_ptr<PiecewiseFileWriter>> Open(const std::string& path);
-  PiecewiseFileWriter(const PiecewiseFileWriter&) = delete;
-  PiecewiseFileWriter& operator=(const PiecewiseFileWriter&) = delete;
-  ~PiecewiseFileWriter();
-
-  // Queues `piece` to be written after those before it. A write error is kept for Finish.
-  void Append(std::string piece);
-  // Waits for every piece, closes the file and renames it into place.
-  Status Finish();
-
- private:
-  PiecewiseFileWriter(std::string path, std::string tmp, FILE* file);
-  void WriteQueued();  // the writing thread
-  Status Close();      // joins the thread and closes the file, once
-
-  const std::string path_;
-  const std::string tmp_;  // empty: written in place (stdout, a pipe, a device)
-  FILE* file_;
-  std::mutex mutex_;
-  std::condition_variable changed_;
-  std::deque<std::string> queue_;  // guarded by mutex_
-  bool closing_ = false;           // guarded by mutex_
-  int write_errno_ = 0;            // guarded by mutex_; first failed write's errno
-  bool closed_ = false;
-  std::thread writer_;  // last: starts after the members it uses
+// Where WriteFile and PiecewiseFileWriter write: stdout for "-"; a device or a pipe
+// (-o /dev/null, a FIFO) in place, since renaming a temporary file over it would replace
+// the device node with a regular file; anything else a temporary file beside `path`.
+struct OutputFile {
+  FILE* file = nullptr;
+  std::string tmp;  // empty: written in place
 };
+Result<OutputFile> OpenOutput(const std::string& path);
+// Closes `out` and renames its temporary file into place, or removes it if `write_errno`
+// (the first failed write's errno, 0 for none) or the close says the write failed.
+Status CloseOutput(const std::string& path, OutputFile& out, int write_errno);
 
 }  // namespace weft

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "core/file.h"
+#include "core/piecewise_file_writer.h"
 #include "infer/paths_file.h"
 
 namespace weft {

@@ -8,6 +8,8 @@
 #include <string>
 #include <thread>
 
+#include "core/piecewise_file_writer.h"
+
 namespace weft {
 namespace {
 
