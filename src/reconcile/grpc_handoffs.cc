@@ -67,15 +67,13 @@ void AddGrpcHandoffs(std::span<const capture::EventLog> logs, const BootOffsets&
     absl::flat_hash_map<uint64_t, bool> client;
     std::vector<const capture::Event*> events;
     for (const capture::Event& e : logs[i].events) {
-      if (e.op == EventOp::kGrpcCreate || e.op == EventOp::kGrpcTake ||
-          e.op == EventOp::kGrpcStart)
+      if (e.op == EventOp::kGrpcCreate || e.op == EventOp::kGrpcTake || e.op == EventOp::kGrpcStart)
         events.push_back(&e);
     }
     if (events.empty()) continue;
-    std::stable_sort(events.begin(), events.end(),
-                     [](const capture::Event* a, const capture::Event* b) {
-                       return a->entry_ns < b->entry_ns;
-                     });
+    std::stable_sort(
+        events.begin(), events.end(),
+        [](const capture::Event* a, const capture::Event* b) { return a->entry_ns < b->entry_ns; });
     for (const capture::Event* e : events) {
       const TimeNs entry = e->entry_ns + offset, exit = e->exit_ns + offset;
       bool ambiguous = false;
@@ -88,8 +86,9 @@ void AddGrpcHandoffs(std::span<const capture::EventLog> logs, const BootOffsets&
         const GrpcWireCall* w =
             it == by_key.end()
                 ? nullptr
-                : TheOne(it->second, [&](const GrpcWireCall& c) { return c.time <= exit; },
-                         &ambiguous);
+                : TheOne(
+                      it->second, [&](const GrpcWireCall& c) { return c.time <= exit; },
+                      &ambiguous);
         counts.takes_ambiguous += ambiguous;
         if (w == nullptr) continue;
         link(i, w->tid, w->time, e->tid, exit, MessageId(w->row), MessageId());
@@ -103,8 +102,9 @@ void AddGrpcHandoffs(std::span<const capture::EventLog> logs, const BootOffsets&
         const GrpcWireCall* w =
             it == by_key.end()
                 ? nullptr
-                : TheOne(it->second, [&](const GrpcWireCall& c) { return c.time >= entry; },
-                         &ambiguous);
+                : TheOne(
+                      it->second, [&](const GrpcWireCall& c) { return c.time >= entry; },
+                      &ambiguous);
         counts.starts_ambiguous += ambiguous;
         if (w == nullptr) continue;
         link(i, e->tid, entry, w->tid, w->time, MessageId(), MessageId(w->row));

@@ -26,7 +26,7 @@ namespace weft::reconcile {
 
 // An HTTP/2 request (a CALL) as one traced end of its stream saw it.
 struct GrpcWireCall {
-  uint32_t log = 0;  // the log of the end that saw it
+  uint32_t log = 0;   // the log of the end that saw it
   bool sent = false;  // that end sent it (else received it)
   uint64_t hash = 0;  // its application metadata's (GrpcFieldHash summed)
   int32_t tid = 0;    // the thread that wrote its first frame or read its last
@@ -35,10 +35,10 @@ struct GrpcWireCall {
 };
 
 struct GrpcHandoffCounts {
-  uint64_t takes = 0;             // server calls taken by application threads
-  uint64_t takes_linked = 0;      // of them, tied to their stream: a link
-  uint64_t takes_ambiguous = 0;   // several streams with the same metadata fitted: no link
-  uint64_t starts = 0;            // client calls started
+  uint64_t takes = 0;            // server calls taken by application threads
+  uint64_t takes_linked = 0;     // of them, tied to their stream: a link
+  uint64_t takes_ambiguous = 0;  // several streams with the same metadata fitted: no link
+  uint64_t starts = 0;           // client calls started
   uint64_t starts_linked = 0;
   uint64_t starts_ambiguous = 0;
 };

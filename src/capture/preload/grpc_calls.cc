@@ -111,11 +111,11 @@ void* Find(const char* name, void** slot) {
   return f;
 }
 
-#define WEFT_GRPC_FUNCTION(name, ret, params)                  \
-  using name##_type = ret(*) params;                           \
-  name##_type Real_##name() {                                  \
-    static void* slot = nullptr;                               \
-    return reinterpret_cast<name##_type>(Find(#name, &slot));  \
+#define WEFT_GRPC_FUNCTION(name, ret, params)                 \
+  using name##_type = ret(*) params;                          \
+  name##_type Real_##name() {                                 \
+    static void* slot = nullptr;                              \
+    return reinterpret_cast<name##_type>(Find(#name, &slot)); \
   }
 
 WEFT_GRPC_FUNCTION(grpc_server_request_call, int,
@@ -125,8 +125,8 @@ WEFT_GRPC_FUNCTION(grpc_server_request_registered_call, int,
                     void*))
 WEFT_GRPC_FUNCTION(grpc_completion_queue_next, GrpcEvent, (void*, GrpcTimespec, void*))
 WEFT_GRPC_FUNCTION(grpc_completion_queue_pluck, GrpcEvent, (void*, void*, GrpcTimespec, void*))
-WEFT_GRPC_FUNCTION(grpc_completion_queue_create, void*, (const void*, const GrpcCqAttributes*,
-                                                         void*))
+WEFT_GRPC_FUNCTION(grpc_completion_queue_create, void*,
+                   (const void*, const GrpcCqAttributes*, void*))
 WEFT_GRPC_FUNCTION(grpc_channel_create_call, void*,
                    (void*, void*, uint32_t, void*, GrpcSlice, const GrpcSlice*, GrpcTimespec,
                     void*))
@@ -207,8 +207,8 @@ void Forget(Requested* r) {
 // The requested call `r` came out to this thread (`ok`: a new RPC, not a shutdown).
 void Took(Requested* r, bool ok, int64_t entry) {
   void* call = ok ? *r->call : nullptr;
-  uint64_t hash = r->metadata != nullptr ? MetadataHash(r->metadata->metadata, r->metadata->count)
-                                         : 0;
+  uint64_t hash =
+      r->metadata != nullptr ? MetadataHash(r->metadata->metadata, r->metadata->count) : 0;
   Forget(r);
   if (call != nullptr && Logging()) {
     LogSync(wire::kOpGrpcTake, uint64_t(reinterpret_cast<uintptr_t>(call)), hash, entry, NowNs(),
@@ -369,12 +369,12 @@ GrpcEvent Completed(GrpcEvent event, int64_t entry) {
 // server comes first; the std::function, not trivially copyable, by address.
 using SetRegisteredAllocator_type = void (*)(void*, void*, void*, StdFunction*);
 using SetBatchAllocator_type = void (*)(void*, void*, StdFunction*);
-extern "C" __attribute__((visibility("default"))) void SetRegisteredAllocator(
-    void* server, void* cq, void* method, StdFunction* allocator) __asm__(
+extern "C" __attribute__((visibility("default"))) void
+SetRegisteredAllocator(void* server, void* cq, void* method, StdFunction* allocator) __asm__(
     "_ZN9grpc_core6Server28SetRegisteredMethodAllocatorEP21grpc_completion_queuePvSt8functionIFNS0_"
     "24RegisteredCallAllocationEvEE");
-extern "C" __attribute__((visibility("default"))) void SetBatchAllocator(
-    void* server, void* cq, StdFunction* allocator) __asm__(
+extern "C" __attribute__((visibility("default"))) void
+SetBatchAllocator(void* server, void* cq, StdFunction* allocator) __asm__(
     "_ZN9grpc_core6Server23SetBatchMethodAllocatorEP21grpc_completion_queueSt8functionIFNS0_"
     "19BatchCallAllocationEvEE");
 
@@ -401,8 +401,7 @@ void SetBatchAllocator(void* server, void* cq, StdFunction* allocator) {
 }
 
 WEFT_EXPORT void* grpc_completion_queue_create(const void* factory,
-                                               const GrpcCqAttributes* attributes,
-                                               void* reserved) {
+                                               const GrpcCqAttributes* attributes, void* reserved) {
   auto real = Real_grpc_completion_queue_create();
   if (real == nullptr) return nullptr;
   void* cq = real(factory, attributes, reserved);
@@ -467,21 +466,19 @@ WEFT_EXPORT void* grpc_channel_create_call(void* channel, void* parent, uint32_t
   int64_t entry = NowNs();
   void* call = real(channel, parent, mask, cq, method, host, deadline, reserved);
   if (call != nullptr && Logging())
-    LogSync(wire::kOpGrpcCreate, uint64_t(reinterpret_cast<uintptr_t>(call)), 0, entry, NowNs(),
-            0);
+    LogSync(wire::kOpGrpcCreate, uint64_t(reinterpret_cast<uintptr_t>(call)), 0, entry, NowNs(), 0);
   return call;
 }
 
 WEFT_EXPORT void* grpc_channel_create_registered_call(void* channel, void* parent, uint32_t mask,
-                                                      void* cq, void* method,
-                                                      GrpcTimespec deadline, void* reserved) {
+                                                      void* cq, void* method, GrpcTimespec deadline,
+                                                      void* reserved) {
   auto real = Real_grpc_channel_create_registered_call();
   if (real == nullptr) return nullptr;
   int64_t entry = NowNs();
   void* call = real(channel, parent, mask, cq, method, deadline, reserved);
   if (call != nullptr && Logging())
-    LogSync(wire::kOpGrpcCreate, uint64_t(reinterpret_cast<uintptr_t>(call)), 0, entry, NowNs(),
-            0);
+    LogSync(wire::kOpGrpcCreate, uint64_t(reinterpret_cast<uintptr_t>(call)), 0, entry, NowNs(), 0);
   return call;
 }
 
