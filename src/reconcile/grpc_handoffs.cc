@@ -43,7 +43,13 @@ void AddGrpcHandoffs(std::span<const capture::EventLog> logs, const BootOffsets&
                      TraceBuilder& builder, GrpcHandoffCounts& counts) {
   // Per (log, sent, hash): the wire calls.
   std::map<std::tuple<uint32_t, bool, uint64_t>, Candidates> by_key;
+  // Per (log, call id): the RETURN that process sent on the stream.
+  std::map<std::pair<uint32_t, StringId>, const GrpcWireCall*> returns;
   for (const GrpcWireCall& w : wire) {
+    if (w.kind == MessageKind::kReturn) {
+      if (w.sent) returns[{w.log, w.call_id}] = &w;
+      continue;
+    }
     Candidates& c = by_key[{w.log, w.sent, w.hash}];
     c.calls.push_back(&w);
     c.claimed.push_back(false);
@@ -65,6 +71,7 @@ void AddGrpcHandoffs(std::span<const capture::EventLog> logs, const BootOffsets&
     // The calls this process created, by address: the last op on an address says what the
     // call there is now (a freed call's address may be reused by a server call).
     absl::flat_hash_map<uint64_t, bool> client;
+    absl::flat_hash_map<uint64_t, const GrpcWireCall*> taken;  // server call -> its CALL
     std::vector<const capture::Event*> events;
     for (const capture::Event& e : logs[i].events) {
       if (e.op == EventOp::kGrpcCreate || e.op == EventOp::kGrpcTake || e.op == EventOp::kGrpcStart)
@@ -81,6 +88,7 @@ void AddGrpcHandoffs(std::span<const capture::EventLog> logs, const BootOffsets&
         client[e->object] = true;
       } else if (e->op == EventOp::kGrpcTake) {
         client[e->object] = false;
+        taken.erase(e->object);
         ++counts.takes;
         auto it = by_key.find({i, false, e->second});
         const GrpcWireCall* w =
@@ -92,10 +100,22 @@ void AddGrpcHandoffs(std::span<const capture::EventLog> logs, const BootOffsets&
         counts.takes_ambiguous += ambiguous;
         if (w == nullptr) continue;
         link(i, w->tid, w->time, e->tid, exit, MessageId(w->row), MessageId());
+        taken[e->object] = w;
         ++counts.takes_linked;
       } else {
         auto created = client.find(e->object);
-        if (created == client.end() || !created->second) continue;  // a server call's reply
+        if (created == client.end() || !created->second) {
+          // A server call's reply: the RETURN on the stream of the CALL it took.
+          auto server = taken.find(e->object);
+          if (server == taken.end()) continue;
+          auto answer = returns.find({i, server->second->call_id});
+          taken.erase(server);
+          if (answer == returns.end() || answer->second->time < entry) continue;
+          link(i, e->tid, entry, answer->second->tid, answer->second->time, MessageId(),
+               MessageId(answer->second->row));
+          ++counts.answers_linked;
+          continue;
+        }
         created->second = false;  // its initial metadata go out once
         ++counts.starts;
         auto it = by_key.find({i, true, e->second});

@@ -9,7 +9,8 @@
 // sent by the same process with the same metadata, written after the start. Each wire
 // stream is one call's at most. Where more than one stream fits (calls whose metadata are
 // alike), nothing is linked and the call is counted: the hash ties two observations of one
-// message, it does not choose between messages.
+// message, it does not choose between messages. A start on a taken call (a server's reply)
+// is the RETURN the process sent on that call's stream, known from the take.
 #pragma once
 
 #include <cstdint>
@@ -26,12 +27,14 @@ namespace weft::reconcile {
 
 // An HTTP/2 request (a CALL) as one traced end of its stream saw it.
 struct GrpcWireCall {
-  uint32_t log = 0;   // the log of the end that saw it
-  bool sent = false;  // that end sent it (else received it)
-  uint64_t hash = 0;  // its application metadata's (GrpcFieldHash summed)
-  int32_t tid = 0;    // the thread that wrote its first frame or read its last
-  TimeNs time = 0;    // then (epoch)
-  uint32_t row = 0;   // the message's row in the trace builder
+  uint32_t log = 0;                       // the log of the end that saw it
+  bool sent = false;                      // that end sent it (else received it)
+  uint64_t hash = 0;                      // its application metadata's (GrpcFieldHash summed)
+  int32_t tid = 0;                        // the thread that wrote its first frame or read its last
+  TimeNs time = 0;                        // then (epoch)
+  uint32_t row = 0;                       // the message's row in the trace builder
+  MessageKind kind = MessageKind::kCall;  // or the RETURN a server sent on the stream
+  StringId call_id;                       // connection and stream: a CALL's and its RETURN's
 };
 
 struct GrpcHandoffCounts {
@@ -41,6 +44,7 @@ struct GrpcHandoffCounts {
   uint64_t starts = 0;           // client calls started
   uint64_t starts_linked = 0;
   uint64_t starts_ambiguous = 0;
+  uint64_t answers_linked = 0;  // replies to taken calls tied to the RETURN on their stream
 };
 
 // Adds a HANDOFF link per take and per start tied to its wire stream.

@@ -208,7 +208,9 @@ void StreamEmitter::EmitHttp2Direction(const Direction& d, const ConnectionEnd& 
       record.connect_time = d.sender->open_ns;
     }
     uint32_t row = builder_.Add(record);
-    if (record.kind == MessageKind::kCall && m.headers_known) NoteWireCall(d, m, record, row);
+    if ((record.kind == MessageKind::kCall && m.headers_known) ||
+        record.kind == MessageKind::kReturn)
+      NoteWireCall(d, m, record, row);
     const StreamIo& opening = definer.io[span.first];
     attributes_.AddPayload(row, opening.log, opening.payload, span.begin - span.first_begin);
     if (before_upgrade) {
@@ -243,7 +245,9 @@ void StreamEmitter::NoteWireCall(const Direction& d, const Http2Message& m,
                                 .hash = hash,
                                 .tid = int32_t(record.sender_thread.value()),
                                 .time = record.send_time,
-                                .row = row});
+                                .row = row,
+                                .kind = record.kind,
+                                .call_id = record.call_id});
   }
   if (d.receiver != nullptr && record.recv_time != kNoTime && record.receiver_thread.valid()) {
     grpc_wire_calls_.push_back({.log = d.receiver->log,
@@ -251,7 +255,9 @@ void StreamEmitter::NoteWireCall(const Direction& d, const Http2Message& m,
                                 .hash = hash,
                                 .tid = int32_t(record.receiver_thread.value()),
                                 .time = record.recv_time,
-                                .row = row});
+                                .row = row,
+                                .kind = record.kind,
+                                .call_id = record.call_id});
   }
 }
 

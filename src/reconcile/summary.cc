@@ -42,9 +42,10 @@ std::string ReconcileSummary::OneLine() const {
          (grpc.takes + grpc.starts == 0
               ? ""
               : fmt::format(", gRPC: {} of {} server calls and {} of {} client calls tied to "
-                            "their streams ({} and {} left untied: streams with alike metadata)",
+                            "their streams ({} and {} left untied: streams with alike "
+                            "metadata), {} replies",
                             grpc.takes_linked, grpc.takes, grpc.starts_linked, grpc.starts,
-                            grpc.takes_ambiguous, grpc.starts_ambiguous)) +
+                            grpc.takes_ambiguous, grpc.starts_ambiguous, grpc.answers_linked)) +
          (tls_streams == 0 ? "" : fmt::format(", {} TLS sockets read as plaintext", tls_streams)) +
          (tls_opaque_streams == 0
               ? ""

@@ -61,7 +61,8 @@ TEST(GrpcHandoffs, TiesEachCallToTheStreamWithItsMetadata) {
   BootOffsets offsets = {{log.header.boot_id, 0}};
   GrpcHandoffCounts counts;
   std::vector<capture::EventLog> logs = {log};
-  AddGrpcHandoffs(logs, offsets, wire, [&](uint32_t, int32_t) { return a; }, builder, counts);
+  AddGrpcHandoffs(
+      logs, offsets, wire, [&](uint32_t, int32_t) { return a; }, builder, counts);
   EXPECT_EQ(counts.takes, 3u);
   EXPECT_EQ(counts.takes_linked, 2u);
   EXPECT_EQ(counts.takes_ambiguous, 1u);

@@ -243,7 +243,10 @@ class FragmentScan {
     if (kind == MessageKind::kReturn) {
       parent_[e.message] = call_of_[e.message];
       const Thread self{e.node, e.thread};
-      if (taken_over_.contains(self)) {
+      // A reply a link named as sent for its request is explained, whatever the thread
+      // was handed through a queue.
+      const bool named = sent_for_.erase(e.message) > 0;
+      if (!named && taken_over_.contains(self)) {
         auto held = inherited_.find(self);
         handoffs_contradicted_ += held != inherited_.end() && call_of_[e.message].valid() &&
                                   held->second != call_of_[e.message];
