@@ -170,20 +170,22 @@ TEST_P(GrpcChainTest, EveryRpcIsReconciledToItsOwnCallAndReturn) {
   EXPECT_EQ(paired, 1600);
 
   // gRPC's API records tie every server call the front and the back took, and every client
-  // call the client and the front started, to its stream: a HANDOFF link each, naming it.
-  int taken = 0, started = 0;
+  // call the client and the front started, to its stream: a HANDOFF link each, naming it;
+  // and the servers' replies to the RETURNs on those streams (1,595 to 1,599 of 1,600 in
+  // the runs measured: a few are left untied, never tied wrongly).
+  int taken = 0, started = 0, replies = 0;
   for (const ProcessLink& l : trace.process_links()) {
     if (l.from_message.valid()) {
       ++taken;
       EXPECT_EQ(c.kind[l.from_message.value()], MessageKind::kCall);
     }
-    if (l.to_message.valid()) {
-      ++started;
-      EXPECT_EQ(c.kind[l.to_message.value()], MessageKind::kCall);
-    }
+    if (l.to_message.valid())
+      ++(c.kind[l.to_message.value()] == MessageKind::kCall ? started : replies);
   }
   EXPECT_EQ(taken, 1600);
   EXPECT_EQ(started, 1600);
+  EXPECT_GE(replies, 1590);
+  EXPECT_LE(replies, 1600);
 
   // With them fragment follows each call from the wire to the handler that took it and to
   // the call it made: every request's whole tree exact. thread follows neither (it does
