@@ -28,15 +28,16 @@ constexpr uint32_t kMinChunkSize = 4096;
 constexpr uint32_t kMaxChunkSize = 64 << 20;
 
 constexpr std::string_view kOpNames[] = {
-    "none",       "socket",       "socketpair",  "pipe",         "connect",
-    "accept",     "bind",         "listen",      "close",        "shutdown",
-    "dup",        "read",         "readv",       "write",        "writev",
-    "send",       "sendto",       "sendmsg",     "sendmmsg",     "recv",
-    "recvfrom",   "recvmsg",      "recvmmsg",    "sendfile",     "poll",
-    "select",     "epoll_wait",   "fork",        "exec",         "thread",
-    "mutex_lock", "mutex_unlock", "cond_wait",   "cond_signal",  "cond_broadcast",
-    "sem_post",   "sem_wait",     "wake_create", "wake_write",   "wake_read",
-    "timer_arm",  "tls_read",     "tls_write",   "tls_transport"};
+    "none",       "socket",       "socketpair",  "pipe",          "connect",
+    "accept",     "bind",         "listen",      "close",         "shutdown",
+    "dup",        "read",         "readv",       "write",         "writev",
+    "send",       "sendto",       "sendmsg",     "sendmmsg",      "recv",
+    "recvfrom",   "recvmsg",      "recvmmsg",    "sendfile",      "poll",
+    "select",     "epoll_wait",   "fork",        "exec",          "thread",
+    "mutex_lock", "mutex_unlock", "cond_wait",   "cond_signal",   "cond_broadcast",
+    "sem_post",   "sem_wait",     "wake_create", "wake_write",    "wake_read",
+    "timer_arm",  "tls_read",     "tls_write",   "tls_transport", "grpc_create",
+    "grpc_take",  "grpc_start"};
 static_assert(std::size(kOpNames) == wire::kOpCount);
 
 template <typename T>
@@ -95,7 +96,8 @@ class BlockDecoder {
           return false;
         }
         auto c = Load<wire::CallRecord>(p);
-        bool sync_op = c.op >= wire::kOpMutexLock && c.op <= wire::kOpLastSync;
+        bool sync_op =
+            (c.op >= wire::kOpMutexLock && c.op <= wire::kOpLastSync) || wire::IsGrpcOp(c.op);
         if (c.op == wire::kOpNone || sync_op || c.op >= wire::kOpCount) return false;
         if (!PlausibleTime(c.entry_ns) || !PlausibleTime(c.exit_ns)) return false;
         Event e{.op = static_cast<EventOp>(c.op)};
@@ -127,7 +129,8 @@ class BlockDecoder {
       case wire::kSyncRecord: {
         if (size < sizeof(wire::SyncRecord)) return false;
         auto r = Load<wire::SyncRecord>(p);
-        if (r.op < wire::kOpMutexLock || r.op > wire::kOpLastSync) return false;
+        if ((r.op < wire::kOpMutexLock || r.op > wire::kOpLastSync) && !wire::IsGrpcOp(r.op))
+          return false;
         if (!PlausibleTime(r.entry_ns) || !PlausibleTime(r.exit_ns)) return false;
         Event e{.op = static_cast<EventOp>(r.op)};
         e.tid = tid_;

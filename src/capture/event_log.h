@@ -80,6 +80,10 @@ enum class EventOp : uint8_t {
   kTlsRead = wire::kOpTlsRead,
   kTlsWrite = wire::kOpTlsWrite,
   kTlsTransport = wire::kOpTlsTransport,
+  // gRPC's C API (Event::object: the grpc_call; Event::second: its metadata's hash)
+  kGrpcCreate = wire::kOpGrpcCreate,
+  kGrpcTake = wire::kOpGrpcTake,
+  kGrpcStart = wire::kOpGrpcStart,
   kEndpoint = 100,     // not a call: an endpoint record (Event::endpoint says which)
   kBoundary = 101,     // not a call: a protocol message ended (Event::boundary says which)
   kHeaderBlock = 102,  // not a call: header-block bytes (Event::boundary says which)

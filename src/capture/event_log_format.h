@@ -173,9 +173,18 @@ enum Op : uint8_t {
   // TLS library is in use: not the connection's data. arg = the call's own op (kOpRead,
   // kOpSend, ...), result = its bytes or -errno.
   kOpTlsTransport = 43,
-  kOpCount = 44,
+  // gRPC's C API as a gRPC C++ program calls it (preload/grpc_calls.cc), in SyncRecords:
+  // the application's side of each call, whose thread causality the wire hides (gRPC's
+  // own threads read and write the frames). object = the grpc_call, second = the hash of
+  // the application's metadata (GrpcMetadataHash, grpc_metadata.h).
+  kOpGrpcCreate = 44,  // grpc_channel_create_call/_registered_call made a client call
+  kOpGrpcTake = 45,    // a server call (a new RPC) came out of a completion queue to this
+                       // thread; second = its request metadata's hash
+  kOpGrpcStart = 46,   // grpc_call_start_batch sent the call's initial metadata
+  kOpCount = 47,
 };
 inline constexpr uint8_t kOpLastSync = kOpTimerArm;  // sync ops: kOpMutexLock..kOpLastSync
+inline constexpr bool IsGrpcOp(uint8_t op) { return op >= kOpGrpcCreate && op <= kOpGrpcStart; }
 
 // Which library function a kOpTlsRead or kOpTlsWrite record is.
 enum TlsFunction : int32_t {
@@ -373,7 +382,7 @@ static_assert(sizeof(NameRecord) == 32);
 // only within one program image), or the descriptor of an eventfd or timerfd.
 struct SyncRecord {
   uint8_t type;    // kSyncRecord
-  uint8_t op;      // kOpMutexLock ... kOpTimerArm
+  uint8_t op;      // kOpMutexLock ... kOpTimerArm, or a gRPC op (kOpGrpcCreate ...)
   uint16_t size;   // 40
   int32_t result;  // 0, or -errno (a wait that timed out: -ETIMEDOUT)
   int64_t entry_ns;

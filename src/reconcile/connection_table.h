@@ -10,6 +10,7 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,9 @@
 #include "core/time.h"
 
 namespace weft::reconcile {
+
+// Per boot id, what maps that boot's monotonic clock onto the trace's.
+using BootOffsets = std::map<std::array<uint8_t, 16>, TimeNs>;
 
 enum class Opener : uint8_t { kConnect, kAccept, kSocketpair, kUnknown };
 

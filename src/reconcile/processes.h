@@ -18,9 +18,6 @@
 
 namespace weft::reconcile {
 
-// Per boot id, what maps that boot's monotonic clock onto the trace's.
-using BootOffsets = std::map<std::array<uint8_t, 16>, TimeNs>;
-
 // Dates each end a forked child inherited from its parent's fork call (processes.cc says why).
 void DateInheritedEndsFromFork(std::span<const capture::EventLog> logs,
                                const BootOffsets& boot_offsets, std::vector<ConnectionEnd>& ends);

@@ -24,6 +24,7 @@
 #include "reconcile/datagram_emitter.h"
 #include "reconcile/datagram_matcher.h"
 #include "reconcile/end_pairing.h"
+#include "reconcile/grpc_handoffs.h"
 #include "reconcile/node_namer.h"
 #include "reconcile/processes.h"
 #include "reconcile/stream_emitter.h"
@@ -152,6 +153,9 @@ Result<Trace> Reconcile(std::span<const capture::EventLog> logs, const Reconcile
   AddProcessLinks(
       logs, c.boot_offsets, [&](uint32_t log, int32_t tid) { return namer.Traced(log, tid); },
       builder, s);
+  AddGrpcHandoffs(
+      logs, c.boot_offsets, stream_emitter.grpc_wire_calls(),
+      [&](uint32_t log, int32_t tid) { return namer.Traced(log, tid); }, builder, s.grpc);
   std::vector<ClockId> clock_of_node = namer.ClockOfNode();
   WEFT_ASSIGN_OR_RETURN(Trace trace, std::move(builder).Finish());
   EstimateHostOffsets(trace, clock_of_node, c.host_of_clock, s);

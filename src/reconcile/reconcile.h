@@ -26,6 +26,7 @@
 
 #include "capture/event_log.h"
 #include "core/status.h"
+#include "reconcile/grpc_handoffs.h"
 #include "reconcile/handoffs.h"
 #include "trace/clock_offsets.h"
 #include "trace/trace.h"
@@ -106,6 +107,8 @@ struct ReconcileSummary {
   // Work handed between threads through queues and wake-ups: each a HANDOFF link
   // (handoffs.h).
   HandoffCounts handoffs;
+  // gRPC calls tied from the wire to the application's threads (grpc_handoffs.h).
+  GrpcHandoffCounts grpc;
 
   std::string OneLine() const;  // "12345 events, 40 connections (18 matched, ...), ..."
   // ", 120 messages ended at protocol boundaries (http 80, redis 40)", or "" if none did.

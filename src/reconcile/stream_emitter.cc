@@ -10,6 +10,7 @@
 
 #include <algorithm>
 
+#include "capture/grpc_metadata.h"
 #include "capture/protocols/descriptor.h"
 #include "reconcile/http2_messages.h"
 
@@ -207,6 +208,9 @@ void StreamEmitter::EmitHttp2Direction(const Direction& d, const ConnectionEnd& 
       record.connect_time = d.sender->open_ns;
     }
     uint32_t row = builder_.Add(record);
+    if ((record.kind == MessageKind::kCall && m.headers_known) ||
+        record.kind == MessageKind::kReturn)
+      NoteWireCall(d, m, record, row);
     const StreamIo& opening = definer.io[span.first];
     attributes_.AddPayload(row, opening.log, opening.payload, span.begin - span.first_begin);
     if (before_upgrade) {
@@ -226,6 +230,34 @@ void StreamEmitter::EmitHttp2Direction(const Direction& d, const ConnectionEnd& 
   if (d.sender != nullptr && d.receiver != nullptr) {
     int64_t read = cursor.BytesRead();
     if (offset > read) summary_.unmatched_bytes += uint64_t(offset - read);
+  }
+}
+
+void StreamEmitter::NoteWireCall(const Direction& d, const Http2Message& m,
+                                 const MessageRecord& record, uint32_t row) {
+  uint64_t hash = 0;
+  for (const HeaderField& f : m.headers) {
+    hash += capture::GrpcFieldHash(f.name.data(), f.name.size(), f.value.data(), f.value.size());
+  }
+  if (d.sender != nullptr && record.send_time != kNoTime && record.sender_thread.valid()) {
+    grpc_wire_calls_.push_back({.log = d.sender->log,
+                                .sent = true,
+                                .hash = hash,
+                                .tid = int32_t(record.sender_thread.value()),
+                                .time = record.send_time,
+                                .row = row,
+                                .kind = record.kind,
+                                .call_id = record.call_id});
+  }
+  if (d.receiver != nullptr && record.recv_time != kNoTime && record.receiver_thread.valid()) {
+    grpc_wire_calls_.push_back({.log = d.receiver->log,
+                                .sent = false,
+                                .hash = hash,
+                                .tid = int32_t(record.receiver_thread.value()),
+                                .time = record.recv_time,
+                                .row = row,
+                                .kind = record.kind,
+                                .call_id = record.call_id});
   }
 }
 

@@ -12,6 +12,8 @@
 #include "capture/event_log.h"
 #include "reconcile/connection_table.h"
 #include "reconcile/end_pairing.h"
+#include "reconcile/grpc_handoffs.h"
+#include "reconcile/http2_messages.h"
 #include "reconcile/message_attributes.h"
 #include "reconcile/message_splitter.h"
 #include "reconcile/node_namer.h"
@@ -41,6 +43,10 @@ class StreamEmitter {
   // untraced every write is a message; with the writer untraced every read is.
   void EmitPipe(const ConnectionEnd& pipe, uint32_t number);
 
+  // The HTTP/2 requests emitted so far whose header fields were decoded, as each traced end
+  // saw them: what gRPC's API records are tied to (grpc_handoffs.h).
+  const std::vector<GrpcWireCall>& grpc_wire_calls() const { return grpc_wire_calls_; }
+
  private:
   // The ends of one direction of a connection and how its messages are named.
   struct Direction {
@@ -57,6 +63,9 @@ class StreamEmitter {
   // pair.
   void EmitHttp2Direction(const Direction& d, const ConnectionEnd& definer,
                           std::span<const StreamBoundary* const> frames);
+  // Notes a request's metadata hash at each traced end (grpc_wire_calls).
+  void NoteWireCall(const Direction& d, const Http2Message& m, const MessageRecord& record,
+                    uint32_t row);
   // Fills the sender and receiver of a message spanning `span` of direction `d`.
   void SetEnds(const Direction& d, const MessageSpan& span, ReadCursor& cursor,
                MessageRecord& record);
@@ -69,6 +78,7 @@ class StreamEmitter {
   TraceBuilder& builder_;
   ReconcileSummary& summary_;
   MessageAttributes attributes_;
+  std::vector<GrpcWireCall> grpc_wire_calls_;
 };
 
 }  // namespace weft::reconcile

@@ -39,6 +39,13 @@ std::string ReconcileSummary::OneLine() const {
                             handoffs.fifo_assumed, handoffs.broadcasts_shared, handoffs.wakes,
                             handoffs.wakes_ambiguous, handoffs.takes_unexplained,
                             handoffs.items_never_taken, handoffs.broadcasts_unheard)) +
+         (grpc.takes + grpc.starts == 0
+              ? ""
+              : fmt::format(", gRPC: {} of {} server calls and {} of {} client calls tied to "
+                            "their streams ({} and {} left untied: streams with alike "
+                            "metadata), {} replies",
+                            grpc.takes_linked, grpc.takes, grpc.starts_linked, grpc.starts,
+                            grpc.takes_ambiguous, grpc.starts_ambiguous, grpc.answers_linked)) +
          (tls_streams == 0 ? "" : fmt::format(", {} TLS sockets read as plaintext", tls_streams)) +
          (tls_opaque_streams == 0
               ? ""

@@ -53,15 +53,18 @@ enum class SectionKind : uint32_t {
   kAttributes = 16,
   kProcessLinks = 17,  // optional: written only when the trace has links
   kConnectTime = 18,   // optional: written only when some message has a connect time
+  kLinkMessages = 19,  // optional: written only when some link names its messages
 };
 constexpr uint32_t kFirstKind = 1;
 constexpr uint32_t kLastRequiredKind = 16;
-constexpr uint32_t kLastKind = 18;
+constexpr uint32_t kLastKind = 19;
 // A process link on disk: i64 time, u32 from node, u32 from thread, u32 to node, u32 to
 // thread, u8 kind, u8 flags (1: ambiguous), u48 delay (HANDOFF: nanoseconds from `time` to
 // the take-over, 0 for the other kinds; 2^48 ns is 78 hours). Files from before hand-offs
 // have zeros there.
 constexpr size_t kProcessLinkSize = 32;
+// Per process link, in the same order: u32 from_message, u32 to_message (0xffffffff: none).
+constexpr size_t kLinkMessagesSize = 8;
 constexpr size_t kKnownSectionCount = kLastKind - kFirstKind + 1;
 
 constexpr std::array<std::string_view, kKnownSectionCount> kSectionNames = {"node_names",
@@ -81,7 +84,8 @@ constexpr std::array<std::string_view, kKnownSectionCount> kSectionNames = {"nod
                                                                             "truth_parent",
                                                                             "attributes",
                                                                             "process_links",
-                                                                            "connect_time"};
+                                                                            "connect_time",
+                                                                            "link_messages"};
 
 std::string_view SectionName(SectionKind kind) {
   return kSectionNames[uint32_t(kind) - kFirstKind];
@@ -159,6 +163,17 @@ std::string EncodeProcessLinks(std::span<const ProcessLink> links) {
   return out;
 }
 
+std::string EncodeLinkMessages(std::span<const ProcessLink> links) {
+  std::string out(links.size() * kLinkMessagesSize, '\0');
+  uint8_t* p = reinterpret_cast<uint8_t*>(out.data());
+  for (const ProcessLink& l : links) {
+    Store<uint32_t>(p, l.from_message.value());
+    Store<uint32_t>(p + 4, l.to_message.value());
+    p += kLinkMessagesSize;
+  }
+  return out;
+}
+
 template <typename T>
 SectionSource Column(SectionKind kind, const std::vector<T>& column) {
   return SectionSource{kind, {}, column.data(), column.size() * sizeof(T)};
@@ -197,6 +212,12 @@ std::string EncodeBinaryTrace(const Trace& trace) {
   if (std::any_of(c.connect_time.begin(), c.connect_time.end(),
                   [](TimeNs t) { return t != kNoTime; })) {
     sections.push_back(Column(SectionKind::kConnectTime, c.connect_time));
+  }
+  // Likewise the messages links name.
+  if (std::any_of(
+          trace.process_links().begin(), trace.process_links().end(),
+          [](const ProcessLink& l) { return l.from_message.valid() || l.to_message.valid(); })) {
+    sections.push_back({SectionKind::kLinkMessages, EncodeLinkMessages(trace.process_links())});
   }
   for (SectionSource& s : sections) {
     if (!s.data) {
@@ -307,6 +328,14 @@ class Decoder {
       c.connect_time.assign(message_count_, kNoTime);
       MoveLegacyConnectTimes(strings, c.connect_time, attributes);
     }
+    const SectionView& linked = sections_[uint32_t(SectionKind::kLinkMessages) - kFirstKind];
+    const uint64_t link_count =
+        sections_[uint32_t(SectionKind::kProcessLinks) - kFirstKind].size / kProcessLinkSize;
+    if (linked.present && linked.size != link_count * kLinkMessagesSize) {
+      return Corrupt("section 'link_messages' at byte {} has {} bytes, want {} ({} links x {})",
+                     linked.offset, linked.size, link_count * kLinkMessagesSize, link_count,
+                     kLinkMessagesSize);
+    }
     std::vector<ProcessLink> links = DecodeProcessLinks();
     // Ids in range, time order, parents, attribute and link order are the trace's own rules.
     auto trace = Trace::FromParts(std::move(nodes), std::move(strings), std::move(c),
@@ -396,6 +425,7 @@ class Decoder {
       case SectionKind::kNodeNames:
       case SectionKind::kStrings:
       case SectionKind::kProcessLinks:
+      case SectionKind::kLinkMessages:
         return false;
       case SectionKind::kSendTime:
       case SectionKind::kRecvTime:
@@ -555,6 +585,15 @@ class Decoder {
         l.to_time = TimeNs(uint64_t(l.time) + delay);
       }
       p += kProcessLinkSize;
+    }
+    const SectionView& m = sections_[uint32_t(SectionKind::kLinkMessages) - kFirstKind];
+    if (m.present) {  // its size checked against the links' before
+      const uint8_t* q = m.data;
+      for (ProcessLink& l : links) {
+        l.from_message = MessageId(Load<uint32_t>(q));
+        l.to_message = MessageId(Load<uint32_t>(q + 4));
+        q += kLinkMessagesSize;
+      }
     }
     return links;
   }

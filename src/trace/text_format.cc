@@ -113,7 +113,8 @@ Result<MessageKind> ParseOp(std::string_view op) {
 }
 
 // A process link line: "timestamp FORK|EXEC|THREAD from to stid=T rtid=U", or
-// "timestamp HANDOFF from to stid=T rtid=U recv=TIMESTAMP [ambiguous=1]" (docs/formats.md).
+// "timestamp HANDOFF from to stid=T rtid=U recv=TIMESTAMP [ambiguous=1] [from_msg=N]
+// [to_msg=N]" (docs/formats.md; N counts the file's message lines from 0).
 std::optional<ProcessLinkKind> ParseLinkOp(std::string_view op) {
   if (op == "FORK") return ProcessLinkKind::kFork;
   if (op == "EXEC") return ProcessLinkKind::kExec;
@@ -134,6 +135,7 @@ class TextParser {
       size_t end = text.find('\n', pos);
       if (end == std::string_view::npos) end = text.size();
       ++line_number;
+      line_number_ = line_number;
       Status s = ParseLine(text.substr(pos, end - pos), line_number);
       if (!s.ok()) return s.WithContext(fmt::format("{}:{}", source_, line_number));
       pos = end + 1;
@@ -152,12 +154,21 @@ class TextParser {
       }
       builder_.SetParent(p.row, it->second);
     }
+    // from_msg= and to_msg= may refer forward too.
+    for (const auto& [line, index] : linked_messages_) {
+      if (index >= builder_.size()) {
+        return Status::InvalidArgument("{}:{}: a HANDOFF line names message {}, but there are {}",
+                                       source_, line, index, builder_.size());
+      }
+    }
     auto trace = std::move(builder_).Finish();
     if (!trace.ok()) return trace.status().WithContext(source_);
     return trace;
   }
 
  private:
+  std::vector<std::pair<size_t, uint32_t>> linked_messages_;  // (line, message index)
+  size_t line_number_ = 0;                                    // of the line being parsed
   struct PendingParent {
     uint32_t row;
     uint64_t label;
@@ -236,13 +247,21 @@ class TextParser {
         link.ambiguous = true;
         continue;
       }
+      if (handoff && (key == "from_msg" || key == "to_msg") && eq != std::string_view::npos) {
+        uint32_t index;
+        if (!ParseInt(value, index) || index == MessageId::kInvalidValue)
+          return Status::InvalidArgument("bad value in {}", token);
+        (key == "from_msg" ? link.from_message : link.to_message) = MessageId(index);
+        linked_messages_.emplace_back(line_number_, index);
+        continue;
+      }
       ThreadId* field = key == "stid"   ? &link.from_thread
                         : key == "rtid" ? &link.to_thread
                                         : nullptr;
       if (eq == std::string_view::npos || field == nullptr) {
-        return Status::InvalidArgument("'{}' on a {} line (want stid=N rtid=N{})", token,
-                                       ProcessLinkKindName(kind),
-                                       handoff ? " recv=TIME [ambiguous=1]" : "");
+        return Status::InvalidArgument(
+            "'{}' on a {} line (want stid=N rtid=N{})", token, ProcessLinkKindName(kind),
+            handoff ? " recv=TIME [ambiguous=1] [from_msg=N] [to_msg=N]" : "");
       }
       uint32_t thread;
       if (!ParseInt(value, thread)) return Status::InvalidArgument("bad value in {}", token);
@@ -339,6 +358,8 @@ std::string FormatTextTrace(const Trace& trace) {
       if (l.kind == ProcessLinkKind::kHandoff) {
         fmt::format_to(it, " recv={}", FormatTimestamp(l.TakenAt()));
         if (l.ambiguous) out += " ambiguous=1";
+        if (l.from_message.valid()) fmt::format_to(it, " from_msg={}", l.from_message.value());
+        if (l.to_message.valid()) fmt::format_to(it, " to_msg={}", l.to_message.value());
       }
       out += '\n';
     }

@@ -107,6 +107,10 @@ Result<Trace> Trace::FromParts(NodeTable nodes, StringTable strings, TraceColumn
         uint8_t(l.kind) >= kProcessLinkKindCount) {
       return Status::Corruption("process link {} has no time, an unknown node, thread or kind", i);
     }
+    if ((l.from_message.valid() && l.from_message.value() >= n) ||
+        (l.to_message.valid() && l.to_message.value() >= n)) {
+      return Status::Corruption("process link {} names a message beyond the last", i);
+    }
     if (l.to_time != kNoTime && l.to_time < l.time) {
       return Status::Corruption("process link {} is taken over before it was handed over", i);
     }
@@ -251,6 +255,11 @@ Result<Trace> TraceBuilder::Finish() && {
       if (p.valid()) p = MessageId(new_index[p.value()]);
     }
     for (Attribute& a : attributes_) a.message = MessageId(new_index[a.message.value()]);
+    for (ProcessLink& l : process_links_) {
+      for (MessageId* m : {&l.from_message, &l.to_message}) {
+        if (m->valid() && m->value() < n) *m = MessageId(new_index[m->value()]);
+      }
+    }
   }
   std::stable_sort(attributes_.begin(), attributes_.end(),
                    [](const Attribute& a, const Attribute& b) { return a.message < b.message; });

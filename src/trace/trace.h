@@ -66,6 +66,14 @@ struct ProcessLink {
   // covered several hand-overs): the link is reconcile's best guess, and the requests it
   // carries are marked.
   bool ambiguous = false;
+  // HANDOFF: the messages the work is known to go with, where capture tied them (gRPC's
+  // API records, docs/reconcile.md "gRPC"): `from_message`, a CALL the producer received,
+  // is the work handed over; `to_message`, a message the consumer sent, is what it sent
+  // for that work. Then the work goes with these messages, not with whatever else the
+  // threads did at the same instant (one write may carry several requests' calls).
+  // Invalid where not known.
+  MessageId from_message;
+  MessageId to_message;
   TimeNs TakenAt() const { return to_time == kNoTime ? time : to_time; }
 };
 

@@ -310,6 +310,38 @@ TEST(PreciseAlgorithms, InheritedRequestEndsWhenItIsAnswered) {
   EXPECT_EQ(run.report.requests.exact, 1u);
 }
 
+// gRPC in miniature: a poller thread (5) of A reads c1 and c2, handlers 1 and 2 take one
+// each, and each starts its call to B, which a writer thread (9) writes in one write. The
+// HANDOFF links name their messages (reconcile ties gRPC's API records to the streams):
+// each call goes with the request its handler took. Without the names, both calls go with
+// the request last handed to the writer.
+TEST(PreciseAlgorithms, FragmentFollowsLinksThatNameTheirMessages) {
+  const std::string text =
+      "10 CALL_SENT C A c1 recv=20 stid=11 rtid=5 path=1 msg=0\n"
+      "11 CALL_SENT C A c2 recv=21 stid=12 rtid=5 path=2 msg=1\n"
+      "20 HANDOFF A A stid=5 rtid=1 recv=25 from_msg=0\n"
+      "21 HANDOFF A A stid=5 rtid=2 recv=26 from_msg=1\n"
+      "30 HANDOFF A A stid=1 rtid=9 recv=40 to_msg=2\n"
+      "31 HANDOFF A A stid=2 rtid=9 recv=40 to_msg=3\n"
+      "40 CALL_SENT A B b1 recv=45 stid=9 rtid=20 path=1 msg=2 parent=0\n"
+      "40 CALL_SENT A B b2 recv=46 stid=9 rtid=20 path=2 msg=3 parent=1\n"
+      "50 RET_SENT B A b1 recv=60 stid=20 rtid=5 path=1 msg=4 parent=2\n"
+      "51 RET_SENT B A b2 recv=61 stid=20 rtid=5 path=2 msg=5 parent=3\n"
+      "70 RET_SENT A C c1 recv=80 stid=9 rtid=11 path=1 msg=6 parent=0\n"
+      "70 RET_SENT A C c2 recv=80 stid=9 rtid=12 path=2 msg=7 parent=1\n";
+  FragmentRun named = RunFragment(text, true);
+  EXPECT_EQ(named.parents, (std::vector<int64_t>{-1, -1, 0, 1, 2, 3, 0, 1}));
+  EXPECT_EQ(named.report.requests.exact, 2u);
+  std::string unnamed = text;
+  for (const char* key : {" from_msg=", " to_msg="}) {
+    for (size_t at; (at = unnamed.find(key)) != std::string::npos;)
+      unnamed.erase(at, unnamed.find('\n', at) - at);
+  }
+  FragmentRun run = RunFragment(unnamed, true);
+  EXPECT_EQ(run.parents, (std::vector<int64_t>{-1, -1, 1, 1, 2, 3, 0, 1}));
+  EXPECT_EQ(run.report.requests.exact, 0u);
+}
+
 }  // namespace
 }  // namespace weft
 

@@ -316,5 +316,44 @@ TEST(FormatTextTrace, HandoffLinksRoundTrip) {
             "t.trace:1: 'recv=1.0' on a FORK line (want stid=N rtid=N)");
 }
 
+// A HANDOFF line may name the messages its work goes with (from_msg=, to_msg=: message
+// lines counted from 0); they survive both encodings, follow their messages when the file
+// is out of time order, and must exist.
+TEST(FormatTextTrace, HandoffLinksNameTheirMessages) {
+  const std::string text =
+      "# weft text trace: timestamp op sender receiver id [key=value ...]\n"
+      "1.000000000 CALL_SENT c web c1 recv=1.000050000 stid=7 rtid=1\n"
+      "1.000050000 HANDOFF web web stid=1 rtid=2 recv=1.000100000 from_msg=0\n"
+      "1.000200000 HANDOFF web web stid=2 rtid=3 recv=1.000300000 to_msg=1\n"
+      "1.000300000 CALL_SENT web db c2 stid=3\n";
+  Trace t = ParseOk(text);
+  ASSERT_EQ(t.process_links().size(), 2u);
+  EXPECT_EQ(t.process_links()[0].from_message, MessageId(0));
+  EXPECT_FALSE(t.process_links()[0].to_message.valid());
+  EXPECT_EQ(t.process_links()[1].to_message, MessageId(1));
+  EXPECT_EQ(FormatTextTrace(t), text);
+  const std::string bytes = EncodeBinaryTrace(t);
+  Result<Trace> binary = DecodeBinaryTrace(
+      std::span(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()), "t.weft");
+  ASSERT_TRUE(binary.ok()) << binary.status().message();
+  EXPECT_EQ(FormatTextTrace(*binary), text);
+
+  // Messages out of time order: the link still names the same message once sorted.
+  Trace sorted = ParseOk(
+      "2.0 CALL_SENT web db c2 stid=3\n"
+      "1.5 HANDOFF web web stid=2 rtid=3 recv=2.0 to_msg=0\n"
+      "1.0 CALL_SENT c web c1 recv=1.1 stid=7 rtid=1\n");
+  ASSERT_EQ(sorted.process_links().size(), 1u);
+  EXPECT_EQ(
+      sorted.strings().Get(sorted.columns().call_id[sorted.process_links()[0].to_message.value()]),
+      "c2");
+
+  EXPECT_EQ(ParseError("1.0 CALL_SENT a b c1 stid=1\n"
+                       "1.0 HANDOFF a a stid=1 rtid=2 recv=1.0 to_msg=1\n"),
+            "t.trace:2: a HANDOFF line names message 1, but there are 1");
+  EXPECT_EQ(ParseError("1.0 HANDOFF a a stid=1 rtid=2 recv=1.0 to_msg=x\n"),
+            "t.trace:1: bad value in to_msg=x");
+}
+
 }  // namespace
 }  // namespace weft

@@ -126,13 +126,28 @@ class FragmentScan {
         case Step::kProcessLink:
           Spawn(trace_.process_links()[e.message], {e.node, e.thread});
           break;
-        case Step::kHandOver:
-          handed_[e.message] = designation_[{e.node, e.thread}];
+        case Step::kHandOver: {
+          // A link that names the CALL it hands over hands that request; else the
+          // producer's fragment.
+          const MessageId from = trace_.process_links()[e.message].from_message;
+          handed_[e.message] = from.valid() && c_.kind[from.value()] == MessageKind::kCall
+                                   ? from
+                                   : designation_[{e.node, e.thread}];
           break;
-        case Step::kTakeOver:
-          TakeOver(trace_.process_links()[e.message], handed_[e.message]);
+        }
+        case Step::kTakeOver: {
+          // A link that names what the consumer sent for the work gives that message its
+          // request and leaves the consumer's fragment as it was.
+          const ProcessLink& l = trace_.process_links()[e.message];
+          if (l.to_message.valid()) {
+            sent_for_[l.to_message.value()] = handed_[e.message];
+            handoffs_carrying_ += handed_[e.message].valid();
+          } else {
+            TakeOver(l, handed_[e.message]);
+          }
           handed_.erase(e.message);
           break;
+        }
         case Step::kConnect:
           if (const MessageId current = designation_[{e.node, e.thread}]; current.valid())
             connected_for_[e.message] = current;
@@ -228,12 +243,21 @@ class FragmentScan {
     if (kind == MessageKind::kReturn) {
       parent_[e.message] = call_of_[e.message];
       const Thread self{e.node, e.thread};
-      if (taken_over_.contains(self)) {
+      // A reply a link named as sent for its request is explained, whatever the thread
+      // was handed through a queue.
+      const bool named = sent_for_.erase(e.message) > 0;
+      if (!named && taken_over_.contains(self)) {
         auto held = inherited_.find(self);
         handoffs_contradicted_ += held != inherited_.end() && call_of_[e.message].valid() &&
                                   held->second != call_of_[e.message];
       }
       EndInheritance(call_of_[e.message]);
+      return;
+    }
+    if (auto sent_for = sent_for_.find(e.message); sent_for != sent_for_.end()) {
+      parent_[e.message] = sent_for->second;
+      outputs_without_request_ += !sent_for->second.valid();
+      sent_for_.erase(sent_for);
       return;
     }
     const MessageId current = designation_[{e.node, e.thread}];
@@ -279,6 +303,8 @@ class FragmentScan {
   absl::flat_hash_map<uint32_t, std::vector<Thread>> heirs_;
   // Per hand-off link handed over and not yet taken: the request handed.
   absl::flat_hash_map<uint32_t, MessageId> handed_;
+  // Per message a hand-off link named as sent for the work it handed: that request.
+  absl::flat_hash_map<uint32_t, MessageId> sent_for_;
   // Threads whose inherited request came through a hand-off; of them, through one that
   // reconcile marked ambiguous, until their next input or take-over.
   absl::flat_hash_set<Thread> taken_over_, guessed_;
