@@ -45,6 +45,7 @@ Result<NestingOptions> NestingFlags(const InferFlags& f) {
   if (f.paper_scoring) {
     options.score_returns = false;
     options.sibling_passes = 0;
+    options.lookahead = false;
   }
   return options;
 }
@@ -314,6 +315,10 @@ void AddInferCommand(CLI::App& app, Status& result) {
                   "siblings (0: off)")
       ->capture_default_str()
       ->check(CLI::Range(0, 8))
+      ->group(nesting);
+  cmd->add_flag("--lookahead", flags.nesting.lookahead,
+                "nesting: weigh each choice of parent with the best choice it leaves the node's "
+                "next call")
       ->group(nesting);
   cmd->add_flag("--paper-scoring", flags.paper_scoring,
                 "nesting: score parents by call delays only, exactly as Project 5 does (no return "

@@ -44,6 +44,9 @@ struct NestingOptions {
   // after, or overlapping one), as learned from the previous choice (weft's addition; see
   // docs/nesting.md). 0 with score_returns false gives Project 5 exactly.
   int sibling_passes = 1;
+  // Weigh each choice of parent with the best choice it leaves the next call from the same
+  // node (weft's addition; see docs/nesting.md). False gives Project 5's greedy choice.
+  bool lookahead = false;
 };
 
 // Scoreboard bins (§5.1.1.2): the paper indexes delays by log base 1.05 from 1 ms to 2 h
