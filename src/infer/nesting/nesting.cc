@@ -24,6 +24,7 @@
 #include <absl/container/flat_hash_map.h>
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 #include <vector>
 
@@ -418,7 +419,6 @@ class Nesting {
       board.assign(triples_.size() * kPlaces * kNestingBins, 0.0);
       weight.assign(triples_.size(), 0.0);
     }
-    std::vector<double> next_scores;  // the next call's score per candidate, lookahead only
     for (Call& c : calls_) c.parent = c.first_child = c.next_sibling = kNone;
     for (uint32_t child = 0; child < calls_.size(); ++child) {
       Call& c = calls_[child];
@@ -434,15 +434,23 @@ class Nesting {
           if (learn) best_siblings = DescribeSiblings(best, child);
         }
       }
-      // The next call from this node that has a choice to make, and its scores now.
+      // The next call from this node that has a choice to make, and the two best of its
+      // scores now (so that its best over candidates other than p is one comparison).
       uint32_t next = c.candidate_count > 1 && o.lookahead ? next_from_caller_[child] : kNone;
+      double next_best = 0, next_second = 0;
+      uint32_t next_best_parent = kNone;
       if (next != kNone) {
         const Call& n = calls_[next];
-        next_scores.assign(n.candidate_count, 0.0);
-        for (uint32_t j = 0; j < n.candidate_count; ++j) {
-          if (Admissible(next, n.candidates_begin + j))
-            next_scores[j] =
-                CandidateScore(next, n.candidates_begin + j, score_siblings, pen, nullptr);
+        for (uint32_t k = n.candidates_begin; k < n.candidates_begin + n.candidate_count; ++k) {
+          if (!Admissible(next, k)) continue;
+          const double score = CandidateScore(next, k, score_siblings, pen, nullptr);
+          if (score > next_best) {
+            next_second = next_best;
+            next_best = score;
+            next_best_parent = candidates_[k];
+          } else if (score > next_second) {
+            next_second = score;
+          }
         }
       }
       for (uint32_t k = c.candidates_begin;
@@ -452,16 +460,15 @@ class Nesting {
         Siblings s;
         double score = CandidateScore(child, k, score_siblings, pen, &s);
         if (next != kNone) {
+          // Candidate lists are in call order (FindCallPairs), so p is found by bisection.
           const Call& n = calls_[next];
-          double best_other = 0;
-          uint32_t next_k_of_p = kNone;
-          for (uint32_t j = 0; j < n.candidate_count; ++j) {
-            if (candidates_[n.candidates_begin + j] == p) {
-              if (Admissible(next, n.candidates_begin + j)) next_k_of_p = n.candidates_begin + j;
-            } else {
-              best_other = std::max(best_other, next_scores[j]);
-            }
-          }
+          const uint32_t* begin = candidates_.data() + n.candidates_begin;
+          const uint32_t* end = begin + n.candidate_count;
+          const uint32_t* at = std::lower_bound(begin, end, p);
+          const uint32_t k_of_p = uint32_t(at - candidates_.data());
+          const uint32_t next_k_of_p =
+              at != end && *at == p && Admissible(next, k_of_p) ? k_of_p : kNone;
+          const double best_other = next_best_parent == p ? next_second : next_best;
           score *= NextBestIf(child, p, next, best_other, next_k_of_p, score_siblings, pen);
         }
         bool earlier = best != kNone && score == best_score &&
@@ -491,6 +498,11 @@ class Nesting {
   // For each call, the next call (in call order) made by the same node that has more than
   // one candidate parent, or kNone: the call whose choice lookahead weighs.
   void FindNextFromCaller() {
+    for (const Call& c : calls_) {  // FindNestedPairs bisects candidate lists
+      const uint32_t* begin = candidates_.data() + c.candidates_begin;
+      assert(std::is_sorted(begin, begin + c.candidate_count));
+      (void)begin;
+    }
     next_from_caller_.assign(calls_.size(), kNone);
     std::vector<uint32_t> last(trace_.nodes().size(), kNone);
     for (uint32_t i = 0; i < calls_.size(); ++i) {
