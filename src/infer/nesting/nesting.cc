@@ -17,6 +17,10 @@
 //   a returned sibling (and how long after its return), or overlapping an open one. It
 //   learns from data what the overlap penalty assumes (RPC-style children run in series)
 //   and the compute gap between one call's return and the next call.
+// - With NestingOptions::lookahead (default) each choice is weighed by the best choice it
+//   leaves the next call from the same node, instead of Figure 4's greedy choice: two
+//   close calls from a node with two free parents otherwise let the first take the parent
+//   the second fits better, and the two trees swap tails (docs/nesting.md, "Lookahead").
 // - Candidate parents that never return (cut off by the end of the trace) are dropped, and
 //   with a skew window a parent that would close a cycle is skipped.
 #include "infer/nesting/nesting.h"

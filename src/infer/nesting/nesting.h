@@ -3,7 +3,8 @@
 //
 //   FindCallPairs    §5.1.1.1  match each RETURN with its CALL; collect candidate parents
 //   ScoreNestings    §5.1.1.2  scoreboard of (A, B, C, delay bin), each child weighted 1/N
-//   FindNestedPairs  §5.1.1.3  pick each child's most likely parent, with child penalties
+//   FindNestedPairs  §5.1.1.3  pick each child's most likely parent, with child penalties,
+//                              weighing what each choice leaves the node's next call
 //   FindCallPaths    §5.1.1.4  trees from the root calls, aggregated into path patterns
 //
 // docs/nesting.md describes every knob and the measured accuracy.
