@@ -59,12 +59,7 @@ Cell Score(const Trace& trace, const NestingOptions& options) {
   return c;
 }
 
-NestingOptions Paper() {
-  NestingOptions o;
-  o.score_returns = false;
-  o.sibling_passes = 0;
-  return o;
-}
+NestingOptions Paper() { return PaperNestingOptions(); }
 
 const char* kScenarios[] = {"multitier", "children-parallel", "children-0-2", "children-d-cc",
                             "penalty-breaker"};

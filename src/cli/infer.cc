@@ -2,6 +2,8 @@
 // Each algorithm is one entry in kAlgorithms; --algo lists exactly those.
 #include <fmt/format.h>
 
+#include <optional>
+
 #include "cli/command.h"
 #include "infer/baseline/baseline.h"
 #include "infer/choose.h"
@@ -23,6 +25,9 @@ struct InferFlags {
   NestingOptions nesting;
   bool no_call_ids = false;
   bool paper_scoring = false;
+  bool no_lookahead = false;
+  // Given only when set, so that --paper-scoring can default them to Project 5's values.
+  std::optional<double> overlap_penalty, same_child_penalty, generic_child_penalty;
   ConvolutionOptions convolution;
   std::string quantum = "10ms", tolerance = "0", max_delay = "0", max_memory = "4GiB";
   bool no_short_path_suppression = false;
@@ -40,12 +45,21 @@ Result<PathsFile> RunTruth(const Trace& trace, const InferFlags&) {
 
 Result<NestingOptions> NestingFlags(const InferFlags& f) {
   NestingOptions options = f.nesting;
+  if (f.paper_scoring) {
+    const NestingOptions paper = PaperNestingOptions();
+    options.overlap_penalty = paper.overlap_penalty;
+    options.same_child_penalty = paper.same_child_penalty;
+    options.generic_child_penalty = paper.generic_child_penalty;
+    options.score_returns = paper.score_returns;
+    options.sibling_passes = paper.sibling_passes;
+    options.lookahead = paper.lookahead;
+  }
+  if (f.overlap_penalty) options.overlap_penalty = *f.overlap_penalty;
+  if (f.same_child_penalty) options.same_child_penalty = *f.same_child_penalty;
+  if (f.generic_child_penalty) options.generic_child_penalty = *f.generic_child_penalty;
+  if (f.no_lookahead) options.lookahead = false;
   WEFT_ASSIGN_OR_RETURN(options.skew_window, ParseDuration(f.skew_window));
   options.use_call_ids = !f.no_call_ids;
-  if (f.paper_scoring) {
-    options.score_returns = false;
-    options.sibling_passes = 0;
-  }
   return options;
 }
 
@@ -290,17 +304,16 @@ void AddInferCommand(CLI::App& app, Status& result) {
                   "nesting: loosen nesting comparisons by this much for skewed clocks (e.g. 30ms)")
       ->capture_default_str()
       ->group(nesting);
-  cmd->add_option("--overlap-penalty", flags.nesting.overlap_penalty,
-                  "nesting: x, penalty exponent for children overlapping in time")
-      ->capture_default_str()
+  cmd->add_option("--overlap-penalty", flags.overlap_penalty,
+                  "nesting: x, penalty exponent for children overlapping in time (default 4; 2 "
+                  "with --paper-scoring)")
       ->group(nesting);
-  cmd->add_option("--same-child-penalty", flags.nesting.same_child_penalty,
-                  "nesting: y, penalty exponent for children calling the same node")
-      ->capture_default_str()
+  cmd->add_option("--same-child-penalty", flags.same_child_penalty,
+                  "nesting: y, penalty exponent for children calling the same node (default 0)")
       ->group(nesting);
-  cmd->add_option("--generic-child-penalty", flags.nesting.generic_child_penalty,
-                  "nesting: z, penalty exponent for any child already assigned")
-      ->capture_default_str()
+  cmd->add_option("--generic-child-penalty", flags.generic_child_penalty,
+                  "nesting: z, penalty exponent for any child already assigned (default 1; 0 "
+                  "with --paper-scoring)")
       ->group(nesting);
   cmd->add_option("--smooth", flags.nesting.smoothing_bins,
                   "nesting: Gaussian smoothing of the scoreboard, sigma in bins (0: off)")
@@ -315,9 +328,13 @@ void AddInferCommand(CLI::App& app, Status& result) {
       ->capture_default_str()
       ->check(CLI::Range(0, 8))
       ->group(nesting);
+  cmd->add_flag("--no-lookahead", flags.no_lookahead,
+                "nesting: choose each child's parent greedily, without weighing the choice it "
+                "leaves the node's next call")
+      ->group(nesting);
   cmd->add_flag("--paper-scoring", flags.paper_scoring,
                 "nesting: score parents by call delays only, exactly as Project 5 does (no return "
-                "or sibling scoring)")
+                "or sibling scoring, no lookahead, x = 2, z = 0)")
       ->group(nesting);
   auto* convolution = "convolution (Project 5 §5.2; docs/convolution.md)";
   cmd->add_option("--quantum", flags.quantum,

@@ -17,6 +17,10 @@
 //   a returned sibling (and how long after its return), or overlapping an open one. It
 //   learns from data what the overlap penalty assumes (RPC-style children run in series)
 //   and the compute gap between one call's return and the next call.
+// - With NestingOptions::lookahead (default) each choice is weighed by the best choice it
+//   leaves the next call from the same node, instead of Figure 4's greedy choice: two
+//   close calls from a node with two free parents otherwise let the first take the parent
+//   the second fits better, and the two trees swap tails (docs/nesting.md, "Lookahead").
 // - Candidate parents that never return (cut off by the end of the trace) are dropped, and
 //   with a skew window a parent that would close a cycle is skipped.
 #include "infer/nesting/nesting.h"
@@ -24,6 +28,7 @@
 #include <absl/container/flat_hash_map.h>
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 #include <vector>
 
@@ -68,6 +73,7 @@ class Nesting {
   Result<NestingInference> Run() {
     FindCallPairs();
     ScoreNestings();
+    if (options_.lookahead) FindNextFromCaller();
     const int passes = options_.sibling_passes;
     for (int pass = 0; pass <= passes; ++pass) FindNestedPairs(pass > 0, pass < passes);
     return FindCallPaths();
@@ -230,11 +236,12 @@ class Nesting {
   // The evidence for `parent` from the scoreboard: the paper's call-delay score, times,
   // with return scoring, the return-gap score divided by the triple's total weight (so
   // that the product still counts like the paper's score: N x P(delay) x P(gap)).
-  double RawScore(uint32_t k) {
+  double RawScore(uint32_t k) const {
     uint32_t triple = candidate_triples_[k];
-    double score = CallScore(triple, candidate_bins_[k].call);
+    const double* row = &scoreboard_[triple * kRowSize];
+    double score = row[candidate_bins_[k].call];
     if (options_.score_returns)
-      score *= ReturnScore(triple, candidate_bins_[k].ret) / triple_weight_[triple];
+      score *= row[kNestingBins + candidate_bins_[k].ret] / triple_weight_[triple];
     return score;
   }
 
@@ -354,15 +361,63 @@ class Nesting {
     return false;
   }
 
+  // The penalised score of candidate `k` (parent candidates_[k]) for `child`, given the
+  // children assigned so far (§5.1.1.3 with weft's sibling scoring); `siblings` receives
+  // how the child would follow the parent's other children.
+  struct Penalties {
+    std::vector<double> overlap, same, any;
+  };
+  double CandidateScore(uint32_t child, uint32_t k, bool score_siblings, const Penalties& pen,
+                        Siblings* siblings) const {
+    const NestingOptions& o = options_;
+    double score = RawScore(k);
+    Siblings s = DescribeSiblings(candidates_[k], child);
+    if (s.overlapping) score *= Penalty(pen.overlap, s.overlapping, o.overlap_penalty);
+    if (s.same) score *= Penalty(pen.same, s.same, o.same_child_penalty);
+    if (s.any) score *= Penalty(pen.any, s.any, o.generic_child_penalty);
+    if (score_siblings) {  // P(place, gap | A, B, C), lightly smoothed toward unseen bins
+      uint32_t triple = candidate_triples_[k];
+      score *= (sibling_board_[SiblingBin(triple, s)] + 0.01) / (sibling_weight_[triple] + 1.0);
+    }
+    if (siblings) *siblings = s;
+    return score;
+  }
+
+  // Whether `child` can be given to candidate `k` (with a skew window, not to its own
+  // descendant).
+  bool Admissible(uint32_t child, uint32_t k) const {
+    return options_.skew_window == 0 || !IsAncestor(child, candidates_[k]);
+  }
+
+  // The best score the next call from the same node (`next`) could get if `child` went to
+  // candidate parent `p`; `others` is next's best score over candidates other than p as
+  // the children stand now. Only p's own candidacy changes when child joins p.
+  double NextBestIf(uint32_t child, uint32_t p, uint32_t next, double best_other_than_p,
+                    uint32_t next_k_of_p, bool score_siblings, const Penalties& pen) {
+    if (next_k_of_p == kNone) return best_other_than_p;
+    Call& parent = calls_[p];
+    const uint32_t saved = parent.first_child;
+    calls_[child].next_sibling = saved;  // join p for the look, then leave again
+    parent.first_child = child;
+    double with = CandidateScore(next, next_k_of_p, score_siblings, pen, nullptr);
+    parent.first_child = saved;
+    calls_[child].next_sibling = kNone;
+    return std::max(with, best_other_than_p);
+  }
+
   // §5.1.1.3. Children in time order; each takes the candidate with the best penalised
   // score; ties go to the earliest parent. Every pass starts afresh. With `score_siblings`
   // the sibling board weighs in; with `learn` the pass fills the next pass's board with
   // each child's place and gap at its chosen parent, as they were when it was chosen.
+  //
+  // With NestingOptions::lookahead (weft's addition) a choice also weighs what it leaves
+  // for the next call from the same node: each candidate's score is multiplied by the best
+  // score that call could then get. Greedy choice in time order otherwise lets one child
+  // take the parent that the next child fits far better, and the two trees' tails swap.
   void FindNestedPairs(bool score_siblings, bool learn) {
     const NestingOptions& o = options_;
-    const std::vector<double> overlap_table = PenaltyTable(o.overlap_penalty);
-    const std::vector<double> same_table = PenaltyTable(o.same_child_penalty);
-    const std::vector<double> any_table = PenaltyTable(o.generic_child_penalty);
+    const Penalties pen{PenaltyTable(o.overlap_penalty), PenaltyTable(o.same_child_penalty),
+                        PenaltyTable(o.generic_child_penalty)};
     std::vector<double> board, weight;
     if (learn) {
       board.assign(triples_.size() * kPlaces * kNestingBins, 0.0);
@@ -377,24 +432,48 @@ class Nesting {
       Siblings best_siblings;
       if (c.candidate_count == 1) {  // no choice to score
         uint32_t k = c.candidates_begin;
-        if (o.skew_window == 0 || !IsAncestor(child, candidates_[k])) {
+        if (Admissible(child, k)) {
           best = candidates_[k];
           best_k = k;
           if (learn) best_siblings = DescribeSiblings(best, child);
         }
       }
+      // The next call from this node that has a choice to make, and the two best of its
+      // scores now (so that its best over candidates other than p is one comparison).
+      uint32_t next = c.candidate_count > 1 && o.lookahead ? next_from_caller_[child] : kNone;
+      double next_best = 0, next_second = 0;
+      uint32_t next_best_parent = kNone;
+      if (next != kNone) {
+        const Call& n = calls_[next];
+        for (uint32_t k = n.candidates_begin; k < n.candidates_begin + n.candidate_count; ++k) {
+          if (!Admissible(next, k)) continue;
+          const double score = CandidateScore(next, k, score_siblings, pen, nullptr);
+          if (score > next_best) {
+            next_second = next_best;
+            next_best = score;
+            next_best_parent = candidates_[k];
+          } else if (score > next_second) {
+            next_second = score;
+          }
+        }
+      }
       for (uint32_t k = c.candidates_begin;
            c.candidate_count > 1 && k < c.candidates_begin + c.candidate_count; ++k) {
         uint32_t p = candidates_[k];
-        if (o.skew_window > 0 && IsAncestor(child, p)) continue;
-        double score = RawScore(k);
-        Siblings s = DescribeSiblings(p, child);
-        if (s.overlapping) score *= Penalty(overlap_table, s.overlapping, o.overlap_penalty);
-        if (s.same) score *= Penalty(same_table, s.same, o.same_child_penalty);
-        if (s.any) score *= Penalty(any_table, s.any, o.generic_child_penalty);
-        if (score_siblings) {  // P(place, gap | A, B, C), lightly smoothed toward unseen bins
-          uint32_t triple = candidate_triples_[k];
-          score *= (sibling_board_[SiblingBin(triple, s)] + 0.01) / (sibling_weight_[triple] + 1.0);
+        if (!Admissible(child, k)) continue;
+        Siblings s;
+        double score = CandidateScore(child, k, score_siblings, pen, &s);
+        if (next != kNone) {
+          // Candidate lists are in call order (FindCallPairs), so p is found by bisection.
+          const Call& n = calls_[next];
+          const uint32_t* begin = candidates_.data() + n.candidates_begin;
+          const uint32_t* end = begin + n.candidate_count;
+          const uint32_t* at = std::lower_bound(begin, end, p);
+          const uint32_t k_of_p = uint32_t(at - candidates_.data());
+          const uint32_t next_k_of_p =
+              at != end && *at == p && Admissible(next, k_of_p) ? k_of_p : kNone;
+          const double best_other = next_best_parent == p ? next_second : next_best;
+          score *= NextBestIf(child, p, next, best_other, next_k_of_p, score_siblings, pen);
         }
         bool earlier = best != kNone && score == best_score &&
                        Received(calls_[p].call) < Received(calls_[best].call);
@@ -417,6 +496,25 @@ class Nesting {
     if (learn) {
       sibling_board_ = std::move(board);
       sibling_weight_ = std::move(weight);
+    }
+  }
+
+  // For each call, the next call (in call order) made by the same node that has more than
+  // one candidate parent, or kNone: the call whose choice lookahead weighs.
+  void FindNextFromCaller() {
+    for (const Call& c : calls_) {  // FindNestedPairs bisects candidate lists
+      const uint32_t* begin = candidates_.data() + c.candidates_begin;
+      assert(std::is_sorted(begin, begin + c.candidate_count));
+      (void)begin;
+    }
+    next_from_caller_.assign(calls_.size(), kNone);
+    std::vector<uint32_t> last(trace_.nodes().size(), kNone);
+    for (uint32_t i = 0; i < calls_.size(); ++i) {
+      const Call& c = calls_[i];
+      if (!c.ret.valid() || c.candidate_count < 2) continue;
+      uint32_t& previous = last[c.caller.value()];
+      if (previous != kNone) next_from_caller_[previous] = i;
+      previous = i;
     }
   }
 
@@ -475,10 +573,11 @@ class Nesting {
   std::vector<Bins> candidate_bins_;         // its two bins, computed once
   std::vector<uint32_t> direct_triples_;     // (a, b, c) -> row, when nodes are few
   absl::flat_hash_map<Triple, uint32_t> triples_;
-  std::vector<double> scoreboard_;      // kRowSize per triple
-  std::vector<double> triple_weight_;   // per triple: the weight it was given in all
-  std::vector<double> sibling_board_;   // see SiblingBin
-  std::vector<double> sibling_weight_;  // per triple: children chosen in the last pass
+  std::vector<double> scoreboard_;          // kRowSize per triple
+  std::vector<double> triple_weight_;       // per triple: the weight it was given in all
+  std::vector<double> sibling_board_;       // see SiblingBin
+  std::vector<double> sibling_weight_;      // per triple: children chosen in the last pass
+  std::vector<uint32_t> next_from_caller_;  // see FindNextFromCaller
 
   int64_t returns_ = 0, call_pairs_ = 0, unmatched_calls_ = 0, unmatched_returns_ = 0;
   int64_t ignored_messages_ = 0, candidate_parents_ = 0, children_with_candidates_ = 0;

@@ -3,7 +3,8 @@
 //
 //   FindCallPairs    §5.1.1.1  match each RETURN with its CALL; collect candidate parents
 //   ScoreNestings    §5.1.1.2  scoreboard of (A, B, C, delay bin), each child weighted 1/N
-//   FindNestedPairs  §5.1.1.3  pick each child's most likely parent, with child penalties
+//   FindNestedPairs  §5.1.1.3  pick each child's most likely parent, with child penalties,
+//                              weighing what each choice leaves the node's next call
 //   FindCallPaths    §5.1.1.4  trees from the root calls, aggregated into path patterns
 //
 // docs/nesting.md describes every knob and the measured accuracy.
@@ -24,10 +25,13 @@ struct NestingOptions {
   TimeNs skew_window = 0;
   // Child penalties of §5.1.1.3: a candidate parent's score is multiplied by
   // (1 + c)^-exponent for c of its already assigned children that overlap this child in
-  // time (x), go to the same node (y), or exist at all (z).
-  double overlap_penalty = 2.0;
+  // time (x), go to the same node (y), or exist at all (z). The defaults (x = 4, z = 1)
+  // were chosen with lookahead and three sibling passes on the microservice scenarios and
+  // checked on Figures 17-22 (docs/nesting.md); Project 5's scoring uses x = 2, z = 0
+  // (PaperNestingOptions).
+  double overlap_penalty = 4.0;
   double same_child_penalty = 0.0;
-  double generic_child_penalty = 0.0;
+  double generic_child_penalty = 1.0;
   // Also score how long after the child's return the parent returns (weft's addition; see
   // docs/nesting.md): a second scoreboard of (A, B, C, return gap), multiplied with the
   // paper's (A, B, C, call delay) as independent evidence.
@@ -42,9 +46,24 @@ struct NestingOptions {
   // Choose again this many times, also scoring each candidate by how the child would
   // follow the parent's other children (first, after a returned sibling and how long
   // after, or overlapping one), as learned from the previous choice (weft's addition; see
-  // docs/nesting.md). 0 with score_returns false gives Project 5 exactly.
-  int sibling_passes = 1;
+  // docs/nesting.md). 0 with score_returns and lookahead false gives Project 5 exactly.
+  int sibling_passes = 3;
+  // Weigh each choice of parent with the best choice it leaves the next call from the same
+  // node (weft's addition; see docs/nesting.md). False gives Project 5's greedy choice.
+  bool lookahead = true;
 };
+
+// Project 5's algorithm exactly (--paper-scoring): call delays only, no return or sibling
+// scoring, greedy choice, and the penalties weft used with it (x = 2, y = z = 0).
+inline NestingOptions PaperNestingOptions() {
+  NestingOptions o;
+  o.overlap_penalty = 2.0;
+  o.generic_child_penalty = 0.0;
+  o.score_returns = false;
+  o.sibling_passes = 0;
+  o.lookahead = false;
+  return o;
+}
 
 // Scoreboard bins (§5.1.1.2): the paper indexes delays by log base 1.05 from 1 ms to 2 h
 // in 340 bins. weft keeps base 1.05 but starts at 100 ns, so that the microsecond delays
