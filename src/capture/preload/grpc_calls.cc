@@ -18,8 +18,9 @@
 // Nothing of gRPC is linked or included: the functions are found with dlsym(RTLD_NEXT)
 // on first use, which can only happen in a program that has libgrpc loaded, and the few
 // structures read are declared here as gRPC's public C ABI defines them (grpc_types.h,
-// slice.h; unchanged since gRPC 1.0). The wrappers never block: the table of requested
-// calls is lock-free and bounded; what does not fit is counted and not logged.
+// slice.h), read only in the versions that have these layouts (LayoutKnown). The wrappers never
+// block: the table of requested calls is lock-free and bounded; what does not fit is counted and
+// not logged.
 #include <dlfcn.h>
 #include <errno.h>
 #include <stddef.h>
@@ -134,6 +135,25 @@ WEFT_GRPC_FUNCTION(grpc_channel_create_registered_call, void*,
                    (void*, void*, uint32_t, void*, void*, GrpcTimespec, void*))
 WEFT_GRPC_FUNCTION(grpc_call_start_batch, int, (void*, const GrpcOp*, size_t, void*, void*))
 #undef WEFT_GRPC_FUNCTION
+
+// The layouts above, and the server's call allocations below, are read only in a gRPC
+// whose core has them: grpc_version_string() is gRPC core's version, 20 to 40 (its
+// releases of about 2021 to 2024; verified with 29, gRPC 1.51). In any other version
+// nothing is read or logged, and reconcile's summary shows its calls as not tied.
+bool LayoutKnown() {
+  static int known = -1;  // -1: not yet asked
+  int k = __atomic_load_n(&known, __ATOMIC_ACQUIRE);
+  if (__builtin_expect(k >= 0, 1)) return k != 0;
+  static void* slot = nullptr;
+  auto version = reinterpret_cast<const char* (*)()>(Find("grpc_version_string", &slot));
+  const char* v = version != nullptr ? version() : nullptr;
+  int major = -1;
+  for (const char* c = v; c != nullptr && *c >= '0' && *c <= '9' && major < 1000; ++c)
+    major = (major < 0 ? 0 : major * 10) + (*c - '0');
+  k = major >= 20 && major <= 40;
+  __atomic_store_n(&known, k, __ATOMIC_RELEASE);
+  return k != 0;
+}
 
 uint64_t MetadataHash(const GrpcMetadata* fields, size_t count) {
   uint64_t h = 0;
@@ -252,7 +272,7 @@ void WrappedRun(GrpcFunctor* functor, int ok) {
 
 // A request for a server call made: remembered, and a callback queue's functor wrapped.
 void Requesting(void** call, GrpcMetadataArray* metadata, void* cq, void* tag) {
-  if (!Logging()) return;
+  if (!Logging() || !LayoutKnown()) return;
   Requested* r = Remember(tag, call, metadata);
   if (r == nullptr || !IsCallbackQueue(cq)) return;
   auto* functor = static_cast<GrpcFunctor*>(tag);
@@ -337,7 +357,8 @@ bool ManageAllocator(void* dest, const void* source, int operation) {
 // when it is empty or memory is short.
 void WrapAllocator(StdFunction* f, void* cq) {
 #if defined(__x86_64__)
-  if (f == nullptr || f->manager == nullptr || f->manager == ManageAllocator) return;
+  if (f == nullptr || f->manager == nullptr || f->manager == ManageAllocator || !LayoutKnown())
+    return;
   auto* a = static_cast<Allocator*>(malloc(sizeof(Allocator)));
   if (a == nullptr) return;
   memcpy(&a->inner, f, sizeof *f);
@@ -486,6 +507,7 @@ WEFT_EXPORT int grpc_call_start_batch(void* call, const GrpcOp* ops, size_t nops
                                       void* reserved) {
   auto real = Real_grpc_call_start_batch();
   if (real == nullptr) return 1;
+  if (!Logging() || !LayoutKnown()) return real(call, ops, nops, tag, reserved);
   int64_t entry = NowNs();
   const GrpcOp* initial = nullptr;
   for (size_t i = 0; ops != nullptr && i < nops; ++i) {
