@@ -12,25 +12,49 @@ namespace {
 
 using capture::EventOp;
 
-// The wire calls one process saw in one direction, by metadata hash, each in time order
-// with whether an API call has claimed it.
+// The wire calls one process saw in one direction with one metadata hash, in time order,
+// with whether an API call has claimed each. Calls whose metadata are alike share one list,
+// which can hold every call of a busy process, so both searches stop at the second fit:
+// a take claims only the earliest unclaimed call (the one fit of a prefix), so the claimed
+// calls before `first_unclaimed` are never looked at again; a start looks only from its
+// own time on.
 struct Candidates {
   std::vector<const GrpcWireCall*> calls;
   std::vector<bool> claimed;
+  size_t first_unclaimed = 0;
 };
 
-// Of `c`'s unclaimed calls, those `fits` accepts: the one, or null when none or several.
-template <typename Fits>
-const GrpcWireCall* TheOne(Candidates& c, Fits fits, bool* ambiguous) {
-  size_t found = c.calls.size();
-  int n = 0;
-  for (size_t i = 0; i < c.calls.size(); ++i) {
-    if (c.claimed[i] || !fits(*c.calls[i])) continue;
-    found = i;
-    ++n;
+// The one unclaimed call received at or before `time`, or null when none or several fit.
+const GrpcWireCall* ReadBefore(Candidates& c, TimeNs time, bool* ambiguous) {
+  while (c.first_unclaimed < c.calls.size() && c.claimed[c.first_unclaimed]) ++c.first_unclaimed;
+  size_t i = c.first_unclaimed;
+  *ambiguous = false;
+  if (i == c.calls.size() || c.calls[i]->time > time) return nullptr;
+  for (size_t j = i + 1; j < c.calls.size() && c.calls[j]->time <= time; ++j) {
+    if (!c.claimed[j]) {
+      *ambiguous = true;
+      return nullptr;
+    }
   }
-  *ambiguous = n > 1;
-  if (n != 1) return nullptr;
+  c.claimed[i] = true;
+  return c.calls[i];
+}
+
+// The one unclaimed call sent at or after `time`, or null when none or several fit.
+const GrpcWireCall* SentAfter(Candidates& c, TimeNs time, bool* ambiguous) {
+  auto from = std::lower_bound(c.calls.begin(), c.calls.end(), time,
+                               [](const GrpcWireCall* w, TimeNs t) { return w->time < t; });
+  size_t found = c.calls.size();
+  *ambiguous = false;
+  for (size_t j = size_t(from - c.calls.begin()); j < c.calls.size(); ++j) {
+    if (c.claimed[j]) continue;
+    if (found != c.calls.size()) {
+      *ambiguous = true;
+      return nullptr;
+    }
+    found = j;
+  }
+  if (found == c.calls.size()) return nullptr;
   c.claimed[found] = true;
   return c.calls[found];
 }
@@ -50,9 +74,13 @@ void AddGrpcHandoffs(std::span<const capture::EventLog> logs, const BootOffsets&
       if (w.sent) returns[{w.log, w.call_id}] = &w;
       continue;
     }
-    Candidates& c = by_key[{w.log, w.sent, w.hash}];
-    c.calls.push_back(&w);
-    c.claimed.push_back(false);
+    by_key[{w.log, w.sent, w.hash}].calls.push_back(&w);
+  }
+  for (auto& [key, c] : by_key) {
+    std::stable_sort(
+        c.calls.begin(), c.calls.end(),
+        [](const GrpcWireCall* a, const GrpcWireCall* b) { return a->time < b->time; });
+    c.claimed.assign(c.calls.size(), false);
   }
   auto link = [&](uint32_t log, int32_t from_tid, TimeNs from, int32_t to_tid, TimeNs to,
                   MessageId from_message, MessageId to_message) {
@@ -92,11 +120,7 @@ void AddGrpcHandoffs(std::span<const capture::EventLog> logs, const BootOffsets&
         ++counts.takes;
         auto it = by_key.find({i, false, e->second});
         const GrpcWireCall* w =
-            it == by_key.end()
-                ? nullptr
-                : TheOne(
-                      it->second, [&](const GrpcWireCall& c) { return c.time <= exit; },
-                      &ambiguous);
+            it == by_key.end() ? nullptr : ReadBefore(it->second, exit, &ambiguous);
         counts.takes_ambiguous += ambiguous;
         if (w == nullptr) continue;
         link(i, w->tid, w->time, e->tid, exit, MessageId(w->row), MessageId());
@@ -120,11 +144,7 @@ void AddGrpcHandoffs(std::span<const capture::EventLog> logs, const BootOffsets&
         ++counts.starts;
         auto it = by_key.find({i, true, e->second});
         const GrpcWireCall* w =
-            it == by_key.end()
-                ? nullptr
-                : TheOne(
-                      it->second, [&](const GrpcWireCall& c) { return c.time >= entry; },
-                      &ambiguous);
+            it == by_key.end() ? nullptr : SentAfter(it->second, entry, &ambiguous);
         counts.starts_ambiguous += ambiguous;
         if (w == nullptr) continue;
         link(i, e->tid, entry, w->tid, w->time, MessageId(), MessageId(w->row));

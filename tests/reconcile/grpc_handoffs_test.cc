@@ -91,5 +91,43 @@ TEST(GrpcHandoffs, TiesEachCallToTheStreamWithItsMetadata) {
                                      {2, 31, 9, 40, "-", "b2"}}));
 }
 
+// A busy process whose calls carry no metadata of their own: every call has the same hash.
+// Calls taken one by one, each read just before its take, are each the one fit and are
+// tied in order; calls read in a burst before any take are each counted as ambiguous.
+// 200,000 of each: the searches stop at the second fit, where scanning every candidate
+// made this quadratic.
+TEST(GrpcHandoffs, AlikeCallsAreTiedInOrderOrCountedAtScale) {
+  constexpr uint32_t kCalls = 200'000;
+  TraceBuilder builder;
+  const NodeId a = builder.Node("A"), c = builder.Node("C");
+  std::vector<GrpcWireCall> wire;
+  capture::EventLog log;
+  for (uint32_t i = 0; i < kCalls; ++i) {
+    MessageRecord r;
+    r.kind = MessageKind::kCall;
+    r.sender = c;
+    r.receiver = a;
+    r.send_time = 10 * TimeNs(i);
+    r.recv_time = 10 * TimeNs(i) + 1;
+    r.call_id = builder.String("c" + std::to_string(i));
+    wire.push_back(
+        {.log = 0, .sent = false, .hash = 7, .tid = 5, .time = r.recv_time, .row = builder.Add(r)});
+    log.events.push_back(ApiCall(EventOp::kGrpcTake, 1, r.recv_time + 1, r.recv_time + 2, i, 7));
+  }
+  const TimeNs burst = 10 * TimeNs(kCalls) + 100;  // all read, then all taken
+  for (uint32_t i = 0; i < kCalls; ++i) {
+    wire.push_back({.log = 0, .sent = false, .hash = 8, .tid = 5, .time = burst});
+    log.events.push_back(ApiCall(EventOp::kGrpcTake, 1, burst + 1 + i, burst + 2 + i, i, 8));
+  }
+  BootOffsets offsets = {{log.header.boot_id, 0}};
+  GrpcHandoffCounts counts;
+  std::vector<capture::EventLog> logs = {log};
+  AddGrpcHandoffs(
+      logs, offsets, wire, [&](uint32_t, int32_t) { return a; }, builder, counts);
+  EXPECT_EQ(counts.takes, 2 * kCalls);
+  EXPECT_EQ(counts.takes_linked, kCalls);
+  EXPECT_EQ(counts.takes_ambiguous, kCalls);  // none claimed, so every take has them all
+}
+
 }  // namespace
 }  // namespace weft::reconcile
