@@ -285,6 +285,14 @@ void Requesting(void** call, GrpcMetadataArray* metadata, void* cq, void* tag) {
   functor->functor_run = WrappedRun;
 }
 
+// A request gRPC refused: its slot is freed and a wrapped functor gets its own run back.
+void Unrequest(void* tag) {
+  Requested* r = Lookup(tag);
+  if (r == nullptr) return;
+  if (r->run != nullptr) static_cast<GrpcFunctor*>(tag)->functor_run = r->run;
+  Forget(r);
+}
+
 // --- gRPC C++ servers: the allocators of server calls ------------------------------------
 //
 // gRPC C++ (1.3x on) does not request server calls with grpc_server_request_call: it gives
@@ -438,12 +446,7 @@ WEFT_EXPORT int grpc_server_request_call(void* server, void** call, void* detail
   if (real == nullptr) return 1;  // GRPC_CALL_ERROR
   Requesting(call, metadata, cq_notify, tag);
   int r = real(server, call, details, metadata, cq_bound, cq_notify, tag);
-  if (r != 0) {
-    if (Requested* slot = Lookup(tag)) {
-      if (slot->run != nullptr) static_cast<GrpcFunctor*>(tag)->functor_run = slot->run;
-      Forget(slot);
-    }
-  }
+  if (r != 0) Unrequest(tag);
   return r;
 }
 
@@ -455,12 +458,7 @@ WEFT_EXPORT int grpc_server_request_registered_call(void* server, void* method, 
   if (real == nullptr) return 1;
   Requesting(call, metadata, cq_notify, tag);
   int r = real(server, method, call, deadline, metadata, payload, cq_bound, cq_notify, tag);
-  if (r != 0) {
-    if (Requested* slot = Lookup(tag)) {
-      if (slot->run != nullptr) static_cast<GrpcFunctor*>(tag)->functor_run = slot->run;
-      Forget(slot);
-    }
-  }
+  if (r != 0) Unrequest(tag);
   return r;
 }
 
