@@ -7,7 +7,8 @@
 // `--versus before21` puts nesting's defaults before issue 21 in the first column instead of
 // the paper's scoring, marks every cell where the weft column is worse with "(worse)", and
 // ends with a count. Nesting flags after the others (--overlap-penalty X,
-// --generic-child-penalty Z, --sibling-passes K, --no-lookahead) change the weft column.
+// --generic-child-penalty Z, --sibling-passes K, --no-lookahead, --fixed-generic-penalty) change
+// the weft column.
 #include <fmt/format.h>
 
 #include <cstdlib>
@@ -288,13 +289,18 @@ int main(int argc, char** argv) {
         "usage: nesting_sweeps [--messages N] [--only cases|parallelism|deviation|loss|skew|\n"
         "  microservices]\n"
         "  [--scenario NAME] [--versus before21] [--overlap-penalty X]\n"
-        "  [--generic-child-penalty Z] [--sibling-passes K] [--no-lookahead]\n");
+        "  [--generic-child-penalty Z] [--sibling-passes K] [--no-lookahead]\n"
+        "  [--fixed-generic-penalty]\n");
     return 2;
   };
   for (int i = 1; i < argc; ++i) {
     std::string flag = argv[i];
     if (flag == "--no-lookahead") {
       weft_options.lookahead = false;
+      continue;
+    }
+    if (flag == "--fixed-generic-penalty") {
+      weft_options.scale_generic_penalty = false;
       continue;
     }
     if (i + 1 >= argc) return usage();

@@ -26,6 +26,7 @@ struct InferFlags {
   bool no_call_ids = false;
   bool paper_scoring = false;
   bool no_lookahead = false;
+  bool fixed_generic_penalty = false;
   // Given only when set, so that --paper-scoring can default them to Project 5's values.
   std::optional<double> overlap_penalty, same_child_penalty, generic_child_penalty;
   ConvolutionOptions convolution;
@@ -50,6 +51,7 @@ Result<NestingOptions> NestingFlags(const InferFlags& f) {
     options.overlap_penalty = paper.overlap_penalty;
     options.same_child_penalty = paper.same_child_penalty;
     options.generic_child_penalty = paper.generic_child_penalty;
+    options.scale_generic_penalty = paper.scale_generic_penalty;
     options.score_returns = paper.score_returns;
     options.sibling_passes = paper.sibling_passes;
     options.lookahead = paper.lookahead;
@@ -58,6 +60,7 @@ Result<NestingOptions> NestingFlags(const InferFlags& f) {
   if (f.same_child_penalty) options.same_child_penalty = *f.same_child_penalty;
   if (f.generic_child_penalty) options.generic_child_penalty = *f.generic_child_penalty;
   if (f.no_lookahead) options.lookahead = false;
+  if (f.fixed_generic_penalty) options.scale_generic_penalty = false;
   WEFT_ASSIGN_OR_RETURN(options.skew_window, ParseDuration(f.skew_window));
   options.use_call_ids = !f.no_call_ids;
   return options;
@@ -314,6 +317,10 @@ void AddInferCommand(CLI::App& app, Status& result) {
   cmd->add_option("--generic-child-penalty", flags.generic_child_penalty,
                   "nesting: z, penalty exponent for any child already assigned (default 1; 0 "
                   "with --paper-scoring)")
+      ->group(nesting);
+  cmd->add_flag("--fixed-generic-penalty", flags.fixed_generic_penalty,
+                "nesting: apply z at every node as given, instead of scaling it down where a "
+                "visit makes few calls (1.5 or fewer: none)")
       ->group(nesting);
   cmd->add_option("--smooth", flags.nesting.smoothing_bins,
                   "nesting: Gaussian smoothing of the scoreboard, sigma in bins (0: off)")

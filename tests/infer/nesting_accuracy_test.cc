@@ -2,6 +2,8 @@
 // docs/nesting.md (Project 5 Figure 17 and the added-delay experiment of §7.2).
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include "eval/eval.h"
 #include "gen/gen.h"
 #include "infer/nesting/nesting.h"
@@ -53,7 +55,7 @@ TEST(NestingAccuracyTest, TopNFalseNegatives) {
     uint64_t worst;     // the largest FN for N up to 30
     double correct;     // instances exactly right
   };
-  for (Expected e : {Expected{true, 30, 1, 0.885}, Expected{false, 9, 4, 0.701}}) {
+  for (Expected e : {Expected{true, 30, 1, 0.887}, Expected{false, 9, 4, 0.701}}) {
     NestingInference inferred = Nesting(trace, e.weft_scoring);
     EXPECT_NEAR(PerNodeParallelism(inferred.counters), 1.641, 0.02);
     Result<EvalReport> report = Evaluate(truth->paths, inferred.paths, EvalOptions{.max_n = 30});
@@ -100,6 +102,52 @@ TEST(NestingAccuracyTest, AddedDelayShowsOnTheWs2ToApCall) {
     double growth = Ws2ToApCallDelay(Nesting(added, weft_scoring).paths) -
                     Ws2ToApCallDelay(Nesting(normal, weft_scoring).paths);
     EXPECT_NEAR(growth, 200e6, 20e6) << "weft_scoring=" << weft_scoring;
+  }
+}
+
+// The share of inferred path instances that are wrong, on a Figure 19 cell: `scenario`
+// at `factor` times its parallelism, 50,000 messages (bench/nesting_sweeps).
+double FalsePositiveRate(const std::string& scenario, double factor, const NestingOptions& o) {
+  Result<GenConfig> config = LoadGenConfig(scenario);
+  EXPECT_TRUE(config.ok()) << config.status().message();
+  config->parallelism *= factor;
+  config->messages = 50'000;
+  Result<Trace> trace = MakeTrace(*config);
+  EXPECT_TRUE(trace.ok()) << trace.status().message();
+  Result<NestingInference> inferred = InferNesting(*trace, o);
+  Result<TruthInference> truth = InferFromTruth(*trace);
+  EXPECT_TRUE(inferred.ok() && truth.ok());
+  Result<EvalReport> report = Evaluate(truth->paths, inferred->paths, EvalOptions{.max_n = 1});
+  EXPECT_TRUE(report.ok()) << report.status().message();
+  return report->instances.FalsePositiveRate();
+}
+
+// The generic child penalty z, scaled by the calls per visit (scale_generic_penalty): at
+// children-parallel's and children-d-cc's B, whose visits make two calls or fewer, z at
+// full strength sends a parent's second child to a fresh parent, and the defaults of issue
+// 21 were worse there than the defaults before it (x = 2, z = 0, one sibling pass, greedy).
+// Scaled, no cell of Figures 18-22 is worse than before; these are the three that were.
+// Measured (false positives: before issue 21, scaled, fixed): children-parallel x2 91.6%,
+// 90.9%, 92.3%; x4 99.5%, 99.4%, 99.6%; children-d-cc x4 88.2%, 86.1%, 92.0%.
+TEST(NestingAccuracyTest, ScaledGenericPenaltyOnTheChildrenCases) {
+  NestingOptions before;  // the defaults before issue 21
+  before.overlap_penalty = 2;
+  before.generic_child_penalty = 0;
+  before.sibling_passes = 1;
+  before.lookahead = false;
+  NestingOptions fixed;
+  fixed.scale_generic_penalty = false;
+  struct Cell {
+    std::string scenario;
+    double factor;
+  };
+  for (const Cell& c :
+       {Cell{"children-parallel", 2}, Cell{"children-parallel", 4}, Cell{"children-d-cc", 4}}) {
+    const double earlier = FalsePositiveRate(c.scenario, c.factor, before);
+    EXPECT_LE(FalsePositiveRate(c.scenario, c.factor, NestingOptions{}), earlier)
+        << c.scenario << " x" << c.factor;
+    EXPECT_GT(FalsePositiveRate(c.scenario, c.factor, fixed), earlier)
+        << c.scenario << " x" << c.factor;
   }
 }
 

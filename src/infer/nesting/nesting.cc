@@ -21,6 +21,8 @@
 //   leaves the next call from the same node, instead of Figure 4's greedy choice: two
 //   close calls from a node with two free parents otherwise let the first take the parent
 //   the second fits better, and the two trees swap tails (docs/nesting.md, "Lookahead").
+// - With NestingOptions::scale_generic_penalty (default) the generic child penalty z fades
+//   at nodes whose visits make few calls (GenericPenaltyByNode).
 // - Candidate parents that never return (cut off by the end of the trace) are dropped, and
 //   with a skew window a parent that would close a cycle is skipped.
 #include "infer/nesting/nesting.h"
@@ -73,6 +75,7 @@ class Nesting {
   Result<NestingInference> Run() {
     FindCallPairs();
     ScoreNestings();
+    GenericPenaltyByNode();
     if (options_.lookahead) FindNextFromCaller();
     const int passes = options_.sibling_passes;
     for (int pass = 0; pass <= passes; ++pass) FindNestedPairs(pass > 0, pass < passes);
@@ -309,6 +312,32 @@ class Nesting {
     }
   }
 
+  // The generic child penalty's exponent for parents at each node B (the child's caller).
+  // §5.1.1.3's z says a parent with more children is less likely to take another; it
+  // spreads children evenly over the open parents. That holds where each visit at B makes a
+  // long series of calls (a microservice frontend, 11-15 per visit), where the parent with
+  // most children is furthest along its series. Where visits make one or two calls, a
+  // count tells the path (children-d-cc: C twice, or D once), not the progress, and z sends
+  // a parent's second child to a fresh parent. So z is scaled by max(0, 1 - 1.5 / m), with
+  // m the calls from B that have a candidate parent per call into B: 0 up to 1.5 calls per
+  // visit, z/4 at 2, 0.9z at 15. Any constant from 1.2 to 2 keeps every cell of Figures
+  // 18-22 at least as good as before issue 21 (docs/nesting.md); 1.5 is the middle.
+  void GenericPenaltyByNode() {
+    const size_t nodes = trace_.nodes().size();
+    generic_penalty_.assign(nodes, options_.generic_child_penalty);
+    if (!options_.scale_generic_penalty) return;
+    std::vector<double> calls_into(nodes, 0.0), calls_from(nodes, 0.0);
+    for (const Call& c : calls_) {
+      if (!c.ret.valid()) continue;
+      calls_into[c.callee.value()] += 1;
+      if (c.candidate_count > 0) calls_from[c.caller.value()] += 1;
+    }
+    for (size_t b = 0; b < nodes; ++b) {
+      const double m = calls_into[b] > 0 ? calls_from[b] / calls_into[b] : 0.0;
+      generic_penalty_[b] *= m > 0 ? std::max(0.0, 1.0 - 1.5 / m) : 0.0;
+    }
+  }
+
   // How a child follows its parent's already assigned children at B (weft's sibling
   // scoring): first, after a sibling that has returned, or while one is still open; and
   // the gap from the parent's last event there (its arrival, or the latest sibling return
@@ -374,7 +403,11 @@ class Nesting {
     Siblings s = DescribeSiblings(candidates_[k], child);
     if (s.overlapping) score *= Penalty(pen.overlap, s.overlapping, o.overlap_penalty);
     if (s.same) score *= Penalty(pen.same, s.same, o.same_child_penalty);
-    if (s.any) score *= Penalty(pen.any, s.any, o.generic_child_penalty);
+    if (s.any) {
+      const double z = generic_penalty_[calls_[child].caller.value()];
+      score *= z == o.generic_child_penalty ? Penalty(pen.any, s.any, z)
+                                            : std::exp(-z * std::log1p(double(s.any)));
+    }
     if (score_siblings) {  // P(place, gap | A, B, C), lightly smoothed toward unseen bins
       uint32_t triple = candidate_triples_[k];
       score *= (sibling_board_[SiblingBin(triple, s)] + 0.01) / (sibling_weight_[triple] + 1.0);
@@ -578,6 +611,7 @@ class Nesting {
   std::vector<double> sibling_board_;       // see SiblingBin
   std::vector<double> sibling_weight_;      // per triple: children chosen in the last pass
   std::vector<uint32_t> next_from_caller_;  // see FindNextFromCaller
+  std::vector<double> generic_penalty_;  // per node: z for parents there, see GenericPenaltyByNode
 
   int64_t returns_ = 0, call_pairs_ = 0, unmatched_calls_ = 0, unmatched_returns_ = 0;
   int64_t ignored_messages_ = 0, candidate_parents_ = 0, children_with_candidates_ = 0;

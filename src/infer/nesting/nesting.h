@@ -32,6 +32,13 @@ struct NestingOptions {
   double overlap_penalty = 4.0;
   double same_child_penalty = 0.0;
   double generic_child_penalty = 1.0;
+  // Scale z, per node B, by how many calls a visit at B makes (weft's addition; see
+  // docs/nesting.md): z x max(0, 1 - 1.5 / m), where m is B's calls that have a candidate
+  // parent per call into B. The penalty spreads children evenly over open parents, which
+  // holds where every visit makes a long series of calls (a microservice frontend) and
+  // misleads where visits make one or two, whose counts differ by path rather than by
+  // progress. False applies z as given at every node.
+  bool scale_generic_penalty = true;
   // Also score how long after the child's return the parent returns (weft's addition; see
   // docs/nesting.md): a second scoreboard of (A, B, C, return gap), multiplied with the
   // paper's (A, B, C, call delay) as independent evidence.
@@ -59,6 +66,7 @@ inline NestingOptions PaperNestingOptions() {
   NestingOptions o;
   o.overlap_penalty = 2.0;
   o.generic_child_penalty = 0.0;
+  o.scale_generic_penalty = false;
   o.score_returns = false;
   o.sibling_passes = 0;
   o.lookahead = false;
