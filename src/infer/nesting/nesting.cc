@@ -314,14 +314,15 @@ class Nesting {
 
   // The generic child penalty's exponent for parents at each node B (the child's caller).
   // §5.1.1.3's z says a parent with more children is less likely to take another; it
-  // spreads children evenly over the open parents. That holds where each visit at B makes a
-  // long series of calls (a microservice frontend, 11-15 per visit), where the parent with
-  // most children is furthest along its series. Where visits make one or two calls, a
-  // count tells the path (children-d-cc: C twice, or D once), not the progress, and z sends
-  // a parent's second child to a fresh parent. So z is scaled by max(0, 1 - 1.5 / m), with
-  // m the calls from B that have a candidate parent per call into B: 0 up to 1.5 calls per
-  // visit, z/4 at 2, 0.9z at 15. Any constant from 1.2 to 2 keeps every cell of Figures
-  // 18-22 at least as good as before issue 21 (docs/nesting.md); 1.5 is the middle.
+  // spreads children evenly over the open parents. That holds where each visit at B makes
+  // a long series of calls (the shop's frontend and checkout, about 11 and 15 per visit),
+  // where the parent with most children is furthest along its series. Where visits make
+  // one or two calls, a count tells the path (children-d-cc: C twice, or D once), not the
+  // progress, and z sends a parent's second child to a fresh parent. So z is scaled by
+  // max(0, 1 - 1.5 / m), with m the calls from B that have a candidate parent per call
+  // into B: 0 up to 1.5 calls per visit, z/4 at 2, 0.9z at 15. With it no cell of Figures
+  // 18-22 is worse than before issue 21 (docs/nesting.md); 1.2 or 2 in place of 1.5 do
+  // as well, 1.0 does not.
   void GenericPenaltyByNode() {
     const size_t nodes = trace_.nodes().size();
     generic_penalty_.assign(nodes, options_.generic_child_penalty);
@@ -336,7 +337,15 @@ class Nesting {
       const double m = calls_into[b] > 0 ? calls_from[b] / calls_into[b] : 0.0;
       generic_penalty_[b] *= m > 0 ? std::max(0.0, 1.0 - 1.5 / m) : 0.0;
     }
+    if (nodes > kDirectTripleNodes) return;  // few nodes: a table spares exp() per candidate
+    generic_penalty_table_.resize(nodes * kPenaltyTable);
+    for (size_t b = 0; b < nodes; ++b) {
+      for (int c = 0; c < kPenaltyTable; ++c)
+        generic_penalty_table_[b * kPenaltyTable + size_t(c)] =
+            ScaledPenalty(generic_penalty_[b], c);
+    }
   }
+  static double ScaledPenalty(double z, int c) { return std::exp(-z * std::log1p(double(c))); }
 
   // How a child follows its parent's already assigned children at B (weft's sibling
   // scoring): first, after a sibling that has returned, or while one is still open; and
@@ -404,9 +413,14 @@ class Nesting {
     if (s.overlapping) score *= Penalty(pen.overlap, s.overlapping, o.overlap_penalty);
     if (s.same) score *= Penalty(pen.same, s.same, o.same_child_penalty);
     if (s.any) {
-      const double z = generic_penalty_[calls_[child].caller.value()];
-      score *= z == o.generic_child_penalty ? Penalty(pen.any, s.any, z)
-                                            : std::exp(-z * std::log1p(double(s.any)));
+      const size_t b = calls_[child].caller.value();
+      const double z = generic_penalty_[b];
+      if (z == o.generic_child_penalty)
+        score *= Penalty(pen.any, s.any, z);
+      else if (z > 0 && s.any < kPenaltyTable && !generic_penalty_table_.empty())
+        score *= generic_penalty_table_[b * kPenaltyTable + size_t(s.any)];
+      else if (z > 0)
+        score *= ScaledPenalty(z, s.any);
     }
     if (score_siblings) {  // P(place, gap | A, B, C), lightly smoothed toward unseen bins
       uint32_t triple = candidate_triples_[k];
@@ -612,6 +626,7 @@ class Nesting {
   std::vector<double> sibling_weight_;      // per triple: children chosen in the last pass
   std::vector<uint32_t> next_from_caller_;  // see FindNextFromCaller
   std::vector<double> generic_penalty_;  // per node: z for parents there, see GenericPenaltyByNode
+  std::vector<double> generic_penalty_table_;  // per node, when few: its penalty for c < 64
 
   int64_t returns_ = 0, call_pairs_ = 0, unmatched_calls_ = 0, unmatched_returns_ = 0;
   int64_t ignored_messages_ = 0, candidate_parents_ = 0, children_with_candidates_ = 0;
