@@ -28,8 +28,10 @@
 #include <absl/container/flat_hash_map.h>
 
 #include <algorithm>
+#include <bit>
 #include <cassert>
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include "core/progress.h"
@@ -54,6 +56,25 @@ struct Call {
   uint32_t next_sibling = kNone;
 };
 
+// A returned call's times at its caller B: it left B, arrived at its callee, and its
+// return arrived back at B.
+struct CallTimes {
+  TimeNs departed = 0, arrived = 0, returned = 0;
+};
+
+// The children assigned to one parent so far (FindNestedPairs), as DescribeSiblings
+// queries them: each child's departure, return and callee in the order assigned, and
+// their returns in ascending order.
+struct Sibling {
+  TimeNs departed, returned;
+  NodeId callee;
+};
+struct ChildSet {
+  std::vector<Sibling> in_order;
+  std::vector<TimeNs> returns;
+  TimeNs latest_departure = std::numeric_limits<TimeNs>::min();
+};
+
 struct Triple {
   NodeId a, b, c;
   bool operator==(const Triple&) const = default;
@@ -72,6 +93,7 @@ class Nesting {
 
   Result<NestingInference> Run() {
     FindCallPairs();
+    RecordCallTimes();
     ScoreNestings();
     if (options_.lookahead) FindNextFromCaller();
     const int passes = options_.sibling_passes;
@@ -174,6 +196,18 @@ class Nesting {
     }
   }
 
+  // Each returned call's times at its caller B, read once from the trace's columns for
+  // the hot loops of FindNestedPairs.
+  void RecordCallTimes() {
+    times_.resize(calls_.size());
+    for (size_t i = 0; i < calls_.size(); ++i) {
+      const Call& c = calls_[i];
+      if (!c.ret.valid()) continue;
+      times_[i] = {
+          .departed = Sent(c.call), .arrived = Received(c.call), .returned = Received(c.ret)};
+    }
+  }
+
   // Pairs call `child` with its return `ret` and records its candidate parents: the calls
   // into its caller A still open when the return arrived, made before the child (in
   // trace order; with a skew window, up to w after it).
@@ -236,7 +270,8 @@ class Nesting {
   // The evidence for `parent` from the scoreboard: the paper's call-delay score, times,
   // with return scoring, the return-gap score divided by the triple's total weight (so
   // that the product still counts like the paper's score: N x P(delay) x P(gap)).
-  double RawScore(uint32_t k) const {
+  // Fixed once the scoreboard is: computed once per candidate (RecordRawScores).
+  double RawScoreFromBoard(uint32_t k) const {
     uint32_t triple = candidate_triples_[k];
     const double* row = &scoreboard_[triple * kRowSize];
     double score = row[candidate_bins_[k].call];
@@ -282,6 +317,18 @@ class Nesting {
       }
     }
     if (options_.smoothing_bins > 0) SmoothScoreboard();
+    RecordRawScores();
+  }
+
+  // Every candidate's RawScoreFromBoard, which every pass reads (twice with lookahead).
+  void RecordRawScores() {
+    raw_scores_.resize(candidates_.size());
+    for (const Call& c : calls_) {
+      if (!c.ret.valid()) continue;
+      for (uint32_t k = c.candidates_begin; k < c.candidates_begin + c.candidate_count; ++k)
+        raw_scores_[k] = RawScoreFromBoard(k);
+    }
+    candidate_bins_ = {};
   }
 
   // Convolves each histogram with a Gaussian, so that peaks widened by clock skew still
@@ -321,13 +368,66 @@ class Nesting {
     Place place = kFirst;
     TimeNs gap = 0;
   };
-  Siblings DescribeSiblings(uint32_t parent, uint32_t child) const {
+  //
+  // `extra` (or kNone) counts as one more child of `parent`: lookahead's trial of a child
+  // under a candidate. The children already assigned to a parent are kept in a ChildSet,
+  // so that this is a bisection, not a walk over every sibling for every candidate of
+  // every pass (the walk made the shop's long series of calls quadratic per request).
+  // It relies on what FindNestedPairs guarantees: a child is described only at parents
+  // whose children all come before it in call order, so all of them left B no later.
+  Siblings DescribeSiblings(uint32_t parent, uint32_t child, uint32_t extra = kNone) const {
+    const CallTimes& c = times_[child];
+    Siblings s;
+    TimeNs last = times_[parent].arrived;
+    if (const uint32_t set = child_set_of_[parent]; set != kNone) {
+      const ChildSet& children = child_sets_[set];
+      s.any = int(children.in_order.size());
+      // Siblings that returned by the time the child left, and the latest of them.
+      const auto after =
+          std::upper_bound(children.returns.begin(), children.returns.end(), c.departed);
+      if (after != children.returns.begin() && *(after - 1) > last) {
+        last = *(after - 1);
+        s.place = kAfterSibling;
+      }
+      // A sibling overlaps the child if it left before the child's return arrived and
+      // returned after the child left. All left before the child's return when the
+      // latest did; else (a return stamped on another clock, one timestamp per message)
+      // each is checked.
+      if (children.latest_departure < c.returned) {
+        s.overlapping = int(children.returns.end() - after);
+      } else {
+        for (const Sibling& k : children.in_order)
+          s.overlapping += k.departed < c.returned && k.returned > c.departed;
+      }
+      if (options_.same_child_penalty != 0) {  // (1 + c)^0 is 1: the count would not matter
+        for (const Sibling& k : children.in_order) s.same += k.callee == calls_[child].callee;
+      }
+    }
+    if (extra != kNone) {
+      const CallTimes& x = times_[extra];
+      ++s.any;
+      s.same += calls_[extra].callee == calls_[child].callee;
+      s.overlapping += x.departed < c.returned && c.departed < x.returned;
+      if (x.returned <= c.departed && x.returned > last) {
+        last = x.returned;
+        s.place = kAfterSibling;
+      }
+    }
+    if (s.overlapping) s.place = kOverlapping;
+    s.gap = c.departed - last;
+    assert(SameSiblings(s, DescribeSiblingsByWalk(parent, child, extra)));
+    return s;
+  }
+
+  // What DescribeSiblings computes, by walking the parent's children: its definition,
+  // checked against it in debug builds.
+  Siblings DescribeSiblingsByWalk(uint32_t parent, uint32_t child, uint32_t extra) const {
     const Call& c = calls_[child];
     Siblings s;
     TimeNs departed = Sent(c.call);
     TimeNs last = Received(calls_[parent].call);
-    for (uint32_t k = calls_[parent].first_child; k != kNone; k = calls_[k].next_sibling) {
-      if (k == child) continue;
+    auto visit = [&](uint32_t k) {
+      assert(k != child);
       ++s.any;
       s.same += calls_[k].callee == c.callee;
       s.overlapping += Overlap(calls_[k], c);
@@ -336,10 +436,35 @@ class Nesting {
         last = returned;
         s.place = kAfterSibling;
       }
-    }
+    };
+    if (extra != kNone) visit(extra);
+    for (uint32_t k = calls_[parent].first_child; k != kNone; k = calls_[k].next_sibling) visit(k);
     if (s.overlapping) s.place = kOverlapping;
     s.gap = departed - last;
     return s;
+  }
+  bool SameSiblings(const Siblings& a, const Siblings& b) const {
+    return a.any == b.any && a.overlapping == b.overlapping && a.place == b.place &&
+           a.gap == b.gap && (options_.same_child_penalty == 0 || a.same == b.same);
+  }
+
+  // Gives `child` to `parent` (FindNestedPairs).
+  void Assign(uint32_t child, uint32_t parent) {
+    Call& c = calls_[child];
+    c.parent = parent;
+    c.next_sibling = calls_[parent].first_child;
+    calls_[parent].first_child = child;
+    uint32_t& set = child_set_of_[parent];
+    if (set == kNone) {
+      set = uint32_t(child_sets_.size());
+      child_sets_.emplace_back();
+    }
+    ChildSet& children = child_sets_[set];
+    const CallTimes& t = times_[child];
+    children.in_order.push_back({t.departed, t.returned, c.callee});
+    children.returns.insert(
+        std::upper_bound(children.returns.begin(), children.returns.end(), t.returned), t.returned);
+    children.latest_departure = std::max(children.latest_departure, t.departed);
   }
 
   // The sibling board (kPlaces x kNestingBins per triple) counts, per (A, B, C), the place
@@ -368,16 +493,16 @@ class Nesting {
     std::vector<double> overlap, same, any;
   };
   double CandidateScore(uint32_t child, uint32_t k, bool score_siblings, const Penalties& pen,
-                        Siblings* siblings) const {
+                        Siblings* siblings, uint32_t extra_sibling = kNone) const {
     const NestingOptions& o = options_;
-    double score = RawScore(k);
-    Siblings s = DescribeSiblings(candidates_[k], child);
+    double score = raw_scores_[k];
+    Siblings s = DescribeSiblings(candidates_[k], child, extra_sibling);
     if (s.overlapping) score *= Penalty(pen.overlap, s.overlapping, o.overlap_penalty);
     if (s.same) score *= Penalty(pen.same, s.same, o.same_child_penalty);
     if (s.any) score *= Penalty(pen.any, s.any, o.generic_child_penalty);
     if (score_siblings) {  // P(place, gap | A, B, C), lightly smoothed toward unseen bins
       uint32_t triple = candidate_triples_[k];
-      score *= (sibling_board_[SiblingBin(triple, s)] + 0.01) / (sibling_weight_[triple] + 1.0);
+      score *= sibling_factor_[SiblingBin(triple, s)];
     }
     if (siblings) *siblings = s;
     return score;
@@ -392,16 +517,11 @@ class Nesting {
   // The best score the next call from the same node (`next`) could get if `child` went to
   // candidate parent `p`; `others` is next's best score over candidates other than p as
   // the children stand now. Only p's own candidacy changes when child joins p.
-  double NextBestIf(uint32_t child, uint32_t p, uint32_t next, double best_other_than_p,
-                    uint32_t next_k_of_p, bool score_siblings, const Penalties& pen) {
+  double NextBestIf(uint32_t child, uint32_t next, double best_other_than_p, uint32_t next_k_of_p,
+                    bool score_siblings, const Penalties& pen) const {
     if (next_k_of_p == kNone) return best_other_than_p;
-    Call& parent = calls_[p];
-    const uint32_t saved = parent.first_child;
-    calls_[child].next_sibling = saved;  // join p for the look, then leave again
-    parent.first_child = child;
-    double with = CandidateScore(next, next_k_of_p, score_siblings, pen, nullptr);
-    parent.first_child = saved;
-    calls_[child].next_sibling = kNone;
+    // child joins p for the look
+    double with = CandidateScore(next, next_k_of_p, score_siblings, pen, nullptr, child);
     return std::max(with, best_other_than_p);
   }
 
@@ -424,6 +544,12 @@ class Nesting {
       weight.assign(triples_.size(), 0.0);
     }
     for (Call& c : calls_) c.parent = c.first_child = c.next_sibling = kNone;
+    child_set_of_.resize(calls_.size(), kNone);  // the sets stay allocated from pass to pass
+    for (ChildSet& children : child_sets_) {
+      children.in_order.clear();
+      children.returns.clear();
+      children.latest_departure = std::numeric_limits<TimeNs>::min();
+    }
     for (uint32_t child = 0; child < calls_.size(); ++child) {
       Call& c = calls_[child];
       if (!c.ret.valid() || c.candidate_count == 0) continue;
@@ -473,7 +599,7 @@ class Nesting {
           const uint32_t next_k_of_p =
               at != end && *at == p && Admissible(next, k_of_p) ? k_of_p : kNone;
           const double best_other = next_best_parent == p ? next_second : next_best;
-          score *= NextBestIf(child, p, next, best_other, next_k_of_p, score_siblings, pen);
+          score *= NextBestIf(child, next, best_other, next_k_of_p, score_siblings, pen);
         }
         bool earlier = best != kNone && score == best_score &&
                        Received(calls_[p].call) < Received(calls_[best].call);
@@ -489,13 +615,17 @@ class Nesting {
         board[SiblingBin(candidate_triples_[best_k], best_siblings)] += 1;
         weight[candidate_triples_[best_k]] += 1;
       }
-      c.parent = best;
-      c.next_sibling = calls_[best].first_child;
-      calls_[best].first_child = child;
+      Assign(child, best);
     }
     if (learn) {
-      sibling_board_ = std::move(board);
-      sibling_weight_ = std::move(weight);
+      // Each bin's factor for the next pass, P(place, gap | A, B, C) lightly smoothed
+      // toward unseen bins, computed once per bin instead of once per candidate.
+      const size_t row = kPlaces * kNestingBins;
+      for (size_t t = 0; t < triples_.size(); ++t) {
+        for (size_t i = t * row; i < (t + 1) * row; ++i)
+          board[i] = (board[i] + 0.01) / (weight[t] + 1.0);
+      }
+      sibling_factor_ = std::move(board);
     }
   }
 
@@ -562,7 +692,10 @@ class Nesting {
   const TraceColumns& cols_;
   const NestingOptions& options_;
 
-  std::vector<Call> calls_;           // in order of the CALL messages
+  std::vector<Call> calls_;             // in order of the CALL messages
+  std::vector<CallTimes> times_;        // per call, once returned
+  std::vector<uint32_t> child_set_of_;  // per call: its ChildSet in child_sets_, or kNone
+  std::vector<ChildSet> child_sets_;
   std::vector<uint32_t> candidates_;  // candidate parents, ranges per call
   struct Bins {
     uint16_t call;  // scoreboard bin of the call delay
@@ -575,8 +708,8 @@ class Nesting {
   absl::flat_hash_map<Triple, uint32_t> triples_;
   std::vector<double> scoreboard_;          // kRowSize per triple
   std::vector<double> triple_weight_;       // per triple: the weight it was given in all
-  std::vector<double> sibling_board_;       // see SiblingBin
-  std::vector<double> sibling_weight_;      // per triple: children chosen in the last pass
+  std::vector<double> raw_scores_;          // per candidate: see RawScoreFromBoard
+  std::vector<double> sibling_factor_;      // per SiblingBin: its factor, from the last pass
   std::vector<uint32_t> next_from_caller_;  // see FindNextFromCaller
 
   int64_t returns_ = 0, call_pairs_ = 0, unmatched_calls_ = 0, unmatched_returns_ = 0;
@@ -597,11 +730,68 @@ CallPairingOptions NestingCallPairing(const NestingOptions& options) {
   };
 }
 
-int NestingDelayBin(TimeNs delay) {
+namespace {
+
+// The definition of the bins (nesting.h): 1 + floor(log_1.05(delay / 100 ns)), clamped.
+int DelayBinByLog(TimeNs delay) {
   if (delay < kNestingMinDelay) return 0;
   int bin = 1 + int(std::log(double(delay) / double(kNestingMinDelay)) / kLogBinBase);
   return std::min(bin, kNestingBins - 1);
 }
+
+// DelayBinByLog without a logarithm: binning every candidate's delay (and every sibling
+// gap, for every candidate of every pass) by std::log took a tenth of `weft infer`. Each
+// bin's smallest delay is found once by bisection over DelayBinByLog itself, so a delay
+// gets exactly the bin the formula gives it (nesting_test checks both sides of every
+// threshold). A delay's leading five bits (its octave and the next four bits) pick a
+// starting bin; such a slice spans at most a factor 17/16 < 1.05^2, so at most two
+// thresholds lie inside it and at most two comparisons finish the search.
+class DelayBinTable {
+ public:
+  DelayBinTable() {
+    threshold_[0] = std::numeric_limits<TimeNs>::min();
+    for (int bin = 1; bin < kNestingBins; ++bin) {
+      TimeNs low = threshold_[bin - 1] < kNestingMinDelay ? kNestingMinDelay : threshold_[bin - 1];
+      TimeNs high = TimeNs(1) << 62;  // far beyond the last bin (about 7 hours)
+      while (low < high) {            // the smallest delay whose bin is at least `bin`
+        TimeNs mid = low + (high - low) / 2;
+        if (DelayBinByLog(mid) >= bin)
+          high = mid;
+        else
+          low = mid + 1;
+      }
+      threshold_[bin] = low;
+    }
+    for (int octave = 0; octave < 63; ++octave) {
+      for (int slice = 0; slice < kSlices; ++slice) {
+        TimeNs first = octave < kSliceBits ? TimeNs(1) << octave
+                                           : TimeNs(kSlices + slice) << (octave - kSliceBits);
+        first_bin_[octave * kSlices + slice] = uint16_t(DelayBinByLog(first));
+      }
+    }
+  }
+
+  int Bin(TimeNs delay) const {
+    if (delay < kNestingMinDelay) return 0;
+    const int octave = std::bit_width(uint64_t(delay)) - 1;  // >= 6: delay >= 100
+    const int slice = int(delay >> (octave - kSliceBits)) & (kSlices - 1);
+    int bin = first_bin_[octave * kSlices + slice];
+    while (bin + 1 < kNestingBins && delay >= threshold_[bin + 1]) ++bin;
+    return bin;
+  }
+
+ private:
+  static constexpr int kSliceBits = 4;
+  static constexpr int kSlices = 1 << kSliceBits;
+  TimeNs threshold_[kNestingBins];  // the smallest delay of each bin (bin 0: none)
+  uint16_t first_bin_[64 * kSlices];
+};
+
+const DelayBinTable kDelayBins;
+
+}  // namespace
+
+int NestingDelayBin(TimeNs delay) { return kDelayBins.Bin(delay); }
 
 Result<NestingInference> InferNesting(const Trace& trace, const NestingOptions& options) {
   if (options.skew_window < 0)
