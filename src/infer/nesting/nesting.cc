@@ -383,8 +383,10 @@ class Nesting {
       const ChildSet& children = child_sets_[set];
       s.any = int(children.in_order.size());
       // Siblings that returned by the time the child left, and the latest of them.
-      const auto after =
-          std::upper_bound(children.returns.begin(), children.returns.end(), c.departed);
+      // (Usually all of them: a serial server's children return one after another.)
+      auto after = children.returns.end();
+      if (!children.returns.empty() && children.returns.back() > c.departed)
+        after = std::upper_bound(children.returns.begin(), children.returns.end(), c.departed);
       if (after != children.returns.begin() && *(after - 1) > last) {
         last = *(after - 1);
         s.place = kAfterSibling;
@@ -446,6 +448,11 @@ class Nesting {
   bool SameSiblings(const Siblings& a, const Siblings& b) const {
     return a.any == b.any && a.overlapping == b.overlapping && a.place == b.place &&
            a.gap == b.gap && (options_.same_child_penalty == 0 || a.same == b.same);
+  }
+
+  uint32_t ChildCount(uint32_t parent) const {
+    const uint32_t set = child_set_of_[parent];
+    return set == kNone ? 0 : uint32_t(child_sets_[set].in_order.size());
   }
 
   // Gives `child` to `parent` (FindNestedPairs).
@@ -514,17 +521,6 @@ class Nesting {
     return options_.skew_window == 0 || !IsAncestor(child, candidates_[k]);
   }
 
-  // The best score the next call from the same node (`next`) could get if `child` went to
-  // candidate parent `p`; `others` is next's best score over candidates other than p as
-  // the children stand now. Only p's own candidacy changes when child joins p.
-  double NextBestIf(uint32_t child, uint32_t next, double best_other_than_p, uint32_t next_k_of_p,
-                    bool score_siblings, const Penalties& pen) const {
-    if (next_k_of_p == kNone) return best_other_than_p;
-    // child joins p for the look
-    double with = CandidateScore(next, next_k_of_p, score_siblings, pen, nullptr, child);
-    return std::max(with, best_other_than_p);
-  }
-
   // §5.1.1.3. Children in time order; each takes the candidate with the best penalised
   // score; ties go to the earliest parent. Every pass starts afresh. With `score_siblings`
   // the sibling board weighs in; with `learn` the pass fills the next pass's board with
@@ -550,6 +546,7 @@ class Nesting {
       children.returns.clear();
       children.latest_departure = std::numeric_limits<TimeNs>::min();
     }
+    lookahead_.assign(trace_.nodes().size(), LookaheadScores{});
     for (uint32_t child = 0; child < calls_.size(); ++child) {
       Call& c = calls_[child];
       if (!c.ret.valid() || c.candidate_count == 0) continue;
@@ -566,14 +563,25 @@ class Nesting {
       }
       // The next call from this node that has a choice to make, and the two best of its
       // scores now (so that its best over candidates other than p is one comparison).
+      // Lookahead scored this child's candidates as the next call of the previous call from
+      // this node; those scores still hold where the parent has gained no child since
+      // (within a pass a parent's children only grow, so their count tells).
       uint32_t next = c.candidate_count > 1 && o.lookahead ? next_from_caller_[child] : kNone;
+      const LookaheadScores& ahead = lookahead_[c.caller.value()];
+      const bool scored_ahead = c.candidate_count > 1 && ahead.call == child;
+      LookaheadScores& next_ahead = lookahead_scratch_;
       double next_best = 0, next_second = 0;
       uint32_t next_best_parent = kNone;
       if (next != kNone) {
         const Call& n = calls_[next];
+        next_ahead.call = next;
+        next_ahead.score.assign(n.candidate_count, 0.0);
+        next_ahead.children.assign(n.candidate_count, kNone);
         for (uint32_t k = n.candidates_begin; k < n.candidates_begin + n.candidate_count; ++k) {
           if (!Admissible(next, k)) continue;
           const double score = CandidateScore(next, k, score_siblings, pen, nullptr);
+          next_ahead.score[k - n.candidates_begin] = score;
+          next_ahead.children[k - n.candidates_begin] = ChildCount(candidates_[k]);
           if (score > next_best) {
             next_second = next_best;
             next_best = score;
@@ -583,12 +591,18 @@ class Nesting {
           }
         }
       }
+      uint32_t best_next_k = kNone;  // best's candidacy for next, and next's score under it
+      double best_next_score = 0;
       for (uint32_t k = c.candidates_begin;
            c.candidate_count > 1 && k < c.candidates_begin + c.candidate_count; ++k) {
         uint32_t p = candidates_[k];
         if (!Admissible(child, k)) continue;
-        Siblings s;
-        double score = CandidateScore(child, k, score_siblings, pen, &s);
+        const uint32_t i = k - c.candidates_begin;
+        double score = scored_ahead && ahead.children[i] == ChildCount(p)
+                           ? ahead.score[i]
+                           : CandidateScore(child, k, score_siblings, pen, nullptr);
+        uint32_t next_k_of_p = kNone;
+        double next_score_if_p = 0;
         if (next != kNone) {
           // Candidate lists are in call order (FindCallPairs), so p is found by bisection.
           const Call& n = calls_[next];
@@ -596,10 +610,12 @@ class Nesting {
           const uint32_t* end = begin + n.candidate_count;
           const uint32_t* at = std::lower_bound(begin, end, p);
           const uint32_t k_of_p = uint32_t(at - candidates_.data());
-          const uint32_t next_k_of_p =
-              at != end && *at == p && Admissible(next, k_of_p) ? k_of_p : kNone;
+          next_k_of_p = at != end && *at == p && Admissible(next, k_of_p) ? k_of_p : kNone;
           const double best_other = next_best_parent == p ? next_second : next_best;
-          score *= NextBestIf(child, next, best_other, next_k_of_p, score_siblings, pen);
+          if (next_k_of_p != kNone)  // child joins p for the look
+            next_score_if_p =
+                CandidateScore(next, next_k_of_p, score_siblings, pen, nullptr, child);
+          score *= next_k_of_p == kNone ? best_other : std::max(next_score_if_p, best_other);
         }
         bool earlier = best != kNone && score == best_score &&
                        Received(calls_[p].call) < Received(calls_[best].call);
@@ -607,11 +623,22 @@ class Nesting {
           best_score = score;
           best = p;
           best_k = k;
-          best_siblings = s;
+          best_next_k = next_k_of_p;
+          best_next_score = next_score_if_p;
         }
+      }
+      if (next != kNone) {
+        // Once child goes to best, next's score there is the one tried for it.
+        if (best_next_k != kNone) {
+          const uint32_t i = best_next_k - calls_[next].candidates_begin;
+          next_ahead.score[i] = best_next_score;
+          next_ahead.children[i] = ChildCount(best) + 1;
+        }
+        std::swap(lookahead_[c.caller.value()], next_ahead);
       }
       if (best == kNone) continue;
       if (learn) {
+        if (c.candidate_count > 1) best_siblings = DescribeSiblings(best, child);
         board[SiblingBin(candidate_triples_[best_k], best_siblings)] += 1;
         weight[candidate_triples_[best_k]] += 1;
       }
@@ -696,6 +723,15 @@ class Nesting {
   std::vector<CallTimes> times_;        // per call, once returned
   std::vector<uint32_t> child_set_of_;  // per call: its ChildSet in child_sets_, or kNone
   std::vector<ChildSet> child_sets_;
+  // The scores lookahead gave a call's candidates when it looked ahead to it: per
+  // candidate, the score and the parent's child count then (kNone: not admissible).
+  struct LookaheadScores {
+    uint32_t call = kNone;
+    std::vector<double> score;
+    std::vector<uint32_t> children;
+  };
+  std::vector<LookaheadScores> lookahead_;  // per node: for its next call with a choice
+  LookaheadScores lookahead_scratch_;
   std::vector<uint32_t> candidates_;  // candidate parents, ranges per call
   struct Bins {
     uint16_t call;  // scoreboard bin of the call delay
