@@ -369,13 +369,12 @@ class Nesting {
     TimeNs gap = 0;
   };
   //
-  // `extra` (or kNone) counts as one more child of `parent`: lookahead's trial of a child
-  // under a candidate. The children already assigned to a parent are kept in a ChildSet,
-  // so that this is a bisection, not a walk over every sibling for every candidate of
-  // every pass (the walk made the shop's long series of calls quadratic per request).
-  // It relies on what FindNestedPairs guarantees: a child is described only at parents
-  // whose children all come before it in call order, so all of them left B no later.
-  Siblings DescribeSiblings(uint32_t parent, uint32_t child, uint32_t extra = kNone) const {
+  // The children already assigned to a parent are kept in a ChildSet, so that this is a
+  // bisection, not a walk over every sibling for every candidate of every pass (the walk
+  // made the shop's long series of calls quadratic per request). It relies on what
+  // FindNestedPairs guarantees: a child is described only at parents whose children all
+  // come before it in call order, so all of them left B no later.
+  Siblings DescribeSiblings(uint32_t parent, uint32_t child) const {
     const CallTimes& c = times_[child];
     Siblings s;
     TimeNs last = times_[parent].arrived;
@@ -405,19 +404,30 @@ class Nesting {
         for (const Sibling& k : children.in_order) s.same += k.callee == calls_[child].callee;
       }
     }
-    if (extra != kNone) {
-      const CallTimes& x = times_[extra];
-      ++s.any;
-      s.same += calls_[extra].callee == calls_[child].callee;
-      s.overlapping += x.departed < c.returned && c.departed < x.returned;
-      if (x.returned <= c.departed && x.returned > last) {
-        last = x.returned;
-        s.place = kAfterSibling;
-      }
-    }
     if (s.overlapping) s.place = kOverlapping;
     s.gap = c.departed - last;
-    assert(SameSiblings(s, DescribeSiblingsByWalk(parent, child, extra)));
+    assert(SameSiblings(s, DescribeSiblingsByWalk(parent, child, kNone)));
+    return s;
+  }
+
+  // `s` (DescribeSiblings of `child` at some parent) with `extra` as one more child of
+  // that parent: lookahead's trial of a child under a candidate.
+  Siblings WithSibling(Siblings s, uint32_t child, uint32_t extra) const {
+    const CallTimes& c = times_[child];
+    const CallTimes& x = times_[extra];
+    TimeNs last = c.departed - s.gap;  // the parent's arrival or the latest sibling return
+    bool after_sibling = s.place == kAfterSibling || s.place == kOverlapping;
+    ++s.any;
+    s.same += calls_[extra].callee == calls_[child].callee;
+    s.overlapping += x.departed < c.returned && c.departed < x.returned;
+    if (x.returned <= c.departed && x.returned > last) {
+      last = x.returned;
+      after_sibling = true;
+    }
+    // (Overlapping hides whether a sibling had returned, but then the place stays
+    // overlapping.)
+    s.place = s.overlapping ? kOverlapping : after_sibling ? kAfterSibling : kFirst;
+    s.gap = c.departed - last;
     return s;
   }
 
@@ -493,17 +503,15 @@ class Nesting {
     return false;
   }
 
-  // The penalised score of candidate `k` (parent candidates_[k]) for `child`, given the
-  // children assigned so far (§5.1.1.3 with weft's sibling scoring); `siblings` receives
-  // how the child would follow the parent's other children.
+  // The penalised score of candidate `k` for a child that would follow the parent's other
+  // children as `s` says (§5.1.1.3 with weft's sibling scoring).
   struct Penalties {
     std::vector<double> overlap, same, any;
   };
-  double CandidateScore(uint32_t child, uint32_t k, bool score_siblings, const Penalties& pen,
-                        Siblings* siblings, uint32_t extra_sibling = kNone) const {
+  double CandidateScore(uint32_t k, const Siblings& s, bool score_siblings,
+                        const Penalties& pen) const {
     const NestingOptions& o = options_;
     double score = raw_scores_[k];
-    Siblings s = DescribeSiblings(candidates_[k], child, extra_sibling);
     if (s.overlapping) score *= Penalty(pen.overlap, s.overlapping, o.overlap_penalty);
     if (s.same) score *= Penalty(pen.same, s.same, o.same_child_penalty);
     if (s.any) score *= Penalty(pen.any, s.any, o.generic_child_penalty);
@@ -511,7 +519,6 @@ class Nesting {
       uint32_t triple = candidate_triples_[k];
       score *= sibling_factor_[SiblingBin(triple, s)];
     }
-    if (siblings) *siblings = s;
     return score;
   }
 
@@ -575,13 +582,16 @@ class Nesting {
       if (next != kNone) {
         const Call& n = calls_[next];
         next_ahead.call = next;
-        next_ahead.score.assign(n.candidate_count, 0.0);
+        next_ahead.score.resize(n.candidate_count);
+        next_ahead.siblings.resize(n.candidate_count);
         next_ahead.children.assign(n.candidate_count, kNone);
         for (uint32_t k = n.candidates_begin; k < n.candidates_begin + n.candidate_count; ++k) {
           if (!Admissible(next, k)) continue;
-          const double score = CandidateScore(next, k, score_siblings, pen, nullptr);
-          next_ahead.score[k - n.candidates_begin] = score;
-          next_ahead.children[k - n.candidates_begin] = ChildCount(candidates_[k]);
+          const uint32_t i = k - n.candidates_begin;
+          next_ahead.siblings[i] = DescribeSiblings(candidates_[k], next);
+          const double score = CandidateScore(k, next_ahead.siblings[i], score_siblings, pen);
+          next_ahead.score[i] = score;
+          next_ahead.children[i] = ChildCount(candidates_[k]);
           if (score > next_best) {
             next_second = next_best;
             next_best = score;
@@ -593,16 +603,24 @@ class Nesting {
       }
       uint32_t best_next_k = kNone;  // best's candidacy for next, and next's score under it
       double best_next_score = 0;
+      Siblings best_next_siblings;
       for (uint32_t k = c.candidates_begin;
            c.candidate_count > 1 && k < c.candidates_begin + c.candidate_count; ++k) {
         uint32_t p = candidates_[k];
         if (!Admissible(child, k)) continue;
         const uint32_t i = k - c.candidates_begin;
-        double score = scored_ahead && ahead.children[i] == ChildCount(p)
-                           ? ahead.score[i]
-                           : CandidateScore(child, k, score_siblings, pen, nullptr);
+        Siblings s;
+        double score;
+        if (scored_ahead && ahead.children[i] == ChildCount(p)) {
+          s = ahead.siblings[i];
+          score = ahead.score[i];
+        } else {
+          s = DescribeSiblings(p, child);
+          score = CandidateScore(k, s, score_siblings, pen);
+        }
         uint32_t next_k_of_p = kNone;
         double next_score_if_p = 0;
+        Siblings next_siblings_if_p;
         if (next != kNone) {
           // Candidate lists are in call order (FindCallPairs), so p is found by bisection.
           const Call& n = calls_[next];
@@ -612,9 +630,11 @@ class Nesting {
           const uint32_t k_of_p = uint32_t(at - candidates_.data());
           next_k_of_p = at != end && *at == p && Admissible(next, k_of_p) ? k_of_p : kNone;
           const double best_other = next_best_parent == p ? next_second : next_best;
-          if (next_k_of_p != kNone)  // child joins p for the look
-            next_score_if_p =
-                CandidateScore(next, next_k_of_p, score_siblings, pen, nullptr, child);
+          if (next_k_of_p != kNone) {  // child joins p for the look
+            next_siblings_if_p =
+                WithSibling(next_ahead.siblings[next_k_of_p - n.candidates_begin], next, child);
+            next_score_if_p = CandidateScore(next_k_of_p, next_siblings_if_p, score_siblings, pen);
+          }
           score *= next_k_of_p == kNone ? best_other : std::max(next_score_if_p, best_other);
         }
         bool earlier = best != kNone && score == best_score &&
@@ -623,8 +643,10 @@ class Nesting {
           best_score = score;
           best = p;
           best_k = k;
+          best_siblings = s;
           best_next_k = next_k_of_p;
           best_next_score = next_score_if_p;
+          best_next_siblings = next_siblings_if_p;
         }
       }
       if (next != kNone) {
@@ -632,13 +654,13 @@ class Nesting {
         if (best_next_k != kNone) {
           const uint32_t i = best_next_k - calls_[next].candidates_begin;
           next_ahead.score[i] = best_next_score;
+          next_ahead.siblings[i] = best_next_siblings;
           next_ahead.children[i] = ChildCount(best) + 1;
         }
         std::swap(lookahead_[c.caller.value()], next_ahead);
       }
       if (best == kNone) continue;
       if (learn) {
-        if (c.candidate_count > 1) best_siblings = DescribeSiblings(best, child);
         board[SiblingBin(candidate_triples_[best_k], best_siblings)] += 1;
         weight[candidate_triples_[best_k]] += 1;
       }
@@ -723,11 +745,13 @@ class Nesting {
   std::vector<CallTimes> times_;        // per call, once returned
   std::vector<uint32_t> child_set_of_;  // per call: its ChildSet in child_sets_, or kNone
   std::vector<ChildSet> child_sets_;
-  // The scores lookahead gave a call's candidates when it looked ahead to it: per
-  // candidate, the score and the parent's child count then (kNone: not admissible).
+  // What lookahead found for a call's candidates when it looked ahead to it: per
+  // candidate, the score, how the call would follow the parent's children, and the
+  // parent's child count then (kNone: not admissible).
   struct LookaheadScores {
     uint32_t call = kNone;
     std::vector<double> score;
+    std::vector<Siblings> siblings;
     std::vector<uint32_t> children;
   };
   std::vector<LookaheadScores> lookahead_;  // per node: for its next call with a choice
