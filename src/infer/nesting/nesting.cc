@@ -32,6 +32,7 @@
 #include <cassert>
 #include <cmath>
 #include <limits>
+#include <thread>
 #include <vector>
 
 #include "core/progress.h"
@@ -96,12 +97,15 @@ class Nesting {
     RecordCallTimes();
     ScoreNestings();
     if (options_.lookahead) FindNextFromCaller();
+    FindSegments();
     const int passes = options_.sibling_passes;
     for (int pass = 0; pass <= passes; ++pass) FindNestedPairs(pass > 0, pass < passes);
     return FindCallPaths();
   }
 
  private:
+  struct Segment;  // see FindSegments
+
   // A message's time on its sender's clock and on its receiver's clock; with one
   // timestamp per message both are that timestamp.
   TimeNs Sent(MessageId m) const { return trace_.SortTime(m); }
@@ -373,13 +377,14 @@ class Nesting {
   // bisection, not a walk over every sibling for every candidate of every pass (the walk
   // made the shop's long series of calls quadratic per request). It relies on what
   // FindNestedPairs guarantees: a child is described only at parents whose children all
-  // come before it in call order, so all of them left B no later.
-  Siblings DescribeSiblings(uint32_t parent, uint32_t child) const {
+  // come before it in call order, so all of them left B no later. `seg` is the segment of
+  // the calls being chosen for; a parent beyond it has no children yet (FindSegments).
+  Siblings DescribeSiblings(uint32_t parent, uint32_t child, const Segment& seg) const {
     const CallTimes& c = times_[child];
     Siblings s;
     TimeNs last = times_[parent].arrived;
-    if (const uint32_t set = child_set_of_[parent]; set != kNone) {
-      const ChildSet& children = child_sets_[set];
+    if (const uint32_t set = ChildSetOf(parent, seg); set != kNone) {
+      const ChildSet& children = seg.child_sets[set];
       s.any = int(children.in_order.size());
       // Siblings that returned by the time the child left, and the latest of them.
       // (Usually all of them: a serial server's children return one after another.)
@@ -406,7 +411,7 @@ class Nesting {
     }
     if (s.overlapping) s.place = kOverlapping;
     s.gap = c.departed - last;
-    assert(SameSiblings(s, DescribeSiblingsByWalk(parent, child, kNone)));
+    assert(SameSiblings(s, DescribeSiblingsByWalk(parent, child, parent >= seg.end)));
     return s;
   }
 
@@ -433,7 +438,7 @@ class Nesting {
 
   // What DescribeSiblings computes, by walking the parent's children: its definition,
   // checked against it in debug builds.
-  Siblings DescribeSiblingsByWalk(uint32_t parent, uint32_t child, uint32_t extra) const {
+  Siblings DescribeSiblingsByWalk(uint32_t parent, uint32_t child, bool beyond_segment) const {
     const Call& c = calls_[child];
     Siblings s;
     TimeNs departed = Sent(c.call);
@@ -449,8 +454,9 @@ class Nesting {
         s.place = kAfterSibling;
       }
     };
-    if (extra != kNone) visit(extra);
-    for (uint32_t k = calls_[parent].first_child; k != kNone; k = calls_[k].next_sibling) visit(k);
+    for (uint32_t k = beyond_segment ? kNone : calls_[parent].first_child; k != kNone;
+         k = calls_[k].next_sibling)
+      visit(k);
     if (s.overlapping) s.place = kOverlapping;
     s.gap = departed - last;
     return s;
@@ -460,23 +466,28 @@ class Nesting {
            a.gap == b.gap && (options_.same_child_penalty == 0 || a.same == b.same);
   }
 
-  uint32_t ChildCount(uint32_t parent) const {
-    const uint32_t set = child_set_of_[parent];
-    return set == kNone ? 0 : uint32_t(child_sets_[set].in_order.size());
+  // The parent's ChildSet in seg.child_sets, or kNone. Another segment's parents are
+  // never read: their sets belong to another thread.
+  uint32_t ChildSetOf(uint32_t parent, const Segment& seg) const {
+    return parent >= seg.begin && parent < seg.end ? child_set_of_[parent] : kNone;
+  }
+  uint32_t ChildCount(uint32_t parent, const Segment& seg) const {
+    const uint32_t set = ChildSetOf(parent, seg);
+    return set == kNone ? 0 : uint32_t(seg.child_sets[set].in_order.size());
   }
 
-  // Gives `child` to `parent` (FindNestedPairs).
-  void Assign(uint32_t child, uint32_t parent) {
+  // Gives `child` to `parent`, both in `seg` (FindNestedPairs).
+  void Assign(uint32_t child, uint32_t parent, Segment& seg) {
     Call& c = calls_[child];
     c.parent = parent;
     c.next_sibling = calls_[parent].first_child;
     calls_[parent].first_child = child;
     uint32_t& set = child_set_of_[parent];
     if (set == kNone) {
-      set = uint32_t(child_sets_.size());
-      child_sets_.emplace_back();
+      set = uint32_t(seg.child_sets.size());
+      seg.child_sets.emplace_back();
     }
-    ChildSet& children = child_sets_[set];
+    ChildSet& children = seg.child_sets[set];
     const CallTimes& t = times_[child];
     children.in_order.push_back({t.departed, t.returned, c.callee});
     children.returns.insert(
@@ -541,20 +552,52 @@ class Nesting {
     const NestingOptions& o = options_;
     const Penalties pen{PenaltyTable(o.overlap_penalty), PenaltyTable(o.same_child_penalty),
                         PenaltyTable(o.generic_child_penalty)};
-    std::vector<double> board, weight;
-    if (learn) {
-      board.assign(triples_.size() * kPlaces * kNestingBins, 0.0);
-      weight.assign(triples_.size(), 0.0);
-    }
     for (Call& c : calls_) c.parent = c.first_child = c.next_sibling = kNone;
     child_set_of_.resize(calls_.size(), kNone);  // the sets stay allocated from pass to pass
-    for (ChildSet& children : child_sets_) {
-      children.in_order.clear();
-      children.returns.clear();
-      children.latest_departure = std::numeric_limits<TimeNs>::min();
+    for (Segment& seg : segments_) {
+      for (ChildSet& children : seg.child_sets) {
+        children.in_order.clear();
+        children.returns.clear();
+        children.latest_departure = std::numeric_limits<TimeNs>::min();
+      }
+      seg.lookahead.assign(trace_.nodes().size(), LookaheadScores{});
+      if (learn) {
+        seg.board.assign(triples_.size() * kPlaces * kNestingBins, 0.0);
+        seg.weight.assign(triples_.size(), 0.0);
+      }
     }
-    lookahead_.assign(trace_.nodes().size(), LookaheadScores{});
-    for (uint32_t child = 0; child < calls_.size(); ++child) {
+    {
+      std::vector<std::jthread> helpers;
+      for (size_t i = 1; i < segments_.size(); ++i) {
+        helpers.emplace_back([&, i] { ChooseParents(segments_[i], score_siblings, learn, pen); });
+      }
+      ChooseParents(segments_[0], score_siblings, learn, pen);
+    }
+    if (learn) {
+      // The segments' counts are whole numbers, so their sum is exact in any order.
+      std::vector<double>& board = segments_[0].board;
+      std::vector<double>& weight = segments_[0].weight;
+      for (size_t i = 1; i < segments_.size(); ++i) {
+        for (size_t b = 0; b < board.size(); ++b) board[b] += segments_[i].board[b];
+        for (size_t t = 0; t < weight.size(); ++t) weight[t] += segments_[i].weight[t];
+      }
+      // Each bin's factor for the next pass, P(place, gap | A, B, C) lightly smoothed
+      // toward unseen bins, computed once per bin instead of once per candidate.
+      const size_t row = kPlaces * kNestingBins;
+      for (size_t t = 0; t < triples_.size(); ++t) {
+        for (size_t i = t * row; i < (t + 1) * row; ++i)
+          board[i] = (board[i] + 0.01) / (weight[t] + 1.0);
+      }
+      sibling_factor_ = std::move(board);
+    }
+  }
+
+  // FindNestedPairs for the children of one segment.
+  void ChooseParents(Segment& seg, bool score_siblings, bool learn, const Penalties& pen) {
+    const NestingOptions& o = options_;
+    std::vector<double>& board = seg.board;
+    std::vector<double>& weight = seg.weight;
+    for (uint32_t child = seg.begin; child < seg.end; ++child) {
       Call& c = calls_[child];
       if (!c.ret.valid() || c.candidate_count == 0) continue;
       double best_score = 0;
@@ -565,7 +608,7 @@ class Nesting {
         if (Admissible(child, k)) {
           best = candidates_[k];
           best_k = k;
-          if (learn) best_siblings = DescribeSiblings(best, child);
+          if (learn) best_siblings = DescribeSiblings(best, child, seg);
         }
       }
       // The next call from this node that has a choice to make, and the two best of its
@@ -574,9 +617,9 @@ class Nesting {
       // this node; those scores still hold where the parent has gained no child since
       // (within a pass a parent's children only grow, so their count tells).
       uint32_t next = c.candidate_count > 1 && o.lookahead ? next_from_caller_[child] : kNone;
-      const LookaheadScores& ahead = lookahead_[c.caller.value()];
+      const LookaheadScores& ahead = seg.lookahead[c.caller.value()];
       const bool scored_ahead = c.candidate_count > 1 && ahead.call == child;
-      LookaheadScores& next_ahead = lookahead_scratch_;
+      LookaheadScores& next_ahead = seg.scratch;
       double next_best = 0, next_second = 0;
       uint32_t next_best_parent = kNone;
       if (next != kNone) {
@@ -588,10 +631,10 @@ class Nesting {
         for (uint32_t k = n.candidates_begin; k < n.candidates_begin + n.candidate_count; ++k) {
           if (!Admissible(next, k)) continue;
           const uint32_t i = k - n.candidates_begin;
-          next_ahead.siblings[i] = DescribeSiblings(candidates_[k], next);
+          next_ahead.siblings[i] = DescribeSiblings(candidates_[k], next, seg);
           const double score = CandidateScore(k, next_ahead.siblings[i], score_siblings, pen);
           next_ahead.score[i] = score;
-          next_ahead.children[i] = ChildCount(candidates_[k]);
+          next_ahead.children[i] = ChildCount(candidates_[k], seg);
           if (score > next_best) {
             next_second = next_best;
             next_best = score;
@@ -611,11 +654,11 @@ class Nesting {
         const uint32_t i = k - c.candidates_begin;
         Siblings s;
         double score;
-        if (scored_ahead && ahead.children[i] == ChildCount(p)) {
+        if (scored_ahead && ahead.children[i] == ChildCount(p, seg)) {
           s = ahead.siblings[i];
           score = ahead.score[i];
         } else {
-          s = DescribeSiblings(p, child);
+          s = DescribeSiblings(p, child, seg);
           score = CandidateScore(k, s, score_siblings, pen);
         }
         uint32_t next_k_of_p = kNone;
@@ -655,28 +698,58 @@ class Nesting {
           const uint32_t i = best_next_k - calls_[next].candidates_begin;
           next_ahead.score[i] = best_next_score;
           next_ahead.siblings[i] = best_next_siblings;
-          next_ahead.children[i] = ChildCount(best) + 1;
+          next_ahead.children[i] = ChildCount(best, seg) + 1;
         }
-        std::swap(lookahead_[c.caller.value()], next_ahead);
+        std::swap(seg.lookahead[c.caller.value()], next_ahead);
       }
       if (best == kNone) continue;
       if (learn) {
         board[SiblingBin(candidate_triples_[best_k], best_siblings)] += 1;
         weight[candidate_triples_[best_k]] += 1;
       }
-      Assign(child, best);
-    }
-    if (learn) {
-      // Each bin's factor for the next pass, P(place, gap | A, B, C) lightly smoothed
-      // toward unseen bins, computed once per bin instead of once per candidate.
-      const size_t row = kPlaces * kNestingBins;
-      for (size_t t = 0; t < triples_.size(); ++t) {
-        for (size_t i = t * row; i < (t + 1) * row; ++i)
-          board[i] = (board[i] + 0.01) / (weight[t] + 1.0);
-      }
-      sibling_factor_ = std::move(board);
+      Assign(child, best, seg);
     }
   }
+
+  // Splits the calls into segments, one per thread, whose choices in FindNestedPairs are
+  // independent of each other's: a cut before call i is taken where no call before i is
+  // a candidate parent of a call from i on (no request is open across it at any node).
+  // Then a call's candidates and their other children lie in its segment. Lookahead
+  // weighs the last choices of a segment with calls of a later one, whose parents have
+  // no children yet at that point of call order; DescribeSiblings sees them so. So each
+  // segment chooses what one thread choosing in call order would, and the result does
+  // not depend on the number of threads. With a skew window a parent can start after
+  // its child, and the calls stay in one segment.
+  void FindSegments() {
+    const uint32_t n = uint32_t(calls_.size());
+    const uint32_t threads = options_.threads > 0
+                                 ? uint32_t(options_.threads)
+                                 : std::max(1u, std::thread::hardware_concurrency());
+    std::vector<uint32_t> cuts{0};
+    if (threads > 1 && options_.skew_window == 0 && n >= 2 * kMinSegmentCalls) {
+      std::vector<uint32_t> last_child(n, 0);  // per call: the last call it is a candidate of
+      for (uint32_t child = 0; child < n; ++child) {
+        const Call& c = calls_[child];
+        if (!c.ret.valid()) continue;
+        for (uint32_t k = c.candidates_begin; k < c.candidates_begin + c.candidate_count; ++k)
+          last_child[candidates_[k]] = child;  // children in call order: the last one stays
+      }
+      uint32_t reach = 0;  // the last child of any call up to i
+      for (uint32_t i = 0; i + 1 < n && cuts.size() < threads; ++i) {
+        reach = std::max(reach, last_child[i]);
+        const bool even_share = uint64_t(i + 1) * threads >= uint64_t(cuts.size()) * n;
+        if (reach <= i && even_share && i + 1 - cuts.back() >= kMinSegmentCalls)
+          cuts.push_back(i + 1);
+      }
+    }
+    cuts.push_back(n);
+    segments_.resize(cuts.size() - 1);
+    for (size_t i = 0; i + 1 < cuts.size(); ++i) {
+      segments_[i].begin = cuts[i];
+      segments_[i].end = cuts[i + 1];
+    }
+  }
+  static constexpr uint32_t kMinSegmentCalls = 1024;
 
   // For each call, the next call (in call order) made by the same node that has more than
   // one candidate parent, or kNone: the call whose choice lookahead weighs.
@@ -743,8 +816,7 @@ class Nesting {
 
   std::vector<Call> calls_;             // in order of the CALL messages
   std::vector<CallTimes> times_;        // per call, once returned
-  std::vector<uint32_t> child_set_of_;  // per call: its ChildSet in child_sets_, or kNone
-  std::vector<ChildSet> child_sets_;
+  std::vector<uint32_t> child_set_of_;  // per call: its ChildSet in its segment, or kNone
   // What lookahead found for a call's candidates when it looked ahead to it: per
   // candidate, the score, how the call would follow the parent's children, and the
   // parent's child count then (kNone: not admissible).
@@ -754,8 +826,16 @@ class Nesting {
     std::vector<Siblings> siblings;
     std::vector<uint32_t> children;
   };
-  std::vector<LookaheadScores> lookahead_;  // per node: for its next call with a choice
-  LookaheadScores lookahead_scratch_;
+  // One thread's share of each pass of FindNestedPairs: the calls [begin, end), chosen
+  // for independently of every other segment's (FindSegments).
+  struct Segment {
+    uint32_t begin = 0, end = 0;
+    std::vector<ChildSet> child_sets;        // of the segment's parents, kept between passes
+    std::vector<LookaheadScores> lookahead;  // per node: for its next call with a choice
+    LookaheadScores scratch;
+    std::vector<double> board, weight;  // what a learning pass counts (see SiblingBin)
+  };
+  std::vector<Segment> segments_;
   std::vector<uint32_t> candidates_;  // candidate parents, ranges per call
   struct Bins {
     uint16_t call;  // scoreboard bin of the call delay
@@ -859,6 +939,7 @@ Result<NestingInference> InferNesting(const Trace& trace, const NestingOptions& 
   if (options.smoothing_bins < 0) return Status::InvalidArgument("smoothing must not be negative");
   if (options.sibling_passes < 0)
     return Status::InvalidArgument("sibling passes must not be negative");
+  if (options.threads < 0) return Status::InvalidArgument("threads must not be negative");
   return Nesting(trace, options).Run();
 }
 
