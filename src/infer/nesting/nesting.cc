@@ -31,6 +31,7 @@
 #include <bit>
 #include <cassert>
 #include <cmath>
+#include <future>
 #include <limits>
 #include <thread>
 #include <vector>
@@ -57,10 +58,10 @@ struct Call {
   uint32_t next_sibling = kNone;
 };
 
-// A returned call's times at its caller B: it left B, arrived at its callee, and its
-// return arrived back at B.
+// A returned call's times: it left its caller B, arrived at its callee, the return left
+// the callee and arrived back at B (each on the clock of the node where it happened).
 struct CallTimes {
-  TimeNs departed = 0, arrived = 0, returned = 0;
+  TimeNs departed = 0, arrived = 0, answered = 0, returned = 0;
 };
 
 // The children assigned to one parent so far (FindNestedPairs), as DescribeSiblings
@@ -93,14 +94,17 @@ class Nesting {
       : trace_(trace), cols_(trace.columns()), options_(options) {}
 
   Result<NestingInference> Run() {
+    // The path set's builder fingerprints the trace and sizes its tables; that is done on
+    // another thread meanwhile.
+    std::future<PathSetBuilder> builder =
+        std::async(std::launch::async, [this] { return PathSetBuilder(trace_, "nesting"); });
     FindCallPairs();
-    RecordCallTimes();
     ScoreNestings();
     if (options_.lookahead) FindNextFromCaller();
     FindSegments();
     const int passes = options_.sibling_passes;
     for (int pass = 0; pass <= passes; ++pass) FindNestedPairs(pass > 0, pass < passes);
-    return FindCallPaths();
+    return FindCallPaths(builder.get());
   }
 
  private:
@@ -181,6 +185,7 @@ class Nesting {
     returns_ = pairs.pairs + pairs.unmatched_returns;
     unmatched_returns_ = pairs.unmatched_returns;
     unmatched_calls_ = pairs.unmatched_calls;
+    RecordCallTimes();
     // Now that every pair is known, keep only candidates that returned and that nest
     // the child on the middle node's own clock, within the skew window: arrived before
     // the child left and returned after the child's return arrived. The walk above
@@ -188,27 +193,31 @@ class Nesting {
     // yet arrive after it, and such an impossible candidate's negative delay would pile
     // up in bin 0 of the scoreboard and attract every choice. Without receive times this
     // removes nothing the walk admitted.
-    for (Call& c : calls_) {
+    for (uint32_t child = 0; child < calls_.size(); ++child) {
+      Call& c = calls_[child];
       if (!c.ret.valid()) continue;
+      const CallTimes& t = times_[child];
       uint32_t* begin = candidates_.data() + c.candidates_begin;
       uint32_t* end = std::remove_if(begin, begin + c.candidate_count, [&](uint32_t p) {
-        const Call& parent = calls_[p];
-        return !parent.ret.valid() || Received(parent.call) > Sent(c.call) + w ||
-               Sent(parent.ret) + w < Received(c.ret);
+        const CallTimes& parent = times_[p];
+        return !calls_[p].ret.valid() || parent.arrived > t.departed + w ||
+               parent.answered + w < t.returned;
       });
       c.candidate_count = uint32_t(end - begin);
     }
   }
 
-  // Each returned call's times at its caller B, read once from the trace's columns for
-  // the hot loops of FindNestedPairs.
+  // Each returned call's times, read once from the trace's columns for the hot loops
+  // that follow.
   void RecordCallTimes() {
     times_.resize(calls_.size());
     for (size_t i = 0; i < calls_.size(); ++i) {
       const Call& c = calls_[i];
       if (!c.ret.valid()) continue;
-      times_[i] = {
-          .departed = Sent(c.call), .arrived = Received(c.call), .returned = Received(c.ret)};
+      times_[i] = {.departed = Sent(c.call),
+                   .arrived = Received(c.call),
+                   .answered = Sent(c.ret),
+                   .returned = Received(c.ret)};
     }
   }
 
@@ -235,12 +244,12 @@ class Nesting {
 
   // The delay between a parent's arrival at B and the child's departure from B.
   TimeNs NestingDelay(uint32_t parent, uint32_t child) const {
-    return Sent(calls_[child].call) - Received(calls_[parent].call);
+    return times_[child].departed - times_[parent].arrived;
   }
 
   // The time from the child's return arriving at B to the parent's return leaving B.
   TimeNs ReturnGap(uint32_t parent, uint32_t child) const {
-    return Sent(calls_[parent].ret) - Received(calls_[child].ret);
+    return times_[parent].answered - times_[child].returned;
   }
 
   // Each (A, B, C) has a row of 2 x kNestingBins: call delays, then return gaps.
@@ -772,8 +781,7 @@ class Nesting {
 
   // §5.1.1.4. One path instance per root call pair: its call and return, and those of
   // every call nested under it. Latencies are aggregated by the shared PathSetBuilder.
-  Result<NestingInference> FindCallPaths() {
-    PathSetBuilder builder(trace_, "nesting");
+  Result<NestingInference> FindCallPaths(PathSetBuilder builder) {
     std::vector<MessageId> messages;
     std::vector<int32_t> parents;
     std::vector<std::pair<uint32_t, int32_t>> stack;  // (call, index of the parent's call message)
