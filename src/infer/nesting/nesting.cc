@@ -420,7 +420,8 @@ class Nesting {
     }
     if (s.overlapping) s.place = kOverlapping;
     s.gap = c.departed - last;
-    assert(SameSiblings(s, DescribeSiblingsByWalk(parent, child, parent >= seg.end)));
+    assert(SameSiblings(
+        s, DescribeSiblingsByWalk(parent, child, parent < seg.begin || parent >= seg.end)));
     return s;
   }
 
@@ -447,7 +448,7 @@ class Nesting {
 
   // What DescribeSiblings computes, by walking the parent's children: its definition,
   // checked against it in debug builds.
-  Siblings DescribeSiblingsByWalk(uint32_t parent, uint32_t child, bool beyond_segment) const {
+  Siblings DescribeSiblingsByWalk(uint32_t parent, uint32_t child, bool other_segment) const {
     const Call& c = calls_[child];
     Siblings s;
     TimeNs departed = Sent(c.call);
@@ -463,7 +464,7 @@ class Nesting {
         s.place = kAfterSibling;
       }
     };
-    for (uint32_t k = beyond_segment ? kNone : calls_[parent].first_child; k != kNone;
+    for (uint32_t k = other_segment ? kNone : calls_[parent].first_child; k != kNone;
          k = calls_[k].next_sibling)
       visit(k);
     if (s.overlapping) s.place = kOverlapping;
