@@ -56,6 +56,7 @@ struct Call {
   uint32_t parent = kNone;
   uint32_t first_child = kNone;
   uint32_t next_sibling = kNone;
+  uint32_t child_count = 0;
 };
 
 // A returned call's times: it left its caller B, arrived at its callee, the return left
@@ -64,9 +65,9 @@ struct CallTimes {
   TimeNs departed = 0, arrived = 0, answered = 0, returned = 0;
 };
 
-// The children assigned to one parent so far (FindNestedPairs), as DescribeSiblings
-// queries them: each child's departure, return and callee in the order assigned, and
-// their returns in ascending order.
+// The children assigned to a parent with many of them (FindNestedPairs), as
+// DescribeSiblings queries them: each child's departure, return and callee in the order
+// assigned, and their returns in ascending order.
 struct Sibling {
   TimeNs departed, returned;
   NodeId callee;
@@ -283,13 +284,11 @@ class Nesting {
   // The evidence for `parent` from the scoreboard: the paper's call-delay score, times,
   // with return scoring, the return-gap score divided by the triple's total weight (so
   // that the product still counts like the paper's score: N x P(delay) x P(gap)).
-  // Fixed once the scoreboard is: computed once per candidate (RecordRawScores).
-  double RawScoreFromBoard(uint32_t k) const {
-    uint32_t triple = candidate_triples_[k];
-    const double* row = &scoreboard_[triple * kRowSize];
+  // The division is done once per bin (DivideReturnScores), not per candidate and pass.
+  double RawScore(uint32_t k) const {
+    const double* row = &scoreboard_[candidate_triples_[k] * kRowSize];
     double score = row[candidate_bins_[k].call];
-    if (options_.score_returns)
-      score *= row[kNestingBins + candidate_bins_[k].ret] / triple_weight_[triple];
+    if (options_.score_returns) score *= row[kNestingBins + candidate_bins_[k].ret];
     return score;
   }
 
@@ -330,18 +329,16 @@ class Nesting {
       }
     }
     if (options_.smoothing_bins > 0) SmoothScoreboard();
-    RecordRawScores();
+    DivideReturnScores();
   }
 
-  // Every candidate's RawScoreFromBoard, which every pass reads (twice with lookahead).
-  void RecordRawScores() {
-    raw_scores_.resize(candidates_.size());
-    for (const Call& c : calls_) {
-      if (!c.ret.valid()) continue;
-      for (uint32_t k = c.candidates_begin; k < c.candidates_begin + c.candidate_count; ++k)
-        raw_scores_[k] = RawScoreFromBoard(k);
+  // Divides each return-gap score by its triple's total weight (RawScore), once the
+  // scoreboard is complete.
+  void DivideReturnScores() {
+    for (size_t t = 0; t < triple_weight_.size(); ++t) {
+      double* gaps = &scoreboard_[t * kRowSize + kNestingBins];
+      for (int b = 0; b < kNestingBins; ++b) gaps[b] = gaps[b] / triple_weight_[t];
     }
-    candidate_bins_ = {};
   }
 
   // Convolves each histogram with a Gaussian, so that peaks widened by clock skew still
@@ -382,18 +379,31 @@ class Nesting {
     TimeNs gap = 0;
   };
   //
-  // The children already assigned to a parent are kept in a ChildSet, so that this is a
-  // bisection, not a walk over every sibling for every candidate of every pass (the walk
-  // made the shop's long series of calls quadratic per request). It relies on what
-  // FindNestedPairs guarantees: a child is described only at parents whose children all
-  // come before it in call order, so all of them left B no later. `seg` is the segment of
-  // the calls being chosen for; a parent beyond it has no children yet (FindSegments).
+  // A parent's children are found through its list; once it has kManyChildren, also in
+  // a ChildSet, so that this is a bisection, not a walk over every sibling for every
+  // candidate of every pass (the walk made the shop's long series of calls quadratic per
+  // request). The set relies on what FindNestedPairs guarantees: a child is described
+  // only at parents whose children all come before it in call order, so all of them left
+  // B no later. `seg` is the segment of the calls being chosen for; a parent beyond it
+  // has no children yet (FindSegments).
   Siblings DescribeSiblings(uint32_t parent, uint32_t child, const Segment& seg) const {
     const CallTimes& c = times_[child];
     Siblings s;
     TimeNs last = times_[parent].arrived;
-    if (const uint32_t set = ChildSetOf(parent, seg); set != kNone) {
-      const ChildSet& children = seg.child_sets[set];
+    const bool in_segment = parent >= seg.begin && parent < seg.end;
+    if (in_segment && calls_[parent].child_count < kManyChildren) {
+      for (uint32_t k = calls_[parent].first_child; k != kNone; k = calls_[k].next_sibling) {
+        const CallTimes& t = times_[k];
+        ++s.any;
+        s.overlapping += t.departed < c.returned && t.returned > c.departed;
+        if (t.returned <= c.departed && t.returned > last) {
+          last = t.returned;
+          s.place = kAfterSibling;
+        }
+        if (options_.same_child_penalty != 0) s.same += calls_[k].callee == calls_[child].callee;
+      }
+    } else if (in_segment) {
+      const ChildSet& children = seg.child_sets[child_set_of_[parent]];
       s.any = int(children.in_order.size());
       // Siblings that returned by the time the child left, and the latest of them.
       // (Usually all of them: a serial server's children return one after another.)
@@ -420,8 +430,7 @@ class Nesting {
     }
     if (s.overlapping) s.place = kOverlapping;
     s.gap = c.departed - last;
-    assert(SameSiblings(
-        s, DescribeSiblingsByWalk(parent, child, parent < seg.begin || parent >= seg.end)));
+    assert(SameSiblings(s, DescribeSiblingsByWalk(parent, child, !in_segment)));
     return s;
   }
 
@@ -476,14 +485,10 @@ class Nesting {
            a.gap == b.gap && (options_.same_child_penalty == 0 || a.same == b.same);
   }
 
-  // The parent's ChildSet in seg.child_sets, or kNone. Another segment's parents are
-  // never read: their sets belong to another thread.
-  uint32_t ChildSetOf(uint32_t parent, const Segment& seg) const {
-    return parent >= seg.begin && parent < seg.end ? child_set_of_[parent] : kNone;
-  }
+  // Children already given to `parent`; another segment's parents are never read (they
+  // belong to another thread) and have none yet at this point of call order.
   uint32_t ChildCount(uint32_t parent, const Segment& seg) const {
-    const uint32_t set = ChildSetOf(parent, seg);
-    return set == kNone ? 0 : uint32_t(seg.child_sets[set].in_order.size());
+    return parent >= seg.begin && parent < seg.end ? calls_[parent].child_count : 0;
   }
 
   // Gives `child` to `parent`, both in `seg` (FindNestedPairs).
@@ -492,18 +497,33 @@ class Nesting {
     c.parent = parent;
     c.next_sibling = calls_[parent].first_child;
     calls_[parent].first_child = child;
+    const uint32_t count = ++calls_[parent].child_count;
+    if (count < kManyChildren) return;
     uint32_t& set = child_set_of_[parent];
-    if (set == kNone) {
+    if (set == kNone) {  // kept for later passes
       set = uint32_t(seg.child_sets.size());
       seg.child_sets.emplace_back();
     }
     ChildSet& children = seg.child_sets[set];
-    const CallTimes& t = times_[child];
-    children.in_order.push_back({t.departed, t.returned, c.callee});
-    children.returns.insert(
-        std::upper_bound(children.returns.begin(), children.returns.end(), t.returned), t.returned);
-    children.latest_departure = std::max(children.latest_departure, t.departed);
+    auto add = [&](uint32_t k) {
+      const CallTimes& t = times_[k];
+      children.in_order.push_back({t.departed, t.returned, calls_[k].callee});
+      children.returns.insert(
+          std::upper_bound(children.returns.begin(), children.returns.end(), t.returned),
+          t.returned);
+      children.latest_departure = std::max(children.latest_departure, t.departed);
+    };
+    if (count > kManyChildren) {
+      add(child);
+      return;
+    }
+    children.in_order.clear();  // from an earlier pass
+    children.returns.clear();
+    children.latest_departure = std::numeric_limits<TimeNs>::min();
+    for (uint32_t k = calls_[parent].first_child; k != kNone; k = calls_[k].next_sibling) add(k);
   }
+  // From this many children on, a parent's are also kept in a ChildSet.
+  static constexpr uint32_t kManyChildren = 8;
 
   // The sibling board (kPlaces x kNestingBins per triple) counts, per (A, B, C), the place
   // and gap of each child at the parent the previous pass chose. Unlike the call board it
@@ -532,7 +552,7 @@ class Nesting {
   double CandidateScore(uint32_t k, const Siblings& s, bool score_siblings,
                         const Penalties& pen) const {
     const NestingOptions& o = options_;
-    double score = raw_scores_[k];
+    double score = RawScore(k);
     if (s.overlapping) score *= Penalty(pen.overlap, s.overlapping, o.overlap_penalty);
     if (s.same) score *= Penalty(pen.same, s.same, o.same_child_penalty);
     if (s.any) score *= Penalty(pen.any, s.any, o.generic_child_penalty);
@@ -562,14 +582,12 @@ class Nesting {
     const NestingOptions& o = options_;
     const Penalties pen{PenaltyTable(o.overlap_penalty), PenaltyTable(o.same_child_penalty),
                         PenaltyTable(o.generic_child_penalty)};
-    for (Call& c : calls_) c.parent = c.first_child = c.next_sibling = kNone;
+    for (Call& c : calls_) {
+      c.parent = c.first_child = c.next_sibling = kNone;
+      c.child_count = 0;
+    }
     child_set_of_.resize(calls_.size(), kNone);  // the sets stay allocated from pass to pass
     for (Segment& seg : segments_) {
-      for (ChildSet& children : seg.child_sets) {
-        children.in_order.clear();
-        children.returns.clear();
-        children.latest_departure = std::numeric_limits<TimeNs>::min();
-      }
       seg.lookahead.assign(trace_.nodes().size(), LookaheadScores{});
       if (learn) {
         seg.board.assign(triples_.size() * kPlaces * kNestingBins, 0.0);
@@ -857,7 +875,6 @@ class Nesting {
   absl::flat_hash_map<Triple, uint32_t> triples_;
   std::vector<double> scoreboard_;          // kRowSize per triple
   std::vector<double> triple_weight_;       // per triple: the weight it was given in all
-  std::vector<double> raw_scores_;          // per candidate: see RawScoreFromBoard
   std::vector<double> sibling_factor_;      // per SiblingBin: its factor, from the last pass
   std::vector<uint32_t> next_from_caller_;  // see FindNextFromCaller
 
