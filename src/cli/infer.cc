@@ -339,6 +339,12 @@ void AddInferCommand(CLI::App& app, Status& result) {
                 "nesting: choose each child's parent greedily, without weighing the choice it "
                 "leaves the node's next call")
       ->group(nesting);
+  cmd->add_option("--threads", flags.nesting.threads,
+                  "nesting: threads that choose parents (0: one per hardware thread); the paths "
+                  "are the same for any number")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 256))
+      ->group(nesting);
   cmd->add_flag("--paper-scoring", flags.paper_scoring,
                 "nesting: score parents by call delays only, exactly as Project 5 does (no return "
                 "or sibling scoring, no lookahead, x = 2, z = 0)")

@@ -3,6 +3,10 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
 #include "trace/text_format.h"
 
 namespace weft {
@@ -185,6 +189,46 @@ TEST(NestingTest, DelayBins) {
   EXPECT_EQ(NestingDelayBin(106), 2);  // 100 * 1.05 = 105
   EXPECT_EQ(NestingDelayBin(3600 * kSecond), 1 + int(std::log(3.6e10) / std::log(1.05)));
   EXPECT_EQ(NestingDelayBin(100 * 3600 * kSecond), kNestingBins - 1);
+}
+
+// NestingDelayBin finds bins in a table; it must give exactly the bin of the definition,
+// 1 + floor(log_1.05(delay / 100 ns)), on both sides of every bin's first delay and
+// anywhere else.
+TEST(NestingTest, DelayBinsMatchTheLogarithm) {
+  auto by_log = [](TimeNs delay) {
+    if (delay < kNestingMinDelay) return 0;
+    int bin = 1 + int(std::log(double(delay) / double(kNestingMinDelay)) / std::log(1.05));
+    return std::min(bin, kNestingBins - 1);
+  };
+  int thresholds = 0;
+  TimeNs delay = kNestingMinDelay;
+  for (int bin = 1; bin < kNestingBins; ++bin) {
+    // The first delay of this bin, by bisection over the definition.
+    TimeNs low = delay, high = TimeNs(1) << 50;
+    while (low < high) {
+      TimeNs mid = low + (high - low) / 2;
+      if (by_log(mid) >= bin)
+        high = mid;
+      else
+        low = mid + 1;
+    }
+    delay = low;
+    ASSERT_EQ(by_log(delay), bin);
+    for (TimeNs d = delay - 64; d <= delay + 64; ++d) ASSERT_EQ(NestingDelayBin(d), by_log(d)) << d;
+    ++thresholds;
+  }
+  EXPECT_EQ(thresholds, kNestingBins - 1);
+  uint64_t x = 88172645463325252ull;  // xorshift: delays spread over every octave
+  for (int i = 0; i < 2000000; ++i) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    const TimeNs d = TimeNs(x >> (x % 60 + 4)) - 50;
+    ASSERT_EQ(NestingDelayBin(d), by_log(d)) << d;
+  }
+  for (TimeNs d = -1000; d < 200000; ++d) ASSERT_EQ(NestingDelayBin(d), by_log(d)) << d;
+  EXPECT_EQ(NestingDelayBin(std::numeric_limits<TimeNs>::max()), kNestingBins - 1);
+  EXPECT_EQ(NestingDelayBin(std::numeric_limits<TimeNs>::min()), 0);
 }
 
 }  // namespace

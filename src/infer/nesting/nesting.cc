@@ -30,8 +30,12 @@
 #include <absl/container/flat_hash_map.h>
 
 #include <algorithm>
+#include <bit>
 #include <cassert>
 #include <cmath>
+#include <future>
+#include <limits>
+#include <thread>
 #include <vector>
 
 #include "core/progress.h"
@@ -54,6 +58,26 @@ struct Call {
   uint32_t parent = kNone;
   uint32_t first_child = kNone;
   uint32_t next_sibling = kNone;
+  uint32_t child_count = 0;
+};
+
+// A returned call's times: it left its caller B, arrived at its callee, the return left
+// the callee and arrived back at B (each on the clock of the node where it happened).
+struct CallTimes {
+  TimeNs departed = 0, arrived = 0, answered = 0, returned = 0;
+};
+
+// The children assigned to a parent with many of them (FindNestedPairs), as
+// DescribeSiblings queries them: each child's departure, return and callee in the order
+// assigned, and their returns in ascending order.
+struct Sibling {
+  TimeNs departed, returned;
+  NodeId callee;
+};
+struct ChildSet {
+  std::vector<Sibling> in_order;
+  std::vector<TimeNs> returns;
+  TimeNs latest_departure = std::numeric_limits<TimeNs>::min();
 };
 
 struct Triple {
@@ -73,16 +97,23 @@ class Nesting {
       : trace_(trace), cols_(trace.columns()), options_(options) {}
 
   Result<NestingInference> Run() {
+    // The path set's builder fingerprints the trace and sizes its tables; that is done on
+    // another thread meanwhile.
+    std::future<PathSetBuilder> builder =
+        std::async(std::launch::async, [this] { return PathSetBuilder(trace_, "nesting"); });
     FindCallPairs();
     ScoreNestings();
     GenericPenaltyByNode();
     if (options_.lookahead) FindNextFromCaller();
+    FindSegments();
     const int passes = options_.sibling_passes;
     for (int pass = 0; pass <= passes; ++pass) FindNestedPairs(pass > 0, pass < passes);
-    return FindCallPaths();
+    return FindCallPaths(builder.get());
   }
 
  private:
+  struct Segment;  // see FindSegments
+
   // A message's time on its sender's clock and on its receiver's clock; with one
   // timestamp per message both are that timestamp.
   TimeNs Sent(MessageId m) const { return trace_.SortTime(m); }
@@ -158,6 +189,7 @@ class Nesting {
     returns_ = pairs.pairs + pairs.unmatched_returns;
     unmatched_returns_ = pairs.unmatched_returns;
     unmatched_calls_ = pairs.unmatched_calls;
+    RecordCallTimes();
     // Now that every pair is known, keep only candidates that returned and that nest
     // the child on the middle node's own clock, within the skew window: arrived before
     // the child left and returned after the child's return arrived. The walk above
@@ -165,15 +197,31 @@ class Nesting {
     // yet arrive after it, and such an impossible candidate's negative delay would pile
     // up in bin 0 of the scoreboard and attract every choice. Without receive times this
     // removes nothing the walk admitted.
-    for (Call& c : calls_) {
+    for (uint32_t child = 0; child < calls_.size(); ++child) {
+      Call& c = calls_[child];
       if (!c.ret.valid()) continue;
+      const CallTimes& t = times_[child];
       uint32_t* begin = candidates_.data() + c.candidates_begin;
       uint32_t* end = std::remove_if(begin, begin + c.candidate_count, [&](uint32_t p) {
-        const Call& parent = calls_[p];
-        return !parent.ret.valid() || Received(parent.call) > Sent(c.call) + w ||
-               Sent(parent.ret) + w < Received(c.ret);
+        const CallTimes& parent = times_[p];
+        return !calls_[p].ret.valid() || parent.arrived > t.departed + w ||
+               parent.answered + w < t.returned;
       });
       c.candidate_count = uint32_t(end - begin);
+    }
+  }
+
+  // Each returned call's times, read once from the trace's columns for the hot loops
+  // that follow.
+  void RecordCallTimes() {
+    times_.resize(calls_.size());
+    for (size_t i = 0; i < calls_.size(); ++i) {
+      const Call& c = calls_[i];
+      if (!c.ret.valid()) continue;
+      times_[i] = {.departed = Sent(c.call),
+                   .arrived = Received(c.call),
+                   .answered = Sent(c.ret),
+                   .returned = Received(c.ret)};
     }
   }
 
@@ -200,12 +248,12 @@ class Nesting {
 
   // The delay between a parent's arrival at B and the child's departure from B.
   TimeNs NestingDelay(uint32_t parent, uint32_t child) const {
-    return Sent(calls_[child].call) - Received(calls_[parent].call);
+    return times_[child].departed - times_[parent].arrived;
   }
 
   // The time from the child's return arriving at B to the parent's return leaving B.
   TimeNs ReturnGap(uint32_t parent, uint32_t child) const {
-    return Sent(calls_[parent].ret) - Received(calls_[child].ret);
+    return times_[parent].answered - times_[child].returned;
   }
 
   // Each (A, B, C) has a row of 2 x kNestingBins: call delays, then return gaps.
@@ -239,12 +287,11 @@ class Nesting {
   // The evidence for `parent` from the scoreboard: the paper's call-delay score, times,
   // with return scoring, the return-gap score divided by the triple's total weight (so
   // that the product still counts like the paper's score: N x P(delay) x P(gap)).
+  // The division is done once per bin (DivideReturnScores), not per candidate and pass.
   double RawScore(uint32_t k) const {
-    uint32_t triple = candidate_triples_[k];
-    const double* row = &scoreboard_[triple * kRowSize];
+    const double* row = &scoreboard_[candidate_triples_[k] * kRowSize];
     double score = row[candidate_bins_[k].call];
-    if (options_.score_returns)
-      score *= row[kNestingBins + candidate_bins_[k].ret] / triple_weight_[triple];
+    if (options_.score_returns) score *= row[kNestingBins + candidate_bins_[k].ret];
     return score;
   }
 
@@ -285,6 +332,16 @@ class Nesting {
       }
     }
     if (options_.smoothing_bins > 0) SmoothScoreboard();
+    DivideReturnScores();
+  }
+
+  // Divides each return-gap score by its triple's total weight (RawScore), once the
+  // scoreboard is complete.
+  void DivideReturnScores() {
+    for (size_t t = 0; t < triple_weight_.size(); ++t) {
+      double* gaps = &scoreboard_[t * kRowSize + kNestingBins];
+      for (int b = 0; b < kNestingBins; ++b) gaps[b] = gaps[b] / triple_weight_[t];
+    }
   }
 
   // Convolves each histogram with a Gaussian, so that peaks widened by clock skew still
@@ -359,13 +416,92 @@ class Nesting {
     Place place = kFirst;
     TimeNs gap = 0;
   };
-  Siblings DescribeSiblings(uint32_t parent, uint32_t child) const {
+  //
+  // A parent's children are found through its list; once it has kManyChildren, also in
+  // a ChildSet, so that this is a bisection, not a walk over every sibling for every
+  // candidate of every pass (the walk made the shop's long series of calls quadratic per
+  // request). The set relies on what FindNestedPairs guarantees: a child is described
+  // only at parents whose children all come before it in call order, so all of them left
+  // B no later. `seg` is the segment of the calls being chosen for; a parent beyond it
+  // has no children yet (FindSegments).
+  Siblings DescribeSiblings(uint32_t parent, uint32_t child, const Segment& seg) const {
+    const CallTimes& c = times_[child];
+    Siblings s;
+    TimeNs last = times_[parent].arrived;
+    const bool in_segment = parent >= seg.begin && parent < seg.end;
+    if (in_segment && calls_[parent].child_count < kManyChildren) {
+      for (uint32_t k = calls_[parent].first_child; k != kNone; k = calls_[k].next_sibling) {
+        const CallTimes& t = times_[k];
+        ++s.any;
+        s.overlapping += t.departed < c.returned && t.returned > c.departed;
+        if (t.returned <= c.departed && t.returned > last) {
+          last = t.returned;
+          s.place = kAfterSibling;
+        }
+        if (options_.same_child_penalty != 0) s.same += calls_[k].callee == calls_[child].callee;
+      }
+    } else if (in_segment) {
+      const ChildSet& children = seg.child_sets[child_set_of_[parent]];
+      s.any = int(children.in_order.size());
+      // Siblings that returned by the time the child left, and the latest of them.
+      // (Usually all of them: a serial server's children return one after another.)
+      auto after = children.returns.end();
+      if (!children.returns.empty() && children.returns.back() > c.departed)
+        after = std::upper_bound(children.returns.begin(), children.returns.end(), c.departed);
+      if (after != children.returns.begin() && *(after - 1) > last) {
+        last = *(after - 1);
+        s.place = kAfterSibling;
+      }
+      // A sibling overlaps the child if it left before the child's return arrived and
+      // returned after the child left. All left before the child's return when the
+      // latest did; else (a return stamped on another clock, one timestamp per message)
+      // each is checked.
+      if (children.latest_departure < c.returned) {
+        s.overlapping = int(children.returns.end() - after);
+      } else {
+        for (const Sibling& k : children.in_order)
+          s.overlapping += k.departed < c.returned && k.returned > c.departed;
+      }
+      if (options_.same_child_penalty != 0) {  // (1 + c)^0 is 1: the count would not matter
+        for (const Sibling& k : children.in_order) s.same += k.callee == calls_[child].callee;
+      }
+    }
+    if (s.overlapping) s.place = kOverlapping;
+    s.gap = c.departed - last;
+    assert(SameSiblings(s, DescribeSiblingsByWalk(parent, child, !in_segment)));
+    return s;
+  }
+
+  // `s` (DescribeSiblings of `child` at some parent) with `extra` as one more child of
+  // that parent: lookahead's trial of a child under a candidate.
+  Siblings WithSibling(Siblings s, uint32_t child, uint32_t extra) const {
+    const CallTimes& c = times_[child];
+    const CallTimes& x = times_[extra];
+    TimeNs last = c.departed - s.gap;  // the parent's arrival or the latest sibling return
+    bool after_sibling = s.place == kAfterSibling || s.place == kOverlapping;
+    ++s.any;
+    s.same += calls_[extra].callee == calls_[child].callee;
+    s.overlapping += x.departed < c.returned && c.departed < x.returned;
+    if (x.returned <= c.departed && x.returned > last) {
+      last = x.returned;
+      after_sibling = true;
+    }
+    // (Overlapping hides whether a sibling had returned, but then the place stays
+    // overlapping.)
+    s.place = s.overlapping ? kOverlapping : after_sibling ? kAfterSibling : kFirst;
+    s.gap = c.departed - last;
+    return s;
+  }
+
+  // What DescribeSiblings computes, by walking the parent's children: its definition,
+  // checked against it in debug builds.
+  Siblings DescribeSiblingsByWalk(uint32_t parent, uint32_t child, bool other_segment) const {
     const Call& c = calls_[child];
     Siblings s;
     TimeNs departed = Sent(c.call);
     TimeNs last = Received(calls_[parent].call);
-    for (uint32_t k = calls_[parent].first_child; k != kNone; k = calls_[k].next_sibling) {
-      if (k == child) continue;
+    auto visit = [&](uint32_t k) {
+      assert(k != child);
       ++s.any;
       s.same += calls_[k].callee == c.callee;
       s.overlapping += Overlap(calls_[k], c);
@@ -374,11 +510,58 @@ class Nesting {
         last = returned;
         s.place = kAfterSibling;
       }
-    }
+    };
+    for (uint32_t k = other_segment ? kNone : calls_[parent].first_child; k != kNone;
+         k = calls_[k].next_sibling)
+      visit(k);
     if (s.overlapping) s.place = kOverlapping;
     s.gap = departed - last;
     return s;
   }
+  bool SameSiblings(const Siblings& a, const Siblings& b) const {
+    return a.any == b.any && a.overlapping == b.overlapping && a.place == b.place &&
+           a.gap == b.gap && (options_.same_child_penalty == 0 || a.same == b.same);
+  }
+
+  // Children already given to `parent`; another segment's parents are never read (they
+  // belong to another thread) and have none yet at this point of call order.
+  uint32_t ChildCount(uint32_t parent, const Segment& seg) const {
+    return parent >= seg.begin && parent < seg.end ? calls_[parent].child_count : 0;
+  }
+
+  // Gives `child` to `parent`, both in `seg` (FindNestedPairs).
+  void Assign(uint32_t child, uint32_t parent, Segment& seg) {
+    Call& c = calls_[child];
+    c.parent = parent;
+    c.next_sibling = calls_[parent].first_child;
+    calls_[parent].first_child = child;
+    const uint32_t count = ++calls_[parent].child_count;
+    if (count < kManyChildren) return;
+    uint32_t& set = child_set_of_[parent];
+    if (set == kNone) {  // kept for later passes
+      set = uint32_t(seg.child_sets.size());
+      seg.child_sets.emplace_back();
+    }
+    ChildSet& children = seg.child_sets[set];
+    auto add = [&](uint32_t k) {
+      const CallTimes& t = times_[k];
+      children.in_order.push_back({t.departed, t.returned, calls_[k].callee});
+      children.returns.insert(
+          std::upper_bound(children.returns.begin(), children.returns.end(), t.returned),
+          t.returned);
+      children.latest_departure = std::max(children.latest_departure, t.departed);
+    };
+    if (count > kManyChildren) {
+      add(child);
+      return;
+    }
+    children.in_order.clear();  // from an earlier pass
+    children.returns.clear();
+    children.latest_departure = std::numeric_limits<TimeNs>::min();
+    for (uint32_t k = calls_[parent].first_child; k != kNone; k = calls_[k].next_sibling) add(k);
+  }
+  // From this many children on, a parent's are also kept in a ChildSet.
+  static constexpr uint32_t kManyChildren = 8;
 
   // The sibling board (kPlaces x kNestingBins per triple) counts, per (A, B, C), the place
   // and gap of each child at the parent the previous pass chose. Unlike the call board it
@@ -399,17 +582,15 @@ class Nesting {
     return false;
   }
 
-  // The penalised score of candidate `k` (parent candidates_[k]) for `child`, given the
-  // children assigned so far (§5.1.1.3 with weft's sibling scoring); `siblings` receives
-  // how the child would follow the parent's other children.
+  // The penalised score of candidate `k` for a child that would follow the parent's other
+  // children as `s` says (§5.1.1.3 with weft's sibling scoring).
   struct Penalties {
     std::vector<double> overlap, same, any;
   };
-  double CandidateScore(uint32_t child, uint32_t k, bool score_siblings, const Penalties& pen,
-                        Siblings* siblings) const {
+  double CandidateScore(uint32_t k, const Siblings& s, bool score_siblings,
+                        const Penalties& pen) const {
     const NestingOptions& o = options_;
     double score = RawScore(k);
-    Siblings s = DescribeSiblings(candidates_[k], child);
     if (s.overlapping) score *= Penalty(pen.overlap, s.overlapping, o.overlap_penalty);
     if (s.same) score *= Penalty(pen.same, s.same, o.same_child_penalty);
     if (s.any) {
@@ -424,9 +605,8 @@ class Nesting {
     }
     if (score_siblings) {  // P(place, gap | A, B, C), lightly smoothed toward unseen bins
       uint32_t triple = candidate_triples_[k];
-      score *= (sibling_board_[SiblingBin(triple, s)] + 0.01) / (sibling_weight_[triple] + 1.0);
+      score *= sibling_factor_[SiblingBin(triple, s)];
     }
-    if (siblings) *siblings = s;
     return score;
   }
 
@@ -434,22 +614,6 @@ class Nesting {
   // descendant).
   bool Admissible(uint32_t child, uint32_t k) const {
     return options_.skew_window == 0 || !IsAncestor(child, candidates_[k]);
-  }
-
-  // The best score the next call from the same node (`next`) could get if `child` went to
-  // candidate parent `p`; `others` is next's best score over candidates other than p as
-  // the children stand now. Only p's own candidacy changes when child joins p.
-  double NextBestIf(uint32_t child, uint32_t p, uint32_t next, double best_other_than_p,
-                    uint32_t next_k_of_p, bool score_siblings, const Penalties& pen) {
-    if (next_k_of_p == kNone) return best_other_than_p;
-    Call& parent = calls_[p];
-    const uint32_t saved = parent.first_child;
-    calls_[child].next_sibling = saved;  // join p for the look, then leave again
-    parent.first_child = child;
-    double with = CandidateScore(next, next_k_of_p, score_siblings, pen, nullptr);
-    parent.first_child = saved;
-    calls_[child].next_sibling = kNone;
-    return std::max(with, best_other_than_p);
   }
 
   // §5.1.1.3. Children in time order; each takes the candidate with the best penalised
@@ -465,13 +629,50 @@ class Nesting {
     const NestingOptions& o = options_;
     const Penalties pen{PenaltyTable(o.overlap_penalty), PenaltyTable(o.same_child_penalty),
                         PenaltyTable(o.generic_child_penalty)};
-    std::vector<double> board, weight;
-    if (learn) {
-      board.assign(triples_.size() * kPlaces * kNestingBins, 0.0);
-      weight.assign(triples_.size(), 0.0);
+    for (Call& c : calls_) {
+      c.parent = c.first_child = c.next_sibling = kNone;
+      c.child_count = 0;
     }
-    for (Call& c : calls_) c.parent = c.first_child = c.next_sibling = kNone;
-    for (uint32_t child = 0; child < calls_.size(); ++child) {
+    child_set_of_.resize(calls_.size(), kNone);  // the sets stay allocated from pass to pass
+    for (Segment& seg : segments_) {
+      seg.lookahead.assign(trace_.nodes().size(), LookaheadScores{});
+      if (learn) {
+        seg.board.assign(triples_.size() * kPlaces * kNestingBins, 0.0);
+        seg.weight.assign(triples_.size(), 0.0);
+      }
+    }
+    {
+      std::vector<std::jthread> helpers;
+      for (size_t i = 1; i < segments_.size(); ++i) {
+        helpers.emplace_back([&, i] { ChooseParents(segments_[i], score_siblings, learn, pen); });
+      }
+      ChooseParents(segments_[0], score_siblings, learn, pen);
+    }
+    if (learn) {
+      // The segments' counts are whole numbers, so their sum is exact in any order.
+      std::vector<double>& board = segments_[0].board;
+      std::vector<double>& weight = segments_[0].weight;
+      for (size_t i = 1; i < segments_.size(); ++i) {
+        for (size_t b = 0; b < board.size(); ++b) board[b] += segments_[i].board[b];
+        for (size_t t = 0; t < weight.size(); ++t) weight[t] += segments_[i].weight[t];
+      }
+      // Each bin's factor for the next pass, P(place, gap | A, B, C) lightly smoothed
+      // toward unseen bins, computed once per bin instead of once per candidate.
+      const size_t row = kPlaces * kNestingBins;
+      for (size_t t = 0; t < triples_.size(); ++t) {
+        for (size_t i = t * row; i < (t + 1) * row; ++i)
+          board[i] = (board[i] + 0.01) / (weight[t] + 1.0);
+      }
+      sibling_factor_ = std::move(board);
+    }
+  }
+
+  // FindNestedPairs for the children of one segment.
+  void ChooseParents(Segment& seg, bool score_siblings, bool learn, const Penalties& pen) {
+    const NestingOptions& o = options_;
+    std::vector<double>& board = seg.board;
+    std::vector<double>& weight = seg.weight;
+    for (uint32_t child = seg.begin; child < seg.end; ++child) {
       Call& c = calls_[child];
       if (!c.ret.valid() || c.candidate_count == 0) continue;
       double best_score = 0;
@@ -482,19 +683,33 @@ class Nesting {
         if (Admissible(child, k)) {
           best = candidates_[k];
           best_k = k;
-          if (learn) best_siblings = DescribeSiblings(best, child);
+          if (learn) best_siblings = DescribeSiblings(best, child, seg);
         }
       }
       // The next call from this node that has a choice to make, and the two best of its
       // scores now (so that its best over candidates other than p is one comparison).
+      // Lookahead scored this child's candidates as the next call of the previous call from
+      // this node; those scores still hold where the parent has gained no child since
+      // (within a pass a parent's children only grow, so their count tells).
       uint32_t next = c.candidate_count > 1 && o.lookahead ? next_from_caller_[child] : kNone;
+      const LookaheadScores& ahead = seg.lookahead[c.caller.value()];
+      const bool scored_ahead = c.candidate_count > 1 && ahead.call == child;
+      LookaheadScores& next_ahead = seg.scratch;
       double next_best = 0, next_second = 0;
       uint32_t next_best_parent = kNone;
       if (next != kNone) {
         const Call& n = calls_[next];
+        next_ahead.call = next;
+        next_ahead.score.resize(n.candidate_count);
+        next_ahead.siblings.resize(n.candidate_count);
+        next_ahead.children.assign(n.candidate_count, kNone);
         for (uint32_t k = n.candidates_begin; k < n.candidates_begin + n.candidate_count; ++k) {
           if (!Admissible(next, k)) continue;
-          const double score = CandidateScore(next, k, score_siblings, pen, nullptr);
+          const uint32_t i = k - n.candidates_begin;
+          next_ahead.siblings[i] = DescribeSiblings(candidates_[k], next, seg);
+          const double score = CandidateScore(k, next_ahead.siblings[i], score_siblings, pen);
+          next_ahead.score[i] = score;
+          next_ahead.children[i] = ChildCount(candidates_[k], seg);
           if (score > next_best) {
             next_second = next_best;
             next_best = score;
@@ -504,12 +719,26 @@ class Nesting {
           }
         }
       }
+      uint32_t best_next_k = kNone;  // best's candidacy for next, and next's score under it
+      double best_next_score = 0;
+      Siblings best_next_siblings;
       for (uint32_t k = c.candidates_begin;
            c.candidate_count > 1 && k < c.candidates_begin + c.candidate_count; ++k) {
         uint32_t p = candidates_[k];
         if (!Admissible(child, k)) continue;
+        const uint32_t i = k - c.candidates_begin;
         Siblings s;
-        double score = CandidateScore(child, k, score_siblings, pen, &s);
+        double score;
+        if (scored_ahead && ahead.children[i] == ChildCount(p, seg)) {
+          s = ahead.siblings[i];
+          score = ahead.score[i];
+        } else {
+          s = DescribeSiblings(p, child, seg);
+          score = CandidateScore(k, s, score_siblings, pen);
+        }
+        uint32_t next_k_of_p = kNone;
+        double next_score_if_p = 0;
+        Siblings next_siblings_if_p;
         if (next != kNone) {
           // Candidate lists are in call order (FindCallPairs), so p is found by bisection.
           const Call& n = calls_[next];
@@ -517,10 +746,14 @@ class Nesting {
           const uint32_t* end = begin + n.candidate_count;
           const uint32_t* at = std::lower_bound(begin, end, p);
           const uint32_t k_of_p = uint32_t(at - candidates_.data());
-          const uint32_t next_k_of_p =
-              at != end && *at == p && Admissible(next, k_of_p) ? k_of_p : kNone;
+          next_k_of_p = at != end && *at == p && Admissible(next, k_of_p) ? k_of_p : kNone;
           const double best_other = next_best_parent == p ? next_second : next_best;
-          score *= NextBestIf(child, p, next, best_other, next_k_of_p, score_siblings, pen);
+          if (next_k_of_p != kNone) {  // child joins p for the look
+            next_siblings_if_p =
+                WithSibling(next_ahead.siblings[next_k_of_p - n.candidates_begin], next, child);
+            next_score_if_p = CandidateScore(next_k_of_p, next_siblings_if_p, score_siblings, pen);
+          }
+          score *= next_k_of_p == kNone ? best_other : std::max(next_score_if_p, best_other);
         }
         bool earlier = best != kNone && score == best_score &&
                        Received(calls_[p].call) < Received(calls_[best].call);
@@ -529,22 +762,69 @@ class Nesting {
           best = p;
           best_k = k;
           best_siblings = s;
+          best_next_k = next_k_of_p;
+          best_next_score = next_score_if_p;
+          best_next_siblings = next_siblings_if_p;
         }
+      }
+      if (next != kNone) {
+        // Once child goes to best, next's score there is the one tried for it.
+        if (best_next_k != kNone) {
+          const uint32_t i = best_next_k - calls_[next].candidates_begin;
+          next_ahead.score[i] = best_next_score;
+          next_ahead.siblings[i] = best_next_siblings;
+          next_ahead.children[i] = ChildCount(best, seg) + 1;
+        }
+        std::swap(seg.lookahead[c.caller.value()], next_ahead);
       }
       if (best == kNone) continue;
       if (learn) {
         board[SiblingBin(candidate_triples_[best_k], best_siblings)] += 1;
         weight[candidate_triples_[best_k]] += 1;
       }
-      c.parent = best;
-      c.next_sibling = calls_[best].first_child;
-      calls_[best].first_child = child;
-    }
-    if (learn) {
-      sibling_board_ = std::move(board);
-      sibling_weight_ = std::move(weight);
+      Assign(child, best, seg);
     }
   }
+
+  // Splits the calls into segments, one per thread, whose choices in FindNestedPairs are
+  // independent of each other's: a cut before call i is taken where no call before i is
+  // a candidate parent of a call from i on (no request is open across it at any node).
+  // Then a call's candidates and their other children lie in its segment. Lookahead
+  // weighs the last choices of a segment with calls of a later one, whose parents have
+  // no children yet at that point of call order; DescribeSiblings sees them so. So each
+  // segment chooses what one thread choosing in call order would, and the result does
+  // not depend on the number of threads. With a skew window a parent can start after
+  // its child, and the calls stay in one segment.
+  void FindSegments() {
+    const uint32_t n = uint32_t(calls_.size());
+    const uint32_t threads = options_.threads > 0
+                                 ? uint32_t(options_.threads)
+                                 : std::max(1u, std::thread::hardware_concurrency());
+    std::vector<uint32_t> cuts{0};
+    if (threads > 1 && options_.skew_window == 0 && n >= 2 * kMinSegmentCalls) {
+      std::vector<uint32_t> last_child(n, 0);  // per call: the last call it is a candidate of
+      for (uint32_t child = 0; child < n; ++child) {
+        const Call& c = calls_[child];
+        if (!c.ret.valid()) continue;
+        for (uint32_t k = c.candidates_begin; k < c.candidates_begin + c.candidate_count; ++k)
+          last_child[candidates_[k]] = child;  // children in call order: the last one stays
+      }
+      uint32_t reach = 0;  // the last child of any call up to i
+      for (uint32_t i = 0; i + 1 < n && cuts.size() < threads; ++i) {
+        reach = std::max(reach, last_child[i]);
+        const bool even_share = uint64_t(i + 1) * threads >= uint64_t(cuts.size()) * n;
+        if (reach <= i && even_share && i + 1 - cuts.back() >= kMinSegmentCalls)
+          cuts.push_back(i + 1);
+      }
+    }
+    cuts.push_back(n);
+    segments_.resize(cuts.size() - 1);
+    for (size_t i = 0; i + 1 < cuts.size(); ++i) {
+      segments_[i].begin = cuts[i];
+      segments_[i].end = cuts[i + 1];
+    }
+  }
+  static constexpr uint32_t kMinSegmentCalls = 1024;
 
   // For each call, the next call (in call order) made by the same node that has more than
   // one candidate parent, or kNone: the call whose choice lookahead weighs.
@@ -567,8 +847,7 @@ class Nesting {
 
   // §5.1.1.4. One path instance per root call pair: its call and return, and those of
   // every call nested under it. Latencies are aggregated by the shared PathSetBuilder.
-  Result<NestingInference> FindCallPaths() {
-    PathSetBuilder builder(trace_, "nesting");
+  Result<NestingInference> FindCallPaths(PathSetBuilder builder) {
     std::vector<MessageId> messages;
     std::vector<int32_t> parents;
     std::vector<std::pair<uint32_t, int32_t>> stack;  // (call, index of the parent's call message)
@@ -609,7 +888,28 @@ class Nesting {
   const TraceColumns& cols_;
   const NestingOptions& options_;
 
-  std::vector<Call> calls_;           // in order of the CALL messages
+  std::vector<Call> calls_;             // in order of the CALL messages
+  std::vector<CallTimes> times_;        // per call, once returned
+  std::vector<uint32_t> child_set_of_;  // per call: its ChildSet in its segment, or kNone
+  // What lookahead found for a call's candidates when it looked ahead to it: per
+  // candidate, the score, how the call would follow the parent's children, and the
+  // parent's child count then (kNone: not admissible).
+  struct LookaheadScores {
+    uint32_t call = kNone;
+    std::vector<double> score;
+    std::vector<Siblings> siblings;
+    std::vector<uint32_t> children;
+  };
+  // One thread's share of each pass of FindNestedPairs: the calls [begin, end), chosen
+  // for independently of every other segment's (FindSegments).
+  struct Segment {
+    uint32_t begin = 0, end = 0;
+    std::vector<ChildSet> child_sets;        // of the segment's parents, kept between passes
+    std::vector<LookaheadScores> lookahead;  // per node: for its next call with a choice
+    LookaheadScores scratch;
+    std::vector<double> board, weight;  // what a learning pass counts (see SiblingBin)
+  };
+  std::vector<Segment> segments_;
   std::vector<uint32_t> candidates_;  // candidate parents, ranges per call
   struct Bins {
     uint16_t call;  // scoreboard bin of the call delay
@@ -622,8 +922,7 @@ class Nesting {
   absl::flat_hash_map<Triple, uint32_t> triples_;
   std::vector<double> scoreboard_;          // kRowSize per triple
   std::vector<double> triple_weight_;       // per triple: the weight it was given in all
-  std::vector<double> sibling_board_;       // see SiblingBin
-  std::vector<double> sibling_weight_;      // per triple: children chosen in the last pass
+  std::vector<double> sibling_factor_;      // per SiblingBin: its factor, from the last pass
   std::vector<uint32_t> next_from_caller_;  // see FindNextFromCaller
   std::vector<double> generic_penalty_;  // per node: z for parents there, see GenericPenaltyByNode
   std::vector<double> generic_penalty_table_;  // per node, when few: its penalty for c < 64
@@ -646,11 +945,68 @@ CallPairingOptions NestingCallPairing(const NestingOptions& options) {
   };
 }
 
-int NestingDelayBin(TimeNs delay) {
+namespace {
+
+// The definition of the bins (nesting.h): 1 + floor(log_1.05(delay / 100 ns)), clamped.
+int DelayBinByLog(TimeNs delay) {
   if (delay < kNestingMinDelay) return 0;
   int bin = 1 + int(std::log(double(delay) / double(kNestingMinDelay)) / kLogBinBase);
   return std::min(bin, kNestingBins - 1);
 }
+
+// DelayBinByLog without a logarithm: binning every candidate's delay (and every sibling
+// gap, for every candidate of every pass) by std::log took a tenth of `weft infer`. Each
+// bin's smallest delay is found once by bisection over DelayBinByLog itself, so a delay
+// gets exactly the bin the formula gives it (nesting_test checks both sides of every
+// threshold). A delay's leading five bits (its octave and the next four bits) pick a
+// starting bin; such a slice spans at most a factor 17/16 < 1.05^2, so at most two
+// thresholds lie inside it and at most two comparisons finish the search.
+class DelayBinTable {
+ public:
+  DelayBinTable() {
+    threshold_[0] = std::numeric_limits<TimeNs>::min();
+    for (int bin = 1; bin < kNestingBins; ++bin) {
+      TimeNs low = threshold_[bin - 1] < kNestingMinDelay ? kNestingMinDelay : threshold_[bin - 1];
+      TimeNs high = TimeNs(1) << 62;  // far beyond the last bin (about 7 hours)
+      while (low < high) {            // the smallest delay whose bin is at least `bin`
+        TimeNs mid = low + (high - low) / 2;
+        if (DelayBinByLog(mid) >= bin)
+          high = mid;
+        else
+          low = mid + 1;
+      }
+      threshold_[bin] = low;
+    }
+    for (int octave = 0; octave < 63; ++octave) {
+      for (int slice = 0; slice < kSlices; ++slice) {
+        TimeNs first = octave < kSliceBits ? TimeNs(1) << octave
+                                           : TimeNs(kSlices + slice) << (octave - kSliceBits);
+        first_bin_[octave * kSlices + slice] = uint16_t(DelayBinByLog(first));
+      }
+    }
+  }
+
+  int Bin(TimeNs delay) const {
+    if (delay < kNestingMinDelay) return 0;
+    const int octave = std::bit_width(uint64_t(delay)) - 1;  // >= 6: delay >= 100
+    const int slice = int(delay >> (octave - kSliceBits)) & (kSlices - 1);
+    int bin = first_bin_[octave * kSlices + slice];
+    while (bin + 1 < kNestingBins && delay >= threshold_[bin + 1]) ++bin;
+    return bin;
+  }
+
+ private:
+  static constexpr int kSliceBits = 4;
+  static constexpr int kSlices = 1 << kSliceBits;
+  TimeNs threshold_[kNestingBins];  // the smallest delay of each bin (bin 0: none)
+  uint16_t first_bin_[64 * kSlices];
+};
+
+const DelayBinTable kDelayBins;
+
+}  // namespace
+
+int NestingDelayBin(TimeNs delay) { return kDelayBins.Bin(delay); }
 
 Result<NestingInference> InferNesting(const Trace& trace, const NestingOptions& options) {
   if (options.skew_window < 0)
@@ -658,6 +1014,7 @@ Result<NestingInference> InferNesting(const Trace& trace, const NestingOptions& 
   if (options.smoothing_bins < 0) return Status::InvalidArgument("smoothing must not be negative");
   if (options.sibling_passes < 0)
     return Status::InvalidArgument("sibling passes must not be negative");
+  if (options.threads < 0) return Status::InvalidArgument("threads must not be negative");
   return Nesting(trace, options).Run();
 }
 

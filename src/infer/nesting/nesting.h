@@ -58,6 +58,10 @@ struct NestingOptions {
   // Weigh each choice of parent with the best choice it leaves the next call from the same
   // node (weft's addition; see docs/nesting.md). False gives Project 5's greedy choice.
   bool lookahead = true;
+  // Threads that choose parents (FindNestedPairs) for independent stretches of the trace,
+  // where requests are open across none of their borders; 0 is one per hardware thread.
+  // The result is the same for any number.
+  int threads = 0;
 };
 
 // Project 5's algorithm exactly (--paper-scoring): call delays only, no return or sibling

@@ -1,0 +1,84 @@
+// Nesting chooses parents on several threads, one per stretch of the trace that no request
+// spans (nesting.cc, FindSegments). The paths file must be the same, byte for byte, for
+// any number of threads, with every switch that changes how parents are chosen.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <utility>
+
+#include "gen/gen.h"
+#include "infer/nesting/nesting.h"
+#include "infer/paths_file.h"
+
+namespace weft {
+namespace {
+
+Trace Scenario(std::string_view name, double parallelism, uint64_t messages,
+               bool send_times_only = false) {
+  Result<GenConfig> config = LoadGenConfig(std::string(name));
+  EXPECT_TRUE(config.ok()) << config.status().message();
+  config->parallelism = parallelism;
+  config->messages = messages;
+  config->send_times_only = send_times_only;
+  Result<Trace> trace = MakeTrace(*config);
+  EXPECT_TRUE(trace.ok()) << trace.status().message();
+  return std::move(trace).value();
+}
+
+std::string PathsText(const Trace& trace, NestingOptions options, int threads) {
+  options.threads = threads;
+  Result<NestingInference> inferred = InferNesting(trace, options);
+  EXPECT_TRUE(inferred.ok()) << inferred.status().message();
+  return FormatPaths(ToPathsFile(std::move(inferred).value()));
+}
+
+void ExpectSameForAnyThreads(const Trace& trace, const NestingOptions& options) {
+  const std::string one = PathsText(trace, options, 1);
+  EXPECT_GT(one.size(), 1000u);
+  for (int threads : {2, 3, 8}) {
+    EXPECT_TRUE(PathsText(trace, options, threads) == one) << threads << " threads";
+  }
+}
+
+TEST(NestingThreadsTest, ShopAtOneAndEightInFlight) {
+  ExpectSameForAnyThreads(Scenario("shop", 1, 40000), NestingOptions{});
+  ExpectSameForAnyThreads(Scenario("shop", 8, 40000), NestingOptions{});
+}
+
+TEST(NestingThreadsTest, SocialAndBookingAtFourInFlight) {
+  ExpectSameForAnyThreads(Scenario("social", 4, 40000), NestingOptions{});
+  ExpectSameForAnyThreads(Scenario("booking", 4, 40000), NestingOptions{});
+}
+
+TEST(NestingThreadsTest, MultitierWithEverySwitch) {
+  const Trace trace = Scenario("multitier", 0.28, 40000);
+  ExpectSameForAnyThreads(trace, NestingOptions{});
+  ExpectSameForAnyThreads(trace, PaperNestingOptions());
+  NestingOptions greedy;
+  greedy.lookahead = false;
+  greedy.sibling_passes = 1;
+  ExpectSameForAnyThreads(trace, greedy);
+  NestingOptions same_child;
+  same_child.same_child_penalty = 1;
+  ExpectSameForAnyThreads(trace, same_child);
+  NestingOptions no_ids;
+  no_ids.use_call_ids = false;
+  ExpectSameForAnyThreads(trace, no_ids);
+}
+
+TEST(NestingThreadsTest, OneTimestampPerMessageAndASkewWindow) {
+  ExpectSameForAnyThreads(Scenario("shop", 4, 40000, /*send_times_only=*/true), NestingOptions{});
+  NestingOptions skew;
+  skew.skew_window = 30 * kMillisecond;
+  skew.smoothing_bins = 4;
+  ExpectSameForAnyThreads(Scenario("multitier", 0.28, 40000), skew);
+}
+
+TEST(NestingThreadsTest, RejectsNegativeThreads) {
+  NestingOptions options;
+  options.threads = -1;
+  EXPECT_EQ(InferNesting(Trace(), options).status().message(), "threads must not be negative");
+}
+
+}  // namespace
+}  // namespace weft
