@@ -11,7 +11,7 @@
 //   time from the child's return to the parent's return, weighs in: the last child of a
 //   parent returns a characteristic time before its parent does, so the return side tells
 //   apart candidates that the call side cannot (docs/nesting.md has the figures).
-// - With NestingOptions::sibling_passes (default 1) FindNestedPairs runs again, each
+// - With NestingOptions::sibling_passes (default 3) FindNestedPairs runs again, each
 //   candidate's score also weighed by a sibling scoreboard learned from the previous
 //   pass's choices: whether the child would come first among its parent's children, after
 //   a returned sibling (and how long after its return), or overlapping an open one. It
@@ -594,7 +594,7 @@ class Nesting {
     if (s.overlapping) score *= Penalty(pen.overlap, s.overlapping, o.overlap_penalty);
     if (s.same) score *= Penalty(pen.same, s.same, o.same_child_penalty);
     if (s.any) {
-      const size_t b = calls_[child].caller.value();
+      const size_t b = calls_[candidates_[k]].callee.value();  // the child's caller
       const double z = generic_penalty_[b];
       if (z == o.generic_child_penalty)
         score *= Penalty(pen.any, s.any, z);
