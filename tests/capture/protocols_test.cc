@@ -3,6 +3,7 @@
 // malformed input, bodies skipped in constant state, and detection.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <string>
@@ -212,6 +213,43 @@ TEST(HttpProcessorTest, EndlessHeadFails) {
   Feed(&parser, start);
   for (int i = 0; i < 2000 && !parser.failed; ++i) Feed(&parser, header);
   EXPECT_TRUE(parser.failed);  // past 1 MiB of head
+}
+
+// The head limit is exact where the parser takes a run of bytes at once: a line no one
+// looks at, the rest of a field name, a reason phrase. A head of 1 MiB ends; one byte more
+// fails, whether it comes whole or in 4 KiB pieces.
+TEST(HttpProcessorTest, HeadLimitIsExactOnLongLines) {
+  constexpr size_t kLimit = 1 << 20;
+  auto sized = [](const std::string& before, const std::string& after, size_t total) {
+    return before + std::string(total - before.size() - after.size(), 'f') + after;
+  };
+  struct Case {
+    Direction direction;
+    std::string before, after;
+  };
+  const Case cases[] = {
+      {kRequest, "GET / HTTP/1.1\r\nX-Filler: ", "\r\n\r\n"},
+      {kRequest, "GET / HTTP/1.1\r\nX-", ": v\r\n\r\n"},
+      {kResponse, "HTTP/1.1 204 ", "\r\n\r\n"},
+  };
+  for (const Case& c : cases) {
+    for (size_t piece : {size_t(0), size_t(4096)}) {
+      for (size_t extra : {0, 1}) {
+        std::string head = sized(c.before, c.after, kLimit + extra);
+        Parser parser;
+        Init(&parser, kHttp, c.direction);
+        size_t ends = 0;
+        for (size_t at = 0; at < head.size() && !parser.failed;) {
+          size_t n = piece == 0 ? head.size() - at : std::min(piece, head.size() - at);
+          bool ended = false;
+          at += Consume(&parser, reinterpret_cast<const uint8_t*>(head.data()) + at, n, &ended);
+          ends += ended;
+        }
+        EXPECT_EQ(parser.failed, extra == 1) << c.before << " piece " << piece;
+        EXPECT_EQ(ends, extra == 1 ? 0u : 1u) << c.before << " piece " << piece;
+      }
+    }
+  }
 }
 
 // A 1 GB body is counted, not buffered: fed in 1 MiB pieces it takes no time.

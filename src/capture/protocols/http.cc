@@ -117,28 +117,33 @@ void UpgradeTokenEnd(HttpState* s) {
   s->token_done = false;
 }
 
-// RFC 9110 §5.6.2 tchar.
-bool IsTokenChar(uint8_t c) {
-  if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || IsDigit(c)) return true;
-  switch (c) {
-    case '!':
-    case '#':
-    case '$':
-    case '%':
-    case '&':
-    case '\'':
-    case '*':
-    case '+':
-    case '-':
-    case '.':
-    case '^':
-    case '_':
-    case '`':
-    case '|':
-    case '~':
-      return true;
-    default:
-      return false;
+// RFC 9110 §5.6.2 tchar, as a table: every byte of a field name is looked up.
+struct TokenTable {
+  bool token[256];
+};
+constexpr TokenTable MakeTokenTable() {
+  TokenTable t{};
+  for (int c = 0; c < 256; ++c) {
+    t.token[c] = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+  }
+  for (const char* p = "!#$%&'*+-.^_`|~"; *p != '\0'; ++p) t.token[uint8_t(*p)] = true;
+  return t;
+}
+constexpr TokenTable kTokenTable = MakeTokenTable();
+bool IsTokenChar(uint8_t c) { return kTokenTable.token[c]; }
+
+// One byte of a field name (a token byte): drops the looked-at fields it cannot be. Only
+// the fields still possible are compared, so most names are given up after a byte or two.
+void NameByte(HttpState* s, uint8_t c) {
+  uint8_t at = s->name_length;
+  if (s->name_length < 255) ++s->name_length;
+  if (s->name_match == 0) return;
+  uint8_t lower = ToLower(c);
+  for (uint8_t still = s->name_match; still != 0; still &= uint8_t(still - 1)) {
+    int h = __builtin_ctz(still);
+    if (at >= kHeaderNameLengths[h] || lower != uint8_t(kHeaderNames[h][at])) {
+      s->name_match &= uint8_t(~(1u << h));
+    }
   }
 }
 
@@ -354,6 +359,13 @@ bool SkipLine(const uint8_t* data, size_t length, size_t* i) {
   return true;
 }
 
+// Counts `n` more bytes of the head; false once it is over kMaxHeadBytes.
+bool CountHead(HttpState* s, size_t n) {
+  if (n > kMaxHeadBytes - s->head_bytes) return false;
+  s->head_bytes += uint32_t(n);
+  return true;
+}
+
 }  // namespace
 
 void InitHttp(Parser* parser) { InitState<HttpState>(parser); }
@@ -363,7 +375,8 @@ size_t ConsumeHttp(Parser* parser, const uint8_t* data, size_t length, bool* end
   if (s->to_http2) return UpgradeToHttp2(parser, 0, data, length, 0, ended);  // after the 101
   size_t i = 0;
   while (i < length) {
-    // Bulk phases first: they take many bytes at a time and never look at them.
+    // Bulk phases first: they take many bytes at a time (bodies, lines no one looks at,
+    // the rest of a field name), where the head's bytes would cost a loop turn each.
     switch (s->phase) {
       case kUntilClose:
         return length;
@@ -381,15 +394,49 @@ size_t ConsumeHttp(Parser* parser, const uint8_t* data, size_t length, bool* end
         if (s->remaining == 0) s->phase = kChunkDataEnd;
         continue;
       }
+      case kHeaderName: {
+        // The rest of a name up to its ':' (which goes byte by byte, below).
+        size_t start = i;
+        for (; i < length && s->name_match != 0 && data[i] != ':'; ++i) {
+          if (!IsTokenChar(data[i])) return Fail(parser, length, ended);
+          NameByte(s, data[i]);
+        }
+        // No looked-at field left to match: only the name's length and bytes matter.
+        size_t rest = i;
+        while (i < length && data[i] != ':' && IsTokenChar(data[i])) ++i;
+        s->name_length = uint8_t(Min(255, s->name_length + uint64_t(i - rest)));
+        if (i < length && data[i] != ':') return Fail(parser, length, ended);
+        if (!CountHead(s, i - start)) return Fail(parser, length, ended);
+        if (i == length) continue;
+        break;
+      }
+      case kHeaderValue:
+        // A field no one looks at: only its line's end matters (a CR is ignored anyway).
+        if (s->name_match == 0) {
+          size_t start = i;
+          bool found = SkipLine(data, length, &i);
+          if (!CountHead(s, i - start)) return Fail(parser, length, ended);
+          if (found) s->phase = kHeaderLineStart;
+          continue;
+        }
+        break;
+      case kStartLine:
+        // A status line's reason phrase: any bytes up to the line's end. The line was
+        // complete before it began (StartLineComplete).
+        if (IsResponse(parser) && s->part == 2) {
+          size_t start = i;
+          bool found = SkipLine(data, length, &i);
+          if (!CountHead(s, i - start)) return Fail(parser, length, ended);
+          if (found) s->phase = kHeaderLineStart;
+          continue;
+        }
+        break;
       case kChunkExtension:
       case kTrailerLine:
       case kSkipLine: {
         size_t start = i;
         bool found = SkipLine(data, length, &i);
-        if (s->phase == kSkipLine) {
-          s->head_bytes += uint32_t(i - start);
-          if (s->head_bytes > kMaxHeadBytes) return Fail(parser, length, ended);
-        }
+        if (s->phase == kSkipLine && !CountHead(s, i - start)) return Fail(parser, length, ended);
         if (!found) continue;
         if (s->phase == kSkipLine) {
           s->phase = kHeaderLineStart;
@@ -490,13 +537,7 @@ size_t ConsumeHttp(Parser* parser, const uint8_t* data, size_t length, bool* end
           break;
         }
         if (!IsTokenChar(c)) return Fail(parser, length, ended);
-        for (int h = 0; h < kMatchedHeaders; ++h) {
-          if (s->name_length >= kHeaderNameLengths[h] ||
-              ToLower(c) != uint8_t(kHeaderNames[h][s->name_length])) {
-            s->name_match &= uint8_t(~(1u << h));
-          }
-        }
-        if (s->name_length < 255) ++s->name_length;
+        NameByte(s, c);
         break;
 
       case kHeaderValue:
