@@ -272,8 +272,13 @@ void LogBoundary(int fd, uint8_t protocol, bool sent, bool request, int64_t entr
     memcpy(text + used, item.key, key_length);
     used += key_length;
     text[used++] = '=';
-    for (size_t j = 0; j < value_length; ++j) {  // NUL ends an entry: not inside a value
-      text[used++] = item.value[j] != '\0' ? item.value[j] : '?';
+    char* value = text + used;
+    memcpy(value, item.value, value_length);
+    used += value_length;
+    // NUL ends an entry: not inside a value.
+    char* end = text + used;
+    for (char* nul = value; (nul = static_cast<char*>(memchr(nul, '\0', size_t(end - nul))));) {
+      *nul++ = '?';
     }
     text[used++] = '\0';
   }
@@ -372,6 +377,7 @@ void ShareProtocol(int old_fd, int new_fd) {
   if (s == nullptr) return;
   __atomic_add_fetch(&s->references, 1, __ATOMIC_ACQ_REL);
   __atomic_store_n(&g_fd_stream[new_fd], id, __ATOMIC_RELEASE);
+  __atomic_store_n(&g_streams_shared, true, __ATOMIC_SEQ_CST);
 }
 
 namespace {
@@ -526,6 +532,17 @@ uint64_t TlsOpaqueStreams() { return __atomic_load_n(&g_tls_opaque_streams, __AT
 // --- event isolation's access to a stream's input side (isolation.cc) -------------------
 
 uint32_t g_held_streams = 0;
+uint64_t g_held_fds[kHeldFdBits / 64];
+bool g_streams_shared = false;
+
+void StartHolding(int fd) {
+  __atomic_add_fetch(&g_held_streams, 1, __ATOMIC_RELAXED);
+  // After the bytes were stored: a wait that clears a stale bit looks at the bytes again
+  // after clearing it (isolation_waits.cc), so the two cannot both miss them.
+  if (fd >= 0 && fd < kHeldFdBits) {
+    __atomic_fetch_or(&g_held_fds[fd >> 6], uint64_t(1) << (fd & 63), __ATOMIC_SEQ_CST);
+  }
+}
 
 bool LockInput(int fd, InputSide* side) {
   if (fd < 0 || fd >= kFdTableSize) return false;
