@@ -421,6 +421,14 @@ size_t ConsumeHttp(Parser* parser, const uint8_t* data, size_t length, bool* end
         }
         break;
       case kStartLine:
+        // The version whole, when all of it is here: what its 8 bytes one by one would do.
+        if (s->version_pos == 0 && s->part == (IsResponse(parser) ? 0 : 2) && length - i >= 8 &&
+            memcmp(data + i, "HTTP/1.", 7) == 0 && IsDigit(data[i + 7])) {
+          if (!CountHead(s, 8)) return Fail(parser, length, ended);
+          s->version_pos = 8;
+          i += 8;
+          continue;
+        }
         // A status line's reason phrase: any bytes up to the line's end. The line was
         // complete before it began (StartLineComplete).
         if (IsResponse(parser) && s->part == 2) {
@@ -521,7 +529,8 @@ size_t ConsumeHttp(Parser* parser, const uint8_t* data, size_t length, bool* end
       case kHeaderName:
         if (c == ':') {
           if (s->name_length == 0) return Fail(parser, length, ended);
-          for (int h = 0; h < kMatchedHeaders; ++h) {
+          for (uint8_t still = s->name_match; still != 0; still &= uint8_t(still - 1)) {
+            int h = __builtin_ctz(still);
             if (s->name_length != kHeaderNameLengths[h]) s->name_match &= uint8_t(~(1u << h));
           }
           // A field that comes again replaces the value kept from before.
