@@ -10,6 +10,9 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
 #include "capture/preload/isolation.h"
 #include "capture/preload/log_file.h"
 #include "capture/preload/protocol_selection.h"
@@ -33,6 +36,27 @@ constexpr size_t kEarlyBytes = 16;
 
 enum StreamState : uint8_t { kDetecting = 0, kDeciding = 1, kActive = 2, kOff = 3 };
 
+// Isolation parses a read's bytes twice: InputBoundary, on a copy of the parser, to find
+// where to cut the read, and the feed, after the call's record, to log the boundary. When
+// the search took the bytes in one Consume call, the feed of the same bytes takes its
+// parser instead of parsing them again: valid while the direction's parser has consumed
+// nothing since (its consumed and messages counts as they were) and the feed brings the
+// same bytes, so the result is the one the feed would compute. The same bytes: the same
+// count at the same address when the search read them where the program gets them (its
+// buffer, which it cannot touch before the read returns, after the feed); when it read
+// them from the held bytes, which are copied out and may be refilled before the feed, the
+// same count and XXH3-64.
+struct BoundarySearch {
+  bool valid;
+  bool ended;                   // the one Consume call ended a message
+  bool hashed;                  // the bytes were held ones: `hash`, else `source`, names them
+  uint64_t consumed, messages;  // the parser's counts before the search
+  uint64_t bytes;               // what the Consume call took
+  const uint8_t* source;
+  uint64_t hash;
+  protocols::Parser after;  // the parser after it
+};
+
 struct ProtocolStream {
   uint32_t references;  // descriptors naming it (dup shares, close drops)
   uint32_t busy[2];     // per direction (0 requests, 1 responses): a feed is running
@@ -47,6 +71,7 @@ struct ProtocolStream {
   uint32_t early_length;
   HeldBytes held;  // event isolation: input bytes read but not yet given (isolation.cc)
   protocols::Parser parsers[2];
+  BoundarySearch search;  // the input direction's last InputBoundary (isolation only)
 };
 
 // Slabs mapped when the pool runs dry, never unmapped (a racing feed may still hold a
@@ -140,6 +165,7 @@ void Start(int fd, protocols::Protocol protocol, bool client) {
   s->client = client;
   s->at_start = 3;
   s->tls_opaque = 0;
+  s->search.valid = false;
   s->state = protocol == protocols::kNone ? kDetecting : kActive;
   protocols::Init(&s->parsers[0], protocol, protocols::Direction::kRequest);
   protocols::Init(&s->parsers[1], protocol, protocols::Direction::kResponse);
@@ -415,6 +441,47 @@ bool OpaqueTls(ProtocolStream* s, int d, const void* data, const struct iovec* i
   return true;
 }
 
+// The first `bytes` of a call's bytes if they lie in one piece (`data`, or the first of
+// `iov`), else nullptr.
+const uint8_t* Contiguous(const void* data, const struct iovec* iov, int iovcnt, size_t bytes) {
+  if (data != nullptr) return static_cast<const uint8_t*>(data);
+  if (iovcnt > 0 && iov[0].iov_len >= bytes) return static_cast<const uint8_t*>(iov[0].iov_base);
+  return nullptr;
+}
+
+// Feeds direction `d` of `s` from its boundary search (BoundarySearch) if that took these
+// very bytes: logs what the feed's one Consume call would have (a header block, a
+// boundary) and sets *ended. False (and the search is used up either way) if it cannot.
+// The search belongs to the input direction, and is touched only with that one taken.
+bool FeedFromSearch(ProtocolStream* s, int d, int fd, bool sending, int64_t entry, int64_t exit,
+                    const void* data, const struct iovec* iov, int iovcnt, size_t bytes,
+                    bool* ended) {
+  BoundarySearch& search = s->search;
+  if (d != (s->client ? 1 : 0) || !search.valid) return false;
+  search.valid = false;
+  protocols::Parser* parser = &s->parsers[d];
+  const uint8_t* p = Contiguous(data, iov, iovcnt, bytes);
+  if (search.consumed != parser->consumed || search.messages != parser->messages ||
+      search.bytes != bytes || p == nullptr ||
+      (search.hashed ? XXH3_64bits(p, bytes) != search.hash : p != search.source)) {
+    return false;
+  }
+  *parser = search.after;
+  size_t block_begin = 0, block_count = 0;
+  if (parser->protocol == protocols::kHttp2 &&
+      protocols::HeaderBlockBytes(parser, &block_begin, &block_count)) {
+    LogHeaderBlock(fd, uint8_t(parser->protocol), sending, d == 0, entry,
+                   s->offset[d] + block_begin, p + block_begin, block_count);
+  }
+  s->offset[d] += bytes;
+  *ended = search.ended;
+  if (search.ended) {
+    LogBoundary(fd, uint8_t(parser->protocol), sending, d == 0, entry, exit, s->offset[d],
+                &parser->attributes);
+  }
+  return true;
+}
+
 // FeedStream's work with direction `d` of `s` taken (busy); leaves it taken. `raw`: the
 // bytes of a system call (checked for TLS records), not a TLS library's plaintext.
 void FeedTaken(ProtocolStream* s, int d, int fd, bool sending, int64_t entry, int64_t exit,
@@ -483,8 +550,11 @@ void FeedTaken(ProtocolStream* s, int d, int fd, bool sending, int64_t entry, in
     }
   };
   if (early > 0) feed(s->early, early);
-  if (__atomic_load_n(&s->broken[d], __ATOMIC_RELAXED) == 0)
+  if (__atomic_load_n(&s->broken[d], __ATOMIC_RELAXED) == 0 &&
+      (early > 0 ||
+       !FeedFromSearch(s, d, fd, sending, entry, exit, data, iov, iovcnt, bytes, &at_start))) {
     ForEachSegment(data, iov, iovcnt, bytes, feed);
+  }
   // Only this direction's bit changes, and only its holder changes it.
   if (at_start) {
     __atomic_fetch_or(&s->at_start, uint8_t(1u << d), __ATOMIC_RELAXED);
@@ -570,14 +640,19 @@ size_t InputBoundary(const InputSide& side, const void* data, const struct iovec
                      size_t n) {
   auto* s = static_cast<ProtocolStream*>(side.stream);
   int d = side.direction;
+  s->search.valid = false;
   if (__atomic_load_n(&s->broken[d], __ATOMIC_RELAXED) != 0) return n;
   uint8_t state = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
   // A copy of the parser finds the end without logging it: the bytes are fed (and the
-  // boundary logged) after the call's record, once the program gets them.
-  protocols::Parser copy;
+  // boundary logged) after the call's record, once the program gets them. The copy is
+  // the stream's boundary search, which the feed may take (BoundarySearch).
+  protocols::Parser local;
+  protocols::Parser& copy = state == kActive ? s->search.after : local;
   protocols::Protocol detected = protocols::kNone;
   size_t early_bytes = 0;
   if (state == kActive) {
+    s->search.consumed = s->parsers[d].consumed;
+    s->search.messages = s->parsers[d].messages;
     copy = s->parsers[d];
   } else if (state == kDetecting && d == 0) {
     // The first request of a detected stream: decide as FeedStream will (Decide), on a
@@ -600,12 +675,15 @@ size_t InputBoundary(const InputSide& side, const void* data, const struct iovec
   }
   size_t at = 0;
   bool done = false, found = false;
+  int calls = 0;
+  bool first_ended = false;
   ForEachSegment(data, iov, iovcnt, n, [&](const uint8_t* p, size_t length) {
     size_t i = 0;
     while (!done && i < length) {
       bool ended = false;
       size_t used = protocols::Consume(&copy, p + i, length - i, &ended);
       if (used > length - i) used = length - i;
+      if (++calls == 1) first_ended = ended;
       i += used;
       at += used;
       // An end with no byte before it in this call gives nothing to stop at.
@@ -631,6 +709,18 @@ size_t InputBoundary(const InputSide& side, const void* data, const struct iovec
       limit -= take < limit ? take : limit;
     });
     if (protocols::Detect(first, have) != detected) return n;
+  }
+  // One Consume call took what the program gets (up to the end found, or everything): the
+  // feed of those bytes may take the copy instead of parsing them again.
+  const uint8_t* p = Contiguous(data, iov, iovcnt, at);
+  if (state == kActive && calls == 1 && at > 0 && p != nullptr && (found || at == n)) {
+    const HeldBytes& held = s->held;
+    s->search.ended = first_ended;
+    s->search.bytes = at;
+    s->search.source = p;
+    s->search.hashed = held.data != nullptr && p >= held.data && p < held.data + held.capacity;
+    if (s->search.hashed) s->search.hash = XXH3_64bits(p, at);
+    s->search.valid = true;
   }
   return found ? at : n;
 }

@@ -106,7 +106,8 @@ bool LockInput(int fd, InputSide* side);
 void UnlockInput(const InputSide& side);
 // How many of the `n` bytes at `data` (or in `iov`) belong to the current input message: up to and
 // including its end if it ends in them, else n (also when the parser is not running).
-// Changes nothing and logs nothing.
+// Logs nothing and changes no parser; the feed of the bytes the program then gets may
+// reuse its work (protocol_streams.cc, BoundarySearch).
 size_t InputBoundary(const InputSide& side, const void* data, const struct iovec* iov, int iovcnt,
                      size_t n);
 // FeedStream of received bytes, with the input side taken.
