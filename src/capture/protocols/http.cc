@@ -147,6 +147,21 @@ void NameByte(HttpState* s, uint8_t c) {
   }
 }
 
+// The last `n` bytes of a field name (token bytes; the ':' follows them): what NameByte on
+// each would do, comparing each looked-at field only if it has the name's whole length.
+void MatchNameEnd(HttpState* s, const uint8_t* rest, size_t n) {
+  size_t total = s->name_length + n;
+  for (uint8_t still = s->name_match; still != 0; still &= uint8_t(still - 1)) {
+    int h = __builtin_ctz(still);
+    bool match = total == kHeaderNameLengths[h];
+    for (size_t k = 0; match && k < n; ++k) {
+      match = ToLower(rest[k]) == uint8_t(kHeaderNames[h][s->name_length + k]);
+    }
+    if (!match) s->name_match &= uint8_t(~(1u << h));
+  }
+  s->name_length = uint8_t(Min(255, total));
+}
+
 int HexValue(uint8_t c) {
   if (IsDigit(c)) return c - '0';
   c = ToLower(c);
@@ -396,16 +411,17 @@ size_t ConsumeHttp(Parser* parser, const uint8_t* data, size_t length, bool* end
       }
       case kHeaderName: {
         // The rest of a name up to its ':' (which goes byte by byte, below).
-        size_t start = i;
-        for (; i < length && s->name_match != 0 && data[i] != ':'; ++i) {
-          if (!IsTokenChar(data[i])) return Fail(parser, length, ended);
-          NameByte(s, data[i]);
+        size_t start = i, end = i;
+        while (end < length && data[end] != ':' && IsTokenChar(data[end])) ++end;
+        if (end < length && data[end] != ':') return Fail(parser, length, ended);
+        if (end < length) {
+          // The whole name is here: only a looked-at field of its length can match.
+          MatchNameEnd(s, data + i, end - i);
+        } else {
+          for (; i < end && s->name_match != 0; ++i) NameByte(s, data[i]);
+          s->name_length = uint8_t(Min(255, s->name_length + uint64_t(end - i)));
         }
-        // No looked-at field left to match: only the name's length and bytes matter.
-        size_t rest = i;
-        while (i < length && data[i] != ':' && IsTokenChar(data[i])) ++i;
-        s->name_length = uint8_t(Min(255, s->name_length + uint64_t(i - rest)));
-        if (i < length && data[i] != ':') return Fail(parser, length, ended);
+        i = end;
         if (!CountHead(s, i - start)) return Fail(parser, length, ended);
         if (i == length) continue;
         break;
