@@ -329,8 +329,10 @@ constexpr uint32_t kEpollWrite = EPOLLOUT | EPOLLWRNORM | EPOLLWRBAND;
 // Of the `r` events, reports one input and holds the other inputs' read side back (their
 // writable bits are reported now). Level-triggered registrations need nothing kept (the
 // kernel reports them again, as for poll); edge-triggered and one-shot ones are kept.
-// Returns the new count (an event left with no bits is removed).
-int OneInputOfEpoll(int epfd, struct epoll_event* events, int r) {
+// Returns the new count (an event left with no bits is removed). The descriptors of
+// events[known_from...] are known already (held or kept ones the wait added): known_fd.
+int OneInputOfEpoll(int epfd, struct epoll_event* events, int r, const int* known_fd = nullptr,
+                    int known_from = 0) {
   // A set inside another set (epoll_ctl of one epoll descriptor into another): the outer
   // wait would not know the inner one has kept events. Not split.
   if (__atomic_load_n(&g_registrations[epfd].set_events, __ATOMIC_RELAXED) != 0) return r;
@@ -343,7 +345,8 @@ int OneInputOfEpoll(int epfd, struct epoll_event* events, int r) {
   int input_fd[kLookedUp];
   auto input_of = [&](int i) {
     if ((events[i].events & EPOLLIN) == 0) return -1;
-    int fd = FdOfEvent(epfd, events[i].data.u64);
+    int fd = known_fd != nullptr && i >= known_from ? known_fd[i - known_from]
+                                                    : FdOfEvent(epfd, events[i].data.u64);
     return IsInput(fd) ? fd : -1;
   };
   uint32_t now = __atomic_load_n(&g_turn, __ATOMIC_RELAXED);
@@ -586,34 +589,39 @@ int IsolatedEpollWait(int epfd, struct epoll_event* events, int max, int timeout
   }
   // The user's epoll_data names the descriptor: merge by it, add the rest while room lasts
   // (a held descriptor that does not fit is still held, so the next wait reports it
-  // without blocking; a kept event that does not fit is kept again).
-  for (int h = 0; h < held_count; ++h) {
-    Registration& reg = g_registrations[held[h]];
-    uint64_t data = __atomic_load_n(&reg.data, __ATOMIC_RELAXED);
-    int i = 0;
+  // without blocking; a kept event that does not fit is kept again). An event is looked
+  // for only where `present` (a bit per hash of the data of the events so far) says one
+  // may be; those added carry their descriptors to OneInputOfEpoll.
+  uint64_t present = 0;
+  auto bit = [](uint64_t data) { return uint64_t(1) << ((data * 0x9e3779b97f4a7c15ull) >> 58); };
+  for (int i = 0; i < r; ++i) present |= bit(events[i].data.u64);
+  const int added_from = r;
+  int added_fd[64 + kTakeAtOnce];
+  auto merge = [&](uint64_t data, uint32_t bits, int fd) {
+    int i = (present & bit(data)) != 0 ? 0 : r;
     while (i < r && events[i].data.u64 != data) ++i;
     if (i < r) {
-      events[i].events |= EPOLLIN;
-    } else if (r < max) {
-      events[r].events = EPOLLIN;
-      events[r].data.u64 = data;
-      ++r;
+      events[i].events |= bits;
+      return true;
     }
+    if (r == max) return false;
+    events[r].events = bits;
+    events[r].data.u64 = data;
+    added_fd[r - added_from] = fd;
+    present |= bit(data);
+    ++r;
+    return true;
+  };
+  for (int h = 0; h < held_count; ++h) {
+    merge(__atomic_load_n(&g_registrations[held[h]].data, __ATOMIC_RELAXED), EPOLLIN, held[h]);
   }
   for (int k = 0; k < kept_count; ++k) {
-    int i = 0;
-    while (i < r && events[i].data.u64 != kept[k].data) ++i;
-    if (i < r) {
-      events[i].events |= kept[k].events;
-    } else if (r < max) {
-      events[r].events = kept[k].events;
-      events[r].data.u64 = kept[k].data;
-      ++r;
-    } else {
+    if (!merge(kept[k].data, kept[k].events, kept[k].fd)) {
       KeepForLater(epfd, kept[k].fd, kept[k].data, kept[k].events, kept[k].generation);
     }
   }
-  return Reporting(epfd, events, r >= 2 ? OneInputOfEpoll(epfd, events, r) : r);
+  return Reporting(epfd, events,
+                   r >= 2 ? OneInputOfEpoll(epfd, events, r, added_fd, added_from) : r);
 }
 
 }  // namespace weft_preload
