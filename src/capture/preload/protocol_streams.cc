@@ -45,7 +45,8 @@ enum StreamState : uint8_t { kDetecting = 0, kDeciding = 1, kActive = 2, kOff = 
 // count at the same address when the search read them where the program gets them (its
 // buffer, which it cannot touch before the read returns, after the feed); when it read
 // them from the held bytes, which are copied out and may be refilled before the feed, the
-// same count and XXH3-64.
+// same count and XXH3-64. The search runs on the stream's spare parser, which the feed
+// then makes the direction's own (no copy back).
 struct BoundarySearch {
   bool valid;
   bool ended;                   // the one Consume call ended a message
@@ -54,7 +55,6 @@ struct BoundarySearch {
   uint64_t bytes;               // what the Consume call took
   const uint8_t* source;
   uint64_t hash;
-  protocols::Parser after;  // the parser after it
 };
 
 struct ProtocolStream {
@@ -70,9 +70,17 @@ struct ProtocolStream {
   uint8_t early[16];    // detecting: request bytes of earlier calls, too few to tell yet
   uint32_t early_length;
   HeldBytes held;  // event isolation: input bytes read but not yet given (isolation.cc)
-  protocols::Parser parsers[2];
+  // Direction d's parser is parsers[parser_slot[d]]; the third is the spare, on which
+  // the input direction's boundary search runs (BoundarySearch).
+  protocols::Parser parsers[3];
+  uint8_t parser_slot[2];
   BoundarySearch search;  // the input direction's last InputBoundary (isolation only)
 };
+
+protocols::Parser& ParserOf(ProtocolStream* s, int d) { return s->parsers[s->parser_slot[d]]; }
+uint8_t SpareSlot(const ProtocolStream* s) {
+  return uint8_t(3 - s->parser_slot[0] - s->parser_slot[1]);
+}
 
 // Slabs mapped when the pool runs dry, never unmapped (a racing feed may still hold a
 // pointer into one). Slot ids start at 1: 0 in g_fd_stream means none.
@@ -166,9 +174,11 @@ void Start(int fd, protocols::Protocol protocol, bool client) {
   s->at_start = 3;
   s->tls_opaque = 0;
   s->search.valid = false;
+  s->parser_slot[0] = 0;
+  s->parser_slot[1] = 1;
   s->state = protocol == protocols::kNone ? kDetecting : kActive;
-  protocols::Init(&s->parsers[0], protocol, protocols::Direction::kRequest);
-  protocols::Init(&s->parsers[1], protocol, protocols::Direction::kResponse);
+  protocols::Init(&ParserOf(s, 0), protocol, protocols::Direction::kRequest);
+  protocols::Init(&ParserOf(s, 1), protocol, protocols::Direction::kResponse);
   __atomic_store_n(&s->busy[1], 0, __ATOMIC_RELEASE);
   __atomic_store_n(&s->busy[0], 0, __ATOMIC_RELEASE);
   // The table entry before the bit: a wrapper that sees the bit finds the stream.
@@ -234,8 +244,8 @@ bool Decide(ProtocolStream* s, const void* data, const struct iovec* iov, int io
     __atomic_store_n(&s->state, uint8_t(kOff), __ATOMIC_RELEASE);
     return true;
   }
-  protocols::Init(&s->parsers[0], protocol, protocols::Direction::kRequest);
-  protocols::Init(&s->parsers[1], protocol, protocols::Direction::kResponse);
+  protocols::Init(&ParserOf(s, 0), protocol, protocols::Direction::kRequest);
+  protocols::Init(&ParserOf(s, 1), protocol, protocols::Direction::kResponse);
   __atomic_store_n(&s->state, uint8_t(kActive), __ATOMIC_RELEASE);
   return true;
 }
@@ -261,8 +271,8 @@ bool DecideFromResponse(ProtocolStream* s, const void* data, const struct iovec*
                                    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
     return true;  // the client's first bytes decided meanwhile
   }
-  protocols::Init(&s->parsers[0], protocol, protocols::Direction::kRequest);
-  protocols::Init(&s->parsers[1], protocol, protocols::Direction::kResponse);
+  protocols::Init(&ParserOf(s, 0), protocol, protocols::Direction::kRequest);
+  protocols::Init(&ParserOf(s, 1), protocol, protocols::Direction::kResponse);
   __atomic_store_n(&s->state, uint8_t(kActive), __ATOMIC_RELEASE);
   return true;
 }
@@ -431,7 +441,7 @@ bool StartsTlsRecord(const void* data, const struct iovec* iov, int iovcnt, size
 bool OpaqueTls(ProtocolStream* s, int d, const void* data, const struct iovec* iov, int iovcnt,
                size_t bytes) {
   if (__atomic_load_n(&s->tls_opaque, __ATOMIC_RELAXED) != 0) return true;
-  if ((s->at_start & (1u << d)) == 0 || s->parsers[d].messages > 1) return false;
+  if ((s->at_start & (1u << d)) == 0 || ParserOf(s, d).messages > 1) return false;
   if (!StartsTlsRecord(data, iov, iovcnt, bytes)) return false;
   if (__atomic_exchange_n(&s->tls_opaque, 1, __ATOMIC_ACQ_REL) == 0) {
     __atomic_fetch_add(&g_tls_opaque_streams, 1, __ATOMIC_RELAXED);
@@ -459,14 +469,15 @@ bool FeedFromSearch(ProtocolStream* s, int d, int fd, bool sending, int64_t entr
   BoundarySearch& search = s->search;
   if (d != (s->client ? 1 : 0) || !search.valid) return false;
   search.valid = false;
-  protocols::Parser* parser = &s->parsers[d];
+  protocols::Parser* parser = &ParserOf(s, d);
   const uint8_t* p = Contiguous(data, iov, iovcnt, bytes);
   if (search.consumed != parser->consumed || search.messages != parser->messages ||
       search.bytes != bytes || p == nullptr ||
       (search.hashed ? XXH3_64bits(p, bytes) != search.hash : p != search.source)) {
     return false;
   }
-  *parser = search.after;
+  s->parser_slot[d] = SpareSlot(s);
+  parser = &ParserOf(s, d);
   size_t block_begin = 0, block_count = 0;
   if (parser->protocol == protocols::kHttp2 &&
       protocols::HeaderBlockBytes(parser, &block_begin, &block_count)) {
@@ -517,7 +528,7 @@ void FeedTaken(ProtocolStream* s, int d, int fd, bool sending, int64_t entry, in
     }
     return;
   }
-  protocols::Parser* parser = &s->parsers[d];
+  protocols::Parser* parser = &ParserOf(s, d);
   bool at_start = false;
   auto feed = [&](const uint8_t* p, size_t n) {
     int stalls = 0;
@@ -647,13 +658,13 @@ size_t InputBoundary(const InputSide& side, const void* data, const struct iovec
   // boundary logged) after the call's record, once the program gets them. The copy is
   // the stream's boundary search, which the feed may take (BoundarySearch).
   protocols::Parser local;
-  protocols::Parser& copy = state == kActive ? s->search.after : local;
+  protocols::Parser& copy = state == kActive ? s->parsers[SpareSlot(s)] : local;
   protocols::Protocol detected = protocols::kNone;
   size_t early_bytes = 0;
   if (state == kActive) {
-    s->search.consumed = s->parsers[d].consumed;
-    s->search.messages = s->parsers[d].messages;
-    copy = s->parsers[d];
+    s->search.consumed = ParserOf(s, d).consumed;
+    s->search.messages = ParserOf(s, d).messages;
+    copy = ParserOf(s, d);
   } else if (state == kDetecting && d == 0) {
     // The first request of a detected stream: decide as FeedStream will (Decide), on a
     // parser of our own that has seen the bytes kept from earlier calls.
