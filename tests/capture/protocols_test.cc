@@ -215,6 +215,45 @@ TEST(HttpProcessorTest, EndlessHeadFails) {
   EXPECT_TRUE(parser.failed);  // past 1 MiB of head
 }
 
+// CopyParser's copy goes on as the original does, cut anywhere: mid-head, mid-body, after
+// an end (its attributes still there), for HTTP/1.1 and HTTP/2.
+TEST(ParserTest, CopyGoesOnAsTheOriginal) {
+  const std::string http =
+      "GET /a HTTP/1.1\r\nX-Request-Id: r1\r\nContent-Length: 3\r\n\r\nabc"
+      "POST /b HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nxy\r\n0\r\n\r\n";
+  std::string h2 = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+  h2 += std::string("\x00\x00\x00\x04\x00\x00\x00\x00\x00", 9);               // SETTINGS
+  h2 += std::string("\x00\x00\x03\x01\x05\x00\x00\x00\x01\x82\x84\x87", 12);  // HEADERS
+  h2 += std::string("\x00\x00\x02\x00\x01\x00\x00\x00\x03ok", 11);            // DATA
+  for (auto [protocol, stream] : {std::pair{kHttp, http}, std::pair{kHttp2, h2}}) {
+    for (size_t cut = 0; cut <= stream.size(); ++cut) {
+      Parser original;
+      Init(&original, protocol, kRequest);
+      Feed(&original, stream.substr(0, cut));
+      Parser copy;
+      memset(static_cast<void*>(&copy), 0xa5, sizeof copy);  // what was there must not matter
+      CopyParser(&copy, &original);
+      Stream a = Feed(&original, stream.substr(cut));
+      Stream b = Feed(&copy, stream.substr(cut));
+      if (cut == 0) {  // the streams are whole messages the processor reads to the end
+        EXPECT_EQ(a.ends.size(), 2u) << protocol;
+        EXPECT_FALSE(a.failed) << protocol;
+      }
+      EXPECT_EQ(a.ends, b.ends) << protocol << " cut at " << cut;
+      EXPECT_EQ(a.failed, b.failed) << protocol << " cut at " << cut;
+      EXPECT_EQ(original.consumed, copy.consumed);
+      EXPECT_EQ(original.messages, copy.messages);
+      ASSERT_EQ(original.attributes.count, copy.attributes.count);
+      for (int i = 0; i < original.attributes.count; ++i) {
+        const Attribute& x = original.attributes.items[i];
+        const Attribute& y = copy.attributes.items[i];
+        EXPECT_STREQ(x.key, y.key);
+        EXPECT_EQ(std::string(x.value, x.length), std::string(y.value, y.length));
+      }
+    }
+  }
+}
+
 // The head limit is exact where the parser takes a run of bytes at once: a line no one
 // looks at, the rest of a field name, a reason phrase. A head of 1 MiB ends; one byte more
 // fails, whether it comes whole or in 4 KiB pieces.

@@ -664,7 +664,7 @@ size_t InputBoundary(const InputSide& side, const void* data, const struct iovec
   if (state == kActive) {
     s->search.consumed = ParserOf(s, d).consumed;
     s->search.messages = ParserOf(s, d).messages;
-    copy = ParserOf(s, d);
+    protocols::CopyParser(&copy, &ParserOf(s, d));
   } else if (state == kDetecting && d == 0) {
     // The first request of a detected stream: decide as FeedStream will (Decide), on a
     // parser of our own that has seen the bytes kept from earlier calls.
