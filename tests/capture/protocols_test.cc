@@ -3,6 +3,7 @@
 // malformed input, bodies skipped in constant state, and detection.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <string>
@@ -212,6 +213,82 @@ TEST(HttpProcessorTest, EndlessHeadFails) {
   Feed(&parser, start);
   for (int i = 0; i < 2000 && !parser.failed; ++i) Feed(&parser, header);
   EXPECT_TRUE(parser.failed);  // past 1 MiB of head
+}
+
+// CopyParser's copy goes on as the original does, cut anywhere: mid-head, mid-body, after
+// an end (its attributes still there), for HTTP/1.1 and HTTP/2.
+TEST(ParserTest, CopyGoesOnAsTheOriginal) {
+  const std::string http =
+      "GET /a HTTP/1.1\r\nX-Request-Id: r1\r\nContent-Length: 3\r\n\r\nabc"
+      "POST /b HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nxy\r\n0\r\n\r\n";
+  std::string h2 = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+  h2 += std::string("\x00\x00\x00\x04\x00\x00\x00\x00\x00", 9);               // SETTINGS
+  h2 += std::string("\x00\x00\x03\x01\x05\x00\x00\x00\x01\x82\x84\x87", 12);  // HEADERS
+  h2 += std::string("\x00\x00\x02\x00\x01\x00\x00\x00\x03ok", 11);            // DATA
+  for (auto [protocol, stream] : {std::pair{kHttp, http}, std::pair{kHttp2, h2}}) {
+    for (size_t cut = 0; cut <= stream.size(); ++cut) {
+      Parser original;
+      Init(&original, protocol, kRequest);
+      Feed(&original, stream.substr(0, cut));
+      Parser copy;
+      memset(static_cast<void*>(&copy), 0xa5, sizeof copy);  // what was there must not matter
+      CopyParser(&copy, &original);
+      Stream a = Feed(&original, stream.substr(cut));
+      Stream b = Feed(&copy, stream.substr(cut));
+      if (cut == 0) {  // the streams are whole messages the processor reads to the end
+        EXPECT_EQ(a.ends.size(), 2u) << protocol;
+        EXPECT_FALSE(a.failed) << protocol;
+      }
+      EXPECT_EQ(a.ends, b.ends) << protocol << " cut at " << cut;
+      EXPECT_EQ(a.failed, b.failed) << protocol << " cut at " << cut;
+      EXPECT_EQ(original.consumed, copy.consumed);
+      EXPECT_EQ(original.messages, copy.messages);
+      ASSERT_EQ(original.attributes.count, copy.attributes.count);
+      for (int i = 0; i < original.attributes.count; ++i) {
+        const Attribute& x = original.attributes.items[i];
+        const Attribute& y = copy.attributes.items[i];
+        EXPECT_STREQ(x.key, y.key);
+        EXPECT_EQ(std::string(x.value, x.length), std::string(y.value, y.length));
+      }
+    }
+  }
+}
+
+// The head limit is exact where the parser takes a run of bytes at once: a line no one
+// looks at, the rest of a field name, a reason phrase. A head of 1 MiB ends; one byte more
+// fails, whether it comes whole or in 4 KiB pieces.
+TEST(HttpProcessorTest, HeadLimitIsExactOnLongLines) {
+  constexpr size_t kLimit = 1 << 20;
+  auto sized = [](const std::string& before, const std::string& after, size_t total) {
+    return before + std::string(total - before.size() - after.size(), 'f') + after;
+  };
+  struct Case {
+    Direction direction;
+    std::string before, after;
+  };
+  const Case cases[] = {
+      {kRequest, "GET / HTTP/1.1\r\nX-Filler: ", "\r\n\r\n"},
+      {kRequest, "GET / HTTP/1.1\r\nX-", ": v\r\n\r\n"},
+      {kResponse, "HTTP/1.1 204 ", "\r\n\r\n"},
+  };
+  for (const Case& c : cases) {
+    for (size_t piece : {size_t(0), size_t(4096)}) {
+      for (size_t extra : {0, 1}) {
+        std::string head = sized(c.before, c.after, kLimit + extra);
+        Parser parser;
+        Init(&parser, kHttp, c.direction);
+        size_t ends = 0;
+        for (size_t at = 0; at < head.size() && !parser.failed;) {
+          size_t n = piece == 0 ? head.size() - at : std::min(piece, head.size() - at);
+          bool ended = false;
+          at += Consume(&parser, reinterpret_cast<const uint8_t*>(head.data()) + at, n, &ended);
+          ends += ended;
+        }
+        EXPECT_EQ(parser.failed, extra == 1) << c.before << " piece " << piece;
+        EXPECT_EQ(ends, extra == 1 ? 0u : 1u) << c.before << " piece " << piece;
+      }
+    }
+  }
 }
 
 // A 1 GB body is counted, not buffered: fed in 1 MiB pieces it takes no time.

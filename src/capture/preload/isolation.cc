@@ -106,7 +106,7 @@ void RefillHeld(int fd, HeldBytes* held) {
   if (r <= 0) return;
   held->start = 0;
   held->length = uint32_t(r);
-  __atomic_add_fetch(&g_held_streams, 1, __ATOMIC_RELAXED);
+  StartHolding(fd);
   Count(&g_held_bytes, uint64_t(r));
 }
 
@@ -208,7 +208,7 @@ bool DeferRead(uint8_t op, int fd, int flags, size_t capacity, const InputSide& 
   if (r <= 0) return false;
   held->start = 0;
   held->length = uint32_t(r);
-  __atomic_add_fetch(&g_held_streams, 1, __ATOMIC_RELAXED);
+  StartHolding(fd);
   Count(&g_isolated_reads, 1);
   Count(&g_held_bytes, uint64_t(r));
   t_deferred[t_deferred_count++] = fd;
@@ -336,7 +336,7 @@ bool IsolatedRead(uint8_t op, int fd, const struct iovec* iov, int iovcnt, int f
         CopyOut(iov, iovcnt, k, held->data, got - k);
         held->start = 0;
         held->length = uint32_t(got - k);
-        __atomic_add_fetch(&g_held_streams, 1, __ATOMIC_RELAXED);
+        StartHolding(fd);
         Count(&g_isolated_reads, 1);
         Count(&g_held_bytes, got - k);
       } else {
@@ -401,9 +401,9 @@ bool NonBlocking(int fd, HeldBytes* held) {
 }
 
 // Drains what the library has (its buffered plaintext, the kernel's records) into the held
-// bytes, with the side taken: the library's calls only read. Returns the reader's last
-// answer: 0 if it would block, -1 if it ended otherwise, > 0 if it stopped at kMaxDrain.
-long Drain(HeldBytes* held, const TlsReader& reader) {
+// bytes of `fd`'s stream, with the side taken: the library's calls only read. Returns the reader's
+// last answer: 0 if it would block, -1 if it ended otherwise, > 0 if it stopped at kMaxDrain.
+long Drain(int fd, HeldBytes* held, const TlsReader& reader) {
   bool was_empty = held->length == 0;
   size_t drained = 0;
   long last = 0;
@@ -413,7 +413,7 @@ long Drain(HeldBytes* held, const TlsReader& reader) {
     held->length += uint32_t(last);
     drained += size_t(last);
   }
-  if (held->length > 0 && was_empty) __atomic_add_fetch(&g_held_streams, 1, __ATOMIC_RELAXED);
+  if (held->length > 0 && was_empty) StartHolding(fd);
   if (drained > 0) Count(&g_held_bytes, drained);
   held->drained = held->length == 0 && last == 0;
   return last;
@@ -438,7 +438,7 @@ TlsRead IsolatedTlsRead(int fd, void* buffer, size_t n, const TlsReader& reader,
     // This turn had its message of this stream: the program is told to wait. Held bytes,
     // or a library that said it had nothing (since this turn began), make that true;
     // otherwise the library is drained first, and if it has nothing, its answer is given.
-    if (held->length == 0 && !held->drained) Drain(held, reader);
+    if (held->length == 0 && !held->drained) Drain(fd, held, reader);
     bool again = held->length > 0 || held->drained;
     if (held->length > 0) Count(&g_isolated_reads, 1);
     UnlockInput(side);
@@ -456,7 +456,7 @@ TlsRead IsolatedTlsRead(int fd, void* buffer, size_t n, const TlsReader& reader,
       held->start = 0;
       __atomic_sub_fetch(&g_held_streams, 1, __ATOMIC_RELAXED);
       // What came meanwhile, held too (RefillHeld's reason).
-      if (NonBlocking(fd, held)) Drain(held, reader);
+      if (NonBlocking(fd, held)) Drain(fd, held, reader);
     }
     Count(&g_held_reads, 1);
     UnlockInput(side);
@@ -475,7 +475,7 @@ TlsRead IsolatedTlsRead(int fd, void* buffer, size_t n, const TlsReader& reader,
     if (k < size_t(got) && ReserveMore(held, size_t(got) - k)) {
       memcpy(held->data + held->start, static_cast<const uint8_t*>(buffer) + k, size_t(got) - k);
       held->length = uint32_t(size_t(got) - k);
-      __atomic_add_fetch(&g_held_streams, 1, __ATOMIC_RELAXED);
+      StartHolding(fd);
       Count(&g_isolated_reads, 1);
       Count(&g_held_bytes, size_t(got) - k);
       *bytes = k;

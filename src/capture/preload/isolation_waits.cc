@@ -207,27 +207,27 @@ bool StillRegistered(const Kept& k) {
 }
 
 enum class Keep { kKept, kStale, kFull };
-// Keeps `events` of `fd`'s registration in `epfd` for a later wait (merged with any kept
-// already). kStale: the registration changed since `generation`: nothing to keep.
+// Keeps `k` (k.events of k.fd's registration in k.epfd, as of k.generation) for a later
+// wait, merged with any kept already (`merge`: else known to be none); with the lock held.
+// kStale: the registration changed since: nothing to keep.
+Keep KeepLocked(const Kept& k, bool merge) {
+  if (!StillRegistered(k)) return Keep::kStale;
+  int i = merge ? 0 : g_kept_count;
+  while (i < g_kept_count && (g_kept[i].epfd != k.epfd || g_kept[i].fd != k.fd)) ++i;
+  if (i < g_kept_count) {
+    g_kept[i].events |= k.events;
+    g_kept[i].generation = k.generation;
+  } else if (g_kept_count < kMaxKept) {
+    g_kept[g_kept_count] = k;
+    __atomic_store_n(&g_kept_count, g_kept_count + 1, __ATOMIC_RELEASE);
+  } else {
+    return Keep::kFull;
+  }
+  return Keep::kKept;
+}
 Keep KeepForLater(int epfd, int fd, uint64_t data, uint32_t events, uint32_t generation) {
   if (!LockKept()) return Keep::kFull;
-  Kept k{epfd, fd, events, generation, data};
-  Keep result = Keep::kKept;
-  if (!StillRegistered(k)) {
-    result = Keep::kStale;
-  } else {
-    int i = 0;
-    while (i < g_kept_count && (g_kept[i].epfd != epfd || g_kept[i].fd != fd)) ++i;
-    if (i < g_kept_count) {
-      g_kept[i].events |= events;
-      g_kept[i].generation = generation;
-    } else if (g_kept_count < kMaxKept) {
-      g_kept[g_kept_count] = k;
-      __atomic_store_n(&g_kept_count, g_kept_count + 1, __ATOMIC_RELEASE);
-    } else {
-      result = Keep::kFull;
-    }
-  }
+  Keep result = KeepLocked({epfd, fd, events, generation, data}, true);
   UnlockKept();
   return result;
 }
@@ -280,6 +280,43 @@ bool SetHasKept(int epfd) {
   return found;
 }
 
+// Up to `room` descriptors registered in `epfd` for reading whose streams hold bytes.
+// Only the descriptors marked in g_held_fds are asked (a busy server has many registered
+// and few holding), unless a stream was ever shared (protocol_streams.h).
+int HeldInSet(int epfd, int* held, int room) {
+  if (__atomic_load_n(&g_held_streams, __ATOMIC_RELAXED) == 0) return 0;
+  int top = __atomic_load_n(&g_registered_top, __ATOMIC_RELAXED);
+  if (top >= kHeldFdBits) top = kHeldFdBits - 1;
+  auto registered_here = [epfd](int fd) {
+    uint64_t v = __atomic_load_n(&g_registrations[fd].set_events, __ATOMIC_ACQUIRE);
+    return (v >> 32) == uint64_t(epfd) + 1 && (uint32_t(v) & EPOLLIN) != 0;
+  };
+  int count = 0;
+  if (__atomic_load_n(&g_streams_shared, __ATOMIC_SEQ_CST)) {
+    for (int fd = 0; fd <= top && count < room; ++fd) {
+      if (registered_here(fd) && FdHasHeld(fd)) held[count++] = fd;
+    }
+    return count;
+  }
+  for (int word = 0; word <= top >> 6 && count < room; ++word) {
+    uint64_t bits = __atomic_load_n(&g_held_fds[word], __ATOMIC_SEQ_CST);
+    for (; bits != 0 && count < room; bits &= bits - 1) {
+      int fd = word * 64 + __builtin_ctzll(bits);
+      if (fd > top) break;
+      if (!FdHasHeld(fd)) {
+        // Stale: unmarked, then asked again, so that bytes held (and marked) meanwhile
+        // are not missed (StartHolding marks after storing them).
+        uint64_t bit = uint64_t(1) << (fd & 63);
+        __atomic_fetch_and(&g_held_fds[word], ~bit, __ATOMIC_SEQ_CST);
+        if (!FdHasHeld(fd)) continue;
+        __atomic_fetch_or(&g_held_fds[word], bit, __ATOMIC_SEQ_CST);
+      }
+      if (registered_here(fd)) held[count++] = fd;
+    }
+  }
+  return count;
+}
+
 // Readable whatever the kernel says: held bytes (§5.2), or an epoll set with kept events.
 bool HeldOrKept(int fd) { return FdHasHeld(fd) || SetHasKept(fd); }
 bool AnyHeldOrKept() {
@@ -292,21 +329,33 @@ constexpr uint32_t kEpollWrite = EPOLLOUT | EPOLLWRNORM | EPOLLWRBAND;
 // Of the `r` events, reports one input and holds the other inputs' read side back (their
 // writable bits are reported now). Level-triggered registrations need nothing kept (the
 // kernel reports them again, as for poll); edge-triggered and one-shot ones are kept.
-// Returns the new count (an event left with no bits is removed).
-int OneInputOfEpoll(int epfd, struct epoll_event* events, int r) {
+// Returns the new count (an event left with no bits is removed). The descriptors of
+// events[known_from...] are known already (held or kept ones the wait added): known_fd.
+int OneInputOfEpoll(int epfd, struct epoll_event* events, int r, const int* known_fd = nullptr,
+                    int known_from = 0) {
   // A set inside another set (epoll_ctl of one epoll descriptor into another): the outer
   // wait would not know the inner one has kept events. Not split.
   if (__atomic_load_n(&g_registrations[epfd].set_events, __ATOMIC_RELAXED) != 0) return r;
   int readable = 0;
   for (int i = 0; i < r && readable < 2; ++i) readable += (events[i].events & EPOLLIN) != 0;
   if (readable < 2) return r;  // the common case: no lookup at all
+  // Each event's input descriptor (-1: not an input), looked up once for both passes; past
+  // kLookedUp events (a wait may return hundreds), looked up again in the second.
+  constexpr int kLookedUp = 256;
+  int input_fd[kLookedUp];
+  auto input_of = [&](int i) {
+    if ((events[i].events & EPOLLIN) == 0) return -1;
+    int fd = known_fd != nullptr && i >= known_from ? known_fd[i - known_from]
+                                                    : FdOfEvent(epfd, events[i].data.u64);
+    return IsInput(fd) ? fd : -1;
+  };
   uint32_t now = __atomic_load_n(&g_turn, __ATOMIC_RELAXED);
   int chosen = -1, chosen_fd = -1, inputs = 0;
   uint32_t best = 0;
   for (int i = 0; i < r; ++i) {
-    if ((events[i].events & EPOLLIN) == 0) continue;
-    int fd = FdOfEvent(epfd, events[i].data.u64);
-    if (!IsInput(fd)) continue;
+    int fd = input_of(i);
+    if (i < kLookedUp) input_fd[i] = fd;
+    if (fd < 0) continue;
     ++inputs;
     uint32_t age = AgeOf(fd, now);
     if (chosen < 0 || age > best) {
@@ -317,19 +366,29 @@ int OneInputOfEpoll(int epfd, struct epoll_event* events, int r) {
   }
   if (inputs < 2) return r;
   uint32_t turn = SplitTurn();
+  // The edge-triggered and one-shot inputs passed over are kept under one hold of the lock
+  // (a busy server passes over several inputs in every wait). The wait took what was kept
+  // for this set (TakeKept), so there is usually nothing to merge with: then none is looked
+  // for. (Two events of one descriptor, which only a program that registers two with the
+  // same epoll_data could get, would then be kept twice: the next wait merges them.)
+  bool locked = LockKept();
+  bool merge = false;
+  for (int i = 0; locked && i < g_kept_count && !merge; ++i) merge = g_kept[i].epfd == epfd;
   int out = 0;
   for (int i = 0; i < r; ++i) {
     struct epoll_event e = events[i];
-    int fd = i == chosen || (e.events & EPOLLIN) == 0 ? -1 : FdOfEvent(epfd, e.data.u64);
-    if (IsInput(fd)) {
+    int fd = i == chosen ? -1 : i < kLookedUp ? input_fd[i] : input_of(i);
+    if (fd >= 0) {
       Registration& reg = g_registrations[fd];
       uint32_t generation = __atomic_load_n(&reg.generation, __ATOMIC_ACQUIRE);
       uint32_t registered = uint32_t(__atomic_load_n(&reg.set_events, __ATOMIC_ACQUIRE));
       uint32_t later = e.events & ~kEpollWrite;
       bool keep = true;
       if ((registered & (EPOLLET | EPOLLONESHOT)) != 0) {
-        Keep k = KeepForLater(epfd, fd, e.data.u64, later, generation);
-        keep = k != Keep::kFull;  // stale: its registration changed, the kernel re-polls it
+        // Stale: its registration changed, the kernel re-polls it. Full (or no lock, in a
+        // signal handler that interrupted its holder): reported now.
+        keep =
+            locked && KeepLocked({epfd, fd, later, generation, e.data.u64}, merge) != Keep::kFull;
       }
       if (keep) {
         PassOver(fd, turn);
@@ -339,6 +398,7 @@ int OneInputOfEpoll(int epfd, struct epoll_event* events, int r) {
     }
     events[out++] = e;
   }
+  if (locked) UnlockKept();
   Reported(chosen_fd);
   return out;
 }
@@ -508,15 +568,7 @@ int IsolatedEpollWait(int epfd, struct epoll_event* events, int max, int timeout
   Kept kept[kTakeAtOnce];
   int kept_count = TakeKept(epfd, kept, max < kTakeAtOnce ? max : kTakeAtOnce);
   int held[64];
-  int held_count = 0;
-  if (__atomic_load_n(&g_held_streams, __ATOMIC_RELAXED) != 0) {
-    int top = __atomic_load_n(&g_registered_top, __ATOMIC_RELAXED);
-    for (int fd = 0; fd <= top && held_count < 64; ++fd) {
-      uint64_t v = __atomic_load_n(&g_registrations[fd].set_events, __ATOMIC_ACQUIRE);
-      if ((v >> 32) != uint64_t(epfd) + 1 || (uint32_t(v) & EPOLLIN) == 0) continue;
-      if (FdHasHeld(fd)) held[held_count++] = fd;
-    }
-  }
+  int held_count = HeldInSet(epfd, held, 64);
   if (kept_count == 0 && held_count == 0) {
     int r = pwait_call ? Real().epoll_pwait(epfd, events, max, timeout, mask)
                        : Real().epoll_wait(epfd, events, max, timeout);
@@ -537,34 +589,39 @@ int IsolatedEpollWait(int epfd, struct epoll_event* events, int max, int timeout
   }
   // The user's epoll_data names the descriptor: merge by it, add the rest while room lasts
   // (a held descriptor that does not fit is still held, so the next wait reports it
-  // without blocking; a kept event that does not fit is kept again).
-  for (int h = 0; h < held_count; ++h) {
-    Registration& reg = g_registrations[held[h]];
-    uint64_t data = __atomic_load_n(&reg.data, __ATOMIC_RELAXED);
-    int i = 0;
+  // without blocking; a kept event that does not fit is kept again). An event is looked
+  // for only where `present` (a bit per hash of the data of the events so far) says one
+  // may be; those added carry their descriptors to OneInputOfEpoll.
+  uint64_t present = 0;
+  auto bit = [](uint64_t data) { return uint64_t(1) << ((data * 0x9e3779b97f4a7c15ull) >> 58); };
+  for (int i = 0; i < r; ++i) present |= bit(events[i].data.u64);
+  const int added_from = r;
+  int added_fd[64 + kTakeAtOnce];
+  auto merge = [&](uint64_t data, uint32_t bits, int fd) {
+    int i = (present & bit(data)) != 0 ? 0 : r;
     while (i < r && events[i].data.u64 != data) ++i;
     if (i < r) {
-      events[i].events |= EPOLLIN;
-    } else if (r < max) {
-      events[r].events = EPOLLIN;
-      events[r].data.u64 = data;
-      ++r;
+      events[i].events |= bits;
+      return true;
     }
+    if (r == max) return false;
+    events[r].events = bits;
+    events[r].data.u64 = data;
+    added_fd[r - added_from] = fd;
+    present |= bit(data);
+    ++r;
+    return true;
+  };
+  for (int h = 0; h < held_count; ++h) {
+    merge(__atomic_load_n(&g_registrations[held[h]].data, __ATOMIC_RELAXED), EPOLLIN, held[h]);
   }
   for (int k = 0; k < kept_count; ++k) {
-    int i = 0;
-    while (i < r && events[i].data.u64 != kept[k].data) ++i;
-    if (i < r) {
-      events[i].events |= kept[k].events;
-    } else if (r < max) {
-      events[r].events = kept[k].events;
-      events[r].data.u64 = kept[k].data;
-      ++r;
-    } else {
+    if (!merge(kept[k].data, kept[k].events, kept[k].fd)) {
       KeepForLater(epfd, kept[k].fd, kept[k].data, kept[k].events, kept[k].generation);
     }
   }
-  return Reporting(epfd, events, r >= 2 ? OneInputOfEpoll(epfd, events, r) : r);
+  return Reporting(epfd, events,
+                   r >= 2 ? OneInputOfEpoll(epfd, events, r, added_fd, added_from) : r);
 }
 
 }  // namespace weft_preload

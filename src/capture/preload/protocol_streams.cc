@@ -10,6 +10,9 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
 #include "capture/preload/isolation.h"
 #include "capture/preload/log_file.h"
 #include "capture/preload/protocol_selection.h"
@@ -33,6 +36,27 @@ constexpr size_t kEarlyBytes = 16;
 
 enum StreamState : uint8_t { kDetecting = 0, kDeciding = 1, kActive = 2, kOff = 3 };
 
+// Isolation parses a read's bytes twice: InputBoundary, on a copy of the parser, to find
+// where to cut the read, and the feed, after the call's record, to log the boundary. When
+// the search took the bytes in one Consume call, the feed of the same bytes takes its
+// parser instead of parsing them again: valid while the direction's parser has consumed
+// nothing since (its consumed and messages counts as they were) and the feed brings the
+// same bytes, so the result is the one the feed would compute. The same bytes: the same
+// count at the same address when the search read them where the program gets them (its
+// buffer, which it cannot touch before the read returns, after the feed); when it read
+// them from the held bytes, which are copied out and may be refilled before the feed, the
+// same count and XXH3-64. The search runs on the stream's spare parser, which the feed
+// then makes the direction's own (no copy back).
+struct BoundarySearch {
+  bool valid;
+  bool ended;                   // the one Consume call ended a message
+  bool hashed;                  // the bytes were held ones: `hash`, else `source`, names them
+  uint64_t consumed, messages;  // the parser's counts before the search
+  uint64_t bytes;               // what the Consume call took
+  const uint8_t* source;
+  uint64_t hash;
+};
+
 struct ProtocolStream {
   uint32_t references;  // descriptors naming it (dup shares, close drops)
   uint32_t busy[2];     // per direction (0 requests, 1 responses): a feed is running
@@ -46,8 +70,17 @@ struct ProtocolStream {
   uint8_t early[16];    // detecting: request bytes of earlier calls, too few to tell yet
   uint32_t early_length;
   HeldBytes held;  // event isolation: input bytes read but not yet given (isolation.cc)
-  protocols::Parser parsers[2];
+  // Direction d's parser is parsers[parser_slot[d]]; the third is the spare, on which
+  // the input direction's boundary search runs (BoundarySearch).
+  protocols::Parser parsers[3];
+  uint8_t parser_slot[2];
+  BoundarySearch search;  // the input direction's last InputBoundary (isolation only)
 };
+
+protocols::Parser& ParserOf(ProtocolStream* s, int d) { return s->parsers[s->parser_slot[d]]; }
+uint8_t SpareSlot(const ProtocolStream* s) {
+  return uint8_t(3 - s->parser_slot[0] - s->parser_slot[1]);
+}
 
 // Slabs mapped when the pool runs dry, never unmapped (a racing feed may still hold a
 // pointer into one). Slot ids start at 1: 0 in g_fd_stream means none.
@@ -140,9 +173,12 @@ void Start(int fd, protocols::Protocol protocol, bool client) {
   s->client = client;
   s->at_start = 3;
   s->tls_opaque = 0;
+  s->search.valid = false;
+  s->parser_slot[0] = 0;
+  s->parser_slot[1] = 1;
   s->state = protocol == protocols::kNone ? kDetecting : kActive;
-  protocols::Init(&s->parsers[0], protocol, protocols::Direction::kRequest);
-  protocols::Init(&s->parsers[1], protocol, protocols::Direction::kResponse);
+  protocols::Init(&ParserOf(s, 0), protocol, protocols::Direction::kRequest);
+  protocols::Init(&ParserOf(s, 1), protocol, protocols::Direction::kResponse);
   __atomic_store_n(&s->busy[1], 0, __ATOMIC_RELEASE);
   __atomic_store_n(&s->busy[0], 0, __ATOMIC_RELEASE);
   // The table entry before the bit: a wrapper that sees the bit finds the stream.
@@ -208,8 +244,8 @@ bool Decide(ProtocolStream* s, const void* data, const struct iovec* iov, int io
     __atomic_store_n(&s->state, uint8_t(kOff), __ATOMIC_RELEASE);
     return true;
   }
-  protocols::Init(&s->parsers[0], protocol, protocols::Direction::kRequest);
-  protocols::Init(&s->parsers[1], protocol, protocols::Direction::kResponse);
+  protocols::Init(&ParserOf(s, 0), protocol, protocols::Direction::kRequest);
+  protocols::Init(&ParserOf(s, 1), protocol, protocols::Direction::kResponse);
   __atomic_store_n(&s->state, uint8_t(kActive), __ATOMIC_RELEASE);
   return true;
 }
@@ -235,8 +271,8 @@ bool DecideFromResponse(ProtocolStream* s, const void* data, const struct iovec*
                                    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
     return true;  // the client's first bytes decided meanwhile
   }
-  protocols::Init(&s->parsers[0], protocol, protocols::Direction::kRequest);
-  protocols::Init(&s->parsers[1], protocol, protocols::Direction::kResponse);
+  protocols::Init(&ParserOf(s, 0), protocol, protocols::Direction::kRequest);
+  protocols::Init(&ParserOf(s, 1), protocol, protocols::Direction::kResponse);
   __atomic_store_n(&s->state, uint8_t(kActive), __ATOMIC_RELEASE);
   return true;
 }
@@ -272,8 +308,13 @@ void LogBoundary(int fd, uint8_t protocol, bool sent, bool request, int64_t entr
     memcpy(text + used, item.key, key_length);
     used += key_length;
     text[used++] = '=';
-    for (size_t j = 0; j < value_length; ++j) {  // NUL ends an entry: not inside a value
-      text[used++] = item.value[j] != '\0' ? item.value[j] : '?';
+    char* value = text + used;
+    memcpy(value, item.value, value_length);
+    used += value_length;
+    // NUL ends an entry: not inside a value.
+    char* end = text + used;
+    for (char* nul = value; (nul = static_cast<char*>(memchr(nul, '\0', size_t(end - nul))));) {
+      *nul++ = '?';
     }
     text[used++] = '\0';
   }
@@ -372,6 +413,7 @@ void ShareProtocol(int old_fd, int new_fd) {
   if (s == nullptr) return;
   __atomic_add_fetch(&s->references, 1, __ATOMIC_ACQ_REL);
   __atomic_store_n(&g_fd_stream[new_fd], id, __ATOMIC_RELEASE);
+  __atomic_store_n(&g_streams_shared, true, __ATOMIC_SEQ_CST);
 }
 
 namespace {
@@ -399,13 +441,55 @@ bool StartsTlsRecord(const void* data, const struct iovec* iov, int iovcnt, size
 bool OpaqueTls(ProtocolStream* s, int d, const void* data, const struct iovec* iov, int iovcnt,
                size_t bytes) {
   if (__atomic_load_n(&s->tls_opaque, __ATOMIC_RELAXED) != 0) return true;
-  if ((s->at_start & (1u << d)) == 0 || s->parsers[d].messages > 1) return false;
+  if ((s->at_start & (1u << d)) == 0 || ParserOf(s, d).messages > 1) return false;
   if (!StartsTlsRecord(data, iov, iovcnt, bytes)) return false;
   if (__atomic_exchange_n(&s->tls_opaque, 1, __ATOMIC_ACQ_REL) == 0) {
     __atomic_fetch_add(&g_tls_opaque_streams, 1, __ATOMIC_RELAXED);
   }
   __atomic_store_n(&s->broken[0], 1, __ATOMIC_RELAXED);
   __atomic_store_n(&s->broken[1], 1, __ATOMIC_RELAXED);
+  return true;
+}
+
+// The first `bytes` of a call's bytes if they lie in one piece (`data`, or the first of
+// `iov`), else nullptr.
+const uint8_t* Contiguous(const void* data, const struct iovec* iov, int iovcnt, size_t bytes) {
+  if (data != nullptr) return static_cast<const uint8_t*>(data);
+  if (iovcnt > 0 && iov[0].iov_len >= bytes) return static_cast<const uint8_t*>(iov[0].iov_base);
+  return nullptr;
+}
+
+// Feeds direction `d` of `s` from its boundary search (BoundarySearch) if that took these
+// very bytes: logs what the feed's one Consume call would have (a header block, a
+// boundary) and sets *ended. False (and the search is used up either way) if it cannot.
+// The search belongs to the input direction, and is touched only with that one taken.
+bool FeedFromSearch(ProtocolStream* s, int d, int fd, bool sending, int64_t entry, int64_t exit,
+                    const void* data, const struct iovec* iov, int iovcnt, size_t bytes,
+                    bool* ended) {
+  BoundarySearch& search = s->search;
+  if (d != (s->client ? 1 : 0) || !search.valid) return false;
+  search.valid = false;
+  protocols::Parser* parser = &ParserOf(s, d);
+  const uint8_t* p = Contiguous(data, iov, iovcnt, bytes);
+  if (search.consumed != parser->consumed || search.messages != parser->messages ||
+      search.bytes != bytes || p == nullptr ||
+      (search.hashed ? XXH3_64bits(p, bytes) != search.hash : p != search.source)) {
+    return false;
+  }
+  s->parser_slot[d] = SpareSlot(s);
+  parser = &ParserOf(s, d);
+  size_t block_begin = 0, block_count = 0;
+  if (parser->protocol == protocols::kHttp2 &&
+      protocols::HeaderBlockBytes(parser, &block_begin, &block_count)) {
+    LogHeaderBlock(fd, uint8_t(parser->protocol), sending, d == 0, entry,
+                   s->offset[d] + block_begin, p + block_begin, block_count);
+  }
+  s->offset[d] += bytes;
+  *ended = search.ended;
+  if (search.ended) {
+    LogBoundary(fd, uint8_t(parser->protocol), sending, d == 0, entry, exit, s->offset[d],
+                &parser->attributes);
+  }
   return true;
 }
 
@@ -444,7 +528,7 @@ void FeedTaken(ProtocolStream* s, int d, int fd, bool sending, int64_t entry, in
     }
     return;
   }
-  protocols::Parser* parser = &s->parsers[d];
+  protocols::Parser* parser = &ParserOf(s, d);
   bool at_start = false;
   auto feed = [&](const uint8_t* p, size_t n) {
     int stalls = 0;
@@ -477,8 +561,11 @@ void FeedTaken(ProtocolStream* s, int d, int fd, bool sending, int64_t entry, in
     }
   };
   if (early > 0) feed(s->early, early);
-  if (__atomic_load_n(&s->broken[d], __ATOMIC_RELAXED) == 0)
+  if (__atomic_load_n(&s->broken[d], __ATOMIC_RELAXED) == 0 &&
+      (early > 0 ||
+       !FeedFromSearch(s, d, fd, sending, entry, exit, data, iov, iovcnt, bytes, &at_start))) {
     ForEachSegment(data, iov, iovcnt, bytes, feed);
+  }
   // Only this direction's bit changes, and only its holder changes it.
   if (at_start) {
     __atomic_fetch_or(&s->at_start, uint8_t(1u << d), __ATOMIC_RELAXED);
@@ -526,6 +613,17 @@ uint64_t TlsOpaqueStreams() { return __atomic_load_n(&g_tls_opaque_streams, __AT
 // --- event isolation's access to a stream's input side (isolation.cc) -------------------
 
 uint32_t g_held_streams = 0;
+uint64_t g_held_fds[kHeldFdBits / 64];
+bool g_streams_shared = false;
+
+void StartHolding(int fd) {
+  __atomic_add_fetch(&g_held_streams, 1, __ATOMIC_RELAXED);
+  // After the bytes were stored: a wait that clears a stale bit looks at the bytes again
+  // after clearing it (isolation_waits.cc), so the two cannot both miss them.
+  if (fd >= 0 && fd < kHeldFdBits) {
+    __atomic_fetch_or(&g_held_fds[fd >> 6], uint64_t(1) << (fd & 63), __ATOMIC_SEQ_CST);
+  }
+}
 
 bool LockInput(int fd, InputSide* side) {
   if (fd < 0 || fd >= kFdTableSize) return false;
@@ -553,15 +651,20 @@ size_t InputBoundary(const InputSide& side, const void* data, const struct iovec
                      size_t n) {
   auto* s = static_cast<ProtocolStream*>(side.stream);
   int d = side.direction;
+  s->search.valid = false;
   if (__atomic_load_n(&s->broken[d], __ATOMIC_RELAXED) != 0) return n;
   uint8_t state = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
   // A copy of the parser finds the end without logging it: the bytes are fed (and the
-  // boundary logged) after the call's record, once the program gets them.
-  protocols::Parser copy;
+  // boundary logged) after the call's record, once the program gets them. The copy is
+  // the stream's boundary search, which the feed may take (BoundarySearch).
+  protocols::Parser local;
+  protocols::Parser& copy = state == kActive ? s->parsers[SpareSlot(s)] : local;
   protocols::Protocol detected = protocols::kNone;
   size_t early_bytes = 0;
   if (state == kActive) {
-    copy = s->parsers[d];
+    s->search.consumed = ParserOf(s, d).consumed;
+    s->search.messages = ParserOf(s, d).messages;
+    protocols::CopyParser(&copy, &ParserOf(s, d));
   } else if (state == kDetecting && d == 0) {
     // The first request of a detected stream: decide as FeedStream will (Decide), on a
     // parser of our own that has seen the bytes kept from earlier calls.
@@ -583,12 +686,15 @@ size_t InputBoundary(const InputSide& side, const void* data, const struct iovec
   }
   size_t at = 0;
   bool done = false, found = false;
+  int calls = 0;
+  bool first_ended = false;
   ForEachSegment(data, iov, iovcnt, n, [&](const uint8_t* p, size_t length) {
     size_t i = 0;
     while (!done && i < length) {
       bool ended = false;
       size_t used = protocols::Consume(&copy, p + i, length - i, &ended);
       if (used > length - i) used = length - i;
+      if (++calls == 1) first_ended = ended;
       i += used;
       at += used;
       // An end with no byte before it in this call gives nothing to stop at.
@@ -614,6 +720,18 @@ size_t InputBoundary(const InputSide& side, const void* data, const struct iovec
       limit -= take < limit ? take : limit;
     });
     if (protocols::Detect(first, have) != detected) return n;
+  }
+  // One Consume call took what the program gets (up to the end found, or everything): the
+  // feed of those bytes may take the copy instead of parsing them again.
+  const uint8_t* p = Contiguous(data, iov, iovcnt, at);
+  if (state == kActive && calls == 1 && at > 0 && p != nullptr && (found || at == n)) {
+    const HeldBytes& held = s->held;
+    s->search.ended = first_ended;
+    s->search.bytes = at;
+    s->search.source = p;
+    s->search.hashed = held.data != nullptr && p >= held.data && p < held.data + held.capacity;
+    if (s->search.hashed) s->search.hash = XXH3_64bits(p, at);
+    s->search.valid = true;
   }
   return found ? at : n;
 }

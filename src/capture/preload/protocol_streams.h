@@ -106,7 +106,8 @@ bool LockInput(int fd, InputSide* side);
 void UnlockInput(const InputSide& side);
 // How many of the `n` bytes at `data` (or in `iov`) belong to the current input message: up to and
 // including its end if it ends in them, else n (also when the parser is not running).
-// Changes nothing and logs nothing.
+// Logs nothing and changes no parser; the feed of the bytes the program then gets may
+// reuse its work (protocol_streams.cc, BoundarySearch).
 size_t InputBoundary(const InputSide& side, const void* data, const struct iovec* iov, int iovcnt,
                      size_t n);
 // FeedStream of received bytes, with the input side taken.
@@ -118,6 +119,18 @@ bool FdIsInput(int fd);
 // True if `fd`'s stream holds bytes back; g_held_streams counts such streams.
 bool FdHasHeld(int fd);
 extern uint32_t g_held_streams;
+// A stream's held bytes went from none to some, in a read on `fd` (with its input side
+// taken): counts the stream in g_held_streams and marks `fd` in g_held_fds.
+void StartHolding(int fd);
+// Descriptors below kHeldFdBits through which a stream began holding bytes, one bit each,
+// so that a wait finds the held ones without asking every registered descriptor: a set bit
+// may be stale (the bytes were read since, the descriptor closed), a clear one is not,
+// except for a stream shared by several descriptors (dup), which may hold bytes while a
+// descriptor other than the one read from is registered: once any stream was shared
+// (g_streams_shared), callers ask every descriptor instead.
+inline constexpr int kHeldFdBits = 1 << 16;
+extern uint64_t g_held_fds[kHeldFdBits / 64];
+extern bool g_streams_shared;
 
 // In a forked child: locks another thread held at the fork are free again.
 void ResetProtocolsAfterFork();

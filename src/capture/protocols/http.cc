@@ -117,29 +117,49 @@ void UpgradeTokenEnd(HttpState* s) {
   s->token_done = false;
 }
 
-// RFC 9110 §5.6.2 tchar.
-bool IsTokenChar(uint8_t c) {
-  if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || IsDigit(c)) return true;
-  switch (c) {
-    case '!':
-    case '#':
-    case '$':
-    case '%':
-    case '&':
-    case '\'':
-    case '*':
-    case '+':
-    case '-':
-    case '.':
-    case '^':
-    case '_':
-    case '`':
-    case '|':
-    case '~':
-      return true;
-    default:
-      return false;
+// RFC 9110 §5.6.2 tchar, as a table: every byte of a field name is looked up.
+struct TokenTable {
+  bool token[256];
+};
+constexpr TokenTable MakeTokenTable() {
+  TokenTable t{};
+  for (int c = 0; c < 256; ++c) {
+    t.token[c] = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
   }
+  for (const char* p = "!#$%&'*+-.^_`|~"; *p != '\0'; ++p) t.token[uint8_t(*p)] = true;
+  return t;
+}
+constexpr TokenTable kTokenTable = MakeTokenTable();
+bool IsTokenChar(uint8_t c) { return kTokenTable.token[c]; }
+
+// One byte of a field name (a token byte): drops the looked-at fields it cannot be. Only
+// the fields still possible are compared, so most names are given up after a byte or two.
+void NameByte(HttpState* s, uint8_t c) {
+  uint8_t at = s->name_length;
+  if (s->name_length < 255) ++s->name_length;
+  if (s->name_match == 0) return;
+  uint8_t lower = ToLower(c);
+  for (uint8_t still = s->name_match; still != 0; still &= uint8_t(still - 1)) {
+    int h = __builtin_ctz(still);
+    if (at >= kHeaderNameLengths[h] || lower != uint8_t(kHeaderNames[h][at])) {
+      s->name_match &= uint8_t(~(1u << h));
+    }
+  }
+}
+
+// The last `n` bytes of a field name (token bytes; the ':' follows them): what NameByte on
+// each would do, comparing each looked-at field only if it has the name's whole length.
+void MatchNameEnd(HttpState* s, const uint8_t* rest, size_t n) {
+  size_t total = s->name_length + n;
+  for (uint8_t still = s->name_match; still != 0; still &= uint8_t(still - 1)) {
+    int h = __builtin_ctz(still);
+    bool match = total == kHeaderNameLengths[h];
+    for (size_t k = 0; match && k < n; ++k) {
+      match = ToLower(rest[k]) == uint8_t(kHeaderNames[h][s->name_length + k]);
+    }
+    if (!match) s->name_match &= uint8_t(~(1u << h));
+  }
+  s->name_length = uint8_t(Min(255, total));
 }
 
 int HexValue(uint8_t c) {
@@ -354,6 +374,13 @@ bool SkipLine(const uint8_t* data, size_t length, size_t* i) {
   return true;
 }
 
+// Counts `n` more bytes of the head; false once it is over kMaxHeadBytes.
+bool CountHead(HttpState* s, size_t n) {
+  if (n > kMaxHeadBytes - s->head_bytes) return false;
+  s->head_bytes += uint32_t(n);
+  return true;
+}
+
 }  // namespace
 
 void InitHttp(Parser* parser) { InitState<HttpState>(parser); }
@@ -363,7 +390,8 @@ size_t ConsumeHttp(Parser* parser, const uint8_t* data, size_t length, bool* end
   if (s->to_http2) return UpgradeToHttp2(parser, 0, data, length, 0, ended);  // after the 101
   size_t i = 0;
   while (i < length) {
-    // Bulk phases first: they take many bytes at a time and never look at them.
+    // Bulk phases first: they take many bytes at a time (bodies, lines no one looks at,
+    // the rest of a field name), where the head's bytes would cost a loop turn each.
     switch (s->phase) {
       case kUntilClose:
         return length;
@@ -381,15 +409,58 @@ size_t ConsumeHttp(Parser* parser, const uint8_t* data, size_t length, bool* end
         if (s->remaining == 0) s->phase = kChunkDataEnd;
         continue;
       }
+      case kHeaderName: {
+        // The rest of a name up to its ':' (which goes byte by byte, below).
+        size_t start = i, end = i;
+        while (end < length && data[end] != ':' && IsTokenChar(data[end])) ++end;
+        if (end < length && data[end] != ':') return Fail(parser, length, ended);
+        if (end < length) {
+          // The whole name is here: only a looked-at field of its length can match.
+          MatchNameEnd(s, data + i, end - i);
+        } else {
+          for (; i < end && s->name_match != 0; ++i) NameByte(s, data[i]);
+          s->name_length = uint8_t(Min(255, s->name_length + uint64_t(end - i)));
+        }
+        i = end;
+        if (!CountHead(s, i - start)) return Fail(parser, length, ended);
+        if (i == length) continue;
+        break;
+      }
+      case kHeaderValue:
+        // A field no one looks at: only its line's end matters (a CR is ignored anyway).
+        if (s->name_match == 0) {
+          size_t start = i;
+          bool found = SkipLine(data, length, &i);
+          if (!CountHead(s, i - start)) return Fail(parser, length, ended);
+          if (found) s->phase = kHeaderLineStart;
+          continue;
+        }
+        break;
+      case kStartLine:
+        // The version whole, when all of it is here: what its 8 bytes one by one would do.
+        if (s->version_pos == 0 && s->part == (IsResponse(parser) ? 0 : 2) && length - i >= 8 &&
+            memcmp(data + i, "HTTP/1.", 7) == 0 && IsDigit(data[i + 7])) {
+          if (!CountHead(s, 8)) return Fail(parser, length, ended);
+          s->version_pos = 8;
+          i += 8;
+          continue;
+        }
+        // A status line's reason phrase: any bytes up to the line's end. The line was
+        // complete before it began (StartLineComplete).
+        if (IsResponse(parser) && s->part == 2) {
+          size_t start = i;
+          bool found = SkipLine(data, length, &i);
+          if (!CountHead(s, i - start)) return Fail(parser, length, ended);
+          if (found) s->phase = kHeaderLineStart;
+          continue;
+        }
+        break;
       case kChunkExtension:
       case kTrailerLine:
       case kSkipLine: {
         size_t start = i;
         bool found = SkipLine(data, length, &i);
-        if (s->phase == kSkipLine) {
-          s->head_bytes += uint32_t(i - start);
-          if (s->head_bytes > kMaxHeadBytes) return Fail(parser, length, ended);
-        }
+        if (s->phase == kSkipLine && !CountHead(s, i - start)) return Fail(parser, length, ended);
         if (!found) continue;
         if (s->phase == kSkipLine) {
           s->phase = kHeaderLineStart;
@@ -474,7 +545,8 @@ size_t ConsumeHttp(Parser* parser, const uint8_t* data, size_t length, bool* end
       case kHeaderName:
         if (c == ':') {
           if (s->name_length == 0) return Fail(parser, length, ended);
-          for (int h = 0; h < kMatchedHeaders; ++h) {
+          for (uint8_t still = s->name_match; still != 0; still &= uint8_t(still - 1)) {
+            int h = __builtin_ctz(still);
             if (s->name_length != kHeaderNameLengths[h]) s->name_match &= uint8_t(~(1u << h));
           }
           // A field that comes again replaces the value kept from before.
@@ -490,13 +562,7 @@ size_t ConsumeHttp(Parser* parser, const uint8_t* data, size_t length, bool* end
           break;
         }
         if (!IsTokenChar(c)) return Fail(parser, length, ended);
-        for (int h = 0; h < kMatchedHeaders; ++h) {
-          if (s->name_length >= kHeaderNameLengths[h] ||
-              ToLower(c) != uint8_t(kHeaderNames[h][s->name_length])) {
-            s->name_match &= uint8_t(~(1u << h));
-          }
-        }
-        if (s->name_length < 255) ++s->name_length;
+        NameByte(s, c);
         break;
 
       case kHeaderValue:

@@ -232,12 +232,17 @@ size_t ConsumeHttp2(Parser* parser, const uint8_t* data, size_t length, bool* en
           s->have = 0;
         }
         continue;
-      case kInHeader:
-        s->header[s->have++] = data[i++];
+      case kInHeader: {
+        // The header's bytes, as many as are here (a whole header is usually one copy).
+        size_t take = Min(length - i, uint64_t(kFrameHeader - s->have));
+        memcpy(s->header + s->have, data + i, take);
+        s->have = uint8_t(s->have + take);
+        i += take;
         if (s->have < kFrameHeader) continue;
         s->have = 0;
         if (!StartFrame(s)) return Fail(parser, length, ended);
         break;  // a frame with an empty payload may end here
+      }
       case kInPadLength: {
         uint32_t pad = data[i++];
         s->position = 1;

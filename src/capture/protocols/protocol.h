@@ -84,6 +84,11 @@ struct Parser {
 
 void Init(Parser* parser, Protocol protocol, Direction direction);
 
+// Copies `from` into `to` as far as anything reads it: the counts, the state, and the
+// attributes in use (not the unused room of each value), so that a copy made for every
+// read (event isolation's boundary search) touches a third of the memory a whole one does.
+void CopyParser(Parser* to, const Parser* from);
+
 // Consumes a prefix of the `length` bytes at `data`. If the current message ends within
 // them, consumes up to and including its last byte, sets *ended and fills
 // parser->attributes; otherwise consumes them all and clears *ended. Never reads past

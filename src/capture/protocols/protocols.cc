@@ -95,6 +95,24 @@ void AddDecimalAttribute(Parser* parser, const char* key, uint64_t value) {
 
 }  // namespace internal
 
+void CopyParser(Parser* to, const Parser* from) {
+  to->protocol = from->protocol;
+  to->direction = from->direction;
+  to->failed = from->failed;
+  to->consumed = from->consumed;
+  to->messages = from->messages;
+  uint8_t count = from->attributes.count < kMaxAttributes ? from->attributes.count : kMaxAttributes;
+  to->attributes.count = count;
+  for (int i = 0; i < count; ++i) {
+    const Attribute& item = from->attributes.items[i];
+    Attribute& copy = to->attributes.items[i];
+    copy.key = item.key;
+    copy.length = item.length < kMaxValue ? item.length : uint8_t(kMaxValue);
+    memcpy(copy.value, item.value, copy.length);
+  }
+  memcpy(to->state, from->state, sizeof from->state);
+}
+
 const ProtocolDescriptor& Describe(Protocol protocol) {
   return protocol < kProtocolCount ? kProtocolTable[protocol] : kUnknown;
 }
