@@ -556,12 +556,14 @@ int DriveCallgrind(const std::string& uninstrumented, const std::string& valgrin
       "user-space instructions per request (callgrind Ir), closed loop, {} sessions; runs of {} "
       "and {} requests, differenced; medians of {} rounds\n",
       concurrency, requests, 2 * requests, rounds);
-  fmt::print("{:<26} {:>9} {:>8} {:>17} {:>22}\n", "variant", "Ir/req", "ratio", "rounds' ratios",
-             "agents+bus Ir per run");
+  fmt::print("{:<26} {:>9} {:>15} {:>8} {:>17} {:>22}\n", "variant", "Ir/req", "min..max", "ratio",
+             "rounds' ratios", "agents+bus Ir per run");
   for (size_t v = 0; v < count; ++v) {
     auto [lo, hi] = std::minmax_element(ratio[v].begin(), ratio[v].end());
-    fmt::print("{:<26} {:>9.0f} {:>8} {:>17} {:>22.0f}\n", kVariants[chosen[v]].label,
-               Median(per_request[v]), fmt::format("{:.2f}%", 100 * Median(ratio[v])),
+    auto [least, most] = std::minmax_element(per_request[v].begin(), per_request[v].end());
+    fmt::print("{:<26} {:>9.0f} {:>15} {:>8} {:>17} {:>22.0f}\n", kVariants[chosen[v]].label,
+               Median(per_request[v]), fmt::format("{:.0f}..{:.0f}", *least, *most),
+               fmt::format("{:.2f}%", 100 * Median(ratio[v])),
                fmt::format("{:.2f}%..{:.2f}%", 100 * *lo, 100 * *hi), Median(control[v]));
   }
   fmt::print(
