@@ -442,11 +442,14 @@ int Drive(const std::string& uninstrumented, const std::string& topology, double
 //
 // Each run serves a fixed number of requests. Its threads are counted by role: the
 // testbed's own (the client's sessions, the servers' main, worker and connection threads)
-// serve the requests; the agents' and buses' threads (and the bench's own main thread,
-// which installs the queries and awaits the agents) run per interval and per message,
-// and take a number of polls that moves with timing, so they are reported apart, per run.
+// serve the requests; the agents' and buses' threads run per interval and per message,
+// and take a number of polls that moves with timing, so they are reported apart, per run;
+// the bench's own main thread (it installs the queries and awaits the agents) is not
+// counted.
 // Two runs of N and 2N requests are differenced, which cancels what a run costs once
-// (starting the processes, the threads, the connections).
+// (starting the processes, the threads, the connections). With one session (the default
+// here) the client draws the same request types in every run, so each variant serves the
+// same requests; with more, which session serves which request moves with scheduling.
 struct InstructionRun {
   uint64_t ok = 0;
   double requests_ir = 0;                               // the testbed's threads
@@ -613,7 +616,8 @@ int Main(int argc, char** argv) {
   app.add_option("--variant", variant, "run one variant and print its throughput");
   app.add_flag("--callgrind", callgrind,
                "count each variant's instructions per request under callgrind instead of "
-               "timing it (--requests: the smaller run's, default 2000)");
+               "timing it (--requests: the smaller run's, default 2000; --concurrency: "
+               "default 1)");
   app.add_option("--valgrind", valgrind, "the valgrind program for --callgrind");
   app.add_option("--window-ms", window_ms,
                  "with --variant: how long each listing of the agents waits for their answers");
@@ -667,6 +671,9 @@ int Main(int argc, char** argv) {
     return 2;
   }
   if (callgrind) {
+    // One session unless asked for more: then every run serves the same requests in the
+    // same order (the client's seeded draws), and the counts repeat to a few in 10,000.
+    if (app.count("--concurrency") == 0) concurrency = 1;
     return DriveCallgrind(uninstrumented, valgrind, topology, concurrency,
                           requests > 0 ? requests : 2000, rounds, chosen);
   }

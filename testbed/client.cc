@@ -190,7 +190,9 @@ Result<LoadStats> RunLoad(const Topology& topo, const LoadOptions& options) {
   auto stopped = [&] { return WallNow() >= end || (options.stop && options.stop->load()); };
 
   auto session = [&](uint32_t id) {
-    std::mt19937_64 rng(uint64_t(start) + id);
+    // A run of a fixed number of requests draws the same request types every time (the
+    // topology's seed), so that two builds or variants are given the same work to count.
+    std::mt19937_64 rng(options.requests > 0 ? topo.seed + id : uint64_t(start) + id);
     std::mt19937_64 ids(std::random_device{}());
     std::discrete_distribution<int> pick(weights.begin(), weights.end());
     std::map<int, std::unique_ptr<Conn>> pooled;  // per entry server
