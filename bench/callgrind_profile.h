@@ -14,6 +14,7 @@
 #include <dirent.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <string>
@@ -25,8 +26,10 @@ namespace weft::bench {
 
 struct ThreadProfile {
   std::string file;
-  int thread = 0;      // 1: the process's main thread
-  uint64_t total = 0;  // Ir of the whole thread
+  long pid = 0;           // from the file's name, "cg.PID-THREAD"
+  int thread = 0;         // 1: the process's main thread
+  bool complete = false;  // the file ends with its totals (not cut short by a SIGKILL)
+  uint64_t total = 0;     // Ir of the whole thread
   // The thread's body, as std::thread names it ("std::thread::_State_impl<...>::_M_run()");
   // empty for a main thread.
   std::string body;
@@ -78,12 +81,16 @@ inline bool ReadCallgrindFile(const std::string& path, ThreadProfile* out) {
       call_cost_next = true;
     } else if (line.starts_with("thread: ")) {
       p.thread = std::atoi(line.c_str() + 8);
+    } else if (line.starts_with("totals: ")) {
+      p.complete = true;
     } else if (line.starts_with("summary: ")) {
       p.total = std::strtoull(line.c_str() + 9, nullptr, 10);
       seen_summary = true;
     }
   }
   if (!seen_summary) return false;
+  const size_t dot = path.rfind("cg.");
+  if (dot != std::string::npos) p.pid = std::strtol(path.c_str() + dot + 3, nullptr, 10);
   *out = std::move(p);
   return true;
 }

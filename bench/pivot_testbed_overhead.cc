@@ -466,9 +466,13 @@ bool IsHarnessThread(const ThreadProfile& t) {
   return t.body.empty() && !t.Calls("weft::testbed::RunServer(");
 }
 
-bool CountInstructions(const Variant& variant, const std::string& binary,
-                       const std::string& valgrind, const std::string& topology,
-                       uint32_t concurrency, uint64_t requests, InstructionRun* out) {
+// One run under callgrind; false if it failed or lost a process's profile (a server is
+// killed 1 s after SIGTERM, and a loaded machine may not let valgrind write it by then):
+// `processes` (the client and every server) must each have left complete files.
+bool CountInstructionsOnce(const Variant& variant, const std::string& binary,
+                           const std::string& valgrind, const std::string& topology,
+                           uint32_t concurrency, uint64_t requests, size_t processes,
+                           InstructionRun* out) {
   std::string dir =
       (std::filesystem::temp_directory_path() / "weft-pivot-callgrind-XXXXXX").string();
   if (mkdtemp(dir.data()) == nullptr) return false;
@@ -499,7 +503,19 @@ bool CountInstructions(const Variant& variant, const std::string& binary,
     std::filesystem::remove_all(dir);
     return false;
   }
-  for (const ThreadProfile& t : ReadCallgrindDir(dir)) {
+  const std::vector<ThreadProfile> threads = ReadCallgrindDir(dir);
+  std::vector<long> pids;
+  for (const ThreadProfile& t : threads) {
+    if (std::find(pids.begin(), pids.end(), t.pid) == pids.end()) pids.push_back(t.pid);
+  }
+  if (pids.size() != processes ||
+      std::any_of(threads.begin(), threads.end(), [](const auto& t) { return !t.complete; })) {
+    fmt::print(stderr, "{} under callgrind: profiles of {} processes of {}, or cut short\n",
+               variant.name, pids.size(), processes);
+    std::filesystem::remove_all(dir);
+    return false;
+  }
+  for (const ThreadProfile& t : threads) {
     if (IsPivotThread(t)) {
       run.control_ir += double(t.total);
     } else if (!IsHarnessThread(t)) {
@@ -510,6 +526,20 @@ bool CountInstructions(const Variant& variant, const std::string& binary,
   std::filesystem::remove_all(dir);
   *out = std::move(run);
   return true;
+}
+
+// CountInstructionsOnce, tried up to three times.
+bool CountInstructions(const Variant& variant, const std::string& binary,
+                       const std::string& valgrind, const std::string& topology,
+                       uint32_t concurrency, uint64_t requests, size_t processes,
+                       InstructionRun* out) {
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    if (CountInstructionsOnce(variant, binary, valgrind, topology, concurrency, requests, processes,
+                              out)) {
+      return true;
+    }
+  }
+  return false;
 }
 
 // The last part of a demangled name worth reading: its arguments and the object in
@@ -524,6 +554,14 @@ int DriveCallgrind(const std::string& uninstrumented, const std::string& valgrin
                    const std::string& topology, uint32_t concurrency, uint64_t requests, int rounds,
                    const std::vector<size_t>& chosen) {
   const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+  Result<testbed::Topology> topo = topology.empty()
+                                       ? testbed::ParseTopology(kTopology, "pivot-overhead")
+                                       : testbed::LoadTopology(topology);
+  if (!topo.ok()) {
+    fmt::print(stderr, "{}\n", topo.status().message());
+    return 2;
+  }
+  const size_t processes = Servers(*topo) + 1;
   const size_t count = chosen.size();
   std::vector<std::vector<double>> per_request(count), control(count), ratio(count);
   std::vector<std::unordered_map<std::string, double>> functions(count);  // summed over rounds
@@ -533,9 +571,10 @@ int DriveCallgrind(const std::string& uninstrumented, const std::string& valgrin
       const Variant& variant = kVariants[chosen[v]];
       const std::string& binary = variant.uninstrumented ? uninstrumented : self;
       InstructionRun small, large;
-      if (!CountInstructions(variant, binary, valgrind, topology, concurrency, requests, &small) ||
+      if (!CountInstructions(variant, binary, valgrind, topology, concurrency, requests, processes,
+                             &small) ||
           !CountInstructions(variant, binary, valgrind, topology, concurrency, 2 * requests,
-                             &large)) {
+                             processes, &large)) {
         return 1;
       }
       if (large.ok <= small.ok) {
