@@ -5,7 +5,7 @@
 // testbed's servers do these steps in this order (testbed/server.cc, downstream.cc).
 //
 // The argument picks the shortcuts the testbed takes, as bits, so that each is measured
-// on its own: 0 does it as before them, 15 as now.
+// on its own: 0 does it as before them, 31 as now.
 //   1  replies: nothing back to a client that sent no baggage; after Reply fires, the
 //      baggage serialized again but the reply re-encoded only if advice changed it
 //   2  the call's branch serialized by SplitSerializeTo, not made and serialized
@@ -13,6 +13,8 @@
 //      decoded whole first
 //   8  after Reply fires, the baggage serialized again only if its advice packed (the
 //      baggage's count of packs moved), not serialized again to be compared
+//  16  a thread takes up a request's baggage by installing it in place
+//      (pivot::InstalledBaggage), not by swapping it with the thread's own
 // The second argument is how many of the queries are woven: 0 measures what the
 // instrumentation costs a request when no query is installed (the baggage's work alone).
 #include <benchmark/benchmark.h>
@@ -43,16 +45,31 @@ constexpr const char* kQueries[] = {
     "GroupBy r.type Select r.type, COUNT, AVERAGE(r.latency)",
 };
 
-// The thread takes up a request's baggage and puts it down (RequestBaggageScope).
+// The thread takes up a request's baggage and puts it down (RequestBaggageScope), in place
+// or by a swap.
 struct Scope {
   Baggage& bag;
-  explicit Scope(Baggage& b) : bag(b) { swap(CurrentBaggage(), bag); }
-  ~Scope() { swap(CurrentBaggage(), bag); }
+  bool in_place;
+  Baggage* previous = nullptr;
+  Scope(Baggage& b, bool place) : bag(b), in_place(place) {
+    if (in_place) {
+      previous = weft::pivot::ExchangeCurrentBaggage(&bag);
+    } else {
+      swap(CurrentBaggage(), bag);
+    }
+  }
+  ~Scope() {
+    if (in_place) {
+      weft::pivot::ExchangeCurrentBaggage(previous);
+    } else {
+      swap(CurrentBaggage(), bag);
+    }
+  }
 };
 
 void BM_RequestWithOneCall(benchmark::State& state) {
   const bool replies = state.range(0) & 1, split = state.range(0) & 2, join = state.range(0) & 4,
-             counted = state.range(0) & 8;
+             counted = state.range(0) & 8, in_place = state.range(0) & 16;
   std::vector<std::shared_ptr<weft::pivot::LiveQuery>> queries;
   uint32_t slot_base = 0;
   for (int i = 0; i < state.range(1); ++i) {
@@ -71,12 +88,12 @@ void BM_RequestWithOneCall(benchmark::State& state) {
     // The front server: a request from the client, with no baggage.
     Baggage front;
     {
-      Scope s(front);
+      Scope s(front, in_place);
       kRequest.Fire("read", 120, "127.0.0.1:4000", "front0", ++t);
     }
     std::string call;
     {
-      Scope s(front);
+      Scope s(front, in_place);
       if (split) {
         CurrentBaggage().SplitSerializeTo(call);
       } else {
@@ -89,7 +106,7 @@ void BM_RequestWithOneCall(benchmark::State& state) {
     {
       Baggage storage;
       (void)storage.Deserialize(call);
-      Scope s(storage);
+      Scope s(storage, in_place);
       kRequest.Fire("block", 160, "127.0.0.1:4001", "storage0", ++t);
       kDiskRead.Fire("block", 65536, "storage0", 0, ++t);
       const uint64_t packs = CurrentBaggage().packs();
@@ -102,7 +119,7 @@ void BM_RequestWithOneCall(benchmark::State& state) {
     }
     // The front joins the reply and replies to the client.
     {
-      Scope s(front);
+      Scope s(front, in_place);
       Baggage back;
       (void)back.Deserialize(reply);
       if (!join) (void)back.Decode();
@@ -124,7 +141,9 @@ BENCHMARK(BM_RequestWithOneCall)
     ->Args({8, 3})
     ->Args({7, 3})
     ->Args({15, 3})
-    ->Args({15, 0});
+    ->Args({31, 3})
+    ->Args({15, 0})
+    ->Args({31, 0});
 
 }  // namespace
 

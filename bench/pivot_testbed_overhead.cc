@@ -45,8 +45,10 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
+#include "callgrind_profile.h"
 #include "child_runs.h"
 #include "testbed/runner.h"
 #include "testbed/topology.h"
@@ -151,10 +153,10 @@ std::string TuplesBaggage(int n) {
 }
 
 // Lists the agents until `n` answer, each with every query of `ids` installed (a liveness
-// bound of 20 s: agents connect to a hub started after them in the background).
-Status AwaitAgents(pivot::Bus& bus, size_t n, const std::vector<std::string>& ids) {
+// bound of 100 windows: agents connect to a hub started after them in the background).
+Status AwaitAgents(pivot::Bus& bus, size_t n, const std::vector<std::string>& ids, int window_ms) {
   for (int attempt = 0; attempt < 100; ++attempt) {
-    WEFT_ASSIGN_OR_RETURN(auto agents, pivot::ListAgents(bus, 200));
+    WEFT_ASSIGN_OR_RETURN(auto agents, pivot::ListAgents(bus, window_ms));
     size_t ready = 0;
     for (const pivot::AgentDescription& a : agents) {
       size_t have = 0;
@@ -229,7 +231,7 @@ double TreeCpuNs() {
 // One run of `variant` (this process's build must be the one the variant needs): prints
 // "throughput R ok N live_reads M" (M: disk reads the first query counted, -1 without).
 int RunOne(const Variant& variant, const std::string& topology_file, double seconds,
-           uint32_t concurrency) {
+           uint32_t concurrency, uint64_t requests, int window_ms) {
   Result<testbed::Topology> topo = topology_file.empty()
                                        ? testbed::ParseTopology(kTopology, "pivot-overhead")
                                        : testbed::LoadTopology(topology_file);
@@ -247,8 +249,10 @@ int RunOne(const Variant& variant, const std::string& topology_file, double seco
   testbed::RunOptions options;
   options.duration = TimeNs(seconds * double(kSecond));
   options.concurrency = concurrency;
+  options.requests = requests;
   options.out_dir = dir;
   int64_t live_reads = -1;
+  (void)window_ms;  // the uninstrumented build lists no agents
   Status setup;
   // The variant's own setup before the load and its teardown after, around the CPU
   // readings that bracket the load.
@@ -279,12 +283,12 @@ int RunOne(const Variant& variant, const std::string& topology_file, double seco
       return;
     }
     bus = *opened;
-    setup = AwaitAgents(*bus, servers, {});
+    setup = AwaitAgents(*bus, servers, {}, window_ms);
     if (!setup.ok() || !variant.queries) return;
     std::vector<std::string> ids;
     for (std::string_view q : kQueries) {
       Result<std::unique_ptr<pivot::LiveSession>> s =
-          pivot::LiveSession::Install(*bus, std::string(q), {.list_window_ms = 300});
+          pivot::LiveSession::Install(*bus, std::string(q), {.list_window_ms = window_ms});
       if (!s.ok()) {
         setup = s.status();
         return;
@@ -292,7 +296,7 @@ int RunOne(const Variant& variant, const std::string& topology_file, double seco
       ids.push_back((*s)->id());
       sessions.push_back(std::move(*s));
     }
-    setup = AwaitAgents(*bus, servers, ids);
+    setup = AwaitAgents(*bus, servers, ids, window_ms);
   };
   tear_down = [&] {
     for (auto& s : sessions) (void)s->Finish(2000);
@@ -431,6 +435,210 @@ int Drive(const std::string& uninstrumented, const std::string& topology, double
   return 0;
 }
 
+// --callgrind: the variants' user-space instructions per request, counted by callgrind in
+// every process of a run (bench/callgrind_profile.h). Deterministic where timings are not,
+// so it resolves the fraction of a percent the targets name; but it counts no kernel work
+// (most of a testbed request's CPU) and no waiting, so it is not throughput.
+//
+// Each run serves a fixed number of requests. Its threads are counted by role: the
+// testbed's own (the client's sessions, the servers' main, worker and connection threads)
+// serve the requests; the agents' and buses' threads run per interval and per message,
+// and take a number of polls that moves with timing, so they are reported apart, per run;
+// the bench's own main thread (it installs the queries and awaits the agents) is not
+// counted.
+// Two runs of N and 2N requests are differenced, which cancels what a run costs once
+// (starting the processes, the threads, the connections). With one session (the default
+// here) the client draws the same request types in every run, so each variant serves the
+// same requests; with more, which session serves which request moves with scheduling.
+struct InstructionRun {
+  uint64_t ok = 0;
+  double requests_ir = 0;                               // the testbed's threads
+  double control_ir = 0;                                // the agents' and buses' threads
+  std::unordered_map<std::string, double> by_function;  // self Ir, the testbed's threads
+};
+
+bool IsPivotThread(const ThreadProfile& t) {
+  return t.body.find("_Invoker<std::tuple<weft::pivot::") != std::string::npos;
+}
+
+// The bench's own main thread: the only main thread that never ran a server.
+bool IsHarnessThread(const ThreadProfile& t) {
+  return t.body.empty() && !t.Calls("weft::testbed::RunServer(");
+}
+
+// One run under callgrind; false if it failed or lost a process's profile (a server is
+// killed 1 s after SIGTERM, and a loaded machine may not let valgrind write it by then):
+// `processes` (the client and every server) must each have left complete files.
+bool CountInstructionsOnce(const Variant& variant, const std::string& binary,
+                           const std::string& valgrind, const std::string& topology,
+                           uint32_t concurrency, uint64_t requests, size_t processes,
+                           InstructionRun* out) {
+  std::string dir =
+      (std::filesystem::temp_directory_path() / "weft-pivot-callgrind-XXXXXX").string();
+  if (mkdtemp(dir.data()) == nullptr) return false;
+  std::vector<std::string> command = {valgrind,
+                                      "-q",
+                                      "--tool=callgrind",
+                                      "--separate-threads=yes",
+                                      "--callgrind-out-file=" + dir + "/cg.%p",
+                                      binary,
+                                      "--variant",
+                                      std::string(variant.name),
+                                      "--requests",
+                                      fmt::format("{}", requests),
+                                      "--seconds",
+                                      "600",
+                                      "--concurrency",
+                                      fmt::format("{}", concurrency),
+                                      "--window-ms",
+                                      "3000"};
+  if (!topology.empty()) command.insert(command.end(), {"--topology", topology});
+  const std::string output = RunChild(command, /*with_stderr=*/true);
+  const size_t at = output.find("throughput ");
+  double throughput = 0;
+  InstructionRun run;
+  if (at == std::string::npos ||
+      std::sscanf(output.c_str() + at, "throughput %lf ok %lu", &throughput, &run.ok) != 2) {
+    fmt::print(stderr, "{} under callgrind failed: {}", variant.name, output);
+    std::filesystem::remove_all(dir);
+    return false;
+  }
+  const std::vector<ThreadProfile> threads = ReadCallgrindDir(dir);
+  std::vector<long> pids;
+  for (const ThreadProfile& t : threads) {
+    if (std::find(pids.begin(), pids.end(), t.pid) == pids.end()) pids.push_back(t.pid);
+  }
+  if (pids.size() != processes ||
+      std::any_of(threads.begin(), threads.end(), [](const auto& t) { return !t.complete; })) {
+    fmt::print(stderr, "{} under callgrind: profiles of {} processes of {}, or cut short\n",
+               variant.name, pids.size(), processes);
+    std::filesystem::remove_all(dir);
+    return false;
+  }
+  for (const ThreadProfile& t : threads) {
+    if (IsPivotThread(t)) {
+      run.control_ir += double(t.total);
+    } else if (!IsHarnessThread(t)) {
+      run.requests_ir += double(t.total);
+      for (const auto& [name, ir] : t.self) run.by_function[name] += double(ir);
+    }
+  }
+  std::filesystem::remove_all(dir);
+  *out = std::move(run);
+  return true;
+}
+
+// CountInstructionsOnce, tried up to three times.
+bool CountInstructions(const Variant& variant, const std::string& binary,
+                       const std::string& valgrind, const std::string& topology,
+                       uint32_t concurrency, uint64_t requests, size_t processes,
+                       InstructionRun* out) {
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    if (CountInstructionsOnce(variant, binary, valgrind, topology, concurrency, requests, processes,
+                              out)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// The last part of a demangled name worth reading: its arguments and the object in
+// brackets dropped, at most `width` characters.
+std::string ShortName(const std::string& name, size_t width = 90) {
+  std::string s = name.substr(0, name.find(" ["));
+  if (s.size() > width) s = s.substr(0, width - 3) + "...";
+  return s;
+}
+
+int DriveCallgrind(const std::string& uninstrumented, const std::string& valgrind,
+                   const std::string& topology, uint32_t concurrency, uint64_t requests, int rounds,
+                   const std::vector<size_t>& chosen) {
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+  Result<testbed::Topology> topo = topology.empty()
+                                       ? testbed::ParseTopology(kTopology, "pivot-overhead")
+                                       : testbed::LoadTopology(topology);
+  if (!topo.ok()) {
+    fmt::print(stderr, "{}\n", topo.status().message());
+    return 2;
+  }
+  const size_t processes = Servers(*topo) + 1;
+  const size_t count = chosen.size();
+  std::vector<std::vector<double>> per_request(count), control(count), ratio(count);
+  std::vector<std::unordered_map<std::string, double>> functions(count);  // summed over rounds
+  for (int round = 0; round < rounds; ++round) {
+    std::vector<double> mine(count);
+    for (size_t v = 0; v < count; ++v) {
+      const Variant& variant = kVariants[chosen[v]];
+      const std::string& binary = variant.uninstrumented ? uninstrumented : self;
+      InstructionRun small, large;
+      if (!CountInstructions(variant, binary, valgrind, topology, concurrency, requests, processes,
+                             &small) ||
+          !CountInstructions(variant, binary, valgrind, topology, concurrency, 2 * requests,
+                             processes, &large)) {
+        return 1;
+      }
+      if (large.ok <= small.ok) {
+        fmt::print(stderr, "{}: {} then {} requests answered\n", variant.name, small.ok, large.ok);
+        return 1;
+      }
+      const double served = double(large.ok - small.ok);
+      mine[v] = (large.requests_ir - small.requests_ir) / served;
+      per_request[v].push_back(mine[v]);
+      control[v].push_back(large.control_ir);
+      for (const auto& [name, ir] : large.by_function) {
+        functions[v][name] += (ir - small.by_function[name]) / served;
+      }
+      for (const auto& [name, ir] : small.by_function) {
+        if (!large.by_function.count(name)) functions[v][name] -= ir / served;
+      }
+    }
+    for (size_t v = 0; v < count; ++v) ratio[v].push_back(mine[v] / mine[0]);
+  }
+  fmt::print(
+      "user-space instructions per request (callgrind Ir), closed loop, {} sessions; runs of {} "
+      "and {} requests, differenced; medians of {} rounds\n",
+      concurrency, requests, 2 * requests, rounds);
+  fmt::print("{:<26} {:>9} {:>15} {:>8} {:>17} {:>22}\n", "variant", "Ir/req", "min..max", "ratio",
+             "rounds' ratios", "agents+bus Ir per run");
+  for (size_t v = 0; v < count; ++v) {
+    auto [lo, hi] = std::minmax_element(ratio[v].begin(), ratio[v].end());
+    auto [least, most] = std::minmax_element(per_request[v].begin(), per_request[v].end());
+    fmt::print("{:<26} {:>9.0f} {:>15} {:>8} {:>17} {:>22.0f}\n", kVariants[chosen[v]].label,
+               Median(per_request[v]), fmt::format("{:.0f}..{:.0f}", *least, *most),
+               fmt::format("{:.2f}%", 100 * Median(ratio[v])),
+               fmt::format("{:.2f}%..{:.2f}%", 100 * *lo, 100 * *hi), Median(control[v]));
+  }
+  fmt::print(
+      "Ir/req: instructions of the client's sessions and the servers' request threads, per "
+      "request answered; no kernel\nwork and no waiting are counted, so the ratio is of "
+      "instructions, not throughput. agents+bus: the agents' and\nbuses' threads over the "
+      "larger run (per interval and per message, not per request; setup included).\n");
+  // Where each variant's extra instructions are: against agents with no query where both
+  // run agents, else against the baseline.
+  size_t agents = count;
+  for (size_t v = 0; v < count; ++v) {
+    if (kVariants[chosen[v]].name == "agents") agents = v;
+  }
+  for (size_t v = 1; v < count; ++v) {
+    const size_t base = kVariants[chosen[v]].agents && agents < count && agents != v ? agents : 0;
+    if (base == v) continue;
+    std::vector<std::pair<double, std::string>> moved;
+    std::unordered_map<std::string, double> diff;
+    for (const auto& [name, ir] : functions[v]) diff[name] += ir / rounds;
+    for (const auto& [name, ir] : functions[base]) diff[name] -= ir / rounds;
+    for (const auto& [name, ir] : diff) moved.push_back({ir, name});
+    std::sort(moved.begin(), moved.end(),
+              [](const auto& a, const auto& b) { return std::abs(a.first) > std::abs(b.first); });
+    fmt::print("\n{}: {:+.0f} Ir/req against {}; by function (self Ir/req):\n",
+               kVariants[chosen[v]].label, Median(per_request[v]) - Median(per_request[base]),
+               kVariants[chosen[base]].label);
+    for (size_t i = 0; i < std::min<size_t>(15, moved.size()); ++i) {
+      fmt::print("  {:+8.0f}  {}\n", moved[i].first, ShortName(moved[i].second));
+    }
+  }
+  return 0;
+}
+
 #endif  // WEFT_NO_TRACEPOINTS
 
 int Main(int argc, char** argv) {
@@ -438,9 +646,20 @@ int Main(int argc, char** argv) {
   std::string variant, topology, uninstrumented;
   double seconds = 3;
   uint32_t concurrency = 8;
+  uint64_t requests = 0;
+  int window_ms = 300;
   int rounds = 5;
   std::vector<std::string> variants;
+  bool callgrind = false;
+  std::string valgrind = "valgrind";
   app.add_option("--variant", variant, "run one variant and print its throughput");
+  app.add_flag("--callgrind", callgrind,
+               "count each variant's instructions per request under callgrind instead of "
+               "timing it (--requests: the smaller run's, default 2000; --concurrency: "
+               "default 1)");
+  app.add_option("--valgrind", valgrind, "the valgrind program for --callgrind");
+  app.add_option("--window-ms", window_ms,
+                 "with --variant: how long each listing of the agents waits for their answers");
   app.add_option("--variants", variants,
                  "the variants to compare, the first the baseline (default: all, the "
                  "uninstrumented build first)")
@@ -449,6 +668,8 @@ int Main(int argc, char** argv) {
   app.add_option("--seconds", seconds, "load per run");
   app.add_option("--concurrency", concurrency, "closed-loop sessions");
   app.add_option("--rounds", rounds, "runs of each variant");
+  app.add_option("--requests", requests,
+                 "with --variant: stop after this many requests (--seconds still bounds the run)");
   app.add_option("--uninstrumented", uninstrumented,
                  "the uninstrumented build (default: this program's path + _uninstrumented)");
   CLI11_PARSE(app, argc, argv);
@@ -463,7 +684,7 @@ int Main(int argc, char** argv) {
       fmt::print(stderr, "this build cannot run variant '{}'\n", variant);
       return 2;
     }
-    return RunOne(*v, topology, seconds, concurrency);
+    return RunOne(*v, topology, seconds, concurrency, requests, window_ms);
   }
 #ifdef WEFT_NO_TRACEPOINTS
   fmt::print(stderr, "run pivot_testbed_overhead; this build only runs --variant uninstrumented\n");
@@ -487,6 +708,13 @@ int Main(int argc, char** argv) {
   if (rounds < 1) {
     fmt::print(stderr, "--rounds must be at least 1\n");
     return 2;
+  }
+  if (callgrind) {
+    // One session unless asked for more: then every run serves the same requests in the
+    // same order (the client's seeded draws), and the counts repeat to a few in 10,000.
+    if (app.count("--concurrency") == 0) concurrency = 1;
+    return DriveCallgrind(uninstrumented, valgrind, topology, concurrency,
+                          requests > 0 ? requests : 2000, rounds, chosen);
   }
   return Drive(uninstrumented, topology, seconds, concurrency, rounds, chosen);
 #endif

@@ -180,16 +180,25 @@ Result<LoadStats> RunLoad(const Topology& topo, const LoadOptions& options) {
   LoadStats total;
   const TimeNs start = WallNow();
   const TimeNs end = start + options.duration;
+  std::atomic<uint64_t> started{0};
+  // Claims the next `n` requests of the run's budget, if it has any left (a pipelined
+  // batch may overrun it by less than a batch).
+  auto claim = [&](uint32_t n) {
+    return options.requests == 0 ||
+           started.fetch_add(n, std::memory_order_relaxed) < options.requests;
+  };
   auto stopped = [&] { return WallNow() >= end || (options.stop && options.stop->load()); };
 
   auto session = [&](uint32_t id) {
-    std::mt19937_64 rng(uint64_t(start) + id);
+    // A run of a fixed number of requests draws the same request types every time (the
+    // topology's seed), so that two builds or variants are given the same work to count.
+    std::mt19937_64 rng(options.requests > 0 ? topo.seed + id : uint64_t(start) + id);
     std::mt19937_64 ids(std::random_device{}());
     std::discrete_distribution<int> pick(weights.begin(), weights.end());
     std::map<int, std::unique_ptr<Conn>> pooled;  // per entry server
     LoadStats mine;
     const uint32_t depth = std::max<uint32_t>(1, topo.pipeline);
-    while (!stopped()) {
+    while (!stopped() && claim(depth)) {
       int server = balancer.Pick(0);
       std::unique_ptr<Conn> conn = std::move(pooled[server]);
       if (!conn) {

@@ -19,6 +19,11 @@ struct LoadOptions {
   TimeNs duration = 10 * kSecond;
   uint32_t concurrency = 1;
   double rate = 0;  // requests per second of an open loop; 0: closed loop
+  // Closed loop: the sessions together start this many requests (a pipelined batch may
+  // overrun it), then stop; the duration still bounds the run. 0: no limit. With a limit,
+  // each session draws its request types from the topology's seed, not the clock. A fixed amount of
+  // work, for counting a request's instructions (bench/pivot_callgrind).
+  uint64_t requests = 0;
   // Open loop: arrivals beyond this many requests waiting or in flight are dropped, so a
   // stalled system cannot make the client queue without bound.
   uint32_t max_outstanding = 1024;

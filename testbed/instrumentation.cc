@@ -76,21 +76,6 @@ void ReceiveBaggage(RequestBaggage& bag, std::string_view bytes, bool from_serve
   if (!bytes.empty()) (void)bag.live.Deserialize(bytes);
 }
 
-// The request's baggage and the thread's trade places, and trade back at the end: while
-// installed, `bag_.live` keeps the thread's. A swap makes no fresh baggage, where taking
-// and setting made four (each a seed stamp) per scope, several scopes per request.
-RequestBaggageScope::RequestBaggageScope(RequestBaggage& bag) : bag_(bag), active_(!bag.installed) {
-  if (!active_) return;
-  bag_.installed = true;
-  swap(pivot::CurrentBaggage(), bag_.live);
-}
-
-RequestBaggageScope::~RequestBaggageScope() {
-  if (!active_) return;
-  swap(pivot::CurrentBaggage(), bag_.live);
-  bag_.installed = false;
-}
-
 #endif  // WEFT_NO_TRACEPOINTS
 
 }  // namespace weft::testbed

@@ -18,6 +18,7 @@
 #include "weft/tracepoint.h"
 #ifndef WEFT_NO_TRACEPOINTS
 #include "pivot/baggage.h"
+#include "pivot/current_baggage.h"
 #endif
 
 namespace weft::testbed {
@@ -54,7 +55,7 @@ int64_t TimeIfWoven(const ::weft::pivot::Tracepoint& tracepoint);
 // packs into and unpacks from) while a thread works on the request.
 struct RequestBaggage {
   ::weft::pivot::Baggage live;
-  bool installed = false;  // a RequestBaggageScope holds it now (and `live` the thread's own)
+  bool installed = false;  // a RequestBaggageScope has it installed now
   // The reply carries the baggage back: the caller keeps one. Another server does (every
   // tier's caller but the first's, whose caller is the load client), even when its call
   // carried none (an empty baggage travels as nothing); the client does when it sent one.
@@ -90,19 +91,28 @@ void ReceiveBaggage(RequestBaggage& bag, std::string_view bytes, bool from_serve
 RequestBaggage BranchCurrentBaggage();
 void JoinCurrentBaggage(RequestBaggage&& branch);
 
-// While alive, the request's baggage is this thread's current baggage (both of the above);
-// at the end of the scope what the thread left in it goes back into the request's. A scope
-// within a scope of the same baggage does nothing.
+// While alive, the request's baggage is this thread's current baggage (both of the above),
+// installed in place (pivot::InstalledBaggage): what the thread does to it stays in the
+// request's. A scope within a scope of the same baggage does nothing.
 class RequestBaggageScope {
  public:
-  explicit RequestBaggageScope(RequestBaggage& bag);
-  ~RequestBaggageScope();
+  explicit RequestBaggageScope(RequestBaggage& bag) : bag_(bag), active_(!bag.installed) {
+    if (!active_) return;
+    bag_.installed = true;
+    previous_ = ::weft::pivot::ExchangeCurrentBaggage(&bag_.live);
+  }
+  ~RequestBaggageScope() {
+    if (!active_) return;
+    ::weft::pivot::ExchangeCurrentBaggage(previous_);
+    bag_.installed = false;
+  }
   RequestBaggageScope(const RequestBaggageScope&) = delete;
   RequestBaggageScope& operator=(const RequestBaggageScope&) = delete;
 
  private:
   RequestBaggage& bag_;
   bool active_;
+  ::weft::pivot::Baggage* previous_ = nullptr;
 };
 
 #else  // WEFT_NO_TRACEPOINTS: no baggage; every call below compiles to nothing.

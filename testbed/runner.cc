@@ -185,6 +185,7 @@ Result<RunReport> RunTestbed(Topology topo, const RunOptions& options) {
   load.duration = options.duration;
   load.concurrency = options.concurrency;
   load.rate = options.rate;
+  load.requests = options.requests;
   load.max_outstanding = options.max_outstanding;
   load.truth_dir = options.out_dir;
   load.baggage = options.baggage;

@@ -19,7 +19,8 @@ namespace weft::testbed {
 struct RunOptions {
   TimeNs duration = 10 * kSecond;
   uint32_t concurrency = 32;
-  double rate = 0;  // open-loop requests per second; 0: closed loop (see LoadOptions)
+  double rate = 0;        // open-loop requests per second; 0: closed loop (see LoadOptions)
+  uint64_t requests = 0;  // closed loop: stop after this many (LoadOptions::requests)
   uint32_t max_outstanding = 1024;
   std::string out_dir;  // truth logs (<node>.truth) and server stderr (<node>.log)
   std::string baggage;  // LoadOptions::baggage

@@ -331,7 +331,7 @@ Baggage Baggage::Split() {
   if (!decoded_) DecodeNow();
   // With nothing to share, the branch starts a lineage of its own: no fork, and its join
   // back (of nothing, or of tuples named with its origin) needs no stamp either.
-  if (contents_.tuples() == 0 && contents_.frozen().empty()) return Baggage();
+  if (contents_.frozen().empty() && contents_.tuples() == 0) return Baggage();
   NameActive();
   Baggage branch;
   contents_.SplitInto(branch.contents_);
@@ -344,7 +344,7 @@ Baggage Baggage::Split() {
 void Baggage::Join(Baggage&& branch) {
   // A branch with nothing in it (a reply sent as no bytes, a branch split from nothing) is
   // always of another lineage: a branch split from this one holds its frozen instances.
-  if (branch.decoded_ && branch.contents_.tuples() == 0 && branch.contents_.frozen().empty()) {
+  if (branch.decoded_ && branch.contents_.frozen().empty() && branch.contents_.tuples() == 0) {
     branch.Clear();
     return;
   }
@@ -364,7 +364,7 @@ void Baggage::Join(Baggage&& branch) {
 
 void Baggage::SplitSerializeTo(std::string& out) {
   if (!decoded_) DecodeNow();
-  if (contents_.tuples() == 0 && contents_.frozen().empty()) return;  // sent as nothing
+  if (contents_.frozen().empty() && contents_.tuples() == 0) return;  // sent as nothing
   NameActive();
   // The branch Split would make holds the frozen instances and a fork of the stamp; this
   // side's contents, its active instance now empty, serialize alike.
@@ -384,7 +384,8 @@ void Baggage::SerializeTo(std::string& out) const {
 
 void Baggage::SerializeDecoded(std::string& out, uint64_t origin, const itc::Stamp& stamp,
                                const query::Baggage& contents) {
-  if (contents.tuples() == 0 && contents.frozen().empty()) return;  // nothing to carry
+  // Frozen instances first: counting tuples walks every instance's slots.
+  if (contents.frozen().empty() && contents.tuples() == 0) return;  // nothing to carry
   // The stamp is encoded in place after a one-byte size, moved in the rare case that its
   // size needs a longer varint.
   size_t start = out.size();

@@ -4,10 +4,16 @@
 
 namespace weft::pivot {
 
-Baggage& CurrentBaggage() {
-  thread_local Baggage current;
-  return current;
+namespace internal {
+
+thread_local constinit Baggage* installed_baggage = nullptr;
+
+Baggage& ThreadOwnBaggage() {
+  thread_local Baggage own;
+  return own;
 }
+
+}  // namespace internal
 
 Baggage TakeCurrentBaggage() {
   return std::move(CurrentBaggage());  // leaves it empty

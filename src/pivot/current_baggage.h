@@ -13,6 +13,8 @@
 //                     CurrentBaggage().Join(std::move(branch));
 //   fork()          pid_t pid = ForkWithBaggage();   // the child continues a split
 //   request start   CurrentBaggage().Clear();  or  Deserialize(bytes from the message)
+//   a thread takes up a request whose baggage lives elsewhere (a job's member) and puts it
+//   down again:     InstalledBaggage scope(job.baggage);   // in place: nothing moves
 //
 // Advice (the agent) packs and unpacks through CurrentBaggage().Contents().
 #pragma once
@@ -25,8 +27,40 @@
 
 namespace weft::pivot {
 
-// This thread's current baggage: empty until a request installs one.
-Baggage& CurrentBaggage();
+namespace internal {
+// The baggage an InstalledBaggage put in place on this thread; null: the thread's own.
+// constinit: read without a thread-local initialization guard.
+extern thread_local constinit Baggage* installed_baggage;
+Baggage& ThreadOwnBaggage();
+}  // namespace internal
+
+// This thread's current baggage: empty until a request installs one. The one an
+// InstalledBaggage scope installed, else the thread's own.
+inline Baggage& CurrentBaggage() {
+  Baggage* installed = internal::installed_baggage;
+  return installed != nullptr ? *installed : internal::ThreadOwnBaggage();
+}
+
+// Makes `*baggage` this thread's current baggage in place (null: the thread's own) and
+// returns what it replaces, to be put back the same way. InstalledBaggage does both.
+inline Baggage* ExchangeCurrentBaggage(Baggage* baggage) {
+  return std::exchange(internal::installed_baggage, baggage);
+}
+
+// While alive, `baggage` itself is this thread's current baggage: what the thread packs,
+// splits, joins or assigns goes to it in place, with no move and no swap (a thread takes up
+// a request several times, and puts it down). The previous current baggage comes back when
+// the scope ends. `baggage` must outlive the scope and not be moved meanwhile; scopes nest.
+class InstalledBaggage {
+ public:
+  explicit InstalledBaggage(Baggage& baggage) : previous_(ExchangeCurrentBaggage(&baggage)) {}
+  ~InstalledBaggage() { ExchangeCurrentBaggage(previous_); }
+  InstalledBaggage(const InstalledBaggage&) = delete;
+  InstalledBaggage& operator=(const InstalledBaggage&) = delete;
+
+ private:
+  Baggage* previous_;
+};
 
 // Moves the current baggage out, leaving the thread an empty one: the request leaves
 // this thread (a queue hand-off, a message sent without a reply to wait for).

@@ -4,7 +4,10 @@
 #include <absl/container/node_hash_set.h>
 #include <pthread.h>
 
+#include <array>
 #include <atomic>
+#include <cstdint>
+#include <cstring>
 #include <mutex>
 #include <string>
 
@@ -38,9 +41,27 @@ Interner& GetInterner() {
 
 query::Value InternValue(const query::Value& v) {
   if (v.type != query::ValueType::kString) return v;
+  // First the strings this thread interned last, by the address they were interned from:
+  // a tracepoint's string arguments are mostly the same few strings (a server's name, a
+  // request's type) at the same addresses, so most lookups end here, with one compare
+  // and no hash. The compare is of the contents, so an address reused for another string
+  // is only a miss. Trivially destructible: read without a thread-local init guard.
+  struct Recent {
+    const char* from = nullptr;
+    std::string_view kept;
+  };
+  thread_local constinit std::array<Recent, 8> recent{};
+  Recent& r = recent[(uintptr_t(v.s.data()) >> 3 ^ v.s.size()) & 7];
+  if (r.from == v.s.data() && r.kept.size() == v.s.size() &&
+      std::memcmp(r.kept.data(), v.s.data(), v.s.size()) == 0) {
+    return query::Value::String(r.kept);
+  }
   thread_local absl::flat_hash_set<std::string_view> cache;
   auto it = cache.find(v.s);
-  if (it != cache.end()) return query::Value::String(*it);
+  if (it != cache.end()) {
+    r = {v.s.data(), *it};
+    return query::Value::String(*it);
+  }
   Interner& in = GetInterner();
   std::string_view kept;
   {
@@ -57,6 +78,7 @@ query::Value InternValue(const query::Value& v) {
     kept = *found;
   }
   cache.insert(kept);
+  r = {v.s.data(), kept};
   return query::Value::String(kept);
 }
 

@@ -3,7 +3,8 @@
 // only. Interned strings are never freed, so a Value holding one stays valid wherever the
 // baggage travels in this process.
 //
-// A thread looks a string up in a cache of its own first; only a string new to the thread
+// A thread looks a string up in the few it interned last (by the address it came from,
+// the contents compared), then in a cache of its own; only a string new to the thread
 // takes the process-wide lock (held by firing threads only, never by the agent). Past
 // kMaxInternedBytes the value becomes null and the drop is counted.
 #pragma once

@@ -89,6 +89,36 @@ TEST(CurrentBaggage, ScopedBaggagePutsTheOuterOneBack) {
   EXPECT_EQ(Current(), std::vector<int64_t>{1});
 }
 
+TEST(CurrentBaggage, InstalledBaggageIsTheCurrentOneInPlace) {
+  CurrentBaggage().Clear();
+  Pack(1);
+  Baggage request, other;
+  {
+    InstalledBaggage scope(request);
+    EXPECT_EQ(&CurrentBaggage(), &request);
+    Pack(2);
+    {
+      InstalledBaggage nested(other);
+      Pack(3);
+      EXPECT_EQ(Current(), std::vector<int64_t>{3});
+      // Assigning the current baggage replaces the installed one, not the thread's own.
+      Baggage replaced;
+      CurrentBaggage() = std::move(replaced);
+      Pack(4);
+    }
+    EXPECT_EQ(&CurrentBaggage(), &request);
+    Pack(5);
+  }
+  EXPECT_EQ(Current(), std::vector<int64_t>{1});
+  EXPECT_EQ(Unpack(request), (std::vector<int64_t>{2, 5}));
+  EXPECT_EQ(Unpack(other), std::vector<int64_t>{4});
+  // Another thread's current baggage is its own, whatever this thread installed.
+  InstalledBaggage scope(request);
+  std::vector<int64_t> there = {-1};
+  std::thread([&] { there = Current(); }).join();
+  EXPECT_TRUE(there.empty());
+}
+
 TEST(CurrentBaggage, SpawnedThreadsRunOnBranchesThatJoinBack) {
   CurrentBaggage().Clear();
   Pack(1);
