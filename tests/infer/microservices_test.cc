@@ -14,6 +14,7 @@
 #include "infer/linking/linking.h"
 #include "infer/nesting/nesting.h"
 #include "infer/truth/truth.h"
+#include "scenario_trace.h"
 #include "trace/text_format.h"
 
 namespace weft {
@@ -25,18 +26,7 @@ Trace Parse(std::string_view text) {
   return std::move(t).value();
 }
 
-// A scenario's trace: `parallelism` loops per request type, `messages` long.
-Trace Scenario(std::string_view name, double parallelism, uint64_t messages,
-               bool send_times_only = false) {
-  Result<GenConfig> config = LoadGenConfig(std::string(name));
-  EXPECT_TRUE(config.ok()) << config.status().message();
-  config->parallelism = parallelism;
-  config->messages = messages;
-  config->send_times_only = send_times_only;
-  Result<Trace> trace = MakeTrace(*config);
-  EXPECT_TRUE(trace.ok()) << trace.status().message();
-  return std::move(trace).value();
-}
+using testing::ScenarioTrace;
 
 EvalReport Score(const Trace& trace, const PathSet& inferred) {
   Result<TruthInference> truth = InferFromTruth(trace);
@@ -81,7 +71,7 @@ TEST(Baseline, LatestAndEarliestOpenCall) {
 // Span data has send times only. Linking reads them as one clock: it pairs calls with
 // their returns (RPC mode) and links calls to the calls that enclose them.
 TEST(OneTimestamp, LinkingLinksCallsAndReturns) {
-  Trace trace = Scenario("shop", 1, 20000, /*send_times_only=*/true);
+  Trace trace = ScenarioTrace("shop", 1, 20000, /*send_times_only=*/true);
   ASSERT_TRUE(std::all_of(trace.columns().recv_time.begin(), trace.columns().recv_time.end(),
                           [](TimeNs t) { return t == kNoTime; }));
   Result<LinkingInference> linking = InferLinking(trace, LinkingOptions{});
@@ -99,7 +89,7 @@ TEST(OneTimestamp, LinkingLinksCallsAndReturns) {
 // with one timestamp per message takes nesting; the one it takes is never the one that
 // explains less, and here it is also the more accurate.
 TEST(OneTimestamp, AutoTakesTheAlgorithmThatExplainsMost) {
-  Trace trace = Scenario("shop", 1, 20000, /*send_times_only=*/true);
+  Trace trace = ScenarioTrace("shop", 1, 20000, /*send_times_only=*/true);
   Result<AutoInference> decided = ChooseAlgorithm(trace);
   ASSERT_TRUE(decided.ok()) << decided.status().message();
   const AutoChoice& choice = decided->choice;
@@ -138,7 +128,7 @@ class MicroserviceRowTest : public ::testing::TestWithParam<Row> {};
 
 TEST_P(MicroserviceRowTest, StatisticalBeatsBothBaselines) {
   const Row& row = GetParam();
-  Trace trace = Scenario(row.scenario, row.in_flight, row.messages);
+  Trace trace = ScenarioTrace(row.scenario, row.in_flight, row.messages);
   Result<NestingInference> nesting = InferNesting(trace, NestingOptions{});
   ASSERT_TRUE(nesting.ok()) << nesting.status().message();
   Result<BaselineInference> latest = InferBaseline(trace, BaselineRule::kLatestOpen);
@@ -166,7 +156,7 @@ TEST_P(MicroserviceRowTest, StatisticalBeatsBothBaselines) {
 // first of two close calls takes the parent the second fits better. Measured on this
 // trace: 51.9% whole trees exact with lookahead, 33.2% without (links 85.2% and 77.5%).
 TEST(MicroserviceLookaheadTest, LookaheadWinsTheShopAtFourInFlight) {
-  Trace trace = Scenario("shop", 4, 40000);
+  Trace trace = ScenarioTrace("shop", 4, 40000);
   NestingOptions greedy;
   greedy.lookahead = false;
   Result<NestingInference> with = InferNesting(trace, NestingOptions{});

@@ -9,21 +9,12 @@
 #include "gen/gen.h"
 #include "infer/nesting/nesting.h"
 #include "infer/paths_file.h"
+#include "scenario_trace.h"
 
 namespace weft {
 namespace {
 
-Trace Scenario(std::string_view name, double parallelism, uint64_t messages,
-               bool send_times_only = false) {
-  Result<GenConfig> config = LoadGenConfig(std::string(name));
-  EXPECT_TRUE(config.ok()) << config.status().message();
-  config->parallelism = parallelism;
-  config->messages = messages;
-  config->send_times_only = send_times_only;
-  Result<Trace> trace = MakeTrace(*config);
-  EXPECT_TRUE(trace.ok()) << trace.status().message();
-  return std::move(trace).value();
-}
+using testing::ScenarioTrace;
 
 std::string PathsText(const Trace& trace, NestingOptions options, int threads) {
   options.threads = threads;
@@ -41,17 +32,17 @@ void ExpectSameForAnyThreads(const Trace& trace, const NestingOptions& options) 
 }
 
 TEST(NestingThreadsTest, ShopAtOneAndEightInFlight) {
-  ExpectSameForAnyThreads(Scenario("shop", 1, 40000), NestingOptions{});
-  ExpectSameForAnyThreads(Scenario("shop", 8, 40000), NestingOptions{});
+  ExpectSameForAnyThreads(ScenarioTrace("shop", 1, 40000), NestingOptions{});
+  ExpectSameForAnyThreads(ScenarioTrace("shop", 8, 40000), NestingOptions{});
 }
 
 TEST(NestingThreadsTest, SocialAndBookingAtFourInFlight) {
-  ExpectSameForAnyThreads(Scenario("social", 4, 40000), NestingOptions{});
-  ExpectSameForAnyThreads(Scenario("booking", 4, 40000), NestingOptions{});
+  ExpectSameForAnyThreads(ScenarioTrace("social", 4, 40000), NestingOptions{});
+  ExpectSameForAnyThreads(ScenarioTrace("booking", 4, 40000), NestingOptions{});
 }
 
 TEST(NestingThreadsTest, MultitierWithEverySwitch) {
-  const Trace trace = Scenario("multitier", 0.28, 40000);
+  const Trace trace = ScenarioTrace("multitier", 0.28, 40000);
   ExpectSameForAnyThreads(trace, NestingOptions{});
   ExpectSameForAnyThreads(trace, PaperNestingOptions());
   NestingOptions greedy;
@@ -67,11 +58,12 @@ TEST(NestingThreadsTest, MultitierWithEverySwitch) {
 }
 
 TEST(NestingThreadsTest, OneTimestampPerMessageAndASkewWindow) {
-  ExpectSameForAnyThreads(Scenario("shop", 4, 40000, /*send_times_only=*/true), NestingOptions{});
+  ExpectSameForAnyThreads(ScenarioTrace("shop", 4, 40000, /*send_times_only=*/true),
+                          NestingOptions{});
   NestingOptions skew;
   skew.skew_window = 30 * kMillisecond;
   skew.smoothing_bins = 4;
-  ExpectSameForAnyThreads(Scenario("multitier", 0.28, 40000), skew);
+  ExpectSameForAnyThreads(ScenarioTrace("multitier", 0.28, 40000), skew);
 }
 
 TEST(NestingThreadsTest, RejectsNegativeThreads) {
