@@ -381,6 +381,16 @@ bool CountHead(HttpState* s, size_t n) {
   return true;
 }
 
+// Skips the rest of a head line that nothing looks at, counting its bytes; false once the
+// head is over its limit. At the line's end the next header line begins.
+bool SkipHeadLine(HttpState* s, const uint8_t* data, size_t length, size_t* i) {
+  const size_t start = *i;
+  const bool found = SkipLine(data, length, i);
+  if (!CountHead(s, *i - start)) return false;
+  if (found) s->phase = kHeaderLineStart;
+  return true;
+}
+
 }  // namespace
 
 void InitHttp(Parser* parser) { InitState<HttpState>(parser); }
@@ -429,10 +439,7 @@ size_t ConsumeHttp(Parser* parser, const uint8_t* data, size_t length, bool* end
       case kHeaderValue:
         // A field no one looks at: only its line's end matters (a CR is ignored anyway).
         if (s->name_match == 0) {
-          size_t start = i;
-          bool found = SkipLine(data, length, &i);
-          if (!CountHead(s, i - start)) return Fail(parser, length, ended);
-          if (found) s->phase = kHeaderLineStart;
+          if (!SkipHeadLine(s, data, length, &i)) return Fail(parser, length, ended);
           continue;
         }
         break;
@@ -448,10 +455,7 @@ size_t ConsumeHttp(Parser* parser, const uint8_t* data, size_t length, bool* end
         // A status line's reason phrase: any bytes up to the line's end. The line was
         // complete before it began (StartLineComplete).
         if (IsResponse(parser) && s->part == 2) {
-          size_t start = i;
-          bool found = SkipLine(data, length, &i);
-          if (!CountHead(s, i - start)) return Fail(parser, length, ended);
-          if (found) s->phase = kHeaderLineStart;
+          if (!SkipHeadLine(s, data, length, &i)) return Fail(parser, length, ended);
           continue;
         }
         break;
