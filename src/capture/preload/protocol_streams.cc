@@ -337,10 +337,19 @@ void LogBoundary(int fd, uint8_t protocol, bool sent, bool request, int64_t entr
 
 namespace {
 
-// Header-block bytes a call moved (protocols::HeaderBlockBytes), in pieces of at most
+// The HTTP/2 header-block bytes the parser just took of `bytes`, which begin at `offset` of
+// the direction (protocols::HeaderBlockBytes), if any, in pieces of at most
 // wire::kMaxHeaderBlockPiece bytes.
-void LogHeaderBlock(int fd, uint8_t protocol, bool sent, bool request, int64_t entry,
-                    uint64_t offset, const uint8_t* bytes, size_t length) {
+void LogHeaderBlock(int fd, const protocols::Parser* parser, bool sent, bool request, int64_t entry,
+                    uint64_t offset, const uint8_t* bytes) {
+  size_t begin = 0, length = 0;
+  if (parser->protocol != protocols::kHttp2 ||
+      !protocols::HeaderBlockBytes(parser, &begin, &length)) {
+    return;
+  }
+  const uint8_t protocol = uint8_t(parser->protocol);
+  offset += begin;
+  bytes += begin;
   alignas(8) uint8_t record[sizeof(wire::HeaderBlockRecord) + wire::kMaxHeaderBlockPiece];
   while (length > 0) {
     size_t n = length < wire::kMaxHeaderBlockPiece ? length : wire::kMaxHeaderBlockPiece;
@@ -478,12 +487,7 @@ bool FeedFromSearch(ProtocolStream* s, int d, int fd, bool sending, int64_t entr
   }
   s->parser_slot[d] = SpareSlot(s);
   parser = &ParserOf(s, d);
-  size_t block_begin = 0, block_count = 0;
-  if (parser->protocol == protocols::kHttp2 &&
-      protocols::HeaderBlockBytes(parser, &block_begin, &block_count)) {
-    LogHeaderBlock(fd, uint8_t(parser->protocol), sending, d == 0, entry,
-                   s->offset[d] + block_begin, p + block_begin, block_count);
-  }
+  LogHeaderBlock(fd, parser, sending, d == 0, entry, s->offset[d], p);
   s->offset[d] += bytes;
   *ended = search.ended;
   if (search.ended) {
@@ -542,12 +546,7 @@ void FeedTaken(ProtocolStream* s, int d, int fd, bool sending, int64_t entry, in
         __atomic_store_n(&s->broken[d], 1, __ATOMIC_RELAXED);
         break;
       }
-      size_t block_begin = 0, block_count = 0;
-      if (parser->protocol == protocols::kHttp2 &&
-          protocols::HeaderBlockBytes(parser, &block_begin, &block_count)) {
-        LogHeaderBlock(fd, uint8_t(parser->protocol), sending, d == 0, entry,
-                       s->offset[d] + block_begin, p + block_begin, block_count);
-      }
+      LogHeaderBlock(fd, parser, sending, d == 0, entry, s->offset[d], p);
       s->offset[d] += used;
       p += used;
       n -= used;
