@@ -17,8 +17,10 @@
 //                            the trace (ExplainedShare: more messages given a cause) is
 //                            chosen. On a tie linking, which weighs both timestamps, or
 //                            nesting when the trace has only send times (Project 5 was
-//                            made for one timestamp per message). So auto never picks an
-//                            algorithm that explains less of the trace than the other.
+//                            made for one timestamp per message) or when linking guessed
+//                            most of its trees (more ambiguous links than its try-both
+//                            budget weighs). So auto never picks an algorithm that
+//                            explains less of the trace than the other.
 //
 // Deciding runs thread and, when thread does not fit, fragment, and then linking and
 // nesting side by side on two threads; each at most once. The runs are handed back with the choice,
@@ -62,6 +64,11 @@ struct AutoChoice {
   // When the statistical algorithms were weighed: the ExplainedShare of each.
   std::optional<double> linking_explained;
   std::optional<double> nesting_explained;
+  // Linking's trees, and those with more ambiguous links than its try-both budget weighs
+  // (LinkingCounters roots and budget_exhausted): on a tie, most of them guessed means
+  // nesting.
+  int64_t linking_trees = 0;
+  int64_t linking_trees_guessed = 0;
   // One sentence per reason, in the order they were weighed.
   std::vector<std::string> reasons;
 

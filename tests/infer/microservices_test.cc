@@ -110,6 +110,28 @@ TEST(OneTimestamp, AutoTakesTheAlgorithmThatExplainsMost) {
   EXPECT_GT(by_nesting.requests.exact, by_linking.requests.exact);
 }
 
+// With receive times the same shop is again a tie (every message but the roots explained by
+// both), but linking has more ambiguous links in most trees than its try-both budget weighs
+// and guesses the rest: auto takes nesting, says why, and nesting is the more accurate.
+TEST(TwoTimestamps, AutoLeavesLinkingThatGuessedMostTrees) {
+  Trace trace = ScenarioTrace("shop", 1, 20000);
+  Result<AutoInference> decided = ChooseAlgorithm(trace);
+  ASSERT_TRUE(decided.ok()) << decided.status().message();
+  const AutoChoice& choice = decided->choice;
+  ASSERT_TRUE(decided->linking.has_value() && decided->nesting.has_value());
+  EXPECT_EQ(*choice.linking_explained, *choice.nesting_explained);
+  EXPECT_EQ(choice.linking_trees, decided->linking->counters.roots);
+  EXPECT_EQ(choice.linking_trees_guessed, decided->linking->counters.budget_exhausted);
+  EXPECT_GT(2 * choice.linking_trees_guessed, choice.linking_trees);
+  EXPECT_EQ(choice.algorithm, AutoAlgorithm::kNesting) << choice.Describe();
+  EXPECT_NE(choice.Describe().find("so nesting is preferred"), std::string::npos)
+      << choice.Describe();
+  EvalReport by_nesting = Score(trace, decided->nesting->paths);
+  EvalReport by_linking = Score(trace, decided->linking->paths);
+  EXPECT_GT(by_nesting.requests.Share(by_nesting.requests.exact),
+            by_linking.requests.Share(by_linking.requests.exact) + 0.3);
+}
+
 // One row of docs/microservices.md's table, on a 40,000-message trace of the scenario's
 // fixed seed (80,000 for shop at 8 in flight, the hardest cell): nesting with its defaults
 // and both baselines, whole trees exact and parent links. Thresholds are a few points below
