@@ -7,7 +7,9 @@
 //   haproxy 2.6 with nbthread 2 and http-reuse always: two event loops share the upstream
 //     connections, and a request may be read by one thread and sent on by the other;
 //   nginx with a thread_pool and aio threads: static files read by the pool's threads
-//     (the loop learns of each read's end through an eventfd) beside proxy_pass.
+//     (the loop learns of each read's end through an eventfd) beside proxy_pass;
+//   and, for contrast, lighttpd 1.4: one event loop, no hand-off, a connection to the
+//     backend per request.
 //
 // Each request's whole tree (client -> server -> web0 -> db0 and back) is scored against the
 // X-Weft-Ids header the testbed puts in every message, for --algo thread, fragment and auto.
@@ -115,6 +117,17 @@ constexpr const char* kBodiesThroughThePool = R"conf(
       client_body_in_file_only clean;
       aio threads=files;
       aio_write on;)conf";
+
+// lighttpd: one event loop, every request proxied to web0 (mod_proxy opens a connection
+// to the backend per request).
+constexpr const char* kLighttpdConf = R"conf(server.document-root = "@P@"
+server.bind = "127.0.0.1"
+server.port = @PORT@
+server.pid-file = "@P@/lighttpd.pid"
+server.errorlog = "@P@/error.log"
+server.modules = ("mod_proxy")
+proxy.server = ("" => (("host" => "127.0.0.1", "port" => @WEB@)))
+)conf";
 
 constexpr int kFiles = 16;           // /files/f1.txt .. f16.txt
 constexpr int kFileRequests = 1600;  // fetched by curl, 4 at a time, beside the load
@@ -526,6 +539,46 @@ TEST_F(HaproxyTest, DefaultCaptureGivesEveryRequestItsWholeTree) {
   EXPECT_EQ(s.fragment, int(s.requests));
   EXPECT_EQ(s.algorithm, AutoAlgorithm::kFragment) << s.auto_says;
   EXPECT_EQ(s.chosen, int(s.requests)) << s.auto_says;
+}
+
+// ---------------------------------------------------------------------------------------
+// lighttpd: one process, one event loop, in the foreground (-D). No hand-off: the loop reads
+// a request, connects to web0 without blocking and sends the call when the connection is
+// writable, which fragment follows through the connect (the trace's connect_time).
+
+class LighttpdTest : public HandoffServerTest {
+ protected:
+  void Run();
+};
+
+Server Lighttpd(const std::string& dir, uint16_t port, uint16_t web) {
+  std::ofstream(dir + "/lighttpd.conf")
+      << Fill(kLighttpdConf,
+              {{"@P@", dir}, {"@WEB@", std::to_string(web)}, {"@PORT@", std::to_string(port)}});
+  return {"lighttpd",
+          {"/usr/sbin/lighttpd", "-D", "-f", dir + "/lighttpd.conf"},
+          SIGTERM,
+          dir + "/error.log"};
+}
+
+void LighttpdTest::Run() {
+  if (!Installed("/usr/sbin/lighttpd"))
+    GTEST_SKIP() << "lighttpd not installed (scripts/install-deps)";
+  Scores s = RunOnce(Lighttpd);
+  Print(no_isolate_ ? "lighttpd, --no-isolate" : "lighttpd", s);
+  ASSERT_GT(s.requests, 0u);
+  EXPECT_EQ(s.fragment, int(s.requests));
+  EXPECT_EQ(s.algorithm, AutoAlgorithm::kFragment) << s.auto_says;
+  EXPECT_EQ(s.chosen, int(s.requests)) << s.auto_says;
+}
+
+TEST_F(LighttpdTest, ProxyToTheTestbedGivesEveryRequestItsWholeTree) { Run(); }
+
+// A connection to web0 per request: no read brings two requests' inputs, so isolation
+// changes nothing here either.
+TEST_F(LighttpdTest, ProxyToTheTestbedGivesEveryRequestItsWholeTreeWithoutIsolation) {
+  no_isolate_ = true;
+  Run();
 }
 
 // ---------------------------------------------------------------------------------------
