@@ -275,7 +275,7 @@ void Loop::OnRequest(const std::shared_ptr<EvConn>& c, const Frame& f, size_t by
   r->rt = &tier_.requests[f.request_type];
   r->received = WallNow();
   // The caller's baggage, deserialized when first used.
-  ReceiveBaggage(r->bag, f.baggage, called_by_servers_);
+  ReceiveBaggage(r->bag, std::move(r->frame.baggage), called_by_servers_);
   {
     RequestBaggageScope baggage(r->bag);
     kRequestTracepoint.Fire(r->rt->name, bytes, c->conn->peer, name_, r->received);

@@ -64,16 +64,16 @@ void JoinReplyBaggage(std::string_view bytes) {
   if (branch.Deserialize(bytes).ok()) pivot::CurrentBaggage().Join(std::move(branch));
 }
 
-std::shared_ptr<RequestBaggage> ReceivedBaggage(std::string_view bytes, bool from_server) {
+std::shared_ptr<RequestBaggage> ReceivedBaggage(std::string&& bytes, bool from_server) {
   auto bag = std::make_shared<RequestBaggage>();
-  ReceiveBaggage(*bag, bytes, from_server);
+  ReceiveBaggage(*bag, std::move(bytes), from_server);
   return bag;
 }
 
-void ReceiveBaggage(RequestBaggage& bag, std::string_view bytes, bool from_server) {
+void ReceiveBaggage(RequestBaggage& bag, std::string&& bytes, bool from_server) {
   // Refused bytes (counted in pivot::GlobalBaggageCounters) leave a new request's baggage.
   bag.from_caller = from_server || !bytes.empty();
-  if (!bytes.empty()) (void)bag.live.Deserialize(bytes);
+  if (!bytes.empty()) (void)bag.live.DeserializeOwned(std::move(bytes));
 }
 
 #endif  // WEFT_NO_TRACEPOINTS

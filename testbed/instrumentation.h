@@ -80,10 +80,11 @@ bool BaggageForReplyChanged(std::string& bytes, uint64_t packs);
 // if it carried none or it does not deserialize.
 void JoinReplyBaggage(std::string_view bytes);
 // A request's baggage as it arrives: deserialized lazily (an empty request baggage when
-// `bytes` is empty). `from_server`: the caller is another server (see from_caller).
-std::shared_ptr<RequestBaggage> ReceivedBaggage(std::string_view bytes, bool from_server);
+// `bytes` is empty), keeping `bytes` (the frame's field: the request needs it no more).
+// `from_server`: the caller is another server (see from_caller).
+std::shared_ptr<RequestBaggage> ReceivedBaggage(std::string&& bytes, bool from_server);
 // The same into `bag` (a request's own member).
-void ReceiveBaggage(RequestBaggage& bag, std::string_view bytes, bool from_server);
+void ReceiveBaggage(RequestBaggage& bag, std::string&& bytes, bool from_server);
 
 // A branch of this thread's current baggage (Table 4's split), for a thread spawned for the
 // request; JoinCurrentBaggage joins it back when that thread ends. An unused branch joins
@@ -123,12 +124,12 @@ inline std::string BaggageForCall() { return {}; }
 inline std::string BaggageForReply(uint64_t&) { return {}; }
 inline bool BaggageForReplyChanged(std::string&, uint64_t) { return false; }
 inline void JoinReplyBaggage(std::string_view) {}
-inline std::shared_ptr<RequestBaggage> ReceivedBaggage(std::string_view, bool) {
+inline std::shared_ptr<RequestBaggage> ReceivedBaggage(std::string&&, bool) {
   // One shared empty baggage with no control block: no allocation, no reference count.
   static RequestBaggage none;
   return std::shared_ptr<RequestBaggage>(std::shared_ptr<void>(), &none);
 }
-inline void ReceiveBaggage(RequestBaggage&, std::string_view, bool) {}
+inline void ReceiveBaggage(RequestBaggage&, std::string&&, bool) {}
 inline RequestBaggage BranchCurrentBaggage() { return {}; }
 inline void JoinCurrentBaggage(RequestBaggage&&) {}
 class RequestBaggageScope {

@@ -268,7 +268,7 @@ bool Server::Admit(Job& job, size_t bytes) {
                known ? std::string_view(TypeOf(request).name) : "?", WallNow());
   if (known) {
     // The caller's baggage, deserialized when first used.
-    job.bag = ReceivedBaggage(request.baggage, called_by_servers_);
+    job.bag = ReceivedBaggage(std::move(request.baggage), called_by_servers_);
     job.received = WallNow();
     RequestBaggageScope baggage(*job.bag);
     kRequestTracepoint.Fire(TypeOf(request).name, bytes, conn.peer, spec_.name, job.received);

@@ -254,7 +254,7 @@ Status ReadSlots(Reader& r, std::vector<PackedTuples>& slots) {
 
 }  // namespace
 
-Baggage::Baggage() : origin_(NewOrigin()) {}
+Baggage::Baggage() = default;
 // A moved-from baggage is a fresh, empty one, never a stamp without trees.
 Baggage::Baggage(Baggage&& other) noexcept
     : origin_(other.origin_),
@@ -295,8 +295,8 @@ void swap(Baggage& a, Baggage& b) noexcept {
 }
 
 void Baggage::Clear() {
-  origin_ = NewOrigin();
-  stamp_ = itc::Stamp::Seed();
+  origin_ = 0;
+  stamp_.reset();
   contents_.Clear();
   decoded_ = true;
   bytes_.reset();
@@ -317,12 +317,19 @@ void Baggage::Share(const std::vector<std::shared_ptr<const std::string>>& stora
   }
 }
 
+void Baggage::Seed() const {
+  if (origin_ != 0) return;
+  origin_ = NewOrigin();
+  stamp_ = itc::Stamp::Seed();
+}
+
 void Baggage::NameActive() {
   if (contents_.active().Tuples() == 0) return;
-  stamp_.Event();  // never anonymous: Deserialize refuses id 0 and Fork never makes it
+  Seed();
+  stamp_->Event();  // never anonymous: Deserialize refuses id 0 and Fork never makes it
   std::string name;
   PutOrigin(name, origin_);
-  stamp_.EncodeEvent(name);
+  stamp_->EncodeEvent(name);
   uint64_t id = HashName(name);
   contents_.NameActive(id, std::move(name));
 }
@@ -333,10 +340,11 @@ Baggage Baggage::Split() {
   // back (of nothing, or of tuples named with its origin) needs no stamp either.
   if (contents_.frozen().empty() && contents_.tuples() == 0) return Baggage();
   NameActive();
+  Seed();  // frozen instances joined in from another lineage, nothing packed here yet
   Baggage branch;
   contents_.SplitInto(branch.contents_);
   branch.origin_ = origin_;
-  branch.stamp_ = stamp_.Fork();
+  branch.stamp_ = stamp_->Fork();
   branch.storage_ = storage_;
   return branch;
 }
@@ -357,7 +365,8 @@ void Baggage::Join(Baggage&& branch) {
   // A branch of another lineage (it started from nothing in another process) named its
   // instances with its own origin; its stamp's id is not disjoint from this one's, so it
   // is not joined in (baggage.h, "Naming instances").
-  if (branch.origin_ == origin_) stamp_.Join(branch.stamp_);
+  // An unseeded side is a lineage of its own (origins are never 0): nothing to join.
+  if (branch.origin_ == origin_ && origin_ != 0) stamp_->Join(*branch.stamp_);
   Share(branch.storage_);
   branch.Clear();
 }
@@ -366,12 +375,13 @@ void Baggage::SplitSerializeTo(std::string& out) {
   if (!decoded_) DecodeNow();
   if (contents_.frozen().empty() && contents_.tuples() == 0) return;  // sent as nothing
   NameActive();
+  Seed();
   // The branch Split would make holds the frozen instances and a fork of the stamp; this
   // side's contents, its active instance now empty, serialize alike.
   thread_local query::Baggage branch;  // only to freeze into; its capacity is kept
   contents_.SplitInto(branch);
   branch.Clear();
-  SerializeDecoded(out, origin_, stamp_.Fork(), contents_);
+  SerializeDecoded(out, origin_, stamp_->Fork(), contents_);
 }
 
 void Baggage::SerializeTo(std::string& out) const {
@@ -379,13 +389,14 @@ void Baggage::SerializeTo(std::string& out) const {
     out += *bytes_;
     return;
   }
-  SerializeDecoded(out, origin_, stamp_, contents_);
+  // Frozen instances first: counting tuples walks every instance's slots.
+  if (contents_.frozen().empty() && contents_.tuples() == 0) return;  // nothing to carry
+  Seed();
+  SerializeDecoded(out, origin_, *stamp_, contents_);
 }
 
 void Baggage::SerializeDecoded(std::string& out, uint64_t origin, const itc::Stamp& stamp,
                                const query::Baggage& contents) {
-  // Frozen instances first: counting tuples walks every instance's slots.
-  if (contents.frozen().empty() && contents.tuples() == 0) return;  // nothing to carry
   // The stamp is encoded in place after a one-byte size, moved in the rare case that its
   // size needs a longer varint.
   size_t start = out.size();
@@ -425,9 +436,9 @@ std::string Baggage::Serialize() const {
   return out;
 }
 
-Status Baggage::Deserialize(std::string_view bytes) {
+Result<bool> Baggage::Accept(std::string_view bytes) {
   Clear();
-  if (bytes.empty()) return Status::Ok();
+  if (bytes.empty()) return false;
   if (bytes.size() > kMaxSerializedBytes || uint8_t(bytes[0]) != kBaggageFormatVersion) {
     GlobalBaggageCounters().deserialize_rejected.fetch_add(1, std::memory_order_relaxed);
     if (bytes.size() > kMaxSerializedBytes) {
@@ -437,8 +448,19 @@ Status Baggage::Deserialize(std::string_view bytes) {
     return Status::Corruption("baggage: format version {}, not {}", uint8_t(bytes[0]),
                               kBaggageFormatVersion);
   }
-  bytes_ = std::make_shared<const std::string>(bytes);
   decoded_ = false;
+  return true;
+}
+
+Status Baggage::Deserialize(std::string_view bytes) {
+  WEFT_ASSIGN_OR_RETURN(bool keep, Accept(bytes));
+  if (keep) bytes_ = std::make_shared<const std::string>(bytes);
+  return Status::Ok();
+}
+
+Status Baggage::DeserializeOwned(std::string&& bytes) {
+  WEFT_ASSIGN_OR_RETURN(bool keep, Accept(bytes));
+  if (keep) bytes_ = std::make_shared<const std::string>(std::move(bytes));
   return Status::Ok();
 }
 

@@ -15,7 +15,8 @@
 // Naming instances. Offline, instance ids come from a process-wide counter; live, two
 // processes would hand out the same ids, and joining their branches would drop tuples (or
 // count them twice). Here every baggage belongs to a lineage -- a random 64-bit origin
-// drawn when it started empty, and a stamp whose id is disjoint from that of every other
+// drawn when it started empty (lazily: when it first names, splits or serializes
+// something), and a stamp whose id is disjoint from that of every other
 // live branch of the lineage: Split forks it, Join joins it. An instance is named just
 // before it can meet instances from another branch -- when Split freezes the active
 // instance, and when Join takes in the other side's active instance -- by one Event() of
@@ -83,6 +84,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -112,7 +114,7 @@ BaggageCounters& GlobalBaggageCounters();
 
 class Baggage {
  public:
-  Baggage();  // empty, a fresh seed: a new request
+  Baggage();  // empty, a new request: makes nothing until something is packed
   Baggage(Baggage&&) noexcept;
   Baggage& operator=(Baggage&&) noexcept;
   ~Baggage();
@@ -123,7 +125,7 @@ class Baggage {
   // frees nothing (a thread taking up a request and putting it down: testbed/instrumentation.h).
   friend void swap(Baggage& a, Baggage& b) noexcept;
 
-  // Empties the baggage and starts a new request (a new seed stamp).
+  // Empties the baggage and starts a new request (a new lineage, drawn when needed).
   void Clear();
 
   // The tuples, for advice to pack and unpack. Decodes on first use. The reference stays
@@ -151,6 +153,9 @@ class Baggage {
   // Refuses bytes with another version or over kMaxSerializedBytes (then this baggage is
   // empty, and the refusal counted).
   Status Deserialize(std::string_view bytes);
+  // The same, keeping `bytes` itself rather than a copy (a message's baggage field the
+  // receiver has no further use for).
+  Status DeserializeOwned(std::string&& bytes);
   // Decodes now; the status of the decode (ok if there was nothing to decode).
   Status Decode();
   const Status& decode_status() const { return decode_status_; }
@@ -165,21 +170,32 @@ class Baggage {
 
   const itc::Stamp& stamp() {
     if (!decoded_) DecodeNow();
-    return stamp_;
+    Seed();
+    return *stamp_;
   }
 
  private:
+  // Checks Deserialize's bytes (counting a refusal) after emptying this baggage; true when
+  // there are bytes to keep.
+  Result<bool> Accept(std::string_view bytes);
   // `known`: frozen instances to leave out (a branch decoded only to be joined into it).
   void DecodeNow(const query::Baggage* known = nullptr);
   Status DecodeBytes(const query::Baggage* known);
+  // Draws the lineage's origin and seeds its stamp, if not yet done (see origin_).
+  void Seed() const;
   // Names the active instance with an event of this branch's stamp, if it holds tuples.
   void NameActive();
   void Share(const std::vector<std::shared_ptr<const std::string>>& storage);
+  // A baggage that holds something (the callers check), with this origin and stamp.
   static void SerializeDecoded(std::string& out, uint64_t origin, const itc::Stamp& stamp,
                                const query::Baggage& contents);
 
-  uint64_t origin_;  // the lineage (above)
-  itc::Stamp stamp_;
+  // The lineage (above) and this branch's stamp; 0 and none until something needs them (a
+  // pack names, splits or serializes): a request no query packs into never draws an origin
+  // or makes a stamp, so instrumentation with no query woven makes and frees nothing for
+  // them. Mutable: drawn on first use, also by a const Serialize.
+  mutable uint64_t origin_ = 0;
+  mutable std::optional<itc::Stamp> stamp_;
   query::Baggage contents_;
   // Decoded or not: when not, bytes_ holds the serialized form and contents_ is empty.
   bool decoded_ = true;

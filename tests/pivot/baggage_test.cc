@@ -214,6 +214,64 @@ TEST(Baggage, DeserializeIsLazyAndForwardingKeepsTheBytes) {
   EXPECT_EQ(Unpack(c), std::vector<int64_t>{42});
 }
 
+// A receiver that has no further use for a message's field keeps the bytes themselves:
+// the same baggage as from a copy, and refusals counted alike.
+TEST(Baggage, DeserializeOwnedKeepsTheBytesAsDeserializeCopiesThem) {
+  Baggage b;
+  for (int i = 0; i < 3; ++i) Pack(b, i);
+  const std::string bytes = b.Serialize();
+  std::string field = bytes;
+  Baggage owned;
+  ASSERT_TRUE(owned.DeserializeOwned(std::move(field)).ok());
+  EXPECT_FALSE(owned.decoded());
+  EXPECT_EQ(owned.Serialize(), bytes);
+  EXPECT_EQ(Unpack(owned), (std::vector<int64_t>{0, 1, 2}));
+
+  std::string none;
+  ASSERT_TRUE(owned.DeserializeOwned(std::move(none)).ok());
+  EXPECT_EQ(owned.tuples(), 0u);
+  const uint64_t refused = GlobalBaggageCounters().deserialize_rejected.load();
+  EXPECT_FALSE(owned.DeserializeOwned(std::string("\x03\x02", 2)).ok());
+  EXPECT_EQ(GlobalBaggageCounters().deserialize_rejected.load(), refused + 1);
+  EXPECT_EQ(owned.Serialize(), "");
+}
+
+// A baggage draws its lineage (origin and stamp) only when something needs it, so a
+// request no query packs into makes none; lineages drawn late are still apart, and a
+// baggage that took in another lineage's instances before drawing its own forks and
+// names as any other.
+TEST(Baggage, TheLineageIsDrawnWhenFirstNeeded) {
+  Baggage fresh;
+  EXPECT_EQ(fresh.Serialize(), "");
+  Baggage branch = fresh.Split();  // nothing to share: its own lineage, nothing drawn
+  std::string call;
+  fresh.SplitSerializeTo(call);
+  EXPECT_EQ(call, "");
+
+  // Two baggages that pack at once: different origins (bytes 1-8), so their instances
+  // never meet as one.
+  Baggage a, c;
+  Pack(a, 1);
+  Pack(c, 2);
+  EXPECT_NE(a.Serialize().substr(1, 8), c.Serialize().substr(1, 8));
+
+  // An unseeded baggage joins a reply from another lineage, then splits and joins again.
+  Baggage request;
+  Baggage reply;
+  ASSERT_TRUE(reply.Deserialize(a.Serialize()).ok());
+  request.Join(std::move(reply));
+  EXPECT_EQ(Unpack(request), std::vector<int64_t>{1});
+  Baggage down = request.Split();
+  Pack(down, 3);
+  Pack(request, 4);
+  EXPECT_EQ(Unpack(down), (std::vector<int64_t>{1, 3}));
+  Baggage back;
+  ASSERT_TRUE(back.Deserialize(down.Serialize()).ok());
+  request.Join(std::move(back));
+  EXPECT_EQ(Unpack(request), (std::vector<int64_t>{1, 3, 4}));
+  EXPECT_FALSE(request.stamp().anonymous());
+}
+
 // What a reply relies on to skip serializing its baggage again after Reply's advice:
 // packs() moves with every pack and with nothing else a firing may do to it (decode,
 // unpack), and stays with the object across the swaps that take a request up.
