@@ -79,7 +79,15 @@ void StreamEmitter::EmitDirection(const Direction& d) {
     record.bytes = span.end - span.begin;
     record.sender_endpoint = sender_endpoint;
     record.receiver_endpoint = receiver_endpoint;
+    // The read that carried the first byte: the receiver's own first read when the sender
+    // was not traced (it defined the span), else found before the cursor moves past it.
+    const StreamIo* first_read =
+        d.sender == nullptr ? &definer->io[span.first] : cursor.ReadHolding(span.begin);
     SetEnds(d, span, cursor, record);
+    if (first_read != nullptr && record.recv_time != kNoTime &&
+        first_read->exit_ns < record.recv_time) {
+      record.first_read_time = first_read->exit_ns;
+    }
     // The first call on a connection its sender's thread connected: when (a non-blocking
     // connect's call may be written later, from another fragment).
     if (sequence == 1 && d.kind == MessageKind::kCall && d.sender != nullptr &&
