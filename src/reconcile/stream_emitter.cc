@@ -97,10 +97,8 @@ void StreamEmitter::EmitDirection(const Direction& d) {
       record.connect_time = d.sender->open_ns;
     }
     uint32_t row = builder_.Add(record);
-    // The sender's first send, or the receiver's first read when the sender was not
-    // traced; its payload prefix from the message's first byte, if it reaches that far.
-    const StreamIo& opening = definer->io[span.first];
-    attributes_.AddPayload(row, opening.log, opening.payload, span.begin - span.first_begin);
+    // From the sender's sends, or the receiver's reads when the sender was not traced.
+    attributes_.AddStreamPayload(row, *definer, d.sender != nullptr, span);
     if (const StreamBoundary* b = span.boundary; b != nullptr) {
       attributes_.AddProtocol(
           row, b->protocol,
