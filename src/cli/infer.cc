@@ -187,6 +187,13 @@ PathsFile ReportFragment(FragmentInference fragment) {
                "requests may be wrong (--algo auto weighs this)\n",
                c.outputs_through_ambiguous_handoffs, c.handoffs_contradicted_by_replies);
   }
+  if (c.outputs_beside_partial_inputs > 0) {
+    fmt::print(stderr,
+               "fragment: warning: {} calls and messages went to another request while their "
+               "thread was part way through reading a call; they may belong to that call, "
+               "streamed on before its last byte (--algo auto weighs this)\n",
+               c.outputs_beside_partial_inputs);
+  }
   if (c.inputs_sharing_a_read > 0) {
     fmt::print(stderr,
                "fragment: warning: {} requests arrived in a read that brought another too; the "

@@ -74,7 +74,8 @@ Result<Trace> SkewTrace(const Trace& trace, const SkewOptions& options,
     // A connection's connect time is on its sender's clock, like the send.
     for (auto [time, node] : {std::pair{&r.send_time, r.sender},
                               {&r.connect_time, r.sender},
-                              {&r.recv_time, r.receiver}}) {
+                              {&r.recv_time, r.receiver},
+                              {&r.first_read_time, r.receiver}}) {
       if (!Shift(*time, offset[node.value()], time)) {
         return Status::OutOfRange("message {}: shifted time overflows", i);
       }

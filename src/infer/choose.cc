@@ -170,10 +170,12 @@ Result<AutoInference> ChooseAlgorithm(const Trace& trace, const LinkingOptions& 
   choice.outputs_through_ambiguous_handoffs = f.outputs_through_ambiguous_handoffs;
   choice.handoffs_contradicted_by_replies = f.handoffs_contradicted_by_replies;
   choice.inputs_sharing_a_read = f.inputs_sharing_a_read;
+  choice.outputs_beside_partial_inputs = f.outputs_beside_partial_inputs;
   result.fragment = std::move(fragment);
   const int64_t guessed = f.outputs_through_ambiguous_handoffs;
   const int64_t contradicted = f.handoffs_contradicted_by_replies;
-  if (hidden == 0 && guessed == 0 && contradicted == 0) {
+  const int64_t half_read = f.outputs_beside_partial_inputs;
+  if (hidden == 0 && guessed == 0 && contradicted == 0 && half_read == 0) {
     choice.algorithm = AutoAlgorithm::kFragment;
     choice.reasons.push_back("every call a server sent follows an input");
     if (f.handoffs_carrying_requests > 0) {
@@ -192,6 +194,9 @@ Result<AutoInference> ChooseAlgorithm(const Trace& trace, const LinkingOptions& 
         "calls or messages followed a hand-off that could have gone elsewhere (a wake-up or "
         "timer shared by several requests)");
     add(contradicted, "replies answered a request other than the one handed to their thread");
+    add(half_read,
+        "calls or messages went to another request while their thread was part way through "
+        "reading a call (streamed on for that call, or not: times cannot tell)");
     choice.reasons.push_back(why);
   }
   if (choice.algorithm == AutoAlgorithm::kLinking)

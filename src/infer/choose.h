@@ -8,10 +8,12 @@
 //                            (ThreadCounters: overlapping_requests, calls_outside_requests,
 //                            root_calls_from_servers, calls_through_ambiguous_handoffs all 0);
 //   fragment (BorderPatrol)  else, when no server sent a call outside every fragment, no
-//                            output followed an ambiguous hand-off and no reply contradicted
-//                            a hand-off (FragmentCounters: server_calls_outside_fragments,
+//                            output followed an ambiguous hand-off, no reply contradicted
+//                            a hand-off and no output went elsewhere while a call was
+//                            half read (FragmentCounters: server_calls_outside_fragments,
 //                            outputs_through_ambiguous_handoffs,
-//                            handoffs_contradicted_by_replies all 0);
+//                            handoffs_contradicted_by_replies,
+//                            outputs_beside_partial_inputs all 0);
 //   linking (WAP5) or        else, or when the trace names no threads: they assume nothing
 //   nesting (Project 5)      of threads. Both are run, and the one that explains more of
 //                            the trace (ExplainedShare: more messages given a cause) is
@@ -61,6 +63,7 @@ struct AutoChoice {
   int64_t outputs_through_ambiguous_handoffs = 0;
   int64_t handoffs_contradicted_by_replies = 0;
   int64_t inputs_sharing_a_read = 0;  // > 0: auto suggests recapturing with --isolate
+  int64_t outputs_beside_partial_inputs = 0;
   // When the statistical algorithms were weighed: the ExplainedShare of each.
   std::optional<double> linking_explained;
   std::optional<double> nesting_explained;

@@ -1,6 +1,7 @@
 // A message's payload and protocol attributes (message_attributes.h).
 #include "reconcile/message_attributes.h"
 
+#include <algorithm>
 #include <string_view>
 
 #include "capture/protocols/descriptor.h"
@@ -21,7 +22,38 @@ void MessageAttributes::AddPayload(uint32_t row, uint32_t log, int32_t payload, 
   if (payload < 0) return;
   const std::string& all = logs_[log].payloads[size_t(payload)];
   if (skip < 0 || uint64_t(skip) >= all.size()) return;
-  std::string_view bytes = std::string_view(all).substr(size_t(skip));
+  AddPayloadBytes(row, std::string_view(all).substr(size_t(skip)));
+}
+
+void MessageAttributes::AddStreamPayload(uint32_t row, const ConnectionEnd& definer, bool sends,
+                                         const MessageSpan& span) {
+  const StreamIo& opening = definer.io[span.first];
+  // Logs written without the header's prefix length (none from weft capture) keep the
+  // first call's prefix alone, as before prefixes were gathered.
+  const uint32_t want = logs_[opening.log].header.payload_prefix;
+  if (want == 0) {
+    AddPayload(row, opening.log, opening.payload, span.begin - span.first_begin);
+    return;
+  }
+  std::string bytes;
+  int64_t offset = span.first_begin;  // of the first byte the call at `i` moved
+  for (size_t i = span.first; i <= span.last && bytes.size() < want; ++i) {
+    const StreamIo& io = definer.io[i];
+    if (io.send != sends) continue;  // the other direction's, between this one's
+    if (io.payload < 0) break;
+    const std::string& logged = logs_[io.log].payloads[size_t(io.payload)];
+    const int64_t from = std::max(offset, span.begin);
+    const int64_t to = std::min(offset + int64_t(logged.size()), span.end);
+    if (from < to) bytes.append(logged, size_t(from - offset), size_t(to - from));
+    // A call that logged less than it moved leaves a gap: what follows is not next.
+    if (int64_t(logged.size()) < io.bytes) break;
+    offset += io.bytes;
+  }
+  if (bytes.size() > want) bytes.resize(want);
+  if (!bytes.empty()) AddPayloadBytes(row, bytes);
+}
+
+void MessageAttributes::AddPayloadBytes(uint32_t row, std::string_view bytes) {
   static constexpr char kDigits[] = "0123456789abcdef";
   std::string hex(bytes.size() * 2, '0');
   for (size_t i = 0; i < bytes.size(); ++i) {

@@ -8,8 +8,11 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 
 #include "capture/event_log.h"
+#include "reconcile/connection_table.h"
+#include "reconcile/message_splitter.h"
 #include "reconcile/reconcile.h"
 #include "trace/trace.h"
 
@@ -36,11 +39,21 @@ class MessageAttributes {
   // message that begins inside the call that logged it); nothing when none is left.
   void AddPayload(uint32_t row, uint32_t log, int32_t payload, int64_t skip = 0);
 
+  // payload.prefix of a stream message `span` of `definer`'s sends (`sends`) or receives:
+  // its first bytes as the calls that moved them logged them, up to the prefix length the
+  // first call's log asked for (--payload-prefix N). The first call's prefix goes on with
+  // the next calls' while each logged all it moved: a sender that writes a message in
+  // pieces (tinyproxy writes each header line by itself) still shows its first N bytes.
+  void AddStreamPayload(uint32_t row, const ConnectionEnd& definer, bool sends,
+                        const MessageSpan& span);
+
   // "protocol" for a message that ended at a boundary `protocol`'s processor found, and
   // what it logged there (`logged`, may be null); counted in the summary by protocol.
   void AddProtocol(uint32_t row, uint8_t protocol, const capture::Boundary* logged);
 
  private:
+  void AddPayloadBytes(uint32_t row, std::string_view bytes);
+
   std::span<const capture::EventLog> logs_;
   TraceBuilder& builder_;
   ReconcileSummary& summary_;

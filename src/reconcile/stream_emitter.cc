@@ -79,7 +79,15 @@ void StreamEmitter::EmitDirection(const Direction& d) {
     record.bytes = span.end - span.begin;
     record.sender_endpoint = sender_endpoint;
     record.receiver_endpoint = receiver_endpoint;
+    // The read that carried the first byte: the receiver's own first read when the sender
+    // was not traced (it defined the span), else found before the cursor moves past it.
+    const StreamIo* first_read =
+        d.sender == nullptr ? &definer->io[span.first] : cursor.ReadHolding(span.begin);
     SetEnds(d, span, cursor, record);
+    if (first_read != nullptr && record.recv_time != kNoTime &&
+        first_read->exit_ns < record.recv_time) {
+      record.first_read_time = first_read->exit_ns;
+    }
     // The first call on a connection its sender's thread connected: when (a non-blocking
     // connect's call may be written later, from another fragment).
     if (sequence == 1 && d.kind == MessageKind::kCall && d.sender != nullptr &&
@@ -89,10 +97,8 @@ void StreamEmitter::EmitDirection(const Direction& d) {
       record.connect_time = d.sender->open_ns;
     }
     uint32_t row = builder_.Add(record);
-    // The sender's first send, or the receiver's first read when the sender was not
-    // traced; its payload prefix from the message's first byte, if it reaches that far.
-    const StreamIo& opening = definer->io[span.first];
-    attributes_.AddPayload(row, opening.log, opening.payload, span.begin - span.first_begin);
+    // From the sender's sends, or the receiver's reads when the sender was not traced.
+    attributes_.AddStreamPayload(row, *definer, d.sender != nullptr, span);
     if (const StreamBoundary* b = span.boundary; b != nullptr) {
       attributes_.AddProtocol(
           row, b->protocol,

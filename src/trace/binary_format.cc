@@ -51,13 +51,14 @@ enum class SectionKind : uint32_t {
   kTruthPath = 14,
   kTruthParent = 15,
   kAttributes = 16,
-  kProcessLinks = 17,  // optional: written only when the trace has links
-  kConnectTime = 18,   // optional: written only when some message has a connect time
-  kLinkMessages = 19,  // optional: written only when some link names its messages
+  kProcessLinks = 17,   // optional: written only when the trace has links
+  kConnectTime = 18,    // optional: written only when some message has a connect time
+  kLinkMessages = 19,   // optional: written only when some link names its messages
+  kFirstReadTime = 20,  // optional: written only when some message has a first read time
 };
 constexpr uint32_t kFirstKind = 1;
 constexpr uint32_t kLastRequiredKind = 16;
-constexpr uint32_t kLastKind = 19;
+constexpr uint32_t kLastKind = 20;
 // A process link on disk: i64 time, u32 from node, u32 from thread, u32 to node, u32 to
 // thread, u8 kind, u8 flags (1: ambiguous), u48 delay (HANDOFF: nanoseconds from `time` to
 // the take-over, 0 for the other kinds; 2^48 ns is 78 hours). Files from before hand-offs
@@ -85,7 +86,8 @@ constexpr std::array<std::string_view, kKnownSectionCount> kSectionNames = {"nod
                                                                             "attributes",
                                                                             "process_links",
                                                                             "connect_time",
-                                                                            "link_messages"};
+                                                                            "link_messages",
+                                                                            "first_read_time"};
 
 std::string_view SectionName(SectionKind kind) {
   return kSectionNames[uint32_t(kind) - kFirstKind];
@@ -213,6 +215,11 @@ std::string EncodeBinaryTrace(const Trace& trace) {
                   [](TimeNs t) { return t != kNoTime; })) {
     sections.push_back(Column(SectionKind::kConnectTime, c.connect_time));
   }
+  // Likewise first read times.
+  if (std::any_of(c.first_read_time.begin(), c.first_read_time.end(),
+                  [](TimeNs t) { return t != kNoTime; })) {
+    sections.push_back(Column(SectionKind::kFirstReadTime, c.first_read_time));
+  }
   // Likewise the messages links name.
   if (std::any_of(
           trace.process_links().begin(), trace.process_links().end(),
@@ -328,6 +335,11 @@ class Decoder {
       c.connect_time.assign(message_count_, kNoTime);
       MoveLegacyConnectTimes(strings, c.connect_time, attributes);
     }
+    if (sections_[uint32_t(SectionKind::kFirstReadTime) - kFirstKind].present) {
+      CopyColumn(SectionKind::kFirstReadTime, c.first_read_time);
+    } else {
+      c.first_read_time.assign(message_count_, kNoTime);
+    }
     const SectionView& linked = sections_[uint32_t(SectionKind::kLinkMessages) - kFirstKind];
     const uint64_t link_count =
         sections_[uint32_t(SectionKind::kProcessLinks) - kFirstKind].size / kProcessLinkSize;
@@ -431,6 +443,7 @@ class Decoder {
       case SectionKind::kRecvTime:
       case SectionKind::kBytes:
       case SectionKind::kConnectTime:
+      case SectionKind::kFirstReadTime:
         width = 8;
         return true;
       case SectionKind::kKind:

@@ -45,6 +45,7 @@ void TraceColumns::Resize(size_t n) {
   sender_endpoint.resize(n);
   receiver_endpoint.resize(n);
   connect_time.resize(n, kNoTime);
+  first_read_time.resize(n, kNoTime);
   truth_path.resize(n);
   truth_parent.resize(n);
 }
@@ -59,7 +60,7 @@ Result<Trace> Trace::FromParts(NodeTable nodes, StringTable strings, TraceColumn
                           columns.sender_thread.size(),   columns.receiver_thread.size(),
                           columns.sender_endpoint.size(), columns.receiver_endpoint.size(),
                           columns.truth_path.size(),      columns.truth_parent.size(),
-                          columns.connect_time.size()};
+                          columns.connect_time.size(),    columns.first_read_time.size()};
   for (size_t s : sizes) {
     if (s != n) return Status::Corruption("columns have different lengths ({} and {})", n, s);
   }
@@ -89,6 +90,12 @@ Result<Trace> Trace::FromParts(NodeTable nodes, StringTable strings, TraceColumn
     }
     if (parent.valid() && parent.value() == i) {
       return Status::Corruption("message {} is its own parent", i);
+    }
+    const TimeNs first_read = columns.first_read_time[i];
+    if (first_read != kNoTime &&
+        (columns.recv_time[i] == kNoTime || first_read > columns.recv_time[i])) {
+      return Status::Corruption("message {} has a first read time but a later or no receive time",
+                                i);
     }
   }
   for (size_t i = 0; i < attributes.size(); ++i) {
@@ -151,7 +158,8 @@ MessageRecord Trace::Row(MessageId m) const {
                        c.receiver_endpoint[i],
                        c.truth_path[i],
                        c.truth_parent[i],
-                       c.connect_time[i]};
+                       c.connect_time[i],
+                       c.first_read_time[i]};
 }
 
 bool Trace::HasTruth() const {
@@ -164,7 +172,7 @@ size_t Trace::MemoryBytes() const {
   size_t bytes =
       c.size() * (2 * sizeof(TimeNs) + 2 * sizeof(NodeId) + sizeof(MessageKind) + sizeof(StringId) +
                   sizeof(int64_t) + 2 * sizeof(uint32_t) + 2 * sizeof(StringId) + sizeof(PathId) +
-                  sizeof(MessageId) + sizeof(TimeNs));
+                  sizeof(MessageId) + 2 * sizeof(TimeNs));
   bytes += attributes_.size() * sizeof(Attribute) + process_links_.size() * sizeof(ProcessLink);
   for (size_t i = 0; i < nodes_.size(); ++i) bytes += nodes_.Get(NodeId(uint32_t(i))).size() + 48;
   for (size_t i = 0; i < strings_.size(); ++i)
@@ -189,6 +197,7 @@ uint32_t TraceBuilder::Add(const MessageRecord& r) {
   c.truth_path.push_back(r.truth_path);
   c.truth_parent.push_back(r.truth_parent);
   c.connect_time.push_back(r.connect_time);
+  c.first_read_time.push_back(r.first_read_time);
   return row;
 }
 
@@ -251,6 +260,7 @@ Result<Trace> TraceBuilder::Finish() && {
     Permute(c.truth_path, order);
     Permute(c.truth_parent, order);
     Permute(c.connect_time, order);
+    Permute(c.first_read_time, order);
     for (MessageId& p : c.truth_parent) {
       if (p.valid()) p = MessageId(new_index[p.value()]);
     }

@@ -96,11 +96,21 @@ struct TraceColumns {
   // of the request being worked on then, which a non-blocking connect's call, written
   // later, no longer shows.
   std::vector<TimeNs> connect_time;
+  // For a message its receiver read in several calls: the exit of the read that carried
+  // its first byte, on the receiver's clock like recv_time and no later than it; kNoTime
+  // when one read carried it all, or the receiver was not traced. A server that passes a
+  // request on while still reading it (a proxy streaming a body) calls downstream before
+  // recv_time; vPath's request boundary is then this time (FirstReadTime).
+  std::vector<TimeNs> first_read_time;
   // Ground truth, only in generated or specially captured traces:
   std::vector<PathId> truth_path;       // the path instance the message belongs to
   std::vector<MessageId> truth_parent;  // the message that caused it; invalid for a root
 
   size_t size() const { return send_time.size(); }
+  // When the receiver began taking message i in: its first read's exit, else recv_time.
+  TimeNs FirstReadTime(size_t i) const {
+    return first_read_time[i] != kNoTime ? first_read_time[i] : recv_time[i];
+  }
   void Resize(size_t n);  // grows or shrinks every column, filling with unknown values
 };
 
@@ -120,6 +130,7 @@ struct MessageRecord {
   PathId truth_path;
   MessageId truth_parent;
   TimeNs connect_time = kNoTime;
+  TimeNs first_read_time = kNoTime;
 };
 
 class Trace {
@@ -187,6 +198,7 @@ class TraceBuilder {
     columns_.truth_parent[row] = MessageId(parent_row);
   }
   void SetConnectTime(uint32_t row, TimeNs time) { columns_.connect_time[row] = time; }
+  void SetFirstReadTime(uint32_t row, TimeNs time) { columns_.first_read_time[row] = time; }
   // Links may be added in any order; Finish() sorts them by time.
   void AddProcessLink(const ProcessLink& link) { process_links_.push_back(link); }
   size_t size() const { return columns_.size(); }

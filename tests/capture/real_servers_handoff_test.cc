@@ -9,7 +9,8 @@
 //   nginx with a thread_pool and aio threads: static files read by the pool's threads
 //     (the loop learns of each read's end through an eventfd) beside proxy_pass;
 //   and, for contrast, lighttpd 1.4: one event loop, no hand-off, a connection to the
-//     backend per request.
+//     backend per request; and tinyproxy 1.11: a thread made for each client connection,
+//     which streams the request on to web0 before reading its last byte.
 //
 // Each request's whole tree (client -> server -> web0 -> db0 and back) is scored against the
 // X-Weft-Ids header the testbed puts in every message, for --algo thread, fragment and auto.
@@ -129,6 +130,19 @@ server.modules = ("mod_proxy")
 proxy.server = ("" => (("host" => "127.0.0.1", "port" => @WEB@)))
 )conf";
 
+// tinyproxy as a reverse proxy: every path to web0, with room for the load client's 8
+// connections and a few more (a thread each).
+constexpr const char* kTinyproxyConf = R"conf(Port @PORT@
+Listen 127.0.0.1
+Timeout 60
+MaxClients 64
+LogLevel Error
+LogFile "@P@/error.log"
+PidFile "@P@/tinyproxy.pid"
+ReversePath "/" "http://127.0.0.1:@WEB@/"
+ReverseOnly Yes
+)conf";
+
 constexpr int kFiles = 16;           // /files/f1.txt .. f16.txt
 constexpr int kFileRequests = 1600;  // fetched by curl, 4 at a time, beside the load
 constexpr int kClients = 8;          // the load client's concurrency
@@ -187,6 +201,9 @@ class HandoffServerTest : public RealServersTest {
   }
 
   size_t request_bytes_ = 0;  // the load client's request bodies, if not the topology's
+  // false: the load client asks for Connection: close and connects for every request (for a
+  // server that closes every client connection after one reply without saying so).
+  bool client_pooled_ = true;
 
  private:
   int round_ = 0;
@@ -297,6 +314,7 @@ Scores HandoffServerTest::RunOnce(const Configure& configure, bool files) {
     requests.insert(requests.find("reply_bytes"),
                     "request_bytes = " + std::to_string(request_bytes_) + "\n");
   }
+  if (!client_pooled_) requests.insert(requests.find("\n") + 1, "client_pooled = false\n");
   std::ofstream(topology) << Fill(requests,
                                   {{"@WEB@", std::to_string(web)}, {"@DB@", std::to_string(db)}});
   Server server = configure(dir, port, web);
@@ -577,6 +595,51 @@ TEST_F(LighttpdTest, ProxyToTheTestbedGivesEveryRequestItsWholeTree) { Run(); }
 // A connection to web0 per request: no read brings two requests' inputs, so isolation
 // changes nothing here either.
 TEST_F(LighttpdTest, ProxyToTheTestbedGivesEveryRequestItsWholeTreeWithoutIsolation) {
+  no_isolate_ = true;
+  Run();
+}
+
+// ---------------------------------------------------------------------------------------
+// tinyproxy: one process, a thread per client connection, in the foreground (-d). It
+// closes every client connection after one reply without saying so (it drops the
+// backend's Connection header), so the load client connects for every request (with a
+// kept connection half of them failed on the closed socket). Each thread reads the
+// request's head, connects to web0 and writes the head there line by line, then reads the
+// body and sends it on: the call to web0 leaves before the request's last byte is read, and
+// both precise algorithms count the request from its first read (first_read_time).
+
+class TinyproxyTest : public HandoffServerTest {
+ protected:
+  void Run();
+};
+
+Server Tinyproxy(const std::string& dir, uint16_t port, uint16_t web) {
+  std::ofstream(dir + "/tinyproxy.conf")
+      << Fill(kTinyproxyConf,
+              {{"@P@", dir}, {"@WEB@", std::to_string(web)}, {"@PORT@", std::to_string(port)}});
+  return {"tinyproxy",
+          {"/usr/bin/tinyproxy", "-d", "-c", dir + "/tinyproxy.conf"},
+          SIGTERM,
+          dir + "/error.log"};
+}
+
+void TinyproxyTest::Run() {
+  if (!Installed("/usr/bin/tinyproxy"))
+    GTEST_SKIP() << "tinyproxy not installed (scripts/install-deps)";
+  client_pooled_ = false;
+  Scores s = RunOnce(Tinyproxy);
+  Print(no_isolate_ ? "tinyproxy, --no-isolate" : "tinyproxy", s);
+  ASSERT_GT(s.requests, 0u);
+  EXPECT_EQ(s.thread, int(s.requests));
+  EXPECT_EQ(s.fragment, int(s.requests));
+  EXPECT_EQ(s.algorithm, AutoAlgorithm::kThread) << s.auto_says;
+  EXPECT_EQ(s.chosen, int(s.requests)) << s.auto_says;
+}
+
+TEST_F(TinyproxyTest, ReverseProxyToTheTestbedGivesEveryRequestItsWholeTree) { Run(); }
+
+// A thread per connection, one request each: isolation changes nothing.
+TEST_F(TinyproxyTest, ReverseProxyToTheTestbedGivesEveryRequestItsWholeTreeWithoutIsolation) {
   no_isolate_ = true;
   Run();
 }

@@ -53,6 +53,8 @@ class TwoRequests {
   }
   // The call in `row` is the first message on a connection its sender opened at `us`.
   void Connected(uint32_t row, int us) { b_.SetConnectTime(row, TimeNs(us) * 1000); }
+  // The call in `row` was read in several calls, the first of which ended at `us`.
+  void FirstRead(uint32_t row, int us) { b_.SetFirstReadTime(row, TimeNs(us) * 1000); }
   Trace Build() {
     Result<Trace> trace = TraceBuilder(b_).Finish();
     EXPECT_TRUE(trace.ok()) << trace.status().message();
@@ -127,6 +129,60 @@ TEST(PreciseAlgorithms, EventLoopWithNonBlockingConnects) {
     }
     EXPECT_EQ(r.Score(InferFragment).exact, connects ? 2u : 0u);
   }
+}
+
+// Thread per connection, each thread a proxy that streams its request on: it reads the
+// head, sends the call to B, then reads the body (tinyproxy). The call goes out before the
+// request's last byte is read; from the request's first read (first_read_time) it lies
+// inside the request, and thread and fragment are exact. Without first reads the calls
+// lie outside every request (thread) and fragment (fragment), and auto says so instead of
+// choosing either.
+TEST(PreciseAlgorithms, ThreadPerConnectionStreamingTheRequestOn) {
+  for (bool first_reads : {false, true}) {
+    SCOPED_TRACE(first_reads ? "with first reads" : "without");
+    TwoRequests r;
+    uint32_t one = r.Request(1, 1, 11, 11, 11, {0, 25, 20, 30, 40, 50, 60, 70});
+    uint32_t two = r.Request(2, 2, 12, 12, 12, {15, 40, 35, 45, 55, 65, 75, 85});
+    if (first_reads) {
+      r.FirstRead(one - 1, 10);
+      r.FirstRead(two - 1, 30);
+    }
+    EXPECT_EQ(r.Score(InferThread).exact, first_reads ? 2u : 0u);
+    EXPECT_EQ(r.Score(InferFragment).exact, first_reads ? 2u : 0u);
+    Result<AutoInference> chosen = ChooseAlgorithm(r.Build());
+    ASSERT_TRUE(chosen.ok());
+    EXPECT_EQ(chosen->choice.calls_outside_requests, first_reads ? 0 : 2);
+    EXPECT_EQ(chosen->choice.overlapping_requests, 0);
+    EXPECT_EQ(chosen->choice.server_calls_outside_fragments.value_or(0), first_reads ? 0 : 2);
+    if (first_reads) {
+      EXPECT_EQ(chosen->choice.algorithm, AutoAlgorithm::kThread);
+    } else {
+      EXPECT_NE(chosen->choice.algorithm, AutoAlgorithm::kThread);
+      EXPECT_NE(chosen->choice.algorithm, AutoAlgorithm::kFragment);
+    }
+  }
+}
+
+// One thread (10) begins reading request 1, reads all of request 2 meanwhile, and streams
+// request 1 on (its call to B at 20) before it answers request 2. vPath gives that call to
+// request 2, whose reply comes next; fragment too, the last input begun. Counted from
+// request 1's first read, request 2 was taken in while request 1 was owed its reply (from
+// the last read alone it was not: request 2 came before request 1's last byte), and both
+// calls went to request 2 while request 1 was half read: auto picks neither.
+TEST(PreciseAlgorithms, RequestReadWhileAnotherWasComingInIsNoPreciseAnswer) {
+  TwoRequests r;
+  uint32_t one = r.Request(1, 1, 10, 10, 10, {0, 30, 20, 22, 40, 45, 50, 55});
+  r.Request(2, 2, 10, 10, 10, {12, 15, 16, 18, 24, 26, 28, 29});
+  r.FirstRead(one - 1, 5);
+  EXPECT_EQ(r.Score(InferThread).exact, 0u);
+  EXPECT_EQ(r.Score(InferFragment).exact, 0u);
+  Result<AutoInference> chosen = ChooseAlgorithm(r.Build());
+  ASSERT_TRUE(chosen.ok());
+  EXPECT_EQ(chosen->choice.overlapping_requests, 1);
+  EXPECT_EQ(chosen->choice.server_calls_outside_fragments, 0);
+  EXPECT_EQ(chosen->choice.outputs_beside_partial_inputs, 2);
+  EXPECT_NE(chosen->choice.algorithm, AutoAlgorithm::kThread);
+  EXPECT_NE(chosen->choice.algorithm, AutoAlgorithm::kFragment);
 }
 
 TEST(PreciseAlgorithms, NeedThreads) {

@@ -598,28 +598,75 @@ TEST(Reconcile, PipeMessagesEndWhenTheReaderDrainsIt) {
   EXPECT_EQ(summary.skipped_io, 0u);
 }
 
-// The payload prefix of a message's first send becomes its payload.prefix attribute; with
-// an untraced sender, that of the receiver's first read of the message.
-TEST(Reconcile, PayloadPrefixBecomesAnAttribute) {
-  std::vector<capture::EventLog> logs = {
-      LogBuilder("b", "/srv/server", 200)
-          .Tcp(4, 60, w::kOpAccept, kServer, kClient)
-          .Recv(4, 201, 90, 110, 4)
-          .Payload("GET ")
-          .Recv(4, 201, 111, 112, 6)
-          .Payload("/x\r\n")
-          .Send(4, 201, 120, 121, 3)
-          .Payload(std::string("ok\0", 3))
-          .Build(),
-  };
-  Trace trace = MustReconcile(logs, nullptr);
-  ASSERT_EQ(trace.attributes().size(), 2u);
+// The payload.prefix attributes of a trace, "message hex" each.
+std::vector<std::string> PayloadsOf(const Trace& trace) {
   std::vector<std::string> values;
   for (const Attribute& a : trace.attributes()) {
     EXPECT_EQ(trace.strings().Get(a.key), kPayloadAttribute);
     values.push_back(fmt::format("{} {}", a.message.value(), trace.strings().Get(a.value)));
   }
-  EXPECT_EQ(values, (std::vector<std::string>{"0 47455420", "1 6f6b00"}));
+  return values;
+}
+
+// A message's first bytes become its payload.prefix attribute, gathered from the calls
+// that moved them (the sender's sends; with an untraced sender, as here, the receiver's
+// reads), up to the prefix length the log asked for. Logs without that length (none of
+// weft capture's) keep the first call's prefix alone.
+TEST(Reconcile, PayloadPrefixBecomesAnAttribute) {
+  for (uint32_t asked : {0u, 6u, 16u}) {
+    SCOPED_TRACE(asked);
+    std::vector<capture::EventLog> logs = {
+        LogBuilder("b", "/srv/server", 200)
+            .Tcp(4, 60, w::kOpAccept, kServer, kClient)
+            .Recv(4, 201, 90, 110, 4)
+            .Payload("GET ")
+            .Recv(4, 201, 111, 112, 6)
+            .Payload("/x\r\n")
+            .Send(4, 201, 120, 121, 3)
+            .Payload(std::string("ok\0", 3))
+            .Build(),
+    };
+    logs[0].header.payload_prefix = asked;
+    Trace trace = MustReconcile(logs, nullptr);
+    EXPECT_EQ(PayloadsOf(trace), (std::vector<std::string>{asked == 0   ? "0 47455420"
+                                                           : asked == 6 ? "0 474554202f78"
+                                                                        : "0 474554202f780d0a",
+                                                           "1 6f6b00"}));
+  }
+}
+
+// A sender that writes a message in pieces (tinyproxy writes a request's head line by line):
+// the message's prefix goes on through its next sends while each logged all it moved, and
+// stops at the first that logged less (a gap would follow). The receiver, which read the
+// message in two calls, gives it the first of them as its first read time.
+TEST(Reconcile, PayloadPrefixGoesOnThroughTheSendsOfOneMessage) {
+  std::vector<capture::EventLog> logs = {
+      LogBuilder("a", "/usr/bin/proxy", 100)
+          .Tcp(3, 50, w::kOpConnect, kClient, kServer)
+          .Send(3, 101, 100, 101, 4)
+          .Payload("GET ")
+          .Send(3, 101, 102, 103, 4)
+          .Payload("/x\r\n")
+          .Send(3, 101, 104, 105, 10)
+          .Payload("ab")  // logged 2 of its 10 bytes
+          .Send(3, 101, 106, 107, 3)
+          .Payload("cde")
+          .Recv(3, 101, 150, 160, 2)
+          .Payload("ok")
+          .Build(),
+      LogBuilder("b", "/srv/server", 200)
+          .Tcp(4, 60, w::kOpAccept, kServer, kClient)
+          .Recv(4, 201, 100, 104, 8)
+          .Recv(4, 201, 105, 110, 13)
+          .Send(4, 201, 140, 141, 2)
+          .Build(),
+  };
+  for (capture::EventLog& log : logs) log.header.payload_prefix = 64;
+  Trace trace = MustReconcile(logs, nullptr);
+  ASSERT_EQ(trace.size(), 2u);
+  EXPECT_EQ(PayloadsOf(trace), (std::vector<std::string>{"0 474554202f780d0a6162"}));
+  EXPECT_EQ(trace.columns().recv_time[0] - trace.columns().first_read_time[0], 6);
+  EXPECT_EQ(trace.columns().first_read_time[1], kNoTime);  // one read carried it all
 }
 
 TEST(Reconcile, ParseNodeNaming) {

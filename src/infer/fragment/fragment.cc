@@ -20,10 +20,19 @@
 namespace weft {
 namespace {
 
-// At equal times: a reply read, then a hand-off, fork or connect it led to, then the call
-// it caused. A hand-off is two steps: the producer lets go (kHandOver), later the consumer
-// takes over (kTakeOver).
-enum class Step : uint8_t { kReceive, kHandOver, kTakeOver, kProcessLink, kConnect, kSend };
+// At equal times: the first read of a call read in several (kFirstRead: one read may end
+// one message and begin the next, which is then the later input), a reply read, then a
+// hand-off, fork or connect it led to, then the call it caused. A hand-off is two steps:
+// the producer lets go (kHandOver), later the consumer takes over (kTakeOver).
+enum class Step : uint8_t {
+  kFirstRead,
+  kReceive,
+  kHandOver,
+  kTakeOver,
+  kProcessLink,
+  kConnect,
+  kSend
+};
 
 // One input or output of a traced thread, a process link (fork, exec, thread) from one, or the
 // connect that opened the connection a call is the first message on.
@@ -78,6 +87,13 @@ Result<std::vector<ThreadEvent>> CollectThreadEvents(const Trace& trace) {
     if (c.recv_time[i] != kNoTime && c.receiver_thread[i].valid()) {
       events.push_back(
           {clock[receiver], receiver, c.receiver_thread[i], c.recv_time[i], Step::kReceive, m});
+      // A call read in several reads is an input from its first: a proxy that streams a
+      // request on (tinyproxy sends the head, then reads and sends the body) calls before
+      // the last. Its last read is an input again, for a loop that served another between.
+      if (c.kind[i] == MessageKind::kCall && c.first_read_time[i] != kNoTime) {
+        events.push_back({clock[receiver], receiver, c.receiver_thread[i], c.first_read_time[i],
+                          Step::kFirstRead, m});
+      }
     }
     threads = threads || c.sender_thread[i].valid() || c.receiver_thread[i].valid();
   }
@@ -152,8 +168,12 @@ class FragmentScan {
           if (const MessageId current = designation_[{e.node, e.thread}]; current.valid())
             connected_for_[e.message] = current;
           break;
+        case Step::kFirstRead:
+          reading_[{e.node, e.thread}].push_back(MessageId(e.message));
+          Receive(e, false);
+          break;
         case Step::kReceive:
-          Receive(e);
+          Receive(e, true);
           break;
         case Step::kSend:
           Send(e);
@@ -170,6 +190,7 @@ class FragmentScan {
   int64_t outputs_through_ambiguous() const { return outputs_through_ambiguous_; }
   int64_t handoffs_contradicted() const { return handoffs_contradicted_; }
   int64_t inputs_sharing_a_read() const { return inputs_sharing_a_read_; }
+  int64_t outputs_beside_partial_inputs() const { return outputs_beside_partial_inputs_; }
 
  private:
   using Thread = std::pair<uint32_t, ThreadId>;  // (node, thread)
@@ -211,10 +232,16 @@ class FragmentScan {
     }
   }
 
-  void Receive(const ThreadEvent& e) {
+  // `whole`: the read that completed the message, else a call's first read (kFirstRead),
+  // which is no read of its own to count in inputs_sharing_a_read.
+  void Receive(const ThreadEvent& e, bool whole) {
     const MessageKind kind = c_.kind[e.message];
     const Thread self{e.node, e.thread};
-    if (kind == MessageKind::kCall) {
+    if (kind == MessageKind::kCall && whole) {
+      if (auto partial = reading_.find(self); partial != reading_.end()) {
+        std::erase(partial->second, MessageId(e.message));
+        if (partial->second.empty()) reading_.erase(partial);
+      }
       auto [last, fresh] = last_call_read_.try_emplace(self, e.time);
       inputs_sharing_a_read_ += !fresh && last->second == e.time;
       last->second = e.time;
@@ -264,6 +291,16 @@ class FragmentScan {
     auto connected = connected_for_.find(e.message);
     parent_[e.message] = connected != connected_for_.end() ? connected->second : current;  // rule 2
     outputs_without_request_ += !parent_[e.message].valid();
+    // The thread had begun reading a call it has not finished, and this output goes to
+    // another request (or none): whether it belongs to the call being read, streamed on
+    // before its last byte, or to the request the thread serves besides, times cannot tell.
+    // (A call placed by its connect is not in doubt.)
+    if (auto partial = reading_.find({e.node, e.thread});
+        partial != reading_.end() && connected == connected_for_.end()) {
+      outputs_beside_partial_inputs_ +=
+          std::any_of(partial->second.begin(), partial->second.end(),
+                      [&](MessageId m) { return m != parent_[e.message]; });
+    }
     outputs_through_ambiguous_ += parent_[e.message].valid() && connected == connected_for_.end() &&
                                   guessed_.contains({e.node, e.thread});
     server_calls_outside_ +=
@@ -309,6 +346,9 @@ class FragmentScan {
   // reconcile marked ambiguous, until their next input or take-over.
   absl::flat_hash_set<Thread> taken_over_, guessed_;
   int64_t handoffs_carrying_ = 0, outputs_through_ambiguous_ = 0, handoffs_contradicted_ = 0;
+  // Per thread: the calls it has begun reading (a first read) and not yet read to the end.
+  absl::flat_hash_map<Thread, std::vector<MessageId>> reading_;
+  int64_t outputs_beside_partial_inputs_ = 0;
   // Per thread: when the last CALL it read arrived (a read completing two has one time).
   absl::flat_hash_map<Thread, TimeNs> last_call_read_;
   int64_t inputs_sharing_a_read_ = 0;
@@ -358,7 +398,8 @@ Result<FragmentInference> InferFragment(const Trace& trace) {
                             .handoffs_carrying_requests = scan.handoffs_carrying(),
                             .outputs_through_ambiguous_handoffs = scan.outputs_through_ambiguous(),
                             .handoffs_contradicted_by_replies = scan.handoffs_contradicted(),
-                            .inputs_sharing_a_read = scan.inputs_sharing_a_read()}};
+                            .inputs_sharing_a_read = scan.inputs_sharing_a_read(),
+                            .outputs_beside_partial_inputs = scan.outputs_beside_partial_inputs()}};
 }
 
 }  // namespace weft

@@ -5,7 +5,9 @@
 // carries that input's request, and every output until the next input belongs to it
 // (rules 1 and 2 of §5.5). The scan goes forward in time over each node's receives and
 // sends, keeping per thread the request it is working on (the "module designation"):
-//   - receiving a CALL starts a fragment for that call;
+//   - receiving a CALL starts a fragment for that call; one read in several reads (the
+//     trace's first_read_time) starts it at its first read and again at its last, since a
+//     proxy that streams a request on calls before reading its last byte (tinyproxy);
 //   - receiving a RETURN resumes the request that made the call it answers (the reply
 //     from a downstream server continues the upstream request, §4's SPED handlers);
 //   - receiving the RETURN of a root call (a client's own request) ends the request there:
@@ -66,7 +68,10 @@ namespace weft {
 // wake-up or timer shared by several requests), handoffs_contradicted_by_replies (a consumer
 // answered a request other than the one handed to it: the queue was not FIFO, or a hand-over was
 // missed); inputs_sharing_a_read (requests a thread's read completed together with another, whose
-// work then lands in the last of them: recapture with --isolate).
+// work then lands in the last of them: recapture with --isolate);
+// outputs_beside_partial_inputs (calls and messages a thread sent while it had begun reading
+// a call it had not read to the end, placed in another request: streamed on for the call
+// being read, or for the other request, times cannot tell).
 struct FragmentCounters {
   int64_t instances = 0;
   int64_t messages_in_instances = 0;
@@ -82,6 +87,7 @@ struct FragmentCounters {
   int64_t outputs_through_ambiguous_handoffs = 0;
   int64_t handoffs_contradicted_by_replies = 0;
   int64_t inputs_sharing_a_read = 0;
+  int64_t outputs_beside_partial_inputs = 0;
   // Name and value of each, in the order paths files and `weft paths` list them.
   CounterList List() const {
     return {{"instances", instances},
@@ -97,7 +103,8 @@ struct FragmentCounters {
             {"handoffs_carrying_requests", handoffs_carrying_requests},
             {"outputs_through_ambiguous_handoffs", outputs_through_ambiguous_handoffs},
             {"handoffs_contradicted_by_replies", handoffs_contradicted_by_replies},
-            {"inputs_sharing_a_read", inputs_sharing_a_read}};
+            {"inputs_sharing_a_read", inputs_sharing_a_read},
+            {"outputs_beside_partial_inputs", outputs_beside_partial_inputs}};
   }
 };
 using FragmentInference = Inference<FragmentCounters>;

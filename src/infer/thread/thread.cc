@@ -95,11 +95,14 @@ Result<ThreadInference> InferThread(const Trace& trace) {
     if (it == read_calls.end()) continue;
     const std::vector<Start>& read = it->second;
     for (const Reply& r : owed) {
-      const TimeNs arrived = c.recv_time[r.request.value()];
+      // From the request's first read, as request_at below counts it: a request read while
+      // this one was still coming in overlaps it as much as one read after it.
+      const TimeNs arrived = c.FirstReadTime(r.request.value());
       if (arrived == kNoTime || c.receiver_thread[r.request.value()] != thread.second) continue;
-      // A request read after this one arrived and before its reply went out.
+      // Another request read after this one began arriving and before its reply went out.
       auto later = std::upper_bound(read.begin(), read.end(), arrived,
                                     [](TimeNs x, const Start& s) { return x < s.time; });
+      while (later != read.end() && later->time < r.sent && later->request == r.request) ++later;
       overlapping += later != read.end() && later->time < r.sent;
     }
   }
@@ -124,9 +127,11 @@ Result<ThreadInference> InferThread(const Trace& trace) {
   // started before was work handed to it, the request its producer worked for when it
   // handed it over, asked the same way of the producer (weft's addition: vPath's threads
   // take their requests from connections, never from each other). Otherwise the request
-  // its next reply answers, if that arrived before (vPath); a thread that never replies
-  // but was handed work and read requests itself (a dispatcher) works for the last request
-  // it read; one that was started by another works for its creator, and so on up.
+  // its next reply answers, if it began arriving before (vPath; weft counts from the read
+  // of the request's first byte, where vPath had only its completion: a proxy that streams
+  // a request on calls before its last byte is read); a thread that never replies but was
+  // handed work and read requests itself (a dispatcher) works for the last request it
+  // read; one that was started by another works for its creator, and so on up.
   int64_t through_handoffs = 0, through_ambiguous = 0;
   auto request_at = [&](ThreadKey t, TimeNs sent) {
     bool handed = false, guessed = false;
@@ -148,7 +153,7 @@ Result<ThreadInference> InferThread(const Trace& trace) {
         const std::vector<Reply>& r = it->second;
         auto next = std::lower_bound(r.begin(), r.end(), sent,
                                      [](const Reply& a, TimeNs x) { return a.sent < x; });
-        const TimeNs arrived = next == r.end() ? kNoTime : c.recv_time[next->request.value()];
+        const TimeNs arrived = next == r.end() ? kNoTime : c.FirstReadTime(next->request.value());
         return next != r.end() && arrived != kNoTime && arrived <= sent ? next->request
                                                                         : MessageId();
       }
