@@ -200,6 +200,14 @@ PathsFile ReportFragment(FragmentInference fragment) {
                "later ones' work is given to the first: recapture with weft capture --isolate\n",
                c.inputs_sharing_a_read);
   }
+  if (c.inputs_before_acting > 0) {
+    fmt::print(stderr,
+               "fragment: warning: {} requests were followed by another input before their "
+               "thread sent, connected or handed anything on; their work may be in a later "
+               "input's tree: if this was captured with --no-isolate, recapture with weft "
+               "capture --isolate\n",
+               c.inputs_before_acting);
+  }
   return ToPathsFile(std::move(fragment));
 }
 

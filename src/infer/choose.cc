@@ -171,6 +171,7 @@ Result<AutoInference> ChooseAlgorithm(const Trace& trace, const LinkingOptions& 
   choice.handoffs_contradicted_by_replies = f.handoffs_contradicted_by_replies;
   choice.inputs_sharing_a_read = f.inputs_sharing_a_read;
   choice.outputs_beside_partial_inputs = f.outputs_beside_partial_inputs;
+  choice.inputs_before_acting = f.inputs_before_acting;
   result.fragment = std::move(fragment);
   const int64_t guessed = f.outputs_through_ambiguous_handoffs;
   const int64_t contradicted = f.handoffs_contradicted_by_replies;
@@ -208,6 +209,15 @@ Result<AutoInference> ChooseAlgorithm(const Trace& trace, const LinkingOptions& 
         "{} requests arrived in a read that brought another too: recapture with weft capture "
         "--isolate",
         f.inputs_sharing_a_read));
+  }
+  // The same from separate reads: a loop that reads every ready input before acting on any
+  // (weighed where fragment is kept; a rejected fragment's trees are not given).
+  if (f.inputs_before_acting > 0 && choice.algorithm == AutoAlgorithm::kFragment) {
+    choice.reasons.push_back(fmt::format(
+        "{} requests were followed by another input before their thread sent, connected or "
+        "handed anything on, so their work may be in a later input's tree: if this was "
+        "captured with --no-isolate, recapture with weft capture --isolate",
+        f.inputs_before_acting));
   }
   return result;
 }

@@ -131,6 +131,37 @@ TEST(PreciseAlgorithms, EventLoopWithNonBlockingConnects) {
   }
 }
 
+// The loop above without the connects: it reads both requests before it acts on either
+// (squid's loop without event isolation), and fragment gives both calls to the second.
+// Times cannot tell, but the trace shows the first request followed by another input with
+// nothing done between: counted, and auto, which still picks fragment (no other of its
+// assumptions fails), says to recapture with isolation. A loop that acts on each input
+// before the next (EventLoop above) counts none.
+TEST(PreciseAlgorithms, InputsReadBeforeActingAreCounted) {
+  for (bool acts : {false, true}) {
+    SCOPED_TRACE(acts ? "acts on each input" : "reads both first");
+    TwoRequests r;
+    if (acts) {
+      r.Request(1, 1, 10, 10, 10, {0, 10, 11, 20, 40, 50, 51, 60});
+      r.Request(2, 2, 10, 10, 10, {12, 15, 16, 25, 60, 70, 71, 80});
+    } else {
+      r.Request(1, 1, 10, 10, 10, {0, 10, 20, 30, 40, 50, 51, 60});
+      r.Request(2, 2, 10, 10, 10, {12, 15, 22, 32, 60, 70, 71, 80});
+    }
+    Trace trace = r.Build();
+    Result<FragmentInference> fragment = InferFragment(trace);
+    ASSERT_TRUE(fragment.ok());
+    EXPECT_EQ(fragment->counters.inputs_before_acting, acts ? 0 : 1);
+    Result<AutoInference> chosen = ChooseAlgorithm(trace);
+    ASSERT_TRUE(chosen.ok());
+    EXPECT_EQ(chosen->choice.algorithm, AutoAlgorithm::kFragment);
+    EXPECT_EQ(chosen->choice.Describe().find("recapture with weft capture --isolate") !=
+                  std::string::npos,
+              !acts)
+        << chosen->choice.Describe();
+  }
+}
+
 // Thread per connection, each thread a proxy that streams its request on: it reads the
 // head, sends the call to B, then reads the body (tinyproxy). The call goes out before the
 // request's last byte is read; from the request's first read (first_read_time) it lies

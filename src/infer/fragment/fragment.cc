@@ -138,6 +138,10 @@ class FragmentScan {
 
   void Run(std::span<const ThreadEvent> events) {
     for (const ThreadEvent& e : events) {
+      // Anything a thread does but read (a send, a connect, a hand-off, a spawn) is acting on
+      // the input it read last.
+      if (e.step != Step::kReceive && e.step != Step::kFirstRead)
+        unacted_.erase({e.node, e.thread});
       switch (e.step) {
         case Step::kProcessLink:
           Spawn(trace_.process_links()[e.message], {e.node, e.thread});
@@ -191,6 +195,14 @@ class FragmentScan {
   int64_t handoffs_contradicted() const { return handoffs_contradicted_; }
   int64_t inputs_sharing_a_read() const { return inputs_sharing_a_read_; }
   int64_t outputs_beside_partial_inputs() const { return outputs_beside_partial_inputs_; }
+  // Counted only on threads that sent something: a dispatcher, which reads requests and
+  // hands them on through what capture may not see, acts where the trace does not show it
+  // (server_calls_outside_fragments counts that).
+  int64_t inputs_before_acting() const {
+    int64_t n = 0;
+    for (const auto& [thread, count] : before_acting_) n += senders_.contains(thread) ? count : 0;
+    return n;
+  }
 
  private:
   using Thread = std::pair<uint32_t, ThreadId>;  // (node, thread)
@@ -246,6 +258,18 @@ class FragmentScan {
       inputs_sharing_a_read_ += !fresh && last->second == e.time;
       last->second = e.time;
     }
+    if (whole) {
+      // A call the thread read, then another input in a later read, with nothing done
+      // between: a loop that takes several inputs before it acts on the first gives the
+      // first's work to the last (BorderPatrol §3.2; one read that brought both is
+      // inputs_sharing_a_read).
+      auto unacted = unacted_.find(self);
+      if (unacted != unacted_.end()) {
+        before_acting_[self] += unacted->second < e.time;
+        unacted_.erase(unacted);
+      }
+      if (kind == MessageKind::kCall) unacted_.emplace(self, e.time);
+    }
     MessageId& current = designation_[self];
     if (kind == MessageKind::kReturn) {
       // Rule 1 for a reply: the request that made the call goes on. A root call's reply
@@ -266,6 +290,7 @@ class FragmentScan {
   }
 
   void Send(const ThreadEvent& e) {
+    senders_.insert({e.node, e.thread});
     const MessageKind kind = c_.kind[e.message];
     if (kind == MessageKind::kReturn) {
       parent_[e.message] = call_of_[e.message];
@@ -352,6 +377,11 @@ class FragmentScan {
   // Per thread: when the last CALL it read arrived (a read completing two has one time).
   absl::flat_hash_map<Thread, TimeNs> last_call_read_;
   int64_t inputs_sharing_a_read_ = 0;
+  // Per thread: when it read a CALL it has not yet acted on (sent, connected or handed
+  // anything since).
+  absl::flat_hash_map<Thread, TimeNs> unacted_;
+  absl::flat_hash_map<Thread, int64_t> before_acting_;
+  absl::flat_hash_set<Thread> senders_;
   int64_t outputs_without_request_ = 0, server_calls_outside_ = 0, requests_spawned_ = 0,
           ended_by_answer_ = 0;
 };
@@ -399,7 +429,8 @@ Result<FragmentInference> InferFragment(const Trace& trace) {
                             .outputs_through_ambiguous_handoffs = scan.outputs_through_ambiguous(),
                             .handoffs_contradicted_by_replies = scan.handoffs_contradicted(),
                             .inputs_sharing_a_read = scan.inputs_sharing_a_read(),
-                            .outputs_beside_partial_inputs = scan.outputs_beside_partial_inputs()}};
+                            .outputs_beside_partial_inputs = scan.outputs_beside_partial_inputs(),
+                            .inputs_before_acting = scan.inputs_before_acting()}};
 }
 
 }  // namespace weft

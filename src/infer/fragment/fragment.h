@@ -71,7 +71,10 @@ namespace weft {
 // work then lands in the last of them: recapture with --isolate);
 // outputs_beside_partial_inputs (calls and messages a thread sent while it had begun reading
 // a call it had not read to the end, placed in another request: streamed on for the call
-// being read, or for the other request, times cannot tell).
+// being read, or for the other request, times cannot tell); inputs_before_acting (requests a
+// thread read another input after, in a later read, before it sent, connected or handed
+// anything on, on threads that send: a loop that takes several inputs per turn, whose work
+// then lands in the last of them: recapture with event isolation, weft capture's default).
 struct FragmentCounters {
   int64_t instances = 0;
   int64_t messages_in_instances = 0;
@@ -88,6 +91,7 @@ struct FragmentCounters {
   int64_t handoffs_contradicted_by_replies = 0;
   int64_t inputs_sharing_a_read = 0;
   int64_t outputs_beside_partial_inputs = 0;
+  int64_t inputs_before_acting = 0;
   // Name and value of each, in the order paths files and `weft paths` list them.
   CounterList List() const {
     return {{"instances", instances},
@@ -104,7 +108,8 @@ struct FragmentCounters {
             {"outputs_through_ambiguous_handoffs", outputs_through_ambiguous_handoffs},
             {"handoffs_contradicted_by_replies", handoffs_contradicted_by_replies},
             {"inputs_sharing_a_read", inputs_sharing_a_read},
-            {"outputs_beside_partial_inputs", outputs_beside_partial_inputs}};
+            {"outputs_beside_partial_inputs", outputs_beside_partial_inputs},
+            {"inputs_before_acting", inputs_before_acting}};
   }
 };
 using FragmentInference = Inference<FragmentCounters>;
