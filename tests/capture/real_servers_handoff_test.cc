@@ -9,13 +9,16 @@
 //   nginx with a thread_pool and aio threads: static files read by the pool's threads
 //     (the loop learns of each read's end through an eventfd) beside proxy_pass;
 //   and, for contrast, lighttpd 1.4: one event loop, no hand-off, a connection to the
-//     backend per request; and tinyproxy 1.11: a thread made for each client connection,
-//     which streams the request on to web0 before reading its last byte.
+//     backend per request; tinyproxy 1.11: a thread made for each client connection,
+//     which streams the request on to web0 before reading its last byte; and squid 5.7: one
+//     event loop that sends any client's request on any idle connection to web0.
 //
 // Each request's whole tree (client -> server -> web0 -> db0 and back) is scored against the
 // X-Weft-Ids header the testbed puts in every message, for --algo thread, fragment and auto.
 // The fixture and helpers are in real_servers.h and real_servers_nginx.h.
 #include <gtest/gtest.h>
+#include <pwd.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -143,6 +146,30 @@ ReversePath "/" "http://127.0.0.1:@WEB@/"
 ReverseOnly Yes
 )conf";
 
+// squid as a reverse proxy (an accelerator): every request to web0 (the origin server),
+// nothing cached, no DNS, no ICMP pinger helper, logs under @P@. squid opens a fresh
+// connection to web0 for each request it could not retry (a POST, as the testbed's are)
+// unless server_pconn_for_nonretriable allows an idle one: with it the loop sends any
+// client's request on any idle connection to web0, as eBPF tracers that key a request by
+// its connection cannot follow.
+constexpr const char* kSquidConf =
+    R"conf(http_port 127.0.0.1:@PORT@ accel defaultsite=127.0.0.1 no-vhost
+cache_peer 127.0.0.1 parent @WEB@ 0 no-query originserver name=web0
+cache_peer_access web0 allow all
+http_access allow all
+cache deny all
+server_pconn_for_nonretriable allow all
+pid_filename @P@/squid.pid
+cache_log @P@/cache.log
+access_log none
+cache_store_log none
+coredump_dir @P@
+pinger_enable off
+dns_nameservers 127.0.0.1
+visible_hostname weft-squid
+shutdown_lifetime 0 seconds
+)conf";
+
 constexpr int kFiles = 16;           // /files/f1.txt .. f16.txt
 constexpr int kFileRequests = 1600;  // fetched by curl, 4 at a time, beside the load
 constexpr int kClients = 8;          // the load client's concurrency
@@ -160,6 +187,9 @@ struct Scores {
   int file_requests = 0;  // the second client's, when there is one
   int thread_files = 0, fragment_files = 0, chosen_files = 0;  // their exact trees
   int messages_within = 0;  // kind MSG between a role's processes (a server's own pipes)
+  // The server's ports it called web0 from (connections, but a port a later connection took
+  // again counts once), and those that carried requests from more than one client port.
+  size_t web_connections = 0, shared_connections = 0;
   std::string reconcile_output;
 };
 
@@ -196,8 +226,9 @@ class HandoffServerTest : public RealServersTest {
       std::cerr << "; " << s.file_requests << " file requests, exact: thread " << s.thread_files
                 << ", fragment " << s.fragment_files << ", auto " << s.chosen_files;
     }
-    std::cerr << "; " << s.messages_within << " messages within the server\nauto: " << s.auto_says
-              << "\n";
+    std::cerr << "; " << s.messages_within << " messages within the server; " << s.web_connections
+              << " ports calling web0, " << s.shared_connections
+              << " of them with several client ports' requests\nauto: " << s.auto_says << "\n";
   }
 
   size_t request_bytes_ = 0;  // the load client's request bodies, if not the topology's
@@ -415,6 +446,9 @@ Scores HandoffServerTest::RunOnce(const Configure& configure, bool files) {
   // files taking the worker first, 16.
   EXPECT_GE(scores.requests, size_t(kClients));
   std::map<uint64_t, int> db_calls;  // per request
+  // Per request: the client's port it came to the server from, and the server's port it went
+  // on to web0 from.
+  std::map<uint64_t, uint32_t> client_connection, web_connection;
   int untimed = 0;
   for (size_t i = 0; i < trace.size(); ++i) {
     auto from = role.find(node(i, true)), to = role.find(node(i, false));
@@ -438,7 +472,17 @@ Scores HandoffServerTest::RunOnce(const Configure& configure, bool files) {
     trace_calls[{c.kind[i], from->second + ">" + to->second}].insert(ids.call);
     if (c.kind[i] == MessageKind::kCall && from->second == "client") db_calls[ids.request] += 0;
     if (c.kind[i] == MessageKind::kCall && from->second == "web0") ++db_calls[ids.request];
+    if (c.kind[i] == MessageKind::kCall && from->second == "client")
+      client_connection[ids.request] = c.sender_endpoint[i].value();
+    if (c.kind[i] == MessageKind::kCall && from->second == "server" && to->second == "web0")
+      web_connection[ids.request] = c.sender_endpoint[i].value();
   }
+  std::map<uint32_t, std::set<uint32_t>> clients_per_web_connection;
+  for (const auto& [request, connection] : web_connection)
+    clients_per_web_connection[connection].insert(client_connection[request]);
+  scores.web_connections = clients_per_web_connection.size();
+  for (const auto& [connection, clients] : clients_per_web_connection)
+    scores.shared_connections += clients.size() > 1;
   EXPECT_EQ(untimed, 0);
   testing::ExpectCallsAsInTruth(trace_calls, truth_calls, "server");
   EXPECT_EQ(db_calls.size(), scores.requests);
@@ -642,6 +686,74 @@ TEST_F(TinyproxyTest, ReverseProxyToTheTestbedGivesEveryRequestItsWholeTree) { R
 TEST_F(TinyproxyTest, ReverseProxyToTheTestbedGivesEveryRequestItsWholeTreeWithoutIsolation) {
   no_isolate_ = true;
   Run();
+}
+
+// ---------------------------------------------------------------------------------------
+// squid: one process, one event loop, in the foreground (-N, no SMP workers, no daemon).
+// Upstream connections are reused across clients (server_pconn_for_nonretriable, kSquidConf):
+// the load client's 8 connections share 8 or so to web0, each carrying requests of several
+// clients. squid reads the input of every connection a wait reported ready, one after
+// another, and only then acts on them: it connects to web0 at the end of that turn and sends
+// calls in the next, each call in two writes (the head, then the body a turn later).
+
+class SquidTest : public HandoffServerTest {
+ protected:
+  Scores Run();
+};
+
+Server Squid(const std::string& dir, uint16_t port, uint16_t web) {
+  std::ofstream(dir + "/squid.conf") << Fill(
+      kSquidConf, {{"@P@", dir}, {"@WEB@", std::to_string(web)}, {"@PORT@", std::to_string(port)}});
+  // Started as root, squid runs as its cache_effective_user (proxy), which writes the log.
+  if (const passwd* proxy = getpwnam("proxy"); proxy != nullptr && geteuid() == 0) {
+    EXPECT_EQ(chown(dir.c_str(), proxy->pw_uid, proxy->pw_gid), 0) << dir;
+  }
+  return {"squid",
+          {"/usr/sbin/squid", "-N", "-d1", "-f", dir + "/squid.conf"},
+          SIGTERM,
+          dir + "/cache.log"};
+}
+
+Scores SquidTest::Run() {
+  Scores s = RunOnce(Squid);
+  Print(no_isolate_ ? "squid, --no-isolate" : "squid", s);
+  EXPECT_GT(s.requests, 0u);
+  // The connections to web0 are kept and shared: no more ports than the 8 clients can keep
+  // busy at once, a few spare (lighttpd, a connection per request, uses over 90% as many as
+  // requests), and some carry the requests of more than one client connection.
+  EXPECT_LE(s.web_connections, size_t(2 * kClients));
+  EXPECT_GT(s.shared_connections, 0u);
+  return s;
+}
+
+// With weft capture's defaults (event isolation: a read of a second connection's request
+// before the loop acted on the first waits for the loop's next wait), fragment and auto's
+// choice get every tree, whichever connection to web0 a request went on. Thread, which
+// takes a thread's requests to be one at a time, gets almost none.
+TEST_F(SquidTest, ReverseProxyReusingUpstreamConnectionsGivesEveryRequestItsWholeTree) {
+  if (!Installed("/usr/sbin/squid")) GTEST_SKIP() << "squid not installed (scripts/install-deps)";
+  Scores s = Run();
+  ASSERT_GT(s.requests, 0u);
+  EXPECT_EQ(s.fragment, int(s.requests));
+  EXPECT_EQ(s.algorithm, AutoAlgorithm::kFragment) << s.auto_says;
+  EXPECT_EQ(s.chosen, int(s.requests)) << s.auto_says;
+}
+
+// Without isolation the loop is not immediate: a wait that reports several connections ready
+// has all their inputs read before it acts on any, and fragment, which gives an output (or a
+// connect) to the request of the last input before it, puts the turn's calls in the tree of
+// whichever request its last input was for (a client's request, or web0's reply to another)
+// and leaves the others without theirs: 13-30% of the trees exact in the runs measured
+// (docs/precise.md). No one read brought two requests (inputs_sharing_a_read is 0), so auto
+// still picks fragment, says every call follows an input and gives no advice to recapture: a
+// wrong answer given with confidence, a known gap, deliberately not asserted here. What holds
+// is asserted: fragment's trees are wrong.
+TEST_F(SquidTest, ReverseProxyWithoutIsolationMissesTreesForFragment) {
+  if (!Installed("/usr/sbin/squid")) GTEST_SKIP() << "squid not installed (scripts/install-deps)";
+  no_isolate_ = true;
+  Scores s = Run();
+  ASSERT_GT(s.requests, 0u);
+  EXPECT_LT(s.fragment, int(s.requests));
 }
 
 // ---------------------------------------------------------------------------------------
