@@ -122,14 +122,22 @@ int OneInputOfSelect(int n, fd_set* readable, int r) {
 // What each descriptor below kWaitFds is registered for: its epoll set, events and data,
 // and a generation that every change (epoll_ctl, close) advances, so that an event kept
 // for later can tell it still belongs to the registration it came from. Written by
-// epoll_ctl (the program's own order), read by the waits. One registration per
-// descriptor: one added to two sets is known in the later only.
+// epoll_ctl (the program's own order), read by the waits. A descriptor added to a second
+// set is known in the later one, and the earlier registration is put by (g_displaced) and
+// comes back when the later ends (its EPOLL_CTL_DEL, or the set's close): PostgreSQL adds
+// a client's socket to a temporary set while its TLS handshake waits (WaitLatchOrSocket),
+// and the waits of its long-lived set must go on seeing the bytes isolation holds for it.
 struct Registration {
   uint64_t set_events;  // epoll fd + 1 in the high half (0: none), events in the low half
   uint64_t data;
   uint32_t generation;
 };
 Registration g_registrations[kWaitFds];
+struct Displaced {
+  uint64_t set_events;  // as Registration's; 0: none
+  uint64_t data;
+};
+Displaced g_displaced[kWaitFds];   // written only with the registration, by epoll_ctl and close
 uint8_t g_is_epoll_set[kWaitFds];  // this number has been an epoll set's
 int g_registered_top = -1;         // highest descriptor ever registered
 
@@ -509,18 +517,33 @@ int IsolatedSelect(int n, fd_set* readable, fd_set* writable, fd_set* failed,
   return r >= 2 && readable != nullptr ? OneInputOfSelect(n, readable, r) : r;
 }
 
+// Ends `fd`'s registration in the set `epfd + 1 == set` (a DEL, or the set closed): the one
+// it displaced, if any and still in another set, is `fd`'s registration again.
+void EndRegistration(int fd, uint64_t set) {
+  Registration& r = g_registrations[fd];
+  Displaced& d = g_displaced[fd];
+  if ((d.set_events >> 32) == set) d = {};
+  if ((__atomic_load_n(&r.set_events, __ATOMIC_ACQUIRE) >> 32) != set) return;
+  __atomic_add_fetch(&r.generation, 1, __ATOMIC_ACQ_REL);
+  __atomic_store_n(&r.data, d.data, __ATOMIC_RELAXED);
+  __atomic_store_n(&r.set_events, d.set_events, __ATOMIC_RELEASE);
+  d = {};
+}
+
 void NoteEpollCtl(int epfd, int op, int fd, const struct epoll_event* event) {
   if (fd < 0 || fd >= kWaitFds || epfd < 0 || epfd >= kWaitFds) return;
   Registration& r = g_registrations[fd];
   if (op == EPOLL_CTL_DEL) {
-    if ((r.set_events >> 32) == uint64_t(epfd) + 1) {
-      __atomic_add_fetch(&r.generation, 1, __ATOMIC_ACQ_REL);
-      __atomic_store_n(&r.set_events, 0, __ATOMIC_RELEASE);
-    }
+    EndRegistration(fd, uint64_t(epfd) + 1);
     DropKept(epfd, fd);
     return;
   }
   if (event == nullptr) return;
+  // Added to a second set: the first registration waits for the second to end.
+  const uint64_t before = __atomic_load_n(&r.set_events, __ATOMIC_ACQUIRE);
+  if (op == EPOLL_CTL_ADD && before != 0 && (before >> 32) != uint64_t(epfd) + 1) {
+    g_displaced[fd] = {before, __atomic_load_n(&r.data, __ATOMIC_RELAXED)};
+  }
   __atomic_add_fetch(&r.generation, 1, __ATOMIC_ACQ_REL);
   __atomic_store_n(&g_is_epoll_set[epfd], 1, __ATOMIC_RELAXED);
   __atomic_store_n(&r.data, event->data.u64, __ATOMIC_RELAXED);
@@ -543,16 +566,12 @@ void ForgetWaits(int fd) {
   // finds the generation changed (KeepForLater checks under the lock).
   __atomic_add_fetch(&g_registrations[fd].generation, 1, __ATOMIC_ACQ_REL);
   __atomic_store_n(&g_registrations[fd].set_events, 0, __ATOMIC_RELEASE);
+  g_displaced[fd] = {};
   if (__atomic_load_n(&g_is_epoll_set[fd], __ATOMIC_RELAXED) != 0) {
     __atomic_store_n(&g_is_epoll_set[fd], 0, __ATOMIC_RELAXED);
+    // The set closed: every registration in it ends (the kernel drops them).
     int top = __atomic_load_n(&g_registered_top, __ATOMIC_RELAXED);
-    for (int i = 0; i <= top; ++i) {
-      uint64_t v = __atomic_load_n(&g_registrations[i].set_events, __ATOMIC_ACQUIRE);
-      if ((v >> 32) == uint64_t(fd) + 1) {
-        __atomic_add_fetch(&g_registrations[i].generation, 1, __ATOMIC_ACQ_REL);
-        __atomic_store_n(&g_registrations[i].set_events, 0, __ATOMIC_RELEASE);
-      }
-    }
+    for (int i = 0; i <= top; ++i) EndRegistration(i, uint64_t(fd) + 1);
   }
   DropKept(-1, fd);
 }
