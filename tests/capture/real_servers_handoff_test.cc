@@ -581,12 +581,21 @@ TEST_F(VarnishTest, PassToTheTestbedGivesEveryRequestItsWholeTreeWithoutIsolatio
 // ---------------------------------------------------------------------------------------
 // haproxy: one process, two threads, in the foreground (-db).
 
+// Writes a server's configuration `text` to `dir`/`name`, its placeholders filled: @P@ the
+// directory, @PORT@ the server's port, @WEB@ web0's. Returns the file's path.
+std::string WriteConfig(const std::string& dir, const std::string& name, const char* text,
+                        uint16_t port, uint16_t web) {
+  std::string path = dir + "/" + name;
+  std::ofstream(path) << Fill(
+      text, {{"@P@", dir}, {"@WEB@", std::to_string(web)}, {"@PORT@", std::to_string(port)}});
+  return path;
+}
+
 class HaproxyTest : public HandoffServerTest {};
 
 Server Haproxy(const std::string& dir, uint16_t port, uint16_t web) {
-  std::ofstream(dir + "/haproxy.cfg")
-      << Fill(kHaproxyConf, {{"@WEB@", std::to_string(web)}, {"@PORT@", std::to_string(port)}});
-  return {"haproxy", {"/usr/sbin/haproxy", "-db", "-f", dir + "/haproxy.cfg"}, SIGTERM, ""};
+  std::string config = WriteConfig(dir, "haproxy.cfg", kHaproxyConf, port, web);
+  return {"haproxy", {"/usr/sbin/haproxy", "-db", "-f", config}, SIGTERM, ""};
 }
 
 // With weft capture's default flags (event isolation: each wait reports a thread one
@@ -614,13 +623,8 @@ class LighttpdTest : public HandoffServerTest {
 };
 
 Server Lighttpd(const std::string& dir, uint16_t port, uint16_t web) {
-  std::ofstream(dir + "/lighttpd.conf")
-      << Fill(kLighttpdConf,
-              {{"@P@", dir}, {"@WEB@", std::to_string(web)}, {"@PORT@", std::to_string(port)}});
-  return {"lighttpd",
-          {"/usr/sbin/lighttpd", "-D", "-f", dir + "/lighttpd.conf"},
-          SIGTERM,
-          dir + "/error.log"};
+  std::string config = WriteConfig(dir, "lighttpd.conf", kLighttpdConf, port, web);
+  return {"lighttpd", {"/usr/sbin/lighttpd", "-D", "-f", config}, SIGTERM, dir + "/error.log"};
 }
 
 void LighttpdTest::Run() {
@@ -658,13 +662,8 @@ class TinyproxyTest : public HandoffServerTest {
 };
 
 Server Tinyproxy(const std::string& dir, uint16_t port, uint16_t web) {
-  std::ofstream(dir + "/tinyproxy.conf")
-      << Fill(kTinyproxyConf,
-              {{"@P@", dir}, {"@WEB@", std::to_string(web)}, {"@PORT@", std::to_string(port)}});
-  return {"tinyproxy",
-          {"/usr/bin/tinyproxy", "-d", "-c", dir + "/tinyproxy.conf"},
-          SIGTERM,
-          dir + "/error.log"};
+  std::string config = WriteConfig(dir, "tinyproxy.conf", kTinyproxyConf, port, web);
+  return {"tinyproxy", {"/usr/bin/tinyproxy", "-d", "-c", config}, SIGTERM, dir + "/error.log"};
 }
 
 void TinyproxyTest::Run() {
@@ -702,16 +701,12 @@ class SquidTest : public HandoffServerTest {
 };
 
 Server Squid(const std::string& dir, uint16_t port, uint16_t web) {
-  std::ofstream(dir + "/squid.conf") << Fill(
-      kSquidConf, {{"@P@", dir}, {"@WEB@", std::to_string(web)}, {"@PORT@", std::to_string(port)}});
+  std::string config = WriteConfig(dir, "squid.conf", kSquidConf, port, web);
   // Started as root, squid runs as its cache_effective_user (proxy), which writes the log.
   if (const passwd* proxy = getpwnam("proxy"); proxy != nullptr && geteuid() == 0) {
     EXPECT_EQ(chown(dir.c_str(), proxy->pw_uid, proxy->pw_gid), 0) << dir;
   }
-  return {"squid",
-          {"/usr/sbin/squid", "-N", "-d1", "-f", dir + "/squid.conf"},
-          SIGTERM,
-          dir + "/cache.log"};
+  return {"squid", {"/usr/sbin/squid", "-N", "-d1", "-f", config}, SIGTERM, dir + "/cache.log"};
 }
 
 Scores SquidTest::Run() {
