@@ -210,15 +210,13 @@ std::string EncodeBinaryTrace(const Trace& trace) {
   if (!trace.process_links().empty()) {
     sections.push_back({SectionKind::kProcessLinks, EncodeProcessLinks(trace.process_links())});
   }
-  // Likewise connect times: a trace without any is written as before they were a column.
-  if (std::any_of(c.connect_time.begin(), c.connect_time.end(),
-                  [](TimeNs t) { return t != kNoTime; })) {
-    sections.push_back(Column(SectionKind::kConnectTime, c.connect_time));
-  }
-  // Likewise first read times.
-  if (std::any_of(c.first_read_time.begin(), c.first_read_time.end(),
-                  [](TimeNs t) { return t != kNoTime; })) {
-    sections.push_back(Column(SectionKind::kFirstReadTime, c.first_read_time));
+  // Likewise connect times and first read times: a trace without any is written as before
+  // they were columns.
+  for (auto [kind, times] : {std::pair{SectionKind::kConnectTime, &c.connect_time},
+                             {SectionKind::kFirstReadTime, &c.first_read_time}}) {
+    if (std::any_of(times->begin(), times->end(), [](TimeNs t) { return t != kNoTime; })) {
+      sections.push_back(Column(kind, *times));
+    }
   }
   // Likewise the messages links name.
   if (std::any_of(
