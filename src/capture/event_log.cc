@@ -249,6 +249,13 @@ class BlockDecoder {
                                      .name = std::string(r.name, strnlen(r.name, sizeof r.name))});
         return true;
       }
+      case wire::kImageRecord: {
+        if (size < sizeof(wire::ImageRecord)) return false;
+        auto r = Load<wire::ImageRecord>(p);
+        if (r.runtime != wire::kRuntimeGo || !PlausibleTime(r.time_ns)) return false;
+        log_.loss.go_runtime = true;
+        return true;
+      }
       case wire::kEndRecord: {
         if (size < 40) return false;  // a log from before event isolation's counters
         wire::EndRecord r{};

@@ -190,6 +190,9 @@ struct EventLogLoss {
   // linked TLS: ciphertext only).
   uint64_t tls_streams = 0;
   uint64_t tls_opaque_streams = 0;
+  // A Go program (go_image.h, ImageRecord): its I/O bypassed the C library, so none of it
+  // is in the log.
+  bool go_runtime = false;
   // false: killed or still running. Version 2: every record committed before is in the
   // log; version 1: the writer's last buffers are missing.
   bool has_end_record = false;

@@ -115,6 +115,7 @@ enum RecordType : uint8_t {
   kSyncRecord = 7,         // SyncRecord: a synchronisation call (hand-off evidence)
   kHeaderBlockRecord = 8,  // HeaderBlockRecord: compressed header-block bytes (HTTP/2)
   kNameRecord = 9,         // NameRecord: a thread's name
+  kImageRecord = 10,       // ImageRecord: what the program image is, when capture is blind to it
 };
 
 // The socket-API call a record describes. Values are part of the format.
@@ -375,6 +376,21 @@ struct NameRecord {
   char name[16];  // NUL-padded
 };
 static_assert(sizeof(NameRecord) == 32);
+
+// What the program image is, logged once when logging starts, only where it matters: a
+// Go program (go_image.h) makes its system calls itself, so the log of one holds none of
+// its I/O. Readers that predate the record skip it by its size.
+enum ImageRuntime : uint8_t {
+  kRuntimeGo = 1,  // built by the Go toolchain: its I/O bypasses the C library
+};
+struct ImageRecord {
+  uint8_t type;     // kImageRecord
+  uint8_t runtime;  // ImageRuntime
+  uint16_t size;    // 16
+  uint32_t reserved;
+  int64_t time_ns;
+};
+static_assert(sizeof(ImageRecord) == 16);
 
 // A synchronisation call (preload/sync_calls.cc): the object handed over through, so that
 // reconcile can link the thread that handed work over to the one that took it. Objects are

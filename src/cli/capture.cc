@@ -17,8 +17,10 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <vector>
 
 #include "capture/event_log.h"
+#include "capture/go_image.h"
 #include "capture/protocols/spec.h"
 #include "cli/command.h"
 
@@ -100,6 +102,31 @@ Status CheckDynamicallyLinked(const std::string& program, int depth = 0) {
       program);
 }
 
+// Whether `program` (an ELF file) was built by the Go toolchain (capture/go_image.h): its
+// notes are read from the file, at most 64 KiB of them per segment.
+bool BuiltByGo(const std::string& program) {
+  std::ifstream in(program, std::ios::binary);
+  Elf64_Ehdr header;
+  if (!in.read(reinterpret_cast<char*>(&header), sizeof header) ||
+      std::memcmp(header.e_ident, ELFMAG, SELFMAG) != 0 || header.e_ident[EI_CLASS] != ELFCLASS64) {
+    return false;
+  }
+  for (int i = 0; i < header.e_phnum; ++i) {
+    Elf64_Phdr segment;
+    in.clear();
+    in.seekg(std::streamoff(header.e_phoff + uint64_t(i) * header.e_phentsize));
+    if (!in.read(reinterpret_cast<char*>(&segment), sizeof segment)) return false;
+    if (segment.p_type != PT_NOTE || segment.p_filesz > 65536) continue;
+    std::vector<uint8_t> notes(segment.p_filesz);
+    in.seekg(std::streamoff(segment.p_offset));
+    if (in.read(reinterpret_cast<char*>(notes.data()), std::streamsize(notes.size())) &&
+        capture::NotesNameGo(notes.data(), notes.size(), segment.p_align)) {
+      return true;
+    }
+  }
+  return false;
+}
+
 // Creates `dir` and its missing parents 0700, whatever the umask: the logs hold URLs, SQL
 // text and payload bytes, for the user who captured alone. `dir` itself is made 0700 even
 // if it was there (a second capture into the same directory); a parent that was there is
@@ -136,6 +163,14 @@ Status RunCapture(const CaptureFlags& f) {
   if (f.command.empty()) return Status::InvalidArgument("give the program after --");
   WEFT_ASSIGN_OR_RETURN(std::string program, FindProgram(f.command[0]));
   WEFT_RETURN_IF_ERROR(CheckDynamicallyLinked(program));
+  // Traced all the same: the programs it starts are (they inherit the preload library).
+  if (BuiltByGo(program)) {
+    std::fprintf(stderr,
+                 "weft capture: warning: %s is a Go program: Go makes its system calls itself, "
+                 "not through the C library, so none of its own I/O can be captured; its "
+                 "connections will show only at the ends other traced programs hold\n",
+                 program.c_str());
+  }
   // The error_code overloads of std::filesystem throughout: this returns a Status.
   std::error_code ec;
   std::string preload = std::filesystem::absolute(PreloadLibrary(), ec).string();
@@ -239,6 +274,11 @@ Status RunEvents(const CaptureFlags& f) {
                             : "no end record (killed or still running)",
         loss.dropped_events, loss.truncated_bytes, loss.corrupt_bytes, loss.untraced_io_calls,
         loss.isolated_reads, loss.held_reads, loss.held_bytes, loss.split_waits);
+    if (loss.go_runtime) {
+      fmt::print(
+          "# a Go program: its system calls bypass the C library, so none of its I/O "
+          "is here\n");
+    }
     if (loss.tls_streams + loss.tls_opaque_streams != 0) {
       fmt::print(
           "# TLS: {} sockets read as plaintext, {} streams of TLS ciphertext no TLS "

@@ -1,6 +1,7 @@
 // The reconcile summary's lines (reconcile.h ReconcileSummary) and DescribeLoss.
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -95,7 +96,9 @@ std::string ReconcileSummary::ProtocolPart() const {
 std::string DescribeLoss(const capture::EventLog& log) {
   const capture::EventLogLoss& l = log.loss;
   std::vector<std::string> parts;
-  if (!l.has_end_record) {
+  // A Go program exits without the C library's exit, so its log never has an end record;
+  // its own line below says what matters.
+  if (!l.has_end_record && !l.go_runtime) {
     // Version 2 logs hold every record committed before the process stopped; version 1
     // logs lost what their writer still buffered.
     parts.push_back(log.header.version >= 2
@@ -111,6 +114,15 @@ std::string DescribeLoss(const capture::EventLog& log) {
         fmt::format("{} bytes in {} corrupt blocks skipped", l.corrupt_bytes, l.corrupt_blocks));
   }
   if (l.failed_writes > 0) parts.push_back(fmt::format("{} log writes failed", l.failed_writes));
+  if (l.go_runtime) {
+    std::string name = capture::ProcessName(log);
+    if (name.empty()) name = std::filesystem::path(log.header.executable).filename().string();
+    parts.push_back(fmt::format(
+        "{} (pid {}) is a Go program: Go makes its system calls itself, not through the C "
+        "library, so none of its I/O was seen; its connections show only at the traced ends, "
+        "and requests through it are cut there",
+        name, log.header.pid));
+  }
   if (parts.empty()) return "";
   return fmt::format("{}: {}", log.path, fmt::join(parts, "; "));
 }

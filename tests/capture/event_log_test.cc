@@ -201,6 +201,29 @@ TEST(EventLogTest, UnknownRecordTypesAreSkippedBySize) {
   EXPECT_EQ(log->events[0].op, EventOp::kClose);
 }
 
+// A Go program's log says so (ImageRecord): none of its I/O can be in it. A runtime this
+// reader does not know is a damaged record, not a silent Go.
+TEST(EventLogTest, ImageRecordMarksAGoProgram) {
+  std::string file =
+      EncodeHeader(TestHeader{}) +
+      Block(3, 0, {ImageRecord(w::kRuntimeGo, 90), CallRecord(w::kOpClose, 5, 9, 10, 0)});
+  auto log = Decode(file);
+  ASSERT_TRUE(log.ok());
+  EXPECT_TRUE(log->loss.go_runtime);
+  EXPECT_EQ(log->events.size(), 1u);
+
+  auto plain =
+      Decode(EncodeHeader(TestHeader{}) + Block(3, 0, {CallRecord(w::kOpClose, 5, 9, 10, 0)}));
+  ASSERT_TRUE(plain.ok());
+  EXPECT_FALSE(plain->loss.go_runtime);
+
+  RecordingReporter reporter;
+  auto unknown = Decode(EncodeHeader(TestHeader{}) + Block(3, 0, {ImageRecord(7, 90)}), &reporter);
+  ASSERT_TRUE(unknown.ok());
+  EXPECT_FALSE(unknown->loss.go_runtime);
+  EXPECT_EQ(reporter.lines.size(), 1u);
+}
+
 // Boundary records (a protocol message ended) come back with their attributes, each right
 // after the call that moved the message's last byte.
 TEST(EventLogTest, BoundaryRecordsRoundTrip) {

@@ -131,6 +131,17 @@ inline std::string UnixEndpointRecord(int32_t fd, int64_t time, const std::strin
   return out;
 }
 
+inline std::string ImageRecord(uint8_t runtime, int64_t time) {
+  w::ImageRecord r{};
+  r.type = w::kImageRecord;
+  r.runtime = runtime;
+  r.size = sizeof r;
+  r.time_ns = time;
+  std::string out;
+  Append(out, r);
+  return out;
+}
+
 inline std::string PayloadRecord(uint8_t op, int32_t fd, const std::string& bytes) {
   w::PayloadRecord r{w::kPayloadRecord,      op, uint16_t(w::RoundUp8(16 + bytes.size())), fd,
                      uint32_t(bytes.size()), 0};

@@ -803,6 +803,23 @@ TEST(Reconcile, ExecWithoutANewImageIsALoss) {
             }));
 }
 
+// A Go program's log (the preload library's image record): reconcile names the process whose
+// I/O capture could not see, and does not call its missing end record a kill (Go exits
+// without the C library's exit).
+TEST(Reconcile, AGoProgramIsToldAsALoss) {
+  std::vector<capture::EventLog> logs = {LogBuilder("b", "/usr/bin/caddy", 300).Build()};
+  logs[0].loss.go_runtime = true;
+  logs[0].loss.has_end_record = false;
+  ReconcileSummary summary;
+  MustReconcile(logs, &summary, NodeNaming::kProcess);
+  EXPECT_EQ(summary.losses,
+            (std::vector<std::string>{
+                "b/300.wev: caddy (pid 300) is a Go program: Go makes its system calls itself, "
+                "not through the C library, so none of its I/O was seen; its connections show "
+                "only at the traced ends, and requests through it are cut there",
+            }));
+}
+
 // A thread made with pthread_create logged its start with its creator: one THREAD link from
 // the creator to it, at the creator's call, with thread and with process node naming. A
 // thread of a forked child that the child created itself is linked to its creator, not to

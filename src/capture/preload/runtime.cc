@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <link.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <sched.h>
@@ -21,6 +22,7 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include "capture/go_image.h"
 #include "capture/preload/isolation.h"
 #include "capture/preload/log_file.h"
 #include "capture/preload/protocol_streams.h"
@@ -430,6 +432,42 @@ void AfterForkInChild() {
   NameOpenDescriptors();
 }
 
+// Whether the program's own image (the first object dl_iterate_phdr reports) was built by
+// the Go toolchain (go_image.h). Reads only notes that lie inside a loaded segment, so a
+// note segment the loader did not map is never touched.
+int GoNotesOfMainImage(struct dl_phdr_info* info, size_t, void* found) {
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& note = info->dlpi_phdr[i];
+    if (note.p_type != PT_NOTE || note.p_filesz == 0) continue;
+    bool mapped = false;
+    for (int j = 0; j < info->dlpi_phnum && !mapped; ++j) {
+      const ElfW(Phdr)& load = info->dlpi_phdr[j];
+      mapped = load.p_type == PT_LOAD && note.p_vaddr >= load.p_vaddr &&
+               note.p_vaddr + note.p_filesz <= load.p_vaddr + load.p_filesz;
+    }
+    const auto* notes = reinterpret_cast<const uint8_t*>(info->dlpi_addr + note.p_vaddr);
+    if (mapped && weft::capture::NotesNameGo(notes, note.p_filesz, note.p_align)) {
+      *static_cast<bool*>(found) = true;
+    }
+  }
+  return 1;  // the main image only
+}
+
+// Marks a Go program's log (event_log_format.h, ImageRecord): its I/O never passes through
+// the wrappers, and reconcile says so.
+void LogImageRuntime() {
+  bool go = false;
+  dl_iterate_phdr(GoNotesOfMainImage, &go);
+  if (!go) return;
+  wire::ImageRecord r;
+  memset(&r, 0, sizeof r);
+  r.type = wire::kImageRecord;
+  r.runtime = wire::kRuntimeGo;
+  r.size = sizeof r;
+  r.time_ns = NowNs();
+  Append(&r, sizeof r, nullptr, 0);
+}
+
 __attribute__((constructor(101))) void Start() {
   int saved_errno = errno;
   ResolveRealFunctions();
@@ -465,6 +503,7 @@ __attribute__((constructor(101))) void Start() {
       pthread_atfork(nullptr, nullptr, AfterForkInChild);
       NameOpenDescriptors();
       InstallTerminationHandlers();
+      LogImageRuntime();
     }
   }
   errno = saved_errno;
