@@ -7,8 +7,9 @@
 // process was a blind spot instead of leaving its requests cut short without a word.
 //
 // The Go linker writes a note named "Go" (name size 4: "Go\0\0") of type 4
-// (NT_GO_BUILDID, the build id) in a PT_NOTE segment of every program it links (cmd/link: .note.go.buildid). Header-only and
-// free of the C++ runtime: the preload library uses it on its own loaded image.
+// (NT_GO_BUILDID, the build id) in a PT_NOTE segment of every program it links
+// (cmd/link: .note.go.buildid). Header-only and free of the C++ runtime: the preload
+// library uses it on its own loaded image.
 #pragma once
 
 #include <cstddef>

@@ -45,9 +45,9 @@ TEST(GoImageTest, FindsGosBuildIdAfterOtherNotes) {
 TEST(GoImageTest, OtherNotesAreNotGo) {
   EXPECT_FALSE(Go(""));
   EXPECT_FALSE(Go(kBuildId + kAbiTag));
-  EXPECT_FALSE(Go(Note(3, std::string("Go\0\0", 4), "id")));     // another type of Go's
-  EXPECT_FALSE(Go(Note(4, std::string("GNU\0", 4), "id")));      // type 4 of another owner
-  EXPECT_FALSE(Go(Note(4, std::string("Gopher\0", 7), "id")));   // a longer name
+  EXPECT_FALSE(Go(Note(3, std::string("Go\0\0", 4), "id")));    // another type of Go's
+  EXPECT_FALSE(Go(Note(4, std::string("GNU\0", 4), "id")));     // type 4 of another owner
+  EXPECT_FALSE(Go(Note(4, std::string("Gopher\0", 7), "id")));  // a longer name
 }
 
 TEST(GoImageTest, DamagedNotesEndTheWalkWithinTheSegment) {
