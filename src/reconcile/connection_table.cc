@@ -54,6 +54,7 @@ class DescriptorWalker {
           break;
         case EventOp::kClose:
           DropUnnamedDatagrams(e.fd);
+          NoteUnusedConnect(e);
           Unname(e.fd, e.exit_ns);
           break;
         case EventOp::kDup:
@@ -121,6 +122,12 @@ class DescriptorWalker {
     end.log = log_index_;
     end.open_ns = e.exit_ns + offset_;
     end.open_tid = e.tid;
+    if (auto retried = unused_connect_.find(e.tid);
+        retried != unused_connect_.end() && end.opener == Opener::kConnect) {
+      end.open_ns = retried->second;
+      unused_connect_.erase(retried);
+      ++counts_.retried_connects;
+    }
     name.end = int32_t(ends_.size());
     ends_.push_back(std::move(end));
     references_[name.end] = 1;
@@ -243,6 +250,22 @@ class DescriptorWalker {
            capture::FormatAddress(endpoint.peer) == end.peer;
   }
 
+  // A connection this thread connected and now closes without a byte moved (the connect
+  // failed: refused, timed out): a connect the thread makes next, before any other I/O,
+  // retries it for the same work (a proxy's failover to another backend, another address
+  // of the same name), so the new connection's connect is dated from the first attempt.
+  // Fragment gives a call to the input whose turn connected its connection; the retry
+  // often runs in a later turn, another request's (nghttpx reconnects when the wait that
+  // brings the next stream's frame also reports the refusal).
+  void NoteUnusedConnect(const Event& e) {
+    auto it = names_.find(e.fd);
+    if (it == names_.end() || it->second.end < 0 || references_[it->second.end] != 1) return;
+    const ConnectionEnd& end = ends_[size_t(it->second.end)];
+    // (Of two closed before a connect, the first attempt's time stays.)
+    if (end.opener == Opener::kConnect && end.io.empty() && end.open_tid == e.tid)
+      unused_connect_.try_emplace(e.tid, end.open_ns);
+  }
+
   void Unname(int32_t fd, TimeNs when) {
     auto it = names_.find(fd);
     if (it == names_.end()) return;
@@ -298,7 +321,8 @@ class DescriptorWalker {
   }
 
   void Io(const Event& e) {
-    if (e.result <= 0) return;  // failed, or end of stream
+    if (e.result <= 0) return;     // failed, or end of stream
+    unused_connect_.erase(e.tid);  // the thread went on to other work: no retry follows
     // A peek leaves the bytes in the socket: the next receive moves them.
     bool flags_arg =
         e.op == EventOp::kRecv || e.op == EventOp::kRecvfrom || e.op == EventOp::kRecvmsg;
@@ -340,8 +364,9 @@ class DescriptorWalker {
   std::vector<reconcile::Datagram>& datagrams_;
   ConnectionTableCounts& counts_;
   std::unordered_map<int32_t, DescriptorName> names_;
-  std::unordered_map<int32_t, int32_t> references_;    // end -> descriptors naming it
-  std::unordered_map<int32_t, size_t> last_datagram_;  // datagram socket -> its latest datagram
+  std::unordered_map<int32_t, int32_t> references_;     // end -> descriptors naming it
+  std::unordered_map<int32_t, TimeNs> unused_connect_;  // tid -> NoteUnusedConnect's time
+  std::unordered_map<int32_t, size_t> last_datagram_;   // datagram socket -> its latest datagram
   struct PendingDatagram {
     Event event;
     int32_t boundary;

@@ -106,8 +106,9 @@ struct Datagram {
 
 struct ConnectionTableCounts {
   uint64_t events = 0;
-  uint64_t skipped_io = 0;  // I/O on other sockets (raw, netlink, ...) and listeners
-  uint64_t unnamed_io = 0;  // I/O on descriptors no record named
+  uint64_t skipped_io = 0;        // I/O on other sockets (raw, netlink, ...) and listeners
+  uint64_t unnamed_io = 0;        // I/O on descriptors no record named
+  uint64_t retried_connects = 0;  // connects dated from the failed attempt they retried
 };
 
 // `realtime_offset_ns` maps the log's monotonic times to the epoch (added to them).

@@ -73,6 +73,7 @@ Collected CollectLogs(std::span<const capture::EventLog> logs, ReconcileSummary&
   s.events = counts.events;
   s.skipped_io = counts.skipped_io;
   s.unnamed_io = counts.unnamed_io;
+  s.retried_connects = counts.retried_connects;
   return c;
 }
 

@@ -70,6 +70,7 @@ struct ReconcileSummary {
   uint64_t pipes = 0;                   // pipes with I/O (each one stream, whoever holds its ends)
   uint64_t skipped_io = 0;              // I/O on other sockets (raw, netlink, ...) and listeners
   uint64_t unnamed_io = 0;              // I/O events on descriptors no endpoint record named
+  uint64_t retried_connects = 0;        // connects dated from the failed attempt they retried
   uint64_t unmatched_bytes = 0;         // bytes one end sent that the traced other end never read
   // Stream messages that ended at a protocol boundary (capture --protocols), by protocol
   // name; the rest ended where the direction turned.

@@ -23,6 +23,10 @@ std::string ReconcileSummary::OneLine() const {
          (unreadable_logs == 0 ? ""
                                : fmt::format(", {} unreadable logs skipped", unreadable_logs)) +
          ProtocolPart() +
+         (retried_connects == 0
+              ? ""
+              : fmt::format(", {} connects dated from the failed attempt they retried",
+                            retried_connects)) +
          (forks_linked + execs_linked == 0
               ? ""
               : fmt::format(", {} forks and {} execs linked to the processes they started",

@@ -276,6 +276,7 @@ class RealServersTest : public ::testing::Test {
         Weft("reconcile " + Path("capture") + " -o " + Path("run.weft") + " --nodes process");
     EXPECT_EQ(run.rc, 0) << run.output;
     std::cerr << run.output;
+    reconcile_output_ = run.output;
     Result<Trace> trace = LoadTrace(Path("run.weft"));
     EXPECT_TRUE(trace.ok()) << trace.status().message();
     return trace.ok() ? std::move(*trace) : Trace();
@@ -287,6 +288,7 @@ class RealServersTest : public ::testing::Test {
   // Capture with --isolate (weft capture's default) or --no-isolate, which these tests were
   // measured with.
   bool isolate_ = false;
+  std::string reconcile_output_;  // what the last Reconcile() printed
   std::filesystem::path base_;
   std::unique_ptr<Background> background_ = std::make_unique<Background>();
 };

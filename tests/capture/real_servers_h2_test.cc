@@ -57,6 +57,7 @@ class NginxHttp2Test : public RealServersTest {
   bool tls_ = false;  // `listen ... ssl http2` and https:// URLs (h2 by ALPN)
   // The front end: nginx, or nghttpx (Nghttpx below); its program name in the trace.
   std::string front_ = "nginx";
+  bool refusing_backend_ = false;                   // nghttpx: a backend that refuses, beside web0
   AutoAlgorithm chosen_ = AutoAlgorithm::kLinking;  // auto's choice, and why
   std::string auto_says_;
 };
@@ -215,6 +216,10 @@ void NginxHttp2Test::Run(int* fragment_exact, int* thread_exact, int* requests) 
                                                    "--pid-file=" + prefix + "/nghttpx.pid"};
   if (front_ != "nginx" && tls_)
     argv.insert(argv.end(), {prefix + "/key.pem", prefix + "/cert.pem"});
+  // A second backend where nothing listens (a port found free): nghttpx tries it first
+  // for some requests, is refused, and fails over to web0.
+  if (front_ != "nginx" && refusing_backend_)
+    argv.push_back("--backend=127.0.0.1," + std::to_string(testing::FreePorts<1>()[0]));
   pid_t nginx = StartCaptured(front_, argv);
   ASSERT_TRUE(testing::WaitForPort(web) && testing::WaitForPort(front))
       << testing::ReadFile(prefix + "/error.log");
@@ -335,6 +340,23 @@ TEST_F(NginxHttp2Test, NghttpxTlsEveryStreamsTreeIsExactWithIsolation) {
   Run(&fragment, &thread, &requests);
   EXPECT_EQ(fragment, requests);
   EXPECT_EQ(chosen_, AutoAlgorithm::kFragment) << auto_says_;
+}
+
+// A refusing backend beside web0: nghttpx tries it for some streams, is refused, and
+// reconnects to web0, sometimes in the turn of the next stream's frame. Reconcile dates the
+// retry's connect from the refused attempt, and fragment gives the call to its own stream.
+TEST_F(NginxHttp2Test, NghttpxFailoverEveryStreamsTreeIsExact) {
+  if (!Installed("/usr/sbin/nghttpx") || !Installed("/usr/bin/h2load"))
+    GTEST_SKIP() << "nghttpx or h2load not installed (scripts/install-deps)";
+  front_ = "nghttpx";
+  isolate_ = true;
+  refusing_backend_ = true;
+  int fragment = 0, thread = 0, requests = 0;
+  Run(&fragment, &thread, &requests);
+  EXPECT_EQ(fragment, requests);
+  EXPECT_NE(reconcile_output_.find("connects dated from the failed attempt they retried"),
+            std::string::npos)
+      << reconcile_output_;
 }
 
 // Without isolation a read brings the HEADERS of several streams, and fragment gives their

@@ -803,6 +803,37 @@ TEST(Reconcile, ExecWithoutANewImageIsALoss) {
             }));
 }
 
+// A connect that fails (refused: the connection never moves a byte) and is closed, then a
+// connect to another backend on the same thread with no I/O between: the retry is dated
+// from the first attempt (connect_time), so fragment gives its call to the input whose turn
+// started the attempt (a proxy failing over). With an input between, it is not a retry.
+TEST(Reconcile, AConnectRetryingAFailedOneIsDatedFromTheFirstAttempt) {
+  auto connect_time = [](bool input_between, uint64_t* retried) {
+    LogBuilder proxy("a", "/usr/sbin/proxy", 100);
+    proxy.Tcp(5, 10, w::kOpConnect, Ipv4("10.0.0.1", 40000), Ipv4("10.0.0.2", 81)).Close(5, 12);
+    if (input_between) {
+      proxy.Tcp(7, 1, w::kOpAccept, Ipv4("10.0.0.1", 80), Ipv4("10.0.0.9", 5000))
+          .Recv(7, 100, 12, 12, 10);
+    }
+    proxy.Tcp(5, 13, w::kOpConnect, Ipv4("10.0.0.1", 40001), Ipv4("10.0.0.2", 80))
+        .Send(5, 100, 20, 21, 10);
+    ReconcileSummary summary;
+    Trace trace = MustReconcile({proxy.Build()}, &summary);
+    *retried = summary.retried_connects;
+    const TraceColumns& c = trace.columns();
+    for (size_t i = 0; i < trace.size(); ++i) {
+      if (c.kind[i] == MessageKind::kCall && c.bytes[i] == 10 && c.send_time[i] - kEpoch == 20)
+        return c.connect_time[i] - kEpoch;
+    }
+    return TimeNs(-1);
+  };
+  uint64_t retried = 0;
+  EXPECT_EQ(connect_time(false, &retried), 10);
+  EXPECT_EQ(retried, 1u);
+  EXPECT_EQ(connect_time(true, &retried), 13);
+  EXPECT_EQ(retried, 0u);
+}
+
 // A Go program's log (the preload library's image record): reconcile names the process whose
 // I/O capture could not see, and does not call its missing end record a kill (Go exits
 // without the C library's exit).
