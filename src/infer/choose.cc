@@ -202,6 +202,16 @@ Result<AutoInference> ChooseAlgorithm(const Trace& trace, const LinkingOptions& 
   }
   if (choice.algorithm == AutoAlgorithm::kLinking)
     WEFT_RETURN_IF_ERROR(ChooseStatistical(trace, linking, nesting, result));
+  // Hand-offs that misled fragment (a reply contradicting one, or one that could have gone
+  // elsewhere, or a call left outside every fragment where hand-offs were followed) most
+  // often come from a runtime's own helper threads, which wait on condition variables
+  // and eventfds for work of their own (Node.js: V8's platform workers) and which capture
+  // logs as hand-offs (docs/precise.md, Node.js).
+  if (contradicted + guessed + hidden > 0 && f.handoffs_carrying_requests > 0) {
+    choice.reasons.push_back(
+        "if the program's helper threads synchronise for work of their own (a JavaScript "
+        "runtime's, as Node.js's do), recapture with weft capture --sync off");
+  }
   // A read that brought several requests at once gives the later ones' work to the first
   // (BorderPatrol §3.2): event isolation cuts such reads at each request's end.
   if (f.inputs_sharing_a_read > 0) {

@@ -14,6 +14,7 @@
 //     event loop that sends any client's request on any idle connection to web0; and h2o
 //     2.2: two event loops that share their connections to web0; Apache Traffic Server
 //     9.2: two event threads, each with its own pool of connections to web0.
+//   Node.js 20, one JavaScript event loop beside its runtime's helper threads; and
 //   Caddy 2.6, a Go program, which capture cannot see: weft must say so.
 //
 // Each request's whole tree (client -> server -> web0 -> db0 and back) is scored against the
@@ -273,6 +274,7 @@ class HandoffServerTest : public RealServersTest {
  protected:
   // Captures with weft capture's defaults (event isolation on), or with --no-isolate.
   bool no_isolate_ = false;
+  std::vector<std::string> capture_flags_;  // more flags for every capture
   // One run from start to scores; `files`: curl fetches kFileRequests files beside the load.
   Scores RunOnce(const Configure& configure, bool files = false);
 
@@ -381,6 +383,7 @@ Scores HandoffServerTest::RunOnce(const Configure& configure, bool files) {
                                      "--payload-prefix",
                                      std::to_string(kPrefix)};
     if (no_isolate_) argv.push_back("--no-isolate");
+    argv.insert(argv.end(), capture_flags_.begin(), capture_flags_.end());
     argv.push_back("--");
     return argv;
   };
@@ -1004,6 +1007,56 @@ TEST_F(TrafficServerTest, WithoutIsolationAutoDoesNotHandOutFragmentsMisses) {
   EXPECT_NE(s.auto_says.find("went to another request while their thread was part way"),
             std::string::npos)
       << s.auto_says;
+}
+
+// ---------------------------------------------------------------------------------------
+// Node.js 20 (tests/capture/node_proxy.js): one JavaScript event loop, every request sent on
+// over a pool of at most 8 kept connections to web0 that any request may use, beside
+// V8's and libuv's helper threads. Those wait on condition variables and wake the loop
+// through eventfds for work of their own (garbage collection, compilation), which
+// capture's default --sync queues logs as hand-offs: fragment then takes a few requests
+// to have been handed back to the loop when they were not, and auto, seeing replies
+// contradict a hand-off, falls back to the statistical algorithms and says to recapture
+// with --sync off. With --sync off fragment and auto (fragment) get every tree.
+
+class NodeTest : public HandoffServerTest {
+ protected:
+  Scores Run() {
+    Scores s = RunOnce([](const std::string&, uint16_t port, uint16_t web) {
+      return Server{"node",
+                    {"/usr/bin/node", NODE_PROXY, std::to_string(port), std::to_string(web)},
+                    SIGTERM,
+                    ""};
+    });
+    Print("node" + std::string(no_isolate_ ? ", --no-isolate" : "") +
+              (capture_flags_.empty() ? "" : ", --sync off"),
+          s);
+    EXPECT_GT(s.requests, 0u);
+    return s;
+  }
+};
+
+TEST_F(NodeTest, WithoutSyncRecordsEveryRequestsTreeIsExact) {
+  if (!Installed("/usr/bin/node")) GTEST_SKIP() << "node not installed";
+  capture_flags_ = {"--sync", "off"};
+  Scores s = Run();
+  ASSERT_GT(s.requests, 0u);
+  EXPECT_EQ(s.fragment, int(s.requests));
+  EXPECT_EQ(s.algorithm, AutoAlgorithm::kFragment) << s.auto_says;
+  EXPECT_EQ(s.chosen, int(s.requests)) << s.auto_says;
+}
+
+// Captured with the defaults: fragment misses at most a few trees, and auto either keeps
+// it (no reply contradicted a hand-off in the run) or says how to recapture.
+TEST_F(NodeTest, DefaultCaptureMissesFewTreesAndAutoSaysHowToRecapture) {
+  if (!Installed("/usr/bin/node")) GTEST_SKIP() << "node not installed";
+  Scores s = Run();
+  ASSERT_GT(s.requests, 0u);
+  EXPECT_GE(s.fragment, int(s.requests) - int(s.requests) / 100);
+  if (s.algorithm != AutoAlgorithm::kFragment) {
+    EXPECT_NE(s.auto_says.find("recapture with weft capture --sync off"), std::string::npos)
+        << s.auto_says;
+  }
 }
 
 // ---------------------------------------------------------------------------------------

@@ -435,6 +435,31 @@ TEST(PreciseAlgorithms, FragmentFollowsLinksThatNameTheirMessages) {
 namespace weft {
 namespace {
 
+// A hand-off that a reply then contradicts: thread 9 of A, serving c2, is handed c1 by
+// thread 5 (which then takes c3 while it owes c1: not thread) and answers c2. Auto refuses
+// fragment and, since hand-offs were followed,
+// says that a runtime's own helper threads may be what capture took for hand-offs, and
+// how to recapture without them (Node.js: docs/precise.md).
+TEST(ChooseAlgorithm, AContradictedHandOffSaysHowToRecaptureWithoutSyncRecords) {
+  const std::string text =
+      "10 CALL_SENT C A c1 recv=20 stid=11 rtid=5 path=1 msg=0\n"
+      "11 CALL_SENT C A c2 recv=21 stid=12 rtid=9 path=2 msg=1\n"
+      "22 HANDOFF A A stid=5 rtid=9 recv=30\n"
+      "24 CALL_SENT C A c3 recv=25 stid=13 rtid=5 path=3 msg=2\n"
+      "40 RET_SENT A C c2 recv=50 stid=9 rtid=12 path=2 msg=3 parent=1\n"
+      "41 RET_SENT A C c1 recv=51 stid=5 rtid=11 path=1 msg=4 parent=0\n"
+      "42 RET_SENT A C c3 recv=52 stid=5 rtid=13 path=3 msg=5 parent=2\n";
+  Result<Trace> trace = ParseTextTrace(text, "contradicted.trace");
+  ASSERT_TRUE(trace.ok()) << trace.status().message();
+  Result<AutoInference> decided = ChooseAlgorithm(*trace);
+  ASSERT_TRUE(decided.ok());
+  EXPECT_EQ(decided->choice.handoffs_contradicted_by_replies, 1);
+  EXPECT_NE(decided->choice.algorithm, AutoAlgorithm::kFragment);
+  EXPECT_NE(decided->choice.Describe().find("recapture with weft capture --sync off"),
+            std::string::npos)
+      << decided->choice.Describe();
+}
+
 // --algo auto's three outcomes on the two-request traces above (the testbed's models are
 // in precise_testbed_test.cc); a trace without threads goes to linking at once.
 TEST(ChooseAlgorithm, ThreadThenFragmentThenLinking) {
