@@ -14,7 +14,8 @@
 //     event loop that sends any client's request on any idle connection to web0; and h2o
 //     2.2: two event loops that share their connections to web0; Apache Traffic Server
 //     9.2: two event threads, each with its own pool of connections to web0.
-//   Node.js 20, one JavaScript event loop beside its runtime's helper threads; and
+//   Node.js 20, one JavaScript event loop beside its runtime's helper threads; gunicorn
+//   with a Flask service, a thread pool whose threads pass CPython's lock around; and
 //   Caddy 2.6, a Go program, which capture cannot see: weft must say so.
 //
 // Each request's whole tree (client -> server -> web0 -> db0 and back) is scored against the
@@ -1057,6 +1058,62 @@ TEST_F(NodeTest, DefaultCaptureMissesFewTreesAndAutoSaysHowToRecapture) {
     EXPECT_NE(s.auto_says.find("recapture with weft capture --sync off"), std::string::npos)
         << s.auto_says;
   }
+}
+
+// ---------------------------------------------------------------------------------------
+// gunicorn 20 serving a Flask service (tests/capture/flask_proxy.py) with one worker
+// process of 4 threads (gthread): the worker's main thread accepts connections and gives
+// each to a pool thread, which reads the request, calls web0 through a requests session
+// whose 8 kept connections the threads share, and replies. CPython's threads hand the
+// interpreter lock to each other through a condition variable, which capture's default
+// --sync queues records as hand-offs: thread once followed them and put every call
+// outside its request (0 trees exact); it now ignores what a thread takes while it owes
+// the reply to a request it read itself, and is exact. Fragment, which gives a thread
+// the request handed to it whatever it is doing, still gets none with those records
+// (docs/precise.md), and all of them with --sync off.
+
+class GunicornTest : public HandoffServerTest {
+ protected:
+  Scores Run() {
+    Scores s = RunOnce([](const std::string& dir, uint16_t port, uint16_t web) {
+      // The process's program is the interpreter's file: python3.11 on Debian 12.
+      std::string python = fs::canonical("/usr/bin/python3").filename().string();
+      return Server{
+          python,
+          {"/usr/bin/env", "WEFT_BACKEND=127.0.0.1:" + std::to_string(web),
+           "PYTHONPATH=" + std::string(FLASK_PROXY_DIR), "/usr/bin/python3", "/usr/bin/gunicorn",
+           "--bind", "127.0.0.1:" + std::to_string(port), "--workers", "1", "--threads", "4",
+           "--worker-class", "gthread", "--chdir", dir, "flask_proxy:app"},
+          SIGTERM,
+          ""};
+    });
+    Print("gunicorn" + std::string(capture_flags_.empty() ? "" : ", --sync off"), s);
+    EXPECT_GT(s.requests, 0u);
+    return s;
+  }
+  static bool Ready() {
+    return Installed("/usr/bin/gunicorn") &&
+           testing::Shell("/usr/bin/python3 -c 'import flask, requests'").rc == 0;
+  }
+};
+
+TEST_F(GunicornTest, ThreadedWorkerEveryRequestsTreeIsExact) {
+  if (!Ready()) GTEST_SKIP() << "gunicorn, flask or requests not installed (scripts/install-deps)";
+  Scores s = Run();
+  ASSERT_GT(s.requests, 0u);
+  EXPECT_EQ(s.thread, int(s.requests));
+  EXPECT_EQ(s.algorithm, AutoAlgorithm::kThread) << s.auto_says;
+  EXPECT_EQ(s.chosen, int(s.requests)) << s.auto_says;
+}
+
+TEST_F(GunicornTest, WithoutSyncRecordsFragmentIsExactToo) {
+  if (!Ready()) GTEST_SKIP() << "gunicorn, flask or requests not installed (scripts/install-deps)";
+  capture_flags_ = {"--sync", "off"};
+  Scores s = Run();
+  ASSERT_GT(s.requests, 0u);
+  EXPECT_EQ(s.thread, int(s.requests));
+  EXPECT_EQ(s.fragment, int(s.requests));
+  EXPECT_EQ(s.algorithm, AutoAlgorithm::kThread) << s.auto_says;
 }
 
 // ---------------------------------------------------------------------------------------

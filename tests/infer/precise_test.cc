@@ -435,6 +435,29 @@ TEST(PreciseAlgorithms, FragmentFollowsLinksThatNameTheirMessages) {
 namespace weft {
 namespace {
 
+// A lock handed between two threads that each serve a request they read themselves
+// (CPython's interpreter lock, passed through a condition variable that capture records as
+// a hand-off): thread 1 takes it from thread 2 while it owes c1's reply, and its call to B
+// is c1's, not the request thread 2 was serving. Before, thread followed the hand-off and
+// gave b1 to c2.
+TEST(PreciseAlgorithms, ThreadIgnoresWhatAThreadTakesWhileServingItsOwnRequest) {
+  const std::string text =
+      "10 CALL_SENT C A c1 recv=20 stid=11 rtid=1 path=1 msg=0\n"
+      "12 CALL_SENT C A c2 recv=21 stid=12 rtid=2 path=2 msg=1\n"
+      "22 HANDOFF A A stid=2 rtid=1 recv=25\n"
+      "30 CALL_SENT A B b1 recv=35 stid=1 rtid=20 path=1 msg=2 parent=0\n"
+      "40 RET_SENT B A b1 recv=45 stid=20 rtid=1 path=1 msg=3 parent=2\n"
+      "50 RET_SENT A C c1 recv=55 stid=1 rtid=11 path=1 msg=4 parent=0\n"
+      "60 RET_SENT A C c2 recv=65 stid=2 rtid=12 path=2 msg=5 parent=1\n";
+  Result<Trace> trace = ParseTextTrace(text, "lock.trace");
+  ASSERT_TRUE(trace.ok()) << trace.status().message();
+  Result<ThreadInference> thread = InferThread(*trace);
+  ASSERT_TRUE(thread.ok());
+  EXPECT_EQ(FragmentParents(*trace, thread->paths), (std::vector<int64_t>{-1, -1, 0, 2, 0, 1}));
+  EXPECT_EQ(thread->counters.calls_through_handoffs, 0);
+  EXPECT_EQ(thread->counters.calls_outside_requests, 0);
+}
+
 // A hand-off that a reply then contradicts: thread 9 of A, serving c2, is handed c1 by
 // thread 5 (which then takes c3 while it owes c1: not thread) and answers c2. Auto refuses
 // fragment and, since hand-offs were followed,

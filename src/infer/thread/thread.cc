@@ -67,15 +67,25 @@ Result<ThreadInference> InferThread(const Trace& trace) {
   }
   const std::vector<MessageId> call_of = CallsAnswered(trace);
 
-  // The replies each thread sent, in time order (messages are in time order already).
+  // The replies each thread sent, in time order (messages are in time order already), and
+  // per call the reply that answered it.
   absl::flat_hash_map<ThreadKey, std::vector<Reply>> replies;
+  std::vector<MessageId> reply_to(trace.size());
   for (size_t i = 0; i < trace.size(); ++i) {
     if (c.kind[i] != MessageKind::kReturn || !call_of[i].valid() || c.send_time[i] == kNoTime ||
         !c.sender_thread[i].valid()) {
       continue;
     }
     replies[{c.sender[i].value(), c.sender_thread[i]}].push_back({c.send_time[i], call_of[i]});
+    reply_to[call_of[i].value()] = MessageId(uint32_t(i));
   }
+  // Whether thread `t` still owes, at `at`, the reply to `request`, which it read itself:
+  // it is serving that request then.
+  auto owes = [&](ThreadKey t, MessageId request, TimeNs at) {
+    const MessageId reply = reply_to[request.value()];
+    return reply.valid() && c.sender[reply.value()].value() == t.first &&
+           c.sender_thread[reply.value()] == t.second && c.send_time[reply.value()] > at;
+  };
 
   // The requests each thread read itself, by arrival. A thread that reads a request while
   // it still owes the reply to one it read before works on two at once, which vPath's
@@ -139,7 +149,13 @@ Result<ThreadInference> InferThread(const Trace& trace) {
     for (size_t hops = 0; hops <= bound; ++hops) {
       const Start* take = LatestStart(taken, t, sent);
       const Start* read = LatestStart(read_calls, t, sent);
-      if (take != nullptr && (read == nullptr || read->time < take->time)) {
+      // A thread that read a request itself and still owes its reply is serving it: what it
+      // took from another thread since is not work for another request (a pool's worker
+      // takes work between requests) but a lock handed over, CPython's interpreter lock
+      // among its threads, which capture records as a hand-off through its condition
+      // variable (docs/precise.md, gunicorn).
+      const bool serving = read != nullptr && owes(t, read->request, sent);
+      if (take != nullptr && (read == nullptr || read->time < take->time) && !serving) {
         t = take->from;
         sent = take->from_time;
         through_handoffs += !handed;
