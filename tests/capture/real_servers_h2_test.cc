@@ -192,34 +192,25 @@ void NginxHttp2Test::Run(int* fragment_exact, int* thread_exact, int* requests) 
   std::string conf = prefix + "/nginx.conf";
   std::ofstream(conf) << conf_text;
   pid_t web0 = StartCaptured("web0", {WEFT_TESTBED_SERVER, topology, "web0", truth_dir});
-  // nghttpx: two worker threads, TLS with the same certificate (or no-tls: h2c by prior
-  // knowledge), HTTP/1.1 to web0 over connections each worker keeps.
-  std::vector<std::string> argv =
-      front_ == "nginx" ? std::vector<std::string>{"/usr/sbin/nginx",
-                                                   "-c",
-                                                   conf,
-                                                   "-p",
-                                                   prefix,
-                                                   "-e",
-                                                   prefix + "/error.log",
-                                                   "-g",
-                                                   "daemon off; master_process on;"}
-                        : std::vector<std::string>{"/usr/sbin/nghttpx",
-                                                   "--conf=/dev/null",
-                                                   "--frontend=127.0.0.1," + std::to_string(front) +
-                                                       (tls_ ? "" : ";no-tls"),
-                                                   "--backend=127.0.0.1," + std::to_string(web),
-                                                   "--workers=2",
-                                                   "--errorlog-file=" + prefix + "/error.log",
-                                                   "--accesslog-file=/dev/null",
-                                                   "--no-ocsp",
-                                                   "--pid-file=" + prefix + "/nghttpx.pid"};
-  if (front_ != "nginx" && tls_)
-    argv.insert(argv.end(), {prefix + "/key.pem", prefix + "/cert.pem"});
-  // A second backend where nothing listens (a port found free): nghttpx tries it first
-  // for some requests, is refused, and fails over to web0.
-  if (front_ != "nginx" && refusing_backend_)
-    argv.push_back("--backend=127.0.0.1," + std::to_string(testing::FreePorts<1>()[0]));
+  std::vector<std::string> argv = testing::NginxArgv("/usr/sbin/nginx", conf, prefix);
+  if (front_ == "nghttpx") {
+    // Two worker threads, TLS with the same certificate (or no-tls: h2c by prior
+    // knowledge), HTTP/1.1 to web0 over connections each worker keeps.
+    argv = {"/usr/sbin/nghttpx",
+            "--conf=/dev/null",
+            "--frontend=127.0.0.1," + std::to_string(front) + (tls_ ? "" : ";no-tls"),
+            "--backend=127.0.0.1," + std::to_string(web),
+            "--workers=2",
+            "--errorlog-file=" + prefix + "/error.log",
+            "--accesslog-file=/dev/null",
+            "--no-ocsp",
+            "--pid-file=" + prefix + "/nghttpx.pid"};
+    if (tls_) argv.insert(argv.end(), {prefix + "/key.pem", prefix + "/cert.pem"});
+    // A second backend where nothing listens (a port found free): nghttpx tries it first
+    // for some requests, is refused, and fails over to web0.
+    if (refusing_backend_)
+      argv.push_back("--backend=127.0.0.1," + std::to_string(testing::FreePorts<1>()[0]));
+  }
   pid_t nginx = StartCaptured(front_, argv);
   ASSERT_TRUE(testing::WaitForPort(web) && testing::WaitForPort(front))
       << testing::ReadFile(prefix + "/error.log");

@@ -11,6 +11,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "capture/real_servers.h"
 #include "infer/path_set.h"
@@ -50,6 +51,21 @@ name = "query"
 before = "exp(50us)"
 reply_bytes = 128
 )toml";
+
+// nginx (`binary`) in the foreground with its master process, the configuration `conf`,
+// and its prefix and error log under `prefix`.
+inline std::vector<std::string> NginxArgv(const std::string& binary, const std::string& conf,
+                                          const std::string& prefix) {
+  return {binary,
+          "-c",
+          conf,
+          "-p",
+          prefix,
+          "-e",
+          prefix + "/error.log",
+          "-g",
+          "daemon off; master_process on;"};
+}
 
 // One worker (so one process is "nginx" for every request), upstream connections kept
 // alive (HTTP/1.1, no Connection header passed on), everything nginx writes under

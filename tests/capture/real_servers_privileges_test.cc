@@ -248,15 +248,7 @@ void DroppedPrivilegesTest::Run(const Front& front) {
   std::vector<std::string> argv;
   if (front.program == "nginx") {
     std::ofstream(conf) << Fill(testing::kNginxConf, values);
-    argv = {front.binary,
-            "-c",
-            conf,
-            "-p",
-            prefix,
-            "-e",
-            prefix + "/error.log",
-            "-g",
-            "daemon off; master_process on;"};
+    argv = testing::NginxArgv(front.binary, conf, prefix);
   } else {
     std::ofstream(conf) << Fill(kApacheConf, values);
     argv = {front.binary, "-d", prefix, "-f", conf, "-DFOREGROUND"};
