@@ -39,8 +39,7 @@ inline bool NotesNameGo(const uint8_t* notes, size_t size, size_t align) {
     const bool go = (name_size == 3 && std::memcmp(notes + at + 12, "Go", 3) == 0) ||
                     (name_size == 4 && std::memcmp(notes + at + 12, "Go\0", 4) == 0);
     if (type == kGoBuildIdNote && go) return true;
-    const uint64_t next = desc_at + padded(desc_size);
-    at = size_t(next);
+    at = size_t(desc_at + padded(desc_size));
   }
   return false;
 }

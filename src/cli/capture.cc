@@ -67,8 +67,10 @@ Result<std::string> FindProgram(const std::string& name) {
 }
 
 // LD_PRELOAD needs the dynamic loader: a program without PT_INTERP (statically linked) runs
-// untraced, so it is refused. A script is judged by its interpreter.
-Status CheckDynamicallyLinked(const std::string& program, int depth = 0) {
+// untraced, so it is refused. A script is judged by its interpreter. Returns whether the
+// program was built by the Go toolchain (capture/go_image.h; its notes read from the file,
+// at most 64 KiB per segment), which capture warns of.
+Result<bool> CheckProgram(const std::string& program, int depth = 0) {
   std::ifstream in(program, std::ios::binary);
   if (!in) return Status::NotFound("{}: cannot read it", program);
   char start[256] = {};
@@ -78,53 +80,35 @@ Status CheckDynamicallyLinked(const std::string& program, int depth = 0) {
     std::string line(start + 2, got - 2);
     line = line.substr(0, line.find('\n'));
     size_t begin = line.find_first_not_of(" \t");
-    if (begin == std::string::npos) return Status::Ok();
+    if (begin == std::string::npos) return false;
     std::string interpreter = line.substr(begin, line.find_first_of(" \t", begin) - begin);
-    return CheckDynamicallyLinked(interpreter, depth + 1);
+    return CheckProgram(interpreter, depth + 1);
   }
-  if (got < sizeof(Elf64_Ehdr) || std::memcmp(start, ELFMAG, SELFMAG) != 0) return Status::Ok();
+  if (got < sizeof(Elf64_Ehdr) || std::memcmp(start, ELFMAG, SELFMAG) != 0) return false;
   if (start[EI_CLASS] != ELFCLASS64) {
     return Status::InvalidArgument("{} is not a 64-bit program; the preload library is 64-bit",
                                    program);
   }
   Elf64_Ehdr header;
   std::memcpy(&header, start, sizeof header);
+  bool interpreted = false, go = false;
   for (int i = 0; i < header.e_phnum; ++i) {
     Elf64_Phdr segment;
     in.clear();
     in.seekg(std::streamoff(header.e_phoff + uint64_t(i) * header.e_phentsize));
     if (!in.read(reinterpret_cast<char*>(&segment), sizeof segment)) break;
-    if (segment.p_type == PT_INTERP) return Status::Ok();
+    interpreted = interpreted || segment.p_type == PT_INTERP;
+    if (go || segment.p_type != PT_NOTE || segment.p_filesz > 65536) continue;
+    std::vector<uint8_t> notes(segment.p_filesz);
+    in.seekg(std::streamoff(segment.p_offset));
+    go = in.read(reinterpret_cast<char*>(notes.data()), std::streamsize(notes.size())) &&
+         capture::NotesNameGo(notes.data(), notes.size(), segment.p_align);
   }
+  if (interpreted) return go;
   return Status::InvalidArgument(
       "{} is statically linked (no PT_INTERP): LD_PRELOAD cannot trace it; capture needs a "
       "dynamically linked program",
       program);
-}
-
-// Whether `program` (an ELF file) was built by the Go toolchain (capture/go_image.h): its
-// notes are read from the file, at most 64 KiB of them per segment.
-bool BuiltByGo(const std::string& program) {
-  std::ifstream in(program, std::ios::binary);
-  Elf64_Ehdr header;
-  if (!in.read(reinterpret_cast<char*>(&header), sizeof header) ||
-      std::memcmp(header.e_ident, ELFMAG, SELFMAG) != 0 || header.e_ident[EI_CLASS] != ELFCLASS64) {
-    return false;
-  }
-  for (int i = 0; i < header.e_phnum; ++i) {
-    Elf64_Phdr segment;
-    in.clear();
-    in.seekg(std::streamoff(header.e_phoff + uint64_t(i) * header.e_phentsize));
-    if (!in.read(reinterpret_cast<char*>(&segment), sizeof segment)) return false;
-    if (segment.p_type != PT_NOTE || segment.p_filesz > 65536) continue;
-    std::vector<uint8_t> notes(segment.p_filesz);
-    in.seekg(std::streamoff(segment.p_offset));
-    if (in.read(reinterpret_cast<char*>(notes.data()), std::streamsize(notes.size())) &&
-        capture::NotesNameGo(notes.data(), notes.size(), segment.p_align)) {
-      return true;
-    }
-  }
-  return false;
 }
 
 // Creates `dir` and its missing parents 0700, whatever the umask: the logs hold URLs, SQL
@@ -162,9 +146,9 @@ Status RunCapture(const CaptureFlags& f) {
   if (f.output.empty()) return Status::InvalidArgument("give the capture directory with -o DIR");
   if (f.command.empty()) return Status::InvalidArgument("give the program after --");
   WEFT_ASSIGN_OR_RETURN(std::string program, FindProgram(f.command[0]));
-  WEFT_RETURN_IF_ERROR(CheckDynamicallyLinked(program));
+  WEFT_ASSIGN_OR_RETURN(bool go, CheckProgram(program));
   // Traced all the same: the programs it starts are (they inherit the preload library).
-  if (BuiltByGo(program)) {
+  if (go) {
     std::fprintf(stderr,
                  "weft capture: warning: %s is a Go program: Go makes its system calls itself, "
                  "not through the C library, so none of its own I/O can be captured; its "

@@ -321,8 +321,9 @@ class DescriptorWalker {
   }
 
   void Io(const Event& e) {
-    if (e.result <= 0) return;     // failed, or end of stream
-    unused_connect_.erase(e.tid);  // the thread went on to other work: no retry follows
+    if (e.result <= 0) return;  // failed, or end of stream
+    // The thread went on to other work: no retry follows.
+    if (!unused_connect_.empty()) unused_connect_.erase(e.tid);
     // A peek leaves the bytes in the socket: the next receive moves them.
     bool flags_arg =
         e.op == EventOp::kRecv || e.op == EventOp::kRecvfrom || e.op == EventOp::kRecvmsg;

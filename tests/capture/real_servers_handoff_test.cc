@@ -948,14 +948,14 @@ TEST_F(H2oTest, ReverseProxyWithTwoEventLoopsGivesEveryRequestItsWholeTreeWithou
 // connections to web0 per thread (server_session_sharing.pool thread; sessions shared
 // between clients, not between threads). With weft capture's defaults fragment and auto
 // (fragment) get every tree but, in about one run in five, two among the run's first
-// requests (allowed: four), when the 8 connections arrive at once: a thread reads one request, then
-// another input (a request on a connection just handed to it, or web0's reply to an
-// earlier request) before it sends anything for the first, and that request's call
-// lands in the other's tree. Deferring those reads as well was tried: lighttpd, told
-// EAGAIN for a reply web0 had sent and closed, answered its client 500 (docs/precise.md).
-// Without isolation the loops read a request in pieces and act
-// on others in between: fragment gets a third of the trees, and auto, seeing outputs go
-// to another request while a read was part way through a call, does not hand fragment's
+// requests (allowed: four), when the 8 connections arrive at once: a thread reads one
+// request, then another input (a request on a connection just handed to it, or web0's
+// reply to an earlier request) before it sends anything for the first, and that
+// request's call lands in the other's tree. Deferring those reads as well was tried:
+// lighttpd, told EAGAIN for a reply web0 had sent and closed, answered its client 500
+// (docs/precise.md). Without isolation the loops read a request in pieces and act on
+// others in between: fragment gets a third of the trees, and auto, seeing outputs go to
+// another request while a read was part way through a call, does not hand fragment's
 // trees out as exact. (With pool global, where a request can go out on a connection
 // another thread holds, fragment misses a third of the trees even with isolation:
 // docs/precise.md, measured by hand.)
