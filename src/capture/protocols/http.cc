@@ -68,6 +68,18 @@ constexpr int kMatchedHeaders = 5;
 constexpr const char* kHeaderNames[kMatchedHeaders] = {"content-length", "transfer-encoding",
                                                        "x-request-id", "traceparent", "upgrade"};
 constexpr uint8_t kHeaderNameLengths[kMatchedHeaders] = {14, 17, 12, 11, 7};
+// The names' lengths all differ: a name of length n can only be kNameOfLength[n] (+1 of
+// its HeaderMatch bit's index; 0: none).
+constexpr int kLongestName = 17;
+struct NameOfLength {
+  uint8_t plus_one[kLongestName + 1];
+};
+constexpr NameOfLength MakeNameOfLength() {
+  NameOfLength t{};
+  for (int h = 0; h < kMatchedHeaders; ++h) t.plus_one[kHeaderNameLengths[h]] = uint8_t(h + 1);
+  return t;
+}
+constexpr NameOfLength kNameOfLength = MakeNameOfLength();
 constexpr const char kChunkedName[] = "chunked";
 constexpr const char kH2cName[] = "h2c";
 // X-Request-Id values are UUIDs or 32 hex digits in practice, a traceparent 55 bytes
@@ -96,18 +108,27 @@ struct HttpState {
   uint32_t head_bytes;
   uint64_t value;  // the Content-Length being read, or the chunk size
   uint64_t content_length;
-  uint64_t remaining;  // body or chunk bytes still to come
-  char method[kMaxMethod];
-  char url[kMaxValue];
+  uint64_t remaining;         // body or chunk bytes still to come
   uint8_t request_id_length;  // the X-Request-Id value kept, without surrounding whitespace
   uint8_t traceparent_length;
-  uint8_t id_pending;  // whitespace seen inside the id value, kept if more follows
-  char request_id[kMaxIdValue];
-  char traceparent[kMaxIdValue];
+  uint8_t id_pending;   // whitespace seen inside the id value, kept if more follows
   bool upgrade_h2c;     // this message's Upgrade field lists h2c
   bool expect_preface;  // request: the last request offered h2c (kept across messages)
   bool to_http2;        // response: a 101 to h2c ended; the next byte is HTTP/2's
+  // Bytes, valid up to their lengths above; last, so that a message's fresh state
+  // (NextMessage) need not clear them.
+  char method[kMaxMethod];
+  char url[kMaxValue];
+  char request_id[kMaxIdValue];
+  char traceparent[kMaxIdValue];
 };
+
+// The state for the next message: every field before the byte arrays zeroed, as InitState
+// would (the arrays are read only up to their lengths, now 0).
+HttpState* NextMessage(HttpState* s) {
+  memset(static_cast<void*>(s), 0, offsetof(HttpState, method));
+  return s;
+}
 
 // The Upgrade value's token being read ended: was it h2c?
 void UpgradeTokenEnd(HttpState* s) {
@@ -169,6 +190,14 @@ int HexValue(uint8_t c) {
 }
 
 bool IsResponse(const Parser* parser) { return parser->direction == Direction::kResponse; }
+
+// The fields looked at in this direction: request ids only in requests (a response's
+// would name nothing new).
+uint8_t LookedAt(const Parser* parser) {
+  return IsResponse(parser)
+             ? kContentLength | kTransferEncoding | kUpgrade
+             : kContentLength | kTransferEncoding | kRequestId | kTraceparent | kUpgrade;
+}
 
 // One byte of the start line; false if the line is malformed. A request line is
 // method SP target SP HTTP/1.x, a status line HTTP/1.x SP 3DIGIT [SP reason].
@@ -302,6 +331,19 @@ bool ValueByte(HttpState* s, uint8_t c) {
   return true;
 }
 
+// The ':' after a field name: the value of the field s->name_match names begins.
+void StartValue(HttpState* s) {
+  // A field that comes again replaces the value kept from before.
+  if (s->name_match == kRequestId) s->request_id_length = 0;
+  if (s->name_match == kTraceparent) s->traceparent_length = 0;
+  s->id_pending = 0;
+  s->value_state = 0;
+  s->value = 0;
+  s->token_pos = 0;
+  s->token_match = true;
+  s->token_done = false;
+}
+
 // The LF that ends a header field line; false if the field is malformed.
 bool ValueComplete(HttpState* s) {
   if (s->name_match == kContentLength) {
@@ -352,7 +394,7 @@ size_t EndMessage(Parser* parser, HttpState* s, size_t consumed, bool* ended) {
   // tunnel to this parser.
   bool switched = IsResponse(parser) && s->status == 101;
   bool h2c = s->upgrade_h2c;
-  s = InitState<HttpState>(parser);
+  s = NextMessage(s);
   if (switched) {
     s->phase = kUntilClose;
     s->to_http2 = h2c;
@@ -389,6 +431,86 @@ bool SkipHeadLine(HttpState* s, const uint8_t* data, size_t length, size_t* i) {
   if (!CountHead(s, *i - start)) return false;
   if (found) s->phase = kHeaderLineStart;
   return true;
+}
+
+// --- whole lines ---------------------------------------------------------------------------
+//
+// A head line that is all in one call's bytes is taken in one step, as the byte-at-a-time
+// machine below would take it, for the lines every message has: the start line and field
+// lines. Where a start line has a CR other than the one before its LF (ignored anywhere,
+// so "GE\rT" is GET) or may be HTTP/2's preface, and where a line starts with whitespace
+// (obs-fold) or is empty, the byte machine takes it. (In a field line a CR fails the
+// name, is skipped in a value looked at, and does not matter in one that is not.) The
+// protocol fuzzer checks that both ways give the same ends, attributes and failures (a
+// stream fed whole and byte by byte).
+
+// The line starting at data[i] when its LF is here: its end, without a CR before the LF
+// (*end), and the LF's index (*lf).
+bool WholeLine(const uint8_t* data, size_t length, size_t i, size_t* end, size_t* lf) {
+  const void* found = memchr(data + i, '\n', length - i);
+  if (found == nullptr) return false;
+  *lf = size_t(static_cast<const uint8_t*>(found) - data);
+  *end = *lf > i && data[*lf - 1] == '\r' ? *lf - 1 : *lf;
+  return true;
+}
+
+// A start line data[i, end) (LF at lf), with no CR inside, of a message no byte of which
+// was read yet; false if it is malformed.
+bool WholeStartLine(const Parser* parser, HttpState* s, const uint8_t* data, size_t i, size_t end,
+                    size_t lf) {
+  auto version = [](const uint8_t* v) { return memcmp(v, "HTTP/1.", 7) == 0 && IsDigit(v[7]); };
+  if (!CountHead(s, lf + 1 - i)) return false;
+  if (IsResponse(parser)) {  // HTTP/1.x SP 3DIGIT [SP reason]
+    if (end - i < 12 || !version(data + i) || data[i + 8] != ' ') return false;
+    const uint8_t* digits = data + i + 9;
+    if (!IsDigit(digits[0]) || !IsDigit(digits[1]) || !IsDigit(digits[2])) return false;
+    if (end - i > 12 && digits[3] != ' ') return false;
+    s->status = uint16_t((digits[0] - '0') * 100 + (digits[1] - '0') * 10 + (digits[2] - '0'));
+    s->status_digits = 3;
+    s->version_pos = 8;
+    s->part = end - i > 12 ? 2 : 1;
+    return true;
+  }
+  // method SP target SP HTTP/1.x
+  size_t method_end = i;
+  while (method_end < end && IsTokenChar(data[method_end])) ++method_end;
+  if (method_end == i || method_end == end || data[method_end] != ' ') return false;
+  size_t target = method_end + 1, target_end = target;
+  while (target_end < end && data[target_end] >= 0x21 && data[target_end] != 0x7f) ++target_end;
+  if (target_end == target || end - target_end != 9 || data[target_end] != ' ' ||
+      !version(data + target_end + 1)) {
+    return false;
+  }
+  size_t method_length = method_end - i, url_length = target_end - target;
+  memcpy(s->method, data + i, Min(kMaxMethod, method_length));
+  s->method_length = uint8_t(Min(255, method_length));
+  memcpy(s->url, data + target, Min(kMaxValue, url_length));
+  s->url_length = uint8_t(Min(kMaxValue, url_length));
+  s->version_pos = 8;
+  s->part = 2;
+  return true;
+}
+
+// A field line data[i, end) (LF at lf) that does not start with whitespace; false if it is
+// malformed.
+bool WholeFieldLine(const Parser* parser, HttpState* s, const uint8_t* data, size_t i, size_t end,
+                    size_t lf) {
+  size_t colon = i;
+  while (colon < end && IsTokenChar(data[colon])) ++colon;
+  if (colon == i || colon == end || data[colon] != ':') return false;
+  if (!CountHead(s, lf + 1 - i)) return false;
+  const size_t n = colon - i;
+  const int h = n <= size_t(kLongestName) ? kNameOfLength.plus_one[n] - 1 : -1;
+  if (h < 0 || (LookedAt(parser) & (1u << h)) == 0) return true;
+  for (size_t k = 0; k < n; ++k) {
+    if (ToLower(data[i + k]) != uint8_t(kHeaderNames[h][k])) return true;
+  }
+  s->name_match = uint8_t(1u << h);
+  StartValue(s);
+  for (size_t k = colon + 1; k < end; ++k) {
+    if (data[k] != '\r' && !ValueByte(s, data[k])) return false;
+  }
+  return ValueComplete(s);
 }
 
 }  // namespace
@@ -443,7 +565,23 @@ size_t ConsumeHttp(Parser* parser, const uint8_t* data, size_t length, bool* end
           continue;
         }
         break;
-      case kStartLine:
+      case kHeaderLineStart:
+      case kStartLine: {
+        const bool fresh = s->phase == kHeaderLineStart
+                               ? data[i] != ' ' && data[i] != '\t'
+                               : s->part == 0 && s->method_length == 0 && s->version_pos == 0 &&
+                                     s->status_digits == 0 && !s->expect_preface;
+        size_t end, lf;
+        if (fresh && data[i] != '\r' && data[i] != '\n' && WholeLine(data, length, i, &end, &lf) &&
+            (s->phase == kHeaderLineStart || memchr(data + i, '\r', end - i) == nullptr)) {
+          bool good = s->phase == kStartLine ? WholeStartLine(parser, s, data, i, end, lf)
+                                             : WholeFieldLine(parser, s, data, i, end, lf);
+          if (!good) return Fail(parser, length, ended);
+          s->phase = kHeaderLineStart;
+          i = lf + 1;
+          continue;
+        }
+        if (s->phase == kHeaderLineStart) break;
         // The version whole, when all of it is here: what its 8 bytes one by one would do.
         if (s->version_pos == 0 && s->part == (IsResponse(parser) ? 0 : 2) && length - i >= 8 &&
             memcmp(data + i, "HTTP/1.", 7) == 0 && IsDigit(data[i + 7])) {
@@ -459,6 +597,7 @@ size_t ConsumeHttp(Parser* parser, const uint8_t* data, size_t length, bool* end
           continue;
         }
         break;
+      }
       case kChunkExtension:
       case kTrailerLine:
       case kSkipLine: {
@@ -541,10 +680,7 @@ size_t ConsumeHttp(Parser* parser, const uint8_t* data, size_t length, bool* end
         }
         s->phase = kHeaderName;
         s->name_length = 0;
-        // Request ids only in requests: a response's would name nothing new.
-        s->name_match = IsResponse(parser) ? kContentLength | kTransferEncoding | kUpgrade
-                                           : kContentLength | kTransferEncoding | kRequestId |
-                                                 kTraceparent | kUpgrade;
+        s->name_match = LookedAt(parser);
         [[fallthrough]];
       case kHeaderName:
         if (c == ':') {
@@ -553,16 +689,8 @@ size_t ConsumeHttp(Parser* parser, const uint8_t* data, size_t length, bool* end
             int h = __builtin_ctz(still);
             if (s->name_length != kHeaderNameLengths[h]) s->name_match &= uint8_t(~(1u << h));
           }
-          // A field that comes again replaces the value kept from before.
-          if (s->name_match == kRequestId) s->request_id_length = 0;
-          if (s->name_match == kTraceparent) s->traceparent_length = 0;
-          s->id_pending = 0;
+          StartValue(s);
           s->phase = kHeaderValue;
-          s->value_state = 0;
-          s->value = 0;
-          s->token_pos = 0;
-          s->token_match = true;
-          s->token_done = false;
           break;
         }
         if (!IsTokenChar(c)) return Fail(parser, length, ended);
