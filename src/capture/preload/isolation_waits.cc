@@ -5,6 +5,7 @@
 // epoll_pwait and the epoll_ctl bookkeeping they need.
 #include <errno.h>
 #include <sched.h>
+#include <string.h>
 
 #include "capture/preload/isolation.h"
 #include "capture/preload/log_file.h"
@@ -49,10 +50,14 @@ void PassOver(int fd, uint32_t turn) {
 
 void Reported(int fd) { __atomic_store_n(&g_pending_since[fd], 0, __ATOMIC_RELAXED); }
 
-// A new turn for a wait that splits its inputs; counted (the end record's split_waits:
-// each such wait means one more wait than the program would have made untraced).
+// A wait that reported one input and held others back, counted (the end record's
+// split_waits: each such wait means one more wait than the program would have made
+// untraced).
+void CountSplit() { __atomic_fetch_add(&g_split_waits, 1, __ATOMIC_RELAXED); }
+
+// A new turn for a wait that splits its inputs; counted.
 uint32_t SplitTurn() {
-  __atomic_fetch_add(&g_split_waits, 1, __ATOMIC_RELAXED);
+  CountSplit();
   return __atomic_fetch_add(&g_turn, 1, __ATOMIC_RELAXED);
 }
 
@@ -233,31 +238,48 @@ Keep KeepLocked(const Kept& k, bool merge) {
   }
   return Keep::kKept;
 }
-Keep KeepForLater(int epfd, int fd, uint64_t data, uint32_t events, uint32_t generation) {
-  if (!LockKept()) return Keep::kFull;
-  Keep result = KeepLocked({epfd, fd, events, generation, data}, true);
+
+// The first event kept for `epfd` that still belongs to its registration (the one kept
+// longest: events are kept in the order they were passed over), copied to *out; the stale
+// ones before it are dropped. It stays kept until the wait reports it (TakeKept): a wait
+// reports one input, and taking them all only to keep them again cost a busy proxy a pass
+// over every event it had kept, in every wait.
+bool FirstKept(int epfd, Kept* out) {
+  if (__atomic_load_n(&g_kept_count, __ATOMIC_ACQUIRE) == 0 || !LockKept()) return false;
+  int left = 0, i = 0;
+  bool found = false;
+  for (; i < g_kept_count && !found; ++i) {
+    if (g_kept[i].epfd == epfd && StillRegistered(g_kept[i])) {
+      *out = g_kept[i];
+      found = true;
+    }
+    if (g_kept[i].epfd != epfd || found) g_kept[left++] = g_kept[i];
+  }
+  if (left < i) {
+    memmove(&g_kept[left], &g_kept[i], sizeof(Kept) * size_t(g_kept_count - i));
+    __atomic_store_n(&g_kept_count, left + g_kept_count - i, __ATOMIC_RELEASE);
+  }
   UnlockKept();
-  return result;
+  return found;
 }
 
-// Takes up to `room` events kept for `epfd` that still belong to their registrations;
-// drops the stale ones.
-int TakeKept(int epfd, Kept* out, int room) {
-  if (__atomic_load_n(&g_kept_count, __ATOMIC_ACQUIRE) == 0 || !LockKept()) return 0;
-  // In the order they were kept, and the rest stay in theirs: ties between inputs that
-  // have waited as long go to the earlier.
-  int taken = 0, left = 0;
-  for (int i = 0; i < g_kept_count; ++i) {
-    if (g_kept[i].epfd == epfd && !StillRegistered(g_kept[i])) continue;
-    if (g_kept[i].epfd == epfd && taken < room) {
-      out[taken++] = g_kept[i];
-    } else {
-      g_kept[left++] = g_kept[i];
-    }
+// The wait reports `k`, found by FirstKept: it is kept no more. True if events are still
+// kept for its set (the wait held them back).
+bool TakeKept(const Kept& k) {
+  if (!LockKept()) return false;
+  int i = 0;
+  bool others = false;
+  while (i < g_kept_count && (g_kept[i].epfd != k.epfd || g_kept[i].fd != k.fd)) {
+    others = others || g_kept[i].epfd == k.epfd;
+    ++i;
   }
-  __atomic_store_n(&g_kept_count, left, __ATOMIC_RELEASE);
+  if (i < g_kept_count) {
+    memmove(&g_kept[i], &g_kept[i + 1], sizeof(Kept) * size_t(g_kept_count - i - 1));
+    __atomic_store_n(&g_kept_count, g_kept_count - 1, __ATOMIC_RELEASE);
+  }
+  for (; i < g_kept_count && !others; ++i) others = g_kept[i].epfd == k.epfd;
   UnlockKept();
-  return taken;
+  return others;
 }
 
 // Drops what is kept for descriptor `fd` in `epfd` (-1: in any set), and, when `fd` is
@@ -339,8 +361,14 @@ constexpr uint32_t kEpollWrite = EPOLLOUT | EPOLLWRNORM | EPOLLWRBAND;
 // kernel reports them again, as for poll); edge-triggered and one-shot ones are kept.
 // Returns the new count (an event left with no bits is removed). The descriptors of
 // events[known_from...] are known already (held or kept ones the wait added): known_fd.
+// events[first_kept] (if >= 0) is the event kept longest (FirstKept), which stays kept:
+// `split` tells whether inputs were held back, and whether that one was.
+struct Split {
+  bool any;
+  bool first_kept;
+};
 int OneInputOfEpoll(int epfd, struct epoll_event* events, int r, const int* known_fd = nullptr,
-                    int known_from = 0) {
+                    int known_from = 0, int first_kept = -1, Split* split = nullptr) {
   // A set inside another set (epoll_ctl of one epoll descriptor into another): the outer
   // wait would not know the inner one has kept events. Not split.
   if (__atomic_load_n(&g_registrations[epfd].set_events, __ATOMIC_RELAXED) != 0) return r;
@@ -374,11 +402,12 @@ int OneInputOfEpoll(int epfd, struct epoll_event* events, int r, const int* know
   }
   if (inputs < 2) return r;
   uint32_t turn = SplitTurn();
+  if (split != nullptr) split->any = true;
   // The edge-triggered and one-shot inputs passed over are kept under one hold of the lock
-  // (a busy server passes over several inputs in every wait). The wait took what was kept
-  // for this set (TakeKept), so there is usually nothing to merge with: then none is looked
-  // for. (Two events of one descriptor, which only a program that registers two with the
-  // same epoll_data could get, would then be kept twice: the next wait merges them.)
+  // (a busy server passes over several inputs in every wait). When nothing is kept for this
+  // set, there is nothing to merge with: then none is looked for. (Two events of one
+  // descriptor, which only a program that registers two with the same epoll_data could
+  // get, would then be kept twice: a later keep merges them.)
   bool locked = LockKept();
   bool merge = false;
   for (int i = 0; locked && i < g_kept_count && !merge; ++i) merge = g_kept[i].epfd == epfd;
@@ -392,7 +421,11 @@ int OneInputOfEpoll(int epfd, struct epoll_event* events, int r, const int* know
       uint32_t registered = uint32_t(__atomic_load_n(&reg.set_events, __ATOMIC_ACQUIRE));
       uint32_t later = e.events & ~kEpollWrite;
       bool keep = true;
-      if ((registered & (EPOLLET | EPOLLONESHOT)) != 0) {
+      // An event the wait added holds nothing new to keep: the kept event is kept still,
+      // and held bytes make every wait add one while they are held (the read that takes
+      // the last of them refills them from the kernel: RefillHeld).
+      const bool added = known_fd != nullptr && i >= known_from;
+      if ((registered & (EPOLLET | EPOLLONESHOT)) != 0 && !added) {
         // Stale: its registration changed, the kernel re-polls it. Full (or no lock, in a
         // signal handler that interrupted its holder): reported now.
         keep =
@@ -400,6 +433,7 @@ int OneInputOfEpoll(int epfd, struct epoll_event* events, int r, const int* know
       }
       if (keep) {
         PassOver(fd, turn);
+        if (i == first_kept && split != nullptr) split->first_kept = true;
         e.events &= kEpollWrite;
         if (e.events == 0) continue;
       }
@@ -583,12 +617,11 @@ int IsolatedEpollWait(int epfd, struct epoll_event* events, int max, int timeout
     return pwait_call ? Real().epoll_pwait(epfd, events, max, timeout, mask)
                       : Real().epoll_wait(epfd, events, max, timeout);
   }
-  constexpr int kTakeAtOnce = 64;
-  Kept kept[kTakeAtOnce];
-  int kept_count = TakeKept(epfd, kept, max < kTakeAtOnce ? max : kTakeAtOnce);
+  Kept kept{};
+  const bool any_kept = FirstKept(epfd, &kept);
   int held[64];
   int held_count = HeldInSet(epfd, held, 64);
-  if (kept_count == 0 && held_count == 0) {
+  if (!any_kept && held_count == 0) {
     int r = pwait_call ? Real().epoll_pwait(epfd, events, max, timeout, mask)
                        : Real().epoll_wait(epfd, events, max, timeout);
     return Reporting(epfd, events, r >= 2 ? OneInputOfEpoll(epfd, events, r) : r);
@@ -596,51 +629,43 @@ int IsolatedEpollWait(int epfd, struct epoll_event* events, int max, int timeout
   int r = pwait_call ? Real().epoll_pwait(epfd, events, max, 0, mask)
                      : Real().epoll_wait(epfd, events, max, 0);
   if (r < 0) {
-    if (errno != EINTR) {
-      int error = errno;
-      for (int k = 0; k < kept_count; ++k) {
-        KeepForLater(epfd, kept[k].fd, kept[k].data, kept[k].events, kept[k].generation);
-      }
-      errno = error;
-      return r;
-    }
+    if (errno != EINTR) return r;
     r = 0;
   }
   // The user's epoll_data names the descriptor: merge by it, add the rest while room lasts
-  // (a held descriptor that does not fit is still held, so the next wait reports it
-  // without blocking; a kept event that does not fit is kept again). An event is looked
-  // for only where `present` (a bit per hash of the data of the events so far) says one
-  // may be; those added carry their descriptors to OneInputOfEpoll.
+  // (a held descriptor that does not fit is still held, and a kept event still kept, so
+  // the next wait reports them without blocking). An event is looked for only where
+  // `present` (a bit per hash of the data of the events so far) says one may be; those
+  // added carry their descriptors to OneInputOfEpoll.
   uint64_t present = 0;
   auto bit = [](uint64_t data) { return uint64_t(1) << ((data * 0x9e3779b97f4a7c15ull) >> 58); };
   for (int i = 0; i < r; ++i) present |= bit(events[i].data.u64);
   const int added_from = r;
-  int added_fd[64 + kTakeAtOnce];
+  int added_fd[64 + 1];
+  // The index of the event `data` is now in (-1: no room).
   auto merge = [&](uint64_t data, uint32_t bits, int fd) {
     int i = (present & bit(data)) != 0 ? 0 : r;
     while (i < r && events[i].data.u64 != data) ++i;
     if (i < r) {
       events[i].events |= bits;
-      return true;
+      return i;
     }
-    if (r == max) return false;
+    if (r == max) return -1;
     events[r].events = bits;
     events[r].data.u64 = data;
     added_fd[r - added_from] = fd;
     present |= bit(data);
-    ++r;
-    return true;
+    return r++;
   };
+  const int first_kept = any_kept ? merge(kept.data, kept.events, kept.fd) : -1;
   for (int h = 0; h < held_count; ++h) {
     merge(__atomic_load_n(&g_registrations[held[h]].data, __ATOMIC_RELAXED), EPOLLIN, held[h]);
   }
-  for (int k = 0; k < kept_count; ++k) {
-    if (!merge(kept[k].data, kept[k].events, kept[k].fd)) {
-      KeepForLater(epfd, kept[k].fd, kept[k].data, kept[k].events, kept[k].generation);
-    }
-  }
-  return Reporting(epfd, events,
-                   r >= 2 ? OneInputOfEpoll(epfd, events, r, added_fd, added_from) : r);
+  Split split{};
+  if (r >= 2) r = OneInputOfEpoll(epfd, events, r, added_fd, added_from, first_kept, &split);
+  // Reported now, it is kept no more; if others still are, this wait held them back.
+  if (first_kept >= 0 && !split.first_kept && TakeKept(kept) && !split.any) CountSplit();
+  return Reporting(epfd, events, r);
 }
 
 }  // namespace weft_preload
