@@ -301,9 +301,8 @@ void LogBoundary(int fd, uint8_t protocol, bool sent, bool request, int64_t entr
   int count = a->count < protocols::kMaxAttributes ? a->count : protocols::kMaxAttributes;
   for (int i = 0; i < count; ++i) {
     const protocols::Attribute& item = a->items[i];
-    if (item.key == nullptr) continue;
-    size_t key_length = strnlen(item.key, kMaxKey);
-    if (key_length == 0) continue;
+    size_t key_length = item.key_length < kMaxKey ? item.key_length : kMaxKey;
+    if (item.key == nullptr || key_length == 0) continue;
     size_t value_length = item.length < protocols::kMaxValue ? item.length : protocols::kMaxValue;
     memcpy(text + used, item.key, key_length);
     used += key_length;

@@ -49,15 +49,25 @@ inline size_t Fail(Parser* parser, size_t length, bool* ended) {
 }
 
 // Appends key=value (value cut to kMaxValue bytes); a key beyond kMaxAttributes is dropped.
+// Inline, so that a literal key's length is known when compiled.
 inline void AddAttribute(Parser* parser, const char* key, const void* value, size_t length) {
   Attributes& a = parser->attributes;
   if (a.count >= kMaxAttributes) return;
   Attribute& item = a.items[a.count++];
   item.key = key;
+  item.key_length = uint8_t(strlen(key));
   item.length = uint8_t(length < size_t(kMaxValue) ? length : size_t(kMaxValue));
   memcpy(item.value, value, item.length);
 }
-void AddDecimalAttribute(Parser* parser, const char* key, uint64_t value);
+inline void AddDecimalAttribute(Parser* parser, const char* key, uint64_t value) {
+  char digits[20];
+  size_t n = 0;
+  do {
+    digits[sizeof(digits) - 1 - n++] = char('0' + value % 10);
+    value /= 10;
+  } while (value != 0);
+  AddAttribute(parser, key, digits + sizeof(digits) - n, n);
+}
 
 // Starts the attributes of a message that has just ended.
 inline void ClearAttributes(Parser* parser) { parser->attributes.count = 0; }

@@ -58,6 +58,7 @@ inline constexpr int kMaxAttributes = 4;
 inline constexpr int kMaxValue = 120;
 struct Attribute {
   const char* key;
+  uint8_t key_length;  // strlen(key), for the log's writer
   uint8_t length;
   char value[kMaxValue];
 };

@@ -81,20 +81,6 @@ bool LooksLikeMemcachedBinary(const uint8_t* data, size_t length) {
 
 }  // namespace
 
-namespace internal {
-
-void AddDecimalAttribute(Parser* parser, const char* key, uint64_t value) {
-  char digits[20];
-  size_t n = 0;
-  do {
-    digits[sizeof(digits) - 1 - n++] = char('0' + value % 10);
-    value /= 10;
-  } while (value != 0);
-  AddAttribute(parser, key, digits + sizeof(digits) - n, n);
-}
-
-}  // namespace internal
-
 void CopyParser(Parser* to, const Parser* from) {
   to->protocol = from->protocol;
   to->direction = from->direction;
@@ -107,6 +93,7 @@ void CopyParser(Parser* to, const Parser* from) {
     const Attribute& item = from->attributes.items[i];
     Attribute& copy = to->attributes.items[i];
     copy.key = item.key;
+    copy.key_length = item.key_length;
     copy.length = item.length < kMaxValue ? item.length : uint8_t(kMaxValue);
     memcpy(copy.value, item.value, copy.length);
   }
