@@ -343,11 +343,16 @@ Status DecodeHeader(std::span<const uint8_t> data, std::string_view name, EventL
   const char* text = reinterpret_cast<const char*>(data.data()) + sizeof(FileHeader);
   out.host.assign(text, h.host_length);
   out.executable.assign(text + h.host_length, h.executable_length);
+  // Arguments joined by NUL: n NULs make n + 1 arguments, empty ones included (a log whose
+  // command line ended in NULs, written before the writer dropped them, counted one for
+  // each).
   std::string_view args(text + h.host_length + h.executable_length, h.arguments_length);
-  while (!args.empty()) {
-    size_t end = args.find('\0');
-    out.arguments.emplace_back(args.substr(0, end));
-    args = end == std::string_view::npos ? std::string_view() : args.substr(end + 1);
+  for (size_t start = 0; !args.empty();) {
+    size_t end = args.find('\0', start);
+    out.arguments.emplace_back(
+        args.substr(start, end == std::string_view::npos ? end : end - start));
+    if (end == std::string_view::npos) break;
+    start = end + 1;
   }
   if (out.arguments.size() != h.argument_count) {
     return Status::Corruption("{}: header lists {} arguments, records {} at byte 92", name,

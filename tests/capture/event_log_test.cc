@@ -92,6 +92,20 @@ TEST(EventLogTest, RoundTripsEveryField) {
 // the cut and counts every byte after the last of them.
 // End records of every size a writer has used: 72 bytes (with split_waits), 64 (event
 // isolation without it) and 40 (before event isolation); the counters a record lacks are 0.
+// Empty arguments are arguments: a log written before the preload library dropped the
+// NULs that pad a rewritten command line (php-fpm's workers') listed one for each NUL, and
+// was refused as corrupt.
+TEST(EventLogTest, EmptyArgumentsAreKept) {
+  for (const std::vector<std::string>& arguments :
+       {std::vector<std::string>{"php-fpm: pool www", "", ""}, {"a", "", "b"}, {"", ""}, {}}) {
+    TestHeader header;
+    header.arguments = arguments;
+    auto log = Decode(EncodeHeader(header) + Block(0, 0, {EndRecord(0, 0, 0)}));
+    ASSERT_TRUE(log.ok()) << log.status().message();
+    EXPECT_EQ(log->header.arguments, arguments);
+  }
+}
+
 TEST(EventLogTest, EndRecordsOfOlderSizesReadTheirCounters) {
   w::EndRecord r{
       w::kEndRecord, w::kOpNone, sizeof(w::EndRecord), 0, 5'000'000'000, 4, 12, 1, 7, 8, 9, 10};

@@ -49,9 +49,9 @@ inline std::string EncodeHeader(const TestHeader& t) {
   for (int i = 0; i < 16; ++i) h.boot_id[i] = uint8_t(i + 1);
   h.block_size = t.chunk_size;
   std::string args;
-  for (const std::string& a : t.arguments) {
-    if (!args.empty()) args.push_back('\0');
-    args += a;
+  for (size_t i = 0; i < t.arguments.size(); ++i) {
+    if (i > 0) args.push_back('\0');
+    args += t.arguments[i];
   }
   h.host_length = uint32_t(t.host.size());
   h.executable_length = uint32_t(t.executable.size());

@@ -168,7 +168,10 @@ size_t BuildHeader(uint8_t* out, size_t capacity, uint32_t exec_index, uint32_t 
   if (n == args_room) {  // too long: keep whole arguments only
     while (n > 0 && args[n - 1] != '\0') --n;
   }
-  if (n > 0 && args[n - 1] == '\0') --n;  // the last argument's terminator is not stored
+  // The last argument's terminator is not stored, nor the NULs a program that rewrote its
+  // command line padded it with (php-fpm's workers: "php-fpm: pool www", then zeros to the
+  // old length): they are no arguments.
+  while (n > 0 && args[n - 1] == '\0') --n;
   h.arguments_length = uint32_t(n);
   h.argument_count = n > 0 ? 1 : 0;
   for (size_t i = 0; i < n; ++i) h.argument_count += args[i] == '\0';
