@@ -251,6 +251,7 @@ struct Scores {
   int file_requests = 0;  // the second client's, when there is one
   int thread_files = 0, fragment_files = 0, chosen_files = 0;  // their exact trees
   int messages_within = 0;  // kind MSG between a role's processes (a server's own pipes)
+  size_t app_messages = 0;  // between the server and an application server behind it
   // The server's ports it called web0 from (connections, but a port a later connection took
   // again counts once), and those that carried requests from more than one client port.
   size_t web_connections = 0, shared_connections = 0;
@@ -264,6 +265,11 @@ struct Server {
   std::vector<std::string> argv;
   int stop_signal = SIGTERM;
   std::string log;  // its own log, shown when it fails to start
+  // An application server behind it that calls web0 (php-fpm behind nginx), started first
+  // and captured as its own: its program and argv, in the foreground; it stops on SIGQUIT
+  // (a graceful stop), else on stop_signal.
+  std::string app_program;
+  std::vector<std::string> app_argv;
 };
 // Writes a server's configuration under `dir` for `port` in front of web0 at `web`.
 using Configure = std::function<Server(const std::string& dir, uint16_t port, uint16_t web)>;
@@ -309,10 +315,12 @@ class HandoffServerTest : public RealServersTest {
 // server process sends itself (haproxy's threads wake each other through a pipe, Varnish's
 // waiter through its own): they carry no request and are no request's, and whether a tree
 // holds one says nothing of whether it holds its request's messages. `with_own` counts the
-// trees that held one.
+// trees that held one. With `app` (the nodes of an application server behind the front,
+// which it speaks FastCGI to: no testbed ids), each tree also holds one call to it and its
+// return.
 int ExactRequestTrees(const Trace& trace, const PathSet& paths, const std::string& client,
                       const std::map<uint64_t, int>& db_calls, int show = 0,
-                      int* with_own = nullptr) {
+                      int* with_own = nullptr, const std::set<NodeId>& app = {}) {
   const TraceColumns& c = trace.columns();
   int exact = 0, own_trees = 0;
   for (size_t i = 0; i < paths.instance_count(); ++i) {
@@ -323,15 +331,22 @@ int ExactRequestTrees(const Trace& trace, const PathSet& paths, const std::strin
     auto it = db_calls.find(request);
     size_t own = 0;
     bool same = it != db_calls.end();
+    size_t to_app = 0;
     for (MessageId m : messages) {
       size_t k = m.value();
       if (c.kind[k] == MessageKind::kMessage && c.sender[k] == c.receiver[k]) {
         ++own;
         continue;
       }
+      if ((c.kind[k] == MessageKind::kCall && app.count(c.receiver[k])) ||
+          (c.kind[k] == MessageKind::kReturn && app.count(c.sender[k]))) {
+        ++to_app;
+        continue;
+      }
       same = same && IdsOf(PayloadPrefix(trace, m)).request == request;
     }
-    same = same && messages.size() - own == size_t(4 + 2 * it->second);
+    same = same && to_app == (app.empty() ? 0u : 2u) &&
+           messages.size() - own == size_t(4 + 2 * it->second) + to_app;
     exact += same;
     own_trees += own > 0;
     if (!same && show-- > 0) {
@@ -424,6 +439,8 @@ Scores HandoffServerTest::RunOnce(const Configure& configure, bool files) {
   }
   pid_t db0 = start("db0", {WEFT_TESTBED_SERVER, topology, "db0", truth_dir}, SIGTERM);
   pid_t web0 = start("web0", {WEFT_TESTBED_SERVER, topology, "web0", truth_dir}, SIGTERM);
+  const bool with_app = !server.app_argv.empty();
+  pid_t app = with_app ? start("app", server.app_argv, SIGQUIT) : -1;
   pid_t front = start("server", server.argv, server.stop_signal);
   bool up = testing::WaitForPort(db) && testing::WaitForPort(web) && testing::WaitForPort(port);
   EXPECT_TRUE(up) << testing::ReadFile(path("server.out")) << testing::ReadFile(server.log);
@@ -453,8 +470,11 @@ Scores HandoffServerTest::RunOnce(const Configure& configure, bool files) {
   EXPECT_EQ(load_rc, 0) << load_output;
   EXPECT_EQ(curl.rc, 0) << curl.output;
   std::cerr << load_output;
-  for (pid_t pid : {front, web0, db0}) {
-    int status = background_->Stop(pid, pid == front ? server.stop_signal : SIGTERM);
+  for (pid_t pid : {front, app, web0, db0}) {
+    if (pid < 0) continue;
+    int status = background_->Stop(pid, pid == front ? server.stop_signal
+                                        : pid == app ? SIGQUIT
+                                                     : SIGTERM);
     EXPECT_TRUE(WIFEXITED(status)) << "pid " << pid << " status " << status;
   }
   std::cerr << server.program << "'s output:\n" << testing::ReadFile(path("server.out"));
@@ -481,25 +501,33 @@ Scores HandoffServerTest::RunOnce(const Configure& configure, bool files) {
     return std::string(trace.NodeName(sender ? c.sender[i] : c.receiver[i]));
   };
   // process -> client | files | server | web0 | db0
-  std::map<std::string, std::string> role =
-      testing::ProxyRoles(trace, {{"weft", "client"}, {"curl", "files"}}, "server");
+  std::map<std::string, std::string> role = testing::ProxyRoles(
+      trace, {{"weft", "client"}, {"curl", "files"}}, "server", server.app_program);
   std::string client;
   std::set<std::string> file_clients;
+  std::set<NodeId> app_nodes;
   std::map<std::string, int> roles;
   for (const auto& [process, r] : role) {
     ++roles[r];
     if (r == "client") client = process;
     if (r == "files") file_clients.insert(process);
+    if (r == "app") app_nodes.insert(trace.nodes().Find(process));
     EXPECT_EQ(ProgramOf(process), r == "client"   ? "weft"
                                   : r == "files"  ? "curl"
                                   : r == "server" ? server.program
+                                  : r == "app"    ? server.app_program
                                                   : "weft-testbed-server")
         << process << " as " << r;
   }
   std::map<std::string, int> expected_roles = {
       {"client", 1}, {"server", 1}, {"web0", 1}, {"db0", 1}};
   if (files) expected_roles["files"] = 1;
+  if (with_app) {  // the pool's workers: those that served
+    EXPECT_GE(roles["app"], 1);
+    expected_roles["app"] = roles["app"];
+  }
   EXPECT_EQ(roles, expected_roles);
+  const std::string back = with_app ? "app" : "server";  // who calls web0
 
   // The truth's calls per tier pair and the trace's per role pair, by call id: each of the
   // client's calls to web0 went client -> server and server -> web0, and came back the same
@@ -530,6 +558,11 @@ Scores HandoffServerTest::RunOnce(const Configure& configure, bool files) {
       scores.file_requests += c.kind[i] == MessageKind::kCall;
       continue;
     }
+    if (from->second + ">" + to->second == "server>app" ||
+        from->second + ">" + to->second == "app>server") {  // FastCGI: no testbed ids
+      scores.app_messages += 1;
+      continue;
+    }
     testing::TestbedIds ids = IdsOf(PayloadPrefix(trace, MessageId{uint32_t(i)}));
     EXPECT_NE(ids.request, 0u) << "message " << i << " (" << MessageKindOp(c.kind[i]) << " "
                                << from->second << " > " << to->second
@@ -540,7 +573,7 @@ Scores HandoffServerTest::RunOnce(const Configure& configure, bool files) {
     if (c.kind[i] == MessageKind::kCall && from->second == "web0") ++db_calls[ids.request];
     if (c.kind[i] == MessageKind::kCall && from->second == "client")
       client_connection[ids.request] = c.sender_endpoint[i].value();
-    if (c.kind[i] == MessageKind::kCall && from->second == "server" && to->second == "web0")
+    if (c.kind[i] == MessageKind::kCall && from->second == back && to->second == "web0")
       web_connection[ids.request] = c.sender_endpoint[i].value();
   }
   std::map<uint32_t, std::set<uint32_t>> clients_per_web_connection;
@@ -550,8 +583,11 @@ Scores HandoffServerTest::RunOnce(const Configure& configure, bool files) {
   for (const auto& [connection, clients] : clients_per_web_connection)
     scores.shared_connections += clients.size() > 1;
   EXPECT_EQ(untimed, 0);
-  testing::ExpectCallsAsInTruth(trace_calls, truth_calls, "server");
+  testing::ExpectCallsAsInTruth(trace_calls, truth_calls, "server", back);
   EXPECT_EQ(db_calls.size(), scores.requests);
+  if (with_app) {
+    EXPECT_EQ(scores.app_messages, 2 * scores.requests);
+  }
   if (files) {
     EXPECT_EQ(scores.file_requests, kFileRequests);
   }
@@ -562,9 +598,9 @@ Scores HandoffServerTest::RunOnce(const Configure& configure, bool files) {
   Result<AutoInference> decided = ChooseAlgorithm(trace);
   EXPECT_TRUE(thread.ok() && fragment.ok() && decided.ok());
   if (!thread.ok() || !fragment.ok() || !decided.ok()) return scores;
-  scores.thread = ExactRequestTrees(trace, thread->paths, client, db_calls);
-  scores.fragment =
-      ExactRequestTrees(trace, fragment->paths, client, db_calls, 3, &scores.fragment_with_own);
+  scores.thread = ExactRequestTrees(trace, thread->paths, client, db_calls, 0, nullptr, app_nodes);
+  scores.fragment = ExactRequestTrees(trace, fragment->paths, client, db_calls, 3,
+                                      &scores.fragment_with_own, app_nodes);
   scores.thread_files = ExactFileTrees(trace, thread->paths, file_clients);
   scores.fragment_files = ExactFileTrees(trace, fragment->paths, file_clients);
   for (size_t i = 0; i < fragment->paths.instance_count(); ++i) {
@@ -596,7 +632,7 @@ Scores HandoffServerTest::RunOnce(const Configure& configure, bool files) {
       break;
   }
   if (chosen != nullptr) {
-    scores.chosen = ExactRequestTrees(trace, *chosen, client, db_calls);
+    scores.chosen = ExactRequestTrees(trace, *chosen, client, db_calls, 0, nullptr, app_nodes);
     scores.chosen_files = ExactFileTrees(trace, *chosen, file_clients);
   }
   return scores;
@@ -1116,6 +1152,95 @@ TEST_F(GunicornTest, WithoutSyncRecordsFragmentIsExactToo) {
   EXPECT_EQ(s.thread, int(s.requests));
   EXPECT_EQ(s.fragment, int(s.requests));
   EXPECT_EQ(s.algorithm, AutoAlgorithm::kThread) << s.auto_says;
+}
+
+// ---------------------------------------------------------------------------------------
+// nginx in front of php-fpm (FastCGI, for which weft has no processor), whose PHP script
+// (tests/capture/php_proxy.php) calls web0: nginx's one worker, php-fpm's static pool of 4
+// worker processes, a new connection to web0 per request. php-fpm rewrites its workers'
+// command lines ("php-fpm: pool www", padded with NULs), which once made their logs
+// unreadable and every PHP call missing.
+
+constexpr const char* kNginxFastcgiConf = R"conf(user root;
+worker_processes 1;
+pid @P@/nginx.pid;
+error_log @P@/error.log notice;
+events { worker_connections 1024; }
+http {
+  access_log off;
+  client_body_temp_path @P@/body;
+  proxy_temp_path @P@/proxy;
+  fastcgi_temp_path @P@/fastcgi;
+  uwsgi_temp_path @P@/uwsgi;
+  scgi_temp_path @P@/scgi;
+  server {
+    listen 127.0.0.1:@PORT@;
+    location / {
+      fastcgi_pass 127.0.0.1:@FPM@;
+      include /etc/nginx/fastcgi_params;
+      fastcgi_param SCRIPT_FILENAME @SCRIPT@;
+    }
+  }
+}
+)conf";
+
+constexpr const char* kPhpFpmConf = R"conf([global]
+pid = @P@/php-fpm.pid
+error_log = @P@/php-fpm.log
+daemonize = no
+[www]
+listen = 127.0.0.1:@FPM@
+pm = static
+pm.max_children = 4
+clear_env = no
+)conf";
+
+class PhpFpmTest : public HandoffServerTest {
+ protected:
+  Scores Run() {
+    Scores s = RunOnce([](const std::string& dir, uint16_t port, uint16_t web) {
+      auto [fpm] = testing::FreePorts<1>();
+      std::map<std::string, std::string> fill = {{"@P@", dir},
+                                                 {"@PORT@", std::to_string(port)},
+                                                 {"@FPM@", std::to_string(fpm)},
+                                                 {"@SCRIPT@", PHP_PROXY}};
+      std::ofstream(dir + "/nginx.conf") << Fill(kNginxFastcgiConf, fill);
+      std::ofstream(dir + "/php-fpm.conf") << Fill(kPhpFpmConf, fill);
+      Server server{"nginx",
+                    {"/usr/sbin/nginx", "-c", dir + "/nginx.conf", "-p", dir, "-e",
+                     dir + "/error.log", "-g", "daemon off; master_process on;"},
+                    SIGTERM,
+                    dir + "/error.log"};
+      server.app_program = "php-fpm8.2";
+      server.app_argv = {"/usr/bin/env",           "WEFT_BACKEND=127.0.0.1:" + std::to_string(web),
+                         "/usr/sbin/php-fpm8.2",   "--nodaemonize",
+                         "--allow-to-run-as-root", "--fpm-config",
+                         dir + "/php-fpm.conf"};
+      return server;
+    });
+    Print("nginx + php-fpm" + std::string(no_isolate_ ? ", --no-isolate" : ""), s);
+    EXPECT_GT(s.requests, 0u);
+    return s;
+  }
+  static bool Ready() { return Installed("/usr/sbin/nginx") && Installed("/usr/sbin/php-fpm8.2"); }
+};
+
+TEST_F(PhpFpmTest, EveryRequestsTreeIsExact) {
+  if (!Ready()) GTEST_SKIP() << "nginx or php-fpm8.2 not installed (scripts/install-deps)";
+  Scores s = Run();
+  ASSERT_GT(s.requests, 0u);
+  EXPECT_EQ(s.reconcile_output.find("skipped: "), std::string::npos) << s.reconcile_output;
+  EXPECT_EQ(s.fragment, int(s.requests));
+  EXPECT_EQ(s.chosen, int(s.requests)) << s.auto_says;
+}
+
+TEST_F(PhpFpmTest, EveryRequestsTreeIsExactWithoutIsolation) {
+  if (!Ready()) GTEST_SKIP() << "nginx or php-fpm8.2 not installed (scripts/install-deps)";
+  no_isolate_ = true;
+  Scores s = Run();
+  ASSERT_GT(s.requests, 0u);
+  EXPECT_EQ(s.fragment, int(s.requests));
+  EXPECT_EQ(s.chosen, int(s.requests)) << s.auto_says;
 }
 
 // ---------------------------------------------------------------------------------------

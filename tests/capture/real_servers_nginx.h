@@ -148,10 +148,11 @@ inline CallsByPair TruthCalls(const Trace& truth) {
 // The roles of the processes in a run where clients call a front (a proxy) that calls
 // web0, which calls db0: a process of a program in `clients` that sends a CALL takes that
 // program's role ("weft" -> "client"), a process such a client calls is `front`, one the
-// front calls is web0, one web0 calls is db0.
+// front calls is web0, one web0 calls is db0. With `app` (a program), a process of it the
+// front calls is "app" (php-fpm behind nginx), and the one it calls web0.
 inline std::map<std::string, std::string> ProxyRoles(
-    const Trace& trace, const std::map<std::string, std::string>& clients,
-    const std::string& front) {
+    const Trace& trace, const std::map<std::string, std::string>& clients, const std::string& front,
+    const std::string& app = "") {
   const TraceColumns& c = trace.columns();
   auto node = [&](size_t i, bool sender) {
     return std::string(trace.NodeName(sender ? c.sender[i] : c.receiver[i]));
@@ -164,11 +165,13 @@ inline std::map<std::string, std::string> ProxyRoles(
     role[node(i, true)] = client->second;
     role[node(i, false)] = front;
   }
-  for (int pass = 0; pass < 2; ++pass) {
+  for (int pass = 0; pass < 3; ++pass) {
     for (size_t i = 0; i < trace.size(); ++i) {
       if (c.kind[i] != MessageKind::kCall || !role.count(node(i, true))) continue;
-      const std::string& from = role[node(i, true)];
-      if (from == front) role[node(i, false)] = "web0";
+      const std::string from = role[node(i, true)];
+      const bool to_app = !app.empty() && ProgramOf(node(i, false)) == app;
+      if (from == front) role[node(i, false)] = to_app ? "app" : "web0";
+      if (from == "app") role[node(i, false)] = "web0";
       if (from == "web0") role[node(i, false)] = "db0";
     }
   }
@@ -177,13 +180,15 @@ inline std::map<std::string, std::string> ProxyRoles(
 
 // Each of the truth's client calls to web0 went client -> `front` and `front` -> web0 in the
 // trace and came back the same way; web0's calls to db0 are the truth's; nothing else.
+// With `back`, web0 was called from there (php-fpm behind nginx: "app").
 inline void ExpectCallsAsInTruth(CallsByPair& trace_calls, CallsByPair& truth_calls,
-                                 const std::string& front) {
+                                 const std::string& front, std::string back = "") {
+  if (back.empty()) back = front;
   const auto& client_web = truth_calls[{MessageKind::kCall, "client>web0"}];
   const auto& web_client = truth_calls[{MessageKind::kReturn, "web0>client"}];
   EXPECT_EQ((trace_calls[{MessageKind::kCall, "client>" + front}]), client_web);
-  EXPECT_EQ((trace_calls[{MessageKind::kCall, front + ">web0"}]), client_web);
-  EXPECT_EQ((trace_calls[{MessageKind::kReturn, "web0>" + front}]), web_client);
+  EXPECT_EQ((trace_calls[{MessageKind::kCall, back + ">web0"}]), client_web);
+  EXPECT_EQ((trace_calls[{MessageKind::kReturn, "web0>" + back}]), web_client);
   EXPECT_EQ((trace_calls[{MessageKind::kReturn, front + ">client"}]), web_client);
   EXPECT_EQ((trace_calls[{MessageKind::kCall, "web0>db0"}]),
             (truth_calls[{MessageKind::kCall, "web0>db0"}]));
