@@ -266,10 +266,11 @@ struct Server {
   int stop_signal = SIGTERM;
   std::string log;  // its own log, shown when it fails to start
   // An application server behind it that calls web0 (php-fpm behind nginx), started first
-  // and captured as its own: its program and argv, in the foreground; it stops on SIGQUIT
-  // (a graceful stop), else on stop_signal.
+  // and captured as its own: its program and argv, in the foreground, and the signal that
+  // stops it gracefully.
   std::string app_program;
   std::vector<std::string> app_argv;
+  int app_stop_signal = SIGQUIT;
 };
 // Writes a server's configuration under `dir` for `port` in front of web0 at `web`.
 using Configure = std::function<Server(const std::string& dir, uint16_t port, uint16_t web)>;
@@ -440,7 +441,7 @@ Scores HandoffServerTest::RunOnce(const Configure& configure, bool files) {
   pid_t db0 = start("db0", {WEFT_TESTBED_SERVER, topology, "db0", truth_dir}, SIGTERM);
   pid_t web0 = start("web0", {WEFT_TESTBED_SERVER, topology, "web0", truth_dir}, SIGTERM);
   const bool with_app = !server.app_argv.empty();
-  pid_t app = with_app ? start("app", server.app_argv, SIGQUIT) : -1;
+  pid_t app = with_app ? start("app", server.app_argv, server.app_stop_signal) : -1;
   pid_t front = start("server", server.argv, server.stop_signal);
   bool up = testing::WaitForPort(db) && testing::WaitForPort(web) && testing::WaitForPort(port);
   EXPECT_TRUE(up) << testing::ReadFile(path("server.out")) << testing::ReadFile(server.log);
@@ -473,7 +474,7 @@ Scores HandoffServerTest::RunOnce(const Configure& configure, bool files) {
   for (pid_t pid : {front, app, web0, db0}) {
     if (pid < 0) continue;
     int status = background_->Stop(pid, pid == front ? server.stop_signal
-                                        : pid == app ? SIGQUIT
+                                        : pid == app ? server.app_stop_signal
                                                      : SIGTERM);
     EXPECT_TRUE(WIFEXITED(status)) << "pid " << pid << " status " << status;
   }
@@ -1106,9 +1107,10 @@ TEST_F(NodeTest, DefaultCaptureMissesFewTreesAndAutoSaysHowToRecapture) {
 // interpreter lock to each other through a condition variable, which capture's default
 // --sync queues records as hand-offs: thread once followed them and put every call
 // outside its request (0 trees exact); it now ignores what a thread takes while it owes
-// the reply to a request it read itself, and is exact. Fragment, which gives a thread
-// the request handed to it whatever it is doing, still gets none with those records
-// (docs/precise.md), and all of them with --sync off.
+// the reply to a request it read itself, and is exact. Fragment, which gave a thread the
+// request handed to it whatever it was doing, got none with those records; it now does
+// the same where a thread serves one request at a time (docs/precise.md), and gets all of
+// them with --sync off.
 
 class GunicornTest : public HandoffServerTest {
  protected:
@@ -1140,6 +1142,7 @@ TEST_F(GunicornTest, ThreadedWorkerEveryRequestsTreeIsExact) {
   Scores s = Run();
   ASSERT_GT(s.requests, 0u);
   EXPECT_EQ(s.thread, int(s.requests));
+  EXPECT_GE(s.fragment, int(s.requests) - int(s.requests) / 100);
   EXPECT_EQ(s.algorithm, AutoAlgorithm::kThread) << s.auto_says;
   EXPECT_EQ(s.chosen, int(s.requests)) << s.auto_says;
 }
@@ -1240,6 +1243,82 @@ TEST_F(PhpFpmTest, EveryRequestsTreeIsExactWithoutIsolation) {
   Scores s = Run();
   ASSERT_GT(s.requests, 0u);
   EXPECT_EQ(s.fragment, int(s.requests));
+  EXPECT_EQ(s.chosen, int(s.requests)) << s.auto_says;
+}
+
+// ---------------------------------------------------------------------------------------
+// nginx in front of uWSGI (uwsgi_pass: the uwsgi protocol), whose Python application
+// (tests/capture/wsgi_proxy.py) calls web0: a master and 2 worker processes of 2 threads.
+
+constexpr const char* kNginxUwsgiConf = R"conf(user root;
+worker_processes 1;
+pid @P@/nginx.pid;
+error_log @P@/error.log notice;
+events { worker_connections 1024; }
+http {
+  access_log off;
+  client_body_temp_path @P@/body;
+  proxy_temp_path @P@/proxy;
+  fastcgi_temp_path @P@/fastcgi;
+  uwsgi_temp_path @P@/uwsgi;
+  scgi_temp_path @P@/scgi;
+  server {
+    listen 127.0.0.1:@PORT@;
+    location / {
+      uwsgi_pass 127.0.0.1:@APP@;
+      include /etc/nginx/uwsgi_params;
+    }
+  }
+}
+)conf";
+
+class UwsgiTest : public HandoffServerTest {
+ protected:
+  Scores Run() {
+    Scores s = RunOnce([](const std::string& dir, uint16_t port, uint16_t web) {
+      auto [app] = testing::FreePorts<1>();
+      std::ofstream(dir + "/nginx.conf")
+          << Fill(kNginxUwsgiConf,
+                  {{"@P@", dir}, {"@PORT@", std::to_string(port)}, {"@APP@", std::to_string(app)}});
+      Server server{"nginx",
+                    {"/usr/sbin/nginx", "-c", dir + "/nginx.conf", "-p", dir, "-e",
+                     dir + "/error.log", "-g", "daemon off; master_process on;"},
+                    SIGTERM,
+                    dir + "/error.log"};
+      server.app_program = "uwsgi-core";
+      server.app_stop_signal = SIGTERM;  // with --die-on-term: shut down (SIGQUIT kills)
+      server.app_argv = {"/usr/bin/uwsgi_python3",
+                         "--socket",
+                         "127.0.0.1:" + std::to_string(app),
+                         "--wsgi-file",
+                         WSGI_PROXY,
+                         "--master",
+                         "--processes",
+                         "2",
+                         "--threads",
+                         "2",
+                         "--env",
+                         "WEFT_BACKEND=127.0.0.1:" + std::to_string(web),
+                         "--die-on-term",
+                         "--logto",
+                         dir + "/uwsgi.log"};
+      return server;
+    });
+    Print("nginx + uWSGI" + std::string(no_isolate_ ? ", --no-isolate" : ""), s);
+    EXPECT_GT(s.requests, 0u);
+    return s;
+  }
+  static bool Ready() {
+    return Installed("/usr/sbin/nginx") && Installed("/usr/bin/uwsgi_python3");
+  }
+};
+
+TEST_F(UwsgiTest, EveryRequestsTreeIsExact) {
+  if (!Ready())
+    GTEST_SKIP() << "nginx or uwsgi-plugin-python3 not installed (scripts/install-deps)";
+  Scores s = Run();
+  ASSERT_GT(s.requests, 0u);
+  EXPECT_EQ(s.reconcile_output.find("skipped: "), std::string::npos) << s.reconcile_output;
   EXPECT_EQ(s.chosen, int(s.requests)) << s.auto_says;
 }
 

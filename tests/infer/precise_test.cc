@@ -429,6 +429,24 @@ TEST(PreciseAlgorithms, FragmentFollowsLinksThatNameTheirMessages) {
   EXPECT_EQ(run.report.requests.exact, 0u);
 }
 
+// A hand-off from a thread that serves no request yet (CPython's interpreter lock, passed
+// on by a thread of uWSGI that had not read its request) hands nothing over: thread 1, on
+// c1 which it read itself, stays on it, and its call to B is c1's. Before, the hand-off
+// took c1 from thread 1, b1 went outside every request and auto refused fragment.
+TEST(PreciseAlgorithms, FragmentKeepsItsRequestThroughAHandOffThatCarriesNone) {
+  const std::string text =
+      "10 CALL_SENT C A c1 recv=20 stid=11 rtid=1 path=1 msg=0\n"
+      "22 HANDOFF A A stid=2 rtid=1 recv=25\n"
+      "30 CALL_SENT A B b1 recv=35 stid=1 rtid=20 path=1 msg=1 parent=0\n"
+      "40 RET_SENT B A b1 recv=45 stid=20 rtid=1 path=1 msg=2 parent=1\n"
+      "50 RET_SENT A C c1 recv=55 stid=1 rtid=11 path=1 msg=3 parent=0\n"
+      "52 CALL_SENT C A c2 recv=60 stid=12 rtid=2 path=2 msg=4\n"
+      "70 RET_SENT A C c2 recv=75 stid=2 rtid=12 path=2 msg=5 parent=4\n";
+  FragmentRun run = RunFragment(text, true);
+  EXPECT_EQ(run.parents, (std::vector<int64_t>{-1, 0, 1, 0, -1, 4}));
+  EXPECT_EQ(run.report.requests.exact, 2u);
+}
+
 }  // namespace
 }  // namespace weft
 
@@ -438,9 +456,9 @@ namespace {
 // A lock handed between two threads that each serve a request they read themselves
 // (CPython's interpreter lock, passed through a condition variable that capture records as
 // a hand-off): thread 1 takes it from thread 2 while it owes c1's reply, and its call to B
-// is c1's, not the request thread 2 was serving. Before, thread followed the hand-off and
-// gave b1 to c2.
-TEST(PreciseAlgorithms, ThreadIgnoresWhatAThreadTakesWhileServingItsOwnRequest) {
+// is c1's, not the request thread 2 was serving. Before, both algorithms followed the
+// hand-off and gave b1 to c2.
+TEST(PreciseAlgorithms, BothIgnoreWhatAThreadTakesWhileServingItsOwnRequest) {
   const std::string text =
       "10 CALL_SENT C A c1 recv=20 stid=11 rtid=1 path=1 msg=0\n"
       "12 CALL_SENT C A c2 recv=21 stid=12 rtid=2 path=2 msg=1\n"
@@ -456,22 +474,28 @@ TEST(PreciseAlgorithms, ThreadIgnoresWhatAThreadTakesWhileServingItsOwnRequest) 
   EXPECT_EQ(FragmentParents(*trace, thread->paths), (std::vector<int64_t>{-1, -1, 0, 2, 0, 1}));
   EXPECT_EQ(thread->counters.calls_through_handoffs, 0);
   EXPECT_EQ(thread->counters.calls_outside_requests, 0);
+  Result<FragmentInference> fragment = InferFragment(*trace);
+  ASSERT_TRUE(fragment.ok());
+  EXPECT_EQ(FragmentParents(*trace, fragment->paths), (std::vector<int64_t>{-1, -1, 0, 2, 0, 1}));
+  EXPECT_EQ(fragment->counters.handoffs_carrying_requests, 0);
 }
 
-// A hand-off that a reply then contradicts: thread 9 of A, serving c2, is handed c1 by
-// thread 5 (which then takes c3 while it owes c1: not thread) and answers c2. Auto refuses
-// fragment and, since hand-offs were followed,
-// says that a runtime's own helper threads may be what capture took for hand-offs, and
-// how to recapture without them (Node.js: docs/precise.md).
+// A hand-off that a reply then contradicts: thread 9 of A, an event loop serving c2 and
+// c4, is handed c1 by thread 5 (which then takes c3 while it owes c1: not thread) and
+// answers c2. Auto refuses fragment and, since hand-offs were followed, says that a
+// runtime's own helper threads may be what capture took for hand-offs, and how to
+// recapture without them (Node.js: docs/precise.md).
 TEST(ChooseAlgorithm, AContradictedHandOffSaysHowToRecaptureWithoutSyncRecords) {
   const std::string text =
       "10 CALL_SENT C A c1 recv=20 stid=11 rtid=5 path=1 msg=0\n"
       "11 CALL_SENT C A c2 recv=21 stid=12 rtid=9 path=2 msg=1\n"
       "22 HANDOFF A A stid=5 rtid=9 recv=30\n"
       "24 CALL_SENT C A c3 recv=25 stid=13 rtid=5 path=3 msg=2\n"
-      "40 RET_SENT A C c2 recv=50 stid=9 rtid=12 path=2 msg=3 parent=1\n"
-      "41 RET_SENT A C c1 recv=51 stid=5 rtid=11 path=1 msg=4 parent=0\n"
-      "42 RET_SENT A C c3 recv=52 stid=5 rtid=13 path=3 msg=5 parent=2\n";
+      "26 CALL_SENT C A c4 recv=27 stid=14 rtid=9 path=4 msg=3\n"
+      "40 RET_SENT A C c2 recv=50 stid=9 rtid=12 path=2 msg=4 parent=1\n"
+      "41 RET_SENT A C c1 recv=51 stid=5 rtid=11 path=1 msg=5 parent=0\n"
+      "42 RET_SENT A C c3 recv=52 stid=5 rtid=13 path=3 msg=6 parent=2\n"
+      "43 RET_SENT A C c4 recv=53 stid=9 rtid=14 path=4 msg=7 parent=3\n";
   Result<Trace> trace = ParseTextTrace(text, "contradicted.trace");
   ASSERT_TRUE(trace.ok()) << trace.status().message();
   Result<AutoInference> decided = ChooseAlgorithm(*trace);

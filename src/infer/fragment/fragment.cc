@@ -137,6 +137,7 @@ class FragmentScan {
   }
 
   void Run(std::span<const ThreadEvent> events) {
+    FindThreadsServingOneAtATime(events);
     for (const ThreadEvent& e : events) {
       // Anything a thread does but read (a send, a connect, a hand-off, a spawn) is acting on
       // the input it read last.
@@ -218,8 +219,41 @@ class FragmentScan {
   // over: held like an inherited one, until the consumer's own next input or the
   // request's answer. A reply it then sends to another request says the pairing was wrong
   // (a queue that is not FIFO): counted.
+  // The threads that never read a request while they owed the reply to one they had read
+  // before (each answering it themselves): a thread per request or per connection.
+  void FindThreadsServingOneAtATime(std::span<const ThreadEvent> events) {
+    absl::flat_hash_map<Thread, MessageId> owing;
+    absl::flat_hash_set<Thread> overlapping;
+    for (const ThreadEvent& e : events) {
+      const Thread self{e.node, e.thread};
+      if (e.step == Step::kReceive && c_.kind[e.message] == MessageKind::kCall) {
+        MessageId& owed = owing[self];
+        if (owed.valid()) overlapping.insert(self);
+        owed = MessageId(e.message);
+      } else if (e.step == Step::kSend && c_.kind[e.message] == MessageKind::kReturn) {
+        if (auto it = owing.find(self); it != owing.end() && it->second == call_of_[e.message])
+          it->second = MessageId();
+      }
+    }
+    for (const auto& [thread, owed] : owing) {
+      if (!overlapping.contains(thread)) one_at_a_time_.insert(thread);
+    }
+  }
+
   void TakeOver(const ProcessLink& l, MessageId request) {
     const Thread to{l.to.value(), l.to_thread};
+    // A thread on a request it read itself keeps it through a hand-off that carries none
+    // (its producer worked for no request), and, where it serves one request at a time,
+    // through any hand-off that does not name the request while it owes that request's
+    // reply: what reaches such a thread then is a lock passed between threads that each
+    // serve their own request (CPython's interpreter lock, through a condition variable:
+    // uWSGI's and gunicorn's threads), not work. An event loop's thread, which reads
+    // requests while it owes replies, takes what it is handed (a pool thread's
+    // completion), and so does any thread a link names the request to (gRPC's).
+    const bool own = designation_[to].valid() && !inherited_.contains(to);
+    const bool lock_passed =
+        one_at_a_time_.contains(to) && owing_[to].valid() && !l.from_message.valid();
+    if (own && (!request.valid() || lock_passed)) return;
     Inherit(to, request);
     if (request.valid()) {
       taken_over_.insert(to);
@@ -250,6 +284,7 @@ class FragmentScan {
     const MessageKind kind = c_.kind[e.message];
     const Thread self{e.node, e.thread};
     if (kind == MessageKind::kCall && whole) {
+      owing_[self] = MessageId(e.message);
       if (auto partial = reading_.find(self); partial != reading_.end()) {
         std::erase(partial->second, MessageId(e.message));
         if (partial->second.empty()) reading_.erase(partial);
@@ -295,6 +330,9 @@ class FragmentScan {
     if (kind == MessageKind::kReturn) {
       parent_[e.message] = call_of_[e.message];
       const Thread self{e.node, e.thread};
+      if (auto owed = owing_.find(self);
+          owed != owing_.end() && owed->second == call_of_[e.message])
+        owed->second = MessageId();
       // A reply a link named as sent for its request is explained, whatever the thread
       // was handed through a queue.
       const bool named = sent_for_.erase(e.message) > 0;
@@ -382,6 +420,10 @@ class FragmentScan {
   absl::flat_hash_map<Thread, TimeNs> unacted_;
   absl::flat_hash_map<Thread, int64_t> before_acting_;
   absl::flat_hash_set<Thread> senders_;
+  // FindThreadsServingOneAtATime's threads, and per thread the request it read and has not
+  // answered yet.
+  absl::flat_hash_set<Thread> one_at_a_time_;
+  absl::flat_hash_map<Thread, MessageId> owing_;
   int64_t outputs_without_request_ = 0, server_calls_outside_ = 0, requests_spawned_ = 0,
           ended_by_answer_ = 0;
 };
