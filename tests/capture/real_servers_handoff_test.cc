@@ -1179,7 +1179,7 @@ http {
   server {
     listen 127.0.0.1:@PORT@;
     location / {
-      fastcgi_pass 127.0.0.1:@FPM@;
+      fastcgi_pass @PASS@;
       include /etc/nginx/fastcgi_params;
       fastcgi_param SCRIPT_FILENAME @SCRIPT@;
     }
@@ -1192,7 +1192,7 @@ pid = @P@/php-fpm.pid
 error_log = @P@/php-fpm.log
 daemonize = no
 [www]
-listen = 127.0.0.1:@FPM@
+listen = @LISTEN@
 pm = static
 pm.max_children = 4
 clear_env = no
@@ -1201,11 +1201,15 @@ clear_env = no
 class PhpFpmTest : public HandoffServerTest {
  protected:
   Scores Run() {
-    Scores s = RunOnce([](const std::string& dir, uint16_t port, uint16_t web) {
+    Scores s = RunOnce([this](const std::string& dir, uint16_t port, uint16_t web) {
       auto [fpm] = testing::FreePorts<1>();
+      // php-fpm listens on a port, or on a Unix socket as Debian's own pool does.
+      const std::string listen =
+          unix_socket_ ? dir + "/php-fpm.sock" : "127.0.0.1:" + std::to_string(fpm);
       std::map<std::string, std::string> fill = {{"@P@", dir},
                                                  {"@PORT@", std::to_string(port)},
-                                                 {"@FPM@", std::to_string(fpm)},
+                                                 {"@LISTEN@", listen},
+                                                 {"@PASS@", (unix_socket_ ? "unix:" : "") + listen},
                                                  {"@SCRIPT@", PHP_PROXY}};
       std::ofstream(dir + "/nginx.conf") << Fill(kNginxFastcgiConf, fill);
       std::ofstream(dir + "/php-fpm.conf") << Fill(kPhpFpmConf, fill);
@@ -1221,11 +1225,14 @@ class PhpFpmTest : public HandoffServerTest {
                          dir + "/php-fpm.conf"};
       return server;
     });
-    Print("nginx + php-fpm" + std::string(no_isolate_ ? ", --no-isolate" : ""), s);
+    Print("nginx + php-fpm" + std::string(no_isolate_ ? ", --no-isolate" : "") +
+              (unix_socket_ ? ", Unix socket" : ""),
+          s);
     EXPECT_GT(s.requests, 0u);
     return s;
   }
   static bool Ready() { return Installed("/usr/sbin/nginx") && Installed("/usr/sbin/php-fpm8.2"); }
+  bool unix_socket_ = false;
 };
 
 TEST_F(PhpFpmTest, EveryRequestsTreeIsExact) {
@@ -1233,6 +1240,15 @@ TEST_F(PhpFpmTest, EveryRequestsTreeIsExact) {
   Scores s = Run();
   ASSERT_GT(s.requests, 0u);
   EXPECT_EQ(s.reconcile_output.find("skipped: "), std::string::npos) << s.reconcile_output;
+  EXPECT_EQ(s.fragment, int(s.requests));
+  EXPECT_EQ(s.chosen, int(s.requests)) << s.auto_says;
+}
+
+TEST_F(PhpFpmTest, EveryRequestsTreeIsExactOverAUnixSocket) {
+  if (!Ready()) GTEST_SKIP() << "nginx or php-fpm8.2 not installed (scripts/install-deps)";
+  unix_socket_ = true;
+  Scores s = Run();
+  ASSERT_GT(s.requests, 0u);
   EXPECT_EQ(s.fragment, int(s.requests));
   EXPECT_EQ(s.chosen, int(s.requests)) << s.auto_says;
 }
