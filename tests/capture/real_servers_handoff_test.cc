@@ -1100,6 +1100,33 @@ TEST_F(NodeTest, DefaultCaptureMissesFewTreesAndAutoSaysHowToRecapture) {
 }
 
 // ---------------------------------------------------------------------------------------
+// Java 17: the JDK's HttpServer (a dispatcher thread, a pool of 4 threads taking exchanges
+// from its queue) calling web0 through HttpURLConnection's kept connections
+// (tests/capture/JavaProxy.java, run from source).
+
+class JavaTest : public HandoffServerTest {
+ protected:
+  Scores Run() {
+    Scores s = RunOnce([](const std::string&, uint16_t port, uint16_t web) {
+      return Server{"java",
+                    {"/usr/bin/java", JAVA_PROXY, std::to_string(port), std::to_string(web)},
+                    SIGTERM,
+                    ""};
+    });
+    Print("java" + std::string(no_isolate_ ? ", --no-isolate" : ""), s);
+    EXPECT_GT(s.requests, 0u);
+    return s;
+  }
+};
+
+TEST_F(JavaTest, HttpServerWithAThreadPoolEveryRequestsTreeIsExact) {
+  if (!Installed("/usr/bin/java")) GTEST_SKIP() << "java not installed (scripts/install-deps)";
+  Scores s = Run();
+  ASSERT_GT(s.requests, 0u);
+  EXPECT_EQ(s.chosen, int(s.requests)) << s.auto_says;
+}
+
+// ---------------------------------------------------------------------------------------
 // gunicorn 20 serving a Flask service (tests/capture/flask_proxy.py) with one worker
 // process of 4 threads (gthread): the worker's main thread accepts connections and gives
 // each to a pool thread, which reads the request, calls web0 through a requests session
