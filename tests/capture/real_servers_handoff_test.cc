@@ -1127,6 +1127,38 @@ TEST_F(JavaTest, HttpServerWithAThreadPoolEveryRequestsTreeIsExact) {
 }
 
 // ---------------------------------------------------------------------------------------
+// Puma 5 serving a Rack application (tests/capture/rack_proxy.ru): one process, a reactor
+// thread that buffers requests and a pool of 4 threads that run the application, which
+// calls web0 with Net::HTTP. Ruby's threads pass the interpreter's lock (the GVL) between
+// them, as CPython's do.
+
+class PumaTest : public HandoffServerTest {
+ protected:
+  Scores Run() {
+    Scores s = RunOnce([](const std::string& dir, uint16_t port, uint16_t web) {
+      // The process's program is the interpreter's file.
+      std::string ruby = fs::canonical("/usr/bin/ruby").filename().string();
+      return Server{ruby,
+                    {"/usr/bin/env", "WEFT_BACKEND=127.0.0.1:" + std::to_string(web),
+                     "/usr/bin/puma", "--bind", "tcp://127.0.0.1:" + std::to_string(port),
+                     "--threads", "4:4", "--dir", dir, RACK_PROXY},
+                    SIGTERM,
+                    ""};
+    });
+    Print("puma" + std::string(no_isolate_ ? ", --no-isolate" : ""), s);
+    EXPECT_GT(s.requests, 0u);
+    return s;
+  }
+};
+
+TEST_F(PumaTest, ThreadPoolEveryRequestsTreeIsExact) {
+  if (!Installed("/usr/bin/puma")) GTEST_SKIP() << "puma not installed (scripts/install-deps)";
+  Scores s = Run();
+  ASSERT_GT(s.requests, 0u);
+  EXPECT_EQ(s.chosen, int(s.requests)) << s.auto_says;
+}
+
+// ---------------------------------------------------------------------------------------
 // gunicorn 20 serving a Flask service (tests/capture/flask_proxy.py) with one worker
 // process of 4 threads (gthread): the worker's main thread accepts connections and gives
 // each to a pool thread, which reads the request, calls web0 through a requests session
