@@ -139,6 +139,7 @@ class FragmentScan {
   void Run(std::span<const ThreadEvent> events) {
     FindThreadsServingOneAtATime(events);
     for (const ThreadEvent& e : events) {
+      TrackOwed(owing_, e);
       // Anything a thread does but read (a send, a connect, a hand-off, a spawn) is acting on
       // the input it read last.
       if (e.step != Step::kReceive && e.step != Step::kFirstRead)
@@ -208,6 +209,36 @@ class FragmentScan {
  private:
   using Thread = std::pair<uint32_t, ThreadId>;  // (node, thread)
 
+  // Per thread, the request it read and has not answered yet: `e` read or answered one.
+  // True if `e` read a request while the thread owed the reply to another.
+  bool TrackOwed(absl::flat_hash_map<Thread, MessageId>& owing, const ThreadEvent& e) const {
+    const Thread self{e.node, e.thread};
+    if (e.step == Step::kReceive && c_.kind[e.message] == MessageKind::kCall) {
+      MessageId& owed = owing[self];
+      const bool overlapped = owed.valid();
+      owed = MessageId(e.message);
+      return overlapped;
+    }
+    if (e.step == Step::kSend && c_.kind[e.message] == MessageKind::kReturn) {
+      if (auto it = owing.find(self); it != owing.end() && it->second == call_of_[e.message])
+        it->second = MessageId();
+    }
+    return false;
+  }
+
+  // The threads that never read a request while they owed the reply to one they had read
+  // before (each answering it themselves): a thread per request or per connection.
+  void FindThreadsServingOneAtATime(std::span<const ThreadEvent> events) {
+    absl::flat_hash_map<Thread, MessageId> owing;
+    absl::flat_hash_set<Thread> overlapping;
+    for (const ThreadEvent& e : events) {
+      if (TrackOwed(owing, e)) overlapping.insert({e.node, e.thread});
+    }
+    for (const auto& [thread, owed] : owing) {
+      if (!overlapping.contains(thread)) one_at_a_time_.insert(thread);
+    }
+  }
+
   // §5.5: a spawned process's (thread's) initial fragment works for the request its
   // parent's thread was in at the fork, exec or thread creation.
   void Spawn(const ProcessLink& l, Thread from) {
@@ -219,27 +250,6 @@ class FragmentScan {
   // over: held like an inherited one, until the consumer's own next input or the
   // request's answer. A reply it then sends to another request says the pairing was wrong
   // (a queue that is not FIFO): counted.
-  // The threads that never read a request while they owed the reply to one they had read
-  // before (each answering it themselves): a thread per request or per connection.
-  void FindThreadsServingOneAtATime(std::span<const ThreadEvent> events) {
-    absl::flat_hash_map<Thread, MessageId> owing;
-    absl::flat_hash_set<Thread> overlapping;
-    for (const ThreadEvent& e : events) {
-      const Thread self{e.node, e.thread};
-      if (e.step == Step::kReceive && c_.kind[e.message] == MessageKind::kCall) {
-        MessageId& owed = owing[self];
-        if (owed.valid()) overlapping.insert(self);
-        owed = MessageId(e.message);
-      } else if (e.step == Step::kSend && c_.kind[e.message] == MessageKind::kReturn) {
-        if (auto it = owing.find(self); it != owing.end() && it->second == call_of_[e.message])
-          it->second = MessageId();
-      }
-    }
-    for (const auto& [thread, owed] : owing) {
-      if (!overlapping.contains(thread)) one_at_a_time_.insert(thread);
-    }
-  }
-
   void TakeOver(const ProcessLink& l, MessageId request) {
     const Thread to{l.to.value(), l.to_thread};
     // A thread on a request it read itself keeps it through a hand-off that carries none
@@ -284,7 +294,6 @@ class FragmentScan {
     const MessageKind kind = c_.kind[e.message];
     const Thread self{e.node, e.thread};
     if (kind == MessageKind::kCall && whole) {
-      owing_[self] = MessageId(e.message);
       if (auto partial = reading_.find(self); partial != reading_.end()) {
         std::erase(partial->second, MessageId(e.message));
         if (partial->second.empty()) reading_.erase(partial);
@@ -330,9 +339,6 @@ class FragmentScan {
     if (kind == MessageKind::kReturn) {
       parent_[e.message] = call_of_[e.message];
       const Thread self{e.node, e.thread};
-      if (auto owed = owing_.find(self);
-          owed != owing_.end() && owed->second == call_of_[e.message])
-        owed->second = MessageId();
       // A reply a link named as sent for its request is explained, whatever the thread
       // was handed through a queue.
       const bool named = sent_for_.erase(e.message) > 0;
