@@ -132,7 +132,9 @@ class QueryTestbedTest : public ::testing::Test {
     EXPECT_TRUE(labelled.ok()) << labelled.status().message();
     std::cerr << aligned.OneLine() << "\n";
     EXPECT_EQ(aligned.labelled, aligned.requests);
-    EXPECT_GT(aligned.requests, 500u);
+    // Enough requests for the groups to mean something; how many the 2 s get is the
+    // machine's (precise_testbed_test.cc met fewer than 500 beside another run).
+    EXPECT_GT(aligned.requests, 100u);
     return std::move(*labelled);
   }
 
