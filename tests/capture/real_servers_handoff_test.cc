@@ -317,8 +317,8 @@ class HandoffServerTest : public RealServersTest {
 // waiter through its own): they carry no request and are no request's, and whether a tree
 // holds one says nothing of whether it holds its request's messages. `with_own` counts the
 // trees that held one. With `app` (the nodes of an application server behind the front,
-// which it speaks FastCGI to: no testbed ids), each tree also holds one call to it and its
-// return.
+// which it speaks FastCGI or uwsgi to: no testbed ids), each tree also holds one call to
+// it and its return.
 int ExactRequestTrees(const Trace& trace, const PathSet& paths, const std::string& client,
                       const std::map<uint64_t, int>& db_calls, int show = 0,
                       int* with_own = nullptr, const std::set<NodeId>& app = {}) {
@@ -501,7 +501,7 @@ Scores HandoffServerTest::RunOnce(const Configure& configure, bool files) {
   auto node = [&](size_t i, bool sender) {
     return std::string(trace.NodeName(sender ? c.sender[i] : c.receiver[i]));
   };
-  // process -> client | files | server | web0 | db0
+  // process -> client | files | server | app | web0 | db0
   std::map<std::string, std::string> role = testing::ProxyRoles(
       trace, {{"weft", "client"}, {"curl", "files"}}, "server", server.app_program);
   std::string client;
@@ -560,7 +560,7 @@ Scores HandoffServerTest::RunOnce(const Configure& configure, bool files) {
       continue;
     }
     if (from->second + ">" + to->second == "server>app" ||
-        from->second + ">" + to->second == "app>server") {  // FastCGI: no testbed ids
+        from->second + ">" + to->second == "app>server") {  // FastCGI, uwsgi: no testbed ids
       scores.app_messages += 1;
       continue;
     }
