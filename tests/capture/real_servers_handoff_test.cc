@@ -271,6 +271,9 @@ struct Server {
   std::string app_program;
   std::vector<std::string> app_argv;
   int app_stop_signal = SIGQUIT;
+  // Where it listens (a port, or a Unix socket's path): the load waits for it.
+  uint16_t app_port = 0;
+  std::string app_socket;
 };
 // Writes a server's configuration under `dir` for `port` in front of web0 at `web`.
 using Configure = std::function<Server(const std::string& dir, uint16_t port, uint16_t web)>;
@@ -443,8 +446,11 @@ Scores HandoffServerTest::RunOnce(const Configure& configure, bool files) {
   const bool with_app = !server.app_argv.empty();
   pid_t app = with_app ? start("app", server.app_argv, server.app_stop_signal) : -1;
   pid_t front = start("server", server.argv, server.stop_signal);
-  bool up = testing::WaitForPort(db) && testing::WaitForPort(web) && testing::WaitForPort(port);
-  EXPECT_TRUE(up) << testing::ReadFile(path("server.out")) << testing::ReadFile(server.log);
+  bool up = testing::WaitForPort(db) && testing::WaitForPort(web) && testing::WaitForPort(port) &&
+            (server.app_port == 0 || testing::WaitForPort(server.app_port)) &&
+            (server.app_socket.empty() || testing::WaitForUnixSocket(server.app_socket));
+  EXPECT_TRUE(up) << testing::ReadFile(path("server.out")) << testing::ReadFile(server.log)
+                  << (with_app ? testing::ReadFile(path("app.out")) : "");
   if (!up) return scores;
 
   // The second client runs beside the load, on a thread of its own, and ends by itself.
@@ -1278,6 +1284,11 @@ class PhpFpmTest : public HandoffServerTest {
                     SIGTERM,
                     dir + "/error.log"};
       server.app_program = "php-fpm8.2";
+      if (unix_socket_) {
+        server.app_socket = listen;
+      } else {
+        server.app_port = fpm;
+      }
       server.app_argv = {"/usr/bin/env",           "WEFT_BACKEND=127.0.0.1:" + std::to_string(web),
                          "/usr/sbin/php-fpm8.2",   "--nodaemonize",
                          "--allow-to-run-as-root", "--fpm-config",
@@ -1361,6 +1372,7 @@ class UwsgiTest : public HandoffServerTest {
                     SIGTERM,
                     dir + "/error.log"};
       server.app_program = "uwsgi-core";
+      server.app_port = app;
       server.app_stop_signal = SIGTERM;  // with --die-on-term: shut down (SIGQUIT kills)
       server.app_argv = {"/usr/bin/uwsgi_python3",
                          "--socket",
