@@ -288,6 +288,13 @@ class HandoffServerTest : public RealServersTest {
   std::vector<std::string> capture_flags_;  // more flags for every capture
   // One run from start to scores; `files`: curl fetches kFileRequests files beside the load.
   Scores RunOnce(const Configure& configure, bool files = false);
+  // RunOnce, its scores printed as `name`'s (and --no-isolate's); it served requests.
+  Scores RunPrinted(const std::string& name, const Configure& configure) {
+    Scores s = RunOnce(configure);
+    Print(name + (no_isolate_ ? ", --no-isolate" : ""), s);
+    EXPECT_GT(s.requests, 0u);
+    return s;
+  }
 
   static void Print(const std::string& what, const Scores& s) {
     std::cerr << what << ": " << s.requests << " requests; exact trees: thread " << s.thread
@@ -1113,15 +1120,12 @@ TEST_F(NodeTest, DefaultCaptureMissesFewTreesAndAutoSaysHowToRecapture) {
 class JavaTest : public HandoffServerTest {
  protected:
   Scores Run() {
-    Scores s = RunOnce([](const std::string&, uint16_t port, uint16_t web) {
+    return RunPrinted("java", [](const std::string&, uint16_t port, uint16_t web) {
       return Server{"java",
                     {"/usr/bin/java", JAVA_PROXY, std::to_string(port), std::to_string(web)},
                     SIGTERM,
                     ""};
     });
-    Print("java" + std::string(no_isolate_ ? ", --no-isolate" : ""), s);
-    EXPECT_GT(s.requests, 0u);
-    return s;
   }
 };
 
@@ -1141,7 +1145,7 @@ TEST_F(JavaTest, HttpServerWithAThreadPoolEveryRequestsTreeIsExact) {
 class PumaTest : public HandoffServerTest {
  protected:
   Scores Run() {
-    Scores s = RunOnce([](const std::string& dir, uint16_t port, uint16_t web) {
+    return RunPrinted("puma", [](const std::string& dir, uint16_t port, uint16_t web) {
       // The process's program is the interpreter's file.
       std::string ruby = fs::canonical("/usr/bin/ruby").filename().string();
       return Server{ruby,
@@ -1151,9 +1155,6 @@ class PumaTest : public HandoffServerTest {
                     SIGTERM,
                     ""};
     });
-    Print("puma" + std::string(no_isolate_ ? ", --no-isolate" : ""), s);
-    EXPECT_GT(s.requests, 0u);
-    return s;
   }
 };
 
@@ -1229,7 +1230,8 @@ TEST_F(GunicornTest, WithoutSyncRecordsFragmentIsExactToo) {
 // command lines ("php-fpm: pool www", padded with NULs), which once made their logs
 // unreadable and every PHP call missing.
 
-constexpr const char* kNginxFastcgiConf = R"conf(user root;
+// nginx's one worker in front of an application server: @LOCATION@ says how to reach it.
+constexpr const char* kNginxAppConf = R"conf(user root;
 worker_processes 1;
 pid @P@/nginx.pid;
 error_log @P@/error.log notice;
@@ -1243,14 +1245,19 @@ http {
   scgi_temp_path @P@/scgi;
   server {
     listen 127.0.0.1:@PORT@;
-    location / {
-      fastcgi_pass @PASS@;
-      include /etc/nginx/fastcgi_params;
-      fastcgi_param SCRIPT_FILENAME @SCRIPT@;
+    location / {@LOCATION@
     }
   }
 }
 )conf";
+
+// nginx on `port` (kNginxAppConf under `dir`), the front of a run with an app behind it.
+Server NginxInFrontOf(const std::string& dir, uint16_t port, const std::string& location) {
+  std::ofstream(dir + "/nginx.conf") << Fill(
+      kNginxAppConf, {{"@P@", dir}, {"@PORT@", std::to_string(port)}, {"@LOCATION@", location}});
+  return {"nginx", testing::NginxArgv("/usr/sbin/nginx", dir + "/nginx.conf", dir), SIGTERM,
+          dir + "/error.log"};
+}
 
 constexpr const char* kPhpFpmConf = R"conf([global]
 pid = @P@/php-fpm.pid
@@ -1266,40 +1273,33 @@ clear_env = no
 class PhpFpmTest : public HandoffServerTest {
  protected:
   Scores Run() {
-    Scores s = RunOnce([this](const std::string& dir, uint16_t port, uint16_t web) {
-      auto [fpm] = testing::FreePorts<1>();
-      // php-fpm listens on a port, or on a Unix socket as Debian's own pool does.
-      const std::string listen =
-          unix_socket_ ? dir + "/php-fpm.sock" : "127.0.0.1:" + std::to_string(fpm);
-      std::map<std::string, std::string> fill = {{"@P@", dir},
-                                                 {"@PORT@", std::to_string(port)},
-                                                 {"@LISTEN@", listen},
-                                                 {"@PASS@", (unix_socket_ ? "unix:" : "") + listen},
-                                                 {"@SCRIPT@", PHP_PROXY}};
-      std::ofstream(dir + "/nginx.conf") << Fill(kNginxFastcgiConf, fill);
-      std::ofstream(dir + "/php-fpm.conf") << Fill(kPhpFpmConf, fill);
-      Server server{"nginx",
-                    {"/usr/sbin/nginx", "-c", dir + "/nginx.conf", "-p", dir, "-e",
-                     dir + "/error.log", "-g", "daemon off; master_process on;"},
-                    SIGTERM,
-                    dir + "/error.log"};
-      server.app_program = "php-fpm8.2";
-      if (unix_socket_) {
-        server.app_socket = listen;
-      } else {
-        server.app_port = fpm;
-      }
-      server.app_argv = {"/usr/bin/env",           "WEFT_BACKEND=127.0.0.1:" + std::to_string(web),
-                         "/usr/sbin/php-fpm8.2",   "--nodaemonize",
-                         "--allow-to-run-as-root", "--fpm-config",
-                         dir + "/php-fpm.conf"};
-      return server;
-    });
-    Print("nginx + php-fpm" + std::string(no_isolate_ ? ", --no-isolate" : "") +
-              (unix_socket_ ? ", Unix socket" : ""),
-          s);
-    EXPECT_GT(s.requests, 0u);
-    return s;
+    return RunPrinted(
+        unix_socket_ ? "nginx + php-fpm, Unix socket" : "nginx + php-fpm",
+        [this](const std::string& dir, uint16_t port, uint16_t web) {
+          auto [fpm] = testing::FreePorts<1>();
+          // php-fpm listens on a port, or on a Unix socket as Debian's own pool does.
+          const std::string listen =
+              unix_socket_ ? dir + "/php-fpm.sock" : "127.0.0.1:" + std::to_string(fpm);
+          std::ofstream(dir + "/php-fpm.conf")
+              << Fill(kPhpFpmConf, {{"@P@", dir}, {"@LISTEN@", listen}});
+          Server server = NginxInFrontOf(
+              dir, port,
+              "\n      fastcgi_pass " + std::string(unix_socket_ ? "unix:" : "") + listen +
+                  ";\n      include /etc/nginx/fastcgi_params;"
+                  "\n      fastcgi_param SCRIPT_FILENAME " PHP_PROXY ";");
+          server.app_program = "php-fpm8.2";
+          if (unix_socket_) {
+            server.app_socket = listen;
+          } else {
+            server.app_port = fpm;
+          }
+          server.app_argv = {
+              "/usr/bin/env",           "WEFT_BACKEND=127.0.0.1:" + std::to_string(web),
+              "/usr/sbin/php-fpm8.2",   "--nodaemonize",
+              "--allow-to-run-as-root", "--fpm-config",
+              dir + "/php-fpm.conf"};
+          return server;
+        });
   }
   static bool Ready() { return Installed("/usr/sbin/nginx") && Installed("/usr/sbin/php-fpm8.2"); }
   bool unix_socket_ = false;
@@ -1336,41 +1336,14 @@ TEST_F(PhpFpmTest, EveryRequestsTreeIsExactWithoutIsolation) {
 // nginx in front of uWSGI (uwsgi_pass: the uwsgi protocol), whose Python application
 // (tests/capture/wsgi_proxy.py) calls web0: a master and 2 worker processes of 2 threads.
 
-constexpr const char* kNginxUwsgiConf = R"conf(user root;
-worker_processes 1;
-pid @P@/nginx.pid;
-error_log @P@/error.log notice;
-events { worker_connections 1024; }
-http {
-  access_log off;
-  client_body_temp_path @P@/body;
-  proxy_temp_path @P@/proxy;
-  fastcgi_temp_path @P@/fastcgi;
-  uwsgi_temp_path @P@/uwsgi;
-  scgi_temp_path @P@/scgi;
-  server {
-    listen 127.0.0.1:@PORT@;
-    location / {
-      uwsgi_pass 127.0.0.1:@APP@;
-      include /etc/nginx/uwsgi_params;
-    }
-  }
-}
-)conf";
-
 class UwsgiTest : public HandoffServerTest {
  protected:
   Scores Run() {
-    Scores s = RunOnce([](const std::string& dir, uint16_t port, uint16_t web) {
+    return RunPrinted("nginx + uWSGI", [](const std::string& dir, uint16_t port, uint16_t web) {
       auto [app] = testing::FreePorts<1>();
-      std::ofstream(dir + "/nginx.conf")
-          << Fill(kNginxUwsgiConf,
-                  {{"@P@", dir}, {"@PORT@", std::to_string(port)}, {"@APP@", std::to_string(app)}});
-      Server server{"nginx",
-                    {"/usr/sbin/nginx", "-c", dir + "/nginx.conf", "-p", dir, "-e",
-                     dir + "/error.log", "-g", "daemon off; master_process on;"},
-                    SIGTERM,
-                    dir + "/error.log"};
+      Server server = NginxInFrontOf(dir, port,
+                                     "\n      uwsgi_pass 127.0.0.1:" + std::to_string(app) +
+                                         ";\n      include /etc/nginx/uwsgi_params;");
       server.app_program = "uwsgi-core";
       server.app_port = app;
       server.app_stop_signal = SIGTERM;  // with --die-on-term: shut down (SIGQUIT kills)
@@ -1391,9 +1364,6 @@ class UwsgiTest : public HandoffServerTest {
                          dir + "/uwsgi.log"};
       return server;
     });
-    Print("nginx + uWSGI" + std::string(no_isolate_ ? ", --no-isolate" : ""), s);
-    EXPECT_GT(s.requests, 0u);
-    return s;
   }
   static bool Ready() {
     return Installed("/usr/sbin/nginx") && Installed("/usr/bin/uwsgi_python3");
