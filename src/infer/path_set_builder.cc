@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <thread>
 #include <tuple>
 
 namespace weft {
@@ -42,11 +43,21 @@ void PathSetBuilder::RenameNodes(NodeTable names, std::vector<NodeId> alias) {
     labels_.push_back(EscapeKeyName(set_.nodes.Get(NodeId(uint32_t(i)))));
   }
   label_ids_.clear();
+  direct_labels_.clear();
   label_text_.clear();
   label_hash_.clear();
 }
 
 uint32_t PathSetBuilder::LabelId(MessageKind kind, NodeId sender, NodeId receiver) {
+  // With few nodes a direct table of the trace's (kind, sender, receiver) spares a hash
+  // lookup per message.
+  uint32_t* direct = nullptr;
+  const size_t n = trace_.nodes().size();
+  if (n <= kDirectLabelNodes) {
+    if (direct_labels_.empty()) direct_labels_.assign(kMessageKindCount * n * n, kNoLabel);
+    direct = &direct_labels_[(size_t(kind) * n + sender.value()) * n + receiver.value()];
+    if (*direct != kNoLabel) return *direct;
+  }
   sender = Alias(sender);
   receiver = Alias(receiver);
   auto [it, inserted] = label_ids_.try_emplace(
@@ -55,6 +66,7 @@ uint32_t PathSetBuilder::LabelId(MessageKind kind, NodeId sender, NodeId receive
     label_text_.push_back(KeyLabel(kind, labels_[sender.value()], labels_[receiver.value()]));
     label_hash_.push_back(XXH3_64bits(label_text_.back().data(), label_text_.back().size()));
   }
+  if (direct) *direct = it->second;
   return it->second;
 }
 
@@ -67,7 +79,7 @@ Status PathSetBuilder::AddInstance(std::span<const MessageId> messages,
   PreOrder(parents, root);
   WEFT_ASSIGN_OR_RETURN(uint32_t pattern, FindOrAddPattern(messages, root));
   // Commit: from here on nothing fails.
-  RecordInstance(messages, root, pattern, probability);
+  RecordInstance(messages, pattern, probability);
   return Status::Ok();
 }
 
@@ -245,15 +257,31 @@ Result<uint32_t> PathSetBuilder::FindOrAddPattern(std::span<const MessageId> mes
   return pattern_index;
 }
 
-void PathSetBuilder::RecordInstance(std::span<const MessageId> messages, int32_t root,
-                                    uint32_t pattern_index, double probability) {
-  const TraceColumns& c = trace_.columns();
+void PathSetBuilder::RecordInstance(std::span<const MessageId> messages, uint32_t pattern_index,
+                                    double probability) {
   const size_t n = messages.size();
   PathPattern& pattern = set_.patterns[pattern_index];
   pattern.count += 1;
   pattern.expected_count += probability;
   pattern.max_probability = std::max(pattern.max_probability, probability);
+  for (size_t k = 0; k < n; ++k) {
+    uint32_t m = messages[order_[k]].value();
+    used_[m] = true;
+    if (!trace_.attributes().empty()) CountAttributes(pattern_index, uint32_t(k), MessageId(m));
+    set_.messages.push_back(MessageId(m));
+    set_.parent.push_back(ordered_parents_[k]);
+  }
+  set_.instance_begin.push_back(uint32_t(set_.messages.size()));
+  set_.probability.push_back(probability);
+  set_.pattern.push_back(pattern_index);
+}
 
+void PathSetBuilder::RecordHistograms(size_t instance) {
+  const TraceColumns& c = trace_.columns();
+  const std::span<const MessageId> messages = set_.InstanceMessages(instance);
+  const std::span<const int32_t> parents = set_.InstanceParents(instance);
+  const double probability = set_.probability[instance];
+  PathPattern& pattern = set_.patterns[set_.pattern[instance]];
   // Alternatives (linking) weigh in the histograms by their probability, as WAP5 §5.2
   // weighs node delays, in units of 1/kProbabilityUnits.
   const uint64_t weight =
@@ -261,27 +289,44 @@ void PathSetBuilder::RecordInstance(std::span<const MessageId> messages, int32_t
           ? std::max<uint64_t>(1, uint64_t(std::llround(probability * kProbabilityUnits)))
           : 1;
   TimeNs last_seen = kNoTime;
-  for (size_t k = 0; k < n; ++k) {
-    uint32_t m = messages[order_[k]].value();
-    used_[m] = true;
-    if (!trace_.attributes().empty()) CountAttributes(pattern_index, uint32_t(k), MessageId(m));
-    set_.messages.push_back(MessageId(m));
-    set_.parent.push_back(ordered_parents_[k]);
+  for (size_t k = 0; k < messages.size(); ++k) {
+    const uint32_t m = messages[k].value();
     last_seen = std::max({last_seen, OnReference(c.send_time[m], c.sender[m]),
                           OnReference(c.recv_time[m], c.receiver[m])});
-    if (k > 0) {
-      uint32_t pm = messages[order_[size_t(ordered_parents_[k])]].value();
-      RecordDelay(m, pm, pattern.elements[k], weight);
-    }
+    if (k > 0) RecordDelay(m, messages[size_t(parents[k])].value(), pattern.elements[k], weight);
     RecordNetwork(m, pattern.elements[k], weight);
   }
-  set_.instance_begin.push_back(uint32_t(set_.messages.size()));
-  set_.probability.push_back(probability);
-  set_.pattern.push_back(pattern_index);
-  const uint32_t r = messages[size_t(root)].value();
+  const uint32_t r = messages[0].value();  // the root comes first in canonical order
   const TimeNs start = c.send_time[r] != kNoTime ? OnReference(c.send_time[r], c.sender[r])
                                                  : OnReference(c.recv_time[r], c.receiver[r]);
   if (last_seen != kNoTime) pattern.latency.Record(last_seen - start, weight);
+}
+
+void PathSetBuilder::RecordAllHistograms() {
+  // The instances of each pattern, in the order they were added (a stable counting sort):
+  // each histogram then gets its values in the same order as if they were recorded one
+  // instance at a time, and one pattern's histograms stay in the cache while it is filled.
+  const size_t patterns = set_.patterns.size(), instances = set_.instance_count();
+  std::vector<uint32_t> first(patterns + 1, 0), of_pattern(instances);
+  for (uint32_t p : set_.pattern) ++first[p + 1];
+  std::partial_sum(first.begin(), first.end(), first.begin());
+  std::vector<uint32_t> fill(first.begin(), first.end() - 1);
+  for (uint32_t i = 0; i < instances; ++i) of_pattern[fill[set_.pattern[i]]++] = i;
+  auto record = [&](size_t begin, size_t end) {  // patterns [begin, end)
+    for (size_t i = first[begin]; i < first[end]; ++i) RecordHistograms(of_pattern[i]);
+  };
+  // Patterns are independent, so a large set is split in two at about half its messages;
+  // the histograms are the same however it is split.
+  if (set_.messages.size() < kParallelHistogramMessages || patterns < 2) {
+    record(0, patterns);
+    return;
+  }
+  size_t split = 0;
+  for (uint64_t messages = 0; split < patterns && 2 * messages < set_.messages.size(); ++split)
+    messages += uint64_t(set_.patterns[split].count) * set_.patterns[split].elements.size();
+  std::thread second([&] { record(split, patterns); });
+  record(0, split);
+  second.join();
 }
 
 void PathSetBuilder::RecordDelay(uint32_t m, uint32_t pm, PatternElement& element,
@@ -324,6 +369,7 @@ void PathSetBuilder::CountAttributes(uint32_t pattern, uint32_t element, Message
 }
 
 PathSet PathSetBuilder::Finish() && {
+  RecordAllHistograms();
   for (const auto& [where, count] : attribute_counts_) {
     const auto& [pattern, element, key, value] = where;
     set_.patterns[pattern].elements[element].attributes.push_back(

@@ -1,5 +1,7 @@
 // PathSetBuilder: collects an algorithm's path instances, puts each in canonical order and
-// aggregates it into its pattern at once (infer/path_set.h defines both and the order).
+// finds its pattern at once, and aggregates the instances' delays and latencies into their
+// patterns' histograms when the set is finished (infer/path_set.h defines both and the
+// order).
 #pragma once
 
 #include <absl/container/flat_hash_map.h>
@@ -28,7 +30,7 @@ class PathSetBuilder {
   // Adds one instance: `messages` with, for each, the index in `messages` of its parent
   // (-1 for the root), in any order. Exactly one root; no cycles; no message twice, in
   // the instance or in the whole set; probability in (0, 1]. The instance is put in
-  // canonical pre-order and aggregated into its pattern at once; on error nothing changes.
+  // canonical pre-order and counted in its pattern at once; on error nothing changes.
   Status AddInstance(std::span<const MessageId> messages, std::span<const int32_t> parents,
                      double probability = 1.0);
 
@@ -61,9 +63,13 @@ class PathSetBuilder {
   void PreOrder(std::span<const int32_t> parents, int32_t root);
   // The index of the instance's pattern, added if its shape is new.
   Result<uint32_t> FindOrAddPattern(std::span<const MessageId> messages, int32_t root);
-  // Appends the instance to the set and records its delays and latency in its pattern.
-  void RecordInstance(std::span<const MessageId> messages, int32_t root, uint32_t pattern,
-                      double probability);
+  // Appends the instance to the set and counts it in its pattern.
+  void RecordInstance(std::span<const MessageId> messages, uint32_t pattern, double probability);
+  // Finish: records every instance's delays and latency in its pattern's histograms,
+  // pattern by pattern (RecordHistograms for one instance of the set).
+  void RecordAllHistograms();
+  void RecordHistograms(size_t instance);
+  static constexpr size_t kParallelHistogramMessages = 200'000;
   // Records element k's delay after its parent (path_set.h).
   void RecordDelay(uint32_t m, uint32_t parent_message, PatternElement& element,
                    uint64_t weight) const;
@@ -88,6 +94,10 @@ class PathSetBuilder {
   std::vector<uint32_t> seen_stamp_;  // per trace message: last AddInstance that saw it
   uint32_t stamp_ = 0;
   absl::flat_hash_map<std::tuple<uint8_t, uint32_t, uint32_t>, uint32_t> label_ids_;
+  // The same by the trace's own (kind, sender, receiver), when it has few nodes.
+  static constexpr size_t kDirectLabelNodes = 128;
+  static constexpr uint32_t kNoLabel = ~uint32_t(0);
+  std::vector<uint32_t> direct_labels_;
   std::vector<std::string> label_text_;  // per label id
   std::vector<uint64_t> label_hash_;     // per label id: XXH3 of its text
   // Root shape hash -> the newest pattern with it; older ones with the same hash follow
