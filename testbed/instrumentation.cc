@@ -64,12 +64,6 @@ void JoinReplyBaggage(std::string_view bytes) {
   if (branch.Deserialize(bytes).ok()) pivot::CurrentBaggage().Join(std::move(branch));
 }
 
-std::shared_ptr<RequestBaggage> ReceivedBaggage(std::string&& bytes, bool from_server) {
-  auto bag = std::make_shared<RequestBaggage>();
-  ReceiveBaggage(*bag, std::move(bytes), from_server);
-  return bag;
-}
-
 void ReceiveBaggage(RequestBaggage& bag, std::string&& bytes, bool from_server) {
   // Refused bytes (counted in pivot::GlobalBaggageCounters) leave a new request's baggage.
   bag.from_caller = from_server || !bytes.empty();

@@ -79,11 +79,9 @@ bool BaggageForReplyChanged(std::string& bytes, uint64_t packs);
 // Joins the baggage a reply carried back (serialized) into the current baggage; nothing
 // if it carried none or it does not deserialize.
 void JoinReplyBaggage(std::string_view bytes);
-// A request's baggage as it arrives: deserialized lazily (an empty request baggage when
-// `bytes` is empty), keeping `bytes` (the frame's field: the request needs it no more).
-// `from_server`: the caller is another server (see from_caller).
-std::shared_ptr<RequestBaggage> ReceivedBaggage(std::string&& bytes, bool from_server);
-// The same into `bag` (a request's own member).
+// A request's baggage as it arrives, into `bag` (the request's own member): deserialized
+// lazily (left empty when `bytes` is empty), keeping `bytes` (the frame's field: the
+// request needs it no more). `from_server`: the caller is another server (see from_caller).
 void ReceiveBaggage(RequestBaggage& bag, std::string&& bytes, bool from_server);
 
 // A branch of this thread's current baggage (Table 4's split), for a thread spawned for the
@@ -124,11 +122,6 @@ inline std::string BaggageForCall() { return {}; }
 inline std::string BaggageForReply(uint64_t&) { return {}; }
 inline bool BaggageForReplyChanged(std::string&, uint64_t) { return false; }
 inline void JoinReplyBaggage(std::string_view) {}
-inline std::shared_ptr<RequestBaggage> ReceivedBaggage(std::string&&, bool) {
-  // One shared empty baggage with no control block: no allocation, no reference count.
-  static RequestBaggage none;
-  return std::shared_ptr<RequestBaggage>(std::shared_ptr<void>(), &none);
-}
 inline void ReceiveBaggage(RequestBaggage&, std::string&&, bool) {}
 inline RequestBaggage BranchCurrentBaggage() { return {}; }
 inline void JoinCurrentBaggage(RequestBaggage&&) {}

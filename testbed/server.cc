@@ -70,9 +70,10 @@ struct Job {
   // `conn` holds only the endpoints, for the truth log.
   int datagram_fd = -1;
   sockaddr_in datagram_peer{};
-  // Pivot Tracing: the request's baggage, installed while a thread runs its steps, and
-  // when it arrived and was last queued (Testbed.Reply's latency, Testbed.QueueWait).
-  std::shared_ptr<RequestBaggage> bag;
+  // Pivot Tracing: the request's baggage, installed while a thread runs its steps (and
+  // never while the job moves), and when it arrived and was last queued (Testbed.Reply's
+  // latency, Testbed.QueueWait). Empty until Admit.
+  RequestBaggage bag;
   TimeNs received = 0;
   TimeNs queued = 0;
 };
@@ -106,7 +107,8 @@ bool IsPoolModel(ThreadingModel model) {
 class JobQueue {
  public:
   explicit JobQueue(size_t capacity) : capacity_(capacity) {}
-  bool TryPush(Job job) {
+  // Takes `job` if there is room; else leaves it as it was, for its error reply.
+  bool TryPush(Job& job) {
     std::lock_guard lock(mu_);
     if (jobs_.size() >= capacity_) return false;
     jobs_.push_back(std::move(job));
@@ -225,8 +227,7 @@ void Server::RunStep(Step step, Job& job) {
   // A failed request skips to its reply.
   if (step != Step::kReply && !job.status.ok()) return;
   const RequestType& rt = TypeOf(job.request);
-  std::optional<RequestBaggageScope> baggage;
-  if (job.bag) baggage.emplace(*job.bag);
+  RequestBaggageScope baggage(job.bag);
   switch (step) {
     case Step::kBefore: {
       TimeNs service = rt.before.Sample(Rng());
@@ -268,16 +269,20 @@ bool Server::Admit(Job& job, size_t bytes) {
                known ? std::string_view(TypeOf(request).name) : "?", WallNow());
   if (known) {
     // The caller's baggage, deserialized when first used.
-    job.bag = ReceivedBaggage(std::move(request.baggage), called_by_servers_);
+    ReceiveBaggage(job.bag, std::move(request.baggage), called_by_servers_);
     job.received = WallNow();
-    RequestBaggageScope baggage(*job.bag);
+    RequestBaggageScope baggage(job.bag);
     kRequestTracepoint.Fire(TypeOf(request).name, bytes, conn.peer, spec_.name, job.received);
     return true;
   }
   // A well-framed but meaningless request gets an error reply; the connection stays.
   fmt::print(stderr, "{}: request of type {} kind {} from {} is not served here\n", spec_.name,
              request.request_type, int(request.type), conn.peer);
-  Job bad = job;
+  Job bad{.conn = job.conn,
+          .request = job.request,
+          .seq = job.seq,
+          .datagram_fd = job.datagram_fd,
+          .datagram_peer = job.datagram_peer};
   bad.request.request_type = 0;
   bad.status = Status::InvalidArgument("unknown request");
   Reply(bad);
@@ -297,9 +302,8 @@ void Server::Reply(Job& job) {
   uint32_t size = job.status.ok() ? TypeOf(job.request).reply_bytes : uint32_t(kPayloadHeader);
   // The reply carries the request's baggage back for the caller to join; an error reply,
   // of the header's size only, carries none, nor a reply to a caller that sent none.
-  std::optional<RequestBaggageScope> baggage;
-  if (job.bag) baggage.emplace(*job.bag);
-  const bool carries = job.bag && job.status.ok() && ReplyCarriesBaggage(*job.bag);
+  RequestBaggageScope baggage(job.bag);
+  const bool carries = job.status.ok() && ReplyCarriesBaggage(job.bag);
   uint64_t packs = 0;
   reply.baggage = carries ? BaggageForReply(packs) : std::string();
   std::string wire = EncodeMessage(reply, size, conn.http, tier_.http_chunked);
@@ -472,8 +476,8 @@ void Server::RunStage(size_t stage) {
   bool last = stage + 1 == stages_.size();
   while (true) {
     Job job = queues_[stage]->Pop();
-    if (job.bag) {
-      RequestBaggageScope baggage(*job.bag);
+    {
+      RequestBaggageScope baggage(job.bag);
       TimeNs now = WallNow();
       kQueueWaitTracepoint.Fire(now - job.queued, stage, spec_.name, now);
     }
@@ -516,7 +520,8 @@ bool Server::Dispatch(const std::shared_ptr<Conn>& conn) {
     return false;
   }
   while (true) {
-    Job job{.conn = conn};
+    Job job;  // (Job{.conn = conn} makes GCC 12 warn, wrongly, of an uninitialized string)
+    job.conn = conn;
     size_t bytes = 0;
     Result<bool> taken = TakeMessage(conn->rbuf, conn->http, &job.request, &bytes);
     if (!taken.ok()) {
