@@ -819,10 +819,14 @@ int Isolate() {
 //     of each is held back by the read);
 //   select: two connections, one request each;
 //   epoll-lt: two connections, one request each, level-triggered;
-//   epoll-et: five connections, one request each, registered as nginx does
+//   epoll-et: six connections, one request each, registered as nginx does
 //     (EPOLLIN|EPOLLOUT|EPOLLET|EPOLLRDHUP, epoll_data not the descriptor), with the
 //     listener (a connection waiting to be accepted) in the same set. After the second
-//     wait the first connection not yet reported is closed: it must never be reported.
+//     wait the first connection not yet reported is closed and the next one taken out of
+//     the set (EPOLL_CTL_DEL): neither may be reported while so; a new connection with a
+//     request is accepted on the closed one's descriptor number and registered with data of
+//     its own (reported as "new"), and after the fourth wait the one taken out is added
+//     back (reported again, as the kernel finds it readable).
 //     Each epoll_wait (timeout 0) follows a poll of the epoll descriptor itself, which
 //     must say readable while events are waiting. Also prints how many connections the
 //     first wait reported writable, whether it reported the listener, and the polls.
@@ -934,23 +938,25 @@ int OneInput() {
   CloseAll(pairs);
 
   out += "; epoll-et";
-  pairs = Connect(listener, 5, 1);
+  pairs = Connect(listener, 6, 1);
   ep = epoll_create1(0);
   epoll_event ev{};
   ev.events = EPOLLIN;
   ev.data.u64 = 999;
   epoll_ctl(ep, EPOLL_CTL_ADD, listener, &ev);
-  for (int i = 0; i < 5; ++i) {
-    ev.events = EPOLLIN | EPOLLOUT | EPOLLET | EPOLLRDHUP;
-    ev.data.u64 = uint64_t(100 + i);
-    epoll_ctl(ep, EPOLL_CTL_ADD, pairs[size_t(i)].server, &ev);
-  }
+  auto add = [&](int i) {
+    epoll_event e{};
+    e.events = EPOLLIN | EPOLLOUT | EPOLLET | EPOLLRDHUP;
+    e.data.u64 = uint64_t(100 + i);
+    epoll_ctl(ep, EPOLL_CTL_ADD, pairs[size_t(i)].server, &e);
+  };
+  for (int i = 0; i < 6; ++i) add(i);
   int waiting = socket(AF_INET, SOCK_STREAM, 0);  // a connection for the listener
   socklen_t length = sizeof address;
   getsockname(listener, reinterpret_cast<sockaddr*>(&address), &length);
   if (connect(waiting, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) Die("connect");
-  std::vector<bool> reported(5, false);
-  int closed = -1, first_writable = 0;
+  std::vector<bool> reported(6, false);
+  int closed = -1, deleted = -1, first_writable = 0;
   bool first_listener = false;
   std::string set_readable;  // per wait: did poll on the epoll descriptor say readable
   for (int wait = 0; wait < 20; ++wait) {
@@ -977,14 +983,39 @@ int OneInput() {
     }
     if (!NoteWait(&out, pairs, ready) && wait > 0) break;
     if (wait == 1) {
-      for (int i = 0; i < 5 && closed < 0; ++i) {
-        if (!reported[size_t(i)]) closed = i;
+      for (int i = 0; i < 6; ++i) {
+        if (reported[size_t(i)]) continue;
+        if (closed < 0) {
+          closed = i;
+        } else if (deleted < 0) {
+          deleted = i;
+        }
       }
-      if (closed >= 0) {
-        close(pairs[size_t(closed)].server);
+      if (deleted >= 0) {
+        Pair fresh{socket(AF_INET, SOCK_STREAM, 0), -1};
+        if (connect(fresh.client, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0)
+          Die("connect");
+        const int fd = pairs[size_t(closed)].server;
+        close(fd);
         pairs[size_t(closed)].server = -1;
-        out += " (closed " + std::to_string(closed) + ")";
+        epoll_ctl(ep, EPOLL_CTL_DEL, pairs[size_t(deleted)].server, nullptr);
+        // The lowest free descriptor number: the closed connection's.
+        fresh.server = accept(listener, nullptr, nullptr);
+        if (fresh.server != fd) Die("the new connection did not reuse the descriptor");
+        fcntl(fresh.server, F_SETFL, fcntl(fresh.server, F_GETFL) | O_NONBLOCK);
+        const std::string request = HttpRequest(6);
+        SendAll(fresh.client, request.data(), request.size());
+        WaitForBytes(fresh.server, 32);
+        pairs.push_back(fresh);
+        reported.push_back(false);
+        add(6);
+        out += " (closed " + std::to_string(closed) + ", deleted " + std::to_string(deleted) +
+               ", new 6 on " + std::to_string(closed) + "'s descriptor)";
       }
+    }
+    if (wait == 3 && deleted >= 0) {
+      add(deleted);
+      out += " (added " + std::to_string(deleted) + ")";
     }
   }
   out += "; first wait: " + std::to_string(first_writable) + " writable, listener " +

@@ -212,17 +212,21 @@ TEST_F(CaptureProtocolsTest, IsolateStopsReadsAtMessageEnds) {
 // isolation each poll, select and epoll_wait reports one of them, the one waiting longest
 // (so a connection with a second request held back goes to the back of the line), until
 // every request was read; level-triggered waits get the rest from the kernel again,
-// edge-triggered ones from what the library kept, and a connection closed while its event
-// was kept is never reported; a poll of the epoll descriptor says readable while events
+// edge-triggered ones from what the library kept. A kept event dies with its
+// registration: a connection closed, or taken out of the set, while its event was kept is
+// not reported; a new connection on the closed one's descriptor number is reported under
+// its own registration, and the one taken out again once it is added back (first: its
+// request has waited longest); a poll of the epoll descriptor says readable while events
 // are kept for it. Writable bits and the listener pass through at once.
 // Without --isolate each wait reports every ready connection, as untraced.
 TEST_F(CaptureProtocolsTest, IsolateReportsOneInputPerWait) {
   const std::string untraced =
-      "one-input poll 0+1+2; select 0+1; epoll-lt 0+1; epoll-et 0+1+2+3+4; "
-      "first wait: 5 writable, listener yes; set readable 10";
+      "one-input poll 0+1+2; select 0+1; epoll-lt 0+1; epoll-et 0+1+2+3+4+5; "
+      "first wait: 6 writable, listener yes; set readable 10";
   const std::string isolated =
-      "one-input poll 0 1 2 0 1 2; select 0 1; epoll-lt 0 1; epoll-et 0 1 (closed 2) 3 4; "
-      "first wait: 5 writable, listener yes; set readable 11110";
+      "one-input poll 0 1 2 0 1 2; select 0 1; epoll-lt 0 1; "
+      "epoll-et 0 1 (closed 2, deleted 3, new 6 on 2's descriptor) 4 5 (added 3) 3 6; "
+      "first wait: 6 writable, listener yes; set readable 1111110";
   for (bool isolate : {false, true}) {
     SCOPED_TRACE(isolate ? "--isolate" : "capture");
     fs::remove_all(dir_);
@@ -235,14 +239,16 @@ TEST_F(CaptureProtocolsTest, IsolateReportsOneInputPerWait) {
     auto log = ReadEventLog(paths->front());
     ASSERT_TRUE(log.ok()) << log.status().message();
     // Waits that held inputs back: poll 5 (3 inputs, then 3, 3, 2... see above), select 1,
-    // epoll-lt 1, epoll-et 3 (5 inputs, 4, then 2 once one was closed).
-    EXPECT_EQ(log->loss.split_waits, isolate ? 10u : 0u);
-    // Every request was read once: 6 + 2 + 2 + 5, less the closed connection's with
-    // isolation (never reported, never read).
+    // epoll-lt 1, epoll-et 5 (6 inputs; 5 kept; 2 kept and the new one; 5 and the new one
+    // kept; the new one kept and the one added back).
+    EXPECT_EQ(log->loss.split_waits, isolate ? 12u : 0u);
+    // Every request was read once: 6 + 2 + 2 + 6 (untraced, all at the first epoll-et wait;
+    // isolated, all but the closed connection's, never reported, never read, and the new
+    // connection's).
     size_t received = 0;
     for (const std::string& line : Boundaries(*log))
       received += line.find("received request") != std::string::npos;
-    EXPECT_EQ(received, isolate ? 14u : 15u);
+    EXPECT_EQ(received, 16u);
   }
 }
 
