@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <system_error>
 #include <thread>
 #include <tuple>
 
@@ -324,7 +325,13 @@ void PathSetBuilder::RecordAllHistograms() {
   size_t split = 0;
   for (uint64_t messages = 0; split < patterns && 2 * messages < set_.messages.size(); ++split)
     messages += uint64_t(set_.patterns[split].count) * set_.patterns[split].elements.size();
-  std::thread second([&] { record(split, patterns); });
+  std::thread second;
+  try {
+    second = std::thread([&] { record(split, patterns); });
+  } catch (const std::system_error&) {  // no thread to be had: all on this one
+    record(0, patterns);
+    return;
+  }
   record(0, split);
   second.join();
 }

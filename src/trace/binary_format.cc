@@ -15,6 +15,7 @@
 #include <charconv>
 #include <cstring>
 #include <optional>
+#include <system_error>
 #include <thread>
 #include <type_traits>
 
@@ -324,10 +325,11 @@ class Decoder {
         CopyColumn(SectionKind::kSenderThread, c.sender_thread);
       };
       std::optional<std::jthread> helper;
-      if (message_count_ >= kParallelCopyMessages)
-        helper.emplace(copy_some);
-      else
-        copy_some();
+      try {
+        if (message_count_ >= kParallelCopyMessages) helper.emplace(copy_some);
+      } catch (const std::system_error&) {  // no thread to be had: all on this one
+      }
+      if (!helper) copy_some();
       CopyColumn(SectionKind::kSender, c.sender);
       CopyColumn(SectionKind::kReceiver, c.receiver);
       CopyColumn(SectionKind::kKind, c.kind);

@@ -35,6 +35,7 @@
 #include <cmath>
 #include <future>
 #include <limits>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -644,7 +645,11 @@ class Nesting {
     {
       std::vector<std::jthread> helpers;
       for (size_t i = 1; i < segments_.size(); ++i) {
-        helpers.emplace_back([&, i] { ChooseParents(segments_[i], score_siblings, learn, pen); });
+        try {
+          helpers.emplace_back([&, i] { ChooseParents(segments_[i], score_siblings, learn, pen); });
+        } catch (const std::system_error&) {  // no thread to be had: this one chooses
+          ChooseParents(segments_[i], score_siblings, learn, pen);
+        }
       }
       ChooseParents(segments_[0], score_siblings, learn, pen);
     }
