@@ -201,12 +201,7 @@ PathsFile ReportFragment(FragmentInference fragment) {
                c.inputs_sharing_a_read);
   }
   if (c.inputs_before_acting > 0) {
-    fmt::print(stderr,
-               "fragment: warning: {} requests were followed by another input before their "
-               "thread sent, connected or handed anything on; their work may be in a later "
-               "input's tree: if this was captured with --no-isolate, recapture with weft "
-               "capture --isolate\n",
-               c.inputs_before_acting);
+    fmt::print(stderr, "fragment: warning: {} {}\n", c.inputs_before_acting, kInputsBeforeActing);
   }
   return ToPathsFile(std::move(fragment));
 }

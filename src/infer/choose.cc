@@ -221,13 +221,11 @@ Result<AutoInference> ChooseAlgorithm(const Trace& trace, const LinkingOptions& 
         f.inputs_sharing_a_read));
   }
   // The same from separate reads: a loop that reads every ready input before acting on any
-  // (weighed where fragment is kept; a rejected fragment's trees are not given).
+  // (weighed where fragment is kept; a rejected fragment's trees are not given), or, with
+  // isolation, one that sets a request aside for a later turn (pgbouncer's clients waiting
+  // for a free server connection: docs/precise.md).
   if (f.inputs_before_acting > 0 && choice.algorithm == AutoAlgorithm::kFragment) {
-    choice.reasons.push_back(fmt::format(
-        "{} requests were followed by another input before their thread sent, connected or "
-        "handed anything on, so their work may be in a later input's tree: if this was "
-        "captured with --no-isolate, recapture with weft capture --isolate",
-        f.inputs_before_acting));
+    choice.reasons.push_back(fmt::format("{} {}", f.inputs_before_acting, kInputsBeforeActing));
   }
   return result;
 }

@@ -44,6 +44,15 @@
 
 namespace weft {
 
+// What fragment's inputs_before_acting means and what to do, after the count: auto's
+// reason and `weft infer --algo fragment`'s warning.
+inline constexpr std::string_view kInputsBeforeActing =
+    "requests were followed by another input before their thread sent, connected or handed "
+    "anything on, so their work may be in a later input's tree: if this was captured with "
+    "--no-isolate, recapture with weft capture --isolate; if with isolation, the program set "
+    "them aside and acted on them in a later turn (a queue of its own, such as a pool of "
+    "server connections that had none free), and those trees are not exact";
+
 enum class AutoAlgorithm { kThread, kFragment, kLinking, kNesting };
 
 // "thread", "fragment", "linking" or "nesting": the --algo name.

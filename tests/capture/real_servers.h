@@ -1,15 +1,17 @@
-// The fixture and helpers of tests/capture/real_servers_test.cc and
-// real_servers_nginx_test.cc: starting real servers (redis-server, postgres, nginx, the
-// testbed's own) under `weft capture` as process groups of their own, stopping them for
-// sure, and reading the reconciled trace by process and payload prefix.
+// The fixture and helpers of tests/capture/real_servers_test.cc and the files beside it:
+// starting real servers (redis-server, postgres, nginx, pgbouncer, the testbed's own) under
+// `weft capture` as process groups of their own, stopping them for sure, and reading the
+// reconciled trace by process and payload prefix.
 #pragma once
 
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <pwd.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -303,6 +305,93 @@ class RealServersTest : public ::testing::Test {
   }
 
   static bool Installed(const std::string& path) { return access(path.c_str(), X_OK) == 0; }
+
+  // A self-signed certificate and key for localhost in the test's directory (cert.pem,
+  // key.pem), made now; false if openssl failed.
+  bool MakeCertificate() {
+    auto [rc, out] = Shell(
+        "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=localhost -keyout " +
+        Path("key.pem") + " -out " + Path("cert.pem"));
+    if (rc != 0) std::cerr << out;
+    return rc == 0;
+  }
+
+  // PostgreSQL 15 under capture (capture/postgres), as the postgres user when the test
+  // runs as root (initdb and postgres refuse root), on a free port of 127.0.0.1 with
+  // ssl=on if `tls`, and pgbench's tables made at scale 1 by an untraced pgbench. Skips
+  // the test if PostgreSQL is not installed; check IsSkipped() and HasFatalFailure().
+  struct Postgres {
+    pid_t pid = -1;
+    uint16_t port = 0;
+    uid_t uid = 0;  // the postgres user, when the test runs as root; else 0
+    gid_t gid = 0;
+  };
+  static constexpr const char* kPgBin = "/usr/lib/postgresql/15/bin";
+  void StartPostgres(bool tls, Postgres* pg) {
+    const std::string bin = kPgBin;
+    if (!Installed(bin + "/postgres") || !Installed(bin + "/pgbench") ||
+        !Installed(bin + "/initdb")) {
+      GTEST_SKIP() << "PostgreSQL 15 not installed in " << bin << " (scripts/install-deps)";
+    }
+    std::string as_user;
+    if (getuid() == 0) {
+      passwd* pw = getpwnam("postgres");
+      if (pw == nullptr) GTEST_SKIP() << "running as root and there is no postgres user";
+      pg->uid = pw->pw_uid;
+      pg->gid = pw->pw_gid;
+      as_user = "runuser -u postgres -- ";
+    }
+    const std::string data = Path("pgdata"), sockets = Path("pgsock");
+    std::filesystem::create_directories(data);
+    std::filesystem::create_directories(sockets);
+    if (pg->uid != 0) {
+      ASSERT_EQ(chown(data.c_str(), pg->uid, pg->gid), 0);
+      ASSERT_EQ(chown(sockets.c_str(), pg->uid, pg->gid), 0);
+    }
+    auto [init_rc, init_out] =
+        Shell(as_user + bin + "/initdb -D " + data + " -A trust -U postgres --no-sync");
+    ASSERT_EQ(init_rc, 0) << init_out;
+    pg->port = FreePorts<1>()[0];
+    ASSERT_NE(pg->port, 0);
+    std::vector<std::string> argv = {bin + "/postgres",
+                                     "-D",
+                                     data,
+                                     "-p",
+                                     std::to_string(pg->port),
+                                     "-c",
+                                     "listen_addresses=127.0.0.1",
+                                     "-c",
+                                     "unix_socket_directories=" + sockets,
+                                     "-c",
+                                     "fsync=off",
+                                     "-c",
+                                     "autovacuum=off"};
+    if (tls) {
+      if (!MakeCertificate()) GTEST_SKIP() << "openssl req could not make a certificate";
+      // The server reads its key as its own user, and only from a file no one else can read.
+      const std::string key = data + "/server.key", cert = data + "/server.crt";
+      std::filesystem::copy_file(Path("key.pem"), key);
+      std::filesystem::copy_file(Path("cert.pem"), cert);
+      ASSERT_EQ(chmod(key.c_str(), 0600), 0);
+      if (pg->uid != 0) {
+        ASSERT_EQ(chown(key.c_str(), pg->uid, pg->gid), 0);
+        ASSERT_EQ(chown(cert.c_str(), pg->uid, pg->gid), 0);
+      }
+      argv.insert(argv.end(),
+                  {"-c", "ssl=on", "-c", "ssl_cert_file=" + cert, "-c", "ssl_key_file=" + key});
+    }
+    pg->pid = StartCaptured("postgres", argv, SIGINT, pg->uid, pg->gid);  // SIGINT: fast shutdown
+    ASSERT_TRUE(WaitForLog(Path("postgres.out"), "ready to accept connections"))
+        << ReadFile(Path("postgres.out"));
+    // Plaintext: no SSL or GSSAPI negotiation first, the startup packet is the first message.
+    // TLS: an SSLRequest first, answered 'S'; no GSSAPI either way.
+    setenv("PGSSLMODE", tls ? "require" : "disable", 1);
+    setenv("PGGSSENCMODE", "disable", 1);
+    // The tables are made untraced: the server logs that session with an untraced peer.
+    auto [setup_rc, setup_out] = Shell(bin + "/pgbench -h 127.0.0.1 -p " +
+                                       std::to_string(pg->port) + " -U postgres -i -s 1 -q postgres");
+    ASSERT_EQ(setup_rc, 0) << setup_out;
+  }
 
   static constexpr int kPrefix = 512;
   // Capture with --isolate (weft capture's default) or --no-isolate, which these tests were

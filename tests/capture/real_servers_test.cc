@@ -35,24 +35,12 @@ using testing::PayloadPrefix;
 using testing::ProgramOf;
 using testing::Weft;
 
-constexpr const char* kPgBin = "/usr/lib/postgresql/15/bin";
-
 // Each check runs in plaintext and over TLS (docs/capture.md "TLS"): over TLS the
 // messages must be the same, read from the TLS library's plaintext.
 class RealServersTest : public testing::RealServersTest {
  protected:
   void RunRedisBenchmark(bool tls);
   void RunPgbench(bool tls);
-
-  // A self-signed certificate and key for localhost in the test's directory (cert.pem,
-  // key.pem), made now; false if openssl failed.
-  bool MakeCertificate() {
-    auto [rc, out] = testing::Shell(
-        "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=localhost -keyout " +
-        Path("key.pem") + " -out " + Path("cert.pem"));
-    if (rc != 0) std::cerr << out;
-    return rc == 0;
-  }
 };
 
 // ---------------------------------------------------------------------------------------
@@ -284,74 +272,13 @@ TEST_F(RealServersTest, PgbenchQueriesReachTheirBackend) { RunPgbench(false); }
 TEST_F(RealServersTest, PgbenchOverTlsQueriesReachTheirBackend) { RunPgbench(true); }
 
 void RealServersTest::RunPgbench(bool tls) {
-  std::string bin = kPgBin;
-  if (!Installed(bin + "/postgres") || !Installed(bin + "/pgbench") ||
-      !Installed(bin + "/initdb")) {
-    GTEST_SKIP() << "PostgreSQL 15 not installed in " << bin << " (scripts/install-deps)";
-  }
-  // initdb and postgres refuse to run as root: as root, run them as the postgres user.
-  uid_t uid = 0;
-  gid_t gid = 0;
-  std::string as_user;
-  if (getuid() == 0) {
-    passwd* pw = getpwnam("postgres");
-    if (pw == nullptr) GTEST_SKIP() << "running as root and there is no postgres user";
-    uid = pw->pw_uid;
-    gid = pw->pw_gid;
-    as_user = "runuser -u postgres -- ";
-  }
   constexpr int kClients = 2, kTransactions = 100;
   isolate_ = tls;  // as RunRedisBenchmark
-  std::string data = Path("pgdata"), sockets = Path("pgsock");
-  fs::create_directories(data);
-  fs::create_directories(sockets);
-  if (uid != 0) {
-    ASSERT_EQ(chown(data.c_str(), uid, gid), 0);
-    ASSERT_EQ(chown(sockets.c_str(), uid, gid), 0);
-  }
-  auto [init_rc, init_out] =
-      testing::Shell(as_user + bin + "/initdb -D " + data + " -A trust -U postgres --no-sync");
-  ASSERT_EQ(init_rc, 0) << init_out;
-  uint16_t port = testing::FreePorts<1>()[0];
-  ASSERT_NE(port, 0);
-  std::vector<std::string> argv = {bin + "/postgres",
-                                   "-D",
-                                   data,
-                                   "-p",
-                                   std::to_string(port),
-                                   "-c",
-                                   "listen_addresses=127.0.0.1",
-                                   "-c",
-                                   "unix_socket_directories=" + sockets,
-                                   "-c",
-                                   "fsync=off",
-                                   "-c",
-                                   "autovacuum=off"};
-  if (tls) {
-    if (!MakeCertificate()) GTEST_SKIP() << "openssl req could not make a certificate";
-    // The server reads its key as its own user, and only from a file no one else can read.
-    std::string key = data + "/server.key", cert = data + "/server.crt";
-    fs::copy_file(Path("key.pem"), key);
-    fs::copy_file(Path("cert.pem"), cert);
-    ASSERT_EQ(chmod(key.c_str(), 0600), 0);
-    if (uid != 0) {
-      ASSERT_EQ(chown(key.c_str(), uid, gid), 0);
-      ASSERT_EQ(chown(cert.c_str(), uid, gid), 0);
-    }
-    argv.insert(argv.end(),
-                {"-c", "ssl=on", "-c", "ssl_cert_file=" + cert, "-c", "ssl_key_file=" + key});
-  }
-  pid_t server = StartCaptured("postgres", argv, SIGINT, uid, gid);  // SIGINT: fast shutdown
-  ASSERT_TRUE(testing::WaitForLog(Path("postgres.out"), "ready to accept connections"))
-      << testing::ReadFile(Path("postgres.out"));
-  // Plaintext: no SSL or GSSAPI negotiation first, the startup packet is the first message.
-  // TLS: an SSLRequest first, answered 'S'; no GSSAPI either way.
-  setenv("PGSSLMODE", tls ? "require" : "disable", 1);
-  setenv("PGGSSENCMODE", "disable", 1);
-  std::string connect = " -h 127.0.0.1 -p " + std::to_string(port) + " -U postgres ";
-  // The tables are made untraced: the server logs that session with an untraced peer.
-  auto [setup_rc, setup_out] = testing::Shell(bin + "/pgbench" + connect + "-i -s 1 -q postgres");
-  ASSERT_EQ(setup_rc, 0) << setup_out;
+  Postgres pg;
+  StartPostgres(tls, &pg);
+  if (IsSkipped() || HasFatalFailure()) return;
+  const std::string bin = kPgBin;
+  const std::string connect = " -h 127.0.0.1 -p " + std::to_string(pg.port) + " -U postgres ";
   auto bench = Weft(
       Capture("pgbench", bin + "/pgbench" + connect + "-n -c " + std::to_string(kClients) + " -t " +
                              std::to_string(kTransactions) + " --protocol=simple postgres"));
@@ -360,7 +287,7 @@ void RealServersTest::RunPgbench(bool tls) {
   ASSERT_NE(bench.output.find("number of transactions actually processed: " +
                               std::to_string(kClients * kTransactions) + "/"),
             std::string::npos);
-  int status = background_->Stop(server, SIGINT);  // fast shutdown
+  int status = background_->Stop(pg.pid, SIGINT);  // fast shutdown
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
       << testing::ReadFile(Path("postgres.out"));
 
