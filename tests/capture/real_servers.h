@@ -309,9 +309,9 @@ class RealServersTest : public ::testing::Test {
   // A self-signed certificate and key for localhost in the test's directory (cert.pem,
   // key.pem), made now; false if openssl failed.
   bool MakeCertificate() {
-    auto [rc, out] = Shell(
-        "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=localhost -keyout " +
-        Path("key.pem") + " -out " + Path("cert.pem"));
+    auto [rc, out] =
+        Shell("openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=localhost -keyout " +
+              Path("key.pem") + " -out " + Path("cert.pem"));
     if (rc != 0) std::cerr << out;
     return rc == 0;
   }
@@ -388,8 +388,9 @@ class RealServersTest : public ::testing::Test {
     setenv("PGSSLMODE", tls ? "require" : "disable", 1);
     setenv("PGGSSENCMODE", "disable", 1);
     // The tables are made untraced: the server logs that session with an untraced peer.
-    auto [setup_rc, setup_out] = Shell(bin + "/pgbench -h 127.0.0.1 -p " +
-                                       std::to_string(pg->port) + " -U postgres -i -s 1 -q postgres");
+    auto [setup_rc, setup_out] =
+        Shell(bin + "/pgbench -h 127.0.0.1 -p " + std::to_string(pg->port) +
+              " -U postgres -i -s 1 -q postgres");
     ASSERT_EQ(setup_rc, 0) << setup_out;
   }
 

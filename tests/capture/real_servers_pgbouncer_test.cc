@@ -30,10 +30,13 @@ using testing::Weft;
 constexpr int kClients = 4, kTransactions = 100;
 
 // The statements of pgbench's tpcb-like transaction, as its simple Query messages begin.
-const std::vector<std::string> kStatements = {
-    "BEGIN;",           "UPDATE pgbench_accounts ", "SELECT abalance ",
-    "UPDATE pgbench_tellers ", "UPDATE pgbench_branches ", "INSERT INTO pgbench_history ",
-    "END;"};
+const std::vector<std::string> kStatements = {"BEGIN;",
+                                              "UPDATE pgbench_accounts ",
+                                              "SELECT abalance ",
+                                              "UPDATE pgbench_tellers ",
+                                              "UPDATE pgbench_branches ",
+                                              "INSERT INTO pgbench_history ",
+                                              "END;"};
 
 class PgbouncerTest : public testing::RealServersTest {
  protected:
@@ -87,8 +90,8 @@ class PgbouncerTest : public testing::RealServersTest {
     // out in a later turn (the transaction pooling test's case, at start-up).
     auto [warm_rc, warm_out] = testing::Shell(pgbench + " -t 5 postgres");
     ASSERT_EQ(warm_rc, 0) << warm_out;
-    auto bench = Weft(
-        Capture("pgbench", pgbench + " -t " + std::to_string(kTransactions) + " postgres"));
+    auto bench =
+        Weft(Capture("pgbench", pgbench + " -t " + std::to_string(kTransactions) + " postgres"));
     ASSERT_EQ(bench.rc, 0) << bench.output;
     ASSERT_NE(bench.output.find("number of transactions actually processed: " +
                                 std::to_string(kClients * kTransactions) + "/"),
@@ -162,7 +165,8 @@ class PgbouncerTest : public testing::RealServersTest {
       }
       for (MessageId x : m.subspan(1)) {
         if (c.kind[x.value()] != MessageKind::kReturn) continue;
-        answers += c.call_id[x.value()] == forward || c.call_id[x.value()] == c.call_id[m[0].value()];
+        answers +=
+            c.call_id[x.value()] == forward || c.call_id[x.value()] == c.call_id[m[0].value()];
       }
       s->exact += forwards == 1 && answers == 2 && int(m.size()) == 4 + 2 * setup;
     }
