@@ -359,17 +359,21 @@ TEST(LiveSessionTest, InstallStreamAndFinishEqualsOffline) {
   std::vector<Request> requests = RunWorkload(2, 30);
   std::vector<query::QueryResult> intervals = (*session)->Finish(10000);
   EXPECT_FALSE(kB.woven());
-  EXPECT_EQ((*session)->drops(), 0u);
   // However the tuples fell into intervals, the intervals together equal the offline
-  // answer, and the streamed intervals hold every tuple.
+  // answer, and the streamed intervals hold every tuple. Unless an interval's harvest met
+  // a firing: the firing thread then drops its tuple rather than wait (live_query.h), which
+  // a slow run (AddressSanitizer on a loaded machine) meets now and then; the tuples lost
+  // are exactly the drops counted.
   query::QueryResult offline = Offline(text, requests);
-  ExpectSame((*session)->Total(), offline);
   double streamed = 0, expected = 0;
   for (const query::QueryResult& r : intervals) {
     for (const query::ResultRow& row : r.rows) streamed += row.weight;
   }
   for (const query::ResultRow& row : offline.rows) expected += row.weight;
-  EXPECT_EQ(streamed, expected);
+  const uint64_t drops = (*session)->drops();
+  if (drops == 0) ExpectSame((*session)->Total(), offline);
+  EXPECT_EQ(streamed + double(drops), expected);
+  EXPECT_LE(drops, 10u);
 }
 
 // Two front ends that install at the same moment pick their baggage slots from the same
