@@ -246,6 +246,17 @@ inline std::string FormatCounts(const PairCounts& counts) {
   return s;
 }
 
+// The TPC-B-like script pgbench runs per transaction (pgbench's "tpcb-like" builtin), one
+// simple-protocol Query message per statement, each answered before the next is sent: how
+// each statement's SQL begins.
+inline const std::vector<std::string> kTpcbStatements = {"BEGIN;",
+                                                         "UPDATE pgbench_accounts ",
+                                                         "SELECT abalance ",
+                                                         "UPDATE pgbench_tellers ",
+                                                         "UPDATE pgbench_branches ",
+                                                         "INSERT INTO pgbench_history ",
+                                                         "END;"};
+
 class RealServersTest : public ::testing::Test {
  protected:
   void SetUp() override {

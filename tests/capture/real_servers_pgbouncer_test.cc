@@ -29,15 +29,6 @@ using testing::Weft;
 
 constexpr int kClients = 4, kTransactions = 100;
 
-// The statements of pgbench's tpcb-like transaction, as its simple Query messages begin.
-const std::vector<std::string> kStatements = {"BEGIN;",
-                                              "UPDATE pgbench_accounts ",
-                                              "SELECT abalance ",
-                                              "UPDATE pgbench_tellers ",
-                                              "UPDATE pgbench_branches ",
-                                              "INSERT INTO pgbench_history ",
-                                              "END;"};
-
 class PgbouncerTest : public testing::RealServersTest {
  protected:
   struct Scores {
@@ -108,7 +99,7 @@ class PgbouncerTest : public testing::RealServersTest {
       return sql;
     };
     auto statement = [&](const std::string& sql) {
-      for (const std::string& st : kStatements)
+      for (const std::string& st : testing::kTpcbStatements)
         if (sql.starts_with(st)) return st;
       return std::string();
     };
@@ -137,7 +128,7 @@ class PgbouncerTest : public testing::RealServersTest {
     }
     s->queries = int(queries.size());
     for (const auto& [st, n] : forwarded) s->forwarded += n;
-    for (const std::string& st : kStatements) {
+    for (const std::string& st : testing::kTpcbStatements) {
       EXPECT_EQ(sent[st], kClients * kTransactions) << st;
       EXPECT_EQ(forwarded[st], kClients * kTransactions) << st;
     }

@@ -191,16 +191,6 @@ void RealServersTest::RunRedisBenchmark(bool tls) {
 // each backend is a node of its own, and all of a connection's messages must be between
 // pgbench and that one backend.
 
-// The TPC-B-like script pgbench runs per transaction (pgbench's "tpcb-like" builtin), one
-// simple-protocol Query message per statement, each answered before the next is sent.
-const std::vector<std::string> kTpcbStatements = {"BEGIN;",
-                                                  "UPDATE pgbench_accounts ",
-                                                  "SELECT abalance ",
-                                                  "UPDATE pgbench_tellers ",
-                                                  "UPDATE pgbench_branches ",
-                                                  "INSERT INTO pgbench_history ",
-                                                  "END;"};
-
 // The SQL of a simple Query message ('Q', 4-byte length, text, NUL), "" if not one.
 std::string QueryText(const std::string& prefix) {
   if (prefix.size() < 6 || prefix[0] != 'Q') return "";
@@ -330,7 +320,7 @@ void RealServersTest::RunPgbench(bool tls) {
     if (prefix[0] == 'Q') {
       queries.push_back(m);
       std::string sql = QueryText(prefix);
-      for (const std::string& statement : kTpcbStatements)
+      for (const std::string& statement : testing::kTpcbStatements)
         statements[statement] += sql.starts_with(statement);
     } else if (prefix[0] != 'X' && prefix == std::string("\0\0\0\x08\x04\xd2\x16\x2f", 8)) {
       ++conn.calls['s'];  // SSLRequest: length 8, code 80877103
@@ -370,7 +360,7 @@ void RealServersTest::RunPgbench(bool tls) {
   }
   EXPECT_EQ(backends.size(), connections.size());
   EXPECT_EQ(benchmark_connections, kClients);
-  for (const std::string& statement : kTpcbStatements) {
+  for (const std::string& statement : testing::kTpcbStatements) {
     EXPECT_EQ(statements[statement], kClients * kTransactions) << statement;
   }
   EXPECT_EQ(int(queries.size()), 7 * kClients * kTransactions + 2);
