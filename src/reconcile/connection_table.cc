@@ -64,6 +64,12 @@ class DescriptorWalker {
         case EventOp::kHeaderBlock:
           Boundary(e);
           break;
+        case EventOp::kAccept:
+          if (e.result >= 0) opening_call_[e.tid] = {int32_t(e.result), e.entry_ns + offset_};
+          break;
+        case EventOp::kConnect:
+          opening_call_[e.tid] = {e.fd, e.entry_ns + offset_};
+          break;
         default:
           if (capture::IsSendOp(e.op) || capture::IsRecvOp(e.op)) Io(e);
           break;
@@ -122,6 +128,11 @@ class DescriptorWalker {
     end.log = log_index_;
     end.open_ns = e.exit_ns + offset_;
     end.open_tid = e.tid;
+    if (auto call = opening_call_.find(e.tid); call != opening_call_.end() &&
+                                               call->second.first == e.fd &&
+                                               end.opener != Opener::kUnknown) {
+      end.open_call_ns = call->second.second;
+    }
     if (auto retried = unused_connect_.find(e.tid);
         retried != unused_connect_.end() && end.opener == Opener::kConnect) {
       end.open_ns = retried->second;
@@ -367,7 +378,9 @@ class DescriptorWalker {
   std::unordered_map<int32_t, DescriptorName> names_;
   std::unordered_map<int32_t, int32_t> references_;     // end -> descriptors naming it
   std::unordered_map<int32_t, TimeNs> unused_connect_;  // tid -> NoteUnusedConnect's time
-  std::unordered_map<int32_t, size_t> last_datagram_;   // datagram socket -> its latest datagram
+  // tid -> the descriptor its latest accept or connect call made, and the call's entry
+  std::unordered_map<int32_t, std::pair<int32_t, TimeNs>> opening_call_;
+  std::unordered_map<int32_t, size_t> last_datagram_;  // datagram socket -> its latest datagram
   struct PendingDatagram {
     Event event;
     int32_t boundary;
@@ -425,8 +438,16 @@ void RebaseChildBoundaries(const ConnectionEnd& owner, ConnectionEnd& child) {
 void MergeInheritedEnds(std::span<const capture::EventLog> logs, std::vector<ConnectionEnd>& ends) {
   std::vector<size_t> order(ends.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  // An accepted or connected end from the start of its call: a child forked while another
+  // thread was inside accept (or connect) may hold the socket though its copy is dated
+  // before the call returned (its thread ran again only after the fork), and the
+  // parent's end must still come first to own the socket.
+  auto owned_from = [&](size_t i) {
+    const ConnectionEnd& end = ends[i];
+    return end.open_call_ns == kNoTime ? end.open_ns : std::min(end.open_call_ns, end.open_ns);
+  };
   std::stable_sort(order.begin(), order.end(),
-                   [&](size_t a, size_t b) { return ends[a].open_ns < ends[b].open_ns; });
+                   [&](size_t a, size_t b) { return owned_from(a) < owned_from(b); });
   // (boot, local, peer) -> the end that currently owns that socket.
   std::map<std::tuple<std::array<uint8_t, 16>, std::string, std::string>, size_t> owner;
   std::vector<size_t> merged_into_me;

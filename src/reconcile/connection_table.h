@@ -57,8 +57,11 @@ struct ConnectionEnd {
   uint64_t peer_inode = 0;  // Unix: the other end's, 0 where not logged (the connecting end)
   std::array<uint8_t, 16> boot_id{};
   Opener opener = Opener::kUnknown;
-  uint32_t log = 0;           // the log that named it first
-  TimeNs open_ns = 0;         // realtime
+  uint32_t log = 0;    // the log that named it first
+  TimeNs open_ns = 0;  // realtime
+  // When the accept or connect call that made it began (realtime; kNoTime if not logged):
+  // the socket may be in another process from then on (a fork during the call).
+  TimeNs open_call_ns = kNoTime;
   int32_t open_tid = 0;       // the thread that connected, accepted or was found with it
   TimeNs close_ns = kNoTime;  // realtime of the last close; kNoTime if never closed
   std::vector<StreamIo> io;   // in entry order

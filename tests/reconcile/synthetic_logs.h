@@ -192,6 +192,16 @@ class LogBuilder {
     return *this;
   }
   // fork() returning `child` in the parent.
+  // An accept call on `listener` entered at `entry` that returned `fd` at `exit` (its
+  // endpoint record comes apart, with Tcp).
+  LogBuilder& Accept(int32_t listener, int32_t fd, TimeNs entry, TimeNs exit) {
+    return Add({.op = capture::EventOp::kAccept,
+                .tid = log_.header.pid,
+                .fd = listener,
+                .entry_ns = entry,
+                .exit_ns = exit,
+                .result = fd});
+  }
   LogBuilder& Fork(int32_t child, TimeNs entry, TimeNs exit) {
     return Add({.op = capture::EventOp::kFork,
                 .tid = log_.header.pid,
