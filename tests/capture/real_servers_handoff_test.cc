@@ -1159,11 +1159,12 @@ class PumaTest : public HandoffServerTest {
 };
 
 // On a quiet machine thread and auto (thread) get every tree. Under load (make test's
-// other tests beside it) a pool thread now and then makes a call outside the request it
-// answers, thread follows it through the reactor's hand-off to the wrong request (0 to 4
-// trees a run), and auto either keeps thread, saying how many calls it followed through
-// hand-offs, or refuses both precise algorithms for linking and says why (about 4 runs in
-// 10 under a parallel make test).
+// other tests beside it) thread now and then follows a call through the interpreter
+// lock's passes, which capture records as hand-offs, to a request that was already
+// answered (0 to 4 trees a run; docs/precise.md has one traced through), and auto either
+// keeps thread, saying how many calls it followed through hand-offs, or refuses both
+// precise algorithms for linking and says why (about 4 runs in 10 under a parallel make
+// test).
 TEST_F(PumaTest, ThreadPoolEveryRequestsTreeIsExact) {
   if (!Installed("/usr/bin/puma")) GTEST_SKIP() << "puma not installed (scripts/install-deps)";
   Scores s = Run();
