@@ -158,6 +158,13 @@ PathsFile ReportThread(ThreadInference thread) {
       "thread: {} requests; {} calls sent outside any request the thread replied to, {} returns "
       "without their call\n",
       c.instances, c.calls_outside_requests, c.returns_without_call);
+  if (c.calls_handoffs_led_astray > 0) {
+    fmt::print(stderr,
+               "thread: {} calls whose hand-offs led to no request or to one already answered (an "
+               "interpreter lock's passes look like hand-offs) went with the request their "
+               "thread answered next\n",
+               c.calls_handoffs_led_astray);
+  }
   if (c.root_calls_from_servers > 0) {
     fmt::print(stderr,
                "thread: warning: {} calls came from a server's thread that never replies: work "

@@ -140,6 +140,7 @@ Result<AutoInference> ChooseAlgorithm(const Trace& trace, const LinkingOptions& 
   choice.root_calls_from_servers = thread->counters.root_calls_from_servers;
   choice.calls_through_ambiguous_handoffs = thread->counters.calls_through_ambiguous_handoffs;
   const int64_t handoffs = thread->counters.calls_through_handoffs;
+  const int64_t astray = thread->counters.calls_handoffs_led_astray;
   result.thread = std::move(*thread);
   if (choice.overlapping_requests == 0 && choice.calls_outside_requests == 0 &&
       choice.root_calls_from_servers == 0 && choice.calls_through_ambiguous_handoffs == 0) {
@@ -150,6 +151,12 @@ Result<AutoInference> ChooseAlgorithm(const Trace& trace, const LinkingOptions& 
     if (handoffs > 0) {
       choice.reasons.back() +=
           fmt::format(" or was handed (followed {} calls through hand-offs)", handoffs);
+    }
+    if (astray > 0) {
+      choice.reasons.back() += fmt::format(
+          "; {} calls whose hand-offs led to no request or to one already answered (an "
+          "interpreter lock's passes) went with the request their thread answered next",
+          astray);
     }
     return result;
   }

@@ -1158,13 +1158,13 @@ class PumaTest : public HandoffServerTest {
   }
 };
 
-// On a quiet machine thread and auto (thread) get every tree. Under load (make test's
-// other tests beside it) thread now and then follows a call through the interpreter
-// lock's passes, which capture records as hand-offs, to a request that was already
-// answered (0 to 4 trees a run; docs/precise.md has one traced through), and auto either
-// keeps thread, saying how many calls it followed through hand-offs, or refuses both
-// precise algorithms for linking and says why (about 4 runs in 10 under a parallel make
-// test).
+// On a quiet machine thread and auto (thread) get every tree, and under two CPU hogs too
+// (20 runs of 20) since thread no longer follows hand-offs to a request answered before
+// the call. Under heavier load a chain of the interpreter lock's passes, which capture
+// records as hand-offs, now and then leads a call to a request another thread is still
+// serving (2 or 3 trees in 3 runs of 25 under four hogs; docs/precise.md), and auto keeps
+// thread, saying how many calls it followed through hand-offs, or refuses both precise
+// algorithms for linking and says why.
 TEST_F(PumaTest, ThreadPoolEveryRequestsTreeIsExact) {
   if (!Installed("/usr/bin/puma")) GTEST_SKIP() << "puma not installed (scripts/install-deps)";
   Scores s = Run();

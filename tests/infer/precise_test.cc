@@ -480,6 +480,35 @@ TEST(PreciseAlgorithms, BothIgnoreWhatAThreadTakesWhileServingItsOwnRequest) {
   EXPECT_EQ(fragment->counters.handoffs_carrying_requests, 0);
 }
 
+// An interpreter lock's passes, recorded as hand-offs, lead nowhere sensible (Puma,
+// docs/precise.md): thread 3 of A accepts c2's connection and reads c2, but passed the
+// lock on to thread 2 just before that read returned, having taken it from thread 1, which
+// was about to answer c1. Followed by their times, thread 2's call b2 would be c1's, a
+// request answered before b2 went out; thread 2 answers c2 next, which had arrived, so b2
+// is c2's, counted as a call whose hand-offs led astray.
+TEST(PreciseAlgorithms, ThreadDoesNotFollowHandOffsToARequestAnsweredBeforeTheCall) {
+  const std::string text =
+      "10 CALL_SENT C A c1 recv=20 stid=11 rtid=1 path=1 msg=0\n"
+      "12 CALL_SENT C A c2 recv=31 stid=12 rtid=3 path=2 msg=1\n"
+      "22 CALL_SENT A B b1 recv=23 stid=1 rtid=20 path=1 msg=2 parent=0\n"
+      "24 RET_SENT B A b1 recv=25 stid=20 rtid=1 path=1 msg=3 parent=2\n"
+      "25 HANDOFF A A stid=1 rtid=3 recv=29\n"
+      "26 RET_SENT A C c1 recv=27 stid=1 rtid=11 path=1 msg=4 parent=0\n"
+      "30 HANDOFF A A stid=3 rtid=2 recv=40\n"
+      "45 CALL_SENT A B b2 recv=46 stid=2 rtid=21 path=2 msg=5 parent=1\n"
+      "47 RET_SENT B A b2 recv=48 stid=21 rtid=2 path=2 msg=6 parent=5\n"
+      "50 RET_SENT A C c2 recv=55 stid=2 rtid=12 path=2 msg=7 parent=1\n";
+  Result<Trace> trace = ParseTextTrace(text, "lock-passes.trace");
+  ASSERT_TRUE(trace.ok()) << trace.status().message();
+  Result<ThreadInference> thread = InferThread(*trace);
+  ASSERT_TRUE(thread.ok());
+  EXPECT_EQ(FragmentParents(*trace, thread->paths),
+            (std::vector<int64_t>{-1, -1, 0, 2, 0, 1, 5, 1}));
+  EXPECT_EQ(thread->counters.calls_handoffs_led_astray, 1);
+  EXPECT_EQ(thread->counters.calls_through_handoffs, 0);
+  EXPECT_EQ(thread->counters.calls_outside_requests, 0);
+}
+
 // A hand-off that a reply then contradicts: thread 9 of A, an event loop serving c2 and
 // c4, is handed c1 by thread 5 (which then takes c3 while it owes c1: not thread) and
 // answers c2. Auto refuses fragment and, since hand-offs were followed, says that a

@@ -142,9 +142,25 @@ Result<ThreadInference> InferThread(const Trace& trace) {
   // a request on calls before its last byte is read); a thread that never replies but was
   // handed work and read requests itself (a dispatcher) works for the last request it
   // read; one that was started by another works for its creator, and so on up.
-  int64_t through_handoffs = 0, through_ambiguous = 0;
-  auto request_at = [&](ThreadKey t, TimeNs sent) {
-    bool handed = false, guessed = false;
+  int64_t through_handoffs = 0, through_ambiguous = 0, overruled_handoffs = 0;
+  // vPath's rule: the request that thread `t`'s next reply after `sent` answers, if it began
+  // arriving by then.
+  auto next_reply_at = [&](ThreadKey t, TimeNs sent) {
+    auto it = replies.find(t);
+    if (it == replies.end()) return MessageId();
+    const std::vector<Reply>& r = it->second;
+    auto next = std::lower_bound(r.begin(), r.end(), sent,
+                                 [](const Reply& a, TimeNs x) { return a.sent < x; });
+    const TimeNs arrived = next == r.end() ? kNoTime : c.FirstReadTime(next->request.value());
+    return next != r.end() && arrived != kNoTime && arrived <= sent ? next->request : MessageId();
+  };
+  struct Found {
+    MessageId request;
+    bool handed = false;   // through a hand-off
+    bool guessed = false;  // through one reconcile marked as a guess
+  };
+  auto find_request = [&](ThreadKey t, TimeNs sent) {
+    Found found;
     const size_t bound = creator.size() + taken.size() + 1;  // links could loop
     for (size_t hops = 0; hops <= bound; ++hops) {
       const Start* take = LatestStart(taken, t, sent);
@@ -158,27 +174,42 @@ Result<ThreadInference> InferThread(const Trace& trace) {
       if (take != nullptr && (read == nullptr || read->time < take->time) && !serving) {
         t = take->from;
         sent = take->from_time;
-        through_handoffs += !handed;
-        through_ambiguous += take->ambiguous && !guessed;
-        handed = true;
-        guessed = guessed || take->ambiguous;
+        found.handed = true;
+        found.guessed = found.guessed || take->ambiguous;
         continue;
       }
-      auto it = replies.find(t);
-      if (it != replies.end()) {
-        const std::vector<Reply>& r = it->second;
-        auto next = std::lower_bound(r.begin(), r.end(), sent,
-                                     [](const Reply& a, TimeNs x) { return a.sent < x; });
-        const TimeNs arrived = next == r.end() ? kNoTime : c.FirstReadTime(next->request.value());
-        return next != r.end() && arrived != kNoTime && arrived <= sent ? next->request
-                                                                        : MessageId();
+      if (replies.contains(t)) {
+        found.request = next_reply_at(t, sent);
+      } else if (found.handed && read != nullptr) {
+        found.request = read->request;
+      } else if (auto up = creator.find(t); up != creator.end()) {
+        t = up->second;
+        continue;
       }
-      if (handed && read != nullptr) return read->request;
-      auto up = creator.find(t);
-      if (up == creator.end()) break;
-      t = up->second;
+      break;
     }
-    return MessageId();
+    return found;
+  };
+  // A thread that answers requests itself, led through hand-offs to no request or to one
+  // answered before its call went out, works for the request its own next reply answers
+  // (if that began arriving before the call): an interpreter's lock passed between
+  // threads is recorded as hand-offs too, and a chain of its passes can lead anywhere
+  // (docs/precise.md, Puma).
+  auto request_at = [&](ThreadKey t, TimeNs sent) {
+    const Found found = find_request(t, sent);
+    if (found.handed && replies.contains(t)) {
+      const MessageId reply = found.request.valid() ? reply_to[found.request.value()] : MessageId();
+      const bool answered =
+          !found.request.valid() || (reply.valid() && c.send_time[reply.value()] < sent);
+      const MessageId own = answered ? next_reply_at(t, sent) : MessageId();
+      if (own.valid()) {
+        ++overruled_handoffs;
+        return own;
+      }
+    }
+    through_handoffs += found.handed;
+    through_ambiguous += found.guessed;
+    return found.request;
   };
 
   // Nodes that answer requests. A call one of their threads starts a path with came from a
@@ -223,7 +254,8 @@ Result<ThreadInference> InferThread(const Trace& trace) {
                           .messages_in_cycles = forest.messages_in_cycles,
                           .root_calls_from_servers = server_roots,
                           .calls_through_handoffs = through_handoffs,
-                          .calls_through_ambiguous_handoffs = through_ambiguous}};
+                          .calls_through_ambiguous_handoffs = through_ambiguous,
+                          .calls_handoffs_led_astray = overruled_handoffs}};
 }
 
 }  // namespace weft

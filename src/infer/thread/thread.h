@@ -33,7 +33,10 @@ namespace weft {
 // it through memory that capture did not see (a queue without a condition variable), which
 // vPath cannot follow; calls_through_handoffs: calls placed by following HANDOFF links to
 // the thread that handed the work over (weft's addition); calls_through_ambiguous_handoffs:
-// of them, those that followed a link reconcile marked as a guess.
+// of them, those that followed a link reconcile marked as a guess;
+// calls_handoffs_led_astray: calls of a thread that answers requests whose hand-offs led
+// to no request or to one already answered, placed in the request the thread's own next
+// reply answers instead (an interpreter lock's passes, recorded as hand-offs).
 struct ThreadCounters {
   int64_t instances = 0;
   int64_t messages_in_instances = 0;
@@ -45,6 +48,7 @@ struct ThreadCounters {
   int64_t root_calls_from_servers = 0;
   int64_t calls_through_handoffs = 0;
   int64_t calls_through_ambiguous_handoffs = 0;
+  int64_t calls_handoffs_led_astray = 0;
   // Name and value of each, in the order paths files and `weft paths` list them.
   CounterList List() const {
     return {{"instances", instances},
@@ -56,7 +60,8 @@ struct ThreadCounters {
             {"messages_in_cycles", messages_in_cycles},
             {"root_calls_from_servers", root_calls_from_servers},
             {"calls_through_handoffs", calls_through_handoffs},
-            {"calls_through_ambiguous_handoffs", calls_through_ambiguous_handoffs}};
+            {"calls_through_ambiguous_handoffs", calls_through_ambiguous_handoffs},
+            {"calls_handoffs_led_astray", calls_handoffs_led_astray}};
   }
 };
 using ThreadInference = Inference<ThreadCounters>;
