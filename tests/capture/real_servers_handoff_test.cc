@@ -246,6 +246,9 @@ struct Scores {
   size_t thread_trees = 0, fragment_trees = 0;  // path instances (requests as each sees them)
   int fragment_with_own = 0;  // fragment's request trees holding a server's message to itself
   int fragment_alone = 0;     // fragment's trees of a client request that hold no downstream call
+  // fragment's inputs_before_acting: requests followed by another input before their thread
+  // acted (with isolation, requests the program set aside for a later turn)
+  int64_t set_aside = 0;
   AutoAlgorithm algorithm = AutoAlgorithm::kLinking;
   std::string auto_says;  // auto's Describe()
   int file_requests = 0;  // the second client's, when there is one
@@ -623,6 +626,7 @@ Scores HandoffServerTest::RunOnce(const Configure& configure, bool files) {
                              c.kind[messages[0].value()] == MessageKind::kCall &&
                              messages.size() <= 2;
   }
+  scores.set_aside = fragment->counters.inputs_before_acting;
   scores.thread_trees = thread->paths.instance_count();
   scores.fragment_trees = fragment->paths.instance_count();
   scores.thread_patterns = thread->paths.patterns.size();
@@ -727,16 +731,25 @@ Server Haproxy(const std::string& dir, uint16_t port, uint16_t web) {
 
 // With weft capture's default flags (event isolation: each wait reports a thread one
 // input, and a read of a second connection's request before the thread acted on the first
-// is deferred, BorderPatrol §3.2), fragment and auto's choice get every tree.
+// is deferred, BorderPatrol §3.2), fragment and auto's choice get every tree, but for
+// requests haproxy sets aside for a later turn, which no system call shows: in a fresh-clone
+// make test, 3 of 4,644 requests were forwarded some 2 ms later, in the turn of another
+// request's reply from web0, and 6 trees were wrong (each such request's, and the one it
+// went into). auto counts them and says those trees are not exact; each costs at most two
+// trees, as with pgbouncer's transaction pooling (real_servers_pgbouncer_test.cc).
 TEST_F(HaproxyTest, DefaultCaptureGivesEveryRequestItsWholeTree) {
   if (!Installed("/usr/sbin/haproxy"))
     GTEST_SKIP() << "haproxy not installed (scripts/install-deps)";
   Scores s = RunOnce(Haproxy);
   Print("haproxy", s);
   ASSERT_GT(s.requests, 0u);
-  EXPECT_EQ(s.fragment, int(s.requests));
+  EXPECT_LE(s.set_aside, int64_t(s.requests) / 100);
+  EXPECT_GE(s.fragment, int(s.requests) - 2 * int(s.set_aside));
   EXPECT_EQ(s.algorithm, AutoAlgorithm::kFragment) << s.auto_says;
-  EXPECT_EQ(s.chosen, int(s.requests)) << s.auto_says;
+  EXPECT_GE(s.chosen, int(s.requests) - 2 * int(s.set_aside)) << s.auto_says;
+  if (s.set_aside > 0) {
+    EXPECT_NE(s.auto_says.find("the program set them aside"), std::string::npos) << s.auto_says;
+  }
 }
 
 // ---------------------------------------------------------------------------------------
