@@ -207,9 +207,10 @@ PathsFile ReportFragment(FragmentInference fragment) {
                "later ones' work is given to the first: recapture with weft capture --isolate\n",
                c.inputs_sharing_a_read);
   }
-  if (c.inputs_before_acting > 0) {
-    fmt::print(stderr, "fragment: warning: {} {}\n", c.inputs_before_acting, kInputsBeforeActing);
-  }
+  const SetAsideNotes set_aside = DescribeSetAside(c);
+  if (!set_aside.found.empty()) fmt::print(stderr, "fragment: {}\n", set_aside.found);
+  if (!set_aside.not_found.empty())
+    fmt::print(stderr, "fragment: warning: {}\n", set_aside.not_found);
   return ToPathsFile(std::move(fragment));
 }
 

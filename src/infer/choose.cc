@@ -24,6 +24,26 @@ std::string_view AutoAlgorithmName(AutoAlgorithm algorithm) {
   return "?";
 }
 
+SetAsideNotes DescribeSetAside(const FragmentCounters& f) {
+  SetAsideNotes notes;
+  if (f.set_aside_forwards_found > 0) {
+    notes.found = fmt::format(
+        "{} requests set aside by their program were followed to the later turn that "
+        "forwarded them, by the content of the forward (the same SQL, HTTP method and URL, "
+        "...)",
+        f.set_aside_forwards_found);
+    if (f.set_aside_forwards_guessed > 0) {
+      notes.found += fmt::format(
+          "; {} of them chosen first-come among requests set aside with the same content, a "
+          "guess where the program's queue is not first-in first-out",
+          f.set_aside_forwards_guessed);
+    }
+  }
+  if (const int64_t rest = f.inputs_before_acting - f.set_aside_forwards_found; rest > 0)
+    notes.not_found = fmt::format("{} {}", rest, kInputsBeforeActing);
+  return notes;
+}
+
 double ExplainedShare(const PathSet& paths) {
   if (paths.trace_messages == 0) return 0;
   std::vector<double> best(paths.trace_messages, -1);
@@ -179,6 +199,7 @@ Result<AutoInference> ChooseAlgorithm(const Trace& trace, const LinkingOptions& 
   choice.inputs_sharing_a_read = f.inputs_sharing_a_read;
   choice.outputs_beside_partial_inputs = f.outputs_beside_partial_inputs;
   choice.inputs_before_acting = f.inputs_before_acting;
+  choice.set_aside_forwards_found = f.set_aside_forwards_found;
   result.fragment = std::move(fragment);
   const int64_t guessed = f.outputs_through_ambiguous_handoffs;
   const int64_t contradicted = f.handoffs_contradicted_by_replies;
@@ -231,8 +252,10 @@ Result<AutoInference> ChooseAlgorithm(const Trace& trace, const LinkingOptions& 
   // (weighed where fragment is kept; a rejected fragment's trees are not given), or, with
   // isolation, one that sets a request aside for a later turn (pgbouncer's clients waiting
   // for a free server connection: docs/precise.md).
-  if (f.inputs_before_acting > 0 && choice.algorithm == AutoAlgorithm::kFragment) {
-    choice.reasons.push_back(fmt::format("{} {}", f.inputs_before_acting, kInputsBeforeActing));
+  if (choice.algorithm == AutoAlgorithm::kFragment) {
+    const SetAsideNotes notes = DescribeSetAside(f);
+    if (!notes.found.empty()) choice.reasons.push_back(notes.found);
+    if (!notes.not_found.empty()) choice.reasons.push_back(notes.not_found);
   }
   return result;
 }

@@ -44,8 +44,8 @@
 
 namespace weft {
 
-// What fragment's inputs_before_acting means and what to do, after the count: auto's
-// reason and `weft infer --algo fragment`'s warning.
+// What fragment's inputs_before_acting means and what to do, after the count of those not
+// followed to their forward (SetAsideNotes).
 inline constexpr std::string_view kInputsBeforeActing =
     "requests were followed by another input before their thread sent, connected or handed "
     "anything on, so their work may be in a later input's tree: if this was captured with "
@@ -57,6 +57,16 @@ enum class AutoAlgorithm { kThread, kFragment, kLinking, kNesting };
 
 // "thread", "fragment", "linking" or "nesting": the --algo name.
 std::string_view AutoAlgorithmName(AutoAlgorithm algorithm);
+
+// What fragment's requests followed by another input before their thread acted say (auto's
+// reasons and `weft infer --algo fragment`'s notes): those followed to the call that
+// forwarded them by its content, and those whose trees may be wrong, with what to do. One
+// or two sentences; none where there were no such requests.
+struct SetAsideNotes {
+  std::string found;      // "" or what was followed, and how many first-come guesses
+  std::string not_found;  // "" or the count and kInputsBeforeActing
+};
+SetAsideNotes DescribeSetAside(const FragmentCounters& f);
 
 // What auto read and why it chose what it chose.
 struct AutoChoice {
@@ -73,7 +83,8 @@ struct AutoChoice {
   int64_t handoffs_contradicted_by_replies = 0;
   int64_t inputs_sharing_a_read = 0;  // > 0: auto suggests recapturing with --isolate
   int64_t outputs_beside_partial_inputs = 0;
-  int64_t inputs_before_acting = 0;  // > 0: the same advice, from separate reads
+  int64_t inputs_before_acting = 0;      // > 0: the same advice, from separate reads
+  int64_t set_aside_forwards_found = 0;  // of those, followed to their forward by content
   // When the statistical algorithms were weighed: the ExplainedShare of each.
   std::optional<double> linking_explained;
   std::optional<double> nesting_explained;

@@ -53,6 +53,10 @@ class TwoRequests {
   }
   // The call in `row` is the first message on a connection its sender opened at `us`.
   void Connected(uint32_t row, int us) { b_.SetConnectTime(row, TimeNs(us) * 1000); }
+  // The message in `row` carries `key`=`value` (what a protocol processor logs).
+  void Attribute(uint32_t row, const char* key, const char* value) {
+    b_.AddAttribute(row, b_.String(key), b_.String(value));
+  }
   // The call in `row` was read in several calls, the first of which ended at `us`.
   void FirstRead(uint32_t row, int us) { b_.SetFirstReadTime(row, TimeNs(us) * 1000); }
   Trace Build() {
@@ -62,7 +66,7 @@ class TwoRequests {
   }
   // `infer` is InferThread or InferFragment.
   template <typename Infer>
-  RequestOutcomes Score(Infer infer) {
+  RequestOutcomes Score(Infer infer, size_t requests = 2) {
     Result<Trace> trace = TraceBuilder(b_).Finish();
     EXPECT_TRUE(trace.ok()) << trace.status().message();
     auto inferred = infer(*trace);
@@ -70,7 +74,7 @@ class TwoRequests {
     Result<TruthInference> truth = InferFromTruth(*trace);
     Result<EvalReport> report = Evaluate(truth->paths, inferred->paths);
     EXPECT_TRUE(report.ok()) << report.status().message();
-    EXPECT_EQ(report->requests.requests, 2u);
+    EXPECT_EQ(report->requests.requests, requests);
     return report->requests;
   }
 
@@ -160,6 +164,59 @@ TEST(PreciseAlgorithms, InputsReadBeforeActingAreCounted) {
               !acts)
         << chosen->choice.Describe();
   }
+}
+
+// A proxy's loop that sets a request aside (pgbouncer's client waiting for a free server
+// connection): it reads request 1, then request 2 before acting on 1, forwards 2, and
+// forwards 1 only in the turn of 2's reply, after answering 2. By times alone 1's forward
+// is 2's work. Where the forwards carry their requests' SQL, fragment follows 1 to its
+// forward; where nothing tells them apart it cannot, and says so.
+TEST(PreciseAlgorithms, RequestSetAsideIsFollowedToItsForwardByContent) {
+  for (const char* second_sql : {"", "select 1", "select 2"}) {
+    SCOPED_TRACE(second_sql);
+    TwoRequests r;
+    uint32_t one = r.Request(1, 1, 10, 10, 10, {0, 10, 52, 55, 60, 70, 71, 80});
+    uint32_t two = r.Request(2, 2, 10, 10, 10, {12, 15, 20, 25, 40, 50, 51, 60});
+    const bool content = *second_sql != '\0';
+    if (content) {
+      r.Attribute(one - 1, "sql", "select 1");
+      r.Attribute(one, "sql", "select 1");
+      r.Attribute(two - 1, "sql", second_sql);
+      r.Attribute(two, "sql", second_sql);
+    }
+    Trace trace = r.Build();
+    Result<FragmentInference> fragment = InferFragment(trace);
+    ASSERT_TRUE(fragment.ok());
+    EXPECT_EQ(fragment->counters.inputs_before_acting, 1);
+    EXPECT_EQ(fragment->counters.set_aside_forwards_found, content ? 1 : 0);
+    EXPECT_EQ(fragment->counters.set_aside_forwards_guessed, 0);
+    EXPECT_EQ(r.Score(InferFragment).exact, content ? 2u : 0u);
+    Result<AutoInference> chosen = ChooseAlgorithm(trace);
+    ASSERT_TRUE(chosen.ok());
+    const std::string says = chosen->choice.Describe();
+    EXPECT_EQ(says.find("were followed to the later turn") != std::string::npos, content) << says;
+    EXPECT_EQ(says.find("the program set them aside") != std::string::npos, !content) << says;
+  }
+}
+
+// Two requests set aside with the same content (every transaction's BEGIN) while a third
+// is served: each forward goes to the first set aside still waiting, a guess where two
+// were waiting (counted), right for a queue served first come.
+TEST(PreciseAlgorithms, RequestsSetAsideWithTheSameContentAreFollowedFirstCome) {
+  TwoRequests r;
+  std::vector<uint32_t> forwards = {r.Request(1, 1, 10, 10, 10, {0, 10, 32, 35, 40, 50, 51, 60}),
+                                    r.Request(2, 2, 10, 10, 10, {5, 15, 52, 55, 60, 70, 71, 80}),
+                                    r.Request(3, 3, 10, 10, 10, {0, 2, 3, 4, 20, 30, 31, 40})};
+  for (uint32_t f : forwards) {
+    r.Attribute(f - 1, "sql", "BEGIN;");
+    r.Attribute(f, "sql", "BEGIN;");
+  }
+  Result<FragmentInference> fragment = InferFragment(r.Build());
+  ASSERT_TRUE(fragment.ok());
+  EXPECT_EQ(fragment->counters.inputs_before_acting, 2);
+  EXPECT_EQ(fragment->counters.set_aside_forwards_found, 2);
+  EXPECT_EQ(fragment->counters.set_aside_forwards_guessed, 1);
+  EXPECT_EQ(r.Score(InferFragment, 3).exact, 3u);
 }
 
 // Thread per connection, each thread a proxy that streams its request on: it reads the

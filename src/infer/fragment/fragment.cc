@@ -12,6 +12,8 @@
 #include <absl/container/flat_hash_set.h>
 
 #include <algorithm>
+#include <array>
+#include <string_view>
 #include <tuple>
 
 #include "infer/forest.h"
@@ -63,6 +65,40 @@ std::vector<ClockId> ClockOfNodes(const Trace& trace) {
   for (uint32_t n = 0; n < root.size(); ++n) clock[n] = ClockId(find(n));
   return clock;
 }
+
+// What a proxy passes on unchanged, from the protocol processors' attributes
+// (docs/protocols.md): a request's method and URL, its SQL, a DNS query's id and name, a
+// memcached or redis command and key, a gRPC method. A call with the same content as a
+// request its node read earlier is that request forwarded.
+class ContentReader {
+ public:
+  static constexpr std::array<std::string_view, 10> kKeys = {
+      "http.method", "http.url",          "sql",           "dns.id",        "dns.name",
+      "grpc.method", "memcached.command", "memcached.key", "redis.command", "redis.key"};
+  using Content = std::array<StringId, kKeys.size()>;
+
+  explicit ContentReader(const Trace& trace) : trace_(trace) {
+    for (size_t k = 0; k < kKeys.size(); ++k) keys_[k] = trace.strings().Find(kKeys[k]);
+  }
+
+  // Invalid values throughout where the message carries none of these.
+  Content Of(MessageId m) const {
+    Content content;
+    for (const Attribute& a : trace_.AttributesOf(m)) {
+      for (size_t k = 0; k < kKeys.size(); ++k) {
+        if (a.key.valid() && a.key == keys_[k]) content[k] = a.value;
+      }
+    }
+    return content;
+  }
+  static bool Known(const Content& content) {
+    return std::any_of(content.begin(), content.end(), [](StringId v) { return v.valid(); });
+  }
+
+ private:
+  const Trace& trace_;
+  Content keys_;
+};
 
 // Every input and output of a traced thread, every process link from one, and the
 // connect that opened a call's connection, sorted per clock in time order: a RETURN's
@@ -126,7 +162,13 @@ class FragmentScan {
   // `parent` (one per message) is filled in; `call_of` is CallsAnswered's.
   FragmentScan(const Trace& trace, std::span<const MessageId> call_of,
                std::vector<MessageId>& parent)
-      : trace_(trace), c_(trace.columns()), call_of_(call_of), parent_(parent) {
+      : trace_(trace),
+        c_(trace.columns()),
+        call_of_(call_of),
+        parent_(parent),
+        content_(trace),
+        answered_(trace.size(), false),
+        acted_on_(trace.size(), false) {
     // A server (a node that is called) sending a call outside every fragment had the work
     // handed to it through something capture cannot see, such as a dispatcher's queue:
     // BorderPatrol's independence assumption fails there. Counted for --algo auto.
@@ -197,6 +239,8 @@ class FragmentScan {
   int64_t handoffs_contradicted() const { return handoffs_contradicted_; }
   int64_t inputs_sharing_a_read() const { return inputs_sharing_a_read_; }
   int64_t outputs_beside_partial_inputs() const { return outputs_beside_partial_inputs_; }
+  int64_t set_aside_forwards_found() const { return set_aside_found_; }
+  int64_t set_aside_forwards_guessed() const { return set_aside_guessed_; }
   // Counted only on threads that sent something: a dispatcher, which reads requests and
   // hands them on through what capture may not see, acts where the trace does not show it
   // (server_calls_outside_fragments counts that).
@@ -309,10 +353,15 @@ class FragmentScan {
       // inputs_sharing_a_read).
       auto unacted = unacted_.find(self);
       if (unacted != unacted_.end()) {
-        before_acting_[self] += unacted->second < e.time;
+        const auto [read, request] = unacted->second;
+        if (read < e.time) {
+          ++before_acting_[self];
+          SetAside(e.node, request);
+        }
         unacted_.erase(unacted);
       }
-      if (kind == MessageKind::kCall) unacted_.emplace(self, e.time);
+      if (kind == MessageKind::kCall)
+        unacted_.emplace(self, std::pair(e.time, MessageId(e.message)));
     }
     MessageId& current = designation_[self];
     if (kind == MessageKind::kReturn) {
@@ -338,6 +387,7 @@ class FragmentScan {
     const MessageKind kind = c_.kind[e.message];
     if (kind == MessageKind::kReturn) {
       parent_[e.message] = call_of_[e.message];
+      if (call_of_[e.message].valid()) answered_[call_of_[e.message].value()] = true;
       const Thread self{e.node, e.thread};
       // A reply a link named as sent for its request is explained, whatever the thread
       // was handed through a queue.
@@ -358,8 +408,11 @@ class FragmentScan {
     }
     const MessageId current = designation_[{e.node, e.thread}];
     auto connected = connected_for_.find(e.message);
-    parent_[e.message] = connected != connected_for_.end() ? connected->second : current;  // rule 2
-    outputs_without_request_ += !parent_[e.message].valid();
+    MessageId placed = connected != connected_for_.end() ? connected->second : current;  // rule 2
+    if (kind == MessageKind::kCall) placed = FollowSetAside(e.node, MessageId(e.message), placed);
+    parent_[e.message] = placed;
+    if (placed.valid()) acted_on_[placed.value()] = true;
+    outputs_without_request_ += !placed.valid();
     // The thread had begun reading a call it has not finished, and this output goes to
     // another request (or none): whether it belongs to the call being read, streamed on
     // before its last byte, or to the request the thread serves besides, times cannot tell.
@@ -374,6 +427,48 @@ class FragmentScan {
                                   guessed_.contains({e.node, e.thread});
     server_calls_outside_ +=
         !parent_[e.message].valid() && kind == MessageKind::kCall && serves_[e.node];
+  }
+
+  // A request its thread read and then read another input after, before acting on it: the
+  // program may have set it aside (pgbouncer's client waiting for a free server
+  // connection, haproxy's request queued for a later turn) and forward it in another
+  // request's turn. Kept per node, oldest first, until it is acted on or answered.
+  void SetAside(uint32_t node, MessageId request) {
+    const ContentReader::Content content = content_.Of(request);
+    if (!ContentReader::Known(content)) return;
+    std::vector<Waiting>& waiting = set_aside_[node];
+    if (waiting.size() == kMaxSetAside) waiting.erase(waiting.begin());
+    waiting.push_back({request, content});
+  }
+
+  // A call that a thread sends with the content of a request its node set aside is that
+  // request forwarded in a later turn, unless the request it would be placed in has the
+  // same content and is not answered yet. Among several set aside with the same content,
+  // the first set aside (a FIFO queue, as pgbouncer's waiting clients are) is a guess:
+  // counted.
+  MessageId FollowSetAside(uint32_t node, MessageId call, MessageId placed) {
+    auto it = set_aside_.find(node);
+    if (it == set_aside_.end()) return placed;
+    std::vector<Waiting>& waiting = it->second;
+    std::erase_if(waiting, [&](const Waiting& w) {
+      return answered_[w.request.value()] || acted_on_[w.request.value()];
+    });
+    if (waiting.empty()) {
+      set_aside_.erase(it);
+      return placed;
+    }
+    const ContentReader::Content content = content_.Of(call);
+    if (!ContentReader::Known(content) ||
+        (placed.valid() && !answered_[placed.value()] && content_.Of(placed) == content))
+      return placed;
+    auto same = [&](const Waiting& w) { return w.content == content; };
+    auto match = std::find_if(waiting.begin(), waiting.end(), same);
+    if (match == waiting.end()) return placed;
+    set_aside_guessed_ += std::any_of(match + 1, waiting.end(), same);
+    ++set_aside_found_;
+    const MessageId request = match->request;
+    waiting.erase(match);
+    return request;
   }
 
   // The request `call` is answered: threads that got it by a link and hold it still let go.
@@ -422,10 +517,21 @@ class FragmentScan {
   absl::flat_hash_map<Thread, TimeNs> last_call_read_;
   int64_t inputs_sharing_a_read_ = 0;
   // Per thread: when it read a CALL it has not yet acted on (sent, connected or handed
-  // anything since).
-  absl::flat_hash_map<Thread, TimeNs> unacted_;
+  // anything since), and that CALL.
+  absl::flat_hash_map<Thread, std::pair<TimeNs, MessageId>> unacted_;
   absl::flat_hash_map<Thread, int64_t> before_acting_;
   absl::flat_hash_set<Thread> senders_;
+  // Per node: the requests set aside (SetAside), oldest first; a bound keeps a node that
+  // never forwards them from growing the list.
+  struct Waiting {
+    MessageId request;
+    ContentReader::Content content;
+  };
+  static constexpr size_t kMaxSetAside = 256;
+  ContentReader content_;
+  absl::flat_hash_map<uint32_t, std::vector<Waiting>> set_aside_;
+  std::vector<bool> answered_, acted_on_;  // per request: its reply sent; an output placed in it
+  int64_t set_aside_found_ = 0, set_aside_guessed_ = 0;
   // FindThreadsServingOneAtATime's threads, and per thread the request it read and has not
   // answered yet.
   absl::flat_hash_set<Thread> one_at_a_time_;
@@ -478,7 +584,9 @@ Result<FragmentInference> InferFragment(const Trace& trace) {
                             .handoffs_contradicted_by_replies = scan.handoffs_contradicted(),
                             .inputs_sharing_a_read = scan.inputs_sharing_a_read(),
                             .outputs_beside_partial_inputs = scan.outputs_beside_partial_inputs(),
-                            .inputs_before_acting = scan.inputs_before_acting()}};
+                            .inputs_before_acting = scan.inputs_before_acting(),
+                            .set_aside_forwards_found = scan.set_aside_forwards_found(),
+                            .set_aside_forwards_guessed = scan.set_aside_forwards_guessed()}};
 }
 
 }  // namespace weft

@@ -74,7 +74,12 @@ namespace weft {
 // being read, or for the other request, times cannot tell); inputs_before_acting (requests a
 // thread read another input after, in a later read, before it sent, connected or handed
 // anything on, on threads that send: a loop that takes several inputs per turn, whose work
-// then lands in the last of them: recapture with event isolation, weft capture's default).
+// then lands in the last of them: recapture with event isolation, weft capture's default);
+// set_aside_forwards_found (of those, requests a call later forwarded, found by its
+// content: the same SQL, HTTP method and URL, ... as the request, sent in another input's
+// turn, a proxy that set the request aside; their trees are whole again) and
+// set_aside_forwards_guessed (of those, chosen first-come among several set aside with the
+// same content).
 struct FragmentCounters {
   int64_t instances = 0;
   int64_t messages_in_instances = 0;
@@ -92,6 +97,8 @@ struct FragmentCounters {
   int64_t inputs_sharing_a_read = 0;
   int64_t outputs_beside_partial_inputs = 0;
   int64_t inputs_before_acting = 0;
+  int64_t set_aside_forwards_found = 0;
+  int64_t set_aside_forwards_guessed = 0;
   // Name and value of each, in the order paths files and `weft paths` list them.
   CounterList List() const {
     return {{"instances", instances},
@@ -109,7 +116,9 @@ struct FragmentCounters {
             {"handoffs_contradicted_by_replies", handoffs_contradicted_by_replies},
             {"inputs_sharing_a_read", inputs_sharing_a_read},
             {"outputs_beside_partial_inputs", outputs_beside_partial_inputs},
-            {"inputs_before_acting", inputs_before_acting}};
+            {"inputs_before_acting", inputs_before_acting},
+            {"set_aside_forwards_found", set_aside_forwards_found},
+            {"set_aside_forwards_guessed", set_aside_forwards_guessed}};
   }
 };
 using FragmentInference = Inference<FragmentCounters>;
