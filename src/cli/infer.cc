@@ -201,16 +201,11 @@ PathsFile ReportFragment(FragmentInference fragment) {
                "streamed on before its last byte (--algo auto weighs this)\n",
                c.outputs_beside_partial_inputs);
   }
-  if (c.inputs_sharing_a_read > 0) {
-    fmt::print(stderr,
-               "fragment: warning: {} requests arrived in a read that brought another too; the "
-               "later ones' work is given to the first: recapture with weft capture --isolate\n",
-               c.inputs_sharing_a_read);
-  }
   const SetAsideNotes set_aside = DescribeSetAside(c);
   if (!set_aside.found.empty()) fmt::print(stderr, "fragment: {}\n", set_aside.found);
-  if (!set_aside.not_found.empty())
-    fmt::print(stderr, "fragment: warning: {}\n", set_aside.not_found);
+  for (const std::string& warning : {set_aside.sharing_a_read, set_aside.before_acting}) {
+    if (!warning.empty()) fmt::print(stderr, "fragment: warning: {}\n", warning);
+  }
   return ToPathsFile(std::move(fragment));
 }
 

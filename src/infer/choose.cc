@@ -26,21 +26,27 @@ std::string_view AutoAlgorithmName(AutoAlgorithm algorithm) {
 
 SetAsideNotes DescribeSetAside(const FragmentCounters& f) {
   SetAsideNotes notes;
-  if (f.set_aside_forwards_found > 0) {
+  if (const int64_t found = f.set_aside_forwards_found + f.shared_read_forwards_found; found > 0) {
     notes.found = fmt::format(
-        "{} requests set aside by their program were followed to the later turn that "
-        "forwarded them, by the content of the forward (the same SQL, HTTP method and URL, "
+        "{} requests set aside by their program or read together with another were followed "
+        "to the call that forwarded them, by its content (the same SQL, HTTP method and URL, "
         "...)",
-        f.set_aside_forwards_found);
+        found);
     if (f.set_aside_forwards_guessed > 0) {
       notes.found += fmt::format(
-          "; {} of them chosen first-come among requests set aside with the same content, a "
-          "guess where the program's queue is not first-in first-out",
+          "; {} of them chosen first-come among requests with the same content, a guess "
+          "where the program does not serve them in the order they came",
           f.set_aside_forwards_guessed);
     }
   }
+  if (const int64_t rest = f.inputs_sharing_a_read - f.shared_read_forwards_found; rest > 0) {
+    notes.sharing_a_read = fmt::format(
+        "{} requests arrived in a read that brought another too, and the later ones' work "
+        "may be given to the first: recapture with weft capture --isolate",
+        rest);
+  }
   if (const int64_t rest = f.inputs_before_acting - f.set_aside_forwards_found; rest > 0)
-    notes.not_found = fmt::format("{} {}", rest, kInputsBeforeActing);
+    notes.before_acting = fmt::format("{} {}", rest, kInputsBeforeActing);
   return notes;
 }
 
@@ -241,21 +247,17 @@ Result<AutoInference> ChooseAlgorithm(const Trace& trace, const LinkingOptions& 
         "runtime's, as Node.js's do), recapture with weft capture --sync off");
   }
   // A read that brought several requests at once gives the later ones' work to the first
-  // (BorderPatrol §3.2): event isolation cuts such reads at each request's end.
-  if (f.inputs_sharing_a_read > 0) {
-    choice.reasons.push_back(fmt::format(
-        "{} requests arrived in a read that brought another too: recapture with weft capture "
-        "--isolate",
-        f.inputs_sharing_a_read));
-  }
-  // The same from separate reads: a loop that reads every ready input before acting on any
-  // (weighed where fragment is kept; a rejected fragment's trees are not given), or, with
-  // isolation, one that sets a request aside for a later turn (pgbouncer's clients waiting
-  // for a free server connection: docs/precise.md).
+  // (BorderPatrol §3.2) where their forwards do not say whose they are: event isolation
+  // cuts such reads at each request's end. The same from separate reads: a loop that
+  // reads every ready input before acting on any (weighed where fragment is kept; a
+  // rejected fragment's trees are not given), or, with isolation, one that sets a request
+  // aside for a later turn (pgbouncer's clients waiting for a free server connection:
+  // docs/precise.md).
+  const SetAsideNotes notes = DescribeSetAside(f);
+  if (!notes.sharing_a_read.empty()) choice.reasons.push_back(notes.sharing_a_read);
   if (choice.algorithm == AutoAlgorithm::kFragment) {
-    const SetAsideNotes notes = DescribeSetAside(f);
     if (!notes.found.empty()) choice.reasons.push_back(notes.found);
-    if (!notes.not_found.empty()) choice.reasons.push_back(notes.not_found);
+    if (!notes.before_acting.empty()) choice.reasons.push_back(notes.before_acting);
   }
   return result;
 }

@@ -58,13 +58,14 @@ enum class AutoAlgorithm { kThread, kFragment, kLinking, kNesting };
 // "thread", "fragment", "linking" or "nesting": the --algo name.
 std::string_view AutoAlgorithmName(AutoAlgorithm algorithm);
 
-// What fragment's requests followed by another input before their thread acted say (auto's
-// reasons and `weft infer --algo fragment`'s notes): those followed to the call that
-// forwarded them by its content, and those whose trees may be wrong, with what to do. One
-// or two sentences; none where there were no such requests.
+// What fragment's requests that shared a read with another, or were followed by another
+// input before their thread acted, say (auto's reasons and `weft infer --algo fragment`'s
+// notes): those followed to the call that forwarded them by its content, and those whose
+// trees may be wrong, with what to do. "" where there is nothing to say.
 struct SetAsideNotes {
-  std::string found;      // "" or what was followed, and how many first-come guesses
-  std::string not_found;  // "" or the count and kInputsBeforeActing
+  std::string found;           // what was followed, and how many first-come guesses
+  std::string sharing_a_read;  // requests that shared a read and were not followed
+  std::string before_acting;   // the rest of inputs_before_acting and kInputsBeforeActing
 };
 SetAsideNotes DescribeSetAside(const FragmentCounters& f);
 

@@ -244,8 +244,7 @@ TEST_F(PgbouncerTest, TransactionPoolingFollowsRequestsSetAsideToTheirForward) {
   EXPECT_GT(s.set_aside, kTransactions);
   EXPECT_GT(s.followed, kTransactions);
   EXPECT_GE(s.exact, s.queries - 2 * (s.set_aside - s.followed));
-  EXPECT_NE(s.auto_says.find("were followed to the later turn that forwarded them"),
-            std::string::npos)
+  EXPECT_NE(s.auto_says.find("were followed to the call that forwarded them"), std::string::npos)
       << s.auto_says;
   EXPECT_NE(s.auto_says.find("chosen first-come"), std::string::npos) << s.auto_says;
 }

@@ -194,7 +194,9 @@ TEST(PreciseAlgorithms, RequestSetAsideIsFollowedToItsForwardByContent) {
     Result<AutoInference> chosen = ChooseAlgorithm(trace);
     ASSERT_TRUE(chosen.ok());
     const std::string says = chosen->choice.Describe();
-    EXPECT_EQ(says.find("were followed to the later turn") != std::string::npos, content) << says;
+    EXPECT_EQ(says.find("were followed to the call that forwarded them") != std::string::npos,
+              content)
+        << says;
     EXPECT_EQ(says.find("the program set them aside") != std::string::npos, !content) << says;
   }
 }
@@ -217,6 +219,41 @@ TEST(PreciseAlgorithms, RequestsSetAsideWithTheSameContentAreFollowedFirstCome) 
   EXPECT_EQ(fragment->counters.set_aside_forwards_found, 2);
   EXPECT_EQ(fragment->counters.set_aside_forwards_guessed, 1);
   EXPECT_EQ(r.Score(InferFragment, 3).exact, 3u);
+}
+
+// One read brings two requests (the HEADERS of two HTTP/2 streams) and the loop forwards
+// both before its next input: by times both forwards are the read's last request's work.
+// With their URLs on the forwards, each goes to its own request (the first read first
+// where the URLs are the same, a guess, counted); without, fragment says to recapture
+// with isolation.
+TEST(PreciseAlgorithms, RequestsSharingAReadAreFollowedToTheirForwardsByContent) {
+  for (const char* second_url : {"", "/1", "/2"}) {
+    SCOPED_TRACE(second_url);
+    TwoRequests r;
+    uint32_t one = r.Request(1, 1, 10, 10, 10, {0, 10, 12, 15, 30, 40, 41, 50});
+    uint32_t two = r.Request(2, 2, 10, 10, 10, {1, 10, 13, 16, 31, 42, 43, 52});
+    const bool content = *second_url != '\0';
+    if (content) {
+      for (uint32_t row : {one - 1, one, two - 1, two}) r.Attribute(row, "http.method", "GET");
+      r.Attribute(one - 1, "http.url", "/1");
+      r.Attribute(one, "http.url", "/1");
+      r.Attribute(two - 1, "http.url", second_url);
+      r.Attribute(two, "http.url", second_url);
+    }
+    Trace trace = r.Build();
+    Result<FragmentInference> fragment = InferFragment(trace);
+    ASSERT_TRUE(fragment.ok());
+    EXPECT_EQ(fragment->counters.inputs_sharing_a_read, 1);
+    EXPECT_EQ(fragment->counters.shared_read_forwards_found, content ? 1 : 0);
+    EXPECT_EQ(fragment->counters.set_aside_forwards_guessed,
+              std::string_view(second_url) == "/1" ? 1 : 0);
+    EXPECT_EQ(r.Score(InferFragment).exact, content ? 2u : 0u);
+    const SetAsideNotes notes = DescribeSetAside(fragment->counters);
+    EXPECT_EQ(
+        notes.sharing_a_read.find("recapture with weft capture --isolate") != std::string::npos,
+        !content)
+        << notes.sharing_a_read;
+  }
 }
 
 // Thread per connection, each thread a proxy that streams its request on: it reads the

@@ -240,6 +240,7 @@ class FragmentScan {
   int64_t inputs_sharing_a_read() const { return inputs_sharing_a_read_; }
   int64_t outputs_beside_partial_inputs() const { return outputs_beside_partial_inputs_; }
   int64_t set_aside_forwards_found() const { return set_aside_found_; }
+  int64_t shared_read_forwards_found() const { return shared_read_found_; }
   int64_t set_aside_forwards_guessed() const { return set_aside_guessed_; }
   // Counted only on threads that sent something: a dispatcher, which reads requests and
   // hands them on through what capture may not see, acts where the trace does not show it
@@ -342,9 +343,14 @@ class FragmentScan {
         std::erase(partial->second, MessageId(e.message));
         if (partial->second.empty()) reading_.erase(partial);
       }
-      auto [last, fresh] = last_call_read_.try_emplace(self, e.time);
-      inputs_sharing_a_read_ += !fresh && last->second == e.time;
-      last->second = e.time;
+      auto [last, fresh] = last_call_read_.try_emplace(self, e.time, MessageId(e.message));
+      if (!fresh && last->second.first == e.time) {
+        // The read brought another request before this one: it waits beside this one for
+        // its forward (an HTTP/2 read brings the HEADERS of several streams).
+        ++inputs_sharing_a_read_;
+        SetAside(e.node, last->second.second, true);
+      }
+      last->second = {e.time, MessageId(e.message)};
     }
     if (whole) {
       // A call the thread read, then another input in a later read, with nothing done
@@ -356,7 +362,7 @@ class FragmentScan {
         const auto [read, request] = unacted->second;
         if (read < e.time) {
           ++before_acting_[self];
-          SetAside(e.node, request);
+          SetAside(e.node, request, false);
         }
         unacted_.erase(unacted);
       }
@@ -432,20 +438,23 @@ class FragmentScan {
   // A request its thread read and then read another input after, before acting on it: the
   // program may have set it aside (pgbouncer's client waiting for a free server
   // connection, haproxy's request queued for a later turn) and forward it in another
-  // request's turn. Kept per node, oldest first, until it is acted on or answered.
-  void SetAside(uint32_t node, MessageId request) {
+  // request's turn. Or (`shared`) a request that one read brought with a later one, whose
+  // fragment the work of both falls in. Kept per node, oldest first, until it is acted on
+  // or answered.
+  void SetAside(uint32_t node, MessageId request, bool shared) {
     const ContentReader::Content content = content_.Of(request);
     if (!ContentReader::Known(content)) return;
     std::vector<Waiting>& waiting = set_aside_[node];
     if (waiting.size() == kMaxSetAside) waiting.erase(waiting.begin());
-    waiting.push_back({request, content});
+    waiting.push_back({request, c_.recv_time[request.value()], shared, content});
   }
 
-  // A call that a thread sends with the content of a request its node set aside is that
-  // request forwarded in a later turn, unless the request it would be placed in has the
-  // same content and is not answered yet. Among several set aside with the same content,
-  // the first set aside (a FIFO queue, as pgbouncer's waiting clients are) is a guess:
-  // counted.
+  // A call that a thread sends with the content of a request waiting at its node is that
+  // request forwarded, unless the request it would be placed in has the same content, is not
+  // answered yet, and was read later (the program acts on its latest input). Among several
+  // with the same content (those waiting, and the one it would be placed in if one read
+  // brought it with them) the first read is taken, as a queue served first come would, or a
+  // program working through one read's requests in order: a guess, counted.
   MessageId FollowSetAside(uint32_t node, MessageId call, MessageId placed) {
     auto it = set_aside_.find(node);
     if (it == set_aside_.end()) return placed;
@@ -458,14 +467,15 @@ class FragmentScan {
       return placed;
     }
     const ContentReader::Content content = content_.Of(call);
-    if (!ContentReader::Known(content) ||
-        (placed.valid() && !answered_[placed.value()] && content_.Of(placed) == content))
-      return placed;
+    if (!ContentReader::Known(content)) return placed;
     auto same = [&](const Waiting& w) { return w.content == content; };
     auto match = std::find_if(waiting.begin(), waiting.end(), same);
     if (match == waiting.end()) return placed;
-    set_aside_guessed_ += std::any_of(match + 1, waiting.end(), same);
-    ++set_aside_found_;
+    const bool placed_same =
+        placed.valid() && !answered_[placed.value()] && content_.Of(placed) == content;
+    if (placed_same && c_.recv_time[placed.value()] != match->read) return placed;
+    set_aside_guessed_ += placed_same || std::any_of(match + 1, waiting.end(), same);
+    ++(match->shared ? shared_read_found_ : set_aside_found_);
     const MessageId request = match->request;
     waiting.erase(match);
     return request;
@@ -513,8 +523,9 @@ class FragmentScan {
   // Per thread: the calls it has begun reading (a first read) and not yet read to the end.
   absl::flat_hash_map<Thread, std::vector<MessageId>> reading_;
   int64_t outputs_beside_partial_inputs_ = 0;
-  // Per thread: when the last CALL it read arrived (a read completing two has one time).
-  absl::flat_hash_map<Thread, TimeNs> last_call_read_;
+  // Per thread: when the last CALL it read arrived (a read completing two has one time), and
+  // that CALL.
+  absl::flat_hash_map<Thread, std::pair<TimeNs, MessageId>> last_call_read_;
   int64_t inputs_sharing_a_read_ = 0;
   // Per thread: when it read a CALL it has not yet acted on (sent, connected or handed
   // anything since), and that CALL.
@@ -525,13 +536,15 @@ class FragmentScan {
   // never forwards them from growing the list.
   struct Waiting {
     MessageId request;
+    TimeNs read;
+    bool shared;  // set aside by a later request of the same read
     ContentReader::Content content;
   };
   static constexpr size_t kMaxSetAside = 256;
   ContentReader content_;
   absl::flat_hash_map<uint32_t, std::vector<Waiting>> set_aside_;
   std::vector<bool> answered_, acted_on_;  // per request: its reply sent; an output placed in it
-  int64_t set_aside_found_ = 0, set_aside_guessed_ = 0;
+  int64_t set_aside_found_ = 0, shared_read_found_ = 0, set_aside_guessed_ = 0;
   // FindThreadsServingOneAtATime's threads, and per thread the request it read and has not
   // answered yet.
   absl::flat_hash_set<Thread> one_at_a_time_;
@@ -586,6 +599,7 @@ Result<FragmentInference> InferFragment(const Trace& trace) {
                             .outputs_beside_partial_inputs = scan.outputs_beside_partial_inputs(),
                             .inputs_before_acting = scan.inputs_before_acting(),
                             .set_aside_forwards_found = scan.set_aside_forwards_found(),
+                            .shared_read_forwards_found = scan.shared_read_forwards_found(),
                             .set_aside_forwards_guessed = scan.set_aside_forwards_guessed()}};
 }
 

@@ -77,9 +77,10 @@ namespace weft {
 // then lands in the last of them: recapture with event isolation, weft capture's default);
 // set_aside_forwards_found (of those, requests a call later forwarded, found by its
 // content: the same SQL, HTTP method and URL, ... as the request, sent in another input's
-// turn, a proxy that set the request aside; their trees are whole again) and
-// set_aside_forwards_guessed (of those, chosen first-come among several set aside with the
-// same content).
+// turn, a proxy that set the request aside; their trees are whole again);
+// shared_read_forwards_found (the same for requests of inputs_sharing_a_read, forwarded in
+// the fragment of the read's last request); set_aside_forwards_guessed (of both, chosen
+// first-come among several with the same content).
 struct FragmentCounters {
   int64_t instances = 0;
   int64_t messages_in_instances = 0;
@@ -98,6 +99,7 @@ struct FragmentCounters {
   int64_t outputs_beside_partial_inputs = 0;
   int64_t inputs_before_acting = 0;
   int64_t set_aside_forwards_found = 0;
+  int64_t shared_read_forwards_found = 0;
   int64_t set_aside_forwards_guessed = 0;
   // Name and value of each, in the order paths files and `weft paths` list them.
   CounterList List() const {
@@ -118,6 +120,7 @@ struct FragmentCounters {
             {"outputs_beside_partial_inputs", outputs_beside_partial_inputs},
             {"inputs_before_acting", inputs_before_acting},
             {"set_aside_forwards_found", set_aside_forwards_found},
+            {"shared_read_forwards_found", shared_read_forwards_found},
             {"set_aside_forwards_guessed", set_aside_forwards_guessed}};
   }
 };
