@@ -886,24 +886,22 @@ TEST_F(SquidTest, ReverseProxyReusingUpstreamConnectionsGivesEveryRequestItsWhol
 }
 
 // Without isolation the loop is not immediate: a wait that reports several connections ready
-// has all their inputs read before it acts on any, and fragment, which gives an output (or a
-// connect) to the request of the last input before it, puts the turn's calls in the tree of
-// whichever request its last input was for (a client's request, or web0's reply to another)
-// and leaves the others without theirs: 13-33% of the trees exact in the runs measured
-// (docs/precise.md). No one read brought two requests, but the trace shows requests followed
-// by another input before the loop acted (fragment's inputs_before_acting): auto, which keeps
-// fragment (none of its other assumptions fails), says to recapture with isolation.
-TEST_F(SquidTest, ReverseProxyWithoutIsolationMissesTreesAndAutoSaysToRecapture) {
+// has all their inputs read before it acts on any, and by times the turn's calls (and
+// connects) are all the request of its last input's: 13-30% of the trees exact by times
+// alone (docs/precise.md). Each call carries its request's method and URL, and fragment
+// follows each request read before the loop acted to the call with its URL, the first
+// read first among requests with the same URL (the load's requests share a few): squid
+// forwards them in the order it read them, and fragment, which auto picks, gets all but a
+// few trees (4,946 of 4,946, 5,386 of 5,389 and 5,035 of 5,038 in three runs), saying how
+// many it took first come.
+TEST_F(SquidTest, ReverseProxyWithoutIsolationIsFollowedFirstComeByUrl) {
   if (!Installed("/usr/sbin/squid")) GTEST_SKIP() << "squid not installed (scripts/install-deps)";
   no_isolate_ = true;
   Scores s = Run();
   ASSERT_GT(s.requests, 0u);
-  EXPECT_LT(s.fragment, int(s.requests));
-  EXPECT_NE(s.auto_says.find("requests were followed by another input before their thread"),
-            std::string::npos)
-      << s.auto_says;
-  EXPECT_NE(s.auto_says.find("recapture with weft capture --isolate"), std::string::npos)
-      << s.auto_says;
+  EXPECT_GE(s.fragment, int(s.requests) - int(s.requests) / 100);
+  EXPECT_EQ(s.algorithm, AutoAlgorithm::kFragment) << s.auto_says;
+  EXPECT_NE(s.auto_says.find("chosen first-come"), std::string::npos) << s.auto_says;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1028,9 +1026,10 @@ TEST_F(H2oTest, ReverseProxyWithTwoEventLoopsGivesEveryRequestItsWholeTreeWithou
 // request's call lands in the other's tree. Deferring those reads as well was tried:
 // lighttpd, told EAGAIN for a reply web0 had sent and closed, answered its client 500
 // (docs/precise.md). Without isolation the loops read a request in pieces and act on
-// others in between: fragment gets a third of the trees, and auto, seeing outputs go to
-// another request while a read was part way through a call, does not hand fragment's
-// trees out as exact. (With pool global, where a request can go out on a connection
+// others in between: fragment got a third of the trees by times alone, and 88-90% since
+// it follows requests to the calls with their URLs; auto, seeing outputs go to another
+// request while a read was part way through a call, does not hand fragment's trees out as
+// exact. (With pool global, where a request can go out on a connection
 // another thread holds, fragment misses a third of the trees even with isolation:
 // docs/precise.md, measured by hand.)
 
@@ -1079,7 +1078,7 @@ TEST_F(TrafficServerTest, WithoutIsolationAutoDoesNotHandOutFragmentsMisses) {
   no_isolate_ = true;
   Scores s = Run();
   ASSERT_GT(s.requests, 0u);
-  EXPECT_LT(s.fragment, int(s.requests) / 2);
+  EXPECT_LT(s.fragment, int(s.requests));
   EXPECT_NE(s.algorithm, AutoAlgorithm::kFragment) << s.auto_says;
   EXPECT_NE(s.auto_says.find("went to another request while their thread was part way"),
             std::string::npos)
