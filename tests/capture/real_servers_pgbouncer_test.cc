@@ -39,6 +39,7 @@ class PgbouncerTest : public testing::RealServersTest {
                             // (relayed back to it), the answer to that and to pgbench
     int64_t set_aside = 0;  // fragment's inputs_before_acting
     int64_t followed = 0;   // of those, followed to their forward (set_aside_forwards_found)
+    int64_t guessed = 0;    // of those, taken first come among equal SQL (a guess)
     AutoAlgorithm algorithm = AutoAlgorithm::kLinking;
     std::string auto_says;
   };
@@ -174,6 +175,7 @@ class PgbouncerTest : public testing::RealServersTest {
     ASSERT_TRUE(fragment.ok()) << fragment.status().message();
     s->set_aside = fragment->counters.inputs_before_acting;
     s->followed = fragment->counters.set_aside_forwards_found;
+    s->guessed = fragment->counters.set_aside_forwards_guessed;
     const PathSet& paths = fragment->paths;
     for (size_t i = 0; i < paths.instance_count(); ++i) {
       std::span<const MessageId> m = paths.InstanceMessages(i);
@@ -216,14 +218,15 @@ class PgbouncerTest : public testing::RealServersTest {
 // A server connection for every client: each query goes out in the turn that read it, and
 // fragment, which auto picks, gets every query's tree (2,800 of 2,800 in quiet runs). On a
 // loaded machine pgbouncer now and then sets a request aside all the same (1 to 3 a run
-// seen): each is counted, and costs at most two trees.
+// seen): fragment follows it to its forward by its SQL; one it cannot follow, or follows
+// by a first-come guess among equal SQL (counted), costs at most two trees.
 TEST_F(PgbouncerTest, SessionPoolingEveryQuerysTreeIsExact) {
   Scores s;
   Run("session", 2 * kClients, &s);
   if (IsSkipped() || HasFatalFailure()) return;
   EXPECT_EQ(s.queries, 7 * kClients * kTransactions);
   EXPECT_LE(s.set_aside, s.queries / 100);
-  EXPECT_GE(s.exact, s.queries - 2 * (s.set_aside - s.followed));
+  EXPECT_GE(s.exact, s.queries - 2 * (s.set_aside - s.followed + s.guessed));
   EXPECT_EQ(s.algorithm, AutoAlgorithm::kFragment) << s.auto_says;
 }
 
