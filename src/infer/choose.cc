@@ -205,7 +205,6 @@ Result<AutoInference> ChooseAlgorithm(const Trace& trace, const LinkingOptions& 
   choice.inputs_sharing_a_read = f.inputs_sharing_a_read;
   choice.outputs_beside_partial_inputs = f.outputs_beside_partial_inputs;
   choice.inputs_before_acting = f.inputs_before_acting;
-  choice.set_aside_forwards_found = f.set_aside_forwards_found;
   result.fragment = std::move(fragment);
   const int64_t guessed = f.outputs_through_ambiguous_handoffs;
   const int64_t contradicted = f.handoffs_contradicted_by_replies;

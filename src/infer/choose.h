@@ -84,8 +84,7 @@ struct AutoChoice {
   int64_t handoffs_contradicted_by_replies = 0;
   int64_t inputs_sharing_a_read = 0;  // > 0: auto suggests recapturing with --isolate
   int64_t outputs_beside_partial_inputs = 0;
-  int64_t inputs_before_acting = 0;      // > 0: the same advice, from separate reads
-  int64_t set_aside_forwards_found = 0;  // of those, followed to their forward by content
+  int64_t inputs_before_acting = 0;  // > 0: the same advice, from separate reads
   // When the statistical algorithms were weighed: the ExplainedShare of each.
   std::optional<double> linking_explained;
   std::optional<double> nesting_explained;

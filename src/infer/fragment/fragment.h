@@ -20,6 +20,12 @@
 //     (§3) and begins a fragment when poll reports a descriptor writable (Figure 8): an
 //     event loop that connects without blocking writes the call from that writable
 //     fragment, possibly after its next input (nginx opening an upstream connection);
+//   - and except a CALL with the content (method and URL, SQL, ...) of a request its node
+//     read and had not acted on when another input came (set aside by the program, as
+//     pgbouncer's waiting clients are, or read together with others: an HTTP/2 read): it
+//     forwards that request, the first read first among several with the same content (a
+//     guess, counted). A departure: BorderPatrol matches content only across untraced
+//     modules (witnesses, below);
 //   - a fork or exec (the trace's process links, from reconcile) gives every thread of the
 //     new process (image) the request the forking thread was in at the fork (§5.5:
 //     "spawned modules consist of an implicit initial fragment"), so a CGI-style child's
