@@ -12,8 +12,6 @@
 #include <absl/container/flat_hash_set.h>
 
 #include <algorithm>
-#include <array>
-#include <string_view>
 #include <tuple>
 
 #include "infer/forest.h"
@@ -66,39 +64,18 @@ std::vector<ClockId> ClockOfNodes(const Trace& trace) {
   return clock;
 }
 
-// What a proxy passes on unchanged, from the protocol processors' attributes
-// (docs/protocols.md): a request's method and URL, its SQL, a DNS query's id and name, a
-// memcached or redis command and key, a gRPC method. A call with the same content as a
-// request its node read earlier is that request forwarded.
-class ContentReader {
- public:
-  static constexpr std::array<std::string_view, 10> kKeys = {
-      "http.method", "http.url",          "sql",           "dns.id",        "dns.name",
-      "grpc.method", "memcached.command", "memcached.key", "redis.command", "redis.key"};
-  using Content = std::array<StringId, kKeys.size()>;
-
-  explicit ContentReader(const Trace& trace) : trace_(trace) {
-    for (size_t k = 0; k < kKeys.size(); ++k) keys_[k] = trace.strings().Find(kKeys[k]);
-  }
-
-  // Invalid values throughout where the message carries none of these.
-  Content Of(MessageId m) const {
-    Content content;
-    for (const Attribute& a : trace_.AttributesOf(m)) {
-      for (size_t k = 0; k < kKeys.size(); ++k) {
-        if (a.key.valid() && a.key == keys_[k]) content[k] = a.value;
-      }
-    }
-    return content;
-  }
-  static bool Known(const Content& content) {
-    return std::any_of(content.begin(), content.end(), [](StringId v) { return v.valid(); });
-  }
-
- private:
-  const Trace& trace_;
-  Content keys_;
-};
+// A request's content, as a proxy forwards it: what ForwardedFields reads but the
+// identifiers a proxy may add where the client sent none (witness.h weighs those apart).
+// Invalid throughout where the message carries none.
+using Content = ForwardedFields::Values;
+Content ContentOf(const ForwardedFields& fields, MessageId m) {
+  Content content = fields.Of(m);
+  content[ForwardedFields::kRequestId] = content[ForwardedFields::kTraceparent] = StringId();
+  return content;
+}
+bool Known(const Content& content) {
+  return std::any_of(content.begin(), content.end(), [](StringId v) { return v.valid(); });
+}
 
 // Every input and output of a traced thread, every process link from one, and the
 // connect that opened a call's connection, sorted per clock in time order: a RETURN's
@@ -166,7 +143,7 @@ class FragmentScan {
         c_(trace.columns()),
         call_of_(call_of),
         parent_(parent),
-        content_(trace),
+        fields_(trace),
         answered_(trace.size(), false),
         acted_on_(trace.size(), false) {
     // A server (a node that is called) sending a call outside every fragment had the work
@@ -442,8 +419,8 @@ class FragmentScan {
   // fragment the work of both falls in. Kept per node, oldest first, until it is acted on
   // or answered.
   void SetAside(uint32_t node, MessageId request, bool shared) {
-    const ContentReader::Content content = content_.Of(request);
-    if (!ContentReader::Known(content)) return;
+    const Content content = ContentOf(fields_, request);
+    if (!Known(content)) return;
     std::vector<Waiting>& waiting = set_aside_[node];
     if (waiting.size() == kMaxSetAside) waiting.erase(waiting.begin());
     waiting.push_back({request, shared, content});
@@ -466,13 +443,13 @@ class FragmentScan {
       set_aside_.erase(it);
       return placed;
     }
-    const ContentReader::Content content = content_.Of(call);
-    if (!ContentReader::Known(content)) return placed;
+    const Content content = ContentOf(fields_, call);
+    if (!Known(content)) return placed;
     auto same = [&](const Waiting& w) { return w.content == content; };
     auto match = std::find_if(waiting.begin(), waiting.end(), same);
     if (match == waiting.end()) return placed;
     const bool placed_same =
-        placed.valid() && !answered_[placed.value()] && content_.Of(placed) == content;
+        placed.valid() && !answered_[placed.value()] && ContentOf(fields_, placed) == content;
     set_aside_guessed_ += placed_same || std::any_of(match + 1, waiting.end(), same);
     ++(match->shared ? shared_read_found_ : set_aside_found_);
     const MessageId request = match->request;
@@ -536,10 +513,10 @@ class FragmentScan {
   struct Waiting {
     MessageId request;
     bool shared;  // set aside by a later request of the same read
-    ContentReader::Content content;
+    Content content;
   };
   static constexpr size_t kMaxSetAside = 256;
-  ContentReader content_;
+  ForwardedFields fields_;
   absl::flat_hash_map<uint32_t, std::vector<Waiting>> set_aside_;
   std::vector<bool> answered_, acted_on_;  // per request: its reply sent; an output placed in it
   int64_t set_aside_found_ = 0, shared_read_found_ = 0, set_aside_guessed_ = 0;

@@ -5,6 +5,7 @@
 #include <absl/container/flat_hash_map.h>
 
 #include <algorithm>
+#include <string_view>
 #include <tuple>
 
 namespace weft {
@@ -20,49 +21,44 @@ struct Witness {
 
 class WitnessReader {
  public:
-  explicit WitnessReader(const Trace& trace)
-      : trace_(trace),
-        method_(trace.strings().Find("http.method")),
-        url_(trace.strings().Find("http.url")),
-        request_id_(trace.strings().Find("http.request_id")),
-        traceparent_(trace.strings().Find("http.traceparent")),
-        dns_id_(trace.strings().Find("dns.id")),
-        dns_name_(trace.strings().Find("dns.name")) {}
+  explicit WitnessReader(const Trace& trace) : fields_(trace) {}
 
   Witness Of(MessageId m) const {
-    StringId method, url, request_id, traceparent, id, name;
-    for (const Attribute& a : trace_.AttributesOf(m)) {
-      if (!a.key.valid()) continue;
-      if (a.key == method_)
-        method = a.value;
-      else if (a.key == url_)
-        url = a.value;
-      else if (a.key == request_id_)
-        request_id = a.value;
-      else if (a.key == traceparent_)
-        traceparent = a.value;
-      else if (a.key == dns_id_)
-        id = a.value;
-      else if (a.key == dns_name_)
-        name = a.value;
-    }
-    Witness w;
-    if (method.valid() && url.valid()) {
-      w = {1, method, url, request_id, traceparent};
-    } else if (id.valid() && name.valid()) {
-      w = {2, id, name, StringId(), StringId()};
-    }
-    return w;
+    using F = ForwardedFields;
+    const F::Values v = fields_.Of(m);
+    if (v[F::kMethod].valid() && v[F::kUrl].valid())
+      return {1, v[F::kMethod], v[F::kUrl], v[F::kRequestId], v[F::kTraceparent]};
+    if (v[F::kDnsId].valid() && v[F::kDnsName].valid())
+      return {2, v[F::kDnsId], v[F::kDnsName], StringId(), StringId()};
+    return {};
   }
 
  private:
-  const Trace& trace_;
-  StringId method_, url_, request_id_, traceparent_, dns_id_, dns_name_;
+  ForwardedFields fields_;
 };
 
 bool OptionalEqual(StringId a, StringId b) { return !a.valid() || !b.valid() || a == b; }
 
 }  // namespace
+
+ForwardedFields::ForwardedFields(const Trace& trace) : trace_(trace) {
+  static constexpr std::array<std::string_view, kFieldCount> kKeys = {
+      "http.method",   "http.url", "http.request_id", "http.traceparent",  "sql",
+      "dns.id",        "dns.name", "grpc.method",     "memcached.command", "memcached.key",
+      "redis.command", "redis.key"};
+  for (size_t k = 0; k < kKeys.size(); ++k) keys_[k] = trace.strings().Find(kKeys[k]);
+}
+
+ForwardedFields::Values ForwardedFields::Of(MessageId m) const {
+  Values values;
+  for (const Attribute& a : trace_.AttributesOf(m)) {
+    if (!a.key.valid()) continue;
+    for (size_t k = 0; k < keys_.size(); ++k) {
+      if (a.key == keys_[k]) values[k] = a.value;
+    }
+  }
+  return values;
+}
 
 WitnessLinks LinkWitnesses(const Trace& trace, const std::vector<MessageId>& call_of) {
   const TraceColumns& c = trace.columns();

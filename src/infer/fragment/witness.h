@@ -29,6 +29,7 @@
 // trusts them as far as equality but also orders them in time, since a URL is not unique.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -36,6 +37,37 @@
 #include "trace/trace.h"
 
 namespace weft {
+
+// The attributes a proxy passes on unchanged (docs/protocols.md), read by message: what
+// witnesses are made of, and what fragment matches a request set aside with the call that
+// forwards it by (fragment.cc).
+class ForwardedFields {
+ public:
+  enum Field : uint8_t {
+    kMethod,  // http.method
+    kUrl,     // http.url
+    kRequestId,
+    kTraceparent,
+    kSql,
+    kDnsId,
+    kDnsName,
+    kGrpcMethod,
+    kMemcachedCommand,
+    kMemcachedKey,
+    kRedisCommand,
+    kRedisKey,
+    kFieldCount
+  };
+  using Values = std::array<StringId, kFieldCount>;
+
+  explicit ForwardedFields(const Trace& trace);
+  // Invalid where the message carries no such attribute.
+  Values Of(MessageId m) const;
+
+ private:
+  const Trace& trace_;
+  Values keys_;  // each field's attribute key in the trace's strings
+};
 
 struct WitnessLinks {
   // Per message: for an inbound CALL, the outbound CALL it continues (else invalid).
