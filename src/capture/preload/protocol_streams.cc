@@ -564,11 +564,14 @@ void FeedTaken(ProtocolStream* s, int d, int fd, bool sending, int64_t entry, in
        !FeedFromSearch(s, d, fd, sending, entry, exit, data, iov, iovcnt, bytes, &at_start))) {
     ForEachSegment(data, iov, iovcnt, bytes, feed);
   }
-  // Only this direction's bit changes, and only its holder changes it.
-  if (at_start) {
-    __atomic_fetch_or(&s->at_start, uint8_t(1u << d), __ATOMIC_RELAXED);
-  } else {
-    __atomic_fetch_and(&s->at_start, uint8_t(~(1u << d)), __ATOMIC_RELAXED);
+  // Only this direction's bit changes, and only its holder changes it: read first, so
+  // that the locked update is made only when it does change.
+  const uint8_t bit = uint8_t(1u << d);
+  const bool was = (__atomic_load_n(&s->at_start, __ATOMIC_RELAXED) & bit) != 0;
+  if (at_start && !was) {
+    __atomic_fetch_or(&s->at_start, bit, __ATOMIC_RELAXED);
+  } else if (!at_start && was) {
+    __atomic_fetch_and(&s->at_start, uint8_t(~bit), __ATOMIC_RELAXED);
   }
 }
 

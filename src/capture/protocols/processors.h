@@ -59,14 +59,20 @@ inline void AddAttribute(Parser* parser, const char* key, const void* value, siz
   item.length = uint8_t(length < size_t(kMaxValue) ? length : size_t(kMaxValue));
   memcpy(item.value, value, item.length);
 }
+// Written straight into the attribute's value (HTTP/2 frames make two or three a frame).
 inline void AddDecimalAttribute(Parser* parser, const char* key, uint64_t value) {
-  char digits[20];
-  size_t n = 0;
+  Attributes& a = parser->attributes;
+  if (a.count >= kMaxAttributes) return;
+  Attribute& item = a.items[a.count++];
+  item.key = key;
+  item.key_length = uint8_t(strlen(key));
+  uint8_t n = 1;
+  for (uint64_t v = value; v >= 10; v /= 10) ++n;
+  item.length = n;
   do {
-    digits[sizeof(digits) - 1 - n++] = char('0' + value % 10);
+    item.value[--n] = char('0' + value % 10);
     value /= 10;
-  } while (value != 0);
-  AddAttribute(parser, key, digits + sizeof(digits) - n, n);
+  } while (n != 0);
 }
 
 // Starts the attributes of a message that has just ended.
