@@ -215,6 +215,40 @@ class BlockDecoder {
         last_ = -1;  // a payload belongs to a call record, never to a boundary
         return true;
       }
+      case wire::kHttp2FrameRecord: {
+        if (size < sizeof(wire::Http2FrameRecord)) return false;
+        auto r = Load<wire::Http2FrameRecord>(p);
+        const uint8_t t = r.frame_type;  // a type the http2 processor reports
+        const bool reported = t == 0 || t == 1 || t == 3 || t == 4 || t == 5 || t == 9;
+        if (!reported || r.direction > wire::kBoundaryReceived ||
+            r.message > wire::kBoundaryResponse || !PlausibleTime(r.entry_ns) ||
+            !PlausibleTime(r.exit_ns) || r.offset > uint64_t(INT64_MAX) || r.stream > 0x7fffffff ||
+            r.length >= (1u << 24)) {
+          return false;
+        }
+        Boundary b;
+        b.protocol = protocols::kHttp2;
+        b.sent = r.direction == wire::kBoundarySent;
+        b.request = r.message == wire::kBoundaryRequest;
+        b.offset = r.offset;
+        protocols::Attributes attributes;
+        protocols::SetHttp2FrameAttributes({r.frame_type, r.flags, r.stream, r.length, r.extra},
+                                           &attributes);
+        for (int i = 0; i < attributes.count; ++i) {
+          const protocols::Attribute& a = attributes.items[i];
+          b.attributes.emplace_back(std::string(a.key, a.key_length),
+                                    std::string(a.value, a.length));
+        }
+        Event e{.op = EventOp::kBoundary};
+        e.tid = tid_;
+        e.fd = r.fd;
+        e.entry_ns = r.entry_ns;
+        e.exit_ns = r.exit_ns;
+        e.boundary = Add(log_.boundaries, std::move(b));
+        log_.events.push_back(e);
+        last_ = -1;
+        return true;
+      }
       case wire::kHeaderBlockRecord: {
         if (size < sizeof(wire::HeaderBlockRecord)) return false;
         auto r = Load<wire::HeaderBlockRecord>(p);

@@ -116,6 +116,7 @@ enum RecordType : uint8_t {
   kHeaderBlockRecord = 8,  // HeaderBlockRecord: compressed header-block bytes (HTTP/2)
   kNameRecord = 9,         // NameRecord: a thread's name
   kImageRecord = 10,       // ImageRecord: what the program image is, when capture is blind to it
+  kHttp2FrameRecord = 11,  // Http2FrameRecord: an HTTP/2 frame ended in a stream
 };
 
 // The socket-API call a record describes. Values are part of the format.
@@ -333,6 +334,29 @@ struct BoundaryRecord {
   uint32_t reserved;
 };
 static_assert(sizeof(BoundaryRecord) == 40);
+
+// The end of an HTTP/2 frame of a stream: what a BoundaryRecord with the http2 processor's
+// attributes says (capture::protocols::SetHttp2FrameAttributes gives them back), in 48
+// bytes of numbers instead of some 100 of text, for the two or three frames of every
+// request and response.
+struct Http2FrameRecord {
+  uint8_t type;        // kHttp2FrameRecord
+  uint8_t frame_type;  // RFC 9113 §6: DATA, HEADERS, RST_STREAM, SETTINGS, PUSH_PROMISE,
+                       // CONTINUATION
+  uint16_t size;       // 48
+  int32_t fd;
+  int64_t entry_ns;  // entry and exit of the call that moved the frame's last byte
+  int64_t exit_ns;
+  uint64_t offset;    // stream offset just past the frame's last byte
+  uint8_t direction;  // BoundaryDirection
+  uint8_t message;    // BoundaryMessage
+  uint8_t flags;      // the frame's flags
+  uint8_t reserved;
+  uint32_t stream;
+  uint32_t length;  // payload bytes
+  uint32_t extra;   // PUSH_PROMISE: the promised stream; SETTINGS: SETTINGS_HEADER_TABLE_SIZE
+};
+static_assert(sizeof(Http2FrameRecord) == 48);
 
 // Bytes of a compressed header block (HTTP/2's HPACK, RFC 7541) that a call moved on a
 // stream, for reconcile to decode: a processor that leaves header blocks compressed

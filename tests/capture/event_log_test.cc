@@ -311,6 +311,54 @@ TEST(EventLogTest, HeaderBlockRecordsRoundTrip) {
   }
 }
 
+// An HTTP/2 frame record reads as the boundary a record with the http2 processor's
+// attributes would be; one that no HTTP/2 frame end could have made is damage.
+TEST(EventLogTest, Http2FrameRecordsReadAsBoundaries) {
+  std::string file = EncodeHeader(TestHeader{}) +
+                     Block(7, 0,
+                           {CallRecord(w::kOpRecv, 5, 100, 120, 60),
+                            Http2FrameRecord(5, 100, 120, 45, false, true, 1, 0x5, 3, 12),
+                            Http2FrameRecord(5, 100, 120, 60, false, false, 5, 0x4, 3, 6, 4),
+                            Http2FrameRecord(5, 100, 120, 80, true, false, 4, 0, 0, 6, 65536)});
+  RecordingReporter reporter;
+  auto log = Decode(file, &reporter);
+  ASSERT_TRUE(log.ok()) << log.status().message();
+  EXPECT_TRUE(reporter.lines.empty());
+  ASSERT_EQ(log->events.size(), 4u);
+  ASSERT_EQ(log->events[1].op, EventOp::kBoundary);
+  const Boundary& b = log->boundaries[size_t(log->events[1].boundary)];
+  EXPECT_EQ(b.protocol, protocols::kHttp2);
+  EXPECT_FALSE(b.sent);
+  EXPECT_TRUE(b.request);
+  EXPECT_EQ(b.offset, 45u);
+  EXPECT_EQ(log->events[1].exit_ns, 120);
+  EXPECT_EQ(FormatEvent(*log, log->events[1]),
+            "1699999999.000000100 4242/7 boundary fd 5 http2 request received ends at 45 "
+            "http2.stream=\"3\" http2.frame=\"HEADERS END_STREAM END_HEADERS\" "
+            "http2.length=\"12\"");
+  const Boundary& push = log->boundaries[size_t(log->events[2].boundary)];
+  ASSERT_EQ(push.attributes.size(), 4u);
+  EXPECT_EQ(push.attributes[1].second, "PUSH_PROMISE END_HEADERS");
+  EXPECT_EQ(push.attributes[3].first, "http2.promised");
+  EXPECT_EQ(push.attributes[3].second, "4");
+  const Boundary& settings = log->boundaries[size_t(log->events[3].boundary)];
+  ASSERT_EQ(settings.attributes.size(), 4u);
+  EXPECT_EQ(settings.attributes[3].first, "http2.header_table_size");
+  EXPECT_EQ(settings.attributes[3].second, "65536");
+  for (std::string damaged : {Http2FrameRecord(5, 100, 120, 45, false, true, 2, 0, 3, 5),
+                              Http2FrameRecord(5, 100, 120, 45, false, true, 8, 0, 3, 4),
+                              Http2FrameRecord(5, 100, 120, 45, false, true, 0, 0, 1u << 31, 1),
+                              Http2FrameRecord(5, 100, 120, 45, false, true, 0, 0, 3, 1u << 24)}) {
+    std::string damaged_file = EncodeHeader(TestHeader{}) +
+                               Block(7, 0, {CallRecord(w::kOpRecv, 5, 100, 120, 60), damaged});
+    RecordingReporter damage;
+    auto damaged_log = Decode(damaged_file, &damage);
+    ASSERT_TRUE(damaged_log.ok());
+    EXPECT_EQ(damaged_log->events.size(), 1u);
+    EXPECT_EQ(damage.lines.size(), 1u);
+  }
+}
+
 // A boundary record that makes no sense (attributes without '=', an unknown protocol, a
 // direction out of range) is damage: the rest of its block is reported, as for any record.
 TEST(EventLogTest, DamagedBoundaryRecordIsReported) {

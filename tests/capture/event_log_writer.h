@@ -195,6 +195,29 @@ inline std::string HeaderBlockRecord(int32_t fd, int64_t entry, uint64_t offset,
   return out;
 }
 
+// An HTTP/2 frame's end, as numbers.
+inline std::string Http2FrameRecord(int32_t fd, int64_t entry, int64_t exit, uint64_t offset,
+                                    bool sent, bool request, uint8_t frame_type, uint8_t flags,
+                                    uint32_t stream, uint32_t length, uint32_t extra = 0) {
+  w::Http2FrameRecord r{};
+  r.type = w::kHttp2FrameRecord;
+  r.frame_type = frame_type;
+  r.size = sizeof r;
+  r.fd = fd;
+  r.entry_ns = entry;
+  r.exit_ns = exit;
+  r.offset = offset;
+  r.direction = sent ? w::kBoundarySent : w::kBoundaryReceived;
+  r.message = request ? w::kBoundaryRequest : w::kBoundaryResponse;
+  r.flags = flags;
+  r.stream = stream;
+  r.length = length;
+  r.extra = extra;
+  std::string out;
+  Append(out, r);
+  return out;
+}
+
 inline std::string EndRecord(uint64_t dropped, uint64_t untraced, uint64_t failed) {
   w::EndRecord r{w::kEndRecord, w::kOpNone, sizeof(w::EndRecord), 0, 5'000'000'000, dropped,
                  untraced,      failed};

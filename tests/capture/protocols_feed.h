@@ -90,6 +90,13 @@ inline Stream Feed(Parser* parser, std::string_view bytes, const std::vector<siz
       if (n == 0 || n > left) return run;
       if (ended) {
         run.ends.push_back({parser->consumed, Format(parser->attributes)});
+        // Capture logs an HTTP/2 frame's end as numbers; they must say the same.
+        Http2Frame frame;
+        if (EndedHttp2Frame(parser, &frame) && !parser->frame_numbers_only) {
+          Attributes rebuilt;
+          SetHttp2FrameAttributes(frame, &rebuilt);
+          EXPECT_EQ(Format(rebuilt), run.ends.back().attributes);
+        }
       } else {
         EXPECT_EQ(n, left) << "consumed part of a piece without an end";
       }

@@ -286,6 +286,35 @@ TEST(Http2ProcessorTest, RecordedNginxConnection) {
   ExpectSplitInvariant(kHttp2, kResponse, responses);
 }
 
+// As capture runs it (frame_numbers_only): the same ends with no attributes' text, each
+// frame's numbers giving back the attributes a parser without the switch sets.
+TEST(Http2ProcessorTest, FrameNumbersOnly) {
+  std::string stream = Settings() + Frame(5, 0x4, 1, std::string("\0\0\0\x02", 4) + "hp") +
+                       Frame(1, 0x4, 1, "h1") + Frame(0, 0x1, 1, "body");
+  Stream text = Feed(kHttp2, kResponse, stream);
+  Parser parser;
+  Init(&parser, kHttp2, kResponse);
+  parser.frame_numbers_only = true;
+  std::vector<std::string> rebuilt;
+  size_t at = 0;
+  while (at < stream.size()) {
+    bool ended = false;
+    at += Consume(&parser, reinterpret_cast<const uint8_t*>(stream.data()) + at, stream.size() - at,
+                  &ended);
+    if (!ended) continue;
+    EXPECT_EQ(parser.attributes.count, 0);
+    Http2Frame frame;
+    ASSERT_TRUE(EndedHttp2Frame(&parser, &frame));
+    Attributes a;
+    SetHttp2FrameAttributes(frame, &a);
+    rebuilt.push_back(testing::Format(a));
+  }
+  EXPECT_FALSE(parser.failed);
+  ASSERT_EQ(rebuilt.size(), text.ends.size());
+  ASSERT_EQ(rebuilt.size(), 3u);
+  for (size_t k = 0; k < rebuilt.size(); ++k) EXPECT_EQ(rebuilt[k], text.ends[k].attributes);
+}
+
 TEST(Http2ProcessorTest, Malformed) {
   auto fails = [](Direction d, const std::string& s) { return Feed(kHttp2, d, s).failed; };
   EXPECT_TRUE(fails(kRequest, "PRI * HTTP/1.1\r\n"));

@@ -7,8 +7,8 @@
 // failed), that ends lie within the stream in increasing order, that attributes stay in
 // bounds, and the core property: the stream fed in random pieces, and byte by byte, gives
 // the same ends, attributes and failure as fed whole. HTTP/2's header-block bytes must lie
-// in what each call took, and be the same bytes however the stream is split. Also runs
-// ConsumeDatagram and Detect.
+// in what each call took, and be the same bytes however the stream is split, and each frame
+// end's numbers (EndedHttp2Frame) give its attributes. Also runs ConsumeDatagram and Detect.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -92,6 +92,13 @@ Result Feed(p::Protocol protocol, p::Direction direction, const uint8_t* data, s
           Fail("ends not increasing");
         }
         result.ends.push_back({end, attributes});
+        // Capture logs an HTTP/2 frame's end as its numbers: they must give these attributes.
+        p::Http2Frame frame;
+        if (p::EndedHttp2Frame(&parser, &frame)) {
+          p::Attributes rebuilt;
+          p::SetHttp2FrameAttributes(frame, &rebuilt);
+          if (CheckedAttributes(rebuilt) != attributes) Fail("an HTTP/2 frame's numbers differ");
+        }
       }
       offset += n;
       left -= n;

@@ -78,6 +78,17 @@ struct ProtocolStream {
 };
 
 protocols::Parser& ParserOf(ProtocolStream* s, int d) { return s->parsers[s->parser_slot[d]]; }
+// Capture logs an HTTP/2 frame's end as numbers (LogEnd), so its parsers leave the
+// attributes' text unwritten.
+void InitParser(protocols::Parser* parser, protocols::Protocol protocol,
+                protocols::Direction direction) {
+  protocols::Init(parser, protocol, direction);
+  parser->frame_numbers_only = true;
+}
+void InitParsers(ProtocolStream* s, protocols::Protocol protocol) {
+  InitParser(&ParserOf(s, 0), protocol, protocols::Direction::kRequest);
+  InitParser(&ParserOf(s, 1), protocol, protocols::Direction::kResponse);
+}
 uint8_t SpareSlot(const ProtocolStream* s) {
   return uint8_t(3 - s->parser_slot[0] - s->parser_slot[1]);
 }
@@ -177,8 +188,7 @@ void Start(int fd, protocols::Protocol protocol, bool client) {
   s->parser_slot[0] = 0;
   s->parser_slot[1] = 1;
   s->state = protocol == protocols::kNone ? kDetecting : kActive;
-  protocols::Init(&ParserOf(s, 0), protocol, protocols::Direction::kRequest);
-  protocols::Init(&ParserOf(s, 1), protocol, protocols::Direction::kResponse);
+  InitParsers(s, protocol);
   __atomic_store_n(&s->busy[1], 0, __ATOMIC_RELEASE);
   __atomic_store_n(&s->busy[0], 0, __ATOMIC_RELEASE);
   // The table entry before the bit: a wrapper that sees the bit finds the stream.
@@ -244,8 +254,7 @@ bool Decide(ProtocolStream* s, const void* data, const struct iovec* iov, int io
     __atomic_store_n(&s->state, uint8_t(kOff), __ATOMIC_RELEASE);
     return true;
   }
-  protocols::Init(&ParserOf(s, 0), protocol, protocols::Direction::kRequest);
-  protocols::Init(&ParserOf(s, 1), protocol, protocols::Direction::kResponse);
+  InitParsers(s, protocol);
   __atomic_store_n(&s->state, uint8_t(kActive), __ATOMIC_RELEASE);
   return true;
 }
@@ -271,8 +280,7 @@ bool DecideFromResponse(ProtocolStream* s, const void* data, const struct iovec*
                                    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
     return true;  // the client's first bytes decided meanwhile
   }
-  protocols::Init(&ParserOf(s, 0), protocol, protocols::Direction::kRequest);
-  protocols::Init(&ParserOf(s, 1), protocol, protocols::Direction::kResponse);
+  InitParsers(s, protocol);
   __atomic_store_n(&s->state, uint8_t(kActive), __ATOMIC_RELEASE);
   return true;
 }
@@ -339,13 +347,10 @@ namespace {
 // The HTTP/2 header-block bytes the parser just took of `bytes`, which begin at `offset` of
 // the direction (protocols::HeaderBlockBytes), if any, in pieces of at most
 // wire::kMaxHeaderBlockPiece bytes.
-void LogHeaderBlock(int fd, const protocols::Parser* parser, bool sent, bool request, int64_t entry,
-                    uint64_t offset, const uint8_t* bytes) {
+void LogHeaderBlockPieces(int fd, const protocols::Parser* parser, bool sent, bool request,
+                          int64_t entry, uint64_t offset, const uint8_t* bytes) {
   size_t begin = 0, length = 0;
-  if (parser->protocol != protocols::kHttp2 ||
-      !protocols::HeaderBlockBytes(parser, &begin, &length)) {
-    return;
-  }
+  if (!protocols::HeaderBlockBytes(parser, &begin, &length)) return;
   const uint8_t protocol = uint8_t(parser->protocol);
   offset += begin;
   bytes += begin;
@@ -371,6 +376,40 @@ void LogHeaderBlock(int fd, const protocols::Parser* parser, bool sent, bool req
     offset += n;
     length -= n;
   }
+}
+// Every feed asks after each Consume; only HTTP/2 has header blocks, so the others pay a
+// comparison, not a call.
+inline void LogHeaderBlock(int fd, const protocols::Parser* parser, bool sent, bool request,
+                           int64_t entry, uint64_t offset, const uint8_t* bytes) {
+  if (parser->protocol == protocols::kHttp2)
+    LogHeaderBlockPieces(fd, parser, sent, request, entry, offset, bytes);
+}
+
+// The end of the message `parser` just reported: an HTTP/2 frame in a frame record (48
+// bytes of numbers), any other in a boundary record with the processor's attributes.
+void LogEnd(int fd, const protocols::Parser* parser, bool sent, bool request, int64_t entry,
+            int64_t exit, uint64_t offset) {
+  protocols::Http2Frame frame;
+  if (!protocols::EndedHttp2Frame(parser, &frame)) {
+    LogBoundary(fd, uint8_t(parser->protocol), sent, request, entry, exit, offset,
+                &parser->attributes);
+    return;
+  }
+  wire::Http2FrameRecord r{wire::kHttp2FrameRecord,
+                           frame.type,
+                           uint16_t(sizeof(wire::Http2FrameRecord)),
+                           fd,
+                           entry,
+                           exit,
+                           offset,
+                           uint8_t(sent ? wire::kBoundarySent : wire::kBoundaryReceived),
+                           uint8_t(request ? wire::kBoundaryRequest : wire::kBoundaryResponse),
+                           frame.flags,
+                           0,
+                           frame.stream,
+                           frame.length,
+                           frame.extra};
+  AppendRecord(&r, sizeof r, entry);
 }
 
 }  // namespace
@@ -490,8 +529,7 @@ bool FeedFromSearch(ProtocolStream* s, int d, int fd, bool sending, int64_t entr
   s->offset[d] += bytes;
   *ended = search.ended;
   if (search.ended) {
-    LogBoundary(fd, uint8_t(parser->protocol), sending, d == 0, entry, exit, s->offset[d],
-                &parser->attributes);
+    LogEnd(fd, parser, sending, d == 0, entry, exit, s->offset[d]);
   }
   return true;
 }
@@ -553,8 +591,7 @@ void FeedTaken(ProtocolStream* s, int d, int fd, bool sending, int64_t entry, in
       // A message that ended in the kept bytes is logged with this call's times: only its
       // offset matters to reconcile.
       if (ended) {
-        LogBoundary(fd, uint8_t(parser->protocol), sending, d == 0, entry, exit, s->offset[d],
-                    &parser->attributes);
+        LogEnd(fd, parser, sending, d == 0, entry, exit, s->offset[d]);
       }
     }
   };
@@ -675,7 +712,7 @@ size_t InputBoundary(const InputSide& side, const void* data, const struct iovec
     if (protocol == protocols::kNone) return n;
     detected = protocol;
     early_bytes = s->early_length;
-    protocols::Init(&copy, protocol, protocols::Direction::kRequest);
+    InitParser(&copy, protocol, protocols::Direction::kRequest);
     for (size_t i = 0; i < s->early_length;) {
       bool ended = false;
       size_t used = protocols::Consume(&copy, s->early + i, s->early_length - i, &ended);

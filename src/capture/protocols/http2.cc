@@ -160,42 +160,12 @@ bool StartFrame(Http2State* s) {
   return true;
 }
 
-const char* TypeName(uint8_t type) {
-  switch (type) {
-    case kData:
-      return "DATA";
-    case kHeaders:
-      return "HEADERS";
-    case kRstStream:
-      return "RST_STREAM";
-    case kPushPromise:
-      return "PUSH_PROMISE";
-    case kSettings:
-      return "SETTINGS";
-    default:
-      return "CONTINUATION";
-  }
-}
-
 // The attributes of a reported frame that just ended.
 void SetFrameAttributes(Parser* parser, const Http2State& s) {
-  ClearAttributes(parser);
-  AddDecimalAttribute(parser, "http2.stream", s.stream);
-  char frame[48];
-  size_t n = strlen(TypeName(s.type));
-  memcpy(frame, TypeName(s.type), n);
-  auto append = [&](const char* word) {
-    size_t w = strlen(word);
-    frame[n++] = ' ';
-    memcpy(frame + n, word, w);
-    n += w;
-  };
-  if ((s.type == kData || s.type == kHeaders) && (s.flags & kEndStream) != 0) append("END_STREAM");
-  if (CarriesBlock(s.type) && (s.flags & kEndHeaders) != 0) append("END_HEADERS");
-  AddAttribute(parser, "http2.frame", frame, n);
-  AddDecimalAttribute(parser, "http2.length", s.length);
-  if (s.type == kPushPromise) AddDecimalAttribute(parser, "http2.promised", s.value & 0x7fffffff);
-  if (s.type == kSettings) AddDecimalAttribute(parser, "http2.header_table_size", s.table_size);
+  const uint32_t extra = s.type == kPushPromise ? s.value & 0x7fffffff
+                         : s.type == kSettings  ? s.table_size
+                                                : 0;
+  SetHttp2FrameAttributes({s.type, s.flags, s.stream, s.length, extra}, &parser->attributes);
 }
 
 }  // namespace
@@ -277,7 +247,11 @@ size_t ConsumeHttp2(Parser* parser, const uint8_t* data, size_t length, bool* en
     if (s->phase == kInPayload && s->position == s->length) {
       s->phase = kInHeader;
       if (Reported(*s)) {
-        SetFrameAttributes(parser, *s);
+        if (parser->frame_numbers_only) {
+          ClearAttributes(parser);
+        } else {
+          SetFrameAttributes(parser, *s);
+        }
         *ended = true;
         return i;
       }
@@ -289,6 +263,45 @@ size_t ConsumeHttp2(Parser* parser, const uint8_t* data, size_t length, bool* en
 }  // namespace weft::capture::protocols::internal
 
 namespace weft::capture::protocols {
+
+bool EndedHttp2Frame(const Parser* parser, Http2Frame* frame) {
+  if (parser->protocol != kHttp2 || parser->failed) return false;
+  const auto* s = std::launder(reinterpret_cast<const internal::Http2State*>(parser->state));
+  const uint32_t extra = s->type == internal::kPushPromise ? s->value & 0x7fffffff
+                         : s->type == internal::kSettings  ? s->table_size
+                                                           : 0;
+  *frame = {s->type, s->flags, s->stream, s->length, extra};
+  return true;
+}
+
+void SetHttp2FrameAttributes(const Http2Frame& frame, Attributes* attributes) {
+  using namespace internal;
+  attributes->count = 0;
+  AddDecimalAttribute(*attributes, "http2.stream", frame.stream);
+  const char* name = frame.type == kData          ? "DATA"
+                     : frame.type == kHeaders     ? "HEADERS"
+                     : frame.type == kRstStream   ? "RST_STREAM"
+                     : frame.type == kPushPromise ? "PUSH_PROMISE"
+                     : frame.type == kSettings    ? "SETTINGS"
+                                                  : "CONTINUATION";
+  char words[48];
+  size_t n = strlen(name);
+  memcpy(words, name, n);
+  auto append = [&](const char* word) {
+    size_t w = strlen(word);
+    words[n++] = ' ';
+    memcpy(words + n, word, w);
+    n += w;
+  };
+  if ((frame.type == kData || frame.type == kHeaders) && (frame.flags & kEndStream) != 0)
+    append("END_STREAM");
+  if (CarriesBlock(frame.type) && (frame.flags & kEndHeaders) != 0) append("END_HEADERS");
+  AddAttribute(*attributes, "http2.frame", words, n);
+  AddDecimalAttribute(*attributes, "http2.length", frame.length);
+  if (frame.type == kPushPromise) AddDecimalAttribute(*attributes, "http2.promised", frame.extra);
+  if (frame.type == kSettings)
+    AddDecimalAttribute(*attributes, "http2.header_table_size", frame.extra);
+}
 
 bool HeaderBlockBytes(const Parser* parser, size_t* begin, size_t* count) {
   *begin = *count = 0;

@@ -50,8 +50,7 @@ inline size_t Fail(Parser* parser, size_t length, bool* ended) {
 
 // Appends key=value (value cut to kMaxValue bytes); a key beyond kMaxAttributes is dropped.
 // Inline, so that a literal key's length is known when compiled.
-inline void AddAttribute(Parser* parser, const char* key, const void* value, size_t length) {
-  Attributes& a = parser->attributes;
+inline void AddAttribute(Attributes& a, const char* key, const void* value, size_t length) {
   if (a.count >= kMaxAttributes) return;
   Attribute& item = a.items[a.count++];
   item.key = key;
@@ -59,9 +58,11 @@ inline void AddAttribute(Parser* parser, const char* key, const void* value, siz
   item.length = uint8_t(length < size_t(kMaxValue) ? length : size_t(kMaxValue));
   memcpy(item.value, value, item.length);
 }
+inline void AddAttribute(Parser* parser, const char* key, const void* value, size_t length) {
+  AddAttribute(parser->attributes, key, value, length);
+}
 // Written straight into the attribute's value (HTTP/2 frames make two or three a frame).
-inline void AddDecimalAttribute(Parser* parser, const char* key, uint64_t value) {
-  Attributes& a = parser->attributes;
+inline void AddDecimalAttribute(Attributes& a, const char* key, uint64_t value) {
   if (a.count >= kMaxAttributes) return;
   Attribute& item = a.items[a.count++];
   item.key = key;
@@ -73,6 +74,9 @@ inline void AddDecimalAttribute(Parser* parser, const char* key, uint64_t value)
     item.value[--n] = char('0' + value % 10);
     value /= 10;
   } while (n != 0);
+}
+inline void AddDecimalAttribute(Parser* parser, const char* key, uint64_t value) {
+  AddDecimalAttribute(parser->attributes, key, value);
 }
 
 // Starts the attributes of a message that has just ended.

@@ -76,7 +76,11 @@ inline constexpr size_t kParserStateBytes = 320;
 struct Parser {
   Protocol protocol;
   Direction direction;
-  bool failed;            // the bytes broke the protocol: no more boundaries are reported
+  bool failed;  // the bytes broke the protocol: no more boundaries are reported
+  // Set by a caller that reads an HTTP/2 frame's end as numbers (EndedHttp2Frame), as
+  // capture's log does: the http2 processor then leaves `attributes` empty at a frame's end
+  // rather than writing them as text. Other processors ignore it.
+  bool frame_numbers_only;
   uint64_t consumed;      // bytes consumed so far (the stream offset of the next byte)
   uint64_t messages;      // messages that ended so far
   Attributes attributes;  // of the message that ended last (valid after Consume ends one)
@@ -106,6 +110,23 @@ size_t Consume(Parser* parser, const uint8_t* data, size_t length, bool* ended);
 // are any; false, with 0 and 0, for other protocols and after failure. A call holds at
 // most one such run: every frame carrying header-block bytes ends the call.
 bool HeaderBlockBytes(const Parser* parser, size_t* begin, size_t* count);
+
+// HTTP/2 ends a message at every frame of a stream; the frame whose end the last Consume
+// reported, as numbers, for a caller that logs it in binary (the capture log's HTTP/2
+// frame record) rather than as the attributes' text. False for other protocols and after
+// failure; call it only after a Consume that set *ended.
+struct Http2Frame {
+  uint8_t type;  // RFC 9113 §6
+  uint8_t flags;
+  uint32_t stream;
+  uint32_t length;  // payload bytes
+  uint32_t extra;   // PUSH_PROMISE: the promised stream; SETTINGS: SETTINGS_HEADER_TABLE_SIZE
+};
+bool EndedHttp2Frame(const Parser* parser, Http2Frame* frame);
+// The attributes Consume gives such a frame's end ("http2.stream", "http2.frame" as its
+// type and END_STREAM/END_HEADERS words, "http2.length", and "http2.promised" or
+// "http2.header_table_size"): one definition for the processor and a log's reader.
+void SetHttp2FrameAttributes(const Http2Frame& frame, Attributes* attributes);
 
 // One datagram is one message: fills parser->attributes from it (DNS: id and name).
 void ConsumeDatagram(Parser* parser, const uint8_t* data, size_t length);

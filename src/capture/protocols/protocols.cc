@@ -85,6 +85,7 @@ void CopyParser(Parser* to, const Parser* from) {
   to->protocol = from->protocol;
   to->direction = from->direction;
   to->failed = from->failed;
+  to->frame_numbers_only = from->frame_numbers_only;
   to->consumed = from->consumed;
   to->messages = from->messages;
   uint8_t count = from->attributes.count < kMaxAttributes ? from->attributes.count : kMaxAttributes;
