@@ -160,12 +160,12 @@ bool StartFrame(Http2State* s) {
   return true;
 }
 
-// The attributes of a reported frame that just ended.
-void SetFrameAttributes(Parser* parser, const Http2State& s) {
+// The frame that just ended, as numbers.
+Http2Frame FrameOf(const Http2State& s) {
   const uint32_t extra = s.type == kPushPromise ? s.value & 0x7fffffff
                          : s.type == kSettings  ? s.table_size
                                                 : 0;
-  SetHttp2FrameAttributes({s.type, s.flags, s.stream, s.length, extra}, &parser->attributes);
+  return {s.type, s.flags, s.stream, s.length, extra};
 }
 
 }  // namespace
@@ -250,7 +250,7 @@ size_t ConsumeHttp2(Parser* parser, const uint8_t* data, size_t length, bool* en
         if (parser->frame_numbers_only) {
           ClearAttributes(parser);
         } else {
-          SetFrameAttributes(parser, *s);
+          SetHttp2FrameAttributes(FrameOf(*s), &parser->attributes);
         }
         *ended = true;
         return i;
@@ -266,11 +266,8 @@ namespace weft::capture::protocols {
 
 bool EndedHttp2Frame(const Parser* parser, Http2Frame* frame) {
   if (parser->protocol != kHttp2 || parser->failed) return false;
-  const auto* s = std::launder(reinterpret_cast<const internal::Http2State*>(parser->state));
-  const uint32_t extra = s->type == internal::kPushPromise ? s->value & 0x7fffffff
-                         : s->type == internal::kSettings  ? s->table_size
-                                                           : 0;
-  *frame = {s->type, s->flags, s->stream, s->length, extra};
+  *frame = internal::FrameOf(
+      *std::launder(reinterpret_cast<const internal::Http2State*>(parser->state)));
   return true;
 }
 
