@@ -32,9 +32,7 @@ void LogBoundary(int fd, uint8_t protocol, bool sent, bool request, int64_t entr
     used += value_length;
     // NUL ends an entry: not inside a value.
     char* end = text + used;
-    for (char* nul = value; (nul = static_cast<char*>(memchr(nul, '\0', size_t(end - nul))));) {
-      *nul++ = '?';
-    }
+    for (char* c = value; c < end; ++c) *c = *c == '\0' ? '?' : *c;
     text[used++] = '\0';
   }
   uint32_t size = wire::RoundUp8(uint32_t(sizeof(wire::BoundaryRecord) + used));
