@@ -110,10 +110,10 @@ struct EndpointNames {
 // The names go to `names` too when it is given.
 void LogEndpoint(uint8_t op, int fd, uint8_t kind, const struct sockaddr* peer,
                  socklen_t peer_length, int64_t time, EndpointNames* names = nullptr);
-// Appends one whole record (protocol_streams.cc builds boundary records).
+// Appends one whole record (protocol_records.cc builds the protocol records).
 void AppendRecord(const void* record, uint32_t size, int64_t time);
-// A protocol message ended (protocol_streams.cc): a boundary record with the processor's
-// attributes (a weft::capture::protocols::Attributes).
+// A protocol message ended: a boundary record with the processor's attributes (a
+// weft::capture::protocols::Attributes). In protocol_records.cc; also for DNS datagrams.
 void LogBoundary(int fd, uint8_t protocol, bool sent, bool request, int64_t entry, int64_t exit,
                  uint64_t offset, const void* attributes);
 // The program renamed `thread` (name_calls.cc): a name record for it, if it has logged.
