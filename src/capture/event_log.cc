@@ -187,11 +187,7 @@ class BlockDecoder {
             !PlausibleTime(r.exit_ns) || r.offset > uint64_t(INT64_MAX)) {
           return false;
         }
-        Boundary b;
-        b.protocol = r.protocol;
-        b.sent = r.direction == wire::kBoundarySent;
-        b.request = r.message == wire::kBoundaryRequest;
-        b.offset = r.offset;
+        Boundary b = BoundaryAt(r.protocol, r.direction, r.message, r.offset);
         // "key=value" entries, each ended by NUL; an entry without '=' or an unended one
         // is damage.
         std::string_view text(reinterpret_cast<const char*>(p) + sizeof r, r.attributes_length);
@@ -205,14 +201,7 @@ class BlockDecoder {
                                     text.substr(equals + 1, end - equals - 1));
           text.remove_prefix(end + 1);
         }
-        Event e{.op = EventOp::kBoundary};
-        e.tid = tid_;
-        e.fd = r.fd;
-        e.entry_ns = r.entry_ns;
-        e.exit_ns = r.exit_ns;
-        e.boundary = Add(log_.boundaries, std::move(b));
-        log_.events.push_back(e);
-        last_ = -1;  // a payload belongs to a call record, never to a boundary
+        AddBoundaryEvent(EventOp::kBoundary, r.fd, r.entry_ns, r.exit_ns, std::move(b));
         return true;
       }
       case wire::kHttp2FrameRecord: {
@@ -226,11 +215,7 @@ class BlockDecoder {
             r.length >= (1u << 24)) {
           return false;
         }
-        Boundary b;
-        b.protocol = protocols::kHttp2;
-        b.sent = r.direction == wire::kBoundarySent;
-        b.request = r.message == wire::kBoundaryRequest;
-        b.offset = r.offset;
+        Boundary b = BoundaryAt(protocols::kHttp2, r.direction, r.message, r.offset);
         protocols::Attributes attributes;
         protocols::SetHttp2FrameAttributes({r.frame_type, r.flags, r.stream, r.length, r.extra},
                                            &attributes);
@@ -239,14 +224,7 @@ class BlockDecoder {
           b.attributes.emplace_back(std::string(a.key, a.key_length),
                                     std::string(a.value, a.length));
         }
-        Event e{.op = EventOp::kBoundary};
-        e.tid = tid_;
-        e.fd = r.fd;
-        e.entry_ns = r.entry_ns;
-        e.exit_ns = r.exit_ns;
-        e.boundary = Add(log_.boundaries, std::move(b));
-        log_.events.push_back(e);
-        last_ = -1;
+        AddBoundaryEvent(EventOp::kBoundary, r.fd, r.entry_ns, r.exit_ns, std::move(b));
         return true;
       }
       case wire::kHeaderBlockRecord: {
@@ -258,19 +236,9 @@ class BlockDecoder {
             !PlausibleTime(r.entry_ns) || r.offset > uint64_t(INT64_MAX)) {
           return false;
         }
-        Boundary b;
-        b.protocol = r.protocol;
-        b.sent = r.direction == wire::kBoundarySent;
-        b.request = r.message == wire::kBoundaryRequest;
-        b.offset = r.offset;
+        Boundary b = BoundaryAt(r.protocol, r.direction, r.message, r.offset);
         b.header_block.assign(reinterpret_cast<const char*>(p) + sizeof r, r.length);
-        Event e{.op = EventOp::kHeaderBlock};
-        e.tid = tid_;
-        e.fd = r.fd;
-        e.entry_ns = e.exit_ns = r.entry_ns;
-        e.boundary = Add(log_.boundaries, std::move(b));
-        log_.events.push_back(e);
-        last_ = -1;
+        AddBoundaryEvent(EventOp::kHeaderBlock, r.fd, r.entry_ns, r.entry_ns, std::move(b));
         return true;
       }
       case wire::kNameRecord: {
@@ -310,6 +278,28 @@ class BlockDecoder {
       default:
         return true;  // a later record type: skipped by its size
     }
+  }
+
+  // The part every protocol record shares: where in which stream the message ended.
+  static Boundary BoundaryAt(uint8_t protocol, uint8_t direction, uint8_t message,
+                             uint64_t offset) {
+    Boundary b;
+    b.protocol = protocol;
+    b.sent = direction == wire::kBoundarySent;
+    b.request = message == wire::kBoundaryRequest;
+    b.offset = offset;
+    return b;
+  }
+  // A boundary or header-block event of the block's thread (never followed by a payload).
+  void AddBoundaryEvent(EventOp op, int32_t fd, int64_t entry, int64_t exit, Boundary b) {
+    Event e{.op = op};
+    e.tid = tid_;
+    e.fd = fd;
+    e.entry_ns = entry;
+    e.exit_ns = exit;
+    e.boundary = Add(log_.boundaries, std::move(b));
+    log_.events.push_back(e);
+    last_ = -1;
   }
 
   template <typename T>

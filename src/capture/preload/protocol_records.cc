@@ -10,6 +10,16 @@ namespace weft_preload {
 
 namespace protocols = weft::capture::protocols;
 
+namespace {
+
+// The direction and message fields every protocol record carries.
+uint8_t DirectionOf(bool sent) { return sent ? wire::kBoundarySent : wire::kBoundaryReceived; }
+uint8_t MessageOf(bool request) {
+  return request ? wire::kBoundaryRequest : wire::kBoundaryResponse;
+}
+
+}  // namespace
+
 void LogBoundary(int fd, uint8_t protocol, bool sent, bool request, int64_t entry, int64_t exit,
                  uint64_t offset, const void* attributes) {
   constexpr size_t kMaxKey = 64;
@@ -37,17 +47,9 @@ void LogBoundary(int fd, uint8_t protocol, bool sent, bool request, int64_t entr
   }
   uint32_t size = wire::RoundUp8(uint32_t(sizeof(wire::BoundaryRecord) + used));
   memset(text + used, 0, size - sizeof(wire::BoundaryRecord) - used);
-  wire::BoundaryRecord r{wire::kBoundaryRecord,
-                         protocol,
-                         uint16_t(size),
-                         fd,
-                         entry,
-                         exit,
-                         offset,
-                         uint8_t(sent ? wire::kBoundarySent : wire::kBoundaryReceived),
-                         uint8_t(request ? wire::kBoundaryRequest : wire::kBoundaryResponse),
-                         uint16_t(used),
-                         0};
+  wire::BoundaryRecord r{
+      wire::kBoundaryRecord, protocol,           uint16_t(size), fd, entry, exit, offset,
+      DirectionOf(sent),     MessageOf(request), uint16_t(used), 0};
   memcpy(record, &r, sizeof r);
   AppendRecord(record, size, entry);
 }
@@ -63,16 +65,9 @@ void LogHeaderBlockPieces(int fd, const protocols::Parser* parser, bool sent, bo
   while (length > 0) {
     size_t n = length < wire::kMaxHeaderBlockPiece ? length : wire::kMaxHeaderBlockPiece;
     uint32_t size = wire::RoundUp8(uint32_t(sizeof(wire::HeaderBlockRecord) + n));
-    wire::HeaderBlockRecord r{wire::kHeaderBlockRecord,
-                              protocol,
-                              uint16_t(size),
-                              fd,
-                              entry,
-                              offset,
-                              uint8_t(sent ? wire::kBoundarySent : wire::kBoundaryReceived),
-                              uint8_t(request ? wire::kBoundaryRequest : wire::kBoundaryResponse),
-                              uint16_t(n),
-                              0};
+    wire::HeaderBlockRecord r{
+        wire::kHeaderBlockRecord, protocol,           uint16_t(size), fd, entry, offset,
+        DirectionOf(sent),        MessageOf(request), uint16_t(n),    0};
     memcpy(record, &r, sizeof r);
     memcpy(record + sizeof r, bytes, n);
     memset(record + sizeof r + n, 0, size - sizeof r - n);
@@ -82,6 +77,7 @@ void LogHeaderBlockPieces(int fd, const protocols::Parser* parser, bool sent, bo
     length -= n;
   }
 }
+
 void LogEnd(int fd, const protocols::Parser* parser, bool sent, bool request, int64_t entry,
             int64_t exit, uint64_t offset) {
   protocols::Http2Frame frame;
@@ -97,8 +93,8 @@ void LogEnd(int fd, const protocols::Parser* parser, bool sent, bool request, in
                            entry,
                            exit,
                            offset,
-                           uint8_t(sent ? wire::kBoundarySent : wire::kBoundaryReceived),
-                           uint8_t(request ? wire::kBoundaryRequest : wire::kBoundaryResponse),
+                           DirectionOf(sent),
+                           MessageOf(request),
                            frame.flags,
                            0,
                            frame.stream,
