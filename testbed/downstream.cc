@@ -85,12 +85,12 @@ Status DownstreamCaller::CallGroup(const Frame& request, const CallSpec& spec, u
       return Status::IoError("{} from {}", reply.ok() ? "end of stream" : reply.status().message(),
                              conn.peer);
     }
-    const Frame& r = **reply;
+    Frame& r = **reply;
     log_.Record(TruthLog::Direction::kRecv, r, conn, bytes, "-", WallNow());
     if (r.call_id != call.call_id) {
       return Status::Corruption("reply for call {:x} while awaiting {:x}", r.call_id, call.call_id);
     }
-    JoinReplyBaggage(r.baggage);
+    JoinReplyBaggage(std::move(r.baggage));
     if (r.type == FrameType::kError && result.ok()) {
       result = Status::Internal("{} answered with an error", conn.peer);
     }

@@ -111,7 +111,7 @@ class Loop {
   void Flush(const std::shared_ptr<EvConn>& c);
   void OnReadable(const std::shared_ptr<EvConn>& c);
   void OnRequest(const std::shared_ptr<EvConn>& c, const Frame& f, size_t bytes);
-  void OnReply(const std::shared_ptr<EvConn>& c, const Frame& f, size_t bytes);
+  void OnReply(const std::shared_ptr<EvConn>& c, Frame& f, size_t bytes);
   // Steps `r` with its baggage installed.
   void Step(const std::shared_ptr<Req>& r);
   void StepNow(const std::shared_ptr<Req>& r);
@@ -283,7 +283,7 @@ void Loop::OnRequest(const std::shared_ptr<EvConn>& c, const Frame& f, size_t by
   Step(r);
 }
 
-void Loop::OnReply(const std::shared_ptr<EvConn>& c, const Frame& f, size_t bytes) {
+void Loop::OnReply(const std::shared_ptr<EvConn>& c, Frame& f, size_t bytes) {
   log_.Record(TruthLog::Direction::kRecv, f, *c->conn, bytes, "-", WallNow());
   // HTTP/1.1 answers in request order: a reply is the oldest call's. A frame names its
   // call, and a pool or event-loop server answers as each request finishes.
@@ -306,7 +306,7 @@ void Loop::OnReply(const std::shared_ptr<EvConn>& c, const Frame& f, size_t byte
   if (!tier_.pooled || f.close) Close(c);
   {
     RequestBaggageScope baggage(r->bag);
-    JoinReplyBaggage(f.baggage);  // what the callee packed
+    JoinReplyBaggage(std::move(f.baggage));  // what the callee packed
   }
   --r->pending;
   Step(r);

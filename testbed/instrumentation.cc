@@ -58,10 +58,11 @@ bool BaggageForReplyChanged(std::string& bytes, uint64_t packs) {
   return true;
 }
 
-void JoinReplyBaggage(std::string_view bytes) {
+void JoinReplyBaggage(std::string&& bytes) {
   if (bytes.empty()) return;
   pivot::Baggage branch;
-  if (branch.Deserialize(bytes).ok()) pivot::CurrentBaggage().Join(std::move(branch));
+  if (branch.DeserializeOwned(std::move(bytes)).ok())
+    pivot::CurrentBaggage().Join(std::move(branch));
 }
 
 void ReceiveBaggage(RequestBaggage& bag, std::string&& bytes, bool from_server) {

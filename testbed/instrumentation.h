@@ -76,9 +76,10 @@ std::string BaggageForReply(uint64_t& packs);
 // in `bytes`, if that advice changed it (packed something since BaggageForReply counted
 // `packs`), else false and `bytes` as it was, with nothing serialized again.
 bool BaggageForReplyChanged(std::string& bytes, uint64_t packs);
-// Joins the baggage a reply carried back (serialized) into the current baggage; nothing
-// if it carried none or it does not deserialize.
-void JoinReplyBaggage(std::string_view bytes);
+// Joins the baggage a reply carried back (serialized: the frame's field, which the reply
+// needs no more) into the current baggage; nothing if it carried none or it does not
+// deserialize.
+void JoinReplyBaggage(std::string&& bytes);
 // A request's baggage as it arrives, into `bag` (the request's own member): deserialized
 // lazily (left empty when `bytes` is empty), keeping `bytes` (the frame's field: the
 // request needs it no more). `from_server`: the caller is another server (see from_caller).
@@ -121,7 +122,7 @@ inline bool ReplyCarriesBaggage(const RequestBaggage&) { return false; }
 inline std::string BaggageForCall() { return {}; }
 inline std::string BaggageForReply(uint64_t&) { return {}; }
 inline bool BaggageForReplyChanged(std::string&, uint64_t) { return false; }
-inline void JoinReplyBaggage(std::string_view) {}
+inline void JoinReplyBaggage(std::string&&) {}
 inline void ReceiveBaggage(RequestBaggage&, std::string&&, bool) {}
 inline RequestBaggage BranchCurrentBaggage() { return {}; }
 inline void JoinCurrentBaggage(RequestBaggage&&) {}

@@ -230,6 +230,13 @@ Status ReadSlots(Reader& r, std::vector<PackedTuples>& slots) {
     if (tuples > r.left() / least) return Bad(r, "more tuples than bytes");
     t.width = uint32_t(width);
     t.partials = uint32_t(partials);
+    if (tuples == 0) {  // the usual slot: another query's, empty (`slots` may be reused)
+      t.values.clear();
+      t.parts.clear();
+      t.mult.clear();
+      t.order.clear();
+      continue;
+    }
     t.values.resize(size_t(tuples * width));
     t.parts.resize(size_t(tuples * partials));
     t.mult.resize(size_t(tuples));
@@ -262,8 +269,8 @@ Baggage::Baggage(Baggage&& other) noexcept
       contents_(std::move(other.contents_)),
       decoded_(other.decoded_),
       bytes_(std::move(other.bytes_)),
-      decode_status_(std::move(other.decode_status_)),
-      storage_(std::move(other.storage_)) {
+      decode_status_(std::move(other.decode_status_)) {
+  if (!other.storage_.empty()) storage_.swap(other.storage_);  // none where no query packs
   other.Clear();
 }
 
@@ -275,7 +282,8 @@ Baggage& Baggage::operator=(Baggage&& other) noexcept {
     decoded_ = other.decoded_;
     bytes_ = std::move(other.bytes_);
     decode_status_ = std::move(other.decode_status_);
-    storage_ = std::move(other.storage_);
+    storage_.clear();
+    if (!other.storage_.empty()) storage_.swap(other.storage_);
     other.Clear();
   }
   return *this;
@@ -289,9 +297,10 @@ void swap(Baggage& a, Baggage& b) noexcept {
   swap(a.contents_, b.contents_);
   swap(a.decoded_, b.decoded_);
   swap(a.bytes_, b.bytes_);
-  // Almost always both ok (empty): then there is nothing to exchange.
+  // Almost always both ok (empty), and no storage nor frozen instances where no query
+  // packs: then there is nothing to exchange.
   if (!a.decode_status_.ok() || !b.decode_status_.ok()) swap(a.decode_status_, b.decode_status_);
-  swap(a.storage_, b.storage_);
+  if (!a.storage_.empty() || !b.storage_.empty()) a.storage_.swap(b.storage_);
 }
 
 void Baggage::Clear() {
@@ -309,7 +318,7 @@ std::string_view Baggage::Intern(std::string_view s) {
   return *storage_.back();
 }
 
-void Baggage::Share(const std::vector<std::shared_ptr<const std::string>>& storage) {
+void Baggage::Share(const Storage& storage) {
   for (const auto& block : storage) {
     if (std::find(storage_.begin(), storage_.end(), block) == storage_.end()) {
       storage_.push_back(block);
@@ -498,8 +507,7 @@ Status Baggage::DecodeBytes(const query::Baggage* known) {
   if (!r.Bounded(kMaxInstances, count) || count > r.left() / 2) {
     return Bad(r, "bad instance count");
   }
-  query::Baggage::FrozenInstances frozen;
-  frozen.reserve(size_t(count));
+  query::Baggage::FrozenInstances frozen;  // not reserved: most are known, or active
   BaggageInstance active;
   for (uint64_t k = 0; k < count; ++k) {
     uint8_t kind;

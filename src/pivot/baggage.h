@@ -81,6 +81,8 @@
 // move). BaggageCounters are atomic.
 #pragma once
 
+#include <absl/container/inlined_vector.h>
+
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -185,7 +187,8 @@ class Baggage {
   void Seed() const;
   // Names the active instance with an event of this branch's stamp, if it holds tuples.
   void NameActive();
-  void Share(const std::vector<std::shared_ptr<const std::string>>& storage);
+  using Storage = absl::InlinedVector<std::shared_ptr<const std::string>, 2>;
+  void Share(const Storage& storage);
   // A baggage that holds something (the callers check), with this origin and stamp.
   static void SerializeDecoded(std::string& out, uint64_t origin, const itc::Stamp& stamp,
                                const query::Baggage& contents);
@@ -202,7 +205,9 @@ class Baggage {
   std::shared_ptr<const std::string> bytes_;
   Status decode_status_;
   // What string values point into: decoded bytes and interned strings, shared by branches.
-  std::vector<std::shared_ptr<const std::string>> storage_;
+  // A request's baggage mostly points into one or two blocks (what it arrived as, and a
+  // reply): inline, so that neither it nor a branch's copy allocates.
+  Storage storage_;
 };
 
 }  // namespace weft::pivot

@@ -273,6 +273,40 @@ void EventString(const EventTree& e, std::string& out) {
   out += ")";
 }
 
+// ---- memos ----
+
+// Every operation is a pure function of immutable trees, and a request repeats the same few
+// stamps: each call of a server forks the same stamp and joins back the same reply, each
+// receiver decodes the same bytes. Each thread remembers its last results in small
+// direct-mapped tables, so that a repeat costs a lookup instead of building (and later
+// freeing) nodes: about 4,000 instructions a request with one call where a query packs.
+// An entry holds its inputs' trees, so their addresses, the key, cannot be reused for
+// other trees while it lives; a collision replaces the entry.
+constexpr size_t kMemoSlots = 64;
+size_t MemoSlot(const void* a, const void* b, const void* c = nullptr, const void* d = nullptr) {
+  uint64_t h = uint64_t(uintptr_t(a)) * 0x9e3779b97f4a7c15ull;
+  h ^= uint64_t(uintptr_t(b)) * 0xbf58476d1ce4e5b9ull;
+  h ^= uint64_t(uintptr_t(c)) * 0x94d049bb133111ebull;
+  h ^= uint64_t(uintptr_t(d)) * 0xd6e8feb86659fd93ull;
+  return size_t(h >> 58);  // 64 slots
+}
+static_assert(kMemoSlots == 64);
+constexpr size_t kMemoBytes = 15;  // what a std::string keeps without allocating
+
+struct EventMemo {
+  IdTree id;
+  EventTree before, after;
+};
+struct JoinMemo {
+  IdTree id_a, id_b, id;
+  EventTree event_a, event_b, event;
+};
+struct DecodeMemo {
+  std::string bytes;  // at most kMemoBytes
+  IdTree id;
+  EventTree event;
+};
+
 }  // namespace
 
 Stamp Stamp::Seed() { return Stamp(IdLeaf(true), Leaf(0)); }
@@ -286,18 +320,25 @@ Stamp Stamp::Fork() {
 }
 
 void Stamp::Join(const Stamp& other) {
-  id_ = SumId(id_, other.id_);
-  event_ = JoinEvent(event_, other.event_);
+  thread_local std::array<JoinMemo, kMemoSlots> memo;
+  JoinMemo& m = memo[MemoSlot(id_.get(), event_.get(), other.id_.get(), other.event_.get())];
+  if (m.id_a != id_ || m.event_a != event_ || m.id_b != other.id_ || m.event_b != other.event_) {
+    m = {id_,    other.id_,    SumId(id_, other.id_),
+         event_, other.event_, JoinEvent(event_, other.event_)};
+  }
+  id_ = m.id;
+  event_ = m.event;
 }
 
 bool Stamp::Event() {
   if (IsZero(id_)) return false;
-  EventTree filled = Fill(id_, event_);
-  if (!SameEvent(filled, event_)) {
-    event_ = std::move(filled);
-  } else {
-    event_ = Grow(id_, event_).first;
+  thread_local std::array<EventMemo, kMemoSlots> memo;
+  EventMemo& m = memo[MemoSlot(id_.get(), event_.get())];
+  if (m.id != id_ || m.before != event_) {
+    EventTree filled = Fill(id_, event_);
+    m = {id_, event_, SameEvent(filled, event_) ? Grow(id_, event_).first : std::move(filled)};
   }
+  event_ = m.after;
   return true;
 }
 
@@ -325,6 +366,9 @@ std::string Stamp::Encode() const {
 void Stamp::EncodeEvent(std::string& out) const { EncodeEventTree(event_, out); }
 
 Result<Stamp> Stamp::Decode(std::string_view bytes) {
+  thread_local std::array<DecodeMemo, kMemoSlots> memo;
+  DecodeMemo& m = memo[std::hash<std::string_view>{}(bytes) % kMemoSlots];
+  if (m.id != nullptr && m.bytes == bytes) return Stamp(m.id, m.event);
   Reader r(bytes);
   IdTree id;
   if (!r.Id(0, id))
@@ -337,6 +381,7 @@ Result<Stamp> Stamp::Decode(std::string_view bytes) {
     return Status::Corruption("interval tree clock: {} bytes after the stamp",
                               bytes.size() - r.at());
   }
+  if (bytes.size() <= kMemoBytes) m = {std::string(bytes), id, event};
   return Stamp(std::move(id), std::move(event));
 }
 

@@ -17,6 +17,8 @@
 // the branch it ends joins), and rebuilds decoded baggage with Restore.
 #pragma once
 
+#include <absl/container/inlined_vector.h>
+
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -30,14 +32,16 @@ namespace weft::query {
 
 // One slot's tuples in one instance, column-wise: `width` values and `partials` partial
 // aggregates per tuple, a multiplicity and an order stamp (when it was packed: later
-// stamps happened later or concurrently).
+// stamps happened later or concurrently). A slot mostly holds a tuple or two of a value
+// or two (a request's type, the server it went to), which fit inline: live, every request
+// decodes and packs some, and three allocations per slot were a third of its baggage's.
 struct PackedTuples {
   uint32_t width = 0;
   uint32_t partials = 0;
-  std::vector<Value> values;
-  std::vector<PartialAggregate> parts;
-  std::vector<double> mult;
-  std::vector<int64_t> order;
+  absl::InlinedVector<Value, 2> values;
+  std::vector<PartialAggregate> parts;  // most queries pack no partial aggregate
+  absl::InlinedVector<double, 2> mult;
+  absl::InlinedVector<int64_t, 2> order;
 
   size_t size() const { return mult.size(); }
   const Value* Values(size_t i) const { return values.data() + i * width; }
@@ -61,9 +65,26 @@ struct BaggageInstance {
 
 class Baggage {
  public:
+  Baggage() = default;
+  Baggage(const Baggage&) = default;
+  Baggage& operator=(const Baggage&) = default;
+  // Moves take packs() along. Where no query packs there are no frozen instances: then
+  // their list is left alone, which an inline list's move would not do.
+  Baggage(Baggage&& other) noexcept : active_(std::move(other.active_)), packs_(other.packs_) {
+    if (!other.frozen_.empty()) frozen_.swap(other.frozen_);
+  }
+  Baggage& operator=(Baggage&& other) noexcept {
+    if (this == &other) return *this;
+    frozen_.clear();
+    if (!other.frozen_.empty()) frozen_.swap(other.frozen_);
+    active_ = std::move(other.active_);
+    packs_ = other.packs_;
+    return *this;
+  }
+
   // Exchanges the contents member by member (pivot::Baggage's swap, several per request).
   friend void swap(Baggage& a, Baggage& b) noexcept {
-    a.frozen_.swap(b.frozen_);
+    if (!a.frozen_.empty() || !b.frozen_.empty()) a.frozen_.swap(b.frozen_);
     std::swap(a.active_.id, b.active_.id);
     a.active_.name.swap(b.active_.name);
     a.active_.slots.swap(b.active_.slots);
@@ -102,7 +123,9 @@ class Baggage {
   void Join(Baggage&& other);
 
   // For the live baggage, which names instances and encodes them.
-  using FrozenInstances = std::vector<std::shared_ptr<const BaggageInstance>>;
+  // Inline up to two: a request's baggage mostly holds one or two frozen instances (what
+  // its caller packed, what a reply brought back), and splits copy the list for each call.
+  using FrozenInstances = absl::InlinedVector<std::shared_ptr<const BaggageInstance>, 2>;
   const FrozenInstances& frozen() const { return frozen_; }
   const BaggageInstance& active() const { return active_; }
   // Gives the active instance the id and name the caller chose (instead of the counter's).

@@ -74,6 +74,9 @@ PartialAggregate Contribution(const Value& v, double weight) {
 // request with thousands of distinct tuples never pays a quadratic search.
 constexpr size_t kMergeLimit = 256;
 
+// Up to this many tuples UnpackSlot sorts by insertion.
+constexpr size_t kInsertionSortLimit = 16;
+
 // What one child slot unpacked: its tuples, in order.
 struct Unpacked {
   std::vector<const Value*> values;
@@ -237,8 +240,17 @@ void UnpackSlot(const CompiledQuery& query, const Baggage& bag, int32_t child, u
   // Tuples in the order they were packed, whichever instance holds them: which is first
   // or latest, and the order of the rows one event makes, follow from it.
   if (instances > 1 || unit.mode == PackMode::kFirst || unit.mode == PackMode::kRecent) {
-    std::stable_sort(out.refs.begin(), out.refs.end(),
-                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    auto earlier = [](const auto& a, const auto& b) { return a.first < b.first; };
+    if (out.refs.size() <= kInsertionSortLimit) {
+      // A request's few tuples: insertion sort (stable too) without stable_sort's buffer,
+      // which it allocates on every call.
+      for (size_t i = 1; i < out.refs.size(); ++i) {
+        for (size_t j = i; j > 0 && earlier(out.refs[j], out.refs[j - 1]); --j)
+          std::swap(out.refs[j], out.refs[j - 1]);
+      }
+    } else {
+      std::stable_sort(out.refs.begin(), out.refs.end(), earlier);
+    }
   }
   if (unit.mode == PackMode::kFirst || unit.mode == PackMode::kRecent) {
     if (out.refs.size() > unit.n) {
@@ -328,13 +340,6 @@ void AdviceRunner::Emit(const Value* row, std::span<const size_t> pick, double m
     parts[a] = query_->aggregates[a].op == AggregateOp::kCount
                    ? PartialAggregate{}
                    : Partial(0, uint32_t(a), emit.aggregate_sources[a], row, pick, mult);
-  }
-  if (options_.keep_value != nullptr) {
-    for (Value& v : key) v = options_.keep_value(v);
-    for (PartialAggregate& p : parts) {
-      p.min = options_.keep_value(p.min);
-      p.max = options_.keep_value(p.max);
-    }
   }
   sink.Emit(key, mult, parts);
 }

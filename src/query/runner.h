@@ -60,8 +60,9 @@ struct RunnerOptions {
   // Track the most tuples a baggage held (EvaluationCounters::baggage_tuples_*). Costs a
   // walk over the baggage per PACK; offline only.
   bool track_baggage_size = true;
-  // Applied to every value PACK puts in the baggage and EMIT passes to the sink (group
-  // keys, partials' min and max), so that strings outlive the event (live: interned).
+  // Applied to every value PACK puts in the baggage (partials' min and max too), so that
+  // its strings outlive the event (live: interned). Not to what EMIT passes: a sink copies
+  // what it keeps (EmitSink), and most emits only add to a group it has already.
   Value (*keep_value)(const Value&) = nullptr;
 };
 
