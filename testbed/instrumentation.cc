@@ -44,7 +44,9 @@ std::string BaggageForCall() {
 
 std::string BaggageForReply(uint64_t& packs) {
   packs = pivot::CurrentBaggage().packs();
-  return pivot::CurrentBaggage().Serialize();
+  std::string bytes;
+  pivot::CurrentBaggage().SerializeReplyTo(bytes);
+  return bytes;
 }
 
 bool BaggageForReplyChanged(std::string& bytes, uint64_t packs) {
@@ -52,7 +54,8 @@ bool BaggageForReplyChanged(std::string& bytes, uint64_t packs) {
   // Advice that packed nothing leaves the bytes as they were, unless it decoded them and
   // found them malformed: then the reply carries what is left (nothing).
   if (current.packs() == packs && current.decode_status().ok()) return false;
-  std::string again = current.Serialize();
+  std::string again;
+  current.SerializeReplyTo(again);
   if (again == bytes) return false;
   bytes = std::move(again);
   return true;

@@ -69,7 +69,8 @@ inline bool ReplyCarriesBaggage(const RequestBaggage& bag) { return bag.from_cal
 // A call's baggage: a branch split off the current baggage, serialized (the caller keeps
 // its side).
 std::string BaggageForCall();
-// A reply's baggage: the current baggage, serialized (the request ends here); `packs`
+// A reply's baggage: the current baggage, serialized for the caller (the request ends
+// here), without the instances the caller sent (pivot::Baggage::SerializeReplyTo); `packs`
 // gets the baggage's count of packs, for BaggageForReplyChanged.
 std::string BaggageForReply(uint64_t& packs);
 // A reply's baggage again, after the Reply tracepoint's advice ran: true, with the new bytes

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <span>
 #include <utility>
 
 #include "pivot/varint.h"
@@ -269,7 +270,8 @@ Baggage::Baggage(Baggage&& other) noexcept
       contents_(std::move(other.contents_)),
       decoded_(other.decoded_),
       bytes_(std::move(other.bytes_)),
-      decode_status_(std::move(other.decode_status_)) {
+      decode_status_(std::move(other.decode_status_)),
+      arrived_(other.arrived_) {
   if (!other.storage_.empty()) storage_.swap(other.storage_);  // none where no query packs
   other.Clear();
 }
@@ -282,6 +284,7 @@ Baggage& Baggage::operator=(Baggage&& other) noexcept {
     decoded_ = other.decoded_;
     bytes_ = std::move(other.bytes_);
     decode_status_ = std::move(other.decode_status_);
+    arrived_ = other.arrived_;
     storage_.clear();
     if (!other.storage_.empty()) storage_.swap(other.storage_);
     other.Clear();
@@ -297,6 +300,7 @@ void swap(Baggage& a, Baggage& b) noexcept {
   swap(a.contents_, b.contents_);
   swap(a.decoded_, b.decoded_);
   swap(a.bytes_, b.bytes_);
+  swap(a.arrived_, b.arrived_);
   // Almost always both ok (empty), and no storage nor frozen instances where no query
   // packs: then there is nothing to exchange.
   if (!a.decode_status_.ok() || !b.decode_status_.ok()) swap(a.decode_status_, b.decode_status_);
@@ -310,6 +314,7 @@ void Baggage::Clear() {
   decoded_ = true;
   bytes_.reset();
   decode_status_ = Status::Ok();
+  arrived_ = 0;
   storage_.clear();
 }
 
@@ -404,8 +409,17 @@ void Baggage::SerializeTo(std::string& out) const {
   SerializeDecoded(out, origin_, *stamp_, contents_);
 }
 
+void Baggage::SerializeReplyTo(std::string& out) const {
+  if (!decoded_ || arrived_ == 0) {  // untouched, or nothing came with it to leave out
+    SerializeTo(out);
+    return;
+  }
+  Seed();
+  SerializeDecoded(out, origin_, *stamp_, contents_, arrived_);
+}
+
 void Baggage::SerializeDecoded(std::string& out, uint64_t origin, const itc::Stamp& stamp,
-                               const query::Baggage& contents) {
+                               const query::Baggage& contents, size_t skip) {
   // The stamp is encoded in place after a one-byte size, moved in the rare case that its
   // size needs a longer varint.
   size_t start = out.size();
@@ -426,8 +440,9 @@ void Baggage::SerializeDecoded(std::string& out, uint64_t origin, const itc::Sta
     out.replace(size_at, 1, size);
   }
   bool active = contents.active().Tuples() > 0;
-  PutVarint(out, contents.frozen().size() + (active ? 1 : 0));
-  for (const auto& instance : contents.frozen()) {
+  const auto frozen = std::span(contents.frozen()).subspan(skip);
+  PutVarint(out, frozen.size() + (active ? 1 : 0));
+  for (const auto& instance : frozen) {
     out.push_back(char(kFrozenInstance));
     PutVarint(out, instance->name.size());
     out += instance->name;
@@ -542,6 +557,7 @@ Status Baggage::DecodeBytes(const query::Baggage* known) {
   if (r.left() != 0) return Bad(r, "bytes after the baggage");
   origin_ = origin;
   stamp_ = std::move(*stamp);
+  arrived_ = uint32_t(frozen.size());
   contents_.Restore(std::move(frozen), std::move(active));
   storage_.push_back(std::move(bytes_));
   bytes_.reset();

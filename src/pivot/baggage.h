@@ -39,7 +39,11 @@
 //
 // Serialize is for a hand-off: the receiver continues this branch, stamp included. To send
 // a branch while the sender goes on (an RPC), Split first and serialize the branch;
-// serializing one baggage to two receivers would give them the same id.
+// serializing one baggage to two receivers would give them the same id. A reply goes back
+// to the sender, which holds the frozen instances the call carried: SerializeReplyTo
+// leaves them out (the join would skip them), so a reply carries only what the callee
+// added, and its stamp -- with no instance at all when the callee added nothing, so that
+// the caller's clock still joins back.
 //
 // Lazy decoding. Deserialize only checks the version byte and the size and keeps the
 // bytes; the first Contents(), Split, Join or Decode decodes. Serialize of a baggage that
@@ -147,6 +151,11 @@ class Baggage {
 
   // Table 4's serialize(): appends the binary form (above) to `out`.
   void SerializeTo(std::string& out) const;
+  // The same for a reply to whoever sent this baggage (its caller): leaves out the frozen
+  // instances it arrived with, which the caller holds (its Join would skip them), and
+  // carries the rest and the stamp back. A baggage that arrived with instances and gained
+  // nothing carries its origin and stamp alone, so that the caller's clock joins back.
+  void SerializeReplyTo(std::string& out) const;
   // Split().SerializeTo(out) (a call's baggage: the branch goes, this side stays), without
   // making the branch.
   void SplitSerializeTo(std::string& out);
@@ -190,8 +199,9 @@ class Baggage {
   using Storage = absl::InlinedVector<std::shared_ptr<const std::string>, 2>;
   void Share(const Storage& storage);
   // A baggage that holds something (the callers check), with this origin and stamp.
+  // `skip`: leaves out the first `skip` frozen instances.
   static void SerializeDecoded(std::string& out, uint64_t origin, const itc::Stamp& stamp,
-                               const query::Baggage& contents);
+                               const query::Baggage& contents, size_t skip = 0);
 
   // The lineage (above) and this branch's stamp; 0 and none until something needs them (a
   // pack names, splits or serializes): a request no query packs into never draws an origin
@@ -204,6 +214,9 @@ class Baggage {
   bool decoded_ = true;
   std::shared_ptr<const std::string> bytes_;
   Status decode_status_;
+  // How many of the frozen instances (the first ones) were decoded from the bytes this
+  // baggage was given: what a reply leaves out (SerializeReplyTo).
+  uint32_t arrived_ = 0;
   // What string values point into: decoded bytes and interned strings, shared by branches.
   // A request's baggage mostly points into one or two blocks (what it arrived as, and a
   // reply): inline, so that neither it nor a branch's copy allocates.

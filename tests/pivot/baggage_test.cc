@@ -383,6 +383,55 @@ TEST(Baggage, CallAndReplyShortcutsMatchSplitSerializeAndJoin) {
   EXPECT_EQ(Unpack(a), (std::vector<int64_t>{1, 2}));
 }
 
+// A reply leaves out what the call carried (the caller holds it) and joins to the same
+// baggage as the whole serialization would; one that added nothing still brings the stamp
+// back, so the caller's clock owns all of its interval again.
+TEST(Baggage, RepliesCarryOnlyWhatTheCalleeAdded) {
+  Baggage whole;
+  Pack(whole, 1);
+  Baggage delta = RoundTrip(whole);  // the same lineage, stamp and tuple on both sides
+  std::string call, call_again;
+  whole.SplitSerializeTo(call);
+  delta.SplitSerializeTo(call_again);
+  ASSERT_EQ(call, call_again);
+  Baggage callee;
+  ASSERT_TRUE(callee.Deserialize(call).ok());
+  Pack(callee, 2);
+  std::string reply;
+  callee.SerializeReplyTo(reply);
+  const std::string full = callee.Serialize();
+  EXPECT_LT(reply.size(), full.size());
+  Baggage reply_full, reply_delta;
+  ASSERT_TRUE(reply_full.Deserialize(full).ok());
+  ASSERT_TRUE(reply_delta.Deserialize(reply).ok());
+  whole.Join(std::move(reply_full));
+  delta.Join(std::move(reply_delta));
+  EXPECT_EQ(Unpack(delta), (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(delta.Serialize(), whole.Serialize());  // same instances, names and stamp
+
+  // A callee that packs nothing: the reply is the lineage and stamp alone, no instance.
+  std::string call2;
+  delta.SplitSerializeTo(call2);
+  Baggage idle;
+  ASSERT_TRUE(idle.Deserialize(call2).ok());
+  ASSERT_TRUE(idle.Decode().ok());
+  std::string idle_reply;
+  idle.SerializeReplyTo(idle_reply);
+  ASSERT_FALSE(idle_reply.empty());
+  EXPECT_EQ(idle_reply.back(), '\0');  // an instance count of 0 ends it
+  Baggage back;
+  ASSERT_TRUE(back.Deserialize(idle_reply).ok());
+  delta.Join(std::move(back));
+  EXPECT_EQ(Unpack(delta), (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(delta.stamp().ToString().substr(0, 3), "(1,");  // the whole id is back
+  // Untouched, a reply forwards the bytes it came as.
+  Baggage untouched;
+  ASSERT_TRUE(untouched.Deserialize(call2).ok());
+  std::string forwarded;
+  untouched.SerializeReplyTo(forwarded);
+  EXPECT_EQ(forwarded, call2);
+}
+
 // A baggage that branched many times carries a stamp of more than 127 bytes (a size of
 // two varint bytes); it round trips, and its branches join back to every tuple.
 TEST(Baggage, LongStampsRoundTrip) {
