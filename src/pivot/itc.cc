@@ -277,10 +277,10 @@ void EventString(const EventTree& e, std::string& out) {
 
 // Every operation is a pure function of immutable trees, and a request repeats the same few
 // stamps: each call of a server forks the same stamp and joins back the same reply, each
-// receiver decodes the same bytes. Each thread remembers its last results in small
-// direct-mapped tables, so that a repeat costs a lookup instead of building (and later
-// freeing) nodes: about 4,000 instructions a request with one call where a query packs.
-// An entry holds its inputs' trees, so their addresses, the key, cannot be reused for
+// receiver decodes the same bytes (fork, join, event and decode are remembered). Each thread
+// remembers its last results in small direct-mapped tables, so that a repeat costs a lookup instead
+// of building (and later freeing) nodes: about 4,000 instructions a request with one call where a
+// query packs. An entry holds its inputs' trees, so their addresses, the key, cannot be reused for
 // other trees while it lives; a collision replaces the entry.
 constexpr size_t kMemoSlots = 64;
 size_t MemoSlot(const void* a, const void* b, const void* c = nullptr, const void* d = nullptr) {
@@ -293,6 +293,9 @@ size_t MemoSlot(const void* a, const void* b, const void* c = nullptr, const voi
 static_assert(kMemoSlots == 64);
 constexpr size_t kMemoBytes = 15;  // what a std::string keeps without allocating
 
+struct ForkMemo {
+  IdTree id, mine, theirs;
+};
 struct EventMemo {
   IdTree id;
   EventTree before, after;
@@ -314,9 +317,14 @@ Stamp Stamp::Peek(const Stamp& s) { return Stamp(IdLeaf(false), s.event_); }
 Stamp::Stamp() : id_(IdLeaf(true)), event_(Leaf(0)) {}
 
 Stamp Stamp::Fork() {
-  auto [mine, theirs] = SplitId(id_);
-  id_ = std::move(mine);
-  return Stamp(std::move(theirs), event_);
+  thread_local std::array<ForkMemo, kMemoSlots> memo;
+  ForkMemo& m = memo[MemoSlot(id_.get(), nullptr)];
+  if (m.id != id_) {
+    auto [mine, theirs] = SplitId(id_);
+    m = {id_, std::move(mine), std::move(theirs)};
+  }
+  id_ = m.mine;
+  return Stamp(m.theirs, event_);
 }
 
 void Stamp::Join(const Stamp& other) {
