@@ -137,18 +137,21 @@ void PutSlots(std::string& out, const std::vector<PackedTuples>& slots) {
     PutVarint(out, t.width);
     PutVarint(out, t.partials);
     PutVarint(out, t.size());
+    // The columns' data once: an inline column asks where its data is at every access.
+    const Value* v = t.values.data();
+    const PartialAggregate* p = t.parts.data();
+    const double* mult = t.mult.data();
+    const int64_t* order = t.order.data();
     for (size_t i = 0; i < t.size(); ++i) {
-      const Value* v = t.Values(i);
-      for (uint32_t w = 0; w < t.width; ++w) PutValue(out, v[w]);
-      const PartialAggregate* p = t.Parts(i);
-      for (uint32_t k = 0; k < t.partials; ++k) {
-        PutDouble(out, p[k].sum);
-        PutDouble(out, p[k].weight);
-        PutValue(out, p[k].min);
-        PutValue(out, p[k].max);
+      for (uint32_t w = 0; w < t.width; ++w) PutValue(out, *v++);
+      for (uint32_t k = 0; k < t.partials; ++k, ++p) {
+        PutDouble(out, p->sum);
+        PutDouble(out, p->weight);
+        PutValue(out, p->min);
+        PutValue(out, p->max);
       }
-      PutMultiplicity(out, t.mult[i]);
-      PutVarint(out, ZigZag(t.order[i]));
+      PutMultiplicity(out, mult[i]);
+      PutVarint(out, ZigZag(order[i]));
     }
   }
 }
@@ -242,19 +245,22 @@ Status ReadSlots(Reader& r, std::vector<PackedTuples>& slots) {
     t.parts.resize(size_t(tuples * partials));
     t.mult.resize(size_t(tuples));
     t.order.resize(size_t(tuples));
+    Value* v = t.values.data();
+    PartialAggregate* p = t.parts.data();
+    double* mult = t.mult.data();
+    int64_t* order = t.order.data();
     for (size_t i = 0; i < tuples; ++i) {
       for (size_t w = 0; w < width; ++w) {
-        if (!r.ValueOf(t.values[i * width + w])) return Bad(r, "bad value");
+        if (!r.ValueOf(*v++)) return Bad(r, "bad value");
       }
-      for (size_t k = 0; k < partials; ++k) {
-        PartialAggregate& p = t.parts[i * partials + k];
-        if (!r.Double(p.sum) || !r.Double(p.weight) || !r.ValueOf(p.min) || !r.ValueOf(p.max)) {
+      for (size_t k = 0; k < partials; ++k, ++p) {
+        if (!r.Double(p->sum) || !r.Double(p->weight) || !r.ValueOf(p->min) || !r.ValueOf(p->max)) {
           return Bad(r, "bad partial aggregate");
         }
       }
-      uint64_t order;
-      if (!r.Multiplicity(t.mult[i]) || !r.Varint(order)) return Bad(r, "bad tuple");
-      t.order[i] = UnZigZag(order);
+      uint64_t zigzag;
+      if (!r.Multiplicity(mult[i]) || !r.Varint(zigzag)) return Bad(r, "bad tuple");
+      order[i] = UnZigZag(zigzag);
     }
   }
   return Status::Ok();
