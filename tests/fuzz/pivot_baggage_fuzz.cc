@@ -1,8 +1,8 @@
 // libFuzzer target for the live baggage's binary form: any bytes are either refused (by
 // Deserialize or by the lazy decode, leaving an empty baggage) or decode to a baggage
 // whose serialized form is stable: it deserializes again, and serializes to itself. A
-// baggage never decoded forwards its bytes unchanged. Split and join of what was decoded
-// never crash.
+// baggage never decoded forwards its bytes unchanged, and a reply (which leaves out what
+// the baggage arrived with) decodes. Split and join of what was decoded never crash.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -42,6 +42,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Check(again.Decode().ok(), "re-serialized form does not decode");
   Check(again.tuples() == tuples, "tuples changed in a round trip");
   Check(again.Serialize() == once, "serialized form is not stable");
+
+  // A reply leaves out the frozen instances the baggage arrived with: it decodes, and
+  // carries no more tuples than the baggage holds.
+  std::string reply;
+  b.SerializeReplyTo(reply);
+  weft::pivot::Baggage replied;
+  Check(replied.Deserialize(reply).ok() && replied.Decode().ok(), "a reply does not decode");
+  Check(replied.tuples() <= tuples, "a reply carries more than the baggage");
 
   // Split, pack on both sides, join: never a crash, nothing of this side lost. (Crafted
   // bytes can name a frozen instance as a later event will, so the join may dedupe.)
