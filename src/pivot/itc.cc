@@ -282,15 +282,15 @@ void EventString(const EventTree& e, std::string& out) {
 // of building (and later freeing) nodes: about 4,000 instructions a request with one call where a
 // query packs. An entry holds its inputs' trees, so their addresses, the key, cannot be reused for
 // other trees while it lives; a collision replaces the entry.
-constexpr size_t kMemoSlots = 64;
+constexpr int kMemoBits = 6;
+constexpr size_t kMemoSlots = size_t{1} << kMemoBits;
 size_t MemoSlot(const void* a, const void* b, const void* c = nullptr, const void* d = nullptr) {
   uint64_t h = uint64_t(uintptr_t(a)) * 0x9e3779b97f4a7c15ull;
   h ^= uint64_t(uintptr_t(b)) * 0xbf58476d1ce4e5b9ull;
   h ^= uint64_t(uintptr_t(c)) * 0x94d049bb133111ebull;
   h ^= uint64_t(uintptr_t(d)) * 0xd6e8feb86659fd93ull;
-  return size_t(h >> 58);  // 64 slots
+  return size_t(h >> (64 - kMemoBits));  // the product's best-mixed bits
 }
-static_assert(kMemoSlots == 64);
 constexpr size_t kMemoBytes = 15;  // what a std::string keeps without allocating
 
 struct ForkMemo {
