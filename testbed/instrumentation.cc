@@ -44,9 +44,7 @@ std::string BaggageForCall() {
 
 std::string BaggageForReply(uint64_t& packs) {
   packs = pivot::CurrentBaggage().packs();
-  std::string bytes;
-  pivot::CurrentBaggage().SerializeReplyTo(bytes);
-  return bytes;
+  return pivot::CurrentBaggage().SerializeReply();
 }
 
 bool BaggageForReplyChanged(std::string& bytes, uint64_t packs) {
@@ -54,8 +52,7 @@ bool BaggageForReplyChanged(std::string& bytes, uint64_t packs) {
   // Advice that packed nothing leaves the bytes as they were, unless it decoded them and
   // found them malformed: then the reply carries what is left (nothing).
   if (current.packs() == packs && current.decode_status().ok()) return false;
-  std::string again;
-  current.SerializeReplyTo(again);
+  std::string again = current.SerializeReply();
   if (again == bytes) return false;
   bytes = std::move(again);
   return true;

@@ -466,6 +466,12 @@ std::string Baggage::Serialize() const {
   return out;
 }
 
+std::string Baggage::SerializeReply() const {
+  std::string out;
+  SerializeReplyTo(out);
+  return out;
+}
+
 Result<bool> Baggage::Accept(std::string_view bytes) {
   Clear();
   if (bytes.empty()) return false;

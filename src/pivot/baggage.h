@@ -160,6 +160,7 @@ class Baggage {
   // making the branch.
   void SplitSerializeTo(std::string& out);
   std::string Serialize() const;
+  std::string SerializeReply() const;  // SerializeReplyTo into a new string
   // Table 4's deserialize(): replaces this baggage with the one in `bytes`, decoded later.
   // Refuses bytes with another version or over kMaxSerializedBytes (then this baggage is
   // empty, and the refusal counted).

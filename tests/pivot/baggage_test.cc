@@ -397,8 +397,7 @@ TEST(Baggage, RepliesCarryOnlyWhatTheCalleeAdded) {
   Baggage callee;
   ASSERT_TRUE(callee.Deserialize(call).ok());
   Pack(callee, 2);
-  std::string reply;
-  callee.SerializeReplyTo(reply);
+  const std::string reply = callee.SerializeReply();
   const std::string full = callee.Serialize();
   EXPECT_LT(reply.size(), full.size());
   Baggage reply_full, reply_delta;
@@ -415,8 +414,7 @@ TEST(Baggage, RepliesCarryOnlyWhatTheCalleeAdded) {
   Baggage idle;
   ASSERT_TRUE(idle.Deserialize(call2).ok());
   ASSERT_TRUE(idle.Decode().ok());
-  std::string idle_reply;
-  idle.SerializeReplyTo(idle_reply);
+  const std::string idle_reply = idle.SerializeReply();
   ASSERT_FALSE(idle_reply.empty());
   EXPECT_EQ(idle_reply.back(), '\0');  // an instance count of 0 ends it
   Baggage back;
@@ -427,9 +425,7 @@ TEST(Baggage, RepliesCarryOnlyWhatTheCalleeAdded) {
   // Untouched, a reply forwards the bytes it came as.
   Baggage untouched;
   ASSERT_TRUE(untouched.Deserialize(call2).ok());
-  std::string forwarded;
-  untouched.SerializeReplyTo(forwarded);
-  EXPECT_EQ(forwarded, call2);
+  EXPECT_EQ(untouched.SerializeReply(), call2);
 }
 
 // A baggage that branched many times carries a stamp of more than 127 bytes (a size of
