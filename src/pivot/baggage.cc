@@ -268,160 +268,123 @@ Status ReadSlots(Reader& r, std::vector<PackedTuples>& slots) {
 
 }  // namespace
 
-Baggage::Baggage() = default;
-// A moved-from baggage is a fresh, empty one, never a stamp without trees.
-Baggage::Baggage(Baggage&& other) noexcept
-    : origin_(other.origin_),
-      stamp_(std::move(other.stamp_)),
-      contents_(std::move(other.contents_)),
-      decoded_(other.decoded_),
-      bytes_(std::move(other.bytes_)),
-      decode_status_(std::move(other.decode_status_)),
-      arrived_(other.arrived_) {
-  if (!other.storage_.empty()) storage_.swap(other.storage_);  // none where no query packs
-  other.Clear();
-}
-
-Baggage& Baggage::operator=(Baggage&& other) noexcept {
-  if (this != &other) {
-    origin_ = other.origin_;
-    stamp_ = std::move(other.stamp_);
-    contents_ = std::move(other.contents_);
-    decoded_ = other.decoded_;
-    bytes_ = std::move(other.bytes_);
-    decode_status_ = std::move(other.decode_status_);
-    arrived_ = other.arrived_;
-    storage_.clear();
-    if (!other.storage_.empty()) storage_.swap(other.storage_);
-    other.Clear();
-  }
-  return *this;
-}
-Baggage::~Baggage() = default;
-
-void swap(Baggage& a, Baggage& b) noexcept {
-  using std::swap;
-  swap(a.origin_, b.origin_);
-  swap(a.stamp_, b.stamp_);
-  swap(a.contents_, b.contents_);
-  swap(a.decoded_, b.decoded_);
-  swap(a.bytes_, b.bytes_);
-  swap(a.arrived_, b.arrived_);
-  // Almost always both ok (empty), and no storage nor frozen instances where no query
-  // packs: then there is nothing to exchange.
-  if (!a.decode_status_.ok() || !b.decode_status_.ok()) swap(a.decode_status_, b.decode_status_);
-  if (!a.storage_.empty() || !b.storage_.empty()) a.storage_.swap(b.storage_);
-}
-
-void Baggage::Clear() {
-  origin_ = 0;
-  stamp_.reset();
-  contents_.Clear();
-  decoded_ = true;
-  bytes_.reset();
-  decode_status_ = Status::Ok();
-  arrived_ = 0;
-  storage_.clear();
+const Status& Baggage::decode_status() const {
+  static const Status ok;
+  return state_ ? state_->decode_status : ok;
 }
 
 std::string_view Baggage::Intern(std::string_view s) {
-  storage_.push_back(std::make_shared<const std::string>(s));
-  return *storage_.back();
+  Storage& storage = Made().storage;
+  storage.push_back(std::make_shared<const std::string>(s));
+  return *storage.back();
 }
 
 void Baggage::Share(const Storage& storage) {
+  Storage& mine = Made().storage;
   for (const auto& block : storage) {
-    if (std::find(storage_.begin(), storage_.end(), block) == storage_.end()) {
-      storage_.push_back(block);
-    }
+    if (std::find(mine.begin(), mine.end(), block) == mine.end()) mine.push_back(block);
   }
 }
 
 void Baggage::Seed() const {
-  if (origin_ != 0) return;
-  origin_ = NewOrigin();
-  stamp_ = itc::Stamp::Seed();
+  State& s = *state_;
+  if (s.origin != 0) return;
+  s.origin = NewOrigin();
+  s.stamp = itc::Stamp::Seed();
 }
 
 void Baggage::NameActive() {
-  if (contents_.active().Tuples() == 0) return;
+  if (!state_ || state_->contents.active().Tuples() == 0) return;
+  State& s = *state_;
   Seed();
-  stamp_->Event();  // never anonymous: Deserialize refuses id 0 and Fork never makes it
+  s.stamp->Event();  // never anonymous: Deserialize refuses id 0 and Fork never makes it
   std::string name;
-  PutOrigin(name, origin_);
-  stamp_->EncodeEvent(name);
+  PutOrigin(name, s.origin);
+  s.stamp->EncodeEvent(name);
   uint64_t id = HashName(name);
-  contents_.NameActive(id, std::move(name));
+  s.contents.NameActive(id, std::move(name));
 }
 
 Baggage Baggage::Split() {
-  if (!decoded_) DecodeNow();
+  if (!state_) return Baggage();
+  State& s = *state_;
+  if (!s.decoded) DecodeNow();
   // With nothing to share, the branch starts a lineage of its own: no fork, and its join
   // back (of nothing, or of tuples named with its origin) needs no stamp either.
-  if (contents_.frozen().empty() && contents_.tuples() == 0) return Baggage();
+  if (s.contents.frozen().empty() && s.contents.tuples() == 0) return Baggage();
   NameActive();
   Seed();  // frozen instances joined in from another lineage, nothing packed here yet
   Baggage branch;
-  contents_.SplitInto(branch.contents_);
-  branch.origin_ = origin_;
-  branch.stamp_ = stamp_->Fork();
-  branch.storage_ = storage_;
+  State& b = branch.Made();
+  s.contents.SplitInto(b.contents);
+  b.origin = s.origin;
+  b.stamp = s.stamp->Fork();
+  b.storage = s.storage;
   return branch;
 }
 
 void Baggage::Join(Baggage&& branch) {
   // A branch with nothing in it (a reply sent as no bytes, a branch split from nothing) is
   // always of another lineage: a branch split from this one holds its frozen instances.
-  if (branch.decoded_ && branch.contents_.frozen().empty() && branch.contents_.tuples() == 0) {
+  if (!branch.state_) return;
+  State& b = *branch.state_;
+  if (b.decoded && b.contents.frozen().empty() && b.contents.tuples() == 0) {
     branch.Clear();
     return;
   }
-  if (!decoded_) DecodeNow();
+  State& s = Made();
+  if (!s.decoded) DecodeNow();
   // The branch's instances this side holds already are left out of its decode: the join
   // would drop them.
-  if (!branch.decoded_) branch.DecodeNow(&contents_);
+  if (!b.decoded) branch.DecodeNow(&s.contents);
   branch.NameActive();
-  contents_.Join(std::move(branch.contents_));
+  s.contents.Join(std::move(b.contents));
   // A branch of another lineage (it started from nothing in another process) named its
   // instances with its own origin; its stamp's id is not disjoint from this one's, so it
   // is not joined in (baggage.h, "Naming instances").
   // An unseeded side is a lineage of its own (origins are never 0): nothing to join.
-  if (branch.origin_ == origin_ && origin_ != 0) stamp_->Join(*branch.stamp_);
-  Share(branch.storage_);
+  if (b.origin == s.origin && s.origin != 0) s.stamp->Join(*b.stamp);
+  Share(b.storage);
   branch.Clear();
 }
 
 void Baggage::SplitSerializeTo(std::string& out) {
-  if (!decoded_) DecodeNow();
-  if (contents_.frozen().empty() && contents_.tuples() == 0) return;  // sent as nothing
+  if (!state_) return;  // sent as nothing
+  State& s = *state_;
+  if (!s.decoded) DecodeNow();
+  if (s.contents.frozen().empty() && s.contents.tuples() == 0) return;
   NameActive();
   Seed();
   // The branch Split would make holds the frozen instances and a fork of the stamp; this
   // side's contents, its active instance now empty, serialize alike.
   thread_local query::Baggage branch;  // only to freeze into; its capacity is kept
-  contents_.SplitInto(branch);
+  s.contents.SplitInto(branch);
   branch.Clear();
-  SerializeDecoded(out, origin_, stamp_->Fork(), contents_);
+  SerializeDecoded(out, s.origin, s.stamp->Fork(), s.contents);
 }
 
 void Baggage::SerializeTo(std::string& out) const {
-  if (!decoded_) {
-    out += *bytes_;
+  if (!state_) return;  // nothing to carry
+  const State& s = *state_;
+  if (!s.decoded) {
+    out += *s.bytes;
     return;
   }
   // Frozen instances first: counting tuples walks every instance's slots.
-  if (contents_.frozen().empty() && contents_.tuples() == 0) return;  // nothing to carry
+  if (s.contents.frozen().empty() && s.contents.tuples() == 0) return;
   Seed();
-  SerializeDecoded(out, origin_, *stamp_, contents_);
+  SerializeDecoded(out, s.origin, *s.stamp, s.contents);
 }
 
 void Baggage::SerializeReplyTo(std::string& out) const {
-  if (!decoded_ || arrived_ == 0) {  // untouched, or nothing came with it to leave out
+  // Untouched, or nothing came with it to leave out.
+  if (!state_ || !state_->decoded || state_->arrived == 0) {
     SerializeTo(out);
     return;
   }
+  const State& s = *state_;
   Seed();
-  SerializeDecoded(out, origin_, *stamp_, contents_, arrived_);
+  SerializeDecoded(out, s.origin, *s.stamp, s.contents, s.arrived);
 }
 
 void Baggage::SerializeDecoded(std::string& out, uint64_t origin, const itc::Stamp& stamp,
@@ -484,39 +447,41 @@ Result<bool> Baggage::Accept(std::string_view bytes) {
     return Status::Corruption("baggage: format version {}, not {}", uint8_t(bytes[0]),
                               kBaggageFormatVersion);
   }
-  decoded_ = false;
+  Made().decoded = false;
   return true;
 }
 
 Status Baggage::Deserialize(std::string_view bytes) {
   WEFT_ASSIGN_OR_RETURN(bool keep, Accept(bytes));
-  if (keep) bytes_ = std::make_shared<const std::string>(bytes);
+  if (keep) state_->bytes = std::make_shared<const std::string>(bytes);
   return Status::Ok();
 }
 
 Status Baggage::DeserializeOwned(std::string&& bytes) {
   WEFT_ASSIGN_OR_RETURN(bool keep, Accept(bytes));
-  if (keep) bytes_ = std::make_shared<const std::string>(std::move(bytes));
+  if (keep) state_->bytes = std::make_shared<const std::string>(std::move(bytes));
   return Status::Ok();
 }
 
 Status Baggage::Decode() {
-  if (!decoded_) DecodeNow();
-  return decode_status_;
+  if (!state_) return Status::Ok();
+  if (!state_->decoded) DecodeNow();
+  return state_->decode_status;
 }
 
 void Baggage::DecodeNow(const query::Baggage* known) {
-  decoded_ = true;
-  Status s = DecodeBytes(known);
-  if (!s.ok()) {
+  state_->decoded = true;
+  Status status = DecodeBytes(known);
+  if (!status.ok()) {
     GlobalBaggageCounters().decode_rejected.fetch_add(1, std::memory_order_relaxed);
-    Clear();
-    decode_status_ = std::move(s);
+    *state_ = State{};  // in place: the callers hold references into it
+    state_->decode_status = std::move(status);
   }
 }
 
 Status Baggage::DecodeBytes(const query::Baggage* known) {
-  Reader r(*bytes_);
+  State& s = *state_;
+  Reader r(*s.bytes);
   uint8_t version;
   std::string_view origin_bytes;
   if (!r.Byte(version) || !r.Bytes(8, origin_bytes)) return Bad(r, "no origin");
@@ -567,12 +532,12 @@ Status Baggage::DecodeBytes(const query::Baggage* known) {
     frozen.push_back(std::move(instance));
   }
   if (r.left() != 0) return Bad(r, "bytes after the baggage");
-  origin_ = origin;
-  stamp_ = std::move(*stamp);
-  arrived_ = uint32_t(frozen.size());
-  contents_.Restore(std::move(frozen), std::move(active));
-  storage_.push_back(std::move(bytes_));
-  bytes_.reset();
+  s.origin = origin;
+  s.stamp = std::move(*stamp);
+  s.arrived = uint32_t(frozen.size());
+  s.contents.Restore(std::move(frozen), std::move(active));
+  s.storage.push_back(std::move(s.bytes));
+  s.bytes.reset();
   return Status::Ok();
 }
 

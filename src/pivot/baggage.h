@@ -120,28 +120,28 @@ BaggageCounters& GlobalBaggageCounters();
 
 class Baggage {
  public:
-  Baggage();  // empty, a new request: makes nothing until something is packed
-  Baggage(Baggage&&) noexcept;
-  Baggage& operator=(Baggage&&) noexcept;
-  ~Baggage();
+  Baggage() = default;  // empty, a new request: makes nothing until something is packed
+  // A moved-from baggage is a fresh, empty one (a new request).
+  Baggage(Baggage&&) noexcept = default;
+  Baggage& operator=(Baggage&&) noexcept = default;
+  ~Baggage() = default;
   // No copies: a copy would share this branch's clock id. Split() makes a branch.
   Baggage(const Baggage&) = delete;
   Baggage& operator=(const Baggage&) = delete;
-  // Exchanges two baggages; unlike a move, which leaves a fresh seed behind, it makes and
-  // frees nothing (a thread taking up a request and putting it down: testbed/instrumentation.h).
-  friend void swap(Baggage& a, Baggage& b) noexcept;
+  friend void swap(Baggage& a, Baggage& b) noexcept { a.state_.swap(b.state_); }
 
   // Empties the baggage and starts a new request (a new lineage, drawn when needed).
-  void Clear();
+  void Clear() { state_.reset(); }
 
   // The tuples, for advice to pack and unpack. Decodes on first use. The reference stays
-  // valid until this baggage is moved from, assigned or destroyed.
+  // valid until this baggage is moved from, assigned, cleared or destroyed.
   query::Baggage& Contents() {
-    if (!decoded_) DecodeNow();
-    return contents_;
+    State& s = Made();
+    if (!s.decoded) DecodeNow();
+    return s.contents;
   }
   // The number of tuples over every instance (decodes).
-  size_t tuples() { return Contents().tuples(); }
+  size_t tuples() { return state_ ? Contents().tuples() : 0; }
 
   // Table 4's split(): this baggage keeps one side; the result is the other branch.
   Baggage Split();
@@ -170,58 +170,70 @@ class Baggage {
   Status DeserializeOwned(std::string&& bytes);
   // Decodes now; the status of the decode (ok if there was nothing to decode).
   Status Decode();
-  const Status& decode_status() const { return decode_status_; }
+  const Status& decode_status() const;
   // Advice's packs into this baggage so far (query::Baggage::packs): unchanged across a
   // tracepoint's firing, its advice packed nothing here, and the baggage serializes as
   // before (or it failed to decode: see decode_status()).
-  uint64_t packs() const { return contents_.packs(); }
-  bool decoded() const { return decoded_; }
+  uint64_t packs() const { return state_ ? state_->contents.packs() : 0; }
+  bool decoded() const { return !state_ || state_->decoded; }
 
   // A copy of `s` that lives as long as this baggage and its branches.
   std::string_view Intern(std::string_view s);
 
   const itc::Stamp& stamp() {
-    if (!decoded_) DecodeNow();
+    State& s = Made();
+    if (!s.decoded) DecodeNow();
     Seed();
-    return *stamp_;
+    return *s.stamp;
   }
 
  private:
+  using Storage = absl::InlinedVector<std::shared_ptr<const std::string>, 2>;
+  // Everything a baggage holds. A fresh baggage (a new request, one moved from) has none:
+  // where no query packs, instrumentation moves, swaps and destroys baggage several times a
+  // request, and then each costs what a pointer's does.
+  struct State {
+    // The lineage (above) and this branch's stamp; 0 and none until something needs them
+    // (a pack names, splits or serializes): a request no query packs into never draws an
+    // origin or makes a stamp. Drawn on first use, also by a const Serialize.
+    uint64_t origin = 0;
+    std::optional<itc::Stamp> stamp;
+    query::Baggage contents;
+    // Decoded or not: when not, `bytes` holds the serialized form and `contents` is empty.
+    bool decoded = true;
+    std::shared_ptr<const std::string> bytes;
+    Status decode_status;
+    // How many of the frozen instances (the first ones) were decoded from the bytes this
+    // baggage was given: what a reply leaves out (SerializeReplyTo).
+    uint32_t arrived = 0;
+    // What string values point into: decoded bytes and interned strings, shared by
+    // branches. A request's baggage mostly points into one or two blocks (what it arrived
+    // as, and a reply): inline, so that neither it nor a branch's copy allocates.
+    Storage storage;
+  };
+  State& Made() {
+    if (!state_) state_ = std::make_unique<State>();
+    return *state_;
+  }
+
   // Checks Deserialize's bytes (counting a refusal) after emptying this baggage; true when
   // there are bytes to keep.
   Result<bool> Accept(std::string_view bytes);
   // `known`: frozen instances to leave out (a branch decoded only to be joined into it).
+  // Leaves state_ where it is, reset in place when the bytes fail to decode.
   void DecodeNow(const query::Baggage* known = nullptr);
   Status DecodeBytes(const query::Baggage* known);
-  // Draws the lineage's origin and seeds its stamp, if not yet done (see origin_).
+  // Draws the lineage's origin and seeds its stamp, if not yet done; state_ is made.
   void Seed() const;
   // Names the active instance with an event of this branch's stamp, if it holds tuples.
   void NameActive();
-  using Storage = absl::InlinedVector<std::shared_ptr<const std::string>, 2>;
   void Share(const Storage& storage);
   // A baggage that holds something (the callers check), with this origin and stamp.
   // `skip`: leaves out the first `skip` frozen instances.
   static void SerializeDecoded(std::string& out, uint64_t origin, const itc::Stamp& stamp,
                                const query::Baggage& contents, size_t skip = 0);
 
-  // The lineage (above) and this branch's stamp; 0 and none until something needs them (a
-  // pack names, splits or serializes): a request no query packs into never draws an origin
-  // or makes a stamp, so instrumentation with no query woven makes and frees nothing for
-  // them. Mutable: drawn on first use, also by a const Serialize.
-  mutable uint64_t origin_ = 0;
-  mutable std::optional<itc::Stamp> stamp_;
-  query::Baggage contents_;
-  // Decoded or not: when not, bytes_ holds the serialized form and contents_ is empty.
-  bool decoded_ = true;
-  std::shared_ptr<const std::string> bytes_;
-  Status decode_status_;
-  // How many of the frozen instances (the first ones) were decoded from the bytes this
-  // baggage was given: what a reply leaves out (SerializeReplyTo).
-  uint32_t arrived_ = 0;
-  // What string values point into: decoded bytes and interned strings, shared by branches.
-  // A request's baggage mostly points into one or two blocks (what it arrived as, and a
-  // reply): inline, so that neither it nor a branch's copy allocates.
-  Storage storage_;
+  std::unique_ptr<State> state_;
 };
 
 }  // namespace weft::pivot

@@ -82,14 +82,6 @@ class Baggage {
     return *this;
   }
 
-  // Exchanges the contents member by member (pivot::Baggage's swap, several per request).
-  friend void swap(Baggage& a, Baggage& b) noexcept {
-    if (!a.frozen_.empty() || !b.frozen_.empty()) a.frozen_.swap(b.frozen_);
-    std::swap(a.active_.id, b.active_.id);
-    a.active_.name.swap(b.active_.name);
-    a.active_.slots.swap(b.active_.slots);
-  }
-
   void Clear();
   size_t tuples() const;  // over every instance and slot
 
@@ -98,7 +90,7 @@ class Baggage {
   PackedTuples& Active(uint32_t slot, uint32_t width, uint32_t partials);
   // How many times Active() was called on this object: unchanged, nothing was packed since
   // (a reply's baggage need not be serialized again after its Reply advice ran). It stays
-  // with the object: swap, Clear and Restore leave it, a move takes it along.
+  // with the object: Clear and Restore leave it, a move takes it along.
   uint64_t packs() const { return packs_; }
 
   // Calls fn(const PackedTuples&) for `slot` in every instance that has some, frozen ones

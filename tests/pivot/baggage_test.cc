@@ -274,7 +274,7 @@ TEST(Baggage, TheLineageIsDrawnWhenFirstNeeded) {
 
 // What a reply relies on to skip serializing its baggage again after Reply's advice:
 // packs() moves with every pack and with nothing else a firing may do to it (decode,
-// unpack), and stays with the object across the swaps that take a request up.
+// unpack), and goes with the contents when baggages are swapped.
 TEST(Baggage, PacksCountPacksOnly) {
   Baggage b;
   const uint64_t start = b.packs();
@@ -290,8 +290,8 @@ TEST(Baggage, PacksCountPacksOnly) {
   EXPECT_EQ(received.packs(), before + 1);
   const uint64_t mine = b.packs(), theirs = received.packs();
   swap(b, received);
-  EXPECT_EQ(b.packs(), mine);
-  EXPECT_EQ(received.packs(), theirs);
+  EXPECT_EQ(b.packs(), theirs);
+  EXPECT_EQ(received.packs(), mine);
 }
 
 TEST(Baggage, BadBytesAreRefusedAndCounted) {
