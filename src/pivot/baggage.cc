@@ -268,6 +268,56 @@ Status ReadSlots(Reader& r, std::vector<PackedTuples>& slots) {
 
 }  // namespace
 
+namespace {
+
+// The states kept by this thread for the next baggages made on it. Trivially destructible,
+// so that a baggage ending after the thread's destructors ran (a thread_local one) still
+// finds it: `closed` then says to free its state.
+struct KeptStates {
+  void* states[4];
+  int count;
+  bool closed;
+  void (*free)(void*);  // deletes a kept state (their type is Baggage's own)
+};
+constinit thread_local KeptStates t_kept{};
+
+// Frees what is kept when the thread ends, and closes the list.
+struct KeptStatesCloser {
+  ~KeptStatesCloser();
+};
+
+}  // namespace
+
+Baggage::State* Baggage::NewState() {
+  if (t_kept.count == 0) return new State();
+  return static_cast<State*>(t_kept.states[--t_kept.count]);
+}
+
+void Baggage::EndState::operator()(State* state) const {
+  if (t_kept.closed || t_kept.count == int(std::size(t_kept.states))) {
+    delete state;
+    return;
+  }
+  thread_local KeptStatesCloser closer;  // made on this thread's first keep
+  (void)closer;
+  t_kept.free = [](void* kept) { delete static_cast<State*>(kept); };
+  // As new, keeping the capacity of what it held (an instance's slots, inline blocks).
+  state->origin = 0;
+  state->stamp.reset();
+  state->contents.Clear();
+  state->decoded = true;
+  state->bytes.reset();
+  if (!state->decode_status.ok()) state->decode_status = Status::Ok();
+  state->arrived = 0;
+  state->storage.clear();
+  t_kept.states[t_kept.count++] = state;
+}
+
+KeptStatesCloser::~KeptStatesCloser() {
+  t_kept.closed = true;
+  while (t_kept.count > 0) t_kept.free(t_kept.states[--t_kept.count]);
+}
+
 const Status& Baggage::decode_status() const {
   static const Status ok;
   return state_ ? state_->decode_status : ok;
