@@ -304,7 +304,7 @@ void Baggage::EndState::operator()(State* state) const {
   // As new, keeping the capacity of what it held (an instance's slots, inline blocks).
   state->origin = 0;
   state->stamp.reset();
-  state->contents.Clear();
+  state->contents.Reset();
   state->decoded = true;
   state->bytes.reset();
   if (!state->decode_status.ok()) state->decode_status = Status::Ok();

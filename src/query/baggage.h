@@ -83,6 +83,12 @@ class Baggage {
   }
 
   void Clear();
+  // Clear, and packs() starts again from 0: as new, but keeping what the active instance's
+  // slots had allocated (a state kept for the next baggage, pivot/baggage.cc).
+  void Reset() {
+    Clear();
+    packs_ = 0;
+  }
   size_t tuples() const;  // over every instance and slot
 
   // The active instance's tuples of `slot`, for PACK to add to (it assigns the active

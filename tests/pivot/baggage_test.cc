@@ -12,6 +12,7 @@
 #include <limits>
 #include <random>
 #include <set>
+#include <thread>
 #include <vector>
 
 namespace weft::pivot {
@@ -292,6 +293,33 @@ TEST(Baggage, PacksCountPacksOnly) {
   swap(b, received);
   EXPECT_EQ(b.packs(), theirs);
   EXPECT_EQ(received.packs(), mine);
+}
+
+// A baggage's state goes back to its thread's few kept ones when it ends, and comes out as
+// new: nothing of the last request shows in the next. A thread's kept states are freed when
+// it ends (the ASan build's leak check), and a thread_local baggage that ends after that
+// frees its own.
+TEST(Baggage, EndedStatesAreReusedAsNew) {
+  std::thread([] {
+    thread_local Baggage last;  // ends after the thread's kept states were freed
+    Pack(last, 9);
+    for (int request = 0; request < 8; ++request) {
+      Baggage b;
+      EXPECT_EQ(b.tuples(), 0u);
+      EXPECT_TRUE(b.Serialize().empty());
+      Pack(b, request);
+      EXPECT_EQ(b.packs(), 1u);  // counted from 0, whatever the state counted before
+      Baggage received;
+      ASSERT_TRUE(received.Deserialize(b.Serialize()).ok());
+      EXPECT_EQ(Unpack(received), (std::vector<int64_t>{request}));
+      Baggage bad;
+      EXPECT_FALSE(bad.Deserialize(std::string(1, char(kBaggageFormatVersion))).ok() &&
+                   bad.Decode().ok());
+    }
+    Baggage fresh;
+    EXPECT_TRUE(fresh.decode_status().ok());
+    EXPECT_EQ(fresh.tuples(), 0u);
+  }).join();
 }
 
 TEST(Baggage, BadBytesAreRefusedAndCounted) {
