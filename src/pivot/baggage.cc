@@ -301,16 +301,19 @@ void Baggage::EndState::operator()(State* state) const {
   thread_local KeptStatesCloser closer;  // made on this thread's first keep
   (void)closer;
   t_kept.free = [](void* kept) { delete static_cast<State*>(kept); };
-  // As new, keeping the capacity of what it held (an instance's slots, inline blocks).
-  state->origin = 0;
-  state->stamp.reset();
-  state->contents.Reset();
-  state->decoded = true;
-  state->bytes.reset();
-  if (!state->decode_status.ok()) state->decode_status = Status::Ok();
-  state->arrived = 0;
-  state->storage.clear();
+  state->Reset();
   t_kept.states[t_kept.count++] = state;
+}
+
+void Baggage::State::Reset() {
+  origin = 0;
+  stamp.reset();
+  contents.Reset();
+  decoded = true;
+  bytes.reset();
+  if (!decode_status.ok()) decode_status = Status::Ok();
+  arrived = 0;
+  storage.clear();
 }
 
 KeptStatesCloser::~KeptStatesCloser() {
@@ -361,7 +364,7 @@ Baggage Baggage::Split() {
   if (!s.decoded) DecodeNow();
   // With nothing to share, the branch starts a lineage of its own: no fork, and its join
   // back (of nothing, or of tuples named with its origin) needs no stamp either.
-  if (s.contents.frozen().empty() && s.contents.tuples() == 0) return Baggage();
+  if (s.HoldsNothing()) return Baggage();
   NameActive();
   Seed();  // frozen instances joined in from another lineage, nothing packed here yet
   Baggage branch;
@@ -378,7 +381,7 @@ void Baggage::Join(Baggage&& branch) {
   // always of another lineage: a branch split from this one holds its frozen instances.
   if (!branch.state_) return;
   State& b = *branch.state_;
-  if (b.decoded && b.contents.frozen().empty() && b.contents.tuples() == 0) {
+  if (b.decoded && b.HoldsNothing()) {
     branch.Clear();
     return;
   }
@@ -402,7 +405,7 @@ void Baggage::SplitSerializeTo(std::string& out) {
   if (!state_) return;  // sent as nothing
   State& s = *state_;
   if (!s.decoded) DecodeNow();
-  if (s.contents.frozen().empty() && s.contents.tuples() == 0) return;
+  if (s.HoldsNothing()) return;
   NameActive();
   Seed();
   // The branch Split would make holds the frozen instances and a fork of the stamp; this
@@ -420,8 +423,7 @@ void Baggage::SerializeTo(std::string& out) const {
     out += *s.bytes;
     return;
   }
-  // Frozen instances first: counting tuples walks every instance's slots.
-  if (s.contents.frozen().empty() && s.contents.tuples() == 0) return;
+  if (s.HoldsNothing()) return;
   Seed();
   SerializeDecoded(out, s.origin, *s.stamp, s.contents);
 }
@@ -524,7 +526,7 @@ void Baggage::DecodeNow(const query::Baggage* known) {
   Status status = DecodeBytes(known);
   if (!status.ok()) {
     GlobalBaggageCounters().decode_rejected.fetch_add(1, std::memory_order_relaxed);
-    *state_ = State{};  // in place: the callers hold references into it
+    state_->Reset();  // in place: the callers hold references into it
     state_->decode_status = std::move(status);
   }
 }

@@ -210,6 +210,12 @@ class Baggage {
     // branches. A request's baggage mostly points into one or two blocks (what it arrived
     // as, and a reply): inline, so that neither it nor a branch's copy allocates.
     Storage storage;
+
+    // No tuples, in no instance: serialized as nothing, split and joined as nothing.
+    // Frozen instances first: counting tuples walks every instance's slots.
+    bool HoldsNothing() const { return contents.frozen().empty() && contents.tuples() == 0; }
+    // As new (packs() from 0 again), keeping what its containers had allocated.
+    void Reset();
   };
   // A baggage's state comes from, and goes back to, a few kept by each thread (baggage.cc):
   // with a query a hop makes and ends several (its request's, a reply's), and allocating
