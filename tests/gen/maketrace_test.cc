@@ -7,11 +7,30 @@
 #include <map>
 #include <set>
 
+#include "gen/scenario_files.h"
 #include "gen_testing.h"
 #include "infer/truth/truth.h"
 
 namespace weft {
 namespace {
+
+// Each built-in scenario's TOML comes from its file in src/gen/scenarios/, and every file
+// there is some scenario's.
+TEST(MakeTrace, EveryScenarioHasItsFile) {
+  std::set<std::string_view> used;
+  for (const Scenario& s : BuiltinScenarios()) {
+    Result<std::string> text = ScenarioConfigText(s.name);
+    ASSERT_TRUE(text.ok()) << s.name;
+    EXPECT_NE(text->find(fmt::format("# {}:", s.name)), std::string::npos) << s.name;
+    for (const ScenarioFile& f : ScenarioFiles()) {
+      std::string_view body = f.text.substr(0, f.text.find('%'));
+      if (!body.empty() && text->find(body.substr(0, 200)) != std::string::npos)
+        used.insert(f.name);
+    }
+  }
+  for (const ScenarioFile& f : ScenarioFiles()) EXPECT_TRUE(used.contains(f.name)) << f.name;
+  EXPECT_EQ(ScenarioFiles().size(), 11u);
+}
 
 TEST(MakeTrace, EveryScenarioFollowsTheConvention) {
   for (const Scenario& s : BuiltinScenarios()) {
