@@ -14,7 +14,8 @@
 //     event loop that sends any client's request on any idle connection to web0; and h2o
 //     2.2: two event loops that share their connections to web0; Apache Traffic Server
 //     9.2: two event threads, each with its own pool of connections to web0.
-//   Node.js 20, one JavaScript event loop beside its runtime's helper threads; gunicorn
+//   Node.js 20, one JavaScript event loop beside its runtime's helper threads; aiohttp on
+//   Python's asyncio, one loop that forwards each request a few turns after reading it; gunicorn
 //   with a Flask service, a thread pool whose threads pass CPython's lock around; and
 //   Caddy 2.6, a Go program, which capture cannot see: weft must say so.
 //
@@ -1133,6 +1134,46 @@ TEST_F(NodeTest, DefaultCaptureMissesFewTreesAndAutoSaysHowToRecapture) {
     EXPECT_NE(s.auto_says.find("recapture with weft capture --sync off"), std::string::npos)
         << s.auto_says;
   }
+}
+
+// ---------------------------------------------------------------------------------------
+// aiohttp 3.8 on Python's asyncio (tests/capture/aiohttp_proxy.py): one event loop in one
+// thread, every request sent on to web0 over a session's pool of at most 8 kept
+// connections that any request may use. asyncio queues its work: the loop reads a request,
+// and its task forwards it a few turns later, after the loop has read other requests and
+// replies and answered earlier requests. Fragment follows each such request to its
+// forward by content, first come among the same URL (a guess, which auto reports; right
+// for asyncio's first-come queue but for a few forwards when the pool's connections are
+// first opened: a task's connect counts as acting on the request read last, which then
+// is not followed; at most one tree for each of the 8 connections). Before an output for
+// another request stopped counting as acting on the request read last, fragment got 33%
+// of these trees.
+
+class AiohttpTest : public HandoffServerTest {
+ protected:
+  Scores Run() {
+    return RunPrinted("aiohttp", [](const std::string&, uint16_t port, uint16_t web) {
+      // The process's program is the interpreter's file: python3.11 on Debian 12.
+      std::string python = fs::canonical("/usr/bin/python3").filename().string();
+      return Server{python,
+                    {"/usr/bin/python3", AIOHTTP_PROXY, std::to_string(port), std::to_string(web)},
+                    SIGTERM,
+                    ""};
+    });
+  }
+  static bool Ready() { return testing::Shell("/usr/bin/python3 -c 'import aiohttp'").rc == 0; }
+};
+
+TEST_F(AiohttpTest, ALoopThatQueuesItsWorkHasItsRequestsFollowedFirstCome) {
+  if (!Ready()) GTEST_SKIP() << "aiohttp not installed (scripts/install-deps)";
+  Scores s = Run();
+  ASSERT_GT(s.requests, 0u);
+  const int misses = 8 + int(s.requests) / 100;  // a connection's first forward, and 1%
+  EXPECT_GE(s.fragment, int(s.requests) - misses);
+  EXPECT_GT(s.followed, int64_t(s.requests) / 2);
+  EXPECT_EQ(s.algorithm, AutoAlgorithm::kFragment) << s.auto_says;
+  EXPECT_GE(s.chosen, int(s.requests) - misses) << s.auto_says;
+  EXPECT_NE(s.auto_says.find("chosen first-come"), std::string::npos) << s.auto_says;
 }
 
 // ---------------------------------------------------------------------------------------

@@ -159,9 +159,9 @@ class FragmentScan {
     FindThreadsServingOneAtATime(events);
     for (const ThreadEvent& e : events) {
       TrackOwed(owing_, e);
-      // Anything a thread does but read (a send, a connect, a hand-off, a spawn) is acting on
-      // the input it read last.
-      if (e.step != Step::kReceive && e.step != Step::kFirstRead)
+      // Anything a thread does but read (a connect, a hand-off, a spawn, most sends) is
+      // acting on the input it read last; Send says which sends are not.
+      if (e.step != Step::kReceive && e.step != Step::kFirstRead && e.step != Step::kSend)
         unacted_.erase({e.node, e.thread});
       switch (e.step) {
         case Step::kProcessLink:
@@ -249,12 +249,20 @@ class FragmentScan {
   }
 
   // The threads that never read a request while they owed the reply to one they had read
-  // before (each answering it themselves): a thread per request or per connection.
+  // before (each answering it themselves): a thread per request or per connection. And the
+  // nodes where one thread sends everything.
   void FindThreadsServingOneAtATime(std::span<const ThreadEvent> events) {
     absl::flat_hash_map<Thread, MessageId> owing;
     absl::flat_hash_set<Thread> overlapping;
+    absl::flat_hash_map<uint32_t, ThreadId> sender;
+    absl::flat_hash_set<uint32_t> several;
     for (const ThreadEvent& e : events) {
       if (TrackOwed(owing, e)) overlapping.insert({e.node, e.thread});
+      if (e.step == Step::kSend && sender.try_emplace(e.node, e.thread).first->second != e.thread)
+        several.insert(e.node);
+    }
+    for (const auto& [node, thread] : sender) {
+      if (!several.contains(node)) one_sender_.insert(node);
     }
     for (const auto& [thread, owed] : owing) {
       if (!overlapping.contains(thread)) one_at_a_time_.insert(thread);
@@ -366,6 +374,19 @@ class FragmentScan {
   }
 
   void Send(const ThreadEvent& e) {
+    // Acting on the input read last, unless the output is the forward of a request set
+    // aside before it by a node's only thread: a loop that queues its work (Python's
+    // asyncio) forwards requests it read before and gets to the one it read last a few
+    // turns later, after other inputs; that one is then set aside too (Receive), and its
+    // forward followed by content, first come. Where several threads send, first come
+    // is no order the program keeps (Traffic Server's two loops without isolation lost a
+    // tenth of their trees to it), and any output is acting.
+    const bool followed = SendFor(e);
+    if (!followed || !one_sender_.contains(e.node)) unacted_.erase({e.node, e.thread});
+  }
+
+  // Places the output `e` sent; true if it is a call followed to a request set aside.
+  bool SendFor(const ThreadEvent& e) {
     senders_.insert({e.node, e.thread});
     const MessageKind kind = c_.kind[e.message];
     if (kind == MessageKind::kReturn) {
@@ -381,18 +402,20 @@ class FragmentScan {
                                   held->second != call_of_[e.message];
       }
       EndInheritance(call_of_[e.message]);
-      return;
+      return false;
     }
     if (auto sent_for = sent_for_.find(e.message); sent_for != sent_for_.end()) {
       parent_[e.message] = sent_for->second;
       outputs_without_request_ += !sent_for->second.valid();
       sent_for_.erase(sent_for);
-      return;
+      return false;
     }
     const MessageId current = designation_[{e.node, e.thread}];
     auto connected = connected_for_.find(e.message);
     MessageId placed = connected != connected_for_.end() ? connected->second : current;  // rule 2
-    if (kind == MessageKind::kCall) placed = FollowSetAside(e.node, MessageId(e.message), placed);
+    bool followed = false;
+    if (kind == MessageKind::kCall)
+      placed = FollowSetAside(e.node, MessageId(e.message), placed, &followed);
     parent_[e.message] = placed;
     if (placed.valid()) acted_on_[placed.value()] = true;
     outputs_without_request_ += !placed.valid();
@@ -410,6 +433,7 @@ class FragmentScan {
                                   guessed_.contains({e.node, e.thread});
     server_calls_outside_ +=
         !parent_[e.message].valid() && kind == MessageKind::kCall && serves_[e.node];
+    return followed;
   }
 
   // A request its thread read and then read another input after, before acting on it: the
@@ -432,7 +456,7 @@ class FragmentScan {
   // served first come would, or a loop working through what it read in order: a guess,
   // counted. (Taking the one it would be placed in, the latest read, got squid without
   // isolation 31-33% of its trees; first come, all of them.)
-  MessageId FollowSetAside(uint32_t node, MessageId call, MessageId placed) {
+  MessageId FollowSetAside(uint32_t node, MessageId call, MessageId placed, bool* followed) {
     auto it = set_aside_.find(node);
     if (it == set_aside_.end()) return placed;
     std::vector<Waiting>& waiting = it->second;
@@ -454,6 +478,7 @@ class FragmentScan {
     ++(match->shared ? shared_read_found_ : set_aside_found_);
     const MessageId request = match->request;
     waiting.erase(match);
+    *followed = true;
     return request;
   }
 
@@ -523,6 +548,7 @@ class FragmentScan {
   // FindThreadsServingOneAtATime's threads, and per thread the request it read and has not
   // answered yet.
   absl::flat_hash_set<Thread> one_at_a_time_;
+  absl::flat_hash_set<uint32_t> one_sender_;  // nodes where one thread sends every message
   absl::flat_hash_map<Thread, MessageId> owing_;
   int64_t outputs_without_request_ = 0, server_calls_outside_ = 0, requests_spawned_ = 0,
           ended_by_answer_ = 0;

@@ -24,8 +24,11 @@
 //     read and had not acted on when another input came (set aside by the program, as
 //     pgbouncer's waiting clients are, or read together with others: an HTTP/2 read): it
 //     forwards that request, the first read first among several with the same content (a
-//     guess, counted). A departure: BorderPatrol matches content only across untraced
-//     modules (witnesses, below);
+//     guess, counted). Where one thread sends all of a node's messages, forwarding a
+//     request set aside before is not acting on the request read last, which is then set
+//     aside in turn when the next input comes: a loop that queues its work (Python's
+//     asyncio) reads a request and forwards it a few turns later. A departure: BorderPatrol
+//     matches content only across untraced modules (witnesses, below);
 //   - a fork or exec (the trace's process links, from reconcile) gives every thread of the
 //     new process (image) the request the forking thread was in at the fork (§5.5:
 //     "spawned modules consist of an implicit initial fragment"), so a CGI-style child's
