@@ -1144,10 +1144,9 @@ TEST_F(NodeTest, DefaultCaptureMissesFewTreesAndAutoSaysHowToRecapture) {
 // replies and answered earlier requests. Fragment follows each such request to its
 // forward by content, first come among the same URL (a guess, which auto reports; right
 // for asyncio's first-come queue but for a few forwards when the pool's connections are
-// first opened: a task's connect counts as acting on the request read last, which then
-// is not followed; at most one tree for each of the 8 connections). Before an output for
-// another request stopped counting as acting on the request read last, fragment got 33%
-// of these trees.
+// first opened, whichever connects first sending first: at most one tree for each of the
+// 8 connections). Before an output for another request stopped counting as acting on the
+// request read last, fragment got 33% of these trees.
 
 class AiohttpTest : public HandoffServerTest {
  protected:

@@ -234,23 +234,29 @@ TEST(PreciseAlgorithms, RequestsSetAsideWithTheSameContentAreFollowedFirstCome) 
 }
 
 // A loop that queues its work (Python's asyncio): it reads request 1, then request 2,
-// forwards 1, reads 1's reply, and only then forwards 2, answering 1 after. Forwarding 1
-// is not acting on 2, the request read last: 2 is set aside when 1's reply comes, and its
-// forward followed to it (first come among the same URL: a guess, counted). Before, the
-// forward of 1 counted as acting on 2, and 2's forward went to 1 with the reply's turn.
+// forwards 1 (on a connection it opens for it first, or on one it had), reads 1's reply,
+// and only then forwards 2, answering 1 after. Forwarding 1, and connecting for it while
+// 1 waits, is not acting on 2, the request read last: 2 is set aside when 1's reply
+// comes, and its forward followed to it (first come among the same URL: a guess,
+// counted). Before, either counted as acting on 2, and 2's forward went to 1 with the
+// reply's turn.
 TEST(PreciseAlgorithms, ALoopThatQueuesItsWorkHasEachForwardFollowed) {
-  TwoRequests r;
-  uint32_t one = r.Request(1, 1, 10, 10, 10, {0, 10, 20, 25, 35, 40, 45, 50});
-  uint32_t two = r.Request(2, 2, 10, 10, 10, {12, 15, 42, 47, 55, 60, 65, 70});
-  for (uint32_t row : {one - 1, one, two - 1, two}) {
-    r.Attribute(row, "http.method", "GET");
-    r.Attribute(row, "http.url", "/r0");
+  for (bool connects : {false, true}) {
+    SCOPED_TRACE(connects ? "connects for 1" : "a connection it had");
+    TwoRequests r;
+    uint32_t one = r.Request(1, 1, 10, 10, 10, {0, 10, 20, 25, 35, 40, 45, 50});
+    uint32_t two = r.Request(2, 2, 10, 10, 10, {12, 15, 42, 47, 55, 60, 65, 70});
+    for (uint32_t row : {one - 1, one, two - 1, two}) {
+      r.Attribute(row, "http.method", "GET");
+      r.Attribute(row, "http.url", "/r0");
+    }
+    if (connects) r.Connected(one, 18);
+    Result<FragmentInference> fragment = InferFragment(r.Build());
+    ASSERT_TRUE(fragment.ok());
+    EXPECT_EQ(fragment->counters.inputs_before_acting, 2);
+    EXPECT_EQ(fragment->counters.set_aside_forwards_found, 2);
+    EXPECT_EQ(r.Score(InferFragment).exact, 2u);
   }
-  Result<FragmentInference> fragment = InferFragment(r.Build());
-  ASSERT_TRUE(fragment.ok());
-  EXPECT_EQ(fragment->counters.inputs_before_acting, 2);
-  EXPECT_EQ(fragment->counters.set_aside_forwards_found, 2);
-  EXPECT_EQ(r.Score(InferFragment).exact, 2u);
 }
 
 // One read brings two requests (the HEADERS of two HTTP/2 streams) and the loop forwards

@@ -160,8 +160,10 @@ class FragmentScan {
     for (const ThreadEvent& e : events) {
       TrackOwed(owing_, e);
       // Anything a thread does but read (a connect, a hand-off, a spawn, most sends) is
-      // acting on the input it read last; Send says which sends are not.
-      if (e.step != Step::kReceive && e.step != Step::kFirstRead && e.step != Step::kSend)
+      // acting on the input it read last; Send says which sends are not, QueuedWork which
+      // connects.
+      if (e.step != Step::kReceive && e.step != Step::kFirstRead && e.step != Step::kSend &&
+          !(e.step == Step::kConnect && QueuedWork(e.node)))
         unacted_.erase({e.node, e.thread});
       switch (e.step) {
         case Step::kProcessLink:
@@ -373,6 +375,18 @@ class FragmentScan {
     guessed_.erase(self);
   }
 
+  // Whether `node`'s one sending thread has requests set aside that it has not acted on
+  // yet: a loop working through a queue of its own, whose connect may be for any of them
+  // (asyncio's task opening a pool connection for the oldest), not the one read last.
+  bool QueuedWork(uint32_t node) {
+    if (!one_sender_.contains(node)) return false;
+    auto it = set_aside_.find(node);
+    return it != set_aside_.end() &&
+           std::any_of(it->second.begin(), it->second.end(), [&](const Waiting& w) {
+             return !answered_[w.request.value()] && !acted_on_[w.request.value()];
+           });
+  }
+
   void Send(const ThreadEvent& e) {
     // Acting on the input read last, unless the output is the forward of a request set
     // aside before it by a node's only thread: a loop that queues its work (Python's
@@ -446,6 +460,9 @@ class FragmentScan {
     const Content content = ContentOf(fields_, request);
     if (!Known(content)) return;
     std::vector<Waiting>& waiting = set_aside_[node];
+    if (std::any_of(waiting.begin(), waiting.end(),
+                    [&](const Waiting& w) { return w.request == request; }))
+      return;  // set aside already (read with another, then followed by another input)
     if (waiting.size() == kMaxSetAside) waiting.erase(waiting.begin());
     waiting.push_back({request, shared, content});
   }
@@ -472,8 +489,8 @@ class FragmentScan {
     auto same = [&](const Waiting& w) { return w.content == content; };
     auto match = std::find_if(waiting.begin(), waiting.end(), same);
     if (match == waiting.end()) return placed;
-    const bool placed_same =
-        placed.valid() && !answered_[placed.value()] && ContentOf(fields_, placed) == content;
+    const bool placed_same = placed.valid() && placed != match->request &&
+                             !answered_[placed.value()] && ContentOf(fields_, placed) == content;
     set_aside_guessed_ += placed_same || std::any_of(match + 1, waiting.end(), same);
     ++(match->shared ? shared_read_found_ : set_aside_found_);
     const MessageId request = match->request;

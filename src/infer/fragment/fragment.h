@@ -25,9 +25,10 @@
 //     pgbouncer's waiting clients are, or read together with others: an HTTP/2 read): it
 //     forwards that request, the first read first among several with the same content (a
 //     guess, counted). Where one thread sends all of a node's messages, forwarding a
-//     request set aside before is not acting on the request read last, which is then set
-//     aside in turn when the next input comes: a loop that queues its work (Python's
-//     asyncio) reads a request and forwards it a few turns later. A departure: BorderPatrol
+//     request set aside before (or connecting while such requests wait) is not acting on
+//     the request read last, which is then set aside in turn when the next input comes: a
+//     loop that queues its work (Python's asyncio) reads a request and forwards it a few
+//     turns later. A departure: BorderPatrol
 //     matches content only across untraced modules (witnesses, below);
 //   - a fork or exec (the trace's process links, from reconcile) gives every thread of the
 //     new process (image) the request the forking thread was in at the fork (§5.5:
