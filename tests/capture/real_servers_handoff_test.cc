@@ -15,9 +15,9 @@
 //     2.2: two event loops that share their connections to web0; Apache Traffic Server
 //     9.2: two event threads, each with its own pool of connections to web0.
 //   Node.js 20, one JavaScript event loop beside its runtime's helper threads; aiohttp on
-//   Python's asyncio, one loop that forwards each request a few turns after reading it; gunicorn
-//   with a Flask service, a thread pool whose threads pass CPython's lock around; and
-//   Caddy 2.6, a Go program, which capture cannot see: weft must say so.
+//   Python's asyncio, one loop that forwards each request a few turns after reading it;
+//   gunicorn with a Flask service, a thread pool whose threads pass CPython's lock around;
+//   and Caddy 2.6, a Go program, which capture cannot see: weft must say so.
 //
 // Each request's whole tree (client -> server -> web0 -> db0 and back) is scored against the
 // X-Weft-Ids header the testbed puts in every message, for --algo thread, fragment and auto.
