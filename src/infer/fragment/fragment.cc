@@ -382,9 +382,13 @@ class FragmentScan {
     if (!one_sender_.contains(node)) return false;
     auto it = set_aside_.find(node);
     return it != set_aside_.end() &&
-           std::any_of(it->second.begin(), it->second.end(), [&](const Waiting& w) {
-             return !answered_[w.request.value()] && !acted_on_[w.request.value()];
-           });
+           std::any_of(it->second.begin(), it->second.end(),
+                       [&](const Waiting& w) { return !Done(w.request); });
+  }
+
+  // A request set aside waits no more once an output was placed in it or it was answered.
+  bool Done(MessageId request) const {
+    return answered_[request.value()] || acted_on_[request.value()];
   }
 
   void Send(const ThreadEvent& e) {
@@ -477,9 +481,7 @@ class FragmentScan {
     auto it = set_aside_.find(node);
     if (it == set_aside_.end()) return placed;
     std::vector<Waiting>& waiting = it->second;
-    std::erase_if(waiting, [&](const Waiting& w) {
-      return answered_[w.request.value()] || acted_on_[w.request.value()];
-    });
+    std::erase_if(waiting, [&](const Waiting& w) { return Done(w.request); });
     if (waiting.empty()) {
       set_aside_.erase(it);
       return placed;
