@@ -37,6 +37,12 @@ SetAsideNotes DescribeSetAside(const FragmentCounters& f) {
           "; {} of them chosen first-come among requests with the same content, a guess "
           "where the program does not serve them in the order they came",
           f.set_aside_forwards_guessed);
+      if (f.set_aside_forwards_reordered > 0) {
+        notes.found += fmt::format(
+            " ({} then given to another by the order of the replies, which a loop answers as "
+            "they come)",
+            f.set_aside_forwards_reordered);
+      }
     }
   }
   if (const int64_t rest = f.inputs_sharing_a_read - f.shared_read_forwards_found; rest > 0) {

@@ -1176,6 +1176,88 @@ TEST_F(AiohttpTest, ALoopThatQueuesItsWorkHasItsRequestsFollowedFirstCome) {
 }
 
 // ---------------------------------------------------------------------------------------
+// Tornado 6.2 (tests/capture/tornado_proxy.py) and uvicorn 0.17 with Starlette and httpx
+// (tests/capture/asgi_proxy.py): asyncio loops again, but their tasks forward when they get
+// a resolved address (Tornado resolves on a thread pool and connects for each request) or a
+// pool connection (httpx, 8 kept), in no order the trace shows: uvicorn forwarded 37% of
+// its requests first come. Each answers a request as soon as the reply its task waited for
+// is read, so fragment gives the forwards first come among requests with the same URL and
+// then back by the order of the replies. Answering another request is not acting on the
+// one read last, or Tornado's requests were not set aside (7 of 923 trees exact before).
+// The interpreter lock's passes between the loop and the pool threads, which capture's
+// default --sync logs as hand-offs, contradict the replies there, and auto says to
+// recapture with --sync off.
+
+class AsyncioProxyTest : public HandoffServerTest {
+ protected:
+  static std::string Python() {
+    // The process's program is the interpreter's file: python3.11 on Debian 12.
+    return fs::canonical("/usr/bin/python3").filename().string();
+  }
+  static bool Imports(const std::string& modules) {
+    return testing::Shell("/usr/bin/python3 -c 'import " + modules + "'").rc == 0;
+  }
+  Scores Tornado() {
+    return RunPrinted(capture_flags_.empty() ? "tornado" : "tornado, --sync off",
+                      [](const std::string&, uint16_t port, uint16_t web) {
+                        return Server{Python(),
+                                      {"/usr/bin/python3", TORNADO_PROXY, std::to_string(port),
+                                       std::to_string(web)},
+                                      SIGTERM,
+                                      ""};
+                      });
+  }
+  Scores Uvicorn() {
+    return RunPrinted(capture_flags_.empty() ? "uvicorn" : "uvicorn, --sync off",
+                      [](const std::string&, uint16_t port, uint16_t web) {
+                        return Server{
+                            Python(),
+                            {"/usr/bin/env", "WEFT_BACKEND=127.0.0.1:" + std::to_string(web),
+                             "/usr/bin/python3", "-m", "uvicorn", "--app-dir", ASGI_PROXY_DIR,
+                             "--port", std::to_string(port), "--no-access-log", "asgi_proxy:app"},
+                            SIGTERM,
+                            ""};
+                      });
+  }
+};
+
+// Quiet, 88-99% of Tornado's trees; under two busy loops 77-93%. What is left is not yet
+// understood (docs/precise.md).
+TEST_F(AsyncioProxyTest, TornadoWithoutSyncRecordsHasMostTreesFollowed) {
+  if (!Imports("tornado")) GTEST_SKIP() << "tornado not installed (scripts/install-deps)";
+  capture_flags_ = {"--sync", "off"};
+  Scores s = Tornado();
+  ASSERT_GT(s.requests, 0u);
+  EXPECT_GE(s.fragment, int(s.requests) * 6 / 10);
+  EXPECT_EQ(s.algorithm, AutoAlgorithm::kFragment) << s.auto_says;
+  EXPECT_NE(s.auto_says.find("chosen first-come"), std::string::npos) << s.auto_says;
+}
+
+TEST_F(AsyncioProxyTest, UvicornWithoutSyncRecordsHasItsForwardsGivenBackByTheirReplies) {
+  if (!Imports("uvicorn, httpx, starlette"))
+    GTEST_SKIP() << "uvicorn, httpx or starlette not installed (scripts/install-deps)";
+  capture_flags_ = {"--sync", "off"};
+  Scores s = Uvicorn();
+  ASSERT_GT(s.requests, 0u);
+  const int misses = 8 + int(s.requests) / 100;  // as aiohttp's
+  EXPECT_GE(s.fragment, int(s.requests) - misses);
+  EXPECT_EQ(s.algorithm, AutoAlgorithm::kFragment) << s.auto_says;
+  EXPECT_GE(s.chosen, int(s.requests) - misses) << s.auto_says;
+}
+
+// With capture's defaults neither is fragment's: auto says why and how to recapture.
+TEST_F(AsyncioProxyTest, DefaultCaptureSaysToRecaptureWithoutSyncRecords) {
+  for (bool tornado : {true, false}) {
+    if (!Imports(tornado ? "tornado" : "uvicorn, httpx, starlette")) continue;
+    Scores s = tornado ? Tornado() : Uvicorn();
+    ASSERT_GT(s.requests, 0u);
+    EXPECT_NE(s.algorithm, AutoAlgorithm::kFragment) << s.auto_says;
+    EXPECT_NE(s.auto_says.find("recapture with weft capture --sync off"), std::string::npos)
+        << s.auto_says;
+  }
+}
+
+// ---------------------------------------------------------------------------------------
 // Java 17: the JDK's HttpServer (a dispatcher thread, a pool of 4 threads taking exchanges
 // from its queue) calling web0 through HttpURLConnection's kept connections
 // (tests/capture/JavaProxy.java, run from source).

@@ -172,9 +172,11 @@ TEST(PreciseAlgorithms, InputsReadBeforeActingAreCounted) {
 // is 2's work. Where the forwards carry their requests' SQL, fragment follows 1 to its
 // forward; where nothing tells them apart it cannot, and says so. Where both requests
 // have the same SQL it takes the first read first, wrong for this loop (it served the
-// later one first), and says that this was a guess; 2, whose forward it gave to 1, then
-// counts as set aside too, and as answered before anything was followed to it, so auto
-// also says those trees are not exact.
+// later one first), and says that this was a guess; the order of the replies then gives
+// each forward back to the request answered after its reply (ReorderByReplies), and both
+// trees are whole. 2, whose forward first come gave to 1, counts as set aside too, and as
+// answered before anything was followed to it, so auto still says those trees may not be
+// exact.
 TEST(PreciseAlgorithms, RequestSetAsideIsFollowedToItsForwardByContent) {
   struct Case {
     const char* second_sql;
@@ -183,7 +185,7 @@ TEST(PreciseAlgorithms, RequestSetAsideIsFollowedToItsForwardByContent) {
     bool says_set_aside;
   };
   for (const Case& c : {Case{"", 1, 0, 0, 0, true}, Case{"select 2", 1, 1, 0, 2, false},
-                        Case{"select 1", 2, 1, 1, 0, true}}) {
+                        Case{"select 1", 2, 1, 1, 2, true}}) {
     SCOPED_TRACE(c.second_sql);
     TwoRequests r;
     uint32_t one = r.Request(1, 1, 10, 10, 10, {0, 10, 52, 55, 60, 70, 71, 80});
@@ -257,6 +259,44 @@ TEST(PreciseAlgorithms, ALoopThatQueuesItsWorkHasEachForwardFollowed) {
     EXPECT_EQ(fragment->counters.set_aside_forwards_found, 2);
     EXPECT_EQ(r.Score(InferFragment).exact, 2u);
   }
+}
+
+// An event loop (one thread of A) reads 1, forwards it, and reads 2; it answers 1 and reads
+// 3 before it forwards 2, then 3, all to the same URL. Answering 1 is not acting on 2, the
+// request read last: 2 is set aside when 3 comes, and its forward followed to it. Before,
+// the answer counted as acting on 2, and 2's forward and 3's both went to 3.
+TEST(PreciseAlgorithms, ALoopAnsweringAnotherRequestHasNotActedOnTheLast) {
+  TwoRequests r;
+  uint32_t one = r.Request(1, 1, 10, 10, 10, {0, 10, 12, 13, 20, 22, 30, 31});
+  uint32_t two = r.Request(2, 2, 10, 10, 10, {24, 25, 38, 39, 45, 47, 50, 51});
+  uint32_t three = r.Request(3, 3, 10, 10, 10, {32, 33, 40, 41, 55, 57, 60, 61});
+  for (uint32_t row : {one - 1, one, two - 1, two, three - 1, three}) {
+    r.Attribute(row, "http.method", "GET");
+    r.Attribute(row, "http.url", "/r0");
+  }
+  Result<FragmentInference> fragment = InferFragment(r.Build());
+  ASSERT_TRUE(fragment.ok());
+  EXPECT_EQ(fragment->counters.set_aside_forwards_found, 1);
+  EXPECT_EQ(r.Score(InferFragment, 3).exact, 3u);
+}
+
+// The loop reads 1 and 2 (the same URL) and forwards 2 before 1, as a task that waits for a
+// pool's connection may; it answers each when its reply comes. First come gives 2's
+// forward to 1 (a guess); the replies give each forward back to the request answered after
+// it (counted as reordered), and both trees are whole.
+TEST(PreciseAlgorithms, ALoopsForwardsOutOfOrderAreGivenBackByTheirReplies) {
+  TwoRequests r;
+  uint32_t one = r.Request(1, 1, 10, 10, 10, {0, 10, 25, 27, 43, 45, 50, 51});
+  uint32_t two = r.Request(2, 2, 10, 10, 10, {12, 15, 20, 22, 33, 35, 40, 41});
+  for (uint32_t row : {one - 1, one, two - 1, two}) {
+    r.Attribute(row, "http.method", "GET");
+    r.Attribute(row, "http.url", "/r0");
+  }
+  Result<FragmentInference> fragment = InferFragment(r.Build());
+  ASSERT_TRUE(fragment.ok());
+  EXPECT_EQ(fragment->counters.set_aside_forwards_guessed, 1);
+  EXPECT_EQ(fragment->counters.set_aside_forwards_reordered, 2);
+  EXPECT_EQ(r.Score(InferFragment).exact, 2u);
 }
 
 // One read brings two requests (the HEADERS of two HTTP/2 streams) and the loop forwards

@@ -145,13 +145,20 @@ class FragmentScan {
         parent_(parent),
         fields_(trace),
         answered_(trace.size(), false),
-        acted_on_(trace.size(), false) {
+        acted_on_(trace.size(), false),
+        answer_sent_(trace.size(), kNoTime),
+        return_read_(trace.size(), kNoTime),
+        in_guess_(trace.size(), false) {
     // A server (a node that is called) sending a call outside every fragment had the work
     // handed to it through something capture cannot see, such as a dispatcher's queue:
     // BorderPatrol's independence assumption fails there. Counted for --algo auto.
     serves_.assign(trace.nodes().size(), false);
     for (size_t i = 0; i < trace.size(); ++i) {
       if (c_.kind[i] == MessageKind::kCall) serves_[c_.receiver[i].value()] = true;
+      if (const MessageId call = call_of_[i]; call.valid()) {
+        answer_sent_[call.value()] = c_.send_time[i];
+        return_read_[call.value()] = c_.recv_time[i];
+      }
     }
   }
 
@@ -207,6 +214,7 @@ class FragmentScan {
           break;
       }
     }
+    ReorderByReplies(events);
   }
 
   int64_t outputs_without_request() const { return outputs_without_request_; }
@@ -221,6 +229,7 @@ class FragmentScan {
   int64_t set_aside_forwards_found() const { return set_aside_found_; }
   int64_t shared_read_forwards_found() const { return shared_read_found_; }
   int64_t set_aside_forwards_guessed() const { return set_aside_guessed_; }
+  int64_t set_aside_forwards_reordered() const { return set_aside_reordered_; }
   // Counted only on threads that sent something: a dispatcher, which reads requests and
   // hands them on through what capture may not see, acts where the trace does not show it
   // (server_calls_outside_fragments counts that).
@@ -260,7 +269,10 @@ class FragmentScan {
     absl::flat_hash_set<uint32_t> several;
     for (const ThreadEvent& e : events) {
       if (TrackOwed(owing, e)) overlapping.insert({e.node, e.thread});
-      if (e.step == Step::kSend && sender.try_emplace(e.node, e.thread).first->second != e.thread)
+      // (A helper thread's wake-up of the loop through a pipe to itself, as Python's
+      // executor threads write to asyncio's, is no message of the node's.)
+      if (e.step == Step::kSend && c_.receiver[e.message] != c_.sender[e.message] &&
+          sender.try_emplace(e.node, e.thread).first->second != e.thread)
         several.insert(e.node);
     }
     for (const auto& [node, thread] : sender) {
@@ -400,7 +412,17 @@ class FragmentScan {
     // is no order the program keeps (Traffic Server's two loops without isolation lost a
     // tenth of their trees to it), and any output is acting.
     const bool followed = SendFor(e);
-    if (!followed || !one_sender_.contains(e.node)) unacted_.erase({e.node, e.thread});
+    const Thread self{e.node, e.thread};
+    if (one_sender_.contains(e.node) && (followed || AnswersAnother(self, e.message))) return;
+    unacted_.erase(self);
+  }
+
+  // Whether `reply`, sent by `self`, answers a request other than the one it read last and
+  // has not acted on: a loop's answer to an earlier request, not acting on the last.
+  bool AnswersAnother(const Thread& self, uint32_t reply) const {
+    if (c_.kind[reply] != MessageKind::kReturn) return false;
+    auto unacted = unacted_.find(self);
+    return unacted != unacted_.end() && call_of_[reply] != unacted->second.second;
   }
 
   // Places the output `e` sent; true if it is a call followed to a request set aside.
@@ -476,7 +498,10 @@ class FragmentScan {
   // would be placed in if that is not answered yet) the first read is taken, as a queue
   // served first come would, or a loop working through what it read in order: a guess,
   // counted. (Taking the one it would be placed in, the latest read, got squid without
-  // isolation 31-33% of its trees; first come, all of them.)
+  // isolation 31-33% of its trees; first come, all of them.) But not a request answered
+  // before the call's reply came back: a request is answered after the calls made for it
+  // return (the nesting of Project 5 §5.1), so it cannot be the one forwarded. On a
+  // one-sender node ReorderByReplies may give the forward to another after the scan.
   MessageId FollowSetAside(uint32_t node, MessageId call, MessageId placed, bool* followed) {
     auto it = set_aside_.find(node);
     if (it == set_aside_.end()) return placed;
@@ -488,17 +513,77 @@ class FragmentScan {
     }
     const Content content = ContentOf(fields_, call);
     if (!Known(content)) return placed;
+    const TimeNs back = return_read_[call.value()];
+    auto nests = [&](MessageId request) {
+      const TimeNs answered = answer_sent_[request.value()];
+      return back == kNoTime || answered == kNoTime || answered >= back;
+    };
     auto same = [&](const Waiting& w) { return w.content == content; };
-    auto match = std::find_if(waiting.begin(), waiting.end(), same);
-    if (match == waiting.end()) return placed;
+    auto could_be = [&](const Waiting& w) { return same(w) && nests(w.request); };
+    auto first = std::find_if(waiting.begin(), waiting.end(), same);
+    if (first == waiting.end()) return placed;
+    auto match = std::find_if(first, waiting.end(), could_be);
+    if (match == waiting.end()) match = first;  // each answered before the call returned
     const bool placed_same = placed.valid() && placed != match->request &&
-                             !answered_[placed.value()] && ContentOf(fields_, placed) == content;
-    set_aside_guessed_ += placed_same || std::any_of(match + 1, waiting.end(), same);
+                             !answered_[placed.value()] && nests(placed) &&
+                             ContentOf(fields_, placed) == content;
+    const bool guessed = placed_same || std::any_of(match + 1, waiting.end(), could_be);
     ++(match->shared ? shared_read_found_ : set_aside_found_);
     const MessageId request = match->request;
+    if (guessed) {  // each request it could have been for may hold another's forward
+      ++set_aside_guessed_;
+      in_guess_[request.value()] = true;
+      if (placed_same) in_guess_[placed.value()] = true;
+      for (auto w = match; w != waiting.end(); ++w) {
+        if (could_be(*w)) in_guess_[w->request.value()] = true;
+      }
+      if (one_sender_.contains(node)) guessing_nodes_.insert(node);
+    }
     waiting.erase(match);
     *followed = true;
     return request;
+  }
+
+  // Forwards given first come among requests with the same content (FollowSetAside) are
+  // given again by their replies, where one thread sends all of a node's messages: a
+  // request's answer goes with the oldest forward (a call with the content of the request it
+  // was placed in) whose reply was read before the answer was sent, that has the request's
+  // content, was sent after the request was read, and has gone with no answer yet. A loop
+  // answers a request when the reply its task waited for is read, in the order the replies
+  // come (every answer of aiohttp, Tornado and uvicorn on asyncio), but forwards when the
+  // task gets a pool's connection or a resolved address, in no order the trace shows
+  // (uvicorn with httpx forwarded 37% first come). Only forwards of requests a guess chose
+  // among change hands, and only between such requests. Still a guess where several
+  // replies wait (set_aside_guessed_ counted it); forwards whose request changed are counted.
+  void ReorderByReplies(std::span<const ThreadEvent> events) {
+    absl::flat_hash_map<uint32_t, std::vector<uint32_t>> replied;  // per node, oldest first
+    std::vector<std::pair<uint32_t, MessageId>> given;             // (forward, request)
+    for (const ThreadEvent& e : events) {
+      if (c_.kind[e.message] != MessageKind::kReturn || !guessing_nodes_.contains(e.node)) continue;
+      const MessageId call = call_of_[e.message];
+      if (!call.valid()) continue;
+      std::vector<uint32_t>& waiting = replied[e.node];
+      if (e.step == Step::kReceive) {
+        const MessageId request = parent_[call.value()];
+        if (!request.valid() || ContentOf(fields_, call) != ContentOf(fields_, request)) continue;
+        if (waiting.size() == kMaxSetAside) waiting.erase(waiting.begin());
+        waiting.push_back(call.value());
+      } else if (e.step == Step::kSend) {
+        const Content content = ContentOf(fields_, call);
+        const TimeNs read = c_.recv_time[call.value()];
+        auto forward = std::find_if(waiting.begin(), waiting.end(), [&](uint32_t f) {
+          return c_.send_time[f] >= read && ContentOf(fields_, MessageId(f)) == content;
+        });
+        if (forward == waiting.end()) continue;
+        if (in_guess_[parent_[*forward].value()] && in_guess_[call.value()])
+          given.emplace_back(*forward, call);
+        waiting.erase(forward);
+      }
+    }
+    for (const auto& [forward, request] : given) {
+      set_aside_reordered_ += parent_[forward] != request;
+      parent_[forward] = request;
+    }
   }
 
   // The request `call` is answered: threads that got it by a link and hold it still let go.
@@ -563,11 +648,17 @@ class FragmentScan {
   ForwardedFields fields_;
   absl::flat_hash_map<uint32_t, std::vector<Waiting>> set_aside_;
   std::vector<bool> answered_, acted_on_;  // per request: its reply sent; an output placed in it
-  int64_t set_aside_found_ = 0, shared_read_found_ = 0, set_aside_guessed_ = 0;
+  // Per call: when its reply was sent, and when the reply to it was read (kNoTime: never).
+  std::vector<TimeNs> answer_sent_, return_read_;
+  // Per request: one of those a first-come guess chose among (ReorderByReplies).
+  std::vector<bool> in_guess_;
+  absl::flat_hash_set<uint32_t> guessing_nodes_;  // one-sender nodes with guessed forwards
+  int64_t set_aside_found_ = 0, shared_read_found_ = 0, set_aside_guessed_ = 0,
+          set_aside_reordered_ = 0;
   // FindThreadsServingOneAtATime's threads, and per thread the request it read and has not
   // answered yet.
   absl::flat_hash_set<Thread> one_at_a_time_;
-  absl::flat_hash_set<uint32_t> one_sender_;  // nodes where one thread sends every message
+  absl::flat_hash_set<uint32_t> one_sender_;  // nodes where one thread sends to other nodes
   absl::flat_hash_map<Thread, MessageId> owing_;
   int64_t outputs_without_request_ = 0, server_calls_outside_ = 0, requests_spawned_ = 0,
           ended_by_answer_ = 0;
@@ -620,7 +711,8 @@ Result<FragmentInference> InferFragment(const Trace& trace) {
                             .inputs_before_acting = scan.inputs_before_acting(),
                             .set_aside_forwards_found = scan.set_aside_forwards_found(),
                             .shared_read_forwards_found = scan.shared_read_forwards_found(),
-                            .set_aside_forwards_guessed = scan.set_aside_forwards_guessed()}};
+                            .set_aside_forwards_guessed = scan.set_aside_forwards_guessed(),
+                            .set_aside_forwards_reordered = scan.set_aside_forwards_reordered()}};
 }
 
 }  // namespace weft

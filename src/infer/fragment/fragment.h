@@ -90,7 +90,8 @@ namespace weft {
 // turn, a proxy that set the request aside; their trees are whole again);
 // shared_read_forwards_found (the same for requests of inputs_sharing_a_read, forwarded in
 // the fragment of the read's last request); set_aside_forwards_guessed (of both, chosen
-// first-come among several with the same content).
+// first-come among several with the same content); set_aside_forwards_reordered (of those,
+// forwards the order of the replies gave another request than first come).
 struct FragmentCounters {
   int64_t instances = 0;
   int64_t messages_in_instances = 0;
@@ -111,6 +112,7 @@ struct FragmentCounters {
   int64_t set_aside_forwards_found = 0;
   int64_t shared_read_forwards_found = 0;
   int64_t set_aside_forwards_guessed = 0;
+  int64_t set_aside_forwards_reordered = 0;
   // Name and value of each, in the order paths files and `weft paths` list them.
   CounterList List() const {
     return {{"instances", instances},
@@ -131,7 +133,8 @@ struct FragmentCounters {
             {"inputs_before_acting", inputs_before_acting},
             {"set_aside_forwards_found", set_aside_forwards_found},
             {"shared_read_forwards_found", shared_read_forwards_found},
-            {"set_aside_forwards_guessed", set_aside_forwards_guessed}};
+            {"set_aside_forwards_guessed", set_aside_forwards_guessed},
+            {"set_aside_forwards_reordered", set_aside_forwards_reordered}};
   }
 };
 using FragmentInference = Inference<FragmentCounters>;
