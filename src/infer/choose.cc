@@ -37,13 +37,21 @@ SetAsideNotes DescribeSetAside(const FragmentCounters& f) {
           "; {} of them chosen first-come among requests with the same content, a guess "
           "where the program does not serve them in the order they came",
           f.set_aside_forwards_guessed);
-      if (f.set_aside_forwards_reordered > 0) {
-        notes.found += fmt::format(
-            " ({} then given to another by the order of the replies, which a loop answers as "
-            "they come)",
-            f.set_aside_forwards_reordered);
-      }
     }
+  }
+  if (f.set_aside_forwards_reordered > 0) {
+    notes.found += fmt::format(
+        "{}the order of the replies gave {} forwards another request than their thread's "
+        "inputs did (a loop answers requests as their replies come, but may forward them in "
+        "any order; a guess where several replies wait)",
+        notes.found.empty() ? "" : "; ", f.set_aside_forwards_reordered);
+  }
+  if (f.contradicted_handoffs_mended_by_replies > 0) {
+    notes.found += fmt::format(
+        "{}{} replies answered another request than the one handed to their thread, at nodes "
+        "where every output those hand-offs placed was a forward the replies gave again (an "
+        "interpreter lock's passes, not work)",
+        notes.found.empty() ? "" : "; ", f.contradicted_handoffs_mended_by_replies);
   }
   if (const int64_t rest = f.inputs_sharing_a_read - f.shared_read_forwards_found; rest > 0) {
     notes.sharing_a_read = fmt::format(

@@ -283,7 +283,7 @@ TEST(PreciseAlgorithms, ALoopAnsweringAnotherRequestHasNotActedOnTheLast) {
 // The loop reads 1 and 2 (the same URL) and forwards 2 before 1, as a task that waits for a
 // pool's connection may; it answers each when its reply comes. First come gives 2's
 // forward to 1 (a guess); the replies give each forward back to the request answered after
-// it (counted as reordered), and both trees are whole.
+// its reply (ReorderByReplies, counted as reordered), and both trees are whole.
 TEST(PreciseAlgorithms, ALoopsForwardsOutOfOrderAreGivenBackByTheirReplies) {
   TwoRequests r;
   uint32_t one = r.Request(1, 1, 10, 10, 10, {0, 10, 25, 27, 43, 45, 50, 51});
@@ -704,6 +704,43 @@ TEST(ChooseAlgorithm, AContradictedHandOffSaysHowToRecaptureWithoutSyncRecords) 
   EXPECT_EQ(decided->choice.handoffs_contradicted_by_replies, 1);
   EXPECT_NE(decided->choice.algorithm, AutoAlgorithm::kFragment);
   EXPECT_NE(decided->choice.Describe().find("recapture with weft capture --sync off"),
+            std::string::npos)
+      << decided->choice.Describe();
+}
+
+// The same contradiction where it misleads nothing: A's loop (thread 9) reads c1 and c2
+// (one URL) and hands work to thread 5 and back, an interpreter lock's passes that leave it
+// on c2; it forwards b1 (followed to c1, first come) and b2 (c2 by the hand-off). When b1's
+// reply comes, thread 5 hands c2 over again, and the loop answers c1: a contradiction. But
+// every output the hand-offs placed is a forward that the order of the replies gives again,
+// so the hand-offs placed nothing that stands: auto keeps fragment, whose trees are whole.
+TEST(ChooseAlgorithm, AContradictedHandOffWhoseForwardsTheRepliesGiveMisleadsNothing) {
+  const std::string text =
+      "1 CALL_SENT C A c1 recv=10 stid=11 rtid=9 path=1 msg=0 http.method=GET http.url=/r0\n"
+      "2 CALL_SENT C A c2 recv=12 stid=12 rtid=9 path=2 msg=1 http.method=GET http.url=/r0\n"
+      "14 HANDOFF A A stid=9 rtid=5 recv=15\n"
+      "16 HANDOFF A A stid=5 rtid=9 recv=17\n"
+      "20 CALL_SENT A B b1 recv=21 stid=9 rtid=20 path=1 msg=2 parent=0 http.method=GET "
+      "http.url=/r0\n"
+      "22 CALL_SENT A B b2 recv=23 stid=9 rtid=21 path=2 msg=3 parent=1 http.method=GET "
+      "http.url=/r0\n"
+      "30 RET_SENT B A b1 recv=31 stid=20 rtid=9 path=1 msg=4 parent=2\n"
+      "32 HANDOFF A A stid=5 rtid=9 recv=33\n"
+      "35 RET_SENT A C c1 recv=36 stid=9 rtid=11 path=1 msg=5 parent=0\n"
+      "40 RET_SENT B A b2 recv=41 stid=21 rtid=9 path=2 msg=6 parent=3\n"
+      "45 RET_SENT A C c2 recv=46 stid=9 rtid=12 path=2 msg=7 parent=1\n";
+  Result<Trace> trace = ParseTextTrace(text, "mended.trace");
+  ASSERT_TRUE(trace.ok()) << trace.status().message();
+  Result<FragmentInference> fragment = InferFragment(*trace);
+  ASSERT_TRUE(fragment.ok());
+  EXPECT_EQ(fragment->counters.handoffs_contradicted_by_replies, 0);
+  EXPECT_EQ(fragment->counters.contradicted_handoffs_mended_by_replies, 1);
+  EXPECT_EQ(FragmentParents(*trace, fragment->paths),
+            (std::vector<int64_t>{-1, -1, 0, 1, 2, 0, 3, 1}));
+  Result<AutoInference> decided = ChooseAlgorithm(*trace);
+  ASSERT_TRUE(decided.ok());
+  EXPECT_EQ(decided->choice.algorithm, AutoAlgorithm::kFragment) << decided->choice.Describe();
+  EXPECT_NE(decided->choice.Describe().find("an interpreter lock's passes, not work"),
             std::string::npos)
       << decided->choice.Describe();
 }

@@ -147,8 +147,7 @@ class FragmentScan {
         answered_(trace.size(), false),
         acted_on_(trace.size(), false),
         answer_sent_(trace.size(), kNoTime),
-        return_read_(trace.size(), kNoTime),
-        in_guess_(trace.size(), false) {
+        return_read_(trace.size(), kNoTime) {
     // A server (a node that is called) sending a call outside every fragment had the work
     // handed to it through something capture cannot see, such as a dispatcher's queue:
     // BorderPatrol's independence assumption fails there. Counted for --algo auto.
@@ -201,6 +200,7 @@ class FragmentScan {
         case Step::kConnect:
           if (const MessageId current = designation_[{e.node, e.thread}]; current.valid())
             connected_for_[e.message] = current;
+          if (taken_over_.contains({e.node, e.thread})) connected_after_handoff_.insert(e.message);
           break;
         case Step::kFirstRead:
           reading_[{e.node, e.thread}].push_back(MessageId(e.message));
@@ -214,16 +214,22 @@ class FragmentScan {
           break;
       }
     }
-    ReorderByReplies(events);
+    const absl::flat_hash_set<uint32_t> reordered = ReorderByReplies();
+    WeighContradictions(reordered);
   }
 
   int64_t outputs_without_request() const { return outputs_without_request_; }
-  int64_t server_calls_outside() const { return server_calls_outside_; }
+  // (Those the order of the replies gave a request, ReorderByReplies, are not.)
+  int64_t server_calls_outside() const {
+    return std::count_if(server_calls_outside_.begin(), server_calls_outside_.end(),
+                         [&](uint32_t m) { return !parent_[m].valid(); });
+  }
   int64_t requests_spawned() const { return requests_spawned_; }
   int64_t ended_by_answer() const { return ended_by_answer_; }
   int64_t handoffs_carrying() const { return handoffs_carrying_; }
   int64_t outputs_through_ambiguous() const { return outputs_through_ambiguous_; }
   int64_t handoffs_contradicted() const { return handoffs_contradicted_; }
+  int64_t contradictions_mended() const { return contradictions_mended_; }
   int64_t inputs_sharing_a_read() const { return inputs_sharing_a_read_; }
   int64_t outputs_beside_partial_inputs() const { return outputs_beside_partial_inputs_; }
   int64_t set_aside_forwards_found() const { return set_aside_found_; }
@@ -438,8 +444,8 @@ class FragmentScan {
       const bool named = sent_for_.erase(e.message) > 0;
       if (!named && taken_over_.contains(self)) {
         auto held = inherited_.find(self);
-        handoffs_contradicted_ += held != inherited_.end() && call_of_[e.message].valid() &&
-                                  held->second != call_of_[e.message];
+        contradicted_at_[e.node] += held != inherited_.end() && call_of_[e.message].valid() &&
+                                    held->second != call_of_[e.message];
       }
       EndInheritance(call_of_[e.message]);
       return false;
@@ -451,6 +457,10 @@ class FragmentScan {
       return false;
     }
     const MessageId current = designation_[{e.node, e.thread}];
+    if ((taken_over_.contains({e.node, e.thread}) ||
+         connected_after_handoff_.contains(e.message)) &&
+        c_.receiver[e.message] != c_.sender[e.message])  // a wake-up carries no request
+      through_handoff_.push_back(e.message);
     auto connected = connected_for_.find(e.message);
     MessageId placed = connected != connected_for_.end() ? connected->second : current;  // rule 2
     bool followed = false;
@@ -471,8 +481,8 @@ class FragmentScan {
     }
     outputs_through_ambiguous_ += parent_[e.message].valid() && connected == connected_for_.end() &&
                                   guessed_.contains({e.node, e.thread});
-    server_calls_outside_ +=
-        !parent_[e.message].valid() && kind == MessageKind::kCall && serves_[e.node];
+    if (!parent_[e.message].valid() && kind == MessageKind::kCall && serves_[e.node])
+      server_calls_outside_.push_back(e.message);
     return followed;
   }
 
@@ -527,62 +537,92 @@ class FragmentScan {
     const bool placed_same = placed.valid() && placed != match->request &&
                              !answered_[placed.value()] && nests(placed) &&
                              ContentOf(fields_, placed) == content;
-    const bool guessed = placed_same || std::any_of(match + 1, waiting.end(), could_be);
+    set_aside_guessed_ += placed_same || std::any_of(match + 1, waiting.end(), could_be);
     ++(match->shared ? shared_read_found_ : set_aside_found_);
+    if (one_sender_.contains(node)) following_nodes_.insert(node);  // see ReorderByReplies
     const MessageId request = match->request;
-    if (guessed) {  // each request it could have been for may hold another's forward
-      ++set_aside_guessed_;
-      in_guess_[request.value()] = true;
-      if (placed_same) in_guess_[placed.value()] = true;
-      for (auto w = match; w != waiting.end(); ++w) {
-        if (could_be(*w)) in_guess_[w->request.value()] = true;
-      }
-      if (one_sender_.contains(node)) guessing_nodes_.insert(node);
-    }
     waiting.erase(match);
     *followed = true;
     return request;
   }
 
-  // Forwards given first come among requests with the same content (FollowSetAside) are
-  // given again by their replies, where one thread sends all of a node's messages: a
-  // request's answer goes with the oldest forward (a call with the content of the request it
-  // was placed in) whose reply was read before the answer was sent, that has the request's
-  // content, was sent after the request was read, and has gone with no answer yet. A loop
-  // answers a request when the reply its task waited for is read, in the order the replies
-  // come (every answer of aiohttp, Tornado and uvicorn on asyncio), but forwards when the
-  // task gets a pool's connection or a resolved address, in no order the trace shows
-  // (uvicorn with httpx forwarded 37% first come). Only forwards of requests a guess chose
-  // among change hands, and only between such requests. Still a guess where several
-  // replies wait (set_aside_guessed_ counted it); forwards whose request changed are counted.
-  void ReorderByReplies(std::span<const ThreadEvent> events) {
-    absl::flat_hash_map<uint32_t, std::vector<uint32_t>> replied;  // per node, oldest first
-    std::vector<std::pair<uint32_t, MessageId>> given;             // (forward, request)
-    for (const ThreadEvent& e : events) {
-      if (c_.kind[e.message] != MessageKind::kReturn || !guessing_nodes_.contains(e.node)) continue;
-      const MessageId call = call_of_[e.message];
-      if (!call.valid()) continue;
-      std::vector<uint32_t>& waiting = replied[e.node];
-      if (e.step == Step::kReceive) {
-        const MessageId request = parent_[call.value()];
-        if (!request.valid() || ContentOf(fields_, call) != ContentOf(fields_, request)) continue;
-        if (waiting.size() == kMaxSetAside) waiting.erase(waiting.begin());
-        waiting.push_back(call.value());
-      } else if (e.step == Step::kSend) {
-        const Content content = ContentOf(fields_, call);
-        const TimeNs read = c_.recv_time[call.value()];
-        auto forward = std::find_if(waiting.begin(), waiting.end(), [&](uint32_t f) {
+  // Where one thread sends all of a node's messages and forwards were followed to requests
+  // by content (FollowSetAside), the order of the replies gives each forward its request
+  // after the scan: a request's answer goes with the oldest forward with its content whose
+  // reply began to arrive before the answer was sent, that was sent after the request was
+  // read and has gone with no answer yet. A loop answers a request when the reply its task
+  // waited for is read, in the order the replies come (every answer of aiohttp, Tornado and
+  // uvicorn on asyncio), but forwards when the task gets a pool's connection or a resolved
+  // address, in no order the trace shows (uvicorn with httpx forwarded 37% first come,
+  // Tornado 93-98%). Still a guess where several replies wait (set_aside_guessed_ counted
+  // the forwards' first-come choices); forwards whose request changed are counted.
+  // Returns the forwards it gave.
+  absl::flat_hash_set<uint32_t> ReorderByReplies() {
+    if (following_nodes_.empty()) return {};
+    struct ReplyEvent {
+      TimeNs time;
+      bool answer;    // the node answered `call`; else a reply to `call` began to arrive
+      uint32_t call;  // a request the node read, or a forward it sent
+      bool operator<(const ReplyEvent& o) const {
+        return std::tie(time, answer, call) < std::tie(o.time, o.answer, o.call);
+      }
+    };
+    absl::flat_hash_map<uint32_t, std::vector<ReplyEvent>> by_node;
+    for (size_t i = 0; i < trace_.size(); ++i) {
+      const MessageId call = call_of_[i];
+      if (!call.valid() || !Known(ContentOf(fields_, call))) continue;
+      if (const uint32_t to = c_.receiver[i].value();
+          following_nodes_.contains(to) && c_.recv_time[i] != kNoTime) {
+        const TimeNs first = c_.first_read_time[i];
+        by_node[to].push_back({first != kNoTime ? first : c_.recv_time[i], false, call.value()});
+      }
+      if (const uint32_t from = c_.sender[i].value();
+          following_nodes_.contains(from) && c_.send_time[i] != kNoTime)
+        by_node[from].push_back({c_.send_time[i], true, call.value()});
+    }
+    std::vector<std::pair<uint32_t, MessageId>> given;  // (forward, request)
+    for (auto& [node, events] : by_node) {
+      std::sort(events.begin(), events.end());
+      std::vector<uint32_t> replied;  // forwards whose reply came, oldest first
+      for (const ReplyEvent& e : events) {
+        if (!e.answer) {
+          if (replied.size() == kMaxSetAside) replied.erase(replied.begin());
+          replied.push_back(e.call);
+          continue;
+        }
+        const Content content = ContentOf(fields_, MessageId(e.call));
+        const TimeNs read = c_.recv_time[e.call];
+        auto forward = std::find_if(replied.begin(), replied.end(), [&](uint32_t f) {
           return c_.send_time[f] >= read && ContentOf(fields_, MessageId(f)) == content;
         });
-        if (forward == waiting.end()) continue;
-        if (in_guess_[parent_[*forward].value()] && in_guess_[call.value()])
-          given.emplace_back(*forward, call);
-        waiting.erase(forward);
+        if (forward == replied.end()) continue;
+        given.emplace_back(*forward, MessageId(e.call));
+        replied.erase(forward);
       }
     }
+    absl::flat_hash_set<uint32_t> forwards;
     for (const auto& [forward, request] : given) {
       set_aside_reordered_ += parent_[forward] != request;
       parent_[forward] = request;
+      forwards.insert(forward);
+    }
+    return forwards;
+  }
+
+  // Replies that answered another request than the one handed to their thread say the
+  // hand-off was no work passed on (an interpreter lock's passes between a loop and its
+  // pool threads, which capture's --sync logs) and that what the thread sent after it may
+  // be in the wrong tree. Not at a node where every such output was a forward the order of
+  // the replies gave (ReorderByReplies): there the hand-offs placed nothing that stands,
+  // and those replies are counted apart.
+  void WeighContradictions(const absl::flat_hash_set<uint32_t>& reordered) {
+    absl::flat_hash_set<uint32_t> misled;  // nodes with an output a hand-off placed
+    for (uint32_t m : through_handoff_) {
+      if (!reordered.contains(m)) misled.insert(c_.sender[m].value());
+    }
+    for (const auto& [node, n] : contradicted_at_) {
+      const bool mended = following_nodes_.contains(node) && !misled.contains(node);
+      (mended ? contradictions_mended_ : handoffs_contradicted_) += n;
     }
   }
 
@@ -624,7 +664,14 @@ class FragmentScan {
   // Threads whose inherited request came through a hand-off; of them, through one that
   // reconcile marked ambiguous, until their next input or take-over.
   absl::flat_hash_set<Thread> taken_over_, guessed_;
-  int64_t handoffs_carrying_ = 0, outputs_through_ambiguous_ = 0, handoffs_contradicted_ = 0;
+  int64_t handoffs_carrying_ = 0, outputs_through_ambiguous_ = 0, handoffs_contradicted_ = 0,
+          contradictions_mended_ = 0;
+  // Per node: replies that contradicted the hand-off their thread took over
+  // (WeighContradictions). Outputs sent by a thread on a request it took over, or on a
+  // connection it opened so, and those connections' first calls.
+  absl::flat_hash_map<uint32_t, int64_t> contradicted_at_;
+  std::vector<uint32_t> through_handoff_;
+  absl::flat_hash_set<uint32_t> connected_after_handoff_;
   // Per thread: the calls it has begun reading (a first read) and not yet read to the end.
   absl::flat_hash_map<Thread, std::vector<MessageId>> reading_;
   int64_t outputs_beside_partial_inputs_ = 0;
@@ -650,9 +697,8 @@ class FragmentScan {
   std::vector<bool> answered_, acted_on_;  // per request: its reply sent; an output placed in it
   // Per call: when its reply was sent, and when the reply to it was read (kNoTime: never).
   std::vector<TimeNs> answer_sent_, return_read_;
-  // Per request: one of those a first-come guess chose among (ReorderByReplies).
-  std::vector<bool> in_guess_;
-  absl::flat_hash_set<uint32_t> guessing_nodes_;  // one-sender nodes with guessed forwards
+  // One-sender nodes where a forward was followed to a request by content.
+  absl::flat_hash_set<uint32_t> following_nodes_;
   int64_t set_aside_found_ = 0, shared_read_found_ = 0, set_aside_guessed_ = 0,
           set_aside_reordered_ = 0;
   // FindThreadsServingOneAtATime's threads, and per thread the request it read and has not
@@ -660,8 +706,8 @@ class FragmentScan {
   absl::flat_hash_set<Thread> one_at_a_time_;
   absl::flat_hash_set<uint32_t> one_sender_;  // nodes where one thread sends to other nodes
   absl::flat_hash_map<Thread, MessageId> owing_;
-  int64_t outputs_without_request_ = 0, server_calls_outside_ = 0, requests_spawned_ = 0,
-          ended_by_answer_ = 0;
+  std::vector<uint32_t> server_calls_outside_;  // calls a server sent outside every fragment
+  int64_t outputs_without_request_ = 0, requests_spawned_ = 0, ended_by_answer_ = 0;
 };
 
 // After the scan: RETURNs whose sender was not traced still answer their CALL, and a CALL
@@ -706,6 +752,7 @@ Result<FragmentInference> InferFragment(const Trace& trace) {
                             .handoffs_carrying_requests = scan.handoffs_carrying(),
                             .outputs_through_ambiguous_handoffs = scan.outputs_through_ambiguous(),
                             .handoffs_contradicted_by_replies = scan.handoffs_contradicted(),
+                            .contradicted_handoffs_mended_by_replies = scan.contradictions_mended(),
                             .inputs_sharing_a_read = scan.inputs_sharing_a_read(),
                             .outputs_beside_partial_inputs = scan.outputs_beside_partial_inputs(),
                             .inputs_before_acting = scan.inputs_before_acting(),

@@ -28,8 +28,10 @@
 //     request set aside before (or connecting while such requests wait) is not acting on
 //     the request read last, which is then set aside in turn when the next input comes: a
 //     loop that queues its work (Python's asyncio) reads a request and forwards it a few
-//     turns later. A departure: BorderPatrol
-//     matches content only across untraced modules (witnesses, below);
+//     turns later; so is answering another request. There, after the scan, the order of
+//     the replies gives each forward its request: a loop answers as replies come, but may
+//     forward in any order (tasks waiting for a pool's connection). A departure:
+//     BorderPatrol matches content only across untraced modules (witnesses, below);
 //   - a fork or exec (the trace's process links, from reconcile) gives every thread of the
 //     new process (image) the request the forking thread was in at the fork (§5.5:
 //     "spawned modules consist of an implicit initial fragment"), so a CGI-style child's
@@ -77,8 +79,10 @@ namespace weft {
 // in a request that reached their thread through a link reconcile marked as a guess: a
 // wake-up or timer shared by several requests), handoffs_contradicted_by_replies (a consumer
 // answered a request other than the one handed to it: the queue was not FIFO, or a hand-over was
-// missed); inputs_sharing_a_read (requests a thread's read completed together with another, whose
-// work then lands in the last of them: recapture with --isolate);
+// missed), but for contradicted_handoffs_mended_by_replies (those at a node where every
+// output a hand-off placed was a forward the order of the replies gave again: the
+// hand-offs placed nothing that stands); inputs_sharing_a_read (requests a thread's read completed
+// together with another, whose work then lands in the last of them: recapture with --isolate);
 // outputs_beside_partial_inputs (calls and messages a thread sent while it had begun reading
 // a call it had not read to the end, placed in another request: streamed on for the call
 // being read, or for the other request, times cannot tell); inputs_before_acting (requests a
@@ -90,8 +94,9 @@ namespace weft {
 // turn, a proxy that set the request aside; their trees are whole again);
 // shared_read_forwards_found (the same for requests of inputs_sharing_a_read, forwarded in
 // the fragment of the read's last request); set_aside_forwards_guessed (of both, chosen
-// first-come among several with the same content); set_aside_forwards_reordered (of those,
-// forwards the order of the replies gave another request than first come).
+// first-come among several with the same content); set_aside_forwards_reordered (forwards
+// the order of the replies gave another request than the scan did, where one thread sends
+// all of a node's messages).
 struct FragmentCounters {
   int64_t instances = 0;
   int64_t messages_in_instances = 0;
@@ -106,6 +111,7 @@ struct FragmentCounters {
   int64_t handoffs_carrying_requests = 0;
   int64_t outputs_through_ambiguous_handoffs = 0;
   int64_t handoffs_contradicted_by_replies = 0;
+  int64_t contradicted_handoffs_mended_by_replies = 0;
   int64_t inputs_sharing_a_read = 0;
   int64_t outputs_beside_partial_inputs = 0;
   int64_t inputs_before_acting = 0;
@@ -128,6 +134,7 @@ struct FragmentCounters {
             {"handoffs_carrying_requests", handoffs_carrying_requests},
             {"outputs_through_ambiguous_handoffs", outputs_through_ambiguous_handoffs},
             {"handoffs_contradicted_by_replies", handoffs_contradicted_by_replies},
+            {"contradicted_handoffs_mended_by_replies", contradicted_handoffs_mended_by_replies},
             {"inputs_sharing_a_read", inputs_sharing_a_read},
             {"outputs_beside_partial_inputs", outputs_beside_partial_inputs},
             {"inputs_before_acting", inputs_before_acting},
