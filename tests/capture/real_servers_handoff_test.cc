@@ -32,6 +32,7 @@
 #include <iostream>
 #include <map>
 #include <optional>
+#include <regex>
 #include <set>
 #include <span>
 #include <string>
@@ -327,6 +328,7 @@ class HandoffServerTest : public RealServersTest {
 
  private:
   int round_ = 0;
+  bool retried_ = false;  // a run whose load saw requests fail was made again (RunOnce)
 };
 
 // ExactTrees (real_servers_nginx.h) for the load client's requests, blind to the messages a
@@ -500,6 +502,22 @@ Scores HandoffServerTest::RunOnce(const Configure& configure, bool files) {
   }
   std::cerr << server.program << "'s output:\n" << testing::ReadFile(path("server.out"));
   if (load_rc != 0 || curl.rc != 0) return scores;
+  // Requests the load client saw fail (squid without isolation, twice in some sixty runs,
+  // answered the first 2,005 of a run's requests with 502 ERR_READ_ERROR and none after,
+  // without calling web0; not understood) leave the run without the workload the test is
+  // about: its servers' own words are shown, and the run is made again, once.
+  if (std::smatch m;
+      std::regex_search(load_output, m, std::regex(", ([0-9]+) failed")) && m[1] != "0") {
+    std::cerr << "the load client saw " << m[1] << " requests fail; web0's output:\n"
+              << testing::ReadFile(path("web0.out")) << "db0's output:\n"
+              << testing::ReadFile(path("db0.out"));
+    if (!retried_) {
+      retried_ = true;
+      std::cerr << "running it again\n";
+      return RunOnce(configure, files);
+    }
+    ADD_FAILURE() << "the load client saw requests fail in the run made again too";
+  }
 
   Result<Trace> truth = testbed::BuildTruthTrace(truth_dir);
   EXPECT_TRUE(truth.ok()) << truth.status().message();
@@ -1251,6 +1269,91 @@ TEST_F(AsyncioProxyTest, UvicornHasItsForwardsGivenBackByTheirReplies) {
     EXPECT_EQ(s.algorithm, AutoAlgorithm::kFragment) << s.auto_says;
     EXPECT_GE(s.chosen, int(s.requests) - misses) << s.auto_says;
     EXPECT_NE(s.auto_says.find("the order of the replies gave"), std::string::npos) << s.auto_says;
+  }
+}
+
+// Twisted 22.4 (tests/capture/twisted_proxy.py): the reactor's one thread, an Agent over a
+// pool of 8 kept connections to web0; like asyncio's loops it forwards when a request's
+// Deferred gets a connection and answers when the reply's body is read. Captured with the
+// defaults (the hand-offs are the reactor's thread pool, idle) and with --sync off.
+TEST_F(AsyncioProxyTest, TwistedHasItsForwardsFollowed) {
+  if (!Imports("twisted.web")) GTEST_SKIP() << "twisted not installed (scripts/install-deps)";
+  for (bool sync : {true, false}) {
+    capture_flags_ = sync ? std::vector<std::string>{} : std::vector<std::string>{"--sync", "off"};
+    Scores s = RunPrinted(sync ? "twisted" : "twisted, --sync off",
+                          [](const std::string&, uint16_t port, uint16_t web) {
+                            return Server{Python(),
+                                          {"/usr/bin/python3", TWISTED_PROXY, std::to_string(port),
+                                           std::to_string(web)},
+                                          SIGTERM,
+                                          ""};
+                          });
+    ASSERT_GT(s.requests, 0u);
+    const int misses = 8 + int(s.requests) / 100;
+    EXPECT_GE(s.fragment, int(s.requests) - misses);
+    EXPECT_EQ(s.algorithm, AutoAlgorithm::kFragment) << s.auto_says;
+    EXPECT_GE(s.chosen, int(s.requests) - misses) << s.auto_says;
+  }
+}
+
+// gunicorn's gevent worker serving tests/capture/flask_proxy.py: greenlets on one thread,
+// requests' pool monkey-patched onto gevent's loop. With --sync off fragment and auto get
+// all but a few trees. With the defaults gevent's resolver threads' hand-offs are
+// contradicted by replies and auto falls back to the statistical algorithms, saying to
+// recapture with --sync off (fragment's own trees stay whole).
+TEST_F(AsyncioProxyTest, GeventWorkerHasItsForwardsFollowed) {
+  if (!Installed("/usr/bin/gunicorn") || !Imports("gevent, flask, requests"))
+    GTEST_SKIP() << "gunicorn, gevent, flask or requests not installed (scripts/install-deps)";
+  for (bool sync : {true, false}) {
+    capture_flags_ = sync ? std::vector<std::string>{} : std::vector<std::string>{"--sync", "off"};
+    Scores s = RunPrinted(sync ? "gevent" : "gevent, --sync off", [](const std::string& dir,
+                                                                     uint16_t port, uint16_t web) {
+      return Server{
+          Python(),
+          {"/usr/bin/env", "WEFT_BACKEND=127.0.0.1:" + std::to_string(web),
+           "PYTHONPATH=" + std::string(FLASK_PROXY_DIR), "/usr/bin/python3", "/usr/bin/gunicorn",
+           "--bind", "127.0.0.1:" + std::to_string(port), "--workers", "1", "--worker-class",
+           "gevent", "--chdir", dir, "flask_proxy:app"},
+          SIGTERM,
+          ""};
+    });
+    ASSERT_GT(s.requests, 0u);
+    const int misses = 8 + int(s.requests) / 100;
+    EXPECT_GE(s.fragment, int(s.requests) - misses);
+    if (!sync) {
+      EXPECT_EQ(s.algorithm, AutoAlgorithm::kFragment) << s.auto_says;
+      EXPECT_GE(s.chosen, int(s.requests) - misses) << s.auto_says;
+    } else if (s.algorithm != AutoAlgorithm::kFragment) {
+      EXPECT_NE(s.auto_says.find("recapture with weft capture --sync off"), std::string::npos)
+          << s.auto_says;
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// pen 0.34 (Debian's pen), a layer-4 balancer: one loop that connects to web0 when a client
+// connects and relays bytes both ways, so each client connection has its own to web0. By
+// times the first request of a client connection goes with whatever the loop read before it
+// connected (up to one miss per client connection at the start); the rest are exact.
+
+class PenTest : public HandoffServerTest {};
+
+TEST_F(PenTest, ALayerFourBalancerHasAllButItsFirstTreesExact) {
+  if (!Installed("/usr/bin/pen")) GTEST_SKIP() << "pen not installed (scripts/install-deps)";
+  for (bool isolate : {true, false}) {
+    no_isolate_ = !isolate;
+    Scores s = RunPrinted("pen", [](const std::string&, uint16_t port, uint16_t web) {
+      return Server{"pen",
+                    {"/usr/bin/pen", "-f", "-r", "127.0.0.1:" + std::to_string(port),
+                     "127.0.0.1:" + std::to_string(web)},
+                    SIGTERM,
+                    ""};
+    });
+    ASSERT_GT(s.requests, 0u);
+    const int misses = 2 * kClients + int(s.requests) / 100;
+    EXPECT_GE(s.fragment, int(s.requests) - misses);
+    EXPECT_EQ(s.algorithm, AutoAlgorithm::kFragment) << s.auto_says;
+    EXPECT_GE(s.chosen, int(s.requests) - misses) << s.auto_says;
   }
 }
 
