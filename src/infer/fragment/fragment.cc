@@ -570,15 +570,15 @@ class FragmentScan {
     absl::flat_hash_map<uint32_t, std::vector<ReplyEvent>> by_node;
     for (size_t i = 0; i < trace_.size(); ++i) {
       const MessageId call = call_of_[i];
-      if (!call.valid() || !Known(ContentOf(fields_, call))) continue;
-      if (const uint32_t to = c_.receiver[i].value();
-          following_nodes_.contains(to) && c_.recv_time[i] != kNoTime) {
+      const uint32_t to = c_.receiver[i].value(), from = c_.sender[i].value();
+      const bool read = following_nodes_.contains(to) && c_.recv_time[i] != kNoTime;
+      const bool answered = following_nodes_.contains(from) && c_.send_time[i] != kNoTime;
+      if (!call.valid() || !(read || answered) || !Known(ContentOf(fields_, call))) continue;
+      if (read) {
         const TimeNs first = c_.first_read_time[i];
         by_node[to].push_back({first != kNoTime ? first : c_.recv_time[i], false, call.value()});
       }
-      if (const uint32_t from = c_.sender[i].value();
-          following_nodes_.contains(from) && c_.send_time[i] != kNoTime)
-        by_node[from].push_back({c_.send_time[i], true, call.value()});
+      if (answered) by_node[from].push_back({c_.send_time[i], true, call.value()});
     }
     std::vector<std::pair<uint32_t, MessageId>> given;  // (forward, request)
     for (auto& [node, events] : by_node) {
