@@ -39,19 +39,20 @@ SetAsideNotes DescribeSetAside(const FragmentCounters& f) {
           f.set_aside_forwards_guessed);
     }
   }
+  auto also = [&](std::string note) { notes.found += (notes.found.empty() ? "" : "; ") + note; };
   if (f.set_aside_forwards_reordered > 0) {
-    notes.found += fmt::format(
-        "{}the order of the replies gave {} forwards another request than their thread's "
+    also(fmt::format(
+        "the order of the replies gave {} forwards another request than their thread's "
         "inputs did (a loop answers requests as their replies come, but may forward them in "
         "any order; a guess where several replies wait)",
-        notes.found.empty() ? "" : "; ", f.set_aside_forwards_reordered);
+        f.set_aside_forwards_reordered));
   }
   if (f.contradicted_handoffs_mended_by_replies > 0) {
-    notes.found += fmt::format(
-        "{}{} replies answered another request than the one handed to their thread, at nodes "
+    also(fmt::format(
+        "{} replies answered another request than the one handed to their thread, at nodes "
         "where every output those hand-offs placed was a forward the replies gave again (an "
         "interpreter lock's passes, not work)",
-        notes.found.empty() ? "" : "; ", f.contradicted_handoffs_mended_by_replies);
+        f.contradicted_handoffs_mended_by_replies));
   }
   if (const int64_t rest = f.inputs_sharing_a_read - f.shared_read_forwards_found; rest > 0) {
     notes.sharing_a_read = fmt::format(

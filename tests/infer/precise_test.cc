@@ -2,6 +2,8 @@
 // traces with threads, each a threading model in miniature, scored per request by eval.
 #include <gtest/gtest.h>
 
+#include <initializer_list>
+
 #include "eval/eval.h"
 #include "infer/choose.h"
 #include "infer/fragment/fragment.h"
@@ -56,6 +58,13 @@ class TwoRequests {
   // The message in `row` carries `key`=`value` (what a protocol processor logs).
   void Attribute(uint32_t row, const char* key, const char* value) {
     b_.AddAttribute(row, b_.String(key), b_.String(value));
+  }
+  // The calls in `rows` (requests and forwards) are GETs of `url`.
+  void Get(std::initializer_list<uint32_t> rows, const char* url) {
+    for (uint32_t row : rows) {
+      Attribute(row, "http.method", "GET");
+      Attribute(row, "http.url", url);
+    }
   }
   // The call in `row` was read in several calls, the first of which ended at `us`.
   void FirstRead(uint32_t row, int us) { b_.SetFirstReadTime(row, TimeNs(us) * 1000); }
@@ -248,10 +257,7 @@ TEST(PreciseAlgorithms, ALoopThatQueuesItsWorkHasEachForwardFollowed) {
     TwoRequests r;
     uint32_t one = r.Request(1, 1, 10, 10, 10, {0, 10, 20, 25, 35, 40, 45, 50});
     uint32_t two = r.Request(2, 2, 10, 10, 10, {12, 15, 42, 47, 55, 60, 65, 70});
-    for (uint32_t row : {one - 1, one, two - 1, two}) {
-      r.Attribute(row, "http.method", "GET");
-      r.Attribute(row, "http.url", "/r0");
-    }
+    r.Get({one - 1, one, two - 1, two}, "/r0");
     if (connects) r.Connected(one, 18);
     Result<FragmentInference> fragment = InferFragment(r.Build());
     ASSERT_TRUE(fragment.ok());
@@ -270,10 +276,7 @@ TEST(PreciseAlgorithms, ALoopAnsweringAnotherRequestHasNotActedOnTheLast) {
   uint32_t one = r.Request(1, 1, 10, 10, 10, {0, 10, 12, 13, 20, 22, 30, 31});
   uint32_t two = r.Request(2, 2, 10, 10, 10, {24, 25, 38, 39, 45, 47, 50, 51});
   uint32_t three = r.Request(3, 3, 10, 10, 10, {32, 33, 40, 41, 55, 57, 60, 61});
-  for (uint32_t row : {one - 1, one, two - 1, two, three - 1, three}) {
-    r.Attribute(row, "http.method", "GET");
-    r.Attribute(row, "http.url", "/r0");
-  }
+  r.Get({one - 1, one, two - 1, two, three - 1, three}, "/r0");
   Result<FragmentInference> fragment = InferFragment(r.Build());
   ASSERT_TRUE(fragment.ok());
   EXPECT_EQ(fragment->counters.set_aside_forwards_found, 1);
@@ -288,10 +291,7 @@ TEST(PreciseAlgorithms, ALoopsForwardsOutOfOrderAreGivenBackByTheirReplies) {
   TwoRequests r;
   uint32_t one = r.Request(1, 1, 10, 10, 10, {0, 10, 25, 27, 43, 45, 50, 51});
   uint32_t two = r.Request(2, 2, 10, 10, 10, {12, 15, 20, 22, 33, 35, 40, 41});
-  for (uint32_t row : {one - 1, one, two - 1, two}) {
-    r.Attribute(row, "http.method", "GET");
-    r.Attribute(row, "http.url", "/r0");
-  }
+  r.Get({one - 1, one, two - 1, two}, "/r0");
   Result<FragmentInference> fragment = InferFragment(r.Build());
   ASSERT_TRUE(fragment.ok());
   EXPECT_EQ(fragment->counters.set_aside_forwards_guessed, 1);
@@ -312,11 +312,8 @@ TEST(PreciseAlgorithms, RequestsSharingAReadAreFollowedToTheirForwardsByContent)
     uint32_t two = r.Request(2, 2, 10, 10, 10, {1, 10, 13, 16, 31, 42, 43, 52});
     const bool content = *second_url != '\0';
     if (content) {
-      for (uint32_t row : {one - 1, one, two - 1, two}) r.Attribute(row, "http.method", "GET");
-      r.Attribute(one - 1, "http.url", "/1");
-      r.Attribute(one, "http.url", "/1");
-      r.Attribute(two - 1, "http.url", second_url);
-      r.Attribute(two, "http.url", second_url);
+      r.Get({one - 1, one}, "/1");
+      r.Get({two - 1, two}, second_url);
     }
     Trace trace = r.Build();
     Result<FragmentInference> fragment = InferFragment(trace);
