@@ -71,10 +71,12 @@ Result<Trace> SkewTrace(const Trace& trace, const SkewOptions& options,
   builder.strings() = trace.strings();
   for (size_t i = 0; i < trace.size(); ++i) {
     MessageRecord r = trace.Row(MessageId(uint32_t(i)));
-    // A connection's connect time is on its sender's clock, like the send.
+    // A connection's connect time is on its sender's clock, like the send; its accept
+    // time on its receiver's.
     for (auto [time, node] : {std::pair{&r.send_time, r.sender},
                               {&r.connect_time, r.sender},
                               {&r.recv_time, r.receiver},
+                              {&r.accept_time, r.receiver},
                               {&r.first_read_time, r.receiver}}) {
       if (!Shift(*time, offset[node.value()], time)) {
         return Status::OutOfRange("message {}: shifted time overflows", i);

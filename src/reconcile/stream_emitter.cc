@@ -88,14 +88,7 @@ void StreamEmitter::EmitDirection(const Direction& d) {
         first_read->exit_ns < record.recv_time) {
       record.first_read_time = first_read->exit_ns;
     }
-    // The first call on a connection its sender's thread connected: when (a non-blocking
-    // connect's call may be written later, from another fragment).
-    if (sequence == 1 && d.kind == MessageKind::kCall && d.sender != nullptr &&
-        d.sender->opener == Opener::kConnect &&
-        d.sender->open_tid == int32_t(record.sender_thread.value()) &&
-        d.sender->open_ns <= record.send_time) {
-      record.connect_time = d.sender->open_ns;
-    }
+    if (sequence == 1) SetOpenTimes(d, record);
     uint32_t row = builder_.Add(record);
     // From the sender's sends, or the receiver's reads when the sender was not traced.
     attributes_.AddStreamPayload(row, *definer, d.sender != nullptr, span);
@@ -206,13 +199,7 @@ void StreamEmitter::EmitHttp2Direction(const Direction& d, const ConnectionEnd& 
     record.sender_endpoint = sender_endpoint;
     record.receiver_endpoint = receiver_endpoint;
     SetEnds(d, span, cursor, record);
-    // As for the first message of any connection (EmitDirection): the connect's time.
-    if (m.begin == first_begin && d.kind == MessageKind::kCall && d.sender != nullptr &&
-        d.sender->opener == Opener::kConnect &&
-        d.sender->open_tid == int32_t(record.sender_thread.value()) &&
-        d.sender->open_ns <= record.send_time) {
-      record.connect_time = d.sender->open_ns;
-    }
+    if (m.begin == first_begin) SetOpenTimes(d, record);
     uint32_t row = builder_.Add(record);
     if ((record.kind == MessageKind::kCall && m.headers_known) ||
         record.kind == MessageKind::kReturn)
@@ -264,6 +251,22 @@ void StreamEmitter::NoteWireCall(const Direction& d, const Http2Message& m,
                                 .row = row,
                                 .kind = record.kind,
                                 .call_id = record.call_id});
+  }
+}
+
+// A non-blocking connect's call may be written later, from another fragment; a layer-4
+// proxy connects onward when it accepts, before it reads the request (infer/fragment).
+void StreamEmitter::SetOpenTimes(const Direction& d, MessageRecord& record) {
+  if (d.kind != MessageKind::kCall) return;
+  if (const ConnectionEnd* s = d.sender; s != nullptr && s->opener == Opener::kConnect &&
+                                         s->open_tid == int32_t(record.sender_thread.value()) &&
+                                         s->open_ns <= record.send_time) {
+    record.connect_time = s->open_ns;
+  }
+  if (const ConnectionEnd* r = d.receiver;
+      r != nullptr && r->opener == Opener::kAccept && record.recv_time != kNoTime &&
+      r->open_tid == int32_t(record.receiver_thread.value()) && r->open_ns <= record.recv_time) {
+    record.accept_time = r->open_ns;
   }
 }
 

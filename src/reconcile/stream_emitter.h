@@ -66,6 +66,9 @@ class StreamEmitter {
   // Notes a request's metadata hash at each traced end (grpc_wire_calls).
   void NoteWireCall(const Direction& d, const Http2Message& m, const MessageRecord& record,
                     uint32_t row);
+  // The first call of a connection: when its sender's thread connected and when its
+  // receiver's thread accepted, where those threads send and read it (TraceColumns).
+  static void SetOpenTimes(const Direction& d, MessageRecord& record);
   // Fills the sender and receiver of a message spanning `span` of direction `d`.
   void SetEnds(const Direction& d, const MessageSpan& span, ReadCursor& cursor,
                MessageRecord& record);

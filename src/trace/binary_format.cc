@@ -58,10 +58,11 @@ enum class SectionKind : uint32_t {
   kConnectTime = 18,    // optional: written only when some message has a connect time
   kLinkMessages = 19,   // optional: written only when some link names its messages
   kFirstReadTime = 20,  // optional: written only when some message has a first read time
+  kAcceptTime = 21,     // optional: written only when some message has an accept time
 };
 constexpr uint32_t kFirstKind = 1;
 constexpr uint32_t kLastRequiredKind = 16;
-constexpr uint32_t kLastKind = 20;
+constexpr uint32_t kLastKind = 21;
 // A process link on disk: i64 time, u32 from node, u32 from thread, u32 to node, u32 to
 // thread, u8 kind, u8 flags (1: ambiguous), u48 delay (HANDOFF: nanoseconds from `time` to
 // the take-over, 0 for the other kinds; 2^48 ns is 78 hours). Files from before hand-offs
@@ -90,7 +91,8 @@ constexpr std::array<std::string_view, kKnownSectionCount> kSectionNames = {"nod
                                                                             "process_links",
                                                                             "connect_time",
                                                                             "link_messages",
-                                                                            "first_read_time"};
+                                                                            "first_read_time",
+                                                                            "accept_time"};
 
 std::string_view SectionName(SectionKind kind) {
   return kSectionNames[uint32_t(kind) - kFirstKind];
@@ -213,10 +215,11 @@ std::string EncodeBinaryTrace(const Trace& trace) {
   if (!trace.process_links().empty()) {
     sections.push_back({SectionKind::kProcessLinks, EncodeProcessLinks(trace.process_links())});
   }
-  // Likewise connect times and first read times: a trace without any is written as before
-  // they were columns.
+  // Likewise connect, first read and accept times: a trace without any is written as
+  // before they were columns.
   for (auto [kind, times] : {std::pair{SectionKind::kConnectTime, &c.connect_time},
-                             {SectionKind::kFirstReadTime, &c.first_read_time}}) {
+                             {SectionKind::kFirstReadTime, &c.first_read_time},
+                             {SectionKind::kAcceptTime, &c.accept_time}}) {
     if (std::any_of(times->begin(), times->end(), [](TimeNs t) { return t != kNoTime; })) {
       sections.push_back(Column(kind, *times));
     }
@@ -348,10 +351,13 @@ class Decoder {
       c.connect_time.assign(message_count_, kNoTime);
       MoveLegacyConnectTimes(strings, c.connect_time, attributes);
     }
-    if (sections_[uint32_t(SectionKind::kFirstReadTime) - kFirstKind].present) {
-      CopyColumn(SectionKind::kFirstReadTime, c.first_read_time);
-    } else {
-      c.first_read_time.assign(message_count_, kNoTime);
+    for (auto [kind, times] : {std::pair{SectionKind::kFirstReadTime, &c.first_read_time},
+                               {SectionKind::kAcceptTime, &c.accept_time}}) {
+      if (sections_[uint32_t(kind) - kFirstKind].present) {
+        CopyColumn(kind, *times);
+      } else {
+        times->assign(message_count_, kNoTime);
+      }
     }
     const SectionView& linked = sections_[uint32_t(SectionKind::kLinkMessages) - kFirstKind];
     const uint64_t link_count =
@@ -457,6 +463,7 @@ class Decoder {
       case SectionKind::kBytes:
       case SectionKind::kConnectTime:
       case SectionKind::kFirstReadTime:
+      case SectionKind::kAcceptTime:
         width = 8;
         return true;
       case SectionKind::kKind:

@@ -286,6 +286,8 @@ class TextParser {
       WEFT_ASSIGN_OR_RETURN(m.recv_time, ParseTimestamp(value));
     } else if (key == "connect") {
       WEFT_ASSIGN_OR_RETURN(m.connect_time, ParseTimestamp(value));
+    } else if (key == "accept") {
+      WEFT_ASSIGN_OR_RETURN(m.accept_time, ParseTimestamp(value));
     } else if (key == "first_read") {
       WEFT_ASSIGN_OR_RETURN(m.first_read_time, ParseTimestamp(value));
     } else if (key == kLegacyConnectedAttribute) {
@@ -386,6 +388,9 @@ std::string FormatTextTrace(const Trace& trace) {
     if (c.recv_time[i] != kNoTime) fmt::format_to(it, " recv={}", FormatTimestamp(c.recv_time[i]));
     if (c.connect_time[i] != kNoTime) {
       fmt::format_to(it, " connect={}", FormatTimestamp(c.connect_time[i]));
+    }
+    if (c.accept_time[i] != kNoTime) {
+      fmt::format_to(it, " accept={}", FormatTimestamp(c.accept_time[i]));
     }
     if (c.first_read_time[i] != kNoTime) {
       fmt::format_to(it, " first_read={}", FormatTimestamp(c.first_read_time[i]));

@@ -45,6 +45,7 @@ void TraceColumns::Resize(size_t n) {
   sender_endpoint.resize(n);
   receiver_endpoint.resize(n);
   connect_time.resize(n, kNoTime);
+  accept_time.resize(n, kNoTime);
   first_read_time.resize(n, kNoTime);
   truth_path.resize(n);
   truth_parent.resize(n);
@@ -60,7 +61,8 @@ Result<Trace> Trace::FromParts(NodeTable nodes, StringTable strings, TraceColumn
                           columns.sender_thread.size(),   columns.receiver_thread.size(),
                           columns.sender_endpoint.size(), columns.receiver_endpoint.size(),
                           columns.truth_path.size(),      columns.truth_parent.size(),
-                          columns.connect_time.size(),    columns.first_read_time.size()};
+                          columns.connect_time.size(),    columns.first_read_time.size(),
+                          columns.accept_time.size()};
   for (size_t s : sizes) {
     if (s != n) return Status::Corruption("columns have different lengths ({} and {})", n, s);
   }
@@ -90,6 +92,11 @@ Result<Trace> Trace::FromParts(NodeTable nodes, StringTable strings, TraceColumn
     }
     if (parent.valid() && parent.value() == i) {
       return Status::Corruption("message {} is its own parent", i);
+    }
+    const TimeNs accepted = columns.accept_time[i];
+    if (accepted != kNoTime &&
+        (columns.recv_time[i] == kNoTime || accepted > columns.recv_time[i])) {
+      return Status::Corruption("message {} has an accept time but a later or no receive time", i);
     }
     const TimeNs first_read = columns.first_read_time[i];
     if (first_read != kNoTime &&
@@ -159,6 +166,7 @@ MessageRecord Trace::Row(MessageId m) const {
                        c.truth_path[i],
                        c.truth_parent[i],
                        c.connect_time[i],
+                       c.accept_time[i],
                        c.first_read_time[i]};
 }
 
@@ -172,7 +180,7 @@ size_t Trace::MemoryBytes() const {
   size_t bytes =
       c.size() * (2 * sizeof(TimeNs) + 2 * sizeof(NodeId) + sizeof(MessageKind) + sizeof(StringId) +
                   sizeof(int64_t) + 2 * sizeof(uint32_t) + 2 * sizeof(StringId) + sizeof(PathId) +
-                  sizeof(MessageId) + 2 * sizeof(TimeNs));
+                  sizeof(MessageId) + 3 * sizeof(TimeNs));
   bytes += attributes_.size() * sizeof(Attribute) + process_links_.size() * sizeof(ProcessLink);
   for (size_t i = 0; i < nodes_.size(); ++i) bytes += nodes_.Get(NodeId(uint32_t(i))).size() + 48;
   for (size_t i = 0; i < strings_.size(); ++i)
@@ -197,6 +205,7 @@ uint32_t TraceBuilder::Add(const MessageRecord& r) {
   c.truth_path.push_back(r.truth_path);
   c.truth_parent.push_back(r.truth_parent);
   c.connect_time.push_back(r.connect_time);
+  c.accept_time.push_back(r.accept_time);
   c.first_read_time.push_back(r.first_read_time);
   return row;
 }
@@ -260,6 +269,7 @@ Result<Trace> TraceBuilder::Finish() && {
     Permute(c.truth_path, order);
     Permute(c.truth_parent, order);
     Permute(c.connect_time, order);
+    Permute(c.accept_time, order);
     Permute(c.first_read_time, order);
     for (MessageId& p : c.truth_parent) {
       if (p.valid()) p = MessageId(new_index[p.value()]);

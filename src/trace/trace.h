@@ -96,6 +96,12 @@ struct TraceColumns {
   // of the request being worked on then, which a non-blocking connect's call, written
   // later, no longer shows.
   std::vector<TimeNs> connect_time;
+  // For the first CALL read on a connection its receiver's thread accepted: when it
+  // accepted, on the receiver's clock like recv_time and no later than it; kNoTime for
+  // every other message. A layer-4 proxy (pen, haproxy in tcp mode) connects to its
+  // server when a client connects, before the client's request is read: that connection
+  // is the accepted connection's, not the request read last (infer/fragment).
+  std::vector<TimeNs> accept_time;
   // For a message its receiver read in several calls: the exit of the read that carried
   // its first byte, on the receiver's clock like recv_time and no later than it; kNoTime
   // when one read carried it all, or the receiver was not traced. A server that passes a
@@ -130,6 +136,7 @@ struct MessageRecord {
   PathId truth_path;
   MessageId truth_parent;
   TimeNs connect_time = kNoTime;
+  TimeNs accept_time = kNoTime;
   TimeNs first_read_time = kNoTime;
 };
 
@@ -198,6 +205,7 @@ class TraceBuilder {
     columns_.truth_parent[row] = MessageId(parent_row);
   }
   void SetConnectTime(uint32_t row, TimeNs time) { columns_.connect_time[row] = time; }
+  void SetAcceptTime(uint32_t row, TimeNs time) { columns_.accept_time[row] = time; }
   void SetFirstReadTime(uint32_t row, TimeNs time) { columns_.first_read_time[row] = time; }
   // Links may be added in any order; Finish() sorts them by time.
   void AddProcessLink(const ProcessLink& link) { process_links_.push_back(link); }

@@ -1333,31 +1333,37 @@ TEST_F(AsyncioProxyTest, GeventWorkerHasItsForwardsFollowed) {
 }
 
 // ---------------------------------------------------------------------------------------
-// pen 0.34 (Debian's pen), a layer-4 balancer: one loop that connects to web0 when a client
-// connects and relays bytes both ways, so each client connection has its own to web0. By
-// times the first call on such a connection goes with whatever the loop read before it
-// connected: that request's tree gets two forwards and the connection's first request none
-// (10 trees in a run of 8 client connections, all among its first 13 requests); the rest
-// are exact.
-
+// pen 0.34 (Debian's pen), a layer-4 balancer: one loop that connects to web0 when it
+// accepts a client, before the client's request comes, and relays bytes both ways, so each
+// client connection has its own to web0. By the connect alone, that connection went with
+// the request the loop had read last: with a connection per request (the load client's
+// Connection: close) fragment got 1 of 4,881 trees, and auto said nothing of it. The
+// trace's accept times (accept_time) give each such connection to the accepted client's
+// request. Left: a connection pen opened for the test's probe of its port, which carries
+// the first request's call (one or two trees at the start).
 class PenTest : public HandoffServerTest {};
 
-TEST_F(PenTest, ALayerFourBalancerHasAllButItsFirstTreesExact) {
+TEST_F(PenTest, ALayerFourBalancerGivesEachConnectionToTheClientItAccepted) {
   if (!Installed("/usr/bin/pen")) GTEST_SKIP() << "pen not installed (scripts/install-deps)";
-  for (bool isolate : {true, false}) {
-    no_isolate_ = !isolate;
-    Scores s = RunPrinted("pen", [](const std::string&, uint16_t port, uint16_t web) {
-      return Server{"pen",
-                    {"/usr/bin/pen", "-f", "-r", "127.0.0.1:" + std::to_string(port),
-                     "127.0.0.1:" + std::to_string(web)},
-                    SIGTERM,
-                    ""};
-    });
-    ASSERT_GT(s.requests, 0u);
-    const int misses = 2 * kClients + int(s.requests) / 100;
-    EXPECT_GE(s.fragment, int(s.requests) - misses);
-    EXPECT_EQ(s.algorithm, AutoAlgorithm::kFragment) << s.auto_says;
-    EXPECT_GE(s.chosen, int(s.requests) - misses) << s.auto_says;
+  for (bool pooled : {false, true}) {
+    client_pooled_ = pooled;
+    for (bool isolate : {true, false}) {
+      no_isolate_ = !isolate;
+      Scores s = RunPrinted(pooled ? "pen, kept connections" : "pen, a connection per request",
+                            [](const std::string&, uint16_t port, uint16_t web) {
+                              return Server{
+                                  "pen",
+                                  {"/usr/bin/pen", "-f", "-r", "127.0.0.1:" + std::to_string(port),
+                                   "127.0.0.1:" + std::to_string(web)},
+                                  SIGTERM,
+                                  ""};
+                            });
+      ASSERT_GT(s.requests, 0u);
+      const int misses = 8 + int(s.requests) / 200;
+      EXPECT_GE(s.fragment, int(s.requests) - misses);
+      EXPECT_EQ(s.algorithm, AutoAlgorithm::kFragment) << s.auto_says;
+      EXPECT_GE(s.chosen, int(s.requests) - misses) << s.auto_says;
+    }
   }
 }
 

@@ -55,6 +55,9 @@ class TwoRequests {
   }
   // The call in `row` is the first message on a connection its sender opened at `us`.
   void Connected(uint32_t row, int us) { b_.SetConnectTime(row, TimeNs(us) * 1000); }
+  // The call in `row` is the first message read on a connection its receiver accepted at
+  // `us`.
+  void Accepted(uint32_t row, int us) { b_.SetAcceptTime(row, TimeNs(us) * 1000); }
   // The message in `row` carries `key`=`value` (what a protocol processor logs).
   void Attribute(uint32_t row, const char* key, const char* value) {
     b_.AddAttribute(row, b_.String(key), b_.String(value));
@@ -142,6 +145,39 @@ TEST(PreciseAlgorithms, EventLoopWithNonBlockingConnects) {
     }
     EXPECT_EQ(r.Score(InferFragment).exact, connects ? 2u : 0u);
   }
+}
+
+// A layer-4 proxy's loop (pen): it connects to B as soon as it accepts a client, before
+// the client's request comes, then relays the request on that connection. The second
+// client's connect comes after the loop read (and forwarded) the first request: by the
+// connect alone, that connection and the call on it were the first request's. With the
+// accept times (accept_time) the connection is the accepted client's.
+TEST(PreciseAlgorithms, LayerFourProxyConnectsWhenItAccepts) {
+  for (bool accepts : {false, true}) {
+    SCOPED_TRACE(accepts ? "with accept times" : "without");
+    TwoRequests r;
+    uint32_t first = r.Request(1, 1, 10, 10, 10, {0, 10, 11, 20, 40, 50, 51, 60});
+    uint32_t second = r.Request(2, 2, 10, 10, 10, {14, 15, 16, 25, 60, 70, 71, 80});
+    r.Connected(first, 2);
+    r.Connected(second, 13);
+    if (accepts) {
+      r.Accepted(first - 1, 1);
+      r.Accepted(second - 1, 12);
+    }
+    EXPECT_EQ(r.Score(InferFragment).exact, accepts ? 2u : 0u);
+  }
+}
+
+// A loop that accepts a client while it has a request it read and has not acted on, then
+// connects: the connect may be that request's (a task the loop runs after the accept), and
+// it stays the request read last.
+TEST(PreciseAlgorithms, AConnectAfterAnAcceptGoesToARequestNotActedOn) {
+  TwoRequests r;
+  uint32_t first = r.Request(1, 1, 10, 10, 10, {0, 10, 13, 20, 40, 50, 51, 60});
+  uint32_t second = r.Request(2, 2, 10, 10, 10, {14, 15, 16, 25, 60, 70, 71, 80});
+  r.Connected(first, 12);
+  r.Accepted(second - 1, 11);
+  EXPECT_EQ(r.Score(InferFragment).exact, 2u);
 }
 
 // The loop above without the connects: it reads both requests before it acts on either

@@ -1,7 +1,8 @@
 // The connect time column (TraceColumns::connect_time): kept by the builder's sort, written
 // and read by both formats (binary section 18, text `connect=`), absent from files that
 // have none, and read from the `net.connected` attributes of files written before it was
-// a column.
+// a column. And the accept time column (TraceColumns::accept_time, binary section 21,
+// text `accept=`) likewise.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -89,6 +90,63 @@ TEST(TraceConnectTime, LegacyAttributeIsReadIntoTheColumn) {
   ASSERT_TRUE(text.ok()) << text.status().message();
   testing::ExpectSameMessages(current, *text);
   EXPECT_FALSE(ParseTextTrace("1 CALL a b net.connected=x1\n", "t").ok());
+}
+
+constexpr TimeNs kRecv = kSend + 200'000;
+constexpr TimeNs kAccept = kSend - 50'000;
+
+// A call read on a connection its receiver accepted, and one that was not.
+Trace AcceptedCall(TimeNs accept) {
+  TraceBuilder b;
+  MessageRecord r;
+  r.sender = b.Node("client");
+  r.receiver = b.Node("proxy");
+  r.kind = MessageKind::kCall;
+  r.receiver_thread = ThreadId(9);
+  r.send_time = kSend;
+  r.recv_time = kRecv;
+  r.accept_time = accept;
+  b.Add(r);
+  r.send_time = kSend + 1000;
+  r.recv_time = kRecv + 1000;
+  r.accept_time = kNoTime;
+  b.Add(r);
+  Result<Trace> t = std::move(b).Finish();
+  EXPECT_TRUE(t.ok()) << t.status().message();
+  return std::move(t).value();
+}
+
+TEST(TraceAcceptTime, BothFormatsKeepItAndWriteItOnlyWhenNeeded) {
+  Trace t = AcceptedCall(kAccept);
+  EXPECT_EQ(t.Row(MessageId(0)).accept_time, kAccept);
+  std::string file = EncodeBinaryTrace(t);
+  EXPECT_EQ(SectionCount(file), 17u);  // the 16 required ones and accept_time
+  Result<Trace> back = DecodeBinary(file);
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  testing::ExpectIdenticalTrace(t, *back);
+  EXPECT_EQ(SectionCount(EncodeBinaryTrace(AcceptedCall(kNoTime))), 16u);
+  std::string text = FormatTextTrace(t);
+  EXPECT_NE(text.find(" accept=1700000000.499950000 "), std::string::npos) << text;
+  Result<Trace> parsed = ParseTextTrace(text, "t");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().message();
+  testing::ExpectSameMessages(t, *parsed);
+}
+
+// An accept after the read it led to (or with no read) is no accept time: rejected.
+TEST(TraceAcceptTime, AnAcceptAfterItsReadIsCorrupt) {
+  TraceBuilder b;
+  MessageRecord r;
+  r.sender = b.Node("client");
+  r.receiver = b.Node("proxy");
+  r.kind = MessageKind::kCall;
+  r.send_time = kSend;
+  r.recv_time = kRecv;
+  r.accept_time = kRecv + 1;
+  b.Add(r);
+  Result<Trace> t = std::move(b).Finish();
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.status().message().find("accept time"), std::string::npos) << t.status().message();
+  EXPECT_FALSE(ParseTextTrace("1.0 CALL a b - recv=2.0 accept=3.0\n", "t").ok());
 }
 
 }  // namespace

@@ -38,6 +38,7 @@ inline void ExpectSameMessages(const Trace& a, const Trace& b) {
     EXPECT_EQ(x.truth_path[i], y.truth_path[i]);
     EXPECT_EQ(x.truth_parent[i], y.truth_parent[i]);
     EXPECT_EQ(x.connect_time[i], y.connect_time[i]);
+    EXPECT_EQ(x.accept_time[i], y.accept_time[i]);
     EXPECT_EQ(x.first_read_time[i], y.first_read_time[i]);
   }
   ASSERT_EQ(a.attributes().size(), b.attributes().size());

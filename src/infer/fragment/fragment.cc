@@ -20,11 +20,12 @@
 namespace weft {
 namespace {
 
-// At equal times: the first read of a call read in several (kFirstRead: one read may end
-// one message and begin the next, which is then the later input), a reply read, then a
-// hand-off, fork or connect it led to, then the call it caused. A hand-off is two steps:
-// the producer lets go (kHandOver), later the consumer takes over (kTakeOver).
+// At equal times: an accept, the first read of a call read in several (kFirstRead: one
+// read may end one message and begin the next, which is then the later input), a reply
+// read, then a hand-off, fork or connect it led to, then the call it caused. A hand-off is
+// two steps: the producer lets go (kHandOver), later the consumer takes over (kTakeOver).
 enum class Step : uint8_t {
+  kAccept,
   kFirstRead,
   kReceive,
   kHandOver,
@@ -35,7 +36,8 @@ enum class Step : uint8_t {
 };
 
 // One input or output of a traced thread, a process link (fork, exec, thread) from one, or the
-// connect that opened the connection a call is the first message on.
+// connect that opened the connection a call is the first message on, or the accept that
+// took in the connection a call is the first message read on.
 struct ThreadEvent {
   ClockId clock;  // nodes joined by process links run on one host: one time order
   uint32_t node;
@@ -78,7 +80,7 @@ bool Known(const Content& content) {
 }
 
 // Every input and output of a traced thread, every process link from one, and the
-// connect that opened a call's connection, sorted per clock in time order: a RETURN's
+// connect and accept that opened a call's connection, sorted per clock in time order: a RETURN's
 // parent (its CALL's parent) is settled at the node that sent the CALL before the RETURN
 // comes back to it. An error if no message names its threads.
 Result<std::vector<ThreadEvent>> CollectThreadEvents(const Trace& trace) {
@@ -100,6 +102,10 @@ Result<std::vector<ThreadEvent>> CollectThreadEvents(const Trace& trace) {
     if (c.recv_time[i] != kNoTime && c.receiver_thread[i].valid()) {
       events.push_back(
           {clock[receiver], receiver, c.receiver_thread[i], c.recv_time[i], Step::kReceive, m});
+      if (c.kind[i] == MessageKind::kCall && c.accept_time[i] != kNoTime) {
+        events.push_back(
+            {clock[receiver], receiver, c.receiver_thread[i], c.accept_time[i], Step::kAccept, m});
+      }
       // A call read in several reads is an input from its first: a proxy that streams a
       // request on (tinyproxy sends the head, then reads and sends the body) calls before
       // the last. Its last read is an input again, for a loop that served another between.
@@ -165,11 +171,14 @@ class FragmentScan {
     FindThreadsServingOneAtATime(events);
     for (const ThreadEvent& e : events) {
       TrackOwed(owing_, e);
+      // (Asked before the connect counts as acting on the request read last.)
+      const MessageId accepted =
+          e.step == Step::kConnect ? TakeAccepted({e.node, e.thread}) : MessageId();
       // Anything a thread does but read (a connect, a hand-off, a spawn, most sends) is
       // acting on the input it read last; Send says which sends are not, QueuedWork which
       // connects.
       if (e.step != Step::kReceive && e.step != Step::kFirstRead && e.step != Step::kSend &&
-          !(e.step == Step::kConnect && QueuedWork(e.node)))
+          e.step != Step::kAccept && !(e.step == Step::kConnect && QueuedWork(e.node)))
         unacted_.erase({e.node, e.thread});
       switch (e.step) {
         case Step::kProcessLink:
@@ -186,7 +195,10 @@ class FragmentScan {
         }
         case Step::kTakeOver: {
           // A link that names what the consumer sent for the work gives that message its
-          // request and leaves the consumer's fragment as it was.
+          // request and leaves the consumer's fragment as it was. Either way the thread
+          // works on the request it was handed, no more on what it accepted (a loop's
+          // timer expiring for a request it read before).
+          accepted_.erase({e.node, e.thread});
           const ProcessLink& l = trace_.process_links()[e.message];
           if (l.to_message.valid()) {
             sent_for_[l.to_message.value()] = handed_[e.message];
@@ -197,8 +209,13 @@ class FragmentScan {
           handed_.erase(e.message);
           break;
         }
+        case Step::kAccept:
+          accepted_[{e.node, e.thread}].push_back(MessageId(e.message));
+          break;
         case Step::kConnect:
-          if (const MessageId current = designation_[{e.node, e.thread}]; current.valid())
+          if (accepted.valid())
+            connected_for_[e.message] = accepted;
+          else if (const MessageId current = designation_[{e.node, e.thread}]; current.valid())
             connected_for_[e.message] = current;
           if (taken_over_.contains({e.node, e.thread})) connected_after_handoff_.insert(e.message);
           break;
@@ -343,6 +360,7 @@ class FragmentScan {
   void Receive(const ThreadEvent& e, bool whole) {
     const MessageKind kind = c_.kind[e.message];
     const Thread self{e.node, e.thread};
+    accepted_.erase(self);
     if (kind == MessageKind::kCall && whole) {
       if (auto partial = reading_.find(self); partial != reading_.end()) {
         std::erase(partial->second, MessageId(e.message));
@@ -391,6 +409,22 @@ class FragmentScan {
       taken_over_.erase(self);
     }
     guessed_.erase(self);
+  }
+
+  // The connection a connect by `self` is for when the thread accepted connections and read
+  // no input (nor took over handed work) since: a layer-4 proxy (pen, haproxy in tcp mode) connects
+  // onward for each client it accepts, before the client's request comes, so the connection belongs
+  // to that request, not to the one the thread read last (the k-th connect after a batch of accepts
+  // is the k-th accept's). Not while the thread has a request it read and has not acted on: the
+  // connect may be that request's (a loop's task connecting after the loop accepted). Invalid: no
+  // such accept.
+  MessageId TakeAccepted(const Thread& self) {
+    auto it = accepted_.find(self);
+    if (it == accepted_.end() || unacted_.contains(self)) return MessageId();
+    const MessageId first = it->second.front();
+    it->second.erase(it->second.begin());
+    if (it->second.empty()) accepted_.erase(it);
+    return first;
   }
 
   // Whether `node`'s one sending thread has requests set aside that it has not acted on
@@ -653,6 +687,9 @@ class FragmentScan {
   // the connection becomes writable, a fragment of its own (§6, Figure 8) that may come
   // after the next input; it still belongs to the request that connected.
   absl::flat_hash_map<uint32_t, MessageId> connected_for_;
+  // Per thread: the first calls of the connections it accepted since its last input, in
+  // the order accepted (TakeAccepted).
+  absl::flat_hash_map<Thread, std::vector<MessageId>> accepted_;
   // Per thread that holds its designation only by a process link: that request.
   // Per request handed on by links: the threads it went to (some may have moved on since).
   absl::flat_hash_map<Thread, MessageId> inherited_;
