@@ -360,7 +360,12 @@ class FragmentScan {
   void Receive(const ThreadEvent& e, bool whole) {
     const MessageKind kind = c_.kind[e.message];
     const Thread self{e.node, e.thread};
-    accepted_.erase(self);
+    if (kind == MessageKind::kCall) {  // its connection waits for a connect no more
+      if (auto it = accepted_.find(self); it != accepted_.end()) {
+        std::erase(it->second, MessageId(e.message));
+        if (it->second.empty()) accepted_.erase(it);
+      }
+    }
     if (kind == MessageKind::kCall && whole) {
       if (auto partial = reading_.find(self); partial != reading_.end()) {
         std::erase(partial->second, MessageId(e.message));
@@ -411,13 +416,15 @@ class FragmentScan {
     guessed_.erase(self);
   }
 
-  // The connection a connect by `self` is for when the thread accepted connections and read
-  // no input (nor took over handed work) since: a layer-4 proxy (pen, haproxy in tcp mode) connects
-  // onward for each client it accepts, before the client's request comes, so the connection belongs
-  // to that request, not to the one the thread read last (the k-th connect after a batch of accepts
-  // is the k-th accept's). Not while the thread has a request it read and has not acted on: the
-  // connect may be that request's (a loop's task connecting after the loop accepted). Invalid: no
-  // such accept.
+  // The accepted connection a connect by `self` is for: a layer-4 proxy connects onward for
+  // each client it accepts, before the client's request comes (pen, as it accepts; haproxy
+  // in tcp mode for each client of a batch, in the order accepted, after reading the first
+  // one's request), so the connection belongs to that client's request, not to the one the
+  // thread read last: the one accepted first of those whose request the thread has not
+  // read yet (pen's connection for a client whose request goes on a connection it had
+  // shifts the next ones by one until that request is read). Not while the
+  // thread has a request it read and has not acted on: the connect may be that request's
+  // (a loop's task connecting after the loop accepted). Invalid: none waits.
   MessageId TakeAccepted(const Thread& self) {
     auto it = accepted_.find(self);
     if (it == accepted_.end() || unacted_.contains(self)) return MessageId();
@@ -687,8 +694,8 @@ class FragmentScan {
   // the connection becomes writable, a fragment of its own (§6, Figure 8) that may come
   // after the next input; it still belongs to the request that connected.
   absl::flat_hash_map<uint32_t, MessageId> connected_for_;
-  // Per thread: the first calls of the connections it accepted since its last input, in
-  // the order accepted (TakeAccepted).
+  // Per thread: the first calls of the connections it accepted and has not read yet (nor
+  // taken over handed work since), in the order accepted (TakeAccepted).
   absl::flat_hash_map<Thread, std::vector<MessageId>> accepted_;
   // Per thread that holds its designation only by a process link: that request.
   // Per request handed on by links: the threads it went to (some may have moved on since).
