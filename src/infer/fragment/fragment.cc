@@ -80,9 +80,9 @@ bool Known(const Content& content) {
 }
 
 // Every input and output of a traced thread, every process link from one, and the
-// connect and accept that opened a call's connection, sorted per clock in time order: a RETURN's
-// parent (its CALL's parent) is settled at the node that sent the CALL before the RETURN
-// comes back to it. An error if no message names its threads.
+// connect and accept that opened a call's connection, sorted per clock in time order: a
+// RETURN's parent (its CALL's parent) is settled at the node that sent the CALL before the
+// RETURN comes back to it. An error if no message names its threads.
 Result<std::vector<ThreadEvent>> CollectThreadEvents(const Trace& trace) {
   const TraceColumns& c = trace.columns();
   const std::vector<ClockId> clock = ClockOfNodes(trace);
@@ -421,10 +421,10 @@ class FragmentScan {
   // in tcp mode for each client of a batch, in the order accepted, after reading the first
   // one's request), so the connection belongs to that client's request, not to the one the
   // thread read last: the one accepted first of those whose request the thread has not
-  // read yet (pen's connection for a client whose request goes on a connection it had
-  // shifts the next ones by one until that request is read). Not while the
-  // thread has a request it read and has not acted on: the connect may be that request's
-  // (a loop's task connecting after the loop accepted). Invalid: none waits.
+  // read yet (a client whose request goes on a connection pen had shifts the next ones by
+  // one until that request is read). Not while the thread has a request it read and has
+  // not acted on: the connect may be that request's (a loop's task connecting after the
+  // loop accepted). Invalid: none waits.
   MessageId TakeAccepted(const Thread& self) {
     auto it = accepted_.find(self);
     if (it == accepted_.end() || unacted_.contains(self)) return MessageId();
