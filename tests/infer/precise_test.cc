@@ -180,6 +180,22 @@ TEST(PreciseAlgorithms, AConnectAfterAnAcceptGoesToARequestNotActedOn) {
   EXPECT_EQ(r.Score(InferFragment).exact, 2u);
 }
 
+// A loop (haproxy in http mode) reads request 2 on a kept connection, accepts a third
+// client, writes request 1's call on the connection it opened for 1 before, then connects
+// for 2. Request 2 has nothing yet, neither an output nor a connect: the connect is its,
+// not the accepted client's, though the thread sent since.
+TEST(PreciseAlgorithms, AConnectGoesToARequestThatHasNothingYetBeforeAnAcceptedOne) {
+  TwoRequests r;
+  uint32_t first = r.Request(1, 1, 10, 10, 10, {0, 10, 30, 35, 50, 55, 56, 60});
+  uint32_t second = r.Request(2, 2, 10, 10, 10, {15, 20, 32, 36, 52, 57, 58, 62});
+  uint32_t third = r.Request(3, 3, 10, 10, 10, {38, 40, 42, 44, 53, 59, 61, 65});
+  r.Connected(first, 11);
+  r.Connected(second, 31);
+  r.Connected(third, 41);
+  r.Accepted(third - 1, 21);
+  EXPECT_EQ(r.Score(InferFragment, 3).exact, 3u);
+}
+
 // The loop above without the connects: it reads both requests before it acts on either
 // (squid's loop without event isolation), and fragment gives both calls to the second.
 // Times cannot tell, but the trace shows the first request followed by another input with

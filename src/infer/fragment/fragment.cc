@@ -217,6 +217,8 @@ class FragmentScan {
             connected_for_[e.message] = accepted;
           else if (const MessageId current = designation_[{e.node, e.thread}]; current.valid())
             connected_for_[e.message] = current;
+          if (auto placed = connected_for_.find(e.message); placed != connected_for_.end())
+            connected_requests_.insert(placed->second);
           if (taken_over_.contains({e.node, e.thread})) connected_after_handoff_.insert(e.message);
           break;
         case Step::kFirstRead:
@@ -428,6 +430,13 @@ class FragmentScan {
   MessageId TakeAccepted(const Thread& self) {
     auto it = accepted_.find(self);
     if (it == accepted_.end() || unacted_.contains(self)) return MessageId();
+    // (A request it read that nothing was placed in, nor connected for, waits too, though
+    // the thread sent since: another request's call on a connection opened for it.)
+    if (const MessageId current = designation_[self];
+        current.valid() && c_.kind[current.value()] == MessageKind::kCall &&
+        !acted_on_[current.value()] && !answered_[current.value()] &&
+        !connected_requests_.contains(current))
+      return MessageId();
     const MessageId first = it->second.front();
     it->second.erase(it->second.begin());
     if (it->second.empty()) accepted_.erase(it);
@@ -697,6 +706,7 @@ class FragmentScan {
   // Per thread: the first calls of the connections it accepted and has not read yet (nor
   // taken over handed work since), in the order accepted (TakeAccepted).
   absl::flat_hash_map<Thread, std::vector<MessageId>> accepted_;
+  absl::flat_hash_set<MessageId> connected_requests_;  // requests a connect was given to
   // Per thread that holds its designation only by a process link: that request.
   // Per request handed on by links: the threads it went to (some may have moved on since).
   absl::flat_hash_map<Thread, MessageId> inherited_;
