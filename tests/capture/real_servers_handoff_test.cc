@@ -304,6 +304,25 @@ class HandoffServerTest : public RealServersTest {
     return s;
   }
 
+  // A layer-4 proxy that connects onward for each client it accepts: with a connection
+  // per request and with kept ones, each captured with and without isolation, fragment
+  // and auto's choice get all but a few trees (PenTest, HaproxyTest.TcpMode...).
+  void ExpectEachConnectionToItsClient(const std::string& name, const Configure& configure) {
+    for (bool pooled : {false, true}) {
+      client_pooled_ = pooled;
+      for (bool isolate : {true, false}) {
+        no_isolate_ = !isolate;
+        Scores s = RunPrinted(name + (pooled ? ", kept connections" : ", a connection per request"),
+                              configure);
+        ASSERT_GT(s.requests, 0u);
+        const int misses = 8 + int(s.requests) / 200;
+        EXPECT_GE(s.fragment, int(s.requests) - misses);
+        EXPECT_EQ(s.algorithm, AutoAlgorithm::kFragment) << s.auto_says;
+        EXPECT_GE(s.chosen, int(s.requests) - misses) << s.auto_says;
+      }
+    }
+  }
+
   static void Print(const std::string& what, const Scores& s) {
     std::cerr << what << ": " << s.requests << " requests; exact trees: thread " << s.thread
               << ", fragment " << s.fragment << ", auto (" << AutoAlgorithmName(s.algorithm) << ") "
@@ -787,7 +806,7 @@ TEST_F(HaproxyTest, DefaultCaptureGivesEveryRequestItsWholeTree) {
 // accepted them, and relays each request on its client's connection as it reads it. By
 // the connects alone every connection of the batch went with the request read first (40%
 // of trees with isolation, 99% without, auto saying nothing); by the accept times each
-// goes to its client (the k-th connect with no request waiting for the k-th client
+// goes to its client (a connect with no request waiting goes to the earliest client
 // accepted and not yet read).
 constexpr const char* kHaproxyTcpConf = R"conf(global
   nbthread 1
@@ -806,23 +825,11 @@ backend web
 TEST_F(HaproxyTest, TcpModeGivesEachConnectionToTheClientItAccepted) {
   if (!Installed("/usr/sbin/haproxy"))
     GTEST_SKIP() << "haproxy not installed (scripts/install-deps)";
-  for (bool pooled : {false, true}) {
-    client_pooled_ = pooled;
-    for (bool isolate : {true, false}) {
-      no_isolate_ = !isolate;
-      Scores s = RunPrinted(
-          pooled ? "haproxy tcp, kept connections" : "haproxy tcp, a connection per request",
-          [](const std::string& dir, uint16_t port, uint16_t web) {
-            std::string config = WriteConfig(dir, "haproxy.cfg", kHaproxyTcpConf, port, web);
-            return Server{"haproxy", {"/usr/sbin/haproxy", "-db", "-f", config}, SIGTERM, ""};
-          });
-      ASSERT_GT(s.requests, 0u);
-      const int misses = 8 + int(s.requests) / 200;
-      EXPECT_GE(s.fragment, int(s.requests) - misses);
-      EXPECT_EQ(s.algorithm, AutoAlgorithm::kFragment) << s.auto_says;
-      EXPECT_GE(s.chosen, int(s.requests) - misses) << s.auto_says;
-    }
-  }
+  ExpectEachConnectionToItsClient(
+      "haproxy tcp", [](const std::string& dir, uint16_t port, uint16_t web) {
+        std::string config = WriteConfig(dir, "haproxy.cfg", kHaproxyTcpConf, port, web);
+        return Server{"haproxy", {"/usr/sbin/haproxy", "-db", "-f", config}, SIGTERM, ""};
+      });
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1390,26 +1397,13 @@ class PenTest : public HandoffServerTest {};
 
 TEST_F(PenTest, ALayerFourBalancerGivesEachConnectionToTheClientItAccepted) {
   if (!Installed("/usr/bin/pen")) GTEST_SKIP() << "pen not installed (scripts/install-deps)";
-  for (bool pooled : {false, true}) {
-    client_pooled_ = pooled;
-    for (bool isolate : {true, false}) {
-      no_isolate_ = !isolate;
-      Scores s = RunPrinted(pooled ? "pen, kept connections" : "pen, a connection per request",
-                            [](const std::string&, uint16_t port, uint16_t web) {
-                              return Server{
-                                  "pen",
-                                  {"/usr/bin/pen", "-f", "-r", "127.0.0.1:" + std::to_string(port),
-                                   "127.0.0.1:" + std::to_string(web)},
-                                  SIGTERM,
-                                  ""};
-                            });
-      ASSERT_GT(s.requests, 0u);
-      const int misses = 8 + int(s.requests) / 200;
-      EXPECT_GE(s.fragment, int(s.requests) - misses);
-      EXPECT_EQ(s.algorithm, AutoAlgorithm::kFragment) << s.auto_says;
-      EXPECT_GE(s.chosen, int(s.requests) - misses) << s.auto_says;
-    }
-  }
+  ExpectEachConnectionToItsClient("pen", [](const std::string&, uint16_t port, uint16_t web) {
+    return Server{"pen",
+                  {"/usr/bin/pen", "-f", "-r", "127.0.0.1:" + std::to_string(port),
+                   "127.0.0.1:" + std::to_string(web)},
+                  SIGTERM,
+                  ""};
+  });
 }
 
 // ---------------------------------------------------------------------------------------

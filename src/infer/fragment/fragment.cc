@@ -213,12 +213,12 @@ class FragmentScan {
           accepted_[{e.node, e.thread}].push_back(MessageId(e.message));
           break;
         case Step::kConnect:
-          if (accepted.valid())
-            connected_for_[e.message] = accepted;
-          else if (const MessageId current = designation_[{e.node, e.thread}]; current.valid())
-            connected_for_[e.message] = current;
-          if (auto placed = connected_for_.find(e.message); placed != connected_for_.end())
-            connected_requests_.insert(placed->second);
+          if (const MessageId placed =
+                  accepted.valid() ? accepted : designation_[{e.node, e.thread}];
+              placed.valid()) {
+            connected_for_[e.message] = placed;
+            connected_requests_.insert(placed);
+          }
           if (taken_over_.contains({e.node, e.thread})) connected_after_handoff_.insert(e.message);
           break;
         case Step::kFirstRead:
