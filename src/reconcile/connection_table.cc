@@ -4,6 +4,7 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <map>
 #include <tuple>
 #include <unordered_map>
@@ -277,6 +278,21 @@ class DescriptorWalker {
       unused_connect_.try_emplace(e.tid, end.open_ns);
   }
 
+  // A thread that tries to read an accepted connection before its client sent anything
+  // has taken the connection up: a layer-4 proxy connects onward for the client then
+  // (haproxy, for each client of an accepted batch in turn, and for a client another of its
+  // threads accepted and handed over through a queue capture cannot see), before the
+  // request comes (StreamEmitter::SetOpenTimes, infer/fragment).
+  void NoteTakenUp(const Event& e) {
+    auto it = names_.find(e.fd);
+    if (it == names_.end() || it->second.end < 0) return;
+    ConnectionEnd& end = ends_[size_t(it->second.end)];
+    if (end.opener == Opener::kAccept && end.io.empty() && end.taken_ns == kNoTime) {
+      end.taken_ns = e.exit_ns + offset_;
+      end.taken_tid = e.tid;
+    }
+  }
+
   void Unname(int32_t fd, TimeNs when) {
     auto it = names_.find(fd);
     if (it == names_.end()) return;
@@ -332,6 +348,7 @@ class DescriptorWalker {
   }
 
   void Io(const Event& e) {
+    if (e.result == -EAGAIN && capture::IsRecvOp(e.op)) NoteTakenUp(e);
     if (e.result <= 0) return;  // failed, or end of stream
     // The thread went on to other work: no retry follows.
     if (!unused_connect_.empty()) unused_connect_.erase(e.tid);

@@ -62,9 +62,13 @@ struct ConnectionEnd {
   // When the accept or connect call that made it began (realtime; kNoTime if not logged):
   // the socket may be in another process from then on (a fork during the call).
   TimeNs open_call_ns = kNoTime;
-  int32_t open_tid = 0;       // the thread that connected, accepted or was found with it
-  TimeNs close_ns = kNoTime;  // realtime of the last close; kNoTime if never closed
-  std::vector<StreamIo> io;   // in entry order
+  int32_t open_tid = 0;  // the thread that connected, accepted or was found with it
+  // An accepted connection's first read that found nothing, before any byte moved (kNoTime
+  // if none), and the thread that made it: when that thread took the connection up.
+  TimeNs taken_ns = kNoTime;
+  int32_t taken_tid = 0;
+  TimeNs close_ns = kNoTime;               // realtime of the last close; kNoTime if never closed
+  std::vector<StreamIo> io;                // in entry order
   std::vector<StreamBoundary> boundaries;  // in log order (offsets rise per direction)
   // Compressed header-block pieces (HTTP/2; capture's header-block records): `offset` is
   // the stream offset of a piece's first byte, `boundary` indexes its bytes.

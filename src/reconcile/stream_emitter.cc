@@ -263,11 +263,15 @@ void StreamEmitter::SetOpenTimes(const Direction& d, MessageRecord& record) {
                                          s->open_ns <= record.send_time) {
     record.connect_time = s->open_ns;
   }
-  if (const ConnectionEnd* r = d.receiver;
-      r != nullptr && r->opener == Opener::kAccept && record.recv_time != kNoTime &&
-      r->open_tid == int32_t(record.receiver_thread.value()) && r->open_ns <= record.recv_time) {
-    record.accept_time = r->open_ns;
-  }
+  const ConnectionEnd* r = d.receiver;
+  if (r == nullptr || r->opener != Opener::kAccept || record.recv_time == kNoTime) return;
+  // When the reading thread took the connection up: its first read that found nothing,
+  // else its accept.
+  const int32_t reader = int32_t(record.receiver_thread.value());
+  const TimeNs taken = r->taken_tid == reader && r->taken_ns != kNoTime ? r->taken_ns
+                       : r->open_tid == reader                          ? r->open_ns
+                                                                        : kNoTime;
+  if (taken != kNoTime && taken <= record.recv_time) record.accept_time = taken;
 }
 
 void StreamEmitter::SetEnds(const Direction& d, const MessageSpan& span, ReadCursor& cursor,

@@ -196,6 +196,41 @@ TEST(PreciseAlgorithms, AConnectGoesToARequestThatHasNothingYetBeforeAnAcceptedO
   EXPECT_EQ(r.Score(InferFragment, 3).exact, 3u);
 }
 
+// A loop that accepted a client, then read the reply to request 1's first call, resumes 1
+// and connects for its second call: an input since the accept makes the connect the
+// input's work, not the waiting client's (the testbed's event loop accepts its clients
+// while it serves the first ones).
+TEST(PreciseAlgorithms, AnInputEndsTheWaitOfAcceptedClients) {
+  TwoRequests r;
+  uint32_t call = r.Add(MessageKind::kCall, "C", 1, "A", 10, 0, 10, "c1", 1, -1);
+  uint32_t down = r.Add(MessageKind::kCall, "A", 10, "B", 21, 11, 12, "b1", 1, int(call));
+  r.Add(MessageKind::kReturn, "B", 21, "A", 10, 19, 20, "b1", 1, int(down));
+  uint32_t again = r.Add(MessageKind::kCall, "A", 10, "D", 31, 23, 24, "d1", 1, int(call));
+  r.Add(MessageKind::kReturn, "D", 31, "A", 10, 30, 31, "d1", 1, int(again));
+  r.Add(MessageKind::kReturn, "A", 10, "C", 1, 40, 41, "c1", 1, int(call));
+  r.Connected(down, 11);
+  r.Connected(again, 22);
+  uint32_t second = r.Request(2, 2, 10, 10, 10, {13, 50, 51, 52, 55, 56, 60, 61});
+  r.Accepted(second - 1, 14);
+  r.Connected(second, 51);
+  EXPECT_EQ(r.Score(InferFragment).exact, 2u);
+}
+
+// haproxy with a batch of clients: it accepted client 1, then tried to read client 2 and
+// found nothing (reconcile dates 2's accept_time from that read), connects for 2, and only
+// then reads 1's request and connects for it. The connect goes to the client taken up
+// last; by the earliest it went to 1, and 1's own connect after its read too.
+TEST(PreciseAlgorithms, AConnectGoesToTheClientTakenUpLast) {
+  TwoRequests r;
+  uint32_t first = r.Request(1, 1, 10, 10, 10, {0, 5, 7, 8, 20, 21, 22, 23});
+  uint32_t second = r.Request(2, 2, 10, 10, 10, {8, 10, 11, 12, 24, 25, 26, 27});
+  r.Accepted(first - 1, 1);
+  r.Accepted(second - 1, 3);
+  r.Connected(second, 4);
+  r.Connected(first, 6);
+  EXPECT_EQ(r.Score(InferFragment).exact, 2u);
+}
+
 // The loop above without the connects: it reads both requests before it acts on either
 // (squid's loop without event isolation), and fragment gives both calls to the second.
 // Times cannot tell, but the trace shows the first request followed by another input with

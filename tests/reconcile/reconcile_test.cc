@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cerrno>
 #include <string>
 #include <vector>
 
@@ -851,6 +852,30 @@ TEST(Reconcile, AConnectRetryingAFailedOneIsDatedFromTheFirstAttempt) {
   EXPECT_EQ(retried, 1u);
   EXPECT_EQ(connect_time(true, &retried), 13);
   EXPECT_EQ(retried, 0u);
+}
+
+// A connection accepted by one thread and read by another (haproxy's threads hand accepted
+// clients to each other): the reading thread took it up at its first read that found
+// nothing, which its call's accept_time gives (a layer-4 proxy connects for the client then,
+// infer/fragment). The accepting thread's own such read dates it likewise; with none, the
+// accept does, and a call another thread read without one has no accept time.
+TEST(Reconcile, AnAcceptedConnectionIsTakenUpByItsFirstReadThatFindsNothing) {
+  auto accept_time = [](int32_t reader, bool found_nothing) {
+    LogBuilder proxy("a", "/usr/sbin/proxy", 100);
+    proxy.Tcp(7, 10, w::kOpAccept, Ipv4("10.0.0.1", 80), Ipv4("10.0.0.9", 5000));
+    if (found_nothing) proxy.Recv(7, reader, 14, 15, -EAGAIN).Recv(7, reader, 20, 21, -EAGAIN);
+    proxy.Recv(7, reader, 29, 30, 10);
+    ReconcileSummary summary;
+    Trace trace = MustReconcile({proxy.Build()}, &summary);
+    const TraceColumns& c = trace.columns();
+    EXPECT_EQ(trace.size(), 1u);
+    EXPECT_EQ(c.recv_time[0], kEpoch + 30);
+    return c.accept_time[0] == kNoTime ? TimeNs(-1) : c.accept_time[0] - kEpoch;
+  };
+  EXPECT_EQ(accept_time(100, false), 10);
+  EXPECT_EQ(accept_time(100, true), 15);
+  EXPECT_EQ(accept_time(101, true), 15);
+  EXPECT_EQ(accept_time(101, false), -1);
 }
 
 // A Go program's log (the preload library's image record): reconcile names the process whose

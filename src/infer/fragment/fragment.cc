@@ -362,12 +362,7 @@ class FragmentScan {
   void Receive(const ThreadEvent& e, bool whole) {
     const MessageKind kind = c_.kind[e.message];
     const Thread self{e.node, e.thread};
-    if (kind == MessageKind::kCall) {  // its connection waits for a connect no more
-      if (auto it = accepted_.find(self); it != accepted_.end()) {
-        std::erase(it->second, MessageId(e.message));
-        if (it->second.empty()) accepted_.erase(it);
-      }
-    }
+    accepted_.erase(self);  // a connect after an input is the input's work
     if (kind == MessageKind::kCall && whole) {
       if (auto partial = reading_.find(self); partial != reading_.end()) {
         std::erase(partial->second, MessageId(e.message));
@@ -419,14 +414,13 @@ class FragmentScan {
   }
 
   // The accepted connection a connect by `self` is for: a layer-4 proxy connects onward for
-  // each client it accepts, before the client's request comes (pen, as it accepts; haproxy
-  // in tcp mode for each client of a batch, in the order accepted, after reading the first
-  // one's request), so the connection belongs to that client's request, not to the one the
-  // thread read last: the one accepted first of those whose request the thread has not
-  // read yet (a client whose request goes on a connection pen had shifts the next ones by
-  // one until that request is read). Not while the thread has a request it read and has
-  // not acted on: the connect may be that request's (a loop's task connecting after the
-  // loop accepted). Invalid: none waits.
+  // each client it takes up (accepts, or tries to read and finds nothing yet), before the
+  // client's request comes (pen as it accepts; haproxy in tcp mode after trying the
+  // client, on the thread that accepted it or on one it was handed to), so the connection
+  // belongs to that client's request, not to the one the thread read last: the client taken
+  // up last, since the thread's last input (Receive ends the wait). Not while the thread
+  // has a request it read and has not acted on: the connect may be that request's (a loop's
+  // task connecting after the loop accepted). Invalid: none waits.
   MessageId TakeAccepted(const Thread& self) {
     auto it = accepted_.find(self);
     if (it == accepted_.end() || unacted_.contains(self)) return MessageId();
@@ -437,10 +431,10 @@ class FragmentScan {
         !acted_on_[current.value()] && !answered_[current.value()] &&
         !connected_requests_.contains(current))
       return MessageId();
-    const MessageId first = it->second.front();
-    it->second.erase(it->second.begin());
+    const MessageId latest = it->second.back();
+    it->second.pop_back();
     if (it->second.empty()) accepted_.erase(it);
-    return first;
+    return latest;
   }
 
   // Whether `node`'s one sending thread has requests set aside that it has not acted on
@@ -703,8 +697,8 @@ class FragmentScan {
   // the connection becomes writable, a fragment of its own (§6, Figure 8) that may come
   // after the next input; it still belongs to the request that connected.
   absl::flat_hash_map<uint32_t, MessageId> connected_for_;
-  // Per thread: the first calls of the connections it accepted and has not read yet (nor
-  // taken over handed work since), in the order accepted (TakeAccepted).
+  // Per thread: the first calls of the connections it took up since its last input (or
+  // take-over of handed work), in the order taken up (TakeAccepted).
   absl::flat_hash_map<Thread, std::vector<MessageId>> accepted_;
   absl::flat_hash_set<MessageId> connected_requests_;  // requests a connect was given to
   // Per thread that holds its designation only by a process link: that request.

@@ -20,13 +20,13 @@
 //     (§3) and begins a fragment when poll reports a descriptor writable (Figure 8): an
 //     event loop that connects without blocking writes the call from that writable
 //     fragment, possibly after its next input (nginx opening an upstream connection);
-//   - but a connect made while the thread has connections it accepted and has not read a
-//     request from yet (the trace's accept_time column), and no request read that has
-//     nothing yet (no output, no connect), opens the connection for the earliest of them. A layer-4
-//     proxy connects onward for each client it accepts, before the client's request comes, then
-//     relays the request on that connection (pen as it accepts; haproxy in tcp mode for a batch, in
-//     order). Taking over handed work (a timer's expiry) ends the wait: the thread works on the
-//     request it was handed;
+//   - but a connect made while connections the thread took up (the trace's accept_time
+//     column: accepted, or tried and found empty) wait, with no input since and no request
+//     read that has nothing yet (no output, no connect), opens the connection for the one
+//     taken up last. A layer-4 proxy connects onward for each client it takes up, before the
+//     client's request comes, then relays the request on that connection (pen as it
+//     accepts; haproxy in tcp mode after trying to read the client). An input, or taking over
+//     handed work (a timer's expiry), ends the wait: the thread works on that;
 //   - and except a CALL with the content (method and URL, SQL, ...) of a request its node
 //     read and had not acted on when another input came (set aside by the program, as
 //     pgbouncer's waiting clients are, or read together with others: an HTTP/2 read): it
