@@ -1426,6 +1426,22 @@ TEST_F(PenTest, ALayerFourBalancerGivesEachConnectionToTheClientItAccepted) {
 }
 
 // ---------------------------------------------------------------------------------------
+// rinetd, a layer-4 proxy weft was not tuned on: one select loop that connects onward as it
+// accepts a client (docs/precise.md).
+
+class RinetdTest : public HandoffServerTest {};
+
+TEST_F(RinetdTest, ALayerFourProxyGivesEachConnectionToTheClientItAccepted) {
+  if (!Installed("/usr/sbin/rinetd")) GTEST_SKIP() << "rinetd not installed (scripts/install-deps)";
+  ExpectEachConnectionToItsClient(
+      "rinetd", [](const std::string& dir, uint16_t port, uint16_t web) {
+        std::string config = dir + "/rinetd.conf";
+        std::ofstream(config) << "127.0.0.1 " << port << " 127.0.0.1 " << web << "\n";
+        return Server{"rinetd", {"/usr/sbin/rinetd", "-f", "-c", config}, SIGTERM, ""};
+      });
+}
+
+// ---------------------------------------------------------------------------------------
 // Java 17: the JDK's HttpServer (a dispatcher thread, a pool of 4 threads taking exchanges
 // from its queue) calling web0 through HttpURLConnection's kept connections
 // (tests/capture/JavaProxy.java, run from source).
