@@ -1442,6 +1442,38 @@ TEST_F(RinetdTest, ALayerFourProxyGivesEachConnectionToTheClientItAccepted) {
 }
 
 // ---------------------------------------------------------------------------------------
+// nginx's stream module (Debian's libnginx-mod-stream): nginx as a layer-4 proxy, one worker
+// whose loop connects to web0 for each client it accepts, before the client's request.
+
+constexpr const char* kNginxStreamConf = R"conf(user root;
+worker_processes 1;
+pid @P@/nginx.pid;
+error_log @P@/error.log notice;
+load_module /usr/lib/nginx/modules/ngx_stream_module.so;
+events { worker_connections 1024; }
+stream {
+  server { listen 127.0.0.1:@PORT@; proxy_pass 127.0.0.1:@WEB@; }
+}
+)conf";
+
+class NginxStreamTest : public HandoffServerTest {};
+
+TEST_F(NginxStreamTest, ALayerFourProxyGivesEachConnectionToTheClientItAccepted) {
+  if (!Installed("/usr/sbin/nginx") ||
+      access("/usr/lib/nginx/modules/ngx_stream_module.so", R_OK) != 0)
+    GTEST_SKIP() << "nginx's stream module not installed (scripts/install-deps)";
+  ExpectEachConnectionToItsClient(
+      "nginx stream", [](const std::string& dir, uint16_t port, uint16_t web) {
+        std::string config = WriteConfig(dir, "nginx.conf", kNginxStreamConf, port, web);
+        return Server{"nginx",
+                      {"/usr/sbin/nginx", "-c", config, "-p", dir, "-e", dir + "/error.log", "-g",
+                       "daemon off; master_process on;"},
+                      SIGTERM,
+                      dir + "/error.log"};
+      });
+}
+
+// ---------------------------------------------------------------------------------------
 // Java 17: the JDK's HttpServer (a dispatcher thread, a pool of 4 threads taking exchanges
 // from its queue) calling web0 through HttpURLConnection's kept connections
 // (tests/capture/JavaProxy.java, run from source).
