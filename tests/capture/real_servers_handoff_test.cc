@@ -805,6 +805,22 @@ TEST_F(HaproxyTest, DefaultCaptureGivesEveryRequestItsWholeTree) {
   }
 }
 
+// Without isolation and with a connection per client request, each haproxy thread reads
+// several clients' requests before it forwards them, in no order the trace shows: first
+// come among requests with the same URL got 95-97% of trees (flagged as guesses); the
+// replies each thread read give each forward back.
+TEST_F(HaproxyTest, WithoutIsolationAConnectionPerClientRequestGivesEveryRequestItsWholeTree) {
+  if (!Installed("/usr/sbin/haproxy"))
+    GTEST_SKIP() << "haproxy not installed (scripts/install-deps)";
+  client_pooled_ = false;
+  no_isolate_ = true;
+  Scores s = RunPrinted("haproxy, a connection per request", Haproxy);
+  ASSERT_GT(s.requests, 0u);
+  EXPECT_GE(s.fragment, int(s.requests) - 4);
+  EXPECT_EQ(s.algorithm, AutoAlgorithm::kFragment) << s.auto_says;
+  EXPECT_GE(s.chosen, int(s.requests) - 4) << s.auto_says;
+}
+
 // haproxy in tcp mode (a layer-4 proxy): a thread accepts a batch of clients, reads the
 // first one's request, then for each other client tries to read it, finds nothing yet and
 // connects to web0 for it, and relays each request on its client's connection as it reads
@@ -1171,6 +1187,23 @@ TEST_F(TrafficServerTest, WithoutIsolationAutoDoesNotHandOutFragmentsMisses) {
   EXPECT_NE(s.auto_says.find("went to another request while their thread was part way"),
             std::string::npos)
       << s.auto_says;
+}
+
+// A connection per client request (the client's `Connection: close`): an event thread takes
+// up the new connections the accept thread hands it and reads their requests in one turn,
+// before it acts on any, then forwards them on its pool's connections in no order the
+// trace shows. By first come among requests with the same URL 88-90% of trees were exact
+// (flagged as guesses); the replies each thread read give each forward back (a transaction
+// stays on the thread that read it).
+TEST_F(TrafficServerTest, AConnectionPerClientRequestGivesEveryRequestItsWholeTree) {
+  if (!Installed("/usr/bin/traffic_server"))
+    GTEST_SKIP() << "trafficserver not installed (scripts/install-deps)";
+  client_pooled_ = false;
+  Scores s = Run();
+  ASSERT_GT(s.requests, 0u);
+  EXPECT_GE(s.fragment, int(s.requests) - 4);
+  EXPECT_EQ(s.algorithm, AutoAlgorithm::kFragment) << s.auto_says;
+  EXPECT_GE(s.chosen, int(s.requests) - 4) << s.auto_says;
 }
 
 // ---------------------------------------------------------------------------------------

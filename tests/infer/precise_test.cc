@@ -386,6 +386,22 @@ TEST(PreciseAlgorithms, ALoopsForwardsOutOfOrderAreGivenBackByTheirReplies) {
   EXPECT_EQ(r.Score(InferFragment).exact, 2u);
 }
 
+// The same where another thread of the node sends too (Traffic Server's event threads,
+// haproxy's two): the replies each thread read give back the forwards it sent, a
+// transaction staying on the thread that read it.
+TEST(PreciseAlgorithms, ForwardsOutOfOrderAreGivenBackPerThreadWhereSeveralSend) {
+  TwoRequests r;
+  uint32_t one = r.Request(1, 1, 10, 10, 10, {0, 10, 25, 27, 43, 45, 50, 51});
+  uint32_t two = r.Request(2, 2, 10, 10, 10, {12, 15, 20, 22, 33, 35, 40, 41});
+  r.Request(3, 3, 11, 11, 11, {13, 16, 21, 23, 34, 36, 42, 44});
+  r.Get({one - 1, one, two - 1, two}, "/r0");
+  Result<FragmentInference> fragment = InferFragment(r.Build());
+  ASSERT_TRUE(fragment.ok());
+  EXPECT_EQ(fragment->counters.set_aside_forwards_guessed, 1);
+  EXPECT_EQ(fragment->counters.set_aside_forwards_reordered, 2);
+  EXPECT_EQ(r.Score(InferFragment, 3).exact, 3u);
+}
+
 // One read brings two requests (the HEADERS of two HTTP/2 streams) and the loop forwards
 // both before its next input: by times both forwards are the read's last request's work.
 // With their URLs on the forwards, each goes to its own request (the first read first

@@ -12,6 +12,7 @@
 #include <absl/container/flat_hash_set.h>
 
 #include <algorithm>
+#include <optional>
 #include <tuple>
 
 #include "infer/forest.h"
@@ -583,26 +584,28 @@ class FragmentScan {
                              ContentOf(fields_, placed) == content;
     set_aside_guessed_ += placed_same || std::any_of(match + 1, waiting.end(), could_be);
     ++(match->shared ? shared_read_found_ : set_aside_found_);
-    if (one_sender_.contains(node)) following_nodes_.insert(node);  // see ReorderByReplies
+    // (See ReorderByReplies.)
+    (one_sender_.contains(node) ? following_nodes_ : following_threads_).insert(node);
     const MessageId request = match->request;
     waiting.erase(match);
     *followed = true;
     return request;
   }
 
-  // Where one thread sends all of a node's messages and forwards were followed to requests
-  // by content (FollowSetAside), the order of the replies gives each forward its request
-  // after the scan: a request's answer goes with the oldest forward with its content whose
-  // reply began to arrive before the answer was sent, that was sent after the request was
-  // read and has gone with no answer yet. A loop answers a request when the reply its task
-  // waited for is read, in the order the replies come (every answer of aiohttp, Tornado and
-  // uvicorn on asyncio), but forwards when the task gets a pool's connection or a resolved
+  // Where forwards were followed to requests by content (FollowSetAside), the order of the
+  // replies gives each forward its request after the scan, per node where one thread sends
+  // all of its messages, else per thread (a transaction stays on the thread that read it:
+  // Traffic Server's event threads, haproxy's): a request's answer goes with the oldest forward
+  // with its content whose reply began to arrive before the answer was sent, that was sent after
+  // the request was read and has gone with no answer yet. A loop answers a request when the reply
+  // its task waited for is read, in the order the replies come (every answer of aiohttp, Tornado
+  // and uvicorn on asyncio), but forwards when the task gets a pool's connection or a resolved
   // address, in no order the trace shows (uvicorn with httpx forwarded 37% first come,
   // Tornado 93-98%). Still a guess where several replies wait (set_aside_guessed_ counted
   // the forwards' first-come choices); forwards whose request changed are counted.
   // Returns the forwards it gave.
   absl::flat_hash_set<uint32_t> ReorderByReplies() {
-    if (following_nodes_.empty()) return {};
+    if (following_nodes_.empty() && following_threads_.empty()) return {};
     struct ReplyEvent {
       TimeNs time;
       bool answer;    // the node answered `call`; else a reply to `call` began to arrive
@@ -611,18 +614,28 @@ class FragmentScan {
         return std::tie(time, answer, call) < std::tie(o.time, o.answer, o.call);
       }
     };
-    absl::flat_hash_map<uint32_t, std::vector<ReplyEvent>> by_node;
+    // Per node where one thread sends; elsewhere per thread, a transaction staying on the
+    // thread that read it (Traffic Server's event threads).
+    auto key = [&](uint32_t node, ThreadId thread) -> std::optional<Thread> {
+      if (following_nodes_.contains(node)) return Thread{node, ThreadId()};
+      if (following_threads_.contains(node) && thread.valid()) return Thread{node, thread};
+      return std::nullopt;
+    };
+    absl::flat_hash_map<Thread, std::vector<ReplyEvent>> by_node;
     for (size_t i = 0; i < trace_.size(); ++i) {
       const MessageId call = call_of_[i];
-      const uint32_t to = c_.receiver[i].value(), from = c_.sender[i].value();
-      const bool read = following_nodes_.contains(to) && c_.recv_time[i] != kNoTime;
-      const bool answered = following_nodes_.contains(from) && c_.send_time[i] != kNoTime;
-      if (!call.valid() || !(read || answered) || !Known(ContentOf(fields_, call))) continue;
-      if (read) {
+      if (!call.valid()) continue;
+      const auto to = c_.recv_time[i] != kNoTime
+                          ? key(c_.receiver[i].value(), c_.receiver_thread[i])
+                          : std::nullopt;
+      const auto from = c_.send_time[i] != kNoTime ? key(c_.sender[i].value(), c_.sender_thread[i])
+                                                   : std::nullopt;
+      if (!(to || from) || !Known(ContentOf(fields_, call))) continue;
+      if (to) {
         const TimeNs first = c_.first_read_time[i];
-        by_node[to].push_back({first != kNoTime ? first : c_.recv_time[i], false, call.value()});
+        by_node[*to].push_back({first != kNoTime ? first : c_.recv_time[i], false, call.value()});
       }
-      if (answered) by_node[from].push_back({c_.send_time[i], true, call.value()});
+      if (from) by_node[*from].push_back({c_.send_time[i], true, call.value()});
     }
     std::vector<std::pair<uint32_t, MessageId>> given;  // (forward, request)
     for (auto& [node, events] : by_node) {
@@ -747,6 +760,7 @@ class FragmentScan {
   std::vector<TimeNs> answer_sent_, return_read_;
   // One-sender nodes where a forward was followed to a request by content.
   absl::flat_hash_set<uint32_t> following_nodes_;
+  absl::flat_hash_set<uint32_t> following_threads_;  // the same where several threads send
   int64_t set_aside_found_ = 0, shared_read_found_ = 0, set_aside_guessed_ = 0,
           set_aside_reordered_ = 0;
   // FindThreadsServingOneAtATime's threads, and per thread the request it read and has not
