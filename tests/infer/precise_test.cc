@@ -782,10 +782,10 @@ TEST(PreciseAlgorithms, ThreadDoesNotFollowHandOffsToARequestAnsweredBeforeTheCa
 }
 
 // A hand-off that a reply then contradicts: thread 9 of A, an event loop serving c2 and
-// c4, is handed c1 by thread 5 (which then takes c3 while it owes c1: not thread) and
-// answers c2. Auto refuses fragment and, since hand-offs were followed, says that a
-// runtime's own helper threads may be what capture took for hand-offs, and how to
-// recapture without them (Node.js: docs/precise.md).
+// c4 (it sends a message for c4), is handed c1 by thread 5 (which then takes c3 while it
+// owes c1: not thread) and answers c2. Auto refuses fragment and, since hand-offs were
+// followed, says that a runtime's own helper threads may be what capture took for
+// hand-offs, and how to recapture without them (Node.js: docs/precise.md).
 TEST(ChooseAlgorithm, AContradictedHandOffSaysHowToRecaptureWithoutSyncRecords) {
   const std::string text =
       "10 CALL_SENT C A c1 recv=20 stid=11 rtid=5 path=1 msg=0\n"
@@ -793,10 +793,11 @@ TEST(ChooseAlgorithm, AContradictedHandOffSaysHowToRecaptureWithoutSyncRecords) 
       "22 HANDOFF A A stid=5 rtid=9 recv=30\n"
       "24 CALL_SENT C A c3 recv=25 stid=13 rtid=5 path=3 msg=2\n"
       "26 CALL_SENT C A c4 recv=27 stid=14 rtid=9 path=4 msg=3\n"
-      "40 RET_SENT A C c2 recv=50 stid=9 rtid=12 path=2 msg=4 parent=1\n"
-      "41 RET_SENT A C c1 recv=51 stid=5 rtid=11 path=1 msg=5 parent=0\n"
-      "42 RET_SENT A C c3 recv=52 stid=5 rtid=13 path=3 msg=6 parent=2\n"
-      "43 RET_SENT A C c4 recv=53 stid=9 rtid=14 path=4 msg=7 parent=3\n";
+      "28 MSG_SENT A B m4 recv=29 stid=9 rtid=20 path=4 msg=4 parent=3\n"
+      "40 RET_SENT A C c2 recv=50 stid=9 rtid=12 path=2 msg=5 parent=1\n"
+      "41 RET_SENT A C c1 recv=51 stid=5 rtid=11 path=1 msg=6 parent=0\n"
+      "42 RET_SENT A C c3 recv=52 stid=5 rtid=13 path=3 msg=7 parent=2\n"
+      "43 RET_SENT A C c4 recv=53 stid=9 rtid=14 path=4 msg=8 parent=3\n";
   Result<Trace> trace = ParseTextTrace(text, "contradicted.trace");
   ASSERT_TRUE(trace.ok()) << trace.status().message();
   Result<AutoInference> decided = ChooseAlgorithm(*trace);
@@ -806,6 +807,31 @@ TEST(ChooseAlgorithm, AContradictedHandOffSaysHowToRecaptureWithoutSyncRecords) 
   EXPECT_NE(decided->choice.Describe().find("recapture with weft capture --sync off"),
             std::string::npos)
       << decided->choice.Describe();
+}
+
+// A loop (thread 9) reads request 1, forwards it and wakes a helper (thread 5, a hand-off
+// of 1); it reads request 2, then waits on the helper, whose signal hands 1 back, and
+// forwards 2. A thread that read a request and waits before it did anything for it waits
+// for something that request needs (V8's main thread joining its garbage collector's
+// helpers), not for handed work: 2's forward stays 2's.
+TEST(PreciseAlgorithms, AWaitBeforeActingOnARequestKeepsIt) {
+  const std::string text =
+      "1 CALL_SENT C A c1 recv=10 stid=11 rtid=9 path=1 msg=0\n"
+      "11 CALL_SENT A B b1 recv=12 stid=9 rtid=20 path=1 msg=1 parent=0\n"
+      "13 HANDOFF A A stid=9 rtid=5 recv=14\n"
+      "15 CALL_SENT C A c2 recv=20 stid=12 rtid=9 path=2 msg=2\n"
+      "22 HANDOFF A A stid=5 rtid=9 recv=23\n"
+      "24 CALL_SENT A D d2 recv=25 stid=9 rtid=21 path=2 msg=3 parent=2\n"
+      "30 RET_SENT B A b1 recv=31 stid=20 rtid=9 path=1 msg=4 parent=1\n"
+      "35 RET_SENT A C c1 recv=36 stid=9 rtid=11 path=1 msg=5 parent=0\n"
+      "40 RET_SENT D A d2 recv=41 stid=21 rtid=9 path=2 msg=6 parent=3\n"
+      "45 RET_SENT A C c2 recv=46 stid=9 rtid=12 path=2 msg=7 parent=2\n";
+  Result<Trace> trace = ParseTextTrace(text, "wait.trace");
+  ASSERT_TRUE(trace.ok()) << trace.status().message();
+  Result<FragmentInference> fragment = InferFragment(*trace);
+  ASSERT_TRUE(fragment.ok());
+  EXPECT_EQ(FragmentParents(*trace, fragment->paths),
+            (std::vector<int64_t>{-1, 0, -1, 2, 1, 0, 3, 2}));
 }
 
 // The same contradiction where it misleads nothing: A's loop (thread 9) reads c1 and c2

@@ -172,9 +172,11 @@ class FragmentScan {
     FindThreadsServingOneAtATime(events);
     for (const ThreadEvent& e : events) {
       TrackOwed(owing_, e);
-      // (Asked before the connect counts as acting on the request read last.)
+      // (Asked before the connect or the wait counts as acting on the request read last.)
       const MessageId accepted =
           e.step == Step::kConnect ? TakeAccepted({e.node, e.thread}) : MessageId();
+      const bool waits_for_its_own =
+          e.step == Step::kTakeOver && unacted_.contains({e.node, e.thread});
       // Anything a thread does but read (a connect, a hand-off, a spawn, most sends) is
       // acting on the input it read last; Send says which sends are not, QueuedWork which
       // connects.
@@ -198,13 +200,16 @@ class FragmentScan {
           // A link that names what the consumer sent for the work gives that message its
           // request and leaves the consumer's fragment as it was. Either way the thread
           // works on the request it was handed, no more on what it accepted (a loop's
-          // timer expiring for a request it read before).
+          // timer expiring for a request it read before). But a thread that read a request
+          // and waits before it did anything for it waits for something that request needs
+          // (V8's main thread joining its garbage collector's helpers, a worker waiting for
+          // a pool's connection): it keeps the request.
           accepted_.erase({e.node, e.thread});
           const ProcessLink& l = trace_.process_links()[e.message];
           if (l.to_message.valid()) {
             sent_for_[l.to_message.value()] = handed_[e.message];
             handoffs_carrying_ += handed_[e.message].valid();
-          } else {
+          } else if (!waits_for_its_own) {
             TakeOver(l, handed_[e.message]);
           }
           handed_.erase(e.message);
