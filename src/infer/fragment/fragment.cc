@@ -598,17 +598,17 @@ class FragmentScan {
   }
 
   // Where forwards were followed to requests by content (FollowSetAside), the order of the
-  // replies gives each forward its request after the scan, per node where one thread sends
-  // all of its messages, else per thread (a transaction stays on the thread that read it:
-  // Traffic Server's event threads, haproxy's): a request's answer goes with the oldest forward
-  // with its content whose reply began to arrive before the answer was sent, that was sent after
-  // the request was read and has gone with no answer yet. A loop answers a request when the reply
-  // its task waited for is read, in the order the replies come (every answer of aiohttp, Tornado
-  // and uvicorn on asyncio), but forwards when the task gets a pool's connection or a resolved
-  // address, in no order the trace shows (uvicorn with httpx forwarded 37% first come,
-  // Tornado 93-98%). Still a guess where several replies wait (set_aside_guessed_ counted
-  // the forwards' first-come choices); forwards whose request changed are counted.
-  // Returns the forwards it gave.
+  // replies gives each forward its request after the scan, per node where one thread
+  // sends all of its messages, else per thread (a transaction stays on the thread that
+  // read it: Traffic Server's event threads, haproxy's): a request's answer goes with the
+  // oldest forward with its content whose reply began to arrive before the answer was
+  // sent, that was sent after the request was read and has gone with no answer yet. A
+  // loop answers a request when the reply its task waited for is read, in the order the
+  // replies come (every answer of aiohttp, Tornado and uvicorn on asyncio), but forwards
+  // when the task gets a pool's connection or a resolved address, in no order the trace
+  // shows (uvicorn with httpx forwarded 37% first come, Tornado 93-98%). Still a guess
+  // where several replies wait (set_aside_guessed_ counted the forwards' first-come
+  // choices); forwards whose request changed are counted. Returns the forwards it gave.
   absl::flat_hash_set<uint32_t> ReorderByReplies() {
     if (following_nodes_.empty() && following_threads_.empty()) return {};
     struct ReplyEvent {
@@ -619,14 +619,13 @@ class FragmentScan {
         return std::tie(time, answer, call) < std::tie(o.time, o.answer, o.call);
       }
     };
-    // Per node where one thread sends; elsewhere per thread, a transaction staying on the
-    // thread that read it (Traffic Server's event threads).
+    // Whose replies and answers are matched: (node, no thread) or (node, thread).
     auto key = [&](uint32_t node, ThreadId thread) -> std::optional<Thread> {
       if (following_nodes_.contains(node)) return Thread{node, ThreadId()};
       if (following_threads_.contains(node) && thread.valid()) return Thread{node, thread};
       return std::nullopt;
     };
-    absl::flat_hash_map<Thread, std::vector<ReplyEvent>> by_node;
+    absl::flat_hash_map<Thread, std::vector<ReplyEvent>> timelines;
     for (size_t i = 0; i < trace_.size(); ++i) {
       const MessageId call = call_of_[i];
       if (!call.valid()) continue;
@@ -638,12 +637,12 @@ class FragmentScan {
       if (!(to || from) || !Known(ContentOf(fields_, call))) continue;
       if (to) {
         const TimeNs first = c_.first_read_time[i];
-        by_node[*to].push_back({first != kNoTime ? first : c_.recv_time[i], false, call.value()});
+        timelines[*to].push_back({first != kNoTime ? first : c_.recv_time[i], false, call.value()});
       }
-      if (from) by_node[*from].push_back({c_.send_time[i], true, call.value()});
+      if (from) timelines[*from].push_back({c_.send_time[i], true, call.value()});
     }
     std::vector<std::pair<uint32_t, MessageId>> given;  // (forward, request)
-    for (auto& [node, events] : by_node) {
+    for (auto& [whose, events] : timelines) {
       std::sort(events.begin(), events.end());
       std::vector<uint32_t> replied;  // forwards whose reply came, oldest first
       for (const ReplyEvent& e : events) {
