@@ -1130,10 +1130,11 @@ TEST_F(H2oTest, ReverseProxyWithTwoEventLoopsGivesEveryRequestItsWholeTreeWithou
 // request's call lands in the other's tree. Deferring those reads as well was tried:
 // lighttpd, told EAGAIN for a reply web0 had sent and closed, answered its client 500
 // (docs/precise.md). Without isolation the loops read a request in pieces and act on
-// others in between: fragment got a third of the trees by times alone, and 88-90% since
-// it follows requests to the calls with their URLs; auto, seeing outputs go to another
-// request while a read was part way through a call, does not hand fragment's trees out as
-// exact. (With pool global, where a request can go out on a connection
+// others in between: fragment got a third of the trees by times alone, 88-90% once it
+// followed requests to the calls with their URLs, and all or all but 1% since each
+// thread's replies give its forwards back; auto, seeing outputs go to another request
+// while a read was part way through a call, still does not hand fragment's trees out as
+// exact (its caution, docs/precise.md "Not yet"). (With pool global, where a request can go out on a connection
 // another thread holds, fragment misses a third of the trees even with isolation:
 // docs/precise.md, measured by hand.)
 
@@ -1182,7 +1183,6 @@ TEST_F(TrafficServerTest, WithoutIsolationAutoDoesNotHandOutFragmentsMisses) {
   no_isolate_ = true;
   Scores s = Run();
   ASSERT_GT(s.requests, 0u);
-  EXPECT_LT(s.fragment, int(s.requests));
   EXPECT_NE(s.algorithm, AutoAlgorithm::kFragment) << s.auto_says;
   EXPECT_NE(s.auto_says.find("went to another request while their thread was part way"),
             std::string::npos)

@@ -602,12 +602,12 @@ class FragmentScan {
   // sends all of its messages, else per thread (a transaction stays on the thread that
   // read it: Traffic Server's event threads, haproxy's): a request's answer goes with the
   // oldest forward with its content whose reply began to arrive before the answer was
-  // sent, that was sent after the request was read and has gone with no answer yet. A
-  // loop answers a request when the reply its task waited for is read, in the order the
-  // replies come (every answer of aiohttp, Tornado and uvicorn on asyncio), but forwards
-  // when the task gets a pool's connection or a resolved address, in no order the trace
-  // shows (uvicorn with httpx forwarded 37% first come, Tornado 93-98%). Still a guess
-  // where several replies wait (set_aside_guessed_ counted the forwards' first-come
+  // sent, that was sent after the request began to be read and has gone with no answer
+  // yet. A loop answers a request when the reply its task waited for is read, in the order
+  // the replies come (every answer of aiohttp, Tornado and uvicorn on asyncio), but
+  // forwards when the task gets a pool's connection or a resolved address, in no order the
+  // trace shows (uvicorn with httpx forwarded 37% first come, Tornado 93-98%). Still a
+  // guess where several replies wait (set_aside_guessed_ counted the forwards' first-come
   // choices); forwards whose request changed are counted. Returns the forwards it gave.
   absl::flat_hash_set<uint32_t> ReorderByReplies() {
     if (following_nodes_.empty() && following_threads_.empty()) return {};
@@ -652,7 +652,9 @@ class FragmentScan {
           continue;
         }
         const Content content = ContentOf(fields_, MessageId(e.call));
-        const TimeNs read = c_.recv_time[e.call];
+        // (From its first read: a proxy streams a request's head on before its body is in.)
+        const TimeNs first = c_.first_read_time[e.call];
+        const TimeNs read = first != kNoTime ? first : c_.recv_time[e.call];
         auto forward = std::find_if(replied.begin(), replied.end(), [&](uint32_t f) {
           return c_.send_time[f] >= read && ContentOf(fields_, MessageId(f)) == content;
         });
