@@ -268,9 +268,9 @@ void StreamEmitter::SetOpenTimes(const Direction& d, MessageRecord& record) {
   // When the reading thread took the connection up: its first read that found nothing,
   // else its accept.
   const int32_t reader = int32_t(record.receiver_thread.value());
-  const TimeNs taken = r->taken_tid == reader && r->taken_ns != kNoTime ? r->taken_ns
-                       : r->open_tid == reader                          ? r->open_ns
-                                                                        : kNoTime;
+  const TimeNs taken = r->taken_tid == reader  ? r->taken_ns  // (a tid is never 0)
+                       : r->open_tid == reader ? r->open_ns
+                                               : kNoTime;
   if (taken != kNoTime && taken <= record.recv_time) record.accept_time = taken;
 }
 

@@ -1134,9 +1134,9 @@ TEST_F(H2oTest, ReverseProxyWithTwoEventLoopsGivesEveryRequestItsWholeTreeWithou
 // followed requests to the calls with their URLs, and all or all but 1% since each
 // thread's replies give its forwards back; auto, seeing outputs go to another request
 // while a read was part way through a call, still does not hand fragment's trees out as
-// exact (its caution, docs/precise.md "Not yet"). (With pool global, where a request can go out on
-// a connection another thread holds, fragment misses a third of the trees even with isolation:
-// docs/precise.md, measured by hand.)
+// exact (its caution, docs/precise.md "Not yet"). (With pool global, where a request can
+// go out on a connection another thread holds, fragment misses a third of the trees even
+// with isolation: docs/precise.md, measured by hand.)
 
 class TrafficServerTest : public HandoffServerTest {
  protected:
