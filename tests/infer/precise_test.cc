@@ -488,6 +488,28 @@ TEST(PreciseAlgorithms, RequestReadWhileAnotherWasComingInIsNoPreciseAnswer) {
   EXPECT_NE(chosen->choice.algorithm, AutoAlgorithm::kFragment);
 }
 
+// Traffic Server without isolation: a thread begins reading request 1 (a POST), streams its
+// head on (the call to B at 8) before the body is in, and meanwhile reads request 2 whole
+// and forwards it (at 20). That forward, sent while request 1 was half read, is not in
+// doubt: request 1 has its own forward, with the same content (a proxy forwards a request
+// once), or request 2's content where it differs from request 1's.
+TEST(PreciseAlgorithms, AForwardBesideAHalfReadCallThatHasItsOwnIsNotInDoubt) {
+  for (bool same_url : {true, false}) {
+    SCOPED_TRACE(same_url ? "same URL" : "URLs of their own");
+    TwoRequests r;
+    const uint32_t one = r.Request(1, 1, 10, 10, 10, {0, 30, 8, 10, 40, 45, 50, 55});
+    const uint32_t two = r.Request(2, 2, 10, 10, 10, {12, 15, 20, 22, 24, 26, 28, 29});
+    r.FirstRead(one - 1, 5);
+    r.Get({one - 1, one}, "/a");
+    r.Get({two - 1, two}, same_url ? "/a" : "/b");
+    EXPECT_EQ(r.Score(InferFragment).exact, 2u);
+    Result<AutoInference> chosen = ChooseAlgorithm(r.Build());
+    ASSERT_TRUE(chosen.ok());
+    EXPECT_EQ(chosen->choice.outputs_beside_partial_inputs, 0);
+    EXPECT_EQ(chosen->choice.algorithm, AutoAlgorithm::kFragment) << chosen->choice.Describe();
+  }
+}
+
 TEST(PreciseAlgorithms, NeedThreads) {
   TraceBuilder b;
   MessageRecord m;

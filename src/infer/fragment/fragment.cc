@@ -241,6 +241,7 @@ class FragmentScan {
     }
     const absl::flat_hash_set<uint32_t> reordered = ReorderByReplies();
     WeighContradictions(reordered);
+    WeighPartialInputs();
   }
 
   int64_t outputs_without_request() const { return outputs_without_request_; }
@@ -521,13 +522,11 @@ class FragmentScan {
     outputs_without_request_ += !placed.valid();
     // The thread had begun reading a call it has not finished, and this output goes to
     // another request (or none): whether it belongs to the call being read, streamed on
-    // before its last byte, or to the request the thread serves besides, times cannot tell.
-    // (A call placed by its connect is not in doubt.)
+    // before its last byte, or to the request the thread serves besides, times cannot tell
+    // (WeighPartialInputs). (A call placed by its connect is not in doubt.)
     if (auto partial = reading_.find({e.node, e.thread});
         partial != reading_.end() && connected == connected_for_.end()) {
-      outputs_beside_partial_inputs_ +=
-          std::any_of(partial->second.begin(), partial->second.end(),
-                      [&](MessageId m) { return m != parent_[e.message]; });
+      for (MessageId m : partial->second) beside_partial_.emplace_back(e.message, m);
     }
     outputs_through_ambiguous_ += parent_[e.message].valid() && connected == connected_for_.end() &&
                                   guessed_.contains({e.node, e.thread});
@@ -689,6 +688,42 @@ class FragmentScan {
     }
   }
 
+  // An output sent while its thread was part way through reading a call, and placed in
+  // another request, is in doubt (counted once) unless it carries the content of the
+  // request it went to and not that of the call (a proxy passes on what it read), or that
+  // call had an output of its own besides, sent after it was read to the end (it was not
+  // streamed on before its last byte) or carrying the same content (a proxy forwards a
+  // request once: Traffic Server streams a POST's head on before its body is in, and
+  // forwards another client's request meanwhile).
+  void WeighPartialInputs() {
+    absl::flat_hash_map<uint32_t, std::vector<uint32_t>> outputs;  // of the calls being read
+    for (const auto& [output, call] : beside_partial_) outputs.try_emplace(call.value());
+    for (size_t i = 0; i < trace_.size(); ++i) {
+      const MessageId to = parent_[i];
+      if (!to.valid() || c_.kind[i] == MessageKind::kReturn || c_.send_time[i] == kNoTime) continue;
+      if (auto it = outputs.find(to.value()); it != outputs.end())
+        it->second.push_back(uint32_t(i));
+    }
+    auto in_doubt = [&](uint32_t output, MessageId call) {
+      if (parent_[output] == call) return false;
+      const Content content = ContentOf(fields_, MessageId(output));
+      auto carries = [&](MessageId m) {
+        return Known(content) && ContentOf(fields_, m) == content;
+      };
+      if (parent_[output].valid() && carries(parent_[output]) && !carries(call)) return false;
+      const std::vector<uint32_t>& own = outputs.at(call.value());
+      return std::none_of(own.begin(), own.end(), [&](uint32_t o) {
+        return c_.send_time[o] >= c_.recv_time[call.value()] || carries(MessageId(o));
+      });
+    };
+    uint32_t counted = UINT32_MAX;
+    for (const auto& [output, call] : beside_partial_) {
+      if (output == counted || !in_doubt(output, call)) continue;
+      ++outputs_beside_partial_inputs_;
+      counted = output;
+    }
+  }
+
   // The request `call` is answered: threads that got it by a link and hold it still let go.
   void EndInheritance(MessageId call) {
     auto it = call.valid() ? heirs_.find(call.value()) : heirs_.end();
@@ -741,6 +776,7 @@ class FragmentScan {
   absl::flat_hash_set<uint32_t> connected_after_handoff_;
   // Per thread: the calls it has begun reading (a first read) and not yet read to the end.
   absl::flat_hash_map<Thread, std::vector<MessageId>> reading_;
+  std::vector<std::pair<uint32_t, MessageId>> beside_partial_;  // (output, call being read)
   int64_t outputs_beside_partial_inputs_ = 0;
   // Per thread: when the last CALL it read arrived (a read completing two has one time), and
   // that CALL.

@@ -92,11 +92,12 @@ namespace weft {
 // together with another, whose work then lands in the last of them: recapture with --isolate);
 // outputs_beside_partial_inputs (calls and messages a thread sent while it had begun reading
 // a call it had not read to the end, placed in another request: streamed on for the call
-// being read, or for the other request, times cannot tell); inputs_before_acting (requests a
-// thread read another input after, in a later read, before it sent, connected or handed
-// anything on, on threads that send: a loop that takes several inputs per turn, whose work
-// then lands in the last of them: recapture with event isolation, weft capture's default);
-// set_aside_forwards_found (of those, requests a call later forwarded, found by its
+// being read, or for the other request, times cannot tell; not where that call has an
+// output of its own besides, sent after its last read or with the same content);
+// inputs_before_acting (requests a thread read another input after, in a later read, before it
+// sent, connected or handed anything on, on threads that send: a loop that takes several inputs per
+// turn, whose work then lands in the last of them: recapture with event isolation, weft capture's
+// default); set_aside_forwards_found (of those, requests a call later forwarded, found by its
 // content: the same SQL, HTTP method and URL, ... as the request, sent in another input's
 // turn, a proxy that set the request aside; their trees are whole again);
 // shared_read_forwards_found (the same for requests of inputs_sharing_a_read, forwarded in
