@@ -66,10 +66,18 @@ class DescriptorWalker {
           Boundary(e);
           break;
         case EventOp::kAccept:
-          if (e.result >= 0) opening_call_[e.tid] = {int32_t(e.result), e.entry_ns + offset_};
+          if (e.result < 0) break;
+          opening_call_[e.tid] = {int32_t(e.result), e.entry_ns + offset_};
+          // A new client: what the thread connects next is for it, not a retry (hitch
+          // connected onward for a port probe that closed unanswered, then for its next
+          // client after the TLS handshake).
+          unused_connect_.erase(e.tid);
           break;
         case EventOp::kConnect:
           opening_call_[e.tid] = {e.fd, e.entry_ns + offset_};
+          break;
+        case EventOp::kTlsTransport:
+          if (e.result > 0) NoteTakenUp(e);
           break;
         default:
           if (capture::IsSendOp(e.op) || capture::IsRecvOp(e.op)) Io(e);
@@ -263,8 +271,8 @@ class DescriptorWalker {
   }
 
   // A connection this thread connected and now closes without a byte moved (the connect
-  // failed: refused, timed out): a connect the thread makes next, before any other I/O,
-  // retries it for the same work (a proxy's failover to another backend, another address
+  // failed: refused, timed out): a connect the thread makes next, before any other I/O or
+  // accept, retries it for the same work (a proxy's failover to another backend, another address
   // of the same name), so the new connection's connect is dated from the first attempt.
   // Fragment gives a call to the input whose turn connected its connection; the retry
   // often runs in a later turn, another request's (nghttpx reconnects when the wait that
@@ -283,11 +291,14 @@ class DescriptorWalker {
   // (haproxy, for each client of an accepted batch in turn, and for a client another of its
   // threads accepted and handed over through a queue capture cannot see), before the
   // request comes (StreamEmitter::SetOpenTimes, infer/fragment).
+  // Over TLS, a thread has taken the connection up when it finished the handshake (its
+  // last ciphertext before the first plaintext): hitch connects onward for a client then.
   void NoteTakenUp(const Event& e) {
     auto it = names_.find(e.fd);
     if (it == names_.end() || it->second.end < 0) return;
     ConnectionEnd& end = ends_[size_t(it->second.end)];
-    if (end.opener == Opener::kAccept && end.io.empty() && end.taken_ns == kNoTime) {
+    const bool handshake = e.op == EventOp::kTlsTransport;
+    if (end.opener == Opener::kAccept && end.io.empty() && (end.taken_ns == kNoTime || handshake)) {
       end.taken_ns = e.exit_ns + offset_;
       end.taken_tid = e.tid;
     }

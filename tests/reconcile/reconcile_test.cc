@@ -825,15 +825,19 @@ TEST(Reconcile, ExecWithoutANewImageIsALoss) {
 // A connect that fails (refused: the connection never moves a byte) and is closed, then a
 // connect to another backend on the same thread with no I/O between: the retry is dated
 // from the first attempt (connect_time), so fragment gives its call to the input whose turn
-// started the attempt (a proxy failing over). With an input between, it is not a retry.
+// started the attempt (a proxy failing over). With an input between, it is not a retry, nor
+// with an accept between (hitch connects onward for each client it accepts: one that closed
+// at once, a port probe, left a connect unused).
 TEST(Reconcile, AConnectRetryingAFailedOneIsDatedFromTheFirstAttempt) {
-  auto connect_time = [](bool input_between, uint64_t* retried) {
+  enum Between { kNothing, kAccept, kInput };
+  auto connect_time = [](Between between, uint64_t* retried) {
     LogBuilder proxy("a", "/usr/sbin/proxy", 100);
     proxy.Tcp(5, 10, w::kOpConnect, Ipv4("10.0.0.1", 40000), Ipv4("10.0.0.2", 81)).Close(5, 12);
-    if (input_between) {
-      proxy.Tcp(7, 1, w::kOpAccept, Ipv4("10.0.0.1", 80), Ipv4("10.0.0.9", 5000))
-          .Recv(7, 100, 12, 12, 10);
+    if (between != kNothing) {
+      proxy.Accept(3, 7, 12, 12)
+          .Tcp(7, 12, w::kOpAccept, Ipv4("10.0.0.1", 80), Ipv4("10.0.0.9", 5000));
     }
+    if (between == kInput) proxy.Recv(7, 100, 12, 12, 10);
     proxy.Tcp(5, 13, w::kOpConnect, Ipv4("10.0.0.1", 40001), Ipv4("10.0.0.2", 80))
         .Send(5, 100, 20, 21, 10);
     ReconcileSummary summary;
@@ -848,9 +852,11 @@ TEST(Reconcile, AConnectRetryingAFailedOneIsDatedFromTheFirstAttempt) {
     return TimeNs(-1);
   };
   uint64_t retried = 0;
-  EXPECT_EQ(connect_time(false, &retried), 10);
+  EXPECT_EQ(connect_time(kNothing, &retried), 10);
   EXPECT_EQ(retried, 1u);
-  EXPECT_EQ(connect_time(true, &retried), 13);
+  EXPECT_EQ(connect_time(kAccept, &retried), 13);
+  EXPECT_EQ(retried, 0u);
+  EXPECT_EQ(connect_time(kInput, &retried), 13);
   EXPECT_EQ(retried, 0u);
 }
 
@@ -876,6 +882,20 @@ TEST(Reconcile, AnAcceptedConnectionIsTakenUpByItsFirstReadThatFindsNothing) {
   EXPECT_EQ(accept_time(100, true), 15);
   EXPECT_EQ(accept_time(101, true), 15);
   EXPECT_EQ(accept_time(101, false), -1);
+}
+
+// Over TLS the thread takes a client up when it finishes the handshake, its last ciphertext
+// before the first plaintext byte: hitch connects onward for the client then.
+TEST(Reconcile, AnAcceptedTlsConnectionIsTakenUpByItsHandshake) {
+  LogBuilder proxy("a", "/usr/sbin/hitch", 100);
+  proxy.Tcp(7, 10, w::kOpAccept, Ipv4("10.0.0.1", 443), Ipv4("10.0.0.9", 5000))
+      .Transport(7, 100, 14, 15, 517)
+      .Transport(7, 100, 18, 19, 250)
+      .Recv(7, 100, 29, 30, 10)
+      .Transport(7, 100, 31, 32, 100);
+  Trace trace = MustReconcile({proxy.Build()}, nullptr);
+  ASSERT_EQ(trace.size(), 1u);
+  EXPECT_EQ(trace.columns().accept_time[0], kEpoch + 19);
 }
 
 // A Go program's log (the preload library's image record): reconcile names the process whose

@@ -133,6 +133,16 @@ class LogBuilder {
                 .exit_ns = exit,
                 .result = bytes});
   }
+  // Ciphertext a TLS library moved on `fd` (capture's tls_transport: a handshake, a record).
+  LogBuilder& Transport(int32_t fd, int32_t tid, TimeNs entry, TimeNs exit, int32_t bytes) {
+    return Add({.op = capture::EventOp::kTlsTransport,
+                .tid = tid,
+                .fd = fd,
+                .entry_ns = entry,
+                .exit_ns = exit,
+                .result = bytes,
+                .arg = capture::wire::kOpRead});
+  }
   LogBuilder& Close(int32_t fd, TimeNs t) {
     return Add({.op = capture::EventOp::kClose,
                 .tid = log_.header.pid,
