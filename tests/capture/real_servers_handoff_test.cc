@@ -1897,6 +1897,9 @@ class StunnelTest : public HandoffServerTest {
                                                {"@TO@", std::to_string(to)}});
     return path;
   }
+
+ protected:
+  void ExpectHitch(const std::function<void(const Scores&)>& check);
 };
 
 TEST_F(StunnelTest, ATlsTunnelGivesEachConnectionToTheClientItAccepted) {
@@ -1942,7 +1945,8 @@ Server HitchBehindStunnel(const std::string& dir, uint16_t port, uint16_t web) {
   return server;
 }
 
-TEST_F(StunnelTest, HitchBehindItGivesEachConnectionToTheClientItTookUp) {
+// Runs hitch behind stunnel with a connection per request, then kept ones, and checks each.
+void StunnelTest::ExpectHitch(const std::function<void(const Scores&)>& check) {
   if (!Installed("/usr/bin/stunnel4") || !Installed("/usr/sbin/hitch"))
     GTEST_SKIP() << "stunnel4 or hitch not installed (scripts/install-deps)";
   for (bool pooled : {false, true}) {
@@ -1951,31 +1955,29 @@ TEST_F(StunnelTest, HitchBehindItGivesEachConnectionToTheClientItTookUp) {
         RunPrinted(std::string("stunnel, hitch behind") + (pooled ? ", kept connections" : ""),
                    HitchBehindStunnel);
     ASSERT_GT(s.requests, 0u);
-    const int misses = 8 + int(s.requests) / 200;
-    EXPECT_GE(s.fragment, int(s.requests) - misses);
     EXPECT_EQ(s.algorithm, AutoAlgorithm::kFragment) << s.auto_says;
-    EXPECT_GE(s.chosen, int(s.requests) - misses) << s.auto_says;
+    check(s);
   }
 }
 
+TEST_F(StunnelTest, HitchBehindItGivesEachConnectionToTheClientItTookUp) {
+  ExpectHitch([](const Scores& s) {
+    const int misses = 8 + int(s.requests) / 200;
+    EXPECT_GE(s.fragment, int(s.requests) - misses);
+    EXPECT_GE(s.chosen, int(s.requests) - misses) << s.auto_says;
+  });
+}
+
 TEST_F(StunnelTest, HitchWithoutIsolationSaysWhereItGuessed) {
-  if (!Installed("/usr/bin/stunnel4") || !Installed("/usr/sbin/hitch"))
-    GTEST_SKIP() << "stunnel4 or hitch not installed (scripts/install-deps)";
   no_isolate_ = true;
-  for (bool pooled : {false, true}) {
-    client_pooled_ = pooled;
-    Scores s =
-        RunPrinted(std::string("stunnel, hitch behind") + (pooled ? ", kept connections" : ""),
-                   HitchBehindStunnel);
-    ASSERT_GT(s.requests, 0u);
-    EXPECT_EQ(s.algorithm, AutoAlgorithm::kFragment) << s.auto_says;
+  ExpectHitch([](const Scores& s) {
     EXPECT_GE(s.chosen, int(s.requests) / 2) << s.auto_says;
     if (s.chosen < int(s.requests) - 8 - int(s.requests) / 200) {
       EXPECT_TRUE(s.auto_says.find("first-come") != std::string::npos ||
                   s.auto_says.find("recapture with weft capture --isolate") != std::string::npos)
           << s.auto_says;
     }
-  }
+  });
 }
 
 }  // namespace

@@ -118,30 +118,14 @@ class LogBuilder {
     return AddEndpoint(fd, t, cause, std::move(endpoint));
   }
   LogBuilder& Send(int32_t fd, int32_t tid, TimeNs entry, TimeNs exit, int32_t bytes) {
-    return Add({.op = capture::EventOp::kSend,
-                .tid = tid,
-                .fd = fd,
-                .entry_ns = entry,
-                .exit_ns = exit,
-                .result = bytes});
+    return Io(capture::EventOp::kSend, fd, tid, entry, exit, bytes);
   }
   LogBuilder& Recv(int32_t fd, int32_t tid, TimeNs entry, TimeNs exit, int32_t bytes) {
-    return Add({.op = capture::EventOp::kRead,
-                .tid = tid,
-                .fd = fd,
-                .entry_ns = entry,
-                .exit_ns = exit,
-                .result = bytes});
+    return Io(capture::EventOp::kRead, fd, tid, entry, exit, bytes);
   }
   // Ciphertext a TLS library moved on `fd` (capture's tls_transport: a handshake, a record).
   LogBuilder& Transport(int32_t fd, int32_t tid, TimeNs entry, TimeNs exit, int32_t bytes) {
-    return Add({.op = capture::EventOp::kTlsTransport,
-                .tid = tid,
-                .fd = fd,
-                .entry_ns = entry,
-                .exit_ns = exit,
-                .result = bytes,
-                .arg = capture::wire::kOpRead});
+    return Io(capture::EventOp::kTlsTransport, fd, tid, entry, exit, bytes, capture::wire::kOpRead);
   }
   LogBuilder& Close(int32_t fd, TimeNs t) {
     return Add({.op = capture::EventOp::kClose,
@@ -266,6 +250,16 @@ class LogBuilder {
     e.arg = cause;
     e.endpoint = int32_t(log_.endpoints.size() - 1);
     return Add(e);
+  }
+  LogBuilder& Io(capture::EventOp op, int32_t fd, int32_t tid, TimeNs entry, TimeNs exit,
+                 int32_t bytes, int32_t arg = 0) {
+    return Add({.op = op,
+                .tid = tid,
+                .fd = fd,
+                .entry_ns = entry,
+                .exit_ns = exit,
+                .result = bytes,
+                .arg = arg});
   }
   LogBuilder& Add(const capture::Event& e) {
     log_.events.push_back(e);
