@@ -581,6 +581,58 @@ TEST(PreciseAlgorithms, FragmentFollowsForkAndExec) {
   }
 }
 
+// A layer-4 proxy's loop (thread 10 of A) takes up two clients and connects onward for each
+// before their first requests; later it reads both clients' next requests in one turn and
+// forwards them in the next, the second client's first (hitch without isolation). Each
+// connection onward carries its client's bytes, call for call and reply for reply, so each
+// call forwards the request in the same place on the client's connection. Where the
+// forwards' bytes differ (an HTTP proxy rewrites the head), the connections are not paired
+// and the first client's second forward goes to the request read last.
+TEST(PreciseAlgorithms, ALayerFourProxyForwardsEachClientOnTheConnectionOpenedForIt) {
+  for (int forward_bytes : {100, 120}) {
+    SCOPED_TRACE(forward_bytes);
+    const std::string f = std::to_string(forward_bytes);
+    const std::string x1 = " src=10.0.0.1:1001 dst=10.0.0.2:80",
+                      x1r = " src=10.0.0.2:80 dst=10.0.0.1:1001",
+                      x2 = " src=10.0.0.1:1002 dst=10.0.0.2:80",
+                      x2r = " src=10.0.0.2:80 dst=10.0.0.1:1002",
+                      y1 = " src=10.0.0.2:5001 dst=10.0.0.3:80",
+                      y1r = " src=10.0.0.3:80 dst=10.0.0.2:5001",
+                      y2 = " src=10.0.0.2:5002 dst=10.0.0.3:80",
+                      y2r = " src=10.0.0.3:80 dst=10.0.0.2:5002";
+    const std::string text =
+        "10 CALL_SENT C A c1 recv=11 accept=5 bytes=100 stid=1 rtid=10 path=1 msg=0" + x1 + "\n" +
+        "12 CALL_SENT A B b1 recv=13 connect=6 bytes=" + f +
+        " stid=10 rtid=20 path=1 msg=1 parent=0" + y1 + "\n" +
+        "14 RET_SENT B A b1 recv=15 bytes=200 stid=20 rtid=10 path=1 msg=2 parent=1" + y1r + "\n" +
+        "16 RET_SENT A C c1 recv=17 bytes=200 stid=10 rtid=1 path=1 msg=3 parent=0" + x1r + "\n" +
+        "18 CALL_SENT C A c2 recv=19 accept=7 bytes=100 stid=2 rtid=10 path=2 msg=4" + x2 + "\n" +
+        "20 CALL_SENT A B b2 recv=21 connect=8 bytes=" + f +
+        " stid=10 rtid=21 path=2 msg=5 parent=4" + y2 + "\n" +
+        "22 RET_SENT B A b2 recv=23 bytes=200 stid=21 rtid=10 path=2 msg=6 parent=5" + y2r + "\n" +
+        "24 RET_SENT A C c2 recv=25 bytes=200 stid=10 rtid=2 path=2 msg=7 parent=4" + x2r + "\n" +
+        "30 CALL_SENT C A c3 recv=40 bytes=100 stid=1 rtid=10 path=3 msg=8" + x1 + "\n" +
+        "31 CALL_SENT C A c4 recv=41 bytes=100 stid=2 rtid=10 path=4 msg=9" + x2 + "\n" +
+        "42 CALL_SENT A B b4 recv=43 bytes=" + f + " stid=10 rtid=21 path=4 msg=10 parent=9" + y2 +
+        "\n" + "43 CALL_SENT A B b3 recv=44 bytes=" + f +
+        " stid=10 rtid=20 path=3 msg=11 parent=8" + y1 + "\n" +
+        "44 RET_SENT B A b4 recv=45 bytes=200 stid=21 rtid=10 path=4 msg=12 parent=10" + y2r +
+        "\n" + "46 RET_SENT A C c4 recv=47 bytes=200 stid=10 rtid=2 path=4 msg=13 parent=9" + x2r +
+        "\n" + "48 RET_SENT B A b3 recv=49 bytes=200 stid=20 rtid=10 path=3 msg=14 parent=11" +
+        y1r + "\n" + "50 RET_SENT A C c3 recv=51 bytes=200 stid=10 rtid=1 path=3 msg=15 parent=8" +
+        x1r + "\n";
+    Result<Trace> trace = ParseTextTrace(text, "layer4.trace");
+    ASSERT_TRUE(trace.ok()) << trace.status().message();
+    Result<FragmentInference> inferred = InferFragment(*trace);
+    Result<TruthInference> truth = InferFromTruth(*trace);
+    ASSERT_TRUE(inferred.ok() && truth.ok());
+    Result<EvalReport> report = Evaluate(truth->paths, inferred->paths);
+    ASSERT_TRUE(report.ok());
+    EXPECT_EQ(report->requests.requests, 4u);
+    EXPECT_EQ(report->requests.exact, forward_bytes == 100 ? 4u : 2u);
+  }
+}
+
 // Per message of the trace, the message fragment gave it as parent (-1: a root).
 std::vector<int64_t> FragmentParents(const Trace& trace, const PathSet& paths) {
   std::vector<int64_t> parent(trace.size(), -2);
