@@ -4,7 +4,7 @@
 # build/fuzz (clang, libFuzzer targets).
 
 JOBS ?= $(shell nproc)
-FUZZ_SECONDS ?= 10
+FUZZ_SECONDS ?= 6
 CMAKE_COMMON := -G Ninja -DWEFT_WERROR=ON
 
 .PHONY: all deps format-check release asan fuzz test unit-tests asan-tests fuzz-tests demo bench clean
