@@ -1926,7 +1926,7 @@ TEST_F(StunnelTest, ATlsTunnelGivesEachConnectionToTheClientItAccepted) {
 // a connection per request). Without isolation a worker reads several clients' requests in
 // one turn and forwards them in the next, in its own order: fragment pairs each connection
 // onward with its client's, which carries the same bytes (kept connections 66-78% of the
-// trees before, all since), but where a first forward went wrong it follows them by
+// trees before, 95-100% since), but where a first forward went wrong it follows them by
 // content, first come, and says so (a connection per request: 77-84%).
 constexpr const char* kHitchConf = R"conf(frontend = "[127.0.0.1]:@PORT@"
 backend = "[127.0.0.1]:@WEB@"

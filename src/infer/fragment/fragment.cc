@@ -16,6 +16,7 @@
 #include <tuple>
 
 #include "infer/forest.h"
+#include "infer/fragment/layer_four.h"
 #include "infer/fragment/witness.h"
 
 namespace weft {
@@ -242,79 +243,6 @@ class FragmentScan {
     const absl::flat_hash_set<uint32_t> reordered = ReorderByReplies();
     WeighContradictions(reordered);
     WeighPartialInputs();
-    PairLayerFourConnections();
-  }
-
-  // A layer-4 proxy passes each client's bytes on over a connection of its own: where the
-  // first call on a connection a thread opened was placed in the first request of a client
-  // connection read after the connect (TakeAccepted's clients), and every call on it has
-  // the bytes of that connection's request in the same place, sent after it was read, and
-  // a reply of the bytes of its answer, read before that was sent, each call forwards its
-  // request, whatever turn sent it (hitch without isolation reads several clients'
-  // requests in one turn and forwards them in the next, in its own order). An HTTP proxy
-  // rewrites heads, and a pool's connection carries other clients' requests: neither fits.
-  void PairLayerFourConnections() {
-    // Per node and endpoints, the calls on each connection in order: a connect (outbound)
-    // or an accept (inbound) starts a new one where a port was reused.
-    using Key = std::tuple<uint32_t, StringId, StringId>;
-    auto runs = [&](bool outbound) {
-      std::vector<uint32_t> calls;
-      const std::vector<TimeNs>& time = outbound ? c_.send_time : c_.recv_time;
-      for (size_t i = 0; i < trace_.size(); ++i) {
-        if (c_.kind[i] == MessageKind::kCall && time[i] != kNoTime &&
-            c_.sender_endpoint[i].valid() && c_.receiver_endpoint[i].valid())
-          calls.push_back(uint32_t(i));
-      }
-      std::stable_sort(calls.begin(), calls.end(),
-                       [&](uint32_t a, uint32_t b) { return time[a] < time[b]; });
-      absl::flat_hash_map<Key, std::vector<std::vector<uint32_t>>> by_connection;
-      for (uint32_t i : calls) {
-        auto& list = by_connection[{(outbound ? c_.sender : c_.receiver)[i].value(),
-                                    c_.sender_endpoint[i], c_.receiver_endpoint[i]}];
-        if (list.empty() || (outbound ? c_.connect_time : c_.accept_time)[i] != kNoTime)
-          list.emplace_back();
-        list.back().push_back(i);
-      }
-      return by_connection;
-    };
-    const auto outbound = runs(true), inbound = runs(false);
-    absl::flat_hash_map<uint32_t, const std::vector<uint32_t>*> opened_by;  // first request
-    for (const auto& [key, connections] : inbound)
-      for (const std::vector<uint32_t>& requests : connections) opened_by[requests[0]] = &requests;
-    constexpr uint32_t kNone = ~0u;
-    std::vector<uint32_t> reply(trace_.size(), kNone);
-    for (size_t i = 0; i < trace_.size(); ++i) {
-      if (c_.kind[i] == MessageKind::kReturn && call_of_[i].valid())
-        reply[call_of_[i].value()] = uint32_t(i);
-    }
-    auto read = [&](uint32_t m) {
-      return c_.first_read_time[m] != kNoTime ? c_.first_read_time[m] : c_.recv_time[m];
-    };
-    auto forwards = [&](uint32_t call, uint32_t request) {
-      if (c_.bytes[call] < 0 || c_.bytes[call] != c_.bytes[request] ||
-          c_.send_time[call] < read(request))
-        return false;
-      const uint32_t back = reply[call], answer = reply[request];
-      return back == kNone || answer == kNone || c_.recv_time[back] == kNoTime ||
-             c_.send_time[answer] == kNoTime ||
-             (c_.recv_time[back] <= c_.send_time[answer] && c_.bytes[back] == c_.bytes[answer]);
-    };
-    for (const auto& [key, connections] : outbound) {
-      for (const std::vector<uint32_t>& calls : connections) {
-        const uint32_t first = calls[0];
-        const MessageId request = parent_[first];
-        if (calls.size() < 2 || c_.connect_time[first] == kNoTime || !request.valid()) continue;
-        auto client = opened_by.find(request.value());
-        if (client == opened_by.end() || c_.connect_time[first] >= read(request.value())) continue;
-        const std::vector<uint32_t>& requests = *client->second;
-        bool fits = calls.size() <= requests.size();
-        for (size_t k = 0; fits && k < calls.size(); ++k) fits = forwards(calls[k], requests[k]);
-        if (!fits) continue;
-        for (size_t k = 1; k < calls.size(); ++k) {
-          parent_[calls[k]] = MessageId(requests[k]);
-        }
-      }
-    }
   }
 
   int64_t outputs_without_request() const { return outputs_without_request_; }
@@ -911,6 +839,7 @@ Result<FragmentInference> InferFragment(const Trace& trace) {
   std::vector<MessageId> parent(trace.size());
   FragmentScan scan(trace, call_of, parent);
   scan.Run(events);
+  PairLayerFourConnections(trace, call_of, parent);
   const WitnessLinks witnesses = LinkUntracedSenders(trace, call_of, parent);
 
   PathSetBuilder builder(trace, "fragment");
