@@ -18,8 +18,8 @@ void PairLayerFourConnections(const Trace& trace, const std::vector<MessageId>& 
     std::vector<uint32_t> calls;
     const std::vector<TimeNs>& time = outbound ? c.send_time : c.recv_time;
     for (size_t i = 0; i < trace.size(); ++i) {
-      if (c.kind[i] == MessageKind::kCall && time[i] != kNoTime &&
-          c.sender_endpoint[i].valid() && c.receiver_endpoint[i].valid())
+      if (c.kind[i] == MessageKind::kCall && time[i] != kNoTime && c.sender_endpoint[i].valid() &&
+          c.receiver_endpoint[i].valid())
         calls.push_back(uint32_t(i));
     }
     std::stable_sort(calls.begin(), calls.end(),
@@ -48,8 +48,7 @@ void PairLayerFourConnections(const Trace& trace, const std::vector<MessageId>& 
     return c.first_read_time[m] != kNoTime ? c.first_read_time[m] : c.recv_time[m];
   };
   auto forwards = [&](uint32_t call, uint32_t request) {
-    if (c.bytes[call] < 0 || c.bytes[call] != c.bytes[request] ||
-        c.send_time[call] < read(request))
+    if (c.bytes[call] < 0 || c.bytes[call] != c.bytes[request] || c.send_time[call] < read(request))
       return false;
     const uint32_t back = reply[call], answer = reply[request];
     return back == kNone || answer == kNone || c.recv_time[back] == kNoTime ||
