@@ -1404,10 +1404,12 @@ TEST_F(AsyncioProxyTest, TwistedHasItsForwardsFollowed) {
 }
 
 // gunicorn's gevent worker serving tests/capture/flask_proxy.py: greenlets on one thread,
-// requests' pool monkey-patched onto gevent's loop. With --sync off fragment and auto get
-// all but a few trees. With the defaults gevent's resolver threads' hand-offs are
-// contradicted by replies and auto falls back to the statistical algorithms, saying to
-// recapture with --sync off (fragment's own trees stay whole).
+// requests' pool monkey-patched onto gevent's loop. With either capture fragment and auto
+// get all but a few trees. With the defaults the interpreter lock's passes between the loop
+// and gevent's resolver threads are logged as hand-offs that replies contradict; auto fell
+// back to linking (151 of 163 trees, fragment's own 163) until such hand-offs were weighed
+// by what they placed: only forwards that the order of the replies gave again, and the
+// worker's byte into its signal pipe at exit, which no traced process reads.
 TEST_F(AsyncioProxyTest, GeventWorkerHasItsForwardsFollowed) {
   if (!Installed("/usr/bin/gunicorn") || !Imports("gevent, flask, requests"))
     GTEST_SKIP() << "gunicorn, gevent, flask or requests not installed (scripts/install-deps)";
@@ -1425,15 +1427,7 @@ TEST_F(AsyncioProxyTest, GeventWorkerHasItsForwardsFollowed) {
           ""};
     });
     ASSERT_GT(s.requests, 0u);
-    if (!sync) {
-      ExpectFollowed(s);
-      continue;
-    }
-    EXPECT_GE(s.fragment, int(s.requests) - 8 - int(s.requests) / 100);
-    if (s.algorithm != AutoAlgorithm::kFragment) {
-      EXPECT_NE(s.auto_says.find("recapture with weft capture --sync off"), std::string::npos)
-          << s.auto_says;
-    }
+    ExpectFollowed(s);
   }
 }
 

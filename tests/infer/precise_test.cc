@@ -945,6 +945,39 @@ TEST(ChooseAlgorithm, AContradictedHandOffWhoseForwardsTheRepliesGiveMisleadsNot
       << decided->choice.Describe();
 }
 
+// The same, and the loop writes a byte that no traced process reads (a signal handler's,
+// into its self-pipe: gunicorn's gevent worker at exit) while the last hand-off has it on
+// c2. Only that hand-off placed the byte, and the replies say the hand-offs were no work:
+// the byte goes to no request, and auto still keeps fragment.
+TEST(ChooseAlgorithm, AnUnreadMessageOnlyAContradictedHandOffPlacedGoesToNoRequest) {
+  const std::string text =
+      "1 CALL_SENT C A c1 recv=10 stid=11 rtid=9 path=1 msg=0 http.method=GET http.url=/r0\n"
+      "2 CALL_SENT C A c2 recv=12 stid=12 rtid=9 path=2 msg=1 http.method=GET http.url=/r0\n"
+      "14 HANDOFF A A stid=9 rtid=5 recv=15\n"
+      "16 HANDOFF A A stid=5 rtid=9 recv=17\n"
+      "20 CALL_SENT A B b1 recv=21 stid=9 rtid=20 path=1 msg=2 parent=0 http.method=GET "
+      "http.url=/r0\n"
+      "22 CALL_SENT A B b2 recv=23 stid=9 rtid=21 path=2 msg=3 parent=1 http.method=GET "
+      "http.url=/r0\n"
+      "30 RET_SENT B A b1 recv=31 stid=20 rtid=9 path=1 msg=4 parent=2\n"
+      "32 HANDOFF A A stid=5 rtid=9 recv=33\n"
+      "34 MSG_SENT A P m1 stid=9 path=3 msg=5\n"
+      "35 RET_SENT A C c1 recv=36 stid=9 rtid=11 path=1 msg=6 parent=0\n"
+      "40 RET_SENT B A b2 recv=41 stid=21 rtid=9 path=2 msg=7 parent=3\n"
+      "45 RET_SENT A C c2 recv=46 stid=9 rtid=12 path=2 msg=8 parent=1\n";
+  Result<Trace> trace = ParseTextTrace(text, "unread.trace");
+  ASSERT_TRUE(trace.ok()) << trace.status().message();
+  Result<FragmentInference> fragment = InferFragment(*trace);
+  ASSERT_TRUE(fragment.ok());
+  EXPECT_EQ(fragment->counters.handoffs_contradicted_by_replies, 0);
+  EXPECT_EQ(fragment->counters.contradicted_handoffs_mended_by_replies, 1);
+  EXPECT_EQ(FragmentParents(*trace, fragment->paths),
+            (std::vector<int64_t>{-1, -1, 0, 1, 2, -1, 0, 3, 1}));
+  Result<AutoInference> decided = ChooseAlgorithm(*trace);
+  ASSERT_TRUE(decided.ok());
+  EXPECT_EQ(decided->choice.algorithm, AutoAlgorithm::kFragment) << decided->choice.Describe();
+}
+
 // --algo auto's three outcomes on the two-request traces above (the testbed's models are
 // in precise_testbed_test.cc); a trace without threads goes to linking at once.
 TEST(ChooseAlgorithm, ThreadThenFragmentThenLinking) {

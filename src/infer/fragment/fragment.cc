@@ -676,16 +676,29 @@ class FragmentScan {
   // hand-off was no work passed on (an interpreter lock's passes between a loop and its
   // pool threads, which capture's --sync logs) and that what the thread sent after it may
   // be in the wrong tree. Not at a node where every such output was a forward the order of
-  // the replies gave (ReorderByReplies): there the hand-offs placed nothing that stands,
-  // and those replies are counted apart.
+  // the replies gave (ReorderByReplies) or a message no traced process read: there the
+  // hand-offs placed nothing that stands, and those replies are counted apart. Such a
+  // message (a signal handler's byte into its self-pipe) had only the hand-off to place it,
+  // and goes to no request.
   void WeighContradictions(const absl::flat_hash_set<uint32_t>& reordered) {
+    auto unread = [&](uint32_t m) {
+      return c_.kind[m] == MessageKind::kMessage && c_.recv_time[m] == kNoTime;
+    };
     absl::flat_hash_set<uint32_t> misled;  // nodes with an output a hand-off placed
     for (uint32_t m : through_handoff_) {
-      if (!reordered.contains(m)) misled.insert(c_.sender[m].value());
+      if (!reordered.contains(m) && !unread(m)) misled.insert(c_.sender[m].value());
     }
+    absl::flat_hash_set<uint32_t> mended;
     for (const auto& [node, n] : contradicted_at_) {
-      const bool mended = following_nodes_.contains(node) && !misled.contains(node);
-      (mended ? contradictions_mended_ : handoffs_contradicted_) += n;
+      const bool is_mended = following_nodes_.contains(node) && !misled.contains(node);
+      (is_mended ? contradictions_mended_ : handoffs_contradicted_) += n;
+      if (is_mended) mended.insert(node);
+    }
+    for (uint32_t m : through_handoff_) {
+      if (unread(m) && mended.contains(c_.sender[m].value()) && parent_[m].valid()) {
+        parent_[m] = MessageId();
+        ++outputs_without_request_;
+      }
     }
   }
 
