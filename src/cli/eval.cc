@@ -9,8 +9,8 @@
 #include "cli/truth.h"
 #include "core/file.h"
 #include "eval/align.h"
-#include "infer/paths_file.h"
 #include "infer/truth/truth.h"
+#include "paths/paths_file.h"
 #include "testbed/truth.h"
 #include "trace/io.h"
 

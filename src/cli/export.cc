@@ -6,7 +6,7 @@
 #include "cli/command.h"
 #include "core/file.h"
 #include "export/spans_from_paths.h"
-#include "infer/paths_file.h"
+#include "paths/paths_file.h"
 #include "trace/io.h"
 
 namespace weft::cli {

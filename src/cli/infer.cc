@@ -11,9 +11,9 @@
 #include "infer/fragment/fragment.h"
 #include "infer/linking/linking.h"
 #include "infer/nesting/nesting.h"
-#include "infer/paths_file.h"
 #include "infer/thread/thread.h"
 #include "infer/truth/truth.h"
+#include "paths/paths_file.h"
 #include "trace/io.h"
 
 namespace weft::cli {

@@ -5,8 +5,8 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
-#include "infer/paths_file.h"
-#include "infer/ranking.h"
+#include "paths/paths_file.h"
+#include "paths/ranking.h"
 #include "report/describe.h"
 #include "report/requests.h"
 #include "trace/io.h"

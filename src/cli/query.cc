@@ -9,7 +9,7 @@
 
 #include "cli/command.h"
 #include "core/file.h"
-#include "infer/paths_file.h"
+#include "paths/paths_file.h"
 #include "query/blackbox.h"
 #include "query/output.h"
 #include "query/parser.h"

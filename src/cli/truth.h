@@ -5,7 +5,7 @@
 #include <string>
 
 #include "core/status.h"
-#include "infer/path_set.h"
+#include "paths/path_set.h"
 
 namespace weft::cli {
 

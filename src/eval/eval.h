@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "core/status.h"
-#include "infer/causal_graph.h"
-#include "infer/path_set.h"
-#include "infer/ranking.h"
+#include "paths/causal_graph.h"
+#include "paths/path_set.h"
+#include "paths/ranking.h"
 
 namespace weft {
 

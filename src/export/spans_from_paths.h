@@ -2,7 +2,7 @@
 // in (Jaeger, Tempo, Perfetto): each path instance of a PathSet is one trace, and each
 // call in it (a CALL and the RETURN that answers it) one span in the service that received
 // the call, from the CALL's time to the RETURN's, under the span of the call it is nested
-// in (the CALL's parent in the instance, infer/path_set.h's convention). A one-way
+// in (the CALL's parent in the instance, paths/path_set.h's convention). A one-way
 // message (MSG) is a span from its send to its receive. The message's attributes are the
 // span's; the span's name is its span.name attribute where it has one (a trace imported
 // from spans), else what the protocol named (http.method and http.url, sql, ...), else
@@ -21,7 +21,7 @@
 
 #include "core/status.h"
 #include "import/span.h"
-#include "infer/path_set.h"
+#include "paths/path_set.h"
 #include "trace/trace.h"
 
 namespace weft {

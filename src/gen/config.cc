@@ -1,5 +1,5 @@
 // TOML -> GenConfig (Project 5 §7.1.1 maketrace configuration). Each tracelet is then
-// checked against the causality convention of infer/path_set.h by tracelet_check.cc.
+// checked against the causality convention of paths/path_set.h by tracelet_check.cc.
 //
 // toml++ reports syntax errors by throwing toml::parse_error; this file is the edge where
 // that exception is caught and becomes a Status naming file, line and column. Everything

@@ -4,7 +4,7 @@
 //
 // ParseGenConfig reads the TOML and checks every tracelet structurally, so that a config
 // that loads always yields path instances that are trees following the causality
-// convention of infer/path_set.h; what it computes on the way (each step's ground-truth
+// convention of paths/path_set.h; what it computes on the way (each step's ground-truth
 // parent step) is kept in the config, and generation only draws times and nodes.
 #pragma once
 

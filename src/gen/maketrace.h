@@ -1,6 +1,6 @@
 // maketrace (Project 5 §7.1.1): builds a trace by instantiating tracelets directly, not by
 // simulating a system. Every message carries its ground truth: path= (one id per tracelet
-// instance) and parent= (the convention of infer/path_set.h, computed per step when the
+// instance) and parent= (the convention of paths/path_set.h, computed per step when the
 // config was parsed).
 #pragma once
 

@@ -22,7 +22,7 @@ std::string OneLine(std::string_view text) {
 }
 
 // Computes each step's ground-truth parent and rejects tracelets whose instances would not
-// be one tree under the convention of infer/path_set.h (Project 5 §5.1: the call tree):
+// be one tree under the convention of paths/path_set.h (Project 5 §5.1: the call tree):
 //   - a CALL's parent is the closest call into its sender among its `after` ancestors not
 //     yet answered by a ret that is itself an ancestor; only step 0 may have none;
 //   - a RET answers a call that is its ancestor, once, after every call nested in that

@@ -1,5 +1,5 @@
 // The structural check of a parsed tracelet against the causality convention of
-// infer/path_set.h, and the ground-truth parent of each step it computes. Internal to gen.
+// paths/path_set.h, and the ground-truth parent of each step it computes. Internal to gen.
 #pragma once
 
 #include <string>

@@ -6,7 +6,7 @@
 // message, and the calls under it nest in the call into its service. A root span is a
 // call from a client node (--client) into its service.
 //
-// Ground truth follows infer/path_set.h's convention: a CALL's parent is the CALL into
+// Ground truth follows paths/path_set.h's convention: a CALL's parent is the CALL into
 // the service it was made from (the nearest enclosing span that made a CALL), a RETURN's
 // parent is its CALL; each root span and everything under it is one path (path= numbered
 // in order of the root's start). The span id is the call id that pairs a CALL with its

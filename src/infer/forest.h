@@ -8,7 +8,7 @@
 #include "core/id.h"
 #include "core/status.h"
 #include "infer/call_pairs.h"
-#include "infer/path_set_builder.h"
+#include "paths/path_set_builder.h"
 #include "trace/trace.h"
 
 namespace weft {

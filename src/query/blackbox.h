@@ -40,7 +40,7 @@
 
 #include "core/status.h"
 #include "core/time.h"
-#include "infer/path_set.h"
+#include "paths/path_set.h"
 #include "query/execution.h"
 #include "query/query.h"
 #include "trace/trace.h"

@@ -11,8 +11,8 @@
 #include <string>
 
 #include "core/intern.h"
-#include "infer/causal_graph.h"
-#include "infer/path_set.h"
+#include "paths/causal_graph.h"
+#include "paths/path_set.h"
 
 namespace weft {
 

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "core/status.h"
-#include "infer/path_set.h"
+#include "paths/path_set.h"
 #include "trace/trace.h"
 
 namespace weft {

@@ -11,7 +11,7 @@
 
 #include "core/status.h"
 #include "core/time.h"
-#include "infer/path_set.h"
+#include "paths/path_set.h"
 #include "trace/trace.h"
 
 namespace weft {

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "core/time.h"
-#include "infer/path_set.h"
+#include "paths/path_set.h"
 
 namespace weft {
 

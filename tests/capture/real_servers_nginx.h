@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "capture/real_servers.h"
-#include "infer/path_set.h"
+#include "paths/path_set.h"
 #include "trace/trace.h"
 
 namespace weft::testing {

@@ -20,7 +20,7 @@
 #include "capture/real_servers.h"
 #include "capture/real_servers_nginx.h"
 #include "infer/fragment/fragment.h"
-#include "infer/path_set.h"
+#include "paths/path_set.h"
 #include "reconcile/reconcile.h"
 #include "testbed/truth.h"
 #include "weft_cli.h"

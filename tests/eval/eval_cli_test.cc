@@ -8,8 +8,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "infer/path_set_builder.h"
-#include "infer/paths_file.h"
+#include "paths/path_set_builder.h"
+#include "paths/paths_file.h"
 #include "trace/text_format.h"
 #include "weft_cli.h"
 

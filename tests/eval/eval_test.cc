@@ -6,8 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "infer/path_set_builder.h"
 #include "infer/truth/truth.h"
+#include "paths/path_set_builder.h"
 #include "trace/text_format.h"
 
 namespace weft {

@@ -5,8 +5,8 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "infer/paths_file.h"
-#include "infer/ranking.h"
+#include "paths/paths_file.h"
+#include "paths/ranking.h"
 #include "report/describe.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -1,5 +1,5 @@
 // ParseGenConfig: exact one-line errors for bad configs, and the ground-truth parent of each
-// step (the convention of infer/path_set.h).
+// step (the convention of paths/path_set.h).
 #include "gen/config.h"
 
 #include <gtest/gtest.h>

@@ -24,7 +24,7 @@ inline Trace MustMake(const GenConfig& config, GenSummary* summary = nullptr) {
   return t.ok() ? std::move(t).value() : Trace{};
 }
 
-// Counts violations of the convention of infer/path_set.h in a trace's ground truth, reporting
+// Counts violations of the convention of paths/path_set.h in a trace's ground truth, reporting
 // the first few: one root per path, parents in the same path and earlier; a RET's parent
 // is the CALL it answers (reversed endpoints, same call id, answered once); a CALL's parent
 // is a CALL into its sender that encloses it in time; every call answered; with

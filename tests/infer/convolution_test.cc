@@ -8,8 +8,8 @@
 #include "eval/eval.h"
 #include "gen/gen.h"
 #include "infer/convolution/correlator.h"
-#include "infer/paths_file.h"
 #include "infer/truth/truth.h"
+#include "paths/paths_file.h"
 #include "report/describe.h"
 #include "report/dot.h"
 

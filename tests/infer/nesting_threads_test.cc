@@ -8,7 +8,7 @@
 
 #include "gen/gen.h"
 #include "infer/nesting/nesting.h"
-#include "infer/paths_file.h"
+#include "paths/paths_file.h"
 #include "scenario_trace.h"
 
 namespace weft {

@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "infer/path_set_builder.h"
+#include "paths/path_set_builder.h"
 #include "trace/text_format.h"
 
 namespace weft {

@@ -25,7 +25,7 @@
 #include <thread>
 #include <vector>
 
-#include "infer/paths_file.h"
+#include "paths/paths_file.h"
 #include "pivot/bus.h"
 #include "pivot/frontend.h"
 #include "query/blackbox.h"

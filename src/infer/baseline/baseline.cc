@@ -7,7 +7,7 @@
 #include "infer/call_pairs.h"
 #include "infer/forest.h"
 #include "infer/nesting/nesting.h"
-#include "infer/path_set_builder.h"
+#include "paths/path_set_builder.h"
 
 namespace weft {
 

@@ -18,7 +18,7 @@
 #include <string_view>
 
 #include "core/status.h"
-#include "infer/inference.h"
+#include "paths/inference.h"
 #include "trace/trace.h"
 
 namespace weft {

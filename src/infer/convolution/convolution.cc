@@ -9,7 +9,7 @@
 #include <thread>
 
 #include "infer/convolution/correlator.h"
-#include "infer/path_set_builder.h"
+#include "paths/path_set_builder.h"
 
 namespace weft {
 namespace {

@@ -16,8 +16,8 @@
 
 #include "core/status.h"
 #include "core/time.h"
-#include "infer/causal_graph.h"
-#include "infer/inference.h"
+#include "paths/causal_graph.h"
+#include "paths/inference.h"
 #include "trace/trace.h"
 
 namespace weft {

@@ -71,7 +71,7 @@
 #pragma once
 
 #include "core/status.h"
-#include "infer/inference.h"
+#include "paths/inference.h"
 #include "trace/trace.h"
 
 namespace weft {

@@ -9,7 +9,7 @@
 #include "core/status.h"
 #include "core/time.h"
 #include "infer/linking/linking.h"
-#include "infer/path_set_builder.h"
+#include "paths/path_set_builder.h"
 #include "trace/trace.h"
 
 namespace weft::linking {

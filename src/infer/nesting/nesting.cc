@@ -41,7 +41,7 @@
 
 #include "core/progress.h"
 #include "infer/call_pairs.h"
-#include "infer/path_set_builder.h"
+#include "paths/path_set_builder.h"
 
 namespace weft {
 namespace {

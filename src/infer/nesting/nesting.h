@@ -13,7 +13,7 @@
 #include "core/status.h"
 #include "core/time.h"
 #include "infer/call_pairs.h"
-#include "infer/inference.h"
+#include "paths/inference.h"
 #include "trace/trace.h"
 
 namespace weft {

@@ -9,7 +9,7 @@
 #include <algorithm>
 
 #include "infer/aggregate.h"
-#include "infer/path_set_builder.h"
+#include "paths/path_set_builder.h"
 #include "trace/clock_offsets.h"
 
 namespace weft {

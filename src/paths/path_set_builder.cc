@@ -7,7 +7,7 @@
 // them; weft sorts them (send time, label, subtree shape, message id) so that the same
 // tree gives the same key and the same element order whichever algorithm produced it —
 // eval compares keys across algorithms.
-#include "infer/path_set_builder.h"
+#include "paths/path_set_builder.h"
 
 #include <xxhash.h>
 

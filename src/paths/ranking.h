@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "core/status.h"
-#include "infer/path_set.h"
+#include "paths/path_set.h"
 
 namespace weft {
 

@@ -7,9 +7,9 @@
 #include <string_view>
 
 #include "core/status.h"
-#include "infer/causal_graph.h"
-#include "infer/inference.h"
-#include "infer/path_set.h"
+#include "paths/causal_graph.h"
+#include "paths/inference.h"
+#include "paths/path_set.h"
 
 namespace weft {
 

@@ -1,5 +1,5 @@
-// Vertex keys of the convolution algorithm's causal graph (infer/causal_graph.h).
-#include "infer/causal_graph.h"
+// Vertex keys of the convolution algorithm's causal graph (paths/causal_graph.h).
+#include "paths/causal_graph.h"
 
 namespace weft {
 

@@ -1,5 +1,5 @@
 // The .paths.json file: exact round trips, and one clear error for each malformation.
-#include "infer/paths_file.h"
+#include "paths/paths_file.h"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/file.h"
-#include "infer/path_set_builder.h"
+#include "paths/path_set_builder.h"
 #include "trace/text_format.h"
 
 namespace weft {

@@ -1,5 +1,5 @@
-// Pattern ranking (infer/ranking.h).
-#include "infer/ranking.h"
+// Pattern ranking (paths/ranking.h).
+#include "paths/ranking.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,10 +1,10 @@
 // PathSetBuilder: validation, canonical order, keys, delays and histograms, ranking.
-#include "infer/path_set_builder.h"
+#include "paths/path_set_builder.h"
 
 #include <gtest/gtest.h>
 
-#include "infer/paths_file.h"
-#include "infer/ranking.h"
+#include "paths/paths_file.h"
+#include "paths/ranking.h"
 #include "trace/text_format.h"
 
 namespace weft {

@@ -1,6 +1,6 @@
 // PathSetBuilder: collects an algorithm's path instances, puts each in canonical order and
 // finds its pattern at once, and aggregates the instances' delays and latencies into their
-// patterns' histograms when the set is finished (infer/path_set.h defines both and the
+// patterns' histograms when the set is finished (paths/path_set.h defines both and the
 // order).
 #pragma once
 
@@ -16,7 +16,7 @@
 #include "core/id.h"
 #include "core/intern.h"
 #include "core/status.h"
-#include "infer/path_set.h"
+#include "paths/path_set.h"
 #include "trace/trace.h"
 
 namespace weft {

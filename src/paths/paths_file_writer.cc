@@ -12,7 +12,7 @@
 
 #include "core/file.h"
 #include "core/piecewise_file_writer.h"
-#include "infer/paths_file.h"
+#include "paths/paths_file.h"
 
 namespace weft {
 

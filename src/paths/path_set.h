@@ -80,7 +80,7 @@ struct PathPattern {
 inline constexpr double kProbabilityUnits = 1024;
 
 // A set of path instances over one trace, and their patterns. What an algorithm counted
-// on the way and convolution's causal graph are not part of it: see infer/inference.h.
+// on the way and convolution's causal graph are not part of it: see paths/inference.h.
 struct PathSet {
   std::string algorithm;           // "truth", "nesting", ...
   uint64_t trace_messages = 0;     // size of the trace the MessageIds refer to

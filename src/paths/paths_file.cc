@@ -1,7 +1,7 @@
 // Reading the .paths.json file (docs/paths.md) with full validation; paths_file_writer.cc
 // writes it. nlohmann::json throws; every call into it stays inside ParsePaths's try
 // block, and fields are read only after their type was checked.
-#include "infer/paths_file.h"
+#include "paths/paths_file.h"
 
 #include <fmt/format.h>
 

@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "infer/path_set.h"
+#include "paths/path_set.h"
 
 namespace weft {
 

@@ -1,5 +1,5 @@
-// The path data model's keys and the trace fingerprint (infer/path_set.h).
-#include "infer/path_set.h"
+// The path data model's keys and the trace fingerprint (paths/path_set.h).
+#include "paths/path_set.h"
 
 #include <fmt/format.h>
 #include <xxhash.h>
