@@ -1,5 +1,5 @@
 // Nesting chooses parents on several threads, one per stretch of the trace that no request
-// spans (nesting.cc, FindSegments). The paths file must be the same, byte for byte, for
+// spans (choose_parents.cc, FindSegments). The paths file must be the same, byte for byte, for
 // any number of threads, with every switch that changes how parents are chosen.
 #include <gtest/gtest.h>
 
