@@ -50,8 +50,8 @@ SetAsideNotes DescribeSetAside(const FragmentCounters& f) {
   if (f.contradicted_handoffs_mended_by_replies > 0) {
     also(fmt::format(
         "{} replies answered another request than the one handed to their thread, at nodes "
-        "where every output those hand-offs placed was a forward the replies gave again or "
-        "a message nothing traced read (an interpreter lock's passes, not work)",
+        "where those hand-offs placed nothing that stands: only forwards the replies gave "
+        "again, or nothing but replies (an interpreter lock's passes, not work)",
         f.contradicted_handoffs_mended_by_replies));
   }
   if (const int64_t rest = f.inputs_sharing_a_read - f.shared_read_forwards_found; rest > 0) {

@@ -487,6 +487,7 @@ class FragmentScan {
   bool SendFor(const ThreadEvent& e) {
     senders_.insert({e.node, e.thread});
     const MessageKind kind = c_.kind[e.message];
+    if (kind != MessageKind::kReturn && !WakeUp(e.message)) sends_onward_.insert(e.node);
     if (kind == MessageKind::kReturn) {
       parent_[e.message] = call_of_[e.message];
       if (call_of_[e.message].valid()) answered_[call_of_[e.message].value()] = true;
@@ -518,6 +519,11 @@ class FragmentScan {
     bool followed = false;
     if (kind == MessageKind::kCall)
       placed = FollowSetAside(e.node, MessageId(e.message), placed, &followed);
+    // A one-way message that hands nothing on (a wake-up through the node's own pipe, or
+    // one no traced process read), sent once the request it would go to was answered, is
+    // no work of that request: a signal handler's byte at exit (dnsmasq, gevent's worker).
+    if (kind == MessageKind::kMessage && WakeUp(e.message) && Answered(placed))
+      placed = MessageId();
     parent_[e.message] = placed;
     if (placed.valid()) acted_on_[placed.value()] = true;
     outputs_without_request_ += !placed.valid();
@@ -534,6 +540,20 @@ class FragmentScan {
     if (!parent_[e.message].valid() && kind == MessageKind::kCall && serves_[e.node])
       server_calls_outside_.push_back(e.message);
     return followed;
+  }
+
+  // A message a node sends itself (through a pipe or socket pair: a loop's wake-up), or one
+  // no traced process read.
+  bool WakeUp(uint32_t m) const {
+    return c_.receiver[m] == c_.sender[m] || c_.recv_time[m] == kNoTime;
+  }
+
+  // Whether the request that `m` works for was answered: `m` itself, or, where `m` is a
+  // wake-up, the message that wake-up was placed in.
+  bool Answered(MessageId m) const {
+    while (m.valid() && c_.kind[m.value()] == MessageKind::kMessage && WakeUp(m.value()))
+      m = parent_[m.value()];
+    return m.valid() && answered_[m.value()];
   }
 
   // A request its thread read and then read another input after, before acting on it: the
@@ -675,30 +695,21 @@ class FragmentScan {
   // Replies that answered another request than the one handed to their thread say the
   // hand-off was no work passed on (an interpreter lock's passes between a loop and its
   // pool threads, which capture's --sync logs) and that what the thread sent after it may
-  // be in the wrong tree. Not at a node where every such output was a forward the order of
-  // the replies gave (ReorderByReplies) or a message no traced process read: there the
-  // hand-offs placed nothing that stands, and those replies are counted apart. Such a
-  // message (a signal handler's byte into its self-pipe) had only the hand-off to place it,
-  // and goes to no request.
+  // be in the wrong tree. Not where the hand-offs placed nothing that stands (those
+  // replies are counted apart): at a node where one thread sends everything and every
+  // output a hand-off placed was a forward the order of the replies gave
+  // (ReorderByReplies) or went to no request (SendFor), or at a node that sends nothing
+  // but replies, which go with their calls whatever their threads held (a server with a
+  // thread per request, passing Python's interpreter lock).
   void WeighContradictions(const absl::flat_hash_set<uint32_t>& reordered) {
-    auto unread = [&](uint32_t m) {
-      return c_.kind[m] == MessageKind::kMessage && c_.recv_time[m] == kNoTime;
-    };
     absl::flat_hash_set<uint32_t> misled;  // nodes with an output a hand-off placed
     for (uint32_t m : through_handoff_) {
-      if (!reordered.contains(m) && !unread(m)) misled.insert(c_.sender[m].value());
+      if (!reordered.contains(m) && parent_[m].valid()) misled.insert(c_.sender[m].value());
     }
-    absl::flat_hash_set<uint32_t> mended;
     for (const auto& [node, n] : contradicted_at_) {
-      const bool is_mended = following_nodes_.contains(node) && !misled.contains(node);
-      (is_mended ? contradictions_mended_ : handoffs_contradicted_) += n;
-      if (is_mended) mended.insert(node);
-    }
-    for (uint32_t m : through_handoff_) {
-      if (unread(m) && mended.contains(c_.sender[m].value()) && parent_[m].valid()) {
-        parent_[m] = MessageId();
-        ++outputs_without_request_;
-      }
+      const bool mended = (following_nodes_.contains(node) || !sends_onward_.contains(node)) &&
+                          !misled.contains(node);
+      (mended ? contradictions_mended_ : handoffs_contradicted_) += n;
     }
   }
 
@@ -816,6 +827,7 @@ class FragmentScan {
   std::vector<TimeNs> answer_sent_, return_read_;
   // One-sender nodes where a forward was followed to a request by content.
   absl::flat_hash_set<uint32_t> following_nodes_;
+  absl::flat_hash_set<uint32_t> sends_onward_;       // nodes that sent a call or message onward
   absl::flat_hash_set<uint32_t> following_threads_;  // the same where several threads send
   int64_t set_aside_found_ = 0, shared_read_found_ = 0, set_aside_guessed_ = 0,
           set_aside_reordered_ = 0;

@@ -86,13 +86,13 @@ namespace weft {
 // in a request that reached their thread through a link reconcile marked as a guess: a
 // wake-up or timer shared by several requests), handoffs_contradicted_by_replies (a consumer
 // answered a request other than the one handed to it: the queue was not FIFO, or a hand-over was
-// missed), but for contradicted_handoffs_mended_by_replies (those at a node where every
-// output a hand-off placed was a forward the order of the replies gave again, or a message
-// no traced process read, which then goes to no request: the hand-offs placed nothing
-// that stands); inputs_sharing_a_read (requests a thread's read completed
-// together with another, whose work then lands in the last of them: recapture with --isolate);
-// outputs_beside_partial_inputs (calls and messages a thread sent while it had begun reading
-// a call it had not read to the end, placed in another request: streamed on for the call
+// missed), but for contradicted_handoffs_mended_by_replies (those where the hand-offs
+// placed nothing that stands: at a node where one thread sends everything and every output
+// a hand-off placed was a forward the order of the replies gave again or went to no
+// request, or at a node that sends nothing but replies); inputs_sharing_a_read (requests a thread's
+// read completed together with another, whose work then lands in the last of them: recapture with
+// --isolate); outputs_beside_partial_inputs (calls and messages a thread sent while it had begun
+// reading a call it had not read to the end, placed in another request: streamed on for the call
 // being read, or for the other request, times cannot tell; not where that call has an
 // output of its own besides, sent after its last read or with the same content);
 // inputs_before_acting (requests a thread read another input after, in a later read, before it
