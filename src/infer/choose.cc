@@ -30,7 +30,7 @@ SetAsideNotes DescribeSetAside(const FragmentCounters& f) {
     notes.found = fmt::format(
         "{} requests set aside by their program or read together with another were followed "
         "to the call that forwarded them, by its content (the same SQL, HTTP method and URL, "
-        "...)",
+        "DNS name, ...)",
         found);
     if (f.set_aside_forwards_guessed > 0) {
       notes.found += fmt::format(

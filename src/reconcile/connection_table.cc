@@ -175,7 +175,10 @@ class DescriptorWalker {
       socket.peer_port = endpoint.peer.port;
     }
     // It serves if it was bound explicitly, or inherited already bound (a server whose
-    // socket its parent bound before forking, as the testbed's runner does).
+    // socket its parent bound before forking, as the testbed's runner does), unless it
+    // also connected: a client may bind a port of its own and connect to its server
+    // (unbound's queries upstream, each from a random port).
+    if (cause == capture::wire::kOpConnect) socket.connected = true;
     if (endpoint.kind == capture::wire::kKindUdp &&
         (cause == capture::wire::kOpBind ||
          (cause == capture::wire::kOpNone && endpoint.local.port != 0))) {

@@ -86,9 +86,9 @@ struct DatagramSocket {
   uint16_t peer_port = 0;
   bool bound = false;        // bound explicitly, or inherited bound: it serves a known port or path
   bool unix_socket = false;  // AF_UNIX SOCK_DGRAM
-  bool connected = false;   // Unix: connect() named its peer (a client, even one bound for replies)
-  uint64_t inode = 0;       // Unix: this socket's inode
-  uint64_t peer_inode = 0;  // Unix: the other end's, for a socketpair (whose ends have no path)
+  bool connected = false;    // connect() named its peer (a client, even one bound for replies)
+  uint64_t inode = 0;        // Unix: this socket's inode
+  uint64_t peer_inode = 0;   // Unix: the other end's, for a socketpair (whose ends have no path)
   uint32_t log = 0;
 };
 

@@ -1,12 +1,13 @@
-# The two ends of tests/capture/real_servers_dns_test.cc's DNS forwarder, no library needed:
+# The two ends of tests/capture/real_servers_dns_test.cc's DNS forwarders, no library needed:
 #
 #   dns_peers.py upstream PORT
 #       a DNS server on 127.0.0.1:PORT (UDP) that answers every query with an A record of
 #       10.0.0.1 from a thread of its own after 0.5 to 4 ms, so that answers come back out
 #       of the order of the queries; prints "ready" once bound
 #   dns_peers.py client PORT COUNT IN_FLIGHT TAG
-#       sends COUNT A queries for q<i>.TAG.test to 127.0.0.1:PORT from one socket, keeping
-#       IN_FLIGHT of them outstanding, and prints how many were answered
+#       sends COUNT A queries for q<i>.TAG.weft to 127.0.0.1:PORT from one socket, keeping
+#       IN_FLIGHT of them outstanding, and prints how many were answered (not under .test,
+#       which resolvers such as unbound answer themselves, RFC 6761)
 import random
 import socket
 import struct
@@ -42,7 +43,7 @@ def client(port, count, in_flight, tag):
     sock.settimeout(5)
 
     def query(i, qid):
-        labels = [b"q%d" % i, tag.encode(), b"test"]
+        labels = [b"q%d" % i, tag.encode(), b"weft"]
         name = b"".join(bytes([len(label)]) + label for label in labels) + b"\0"
         return struct.pack(">HHHHHH", qid, 0x0100, 1, 0, 0, 0) + name + struct.pack(">HH", 1, 1)
 

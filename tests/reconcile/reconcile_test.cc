@@ -485,6 +485,34 @@ TEST(Reconcile, DatagramsPairByPortsAndHash) {
   EXPECT_EQ(summary.skipped_io, 0u);
 }
 
+// A client that binds a port of its own and connects to its server (unbound sends each
+// query upstream from a random port it binds) is a client all the same: its queries are
+// CALLs and the server's answers RETURNs, as for a client the kernel bound.
+TEST(Reconcile, AUdpClientBoundToItsOwnPortAndConnectedCalls) {
+  const capture::Address server = Ipv4("10.0.0.2", 53), client = Ipv4("10.0.0.1", 40000);
+  std::vector<capture::EventLog> logs = {
+      LogBuilder("a", "/usr/sbin/unbound", 100)
+          .Udp(3, 50, w::kOpBind, Ipv4("0.0.0.0", 40000))
+          .Udp(3, 51, w::kOpConnect, client, server)
+          .Datagram(true, 3, 101, 100, 101, 30, 0xaaa, server)
+          .Datagram(false, 3, 101, 102, 200, 60, 0xbbb, server)
+          .Build(),
+      LogBuilder("b", "/usr/sbin/dnsd", 200)
+          .Udp(4, 10, w::kOpBind, Ipv4("0.0.0.0", 53))
+          .Datagram(false, 4, 201, 20, 150, 30, 0xaaa, client)
+          .Datagram(true, 4, 201, 160, 161, 60, 0xbbb, client)
+          .Build(),
+  };
+  ReconcileSummary summary;
+  EXPECT_EQ(Lines(MustReconcile(logs, &summary)),
+            (std::vector<std::string>{
+                "CALL_SENT a:unbound -> b:dnsd u1.1 30B send=100 recv=150 tid 101->201 "
+                "10.0.0.1:40000->10.0.0.2:53",
+                "RET_SENT b:dnsd -> a:unbound u1.1 60B send=160 recv=200 tid 201->101 "
+                "10.0.0.2:53->10.0.0.1:40000",
+            }));
+}
+
 // Unix datagram sockets: one message per datagram, paired by path, size and payload hash.
 // A client bound to its own path and connected to a server's gets its answer there (the
 // server, bound and not connected, serves: CALL then RETURN, one call id); an unbound

@@ -88,10 +88,12 @@ class LogBuilder {
   }
   // An endpoint record naming `fd` as a UDP socket (cause socket, bind, or the send after
   // which the kernel's port was logged).
-  LogBuilder& Udp(int32_t fd, TimeNs t, w::Op cause, const capture::Address& local) {
+  LogBuilder& Udp(int32_t fd, TimeNs t, w::Op cause, const capture::Address& local,
+                  const capture::Address& peer = {}) {
     capture::Endpoint endpoint;
     endpoint.kind = w::kKindUdp;
     endpoint.local = local;
+    endpoint.peer = peer;
     return AddEndpoint(fd, t, cause, std::move(endpoint));
   }
   // A datagram sent to / received from `peer`, with the hash of its bytes.

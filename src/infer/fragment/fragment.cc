@@ -69,12 +69,14 @@ std::vector<ClockId> ClockOfNodes(const Trace& trace) {
 }
 
 // A request's content, as a proxy forwards it: what ForwardedFields reads but the
-// identifiers a proxy may add where the client sent none (witness.h weighs those apart).
+// identifiers a proxy may add where the client sent none (witness.h weighs those apart),
+// and the DNS id, which a forwarder replaces with one of its own (dnsmasq, unbound).
 // Invalid throughout where the message carries none.
 using Content = ForwardedFields::Values;
 Content ContentOf(const ForwardedFields& fields, MessageId m) {
   Content content = fields.Of(m);
-  content[ForwardedFields::kRequestId] = content[ForwardedFields::kTraceparent] = StringId();
+  content[ForwardedFields::kRequestId] = content[ForwardedFields::kTraceparent] =
+      content[ForwardedFields::kDnsId] = StringId();
   return content;
 }
 bool Known(const Content& content) {

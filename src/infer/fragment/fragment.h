@@ -99,7 +99,7 @@ namespace weft {
 // sent, connected or handed anything on, on threads that send: a loop that takes several inputs per
 // turn, whose work then lands in the last of them: recapture with event isolation, weft capture's
 // default); set_aside_forwards_found (of those, requests a call later forwarded, found by its
-// content: the same SQL, HTTP method and URL, ... as the request, sent in another input's
+// content: the same SQL, HTTP method and URL, DNS name, ... as the request, sent in another input's
 // turn, a proxy that set the request aside; their trees are whole again);
 // shared_read_forwards_found (the same for requests of inputs_sharing_a_read, forwarded in
 // the fragment of the read's last request); set_aside_forwards_guessed (of both, chosen
