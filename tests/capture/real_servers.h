@@ -23,15 +23,18 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <memory>
+#include <span>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
 
+#include "infer/choose.h"
 #include "reconcile/reconcile.h"
 #include "trace/io.h"
 #include "trace/trace.h"
@@ -222,6 +225,23 @@ inline bool AttributeOf(const Trace& trace, MessageId m, std::string_view key, s
     }
   }
   return false;
+}
+
+// Runs --algo auto on `trace`, prints what it said, and checks that it chose fragment and
+// that `expected` of fragment's trees are `exact` (given a tree's messages: whether they
+// are one request's whole tree, as the test knows it).
+inline void ExpectFragmentChosenAndExact(
+    const Trace& trace, int expected,
+    const std::function<bool(std::span<const MessageId>)>& exact) {
+  Result<AutoInference> decided = ChooseAlgorithm(trace);
+  ASSERT_TRUE(decided.ok()) << decided.status().message();
+  const std::string says = decided->choice.Describe();
+  std::cerr << "auto: " << says << "\n";
+  ASSERT_EQ(decided->choice.algorithm, AutoAlgorithm::kFragment) << says;
+  const PathSet& paths = decided->fragment->paths;
+  int n = 0;
+  for (size_t i = 0; i < paths.instance_count(); ++i) n += exact(paths.InstanceMessages(i));
+  EXPECT_EQ(n, expected) << says;
 }
 
 // Messages counted by (kind, sender node, receiver node).

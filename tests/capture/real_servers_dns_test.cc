@@ -26,7 +26,6 @@
 #include <vector>
 
 #include "capture/real_servers.h"
-#include "infer/choose.h"
 #include "weft_cli.h"
 
 namespace weft {
@@ -90,25 +89,13 @@ class DnsForwarderTest : public RealServersTest {
     for (const auto& [name, messages] : by_name) EXPECT_EQ(messages.size(), 4u) << name;
 
     // Trees that are exactly one query's four messages.
-    auto exact = [&](const PathSet& paths) {
-      int n = 0;
-      for (size_t i = 0; i < paths.instance_count(); ++i) {
-        auto messages = paths.InstanceMessages(i);
-        std::string name;
-        if (messages.empty() || !AttributeOf(trace, messages[0], "dns.name", &name)) continue;
-        auto it = by_name.find(name);
-        n += it != by_name.end() && messages.size() == it->second.size() &&
-             std::is_permutation(messages.begin(), messages.end(), it->second.begin(),
-                                 it->second.end());
-      }
-      return n;
-    };
-    Result<AutoInference> decided = ChooseAlgorithm(trace);
-    ASSERT_TRUE(decided.ok()) << decided.status().message();
-    const std::string says = decided->choice.Describe();
-    std::cerr << "auto: " << says << "\n";
-    ASSERT_EQ(decided->choice.algorithm, AutoAlgorithm::kFragment) << says;
-    EXPECT_EQ(exact(decided->fragment->paths), kQueries) << says;
+    testing::ExpectFragmentChosenAndExact(trace, kQueries, [&](std::span<const MessageId> tree) {
+      std::string name;
+      if (tree.empty() || !AttributeOf(trace, tree[0], "dns.name", &name)) return false;
+      auto it = by_name.find(name);
+      return it != by_name.end() && tree.size() == it->second.size() &&
+             std::is_permutation(tree.begin(), tree.end(), it->second.begin(), it->second.end());
+    });
   }
 
   std::string upstream_, front_, protocols_;

@@ -18,7 +18,6 @@
 #include <vector>
 
 #include "capture/real_servers.h"
-#include "infer/choose.h"
 #include "weft_cli.h"
 
 namespace weft {
@@ -92,26 +91,16 @@ TEST_F(TwemproxyTest, EveryPipelinedCommandIsFollowedThroughTheSharedConnection)
   for (const auto& [key, calls] : by_key) EXPECT_EQ(calls.size(), 2u) << key;
 
   // Trees of four messages holding both calls of one key (a RETURN goes with its call).
-  auto exact = [&](const PathSet& paths) {
-    int n = 0;
-    for (size_t i = 0; i < paths.instance_count(); ++i) {
-      auto messages = paths.InstanceMessages(i);
-      std::string key;
-      if (messages.size() != 4 || !AttributeOf(trace, messages[0], "redis.key", &key)) continue;
-      auto it = by_key.find(key);
-      n +=
-          it != by_key.end() && std::all_of(it->second.begin(), it->second.end(), [&](MessageId m) {
-            return std::find(messages.begin(), messages.end(), m) != messages.end();
-          });
-    }
-    return n;
-  };
-  Result<AutoInference> decided = ChooseAlgorithm(trace);
-  ASSERT_TRUE(decided.ok()) << decided.status().message();
-  const std::string says = decided->choice.Describe();
-  std::cerr << "auto: " << says << "\n";
-  ASSERT_EQ(decided->choice.algorithm, AutoAlgorithm::kFragment) << says;
-  EXPECT_EQ(exact(decided->fragment->paths), kConnections * kCommands) << says;
+  testing::ExpectFragmentChosenAndExact(
+      trace, kConnections * kCommands, [&](std::span<const MessageId> tree) {
+        std::string key;
+        if (tree.size() != 4 || !AttributeOf(trace, tree[0], "redis.key", &key)) return false;
+        auto it = by_key.find(key);
+        return it != by_key.end() &&
+               std::all_of(it->second.begin(), it->second.end(), [&](MessageId m) {
+                 return std::find(tree.begin(), tree.end(), m) != tree.end();
+               });
+      });
 }
 
 }  // namespace

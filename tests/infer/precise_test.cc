@@ -957,28 +957,30 @@ TEST(ChooseAlgorithm, AContradictedHandOffAtANodeThatOnlyRepliesMisleadsNothing)
   EXPECT_NE(decided->choice.algorithm, AutoAlgorithm::kLinking) << decided->choice.Describe();
 }
 
-// The same contradiction where it misleads nothing: A's loop (thread 9) reads c1 and c2
-// (one URL) and hands work to thread 5 and back, an interpreter lock's passes that leave it
-// on c2; it forwards b1 (followed to c1, first come) and b2 (c2 by the hand-off). When b1's
-// reply comes, thread 5 hands c2 over again, and the loop answers c1: a contradiction. But
-// every output the hand-offs placed is a forward that the order of the replies gives again,
-// so the hand-offs placed nothing that stands: auto keeps fragment, whose trees are whole.
+// A's loop (thread 9) reads c1 and c2 (one URL) and hands work to thread 5 and back, an
+// interpreter lock's passes that leave it on c2; it forwards b1 (followed to c1, first
+// come) and b2 (c2 by the hand-off). When b1's reply comes, thread 5 hands c2 over again,
+// and the loop answers c1: a contradiction. `before_c1_answer` goes in after that hand-off.
+std::string LoopPassingALock(std::string_view before_c1_answer = "") {
+  return "1 CALL_SENT C A c1 recv=10 stid=11 rtid=9 http.method=GET http.url=/r0\n"
+         "2 CALL_SENT C A c2 recv=12 stid=12 rtid=9 http.method=GET http.url=/r0\n"
+         "14 HANDOFF A A stid=9 rtid=5 recv=15\n"
+         "16 HANDOFF A A stid=5 rtid=9 recv=17\n"
+         "20 CALL_SENT A B b1 recv=21 stid=9 rtid=20 http.method=GET http.url=/r0\n"
+         "22 CALL_SENT A B b2 recv=23 stid=9 rtid=21 http.method=GET http.url=/r0\n"
+         "30 RET_SENT B A b1 recv=31 stid=20 rtid=9\n"
+         "32 HANDOFF A A stid=5 rtid=9 recv=33\n" +
+         std::string(before_c1_answer) +
+         "35 RET_SENT A C c1 recv=36 stid=9 rtid=11\n"
+         "40 RET_SENT B A b2 recv=41 stid=21 rtid=9\n"
+         "45 RET_SENT A C c2 recv=46 stid=9 rtid=12\n";
+}
+
+// The contradiction above misleads nothing: every output the hand-offs placed is a forward
+// that the order of the replies gives again, so the hand-offs placed nothing that stands:
+// auto keeps fragment, whose trees are whole.
 TEST(ChooseAlgorithm, AContradictedHandOffWhoseForwardsTheRepliesGiveMisleadsNothing) {
-  const std::string text =
-      "1 CALL_SENT C A c1 recv=10 stid=11 rtid=9 path=1 msg=0 http.method=GET http.url=/r0\n"
-      "2 CALL_SENT C A c2 recv=12 stid=12 rtid=9 path=2 msg=1 http.method=GET http.url=/r0\n"
-      "14 HANDOFF A A stid=9 rtid=5 recv=15\n"
-      "16 HANDOFF A A stid=5 rtid=9 recv=17\n"
-      "20 CALL_SENT A B b1 recv=21 stid=9 rtid=20 path=1 msg=2 parent=0 http.method=GET "
-      "http.url=/r0\n"
-      "22 CALL_SENT A B b2 recv=23 stid=9 rtid=21 path=2 msg=3 parent=1 http.method=GET "
-      "http.url=/r0\n"
-      "30 RET_SENT B A b1 recv=31 stid=20 rtid=9 path=1 msg=4 parent=2\n"
-      "32 HANDOFF A A stid=5 rtid=9 recv=33\n"
-      "35 RET_SENT A C c1 recv=36 stid=9 rtid=11 path=1 msg=5 parent=0\n"
-      "40 RET_SENT B A b2 recv=41 stid=21 rtid=9 path=2 msg=6 parent=3\n"
-      "45 RET_SENT A C c2 recv=46 stid=9 rtid=12 path=2 msg=7 parent=1\n";
-  Result<Trace> trace = ParseTextTrace(text, "mended.trace");
+  Result<Trace> trace = ParseTextTrace(LoopPassingALock(), "mended.trace");
   ASSERT_TRUE(trace.ok()) << trace.status().message();
   Result<FragmentInference> fragment = InferFragment(*trace);
   ASSERT_TRUE(fragment.ok());
@@ -999,22 +1001,8 @@ TEST(ChooseAlgorithm, AContradictedHandOffWhoseForwardsTheRepliesGiveMisleadsNot
 // replies say the hand-offs were no work: whose the byte is, nothing tells, so the
 // contradiction stands and auto does not keep fragment.
 TEST(ChooseAlgorithm, AnUnreadMessageAContradictedHandOffPlacedInAnOpenRequestIsInDoubt) {
-  const std::string text =
-      "1 CALL_SENT C A c1 recv=10 stid=11 rtid=9 path=1 msg=0 http.method=GET http.url=/r0\n"
-      "2 CALL_SENT C A c2 recv=12 stid=12 rtid=9 path=2 msg=1 http.method=GET http.url=/r0\n"
-      "14 HANDOFF A A stid=9 rtid=5 recv=15\n"
-      "16 HANDOFF A A stid=5 rtid=9 recv=17\n"
-      "20 CALL_SENT A B b1 recv=21 stid=9 rtid=20 path=1 msg=2 parent=0 http.method=GET "
-      "http.url=/r0\n"
-      "22 CALL_SENT A B b2 recv=23 stid=9 rtid=21 path=2 msg=3 parent=1 http.method=GET "
-      "http.url=/r0\n"
-      "30 RET_SENT B A b1 recv=31 stid=20 rtid=9 path=1 msg=4 parent=2\n"
-      "32 HANDOFF A A stid=5 rtid=9 recv=33\n"
-      "34 MSG_SENT A P m1 stid=9 path=3 msg=5\n"
-      "35 RET_SENT A C c1 recv=36 stid=9 rtid=11 path=1 msg=6 parent=0\n"
-      "40 RET_SENT B A b2 recv=41 stid=21 rtid=9 path=2 msg=7 parent=3\n"
-      "45 RET_SENT A C c2 recv=46 stid=9 rtid=12 path=2 msg=8 parent=1\n";
-  Result<Trace> trace = ParseTextTrace(text, "unread.trace");
+  Result<Trace> trace =
+      ParseTextTrace(LoopPassingALock("34 MSG_SENT A P m1 stid=9\n"), "unread.trace");
   ASSERT_TRUE(trace.ok()) << trace.status().message();
   Result<FragmentInference> fragment = InferFragment(*trace);
   ASSERT_TRUE(fragment.ok());
