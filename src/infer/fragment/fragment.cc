@@ -524,8 +524,7 @@ class FragmentScan {
     // A one-way message that hands nothing on (a wake-up through the node's own pipe, or
     // one no traced process read), sent once the request it would go to was answered, is
     // no work of that request: a signal handler's byte at exit (dnsmasq, gevent's worker).
-    if (kind == MessageKind::kMessage && WakeUp(e.message) && Answered(placed))
-      placed = MessageId();
+    if (WakeUp(e.message) && Answered(placed)) placed = MessageId();
     parent_[e.message] = placed;
     if (placed.valid()) acted_on_[placed.value()] = true;
     outputs_without_request_ += !placed.valid();
@@ -544,17 +543,17 @@ class FragmentScan {
     return followed;
   }
 
-  // A message a node sends itself (through a pipe or socket pair: a loop's wake-up), or one
-  // no traced process read.
+  // A one-way message a node sends itself (through a pipe or socket pair: a loop's
+  // wake-up), or one no traced process read.
   bool WakeUp(uint32_t m) const {
-    return c_.receiver[m] == c_.sender[m] || c_.recv_time[m] == kNoTime;
+    return c_.kind[m] == MessageKind::kMessage &&
+           (c_.receiver[m] == c_.sender[m] || c_.recv_time[m] == kNoTime);
   }
 
   // Whether the request that `m` works for was answered: `m` itself, or, where `m` is a
   // wake-up, the message that wake-up was placed in.
   bool Answered(MessageId m) const {
-    while (m.valid() && c_.kind[m.value()] == MessageKind::kMessage && WakeUp(m.value()))
-      m = parent_[m.value()];
+    while (m.valid() && WakeUp(m.value())) m = parent_[m.value()];
     return m.valid() && answered_[m.value()];
   }
 
