@@ -174,11 +174,11 @@ class DescriptorWalker {
       socket.peer = capture::FormatAddress(endpoint.peer);
       socket.peer_port = endpoint.peer.port;
     }
-    // It serves if it was bound explicitly, or inherited already bound (a server whose
-    // socket its parent bound before forking, as the testbed's runner does), unless it
-    // also connected: a client may bind a port of its own and connect to its server
-    // (unbound's queries upstream, each from a random port).
+    // A socket that connected is a client, even one bound to be answered at a port or path
+    // of its own (unbound sends each query upstream from a random port it binds).
     if (cause == capture::wire::kOpConnect) socket.connected = true;
+    // A UDP socket serves if it was bound explicitly, or inherited already bound (a server
+    // whose socket its parent bound before forking, as the testbed's runner does).
     if (endpoint.kind == capture::wire::kKindUdp &&
         (cause == capture::wire::kOpBind ||
          (cause == capture::wire::kOpNone && endpoint.local.port != 0))) {
@@ -198,8 +198,7 @@ class DescriptorWalker {
   // A Unix datagram socket is named by its path (or abstract name) when bound, by its
   // inode and its peer's when it is a socketpair end (WAP5 Table 1: Unix sockets by path
   // or inode). Bound explicitly, or inherited bound (a syslog daemon handed /dev/log by
-  // its parent), it serves, unless it also connected: a client may bind a path of its own
-  // only to be answered there.
+  // its parent), it serves, unless it also connected (NameDatagramSocket).
   static void NameUnixDatagramSocket(DatagramSocket& socket, const capture::Endpoint& endpoint,
                                      capture::wire::Op cause) {
     socket.unix_socket = true;
@@ -209,7 +208,6 @@ class DescriptorWalker {
     bool named_peer =
         endpoint.peer.family == capture::wire::kFamilyUnix && !endpoint.peer.path.empty();
     if (named_peer) socket.peer = capture::FormatAddress(endpoint.peer);
-    if (cause == capture::wire::kOpConnect) socket.connected = true;
     if (cause == capture::wire::kOpBind ||
         (cause == capture::wire::kOpNone && !endpoint.local.path.empty() && !named_peer)) {
       socket.bound = true;

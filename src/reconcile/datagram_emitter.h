@@ -3,7 +3,7 @@
 //
 // A socket that was bound explicitly serves a well-known port or path: datagrams to it
 // are CALLs, from it RETURNs; between two such (or two unbound) sockets they are MSG. A
-// Unix socket that connected is a client even when it bound a path to be answered at; a
+// socket that connected is a client even when it bound a port or path to be answered at; a
 // socketpair's ends are both unbound (MSG both ways, as on a stream socketpair). Call ids
 // pair the k-th CALL and the k-th RETURN of a (client, server) endpoint pair:
 // "u<flow>.<k>"; a DNS query and its answer by their id instead (the protocol's witness,
