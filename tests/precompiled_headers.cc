@@ -1,0 +1,1 @@
+// Compiled only so that CMake has a target to build the tests' precompiled header with.
