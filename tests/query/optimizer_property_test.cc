@@ -142,10 +142,10 @@ class RandomQueries {
 };
 
 // The release build checks 1,000 random queries; the AddressSanitizer build, ten times
-// slower here, a quarter of them: it is there for memory errors, which the first queries
+// slower here, a fifth of them: it is there for memory errors, which the first queries
 // exercise as well as the last.
 #if defined(__SANITIZE_ADDRESS__)
-constexpr int kTrials = 250;
+constexpr int kTrials = 200;
 #else
 constexpr int kTrials = 1000;
 #endif
