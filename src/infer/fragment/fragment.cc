@@ -1,146 +1,23 @@
 // BorderPatrol §5.5 over reconciled messages: a receive is the read that completed the
 // message (its exit time), a send the write that began it (its entry time); one thread's
-// calls never overlap, so ordering them by these times is the thread's own order. Nodes are
-// scanned each in its own time order (clocks of different hosts are not compared), except
-// that nodes joined by process links (a fork, an exec, a thread's creation) are scanned
-// together: they run on one host, and a child's first fragment must see its parent's
-// designation at the fork. fragment.h says why an inherited request also ends when it is
-// answered.
+// calls never overlap, so ordering them by these times is the thread's own order
+// (thread_events.h). fragment.h says why an inherited request also ends when it is
+// answered; set_aside.h follows requests a program set aside to their forwards.
 #include "infer/fragment/fragment.h"
 
 #include <absl/container/flat_hash_map.h>
 #include <absl/container/flat_hash_set.h>
 
 #include <algorithm>
-#include <optional>
-#include <tuple>
 
 #include "infer/forest.h"
 #include "infer/fragment/layer_four.h"
+#include "infer/fragment/set_aside.h"
+#include "infer/fragment/thread_events.h"
 #include "infer/fragment/witness.h"
 
 namespace weft {
 namespace {
-
-// At equal times: an accept, the first read of a call read in several (kFirstRead: one
-// read may end one message and begin the next, which is then the later input), a reply
-// read, then a hand-off, fork or connect it led to, then the call it caused. A hand-off is
-// two steps: the producer lets go (kHandOver), later the consumer takes over (kTakeOver).
-enum class Step : uint8_t {
-  kAccept,
-  kFirstRead,
-  kReceive,
-  kHandOver,
-  kTakeOver,
-  kProcessLink,
-  kConnect,
-  kSend
-};
-
-// One input or output of a traced thread, a process link (fork, exec, thread) from one, or the
-// connect that opened the connection a call is the first message on, or the accept that
-// took in the connection a call is the first message read on.
-struct ThreadEvent {
-  ClockId clock;  // nodes joined by process links run on one host: one time order
-  uint32_t node;
-  ThreadId thread;
-  TimeNs time;
-  Step step;
-  uint32_t message;  // for a process link, the link's index
-  auto Key() const { return std::tie(clock, time, step, node, thread, message); }
-};
-
-// Per node, the node all nodes joined to it by process links are ordered with (union-find
-// over the links, whose two ends share a host's clock); a node without links is its own.
-std::vector<ClockId> ClockOfNodes(const Trace& trace) {
-  std::vector<uint32_t> root(trace.nodes().size());
-  for (uint32_t n = 0; n < root.size(); ++n) root[n] = n;
-  auto find = [&](uint32_t n) {
-    while (root[n] != n) n = root[n] = root[root[n]];
-    return n;
-  };
-  for (const ProcessLink& l : trace.process_links()) {
-    uint32_t a = find(l.from.value()), b = find(l.to.value());
-    root[std::max(a, b)] = std::min(a, b);
-  }
-  std::vector<ClockId> clock(root.size());
-  for (uint32_t n = 0; n < root.size(); ++n) clock[n] = ClockId(find(n));
-  return clock;
-}
-
-// A request's content, as a proxy forwards it: what ForwardedFields reads but the
-// identifiers a proxy may add where the client sent none (witness.h weighs those apart),
-// and the DNS id, which a forwarder replaces with one of its own (dnsmasq, unbound).
-// Invalid throughout where the message carries none.
-using Content = ForwardedFields::Values;
-Content ContentOf(const ForwardedFields& fields, MessageId m) {
-  Content content = fields.Of(m);
-  content[ForwardedFields::kRequestId] = content[ForwardedFields::kTraceparent] =
-      content[ForwardedFields::kDnsId] = StringId();
-  return content;
-}
-bool Known(const Content& content) {
-  return std::any_of(content.begin(), content.end(), [](StringId v) { return v.valid(); });
-}
-
-// Every input and output of a traced thread, every process link from one, and the
-// connect and accept that opened a call's connection, sorted per clock in time order: a
-// RETURN's parent (its CALL's parent) is settled at the node that sent the CALL before the
-// RETURN comes back to it. An error if no message names its threads.
-Result<std::vector<ThreadEvent>> CollectThreadEvents(const Trace& trace) {
-  const TraceColumns& c = trace.columns();
-  const std::vector<ClockId> clock = ClockOfNodes(trace);
-  bool threads = trace.empty();
-  std::vector<ThreadEvent> events;
-  events.reserve(2 * trace.size() + trace.process_links().size());
-  for (size_t i = 0; i < trace.size(); ++i) {
-    const uint32_t m = uint32_t(i);
-    const uint32_t sender = c.sender[i].value(), receiver = c.receiver[i].value();
-    if (c.send_time[i] != kNoTime && c.sender_thread[i].valid()) {
-      events.push_back({clock[sender], sender, c.sender_thread[i], c.send_time[i], Step::kSend, m});
-      TimeNs connected = c.kind[i] == MessageKind::kCall ? c.connect_time[i] : kNoTime;
-      if (connected != kNoTime && connected <= c.send_time[i]) {
-        events.push_back({clock[sender], sender, c.sender_thread[i], connected, Step::kConnect, m});
-      }
-    }
-    if (c.recv_time[i] != kNoTime && c.receiver_thread[i].valid()) {
-      events.push_back(
-          {clock[receiver], receiver, c.receiver_thread[i], c.recv_time[i], Step::kReceive, m});
-      if (c.kind[i] == MessageKind::kCall && c.accept_time[i] != kNoTime) {
-        events.push_back(
-            {clock[receiver], receiver, c.receiver_thread[i], c.accept_time[i], Step::kAccept, m});
-      }
-      // A call read in several reads is an input from its first: a proxy that streams a
-      // request on (tinyproxy sends the head, then reads and sends the body) calls before
-      // the last. Its last read is an input again, for a loop that served another between.
-      if (c.kind[i] == MessageKind::kCall && c.first_read_time[i] != kNoTime) {
-        events.push_back({clock[receiver], receiver, c.receiver_thread[i], c.first_read_time[i],
-                          Step::kFirstRead, m});
-      }
-    }
-    threads = threads || c.sender_thread[i].valid() || c.receiver_thread[i].valid();
-  }
-  const std::span<const ProcessLink> links = trace.process_links();
-  for (size_t k = 0; k < links.size(); ++k) {
-    const ProcessLink& l = links[k];
-    const uint32_t from = l.from.value(), to = l.to.value();
-    if (l.kind != ProcessLinkKind::kHandoff) {
-      events.push_back({clock[from], from, l.from_thread, l.time, Step::kProcessLink, uint32_t(k)});
-      continue;
-    }
-    events.push_back({clock[from], from, l.from_thread, l.time, Step::kHandOver, uint32_t(k)});
-    events.push_back({clock[to], to, l.to_thread, l.TakenAt(), Step::kTakeOver, uint32_t(k)});
-  }
-  if (!threads) {
-    return Status::InvalidArgument(
-        "no message names its threads: the fragment algorithm needs a trace reconciled from a "
-        "capture "
-        "(weft capture, weft reconcile)");
-  }
-  std::sort(events.begin(), events.end(),
-            [](const ThreadEvent& a, const ThreadEvent& b) { return a.Key() < b.Key(); });
-  return events;
-}
 
 // The forward scan of §5.5 (the rules are listed in fragment.h): sets the parent of every
 // message a traced thread sent, from the request the thread was working for.
@@ -153,21 +30,15 @@ class FragmentScan {
         c_(trace.columns()),
         call_of_(call_of),
         parent_(parent),
-        fields_(trace),
         answered_(trace.size(), false),
         acted_on_(trace.size(), false),
-        answer_sent_(trace.size(), kNoTime),
-        return_read_(trace.size(), kNoTime) {
+        set_aside_(trace, call_of, answered_, acted_on_) {
     // A server (a node that is called) sending a call outside every fragment had the work
     // handed to it through something capture cannot see, such as a dispatcher's queue:
     // BorderPatrol's independence assumption fails there. Counted for --algo auto.
     serves_.assign(trace.nodes().size(), false);
     for (size_t i = 0; i < trace.size(); ++i) {
       if (c_.kind[i] == MessageKind::kCall) serves_[c_.receiver[i].value()] = true;
-      if (const MessageId call = call_of_[i]; call.valid()) {
-        answer_sent_[call.value()] = c_.send_time[i];
-        return_read_[call.value()] = c_.recv_time[i];
-      }
     }
   }
 
@@ -242,7 +113,7 @@ class FragmentScan {
           break;
       }
     }
-    const absl::flat_hash_set<uint32_t> reordered = ReorderByReplies();
+    const absl::flat_hash_set<uint32_t> reordered = set_aside_.ReorderByReplies(parent_);
     WeighContradictions(reordered);
     WeighPartialInputs();
   }
@@ -261,10 +132,7 @@ class FragmentScan {
   int64_t contradictions_mended() const { return contradictions_mended_; }
   int64_t inputs_sharing_a_read() const { return inputs_sharing_a_read_; }
   int64_t outputs_beside_partial_inputs() const { return outputs_beside_partial_inputs_; }
-  int64_t set_aside_forwards_found() const { return set_aside_found_; }
-  int64_t shared_read_forwards_found() const { return shared_read_found_; }
-  int64_t set_aside_forwards_guessed() const { return set_aside_guessed_; }
-  int64_t set_aside_forwards_reordered() const { return set_aside_reordered_; }
+  const SetAsideRequests& set_aside() const { return set_aside_; }
   // Counted only on threads that sent something: a dispatcher, which reads requests and
   // hands them on through what capture may not see, acts where the trace does not show it
   // (server_calls_outside_fragments counts that).
@@ -383,7 +251,7 @@ class FragmentScan {
         // The read brought another request before this one: it waits beside this one for
         // its forward (an HTTP/2 read brings the HEADERS of several streams).
         ++inputs_sharing_a_read_;
-        SetAside(e.node, last->second.second, true);
+        set_aside_.Add(e.node, last->second.second, true);
       }
       last->second = {e.time, MessageId(e.message)};
     }
@@ -397,7 +265,7 @@ class FragmentScan {
         const auto [read, request] = unacted->second;
         if (read < e.time) {
           ++before_acting_[self];
-          SetAside(e.node, request, false);
+          set_aside_.Add(e.node, request, false);
         }
         unacted_.erase(unacted);
       }
@@ -450,17 +318,8 @@ class FragmentScan {
   // Whether `node`'s one sending thread has requests set aside that it has not acted on
   // yet: a loop working through a queue of its own, whose connect may be for any of them
   // (asyncio's task opening a pool connection for the oldest), not the one read last.
-  bool QueuedWork(uint32_t node) {
-    if (!one_sender_.contains(node)) return false;
-    auto it = set_aside_.find(node);
-    return it != set_aside_.end() &&
-           std::any_of(it->second.begin(), it->second.end(),
-                       [&](const Waiting& w) { return !Done(w.request); });
-  }
-
-  // A request set aside waits no more once an output was placed in it or it was answered.
-  bool Done(MessageId request) const {
-    return answered_[request.value()] || acted_on_[request.value()];
+  bool QueuedWork(uint32_t node) const {
+    return one_sender_.contains(node) && set_aside_.AnyWaiting(node);
   }
 
   void Send(const ThreadEvent& e) {
@@ -520,7 +379,8 @@ class FragmentScan {
     MessageId placed = connected != connected_for_.end() ? connected->second : current;  // rule 2
     bool followed = false;
     if (kind == MessageKind::kCall)
-      placed = FollowSetAside(e.node, MessageId(e.message), placed, &followed);
+      placed = set_aside_.Follow(e.node, MessageId(e.message), placed, one_sender_.contains(e.node),
+                                 &followed);
     // A one-way message that hands nothing on (a wake-up through the node's own pipe, or
     // one no traced process read), sent once the request it would go to was answered, is
     // no work of that request: a signal handler's byte at exit (dnsmasq, gevent's worker).
@@ -557,142 +417,6 @@ class FragmentScan {
     return m.valid() && answered_[m.value()];
   }
 
-  // A request its thread read and then read another input after, before acting on it: the
-  // program may have set it aside (pgbouncer's client waiting for a free server
-  // connection, haproxy's request queued for a later turn) and forward it in another
-  // request's turn. Or (`shared`) a request that one read brought with a later one, whose
-  // fragment the work of both falls in. Kept per node, oldest first, until it is acted on
-  // or answered.
-  void SetAside(uint32_t node, MessageId request, bool shared) {
-    const Content content = ContentOf(fields_, request);
-    if (!Known(content)) return;
-    std::vector<Waiting>& waiting = set_aside_[node];
-    if (std::any_of(waiting.begin(), waiting.end(),
-                    [&](const Waiting& w) { return w.request == request; }))
-      return;  // set aside already (read with another, then followed by another input)
-    if (waiting.size() == kMaxSetAside) waiting.erase(waiting.begin());
-    waiting.push_back({request, shared, content});
-  }
-
-  // A call that a thread sends with the content of a request waiting at its node is that
-  // request forwarded. Among several with the same content (those waiting, and the one it
-  // would be placed in if that is not answered yet) the first read is taken, as a queue
-  // served first come would, or a loop working through what it read in order: a guess,
-  // counted. (Taking the one it would be placed in, the latest read, got squid without
-  // isolation 31-33% of its trees; first come, all of them.) But not a request answered
-  // before the call's reply came back: a request is answered after the calls made for it
-  // return (the nesting of Project 5 §5.1), so it cannot be the one forwarded. On a
-  // one-sender node ReorderByReplies may give the forward to another after the scan.
-  MessageId FollowSetAside(uint32_t node, MessageId call, MessageId placed, bool* followed) {
-    auto it = set_aside_.find(node);
-    if (it == set_aside_.end()) return placed;
-    std::vector<Waiting>& waiting = it->second;
-    std::erase_if(waiting, [&](const Waiting& w) { return Done(w.request); });
-    if (waiting.empty()) {
-      set_aside_.erase(it);
-      return placed;
-    }
-    const Content content = ContentOf(fields_, call);
-    if (!Known(content)) return placed;
-    const TimeNs back = return_read_[call.value()];
-    auto nests = [&](MessageId request) {
-      const TimeNs answered = answer_sent_[request.value()];
-      return back == kNoTime || answered == kNoTime || answered >= back;
-    };
-    auto same = [&](const Waiting& w) { return w.content == content; };
-    auto could_be = [&](const Waiting& w) { return same(w) && nests(w.request); };
-    auto first = std::find_if(waiting.begin(), waiting.end(), same);
-    if (first == waiting.end()) return placed;
-    auto match = std::find_if(first, waiting.end(), could_be);
-    if (match == waiting.end()) match = first;  // each answered before the call returned
-    const bool placed_same = placed.valid() && placed != match->request &&
-                             !answered_[placed.value()] && nests(placed) &&
-                             ContentOf(fields_, placed) == content;
-    set_aside_guessed_ += placed_same || std::any_of(match + 1, waiting.end(), could_be);
-    ++(match->shared ? shared_read_found_ : set_aside_found_);
-    // (See ReorderByReplies.)
-    (one_sender_.contains(node) ? following_nodes_ : following_threads_).insert(node);
-    const MessageId request = match->request;
-    waiting.erase(match);
-    *followed = true;
-    return request;
-  }
-
-  // Where forwards were followed to requests by content (FollowSetAside), the order of the
-  // replies gives each forward its request after the scan, per node where one thread
-  // sends all of its messages, else per thread (a transaction stays on the thread that
-  // read it: Traffic Server's event threads, haproxy's): a request's answer goes with the
-  // oldest forward with its content whose reply began to arrive before the answer was
-  // sent, that was sent after the request began to be read and has gone with no answer
-  // yet. A loop answers a request when the reply its task waited for is read, in the order
-  // the replies come (every answer of aiohttp, Tornado and uvicorn on asyncio), but
-  // forwards when the task gets a pool's connection or a resolved address, in no order the
-  // trace shows (uvicorn with httpx forwarded 37% first come, Tornado 93-98%). Still a
-  // guess where several replies wait (set_aside_guessed_ counted the forwards' first-come
-  // choices); forwards whose request changed are counted. Returns the forwards it gave.
-  absl::flat_hash_set<uint32_t> ReorderByReplies() {
-    if (following_nodes_.empty() && following_threads_.empty()) return {};
-    struct ReplyEvent {
-      TimeNs time;
-      bool answer;    // the node answered `call`; else a reply to `call` began to arrive
-      uint32_t call;  // a request the node read, or a forward it sent
-      bool operator<(const ReplyEvent& o) const {
-        return std::tie(time, answer, call) < std::tie(o.time, o.answer, o.call);
-      }
-    };
-    // Whose replies and answers are matched: (node, no thread) or (node, thread).
-    auto key = [&](uint32_t node, ThreadId thread) -> std::optional<Thread> {
-      if (following_nodes_.contains(node)) return Thread{node, ThreadId()};
-      if (following_threads_.contains(node) && thread.valid()) return Thread{node, thread};
-      return std::nullopt;
-    };
-    absl::flat_hash_map<Thread, std::vector<ReplyEvent>> timelines;
-    for (size_t i = 0; i < trace_.size(); ++i) {
-      const MessageId call = call_of_[i];
-      if (!call.valid()) continue;
-      const auto to = c_.recv_time[i] != kNoTime
-                          ? key(c_.receiver[i].value(), c_.receiver_thread[i])
-                          : std::nullopt;
-      const auto from = c_.send_time[i] != kNoTime ? key(c_.sender[i].value(), c_.sender_thread[i])
-                                                   : std::nullopt;
-      if (!(to || from) || !Known(ContentOf(fields_, call))) continue;
-      if (to) {
-        const TimeNs first = c_.first_read_time[i];
-        timelines[*to].push_back({first != kNoTime ? first : c_.recv_time[i], false, call.value()});
-      }
-      if (from) timelines[*from].push_back({c_.send_time[i], true, call.value()});
-    }
-    std::vector<std::pair<uint32_t, MessageId>> given;  // (forward, request)
-    for (auto& [whose, events] : timelines) {
-      std::sort(events.begin(), events.end());
-      std::vector<uint32_t> replied;  // forwards whose reply came, oldest first
-      for (const ReplyEvent& e : events) {
-        if (!e.answer) {
-          if (replied.size() == kMaxSetAside) replied.erase(replied.begin());
-          replied.push_back(e.call);
-          continue;
-        }
-        const Content content = ContentOf(fields_, MessageId(e.call));
-        // (From its first read: a proxy streams a request's head on before its body is in.)
-        const TimeNs first = c_.first_read_time[e.call];
-        const TimeNs read = first != kNoTime ? first : c_.recv_time[e.call];
-        auto forward = std::find_if(replied.begin(), replied.end(), [&](uint32_t f) {
-          return c_.send_time[f] >= read && ContentOf(fields_, MessageId(f)) == content;
-        });
-        if (forward == replied.end()) continue;
-        given.emplace_back(*forward, MessageId(e.call));
-        replied.erase(forward);
-      }
-    }
-    absl::flat_hash_set<uint32_t> forwards;
-    for (const auto& [forward, request] : given) {
-      set_aside_reordered_ += parent_[forward] != request;
-      parent_[forward] = request;
-      forwards.insert(forward);
-    }
-    return forwards;
-  }
-
   // Replies that answered another request than the one handed to their thread say the
   // hand-off was no work passed on (an interpreter lock's passes between a loop and its
   // pool threads, which capture's --sync logs) and that what the thread sent after it may
@@ -708,8 +432,9 @@ class FragmentScan {
       if (!reordered.contains(m) && parent_[m].valid()) misled.insert(c_.sender[m].value());
     }
     for (const auto& [node, n] : contradicted_at_) {
-      const bool mended = (following_nodes_.contains(node) || !sends_onward_.contains(node)) &&
-                          !misled.contains(node);
+      const bool mended =
+          (set_aside_.followed_at_one_sender(node) || !sends_onward_.contains(node)) &&
+          !misled.contains(node);
       (mended ? contradictions_mended_ : handoffs_contradicted_) += n;
     }
   }
@@ -732,9 +457,9 @@ class FragmentScan {
     }
     auto in_doubt = [&](uint32_t output, MessageId call) {
       if (parent_[output] == call) return false;
-      const Content content = ContentOf(fields_, MessageId(output));
+      const Content content = ContentOf(set_aside_.fields(), MessageId(output));
       auto carries = [&](MessageId m) {
-        return Known(content) && ContentOf(fields_, m) == content;
+        return Known(content) && ContentOf(set_aside_.fields(), m) == content;
       };
       if (parent_[output].valid() && carries(parent_[output]) && !carries(call)) return false;
       const std::vector<uint32_t>& own = outputs.at(call.value());
@@ -813,25 +538,9 @@ class FragmentScan {
   absl::flat_hash_map<Thread, std::pair<TimeNs, MessageId>> unacted_;
   absl::flat_hash_map<Thread, int64_t> before_acting_;
   absl::flat_hash_set<Thread> senders_;
-  // Per node: the requests set aside (SetAside), oldest first; a bound keeps a node that
-  // never forwards them from growing the list.
-  struct Waiting {
-    MessageId request;
-    bool shared;  // set aside by a later request of the same read
-    Content content;
-  };
-  static constexpr size_t kMaxSetAside = 256;
-  ForwardedFields fields_;
-  absl::flat_hash_map<uint32_t, std::vector<Waiting>> set_aside_;
   std::vector<bool> answered_, acted_on_;  // per request: its reply sent; an output placed in it
-  // Per call: when its reply was sent, and when the reply to it was read (kNoTime: never).
-  std::vector<TimeNs> answer_sent_, return_read_;
-  // One-sender nodes where a forward was followed to a request by content.
-  absl::flat_hash_set<uint32_t> following_nodes_;
-  absl::flat_hash_set<uint32_t> sends_onward_;       // nodes that sent a call or message onward
-  absl::flat_hash_set<uint32_t> following_threads_;  // the same where several threads send
-  int64_t set_aside_found_ = 0, shared_read_found_ = 0, set_aside_guessed_ = 0,
-          set_aside_reordered_ = 0;
+  SetAsideRequests set_aside_;             // reads answered_ and acted_on_
+  absl::flat_hash_set<uint32_t> sends_onward_;  // nodes that sent a call or message onward
   // FindThreadsServingOneAtATime's threads, and per thread the request it read and has not
   // answered yet.
   absl::flat_hash_set<Thread> one_at_a_time_;
@@ -888,10 +597,10 @@ Result<FragmentInference> InferFragment(const Trace& trace) {
                             .inputs_sharing_a_read = scan.inputs_sharing_a_read(),
                             .outputs_beside_partial_inputs = scan.outputs_beside_partial_inputs(),
                             .inputs_before_acting = scan.inputs_before_acting(),
-                            .set_aside_forwards_found = scan.set_aside_forwards_found(),
-                            .shared_read_forwards_found = scan.shared_read_forwards_found(),
-                            .set_aside_forwards_guessed = scan.set_aside_forwards_guessed(),
-                            .set_aside_forwards_reordered = scan.set_aside_forwards_reordered()}};
+                            .set_aside_forwards_found = scan.set_aside().found(),
+                            .shared_read_forwards_found = scan.set_aside().shared_read_found(),
+                            .set_aside_forwards_guessed = scan.set_aside().guessed(),
+                            .set_aside_forwards_reordered = scan.set_aside().reordered()}};
 }
 
 }  // namespace weft

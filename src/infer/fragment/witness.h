@@ -40,7 +40,7 @@ namespace weft {
 
 // The attributes a proxy passes on unchanged (docs/protocols.md), read by message: what
 // witnesses are made of, and what fragment matches a request set aside with the call that
-// forwards it by (fragment.cc).
+// forwards it by (set_aside.h).
 class ForwardedFields {
  public:
   enum Field : uint8_t {
