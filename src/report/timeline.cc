@@ -97,9 +97,7 @@ namespace {
 // A width no run of text of that length exceeds in a sans-serif font at `size` px (code
 // points, not bytes, count), so labels are never cut off at the edge.
 double TextWidth(std::string_view text, double size) {
-  size_t points = 0;
-  for (unsigned char c : text) points += (c & 0xC0) != 0x80;
-  return double(points) * size * 0.62 + 4;
+  return double(CodePoints(text)) * size * 0.62 + 4;
 }
 
 // A tick step of 1, 2 or 5 times a power of ten giving about `n` ticks over `span`.
