@@ -23,17 +23,11 @@
 #include "import/message_cutter.h"
 #include "import/packet_decoder.h"
 #include "import/pcap_reader.h"
+#include "import/tcp_connection.h"
 #include "import/tcp_reassembly.h"
 
 namespace weft::import {
 namespace {
-
-namespace protocols = capture::protocols;
-
-// Stream detection looks at most this far into a connection's first request, and decides
-// once it has this many bytes, as the preload library does (protocol_streams.cc).
-constexpr size_t kDetectBytes = 64;
-constexpr size_t kEarlyBytes = 16;
 
 // Which processor reads a connection: the --protocols spec, read as capture reads it.
 struct ProtocolSelection {
@@ -123,139 +117,6 @@ FlowKey KeyOf(const DecodedPacket& p) {
   return key;
 }
 
-// The names and endpoints of a flow's two sides: [0] the client, [1] the server.
-struct FlowEnds {
-  std::array<uint8_t, 16> ip[2];
-  uint16_t port[2];
-  NodeId node[2];
-  StringId endpoint[2];
-};
-
-class Importer;
-
-// One TCP connection: two reassembled directions, each cut into messages.
-class Connection : public MessageSink {
- public:
-  Connection(Importer* importer, uint32_t number, const FlowEnds& ends, TimeNs syn_time,
-             ReassemblyCounters* counters)
-      : importer_(importer),
-        number_(number),
-        ends_(ends),
-        syn_time_(syn_time),
-        streams_{TcpReassembler(counters), TcpReassembler(counters)},
-        cutters_{MessageCutter(0, this), MessageCutter(1, this)},
-        sinks_{Sink(this, 0), Sink(this, 1)} {}
-
-  const FlowEnds& ends() const { return ends_; }
-  TcpReassembler& stream(int d) { return streams_[d]; }
-  StreamSink& sink(int d) { return sinks_[d]; }
-
-  // A processor chosen by port: it reads both directions from their first byte.
-  void StartProtocol(protocols::Protocol protocol) { Activate(protocol); }
-  void DetectFromBytes(uint32_t allowed) {
-    detect_ = allowed;
-    state_ = allowed != 0 ? kDetecting : kOff;
-  }
-
-  // Neither SYN nor SYN-ACK was captured: the capture began after the connection did.
-  void MarkMidstream() { midstream_ = true; }
-
-  // Delivers what waits, cuts what pends: the connection is over.
-  void Close() {
-    if (closed_) return;
-    closed_ = true;
-    streams_[0].Finish(sinks_[0]);
-    streams_[1].Finish(sinks_[1]);
-    cutters_[0].Finish();
-    cutters_[1].Finish();
-  }
-
-  void OnMessage(int direction, const CutMessage& m) override;
-
- private:
-  enum State : uint8_t { kDetecting, kActive, kOff };
-  class Sink : public StreamSink {
-   public:
-    Sink(Connection* c, int d) : c_(c), d_(d) {}
-    void OnBytes(const uint8_t* data, size_t length, TimeNs time) override {
-      c_->OnBytes(d_, data, length, time);
-    }
-    void OnGap(int64_t length) override { c_->cutters_[d_].OnGap(length); }
-
-   private:
-    Connection* c_;
-    int d_;
-  };
-
-  void OnBytes(int d, const uint8_t* data, size_t length, TimeNs time) {
-    if (last_direction_ != d) {
-      // Mid-connection, the server's bytes came first: they answer a request the capture
-      // missed, not the client's next one.
-      if (last_direction_ < 0 && d == 1 && midstream_) answers_missed_request_ = true;
-      if (last_direction_ >= 0) cutters_[1 - d].OnTurn();
-      ++runs_[d];
-      last_direction_ = d;
-      // The server spoke first, or answered before the request was told apart: the
-      // preload library leaves such a stream unparsed, and so does the import.
-      if (state_ == kDetecting && d == 1) state_ = kOff;
-    }
-    uint32_t run = runs_[d] - 1;
-    if (state_ == kDetecting) {
-      size_t had = early_length_;
-      size_t take = std::min(length, kDetectBytes - had);
-      uint8_t first[kDetectBytes];
-      std::memcpy(first, early_, had);
-      std::memcpy(first + had, data, take);
-      protocols::Protocol p = protocols::Detect(first, had + take);
-      bool allowed = p != protocols::kNone && (detect_ & (1u << p)) != 0;
-      if (!allowed && had + take < kEarlyBytes) {
-        std::memcpy(early_ + had, data, take);
-        early_length_ = had + take;
-        cutters_[d].Append(data, length, time, run);
-        return;
-      }
-      state_ = kOff;
-      if (allowed) Activate(p);
-    }
-    cutters_[d].Append(data, length, time, run);
-  }
-
-  // `p`'s processor reads both directions from their first byte: the request bytes kept
-  // while detecting are fed to it first.
-  void Activate(protocols::Protocol p) {
-    // HTTP/2's messages are assembled per stream from frames (reconcile/http2_messages.h),
-    // which the import does not do: its connections are cut at direction turns.
-    if (p == protocols::kHttp2) {
-      state_ = kOff;
-      return;
-    }
-    state_ = kActive;
-    protocol_ = p;
-    cutters_[0].StartParser(p, early_, early_length_);
-    cutters_[1].StartParser(p, nullptr, 0);
-  }
-
-  Importer* importer_;
-  uint32_t number_;
-  FlowEnds ends_;
-  TimeNs syn_time_;
-  TcpReassembler streams_[2];
-  MessageCutter cutters_[2];
-  Sink sinks_[2];
-  State state_ = kOff;
-  uint32_t detect_ = 0;
-  protocols::Protocol protocol_ = protocols::kNone;
-  bool boundary_seen_ = false;  // a processor ended a message: call ids follow its protocol
-  uint8_t early_[kEarlyBytes] = {};
-  size_t early_length_ = 0;
-  int last_direction_ = -1;
-  uint32_t runs_[2] = {0, 0};
-  uint32_t sequence_[2] = {0, 0};
-  bool closed_ = false;
-  bool midstream_ = false;  // neither SYN nor SYN-ACK was captured
-  bool answers_missed_request_ = false;
-};
-
 class Importer {
  public:
   Importer(std::string_view name, const PcapImportOptions& options,
@@ -264,17 +125,11 @@ class Importer {
         options_(options),
         selection_(selection),
         summary_(summary),
-        protocol_key_(builder_.String("protocol")),
-        gap_key_(builder_.String(kGapAttribute)) {}
+        output_{&builder_, summary, builder_.String("protocol"), builder_.String(kGapAttribute)} {}
 
   // Reads every packet libpcap (pcapng) or the classic reader gives.
   Result<Trace> Run(pcap_t* pcap);
   Result<Trace> Run(ClassicPcapReader& reader);
-
-  TraceBuilder& builder() { return builder_; }
-  PcapImportSummary& summary() { return *summary_; }
-  StringId protocol_key() const { return protocol_key_; }
-  StringId gap_key() const { return gap_key_; }
 
  private:
   Status CheckLinkType(int link) const;
@@ -285,8 +140,8 @@ class Importer {
   void Tcp(const DecodedPacket& p, TimeNs time);
   void Udp(const DecodedPacket& p, TimeNs time);
   FlowEnds Ends(const DecodedPacket& p, bool sender_is_client);
-  Connection* Open(const FlowKey& key, const DecodedPacket& p, bool sender_is_client,
-                   TimeNs syn_time);
+  TcpConnection* Open(const FlowKey& key, const DecodedPacket& p, bool sender_is_client,
+                      TimeNs syn_time);
   // Closes connection `index` and frees it: its flow stays in open_ as ended, so that late
   // packets are not taken for a new connection.
   void End(uint32_t index) {
@@ -299,13 +154,13 @@ class Importer {
   const ProtocolSelection& selection_;
   PcapImportSummary* summary_;
   TraceBuilder builder_;
-  StringId protocol_key_, gap_key_;
+  MessageOutput output_;  // where the TCP connections add their messages
   ReassemblyCounters counters_;
   uint64_t packet_number_ = 0;
   DecodedPacket packet_;
   const char* first_malformed_ = nullptr;
   uint64_t first_malformed_at_ = 0;
-  std::vector<std::unique_ptr<Connection>> connections_;
+  std::vector<std::unique_ptr<TcpConnection>> connections_;
   absl::flat_hash_map<FlowKey, uint32_t> open_;  // flow -> index in connections_
   struct UdpFlow {
     uint32_t number;
@@ -316,70 +171,6 @@ class Importer {
   std::vector<UdpFlow> udp_flows_;
   absl::flat_hash_map<FlowKey, uint32_t> udp_open_;
 };
-
-void Connection::OnMessage(int d, const CutMessage& m) {
-  TraceBuilder& builder = importer_->builder();
-  PcapImportSummary& summary = importer_->summary();
-  uint32_t sequence = ++sequence_[d];
-  if (m.attributes != nullptr) boundary_seen_ = true;
-  const protocols::ProtocolDescriptor& described =
-      protocols::Describe(boundary_seen_ ? protocol_ : protocols::kNone);
-  // Call ids as reconcile gives them (reconcile/stream_emitter.cc): by position where
-  // replies come in order, by the processor's witness, else by run.
-  std::string call_id;
-  const char* witness_value = nullptr;
-  size_t witness_length = 0;
-  if (!described.replies_in_order && described.witness_key != nullptr && m.attributes != nullptr) {
-    for (int i = 0; i < m.attributes->count; ++i) {
-      const protocols::Attribute& a = m.attributes->items[i];
-      if (std::strcmp(a.key, described.witness_key) == 0) {
-        witness_value = a.value;
-        witness_length = a.length;
-      }
-    }
-  }
-  // A connection no processor cut has a message per run (or per part of a run, around a
-  // gap): the run pairs a request with its reply.
-  if (boundary_seen_ && described.replies_in_order) {
-    bool greets = described.server_greets && d == 1;
-    call_id = fmt::format("c{}.{}", number_, greets ? sequence - 1 : sequence);
-  } else if (witness_value != nullptr) {
-    call_id = fmt::format("c{}.w{}", number_, std::string_view(witness_value, witness_length));
-  } else {
-    // Reply runs are numbered from 0 when the first one answers a request never captured
-    // ("c4.0" pairs with no CALL).
-    call_id = fmt::format("c{}.{}", number_, d == 1 && answers_missed_request_ ? m.run : m.run + 1);
-  }
-  MessageRecord record;
-  record.kind = d == 0 ? MessageKind::kCall : MessageKind::kReturn;
-  record.send_time = m.time;
-  record.sender = ends_.node[d];
-  record.receiver = ends_.node[1 - d];
-  record.sender_endpoint = ends_.endpoint[d];
-  record.receiver_endpoint = ends_.endpoint[1 - d];
-  record.bytes = m.end - m.begin;
-  record.call_id = builder.String(call_id);
-  if (d == 0 && sequence == 1 && syn_time_ != kNoTime && syn_time_ <= m.time) {
-    record.connect_time = syn_time_;
-  }
-  uint32_t row = builder.Add(record);
-  if (m.attributes != nullptr) {
-    std::string_view name = protocols::Describe(m.protocol).name;
-    builder.AddAttribute(row, importer_->protocol_key(), builder.String(name));
-    ++summary.protocol_messages[std::string(name)];
-    for (int i = 0; i < m.attributes->count && i < protocols::kMaxAttributes; ++i) {
-      const protocols::Attribute& a = m.attributes->items[i];
-      builder.AddAttribute(row, builder.String(a.key),
-                           builder.String(std::string_view(a.value, a.length)));
-    }
-  }
-  if (m.gap_before > 0) {
-    builder.AddAttribute(row, importer_->gap_key(),
-                         builder.String(fmt::format("{}", m.gap_before)));
-  }
-  ++summary.messages;
-  summary.bytes += uint64_t(record.bytes);
-}
 
 FlowEnds Importer::Ends(const DecodedPacket& p, bool sender_is_client) {
   FlowEnds ends;
@@ -401,11 +192,11 @@ FlowEnds Importer::Ends(const DecodedPacket& p, bool sender_is_client) {
   return ends;
 }
 
-Connection* Importer::Open(const FlowKey& key, const DecodedPacket& p, bool sender_is_client,
-                           TimeNs syn_time) {
+TcpConnection* Importer::Open(const FlowKey& key, const DecodedPacket& p, bool sender_is_client,
+                              TimeNs syn_time) {
   FlowEnds ends = Ends(p, sender_is_client);
-  auto c = std::make_unique<Connection>(this, uint32_t(connections_.size() + 1), ends, syn_time,
-                                        &counters_);
+  auto c = std::make_unique<TcpConnection>(&output_, uint32_t(connections_.size() + 1), ends,
+                                           syn_time, &counters_);
   protocols::Protocol by_port = selection_.ForPorts(ends.port[1], ends.port[0]);
   if (by_port != protocols::kNone) {
     c->StartProtocol(by_port);
@@ -422,7 +213,7 @@ void Importer::Tcp(const DecodedPacket& p, TimeNs time) {
   ++summary_->tcp_packets;
   FlowKey key = KeyOf(p);
   bool syn = (p.tcp_flags & kTcpSyn) != 0, ack = (p.tcp_flags & kTcpAck) != 0;
-  Connection* c = nullptr;
+  TcpConnection* c = nullptr;
   auto it = open_.find(key);
   bool ended = it != open_.end() && connections_[it->second] == nullptr;
   if (it != open_.end()) c = connections_[it->second].get();
@@ -507,7 +298,7 @@ void Importer::Udp(const DecodedPacket& p, TimeNs time) {
   uint32_t row = builder_.Add(record);
   if (flow.protocol != protocols::kNone && !p.payload_truncated) {
     std::string_view name = protocols::Describe(flow.protocol).name;
-    builder_.AddAttribute(row, protocol_key_, builder_.String(name));
+    builder_.AddAttribute(row, output_.protocol_key, builder_.String(name));
     ++summary_->protocol_messages[std::string(name)];
     for (int i = 0; i < parser.attributes.count; ++i) {
       const protocols::Attribute& a = parser.attributes.items[i];
