@@ -19,6 +19,8 @@
 namespace weft {
 namespace {
 
+using Step = ThreadEvent::Step;
+
 // The forward scan of §5.5 (the rules are listed in fragment.h): sets the parent of every
 // message a traced thread sent, from the request the thread was working for.
 class FragmentScan {
@@ -457,9 +459,9 @@ class FragmentScan {
     }
     auto in_doubt = [&](uint32_t output, MessageId call) {
       if (parent_[output] == call) return false;
-      const Content content = ContentOf(set_aside_.fields(), MessageId(output));
+      const SetAsideRequests::Content content = set_aside_.ContentOf(MessageId(output));
       auto carries = [&](MessageId m) {
-        return Known(content) && ContentOf(set_aside_.fields(), m) == content;
+        return SetAsideRequests::Known(content) && set_aside_.ContentOf(m) == content;
       };
       if (parent_[output].valid() && carries(parent_[output]) && !carries(call)) return false;
       const std::vector<uint32_t>& own = outputs.at(call.value());

@@ -6,13 +6,14 @@
 
 namespace weft {
 
-Content ContentOf(const ForwardedFields& fields, MessageId m) {
-  Content content = fields.Of(m);
+SetAsideRequests::Content SetAsideRequests::ContentOf(MessageId m) const {
+  Content content = fields_.Of(m);
   content[ForwardedFields::kRequestId] = content[ForwardedFields::kTraceparent] =
       content[ForwardedFields::kDnsId] = StringId();
   return content;
 }
-bool Known(const Content& content) {
+
+bool SetAsideRequests::Known(const Content& content) {
   return std::any_of(content.begin(), content.end(), [](StringId v) { return v.valid(); });
 }
 
@@ -42,7 +43,7 @@ SetAsideRequests::SetAsideRequests(const Trace& trace, std::span<const MessageId
 // fragment the work of both falls in. Kept per node, oldest first, until it is acted on
 // or answered.
 void SetAsideRequests::Add(uint32_t node, MessageId request, bool shared) {
-  const Content content = ContentOf(fields_, request);
+  const Content content = ContentOf(request);
   if (!Known(content)) return;
   std::vector<Waiting>& waiting = set_aside_[node];
   if (std::any_of(waiting.begin(), waiting.end(),
@@ -71,7 +72,7 @@ MessageId SetAsideRequests::Follow(uint32_t node, MessageId call, MessageId plac
     set_aside_.erase(it);
     return placed;
   }
-  const Content content = ContentOf(fields_, call);
+  const Content content = ContentOf(call);
   if (!Known(content)) return placed;
   const TimeNs back = return_read_[call.value()];
   auto nests = [&](MessageId request) {
@@ -86,7 +87,7 @@ MessageId SetAsideRequests::Follow(uint32_t node, MessageId call, MessageId plac
   if (match == waiting.end()) match = first;  // each answered before the call returned
   const bool placed_same = placed.valid() && placed != match->request &&
                            !answered_[placed.value()] && nests(placed) &&
-                           ContentOf(fields_, placed) == content;
+                           ContentOf(placed) == content;
   set_aside_guessed_ += placed_same || std::any_of(match + 1, waiting.end(), could_be);
   ++(match->shared ? shared_read_found_ : set_aside_found_);
   // (See ReorderByReplies.)
@@ -133,7 +134,7 @@ absl::flat_hash_set<uint32_t> SetAsideRequests::ReorderByReplies(std::vector<Mes
                                                : std::nullopt;
     const auto from =
         c_.send_time[i] != kNoTime ? key(c_.sender[i].value(), c_.sender_thread[i]) : std::nullopt;
-    if (!(to || from) || !Known(ContentOf(fields_, call))) continue;
+    if (!(to || from) || !Known(ContentOf(call))) continue;
     if (to) {
       const TimeNs first = c_.first_read_time[i];
       timelines[*to].push_back({first != kNoTime ? first : c_.recv_time[i], false, call.value()});
@@ -150,12 +151,12 @@ absl::flat_hash_set<uint32_t> SetAsideRequests::ReorderByReplies(std::vector<Mes
         replied.push_back(e.call);
         continue;
       }
-      const Content content = ContentOf(fields_, MessageId(e.call));
+      const Content content = ContentOf(MessageId(e.call));
       // (From its first read: a proxy streams a request's head on before its body is in.)
       const TimeNs first = c_.first_read_time[e.call];
       const TimeNs read = first != kNoTime ? first : c_.recv_time[e.call];
       auto forward = std::find_if(replied.begin(), replied.end(), [&](uint32_t f) {
-        return c_.send_time[f] >= read && ContentOf(fields_, MessageId(f)) == content;
+        return c_.send_time[f] >= read && ContentOf(MessageId(f)) == content;
       });
       if (forward == replied.end()) continue;
       given.emplace_back(*forward, MessageId(e.call));

@@ -19,22 +19,21 @@
 
 namespace weft {
 
-// A request's content, as a proxy forwards it: what ForwardedFields reads but the
-// identifiers a proxy may add where the client sent none (witness.h weighs those apart),
-// and the DNS id, which a forwarder replaces with one of its own (dnsmasq, unbound).
-// Invalid throughout where the message carries none.
-using Content = ForwardedFields::Values;
-Content ContentOf(const ForwardedFields& fields, MessageId m);
-bool Known(const Content& content);
-
 class SetAsideRequests {
  public:
+  // A request's content, as a proxy forwards it: what ForwardedFields reads but the
+  // identifiers a proxy may add where the client sent none (witness.h weighs those apart),
+  // and the DNS id, which a forwarder replaces with one of its own (dnsmasq, unbound).
+  // Invalid throughout where the message carries none.
+  using Content = ForwardedFields::Values;
+
   // `call_of` is CallsAnswered's; `answered` and `acted_on` (per request: its reply sent;
   // an output placed in it) are the scan's, read as it goes.
   SetAsideRequests(const Trace& trace, std::span<const MessageId> call_of,
                    const std::vector<bool>& answered, const std::vector<bool>& acted_on);
 
-  const ForwardedFields& fields() const { return fields_; }
+  Content ContentOf(MessageId m) const;
+  static bool Known(const Content& content);
 
   // `request`, read at `node`, waits for a forward; `shared`: set aside by a later request
   // of the same read.

@@ -10,6 +10,8 @@
 namespace weft {
 namespace {
 
+using Step = ThreadEvent::Step;
+
 // Per node, the node all nodes joined to it by process links are ordered with (union-find
 // over the links, whose two ends share a host's clock); a node without links is its own.
 std::vector<ClockId> ClockOfNodes(const Trace& trace) {

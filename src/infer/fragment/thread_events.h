@@ -13,25 +13,26 @@
 
 namespace weft {
 
-// At equal times: an accept, the first read of a call read in several (kFirstRead: one
-// read may end one message and begin the next, which is then the later input), a reply
-// read, then a hand-off, fork or connect it led to, then the call it caused. A hand-off is
-// two steps: the producer lets go (kHandOver), later the consumer takes over (kTakeOver).
-enum class Step : uint8_t {
-  kAccept,
-  kFirstRead,
-  kReceive,
-  kHandOver,
-  kTakeOver,
-  kProcessLink,
-  kConnect,
-  kSend
-};
-
 // One input or output of a traced thread, a process link (fork, exec, thread) from one, or the
 // connect that opened the connection a call is the first message on, or the accept that
 // took in the connection a call is the first message read on.
 struct ThreadEvent {
+  // At equal times: an accept, the first read of a call read in several (kFirstRead: one
+  // read may end one message and begin the next, which is then the later input), a reply
+  // read, then a hand-off, fork or connect it led to, then the call it caused. A hand-off
+  // is two steps: the producer lets go (kHandOver), later the consumer takes over
+  // (kTakeOver).
+  enum class Step : uint8_t {
+    kAccept,
+    kFirstRead,
+    kReceive,
+    kHandOver,
+    kTakeOver,
+    kProcessLink,
+    kConnect,
+    kSend
+  };
+
   ClockId clock;  // nodes joined by process links run on one host: one time order
   uint32_t node;
   ThreadId thread;
