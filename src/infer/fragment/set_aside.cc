@@ -98,7 +98,7 @@ MessageId SetAsideRequests::Follow(uint32_t node, MessageId call, MessageId plac
   return request;
 }
 
-// Where forwards were followed to requests by content (FollowSetAside), the order of the
+// Where forwards were followed to requests by content (Follow), the order of the
 // replies gives each forward its request after the scan, per node where one thread
 // sends all of its messages, else per thread (a transaction stays on the thread that
 // read it: Traffic Server's event threads, haproxy's): a request's answer goes with the
