@@ -125,7 +125,7 @@ class Importer {
         options_(options),
         selection_(selection),
         summary_(summary),
-        output_{&builder_, summary, builder_.String("protocol"), builder_.String(kGapAttribute)} {}
+        output_(&builder_, summary) {}
 
   // Reads every packet libpcap (pcapng) or the classic reader gives.
   Result<Trace> Run(pcap_t* pcap);
@@ -154,7 +154,7 @@ class Importer {
   const ProtocolSelection& selection_;
   PcapImportSummary* summary_;
   TraceBuilder builder_;
-  MessageOutput output_;  // where the TCP connections add their messages
+  MessageOutput output_;  // where every message goes, TCP and UDP
   ReassemblyCounters counters_;
   uint64_t packet_number_ = 0;
   DecodedPacket packet_;
@@ -282,32 +282,18 @@ void Importer::Udp(const DecodedPacket& p, TimeNs time) {
   record.receiver_endpoint = flow.ends.endpoint[1 - d];
   record.bytes = p.wire_payload_length;
   protocols::Parser parser;
-  std::string witness;
-  if (flow.protocol != protocols::kNone && !p.payload_truncated) {
+  const bool parsed = flow.protocol != protocols::kNone && !p.payload_truncated;
+  std::string_view witness;
+  if (parsed) {
     protocols::Init(&parser, flow.protocol,
                     d == 0 ? protocols::Direction::kRequest : protocols::Direction::kResponse);
     protocols::ConsumeDatagram(&parser, p.payload, p.payload_length);
-    const char* key_name = protocols::Describe(flow.protocol).witness_key;
-    for (int i = 0; i < parser.attributes.count && key_name != nullptr; ++i) {
-      const protocols::Attribute& a = parser.attributes.items[i];
-      if (std::strcmp(a.key, key_name) == 0) witness.assign(a.value, a.length);
-    }
+    if (const protocols::Attribute* a = FindWitness(flow.protocol, parser.attributes))
+      witness = std::string_view(a->value, a->length);
   }
   record.call_id = builder_.String(witness.empty() ? fmt::format("u{}.{}", flow.number, count)
                                                    : fmt::format("u{}.w{}", flow.number, witness));
-  uint32_t row = builder_.Add(record);
-  if (flow.protocol != protocols::kNone && !p.payload_truncated) {
-    std::string_view name = protocols::Describe(flow.protocol).name;
-    builder_.AddAttribute(row, output_.protocol_key, builder_.String(name));
-    ++summary_->protocol_messages[std::string(name)];
-    for (int i = 0; i < parser.attributes.count; ++i) {
-      const protocols::Attribute& a = parser.attributes.items[i];
-      builder_.AddAttribute(row, builder_.String(a.key),
-                            builder_.String(std::string_view(a.value, a.length)));
-    }
-  }
-  ++summary_->messages;
-  summary_->bytes += uint64_t(record.bytes);
+  output_.Add(record, flow.protocol, parsed ? &parser.attributes : nullptr);
 }
 
 void Importer::Packet(const DecodedPacket& p, TimeNs time) {

@@ -57,9 +57,45 @@ void TcpConnection::Activate(protocols::Protocol p) {
   cutters_[1].StartParser(p, nullptr, 0);
 }
 
+MessageOutput::MessageOutput(TraceBuilder* builder, PcapImportSummary* summary)
+    : builder_(builder),
+      summary_(summary),
+      protocol_key_(builder->String("protocol")),
+      gap_key_(builder->String(kGapAttribute)) {}
+
+uint32_t MessageOutput::Add(const MessageRecord& record, protocols::Protocol protocol,
+                            const protocols::Attributes* attributes) {
+  const uint32_t row = builder_->Add(record);
+  if (attributes != nullptr) {
+    std::string_view name = protocols::Describe(protocol).name;
+    builder_->AddAttribute(row, protocol_key_, builder_->String(name));
+    ++summary_->protocol_messages[std::string(name)];
+    for (int i = 0; i < attributes->count && i < protocols::kMaxAttributes; ++i) {
+      const protocols::Attribute& a = attributes->items[i];
+      builder_->AddAttribute(row, builder_->String(a.key),
+                             builder_->String(std::string_view(a.value, a.length)));
+    }
+  }
+  ++summary_->messages;
+  summary_->bytes += uint64_t(record.bytes);
+  return row;
+}
+
+void MessageOutput::AddGap(uint32_t row, int64_t length) {
+  builder_->AddAttribute(row, gap_key_, builder_->String(fmt::format("{}", length)));
+}
+
+const protocols::Attribute* FindWitness(protocols::Protocol protocol,
+                                        const protocols::Attributes& attributes) {
+  const char* key = protocols::Describe(protocol).witness_key;
+  const protocols::Attribute* found = nullptr;
+  for (int i = 0; i < attributes.count && key != nullptr; ++i) {
+    if (std::strcmp(attributes.items[i].key, key) == 0) found = &attributes.items[i];
+  }
+  return found;
+}
+
 void TcpConnection::OnMessage(int d, const CutMessage& m) {
-  TraceBuilder& builder = *output_->builder;
-  PcapImportSummary& summary = *output_->summary;
   uint32_t sequence = ++sequence_[d];
   if (m.attributes != nullptr) boundary_seen_ = true;
   const protocols::ProtocolDescriptor& described =
@@ -67,24 +103,16 @@ void TcpConnection::OnMessage(int d, const CutMessage& m) {
   // Call ids as reconcile gives them (reconcile/stream_emitter.cc): by position where
   // replies come in order, by the processor's witness, else by run.
   std::string call_id;
-  const char* witness_value = nullptr;
-  size_t witness_length = 0;
-  if (!described.replies_in_order && described.witness_key != nullptr && m.attributes != nullptr) {
-    for (int i = 0; i < m.attributes->count; ++i) {
-      const protocols::Attribute& a = m.attributes->items[i];
-      if (std::strcmp(a.key, described.witness_key) == 0) {
-        witness_value = a.value;
-        witness_length = a.length;
-      }
-    }
-  }
+  const protocols::Attribute* witness = !described.replies_in_order && m.attributes != nullptr
+                                            ? FindWitness(protocol_, *m.attributes)
+                                            : nullptr;
   // A connection no processor cut has a message per run (or per part of a run, around a
   // gap): the run pairs a request with its reply.
   if (boundary_seen_ && described.replies_in_order) {
     bool greets = described.server_greets && d == 1;
     call_id = fmt::format("c{}.{}", number_, greets ? sequence - 1 : sequence);
-  } else if (witness_value != nullptr) {
-    call_id = fmt::format("c{}.w{}", number_, std::string_view(witness_value, witness_length));
+  } else if (witness != nullptr) {
+    call_id = fmt::format("c{}.w{}", number_, std::string_view(witness->value, witness->length));
   } else {
     // Reply runs are numbered from 0 when the first one answers a request never captured
     // ("c4.0" pairs with no CALL).
@@ -98,26 +126,12 @@ void TcpConnection::OnMessage(int d, const CutMessage& m) {
   record.sender_endpoint = ends_.endpoint[d];
   record.receiver_endpoint = ends_.endpoint[1 - d];
   record.bytes = m.end - m.begin;
-  record.call_id = builder.String(call_id);
+  record.call_id = output_->builder().String(call_id);
   if (d == 0 && sequence == 1 && syn_time_ != kNoTime && syn_time_ <= m.time) {
     record.connect_time = syn_time_;
   }
-  uint32_t row = builder.Add(record);
-  if (m.attributes != nullptr) {
-    std::string_view name = protocols::Describe(m.protocol).name;
-    builder.AddAttribute(row, output_->protocol_key, builder.String(name));
-    ++summary.protocol_messages[std::string(name)];
-    for (int i = 0; i < m.attributes->count && i < protocols::kMaxAttributes; ++i) {
-      const protocols::Attribute& a = m.attributes->items[i];
-      builder.AddAttribute(row, builder.String(a.key),
-                           builder.String(std::string_view(a.value, a.length)));
-    }
-  }
-  if (m.gap_before > 0) {
-    builder.AddAttribute(row, output_->gap_key, builder.String(fmt::format("{}", m.gap_before)));
-  }
-  ++summary.messages;
-  summary.bytes += uint64_t(record.bytes);
+  const uint32_t row = output_->Add(record, m.protocol, m.attributes);
+  if (m.gap_before > 0) output_->AddGap(row, m.gap_before);
 }
 
 }  // namespace weft::import

@@ -31,18 +31,35 @@ struct FlowEnds {
   StringId endpoint[2];
 };
 
-// Where the connections' messages go: the trace being built, the import's summary, and the
-// attribute keys of a message's protocol and of the bytes missing before it.
-struct MessageOutput {
-  TraceBuilder* builder;
-  PcapImportSummary* summary;
-  StringId protocol_key, gap_key;
+// Where the capture's messages go, TCP and UDP alike: the trace being built, with the
+// import's summary counting them.
+class MessageOutput {
+ public:
+  // Both outlive it.
+  MessageOutput(TraceBuilder* builder, PcapImportSummary* summary);
+
+  TraceBuilder& builder() { return *builder_; }
+  // Adds `record` and counts it; with `attributes` (a processor cut the message) also
+  // `protocol`'s name and the attributes. Returns its row.
+  uint32_t Add(const MessageRecord& record, protocols::Protocol protocol,
+               const protocols::Attributes* attributes);
+  // `length` bytes are missing from the capture just before message `row`.
+  void AddGap(uint32_t row, int64_t length);
+
+ private:
+  TraceBuilder* builder_;
+  PcapImportSummary* summary_;
+  StringId protocol_key_, gap_key_;
 };
+
+// The attribute of `protocol`'s witness (descriptor.h) among `attributes`, or null.
+const protocols::Attribute* FindWitness(protocols::Protocol protocol,
+                                        const protocols::Attributes& attributes);
 
 class TcpConnection : public MessageSink {
  public:
   // `output` outlives the connection.
-  TcpConnection(const MessageOutput* output, uint32_t number, const FlowEnds& ends, TimeNs syn_time,
+  TcpConnection(MessageOutput* output, uint32_t number, const FlowEnds& ends, TimeNs syn_time,
                 ReassemblyCounters* counters)
       : output_(output),
         number_(number),
@@ -98,7 +115,7 @@ class TcpConnection : public MessageSink {
   // while detecting are fed to it first.
   void Activate(protocols::Protocol p);
 
-  const MessageOutput* output_;
+  MessageOutput* output_;
   uint32_t number_;
   FlowEnds ends_;
   TimeNs syn_time_;
