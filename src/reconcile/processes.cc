@@ -53,9 +53,15 @@ void DateInheritedEndsFromFork(std::span<const capture::EventLog> logs,
 // Either image is the log of that pid on the same boot opened first at or after the call
 // (a child opens its log at once), whose parent is the forking process (fork) or the
 // exec'ing image's parent (exec): a log of a later process that reused the pid has
-// another parent, as a rule. A child or image that was not traced gets no link. Links are
-// added after every message, so nodes that only links name come after the messages' nodes,
-// and those keep their ids.
+// another parent, as a rule. But a parent that exits at once leaves its child to init
+// before the child has opened its log (ncat's handler of a client that only connected),
+// so a log with another parent is taken too if it was opened within kImageStart of the
+// call, which a process reusing the pid after the child ended cannot be, and, for an
+// exec, has the exec index after the exec'ing image's (the log's name). A child or image
+// that was not traced gets no link. Links are added after every message, so nodes
+// that only links name come after the messages' nodes, and those keep their ids.
+constexpr TimeNs kImageStart = 10'000'000'000;  // 10 s
+
 void AddProcessLinks(std::span<const capture::EventLog> logs, const BootOffsets& boot_offsets,
                      const std::function<NodeId(uint32_t log, int32_t tid)>& node_of,
                      TraceBuilder& builder, ReconcileSummary& summary) {
@@ -64,13 +70,16 @@ void AddProcessLinks(std::span<const capture::EventLog> logs, const BootOffsets&
   for (uint32_t i = 0; i < logs.size(); ++i)
     logs_of_pid[{logs[i].header.boot_id, logs[i].header.pid}].push_back(i);
   auto next_image = [&](const capture::EventLogHeader& from, int32_t pid, int32_t parent,
-                        TimeNs after) {
+                        TimeNs after, bool exec) {
     int64_t best = -1;
     auto it = logs_of_pid.find({from.boot_id, pid});
     if (it == logs_of_pid.end()) return best;
     for (uint32_t j : it->second) {
       const capture::EventLogHeader& h = logs[j].header;
-      if (h.parent_pid != parent || h.clock_monotonic_ns < after) continue;
+      if (h.clock_monotonic_ns < after) continue;
+      if (h.parent_pid != parent && ((exec && h.exec_index != from.exec_index + 1) ||
+                                     h.clock_monotonic_ns - after >= kImageStart))
+        continue;
       if (best < 0 || h.clock_monotonic_ns < logs[size_t(best)].header.clock_monotonic_ns)
         best = int64_t(j);
     }
@@ -118,7 +127,7 @@ void AddProcessLinks(std::span<const capture::EventLog> logs, const BootOffsets&
     for (const capture::Event& e : log.events) {
       if (e.op == capture::EventOp::kExec && e.result == 0) exec = &e;
       if (e.op != capture::EventOp::kFork || e.result <= 0 || e.tid <= 0) continue;
-      int64_t child = next_image(log.header, e.result, log.header.pid, e.entry_ns);
+      int64_t child = next_image(log.header, e.result, log.header.pid, e.entry_ns, false);
       if (child >= 0) {
         link_threads(i, e, uint32_t(child), ProcessLinkKind::kFork);
       } else {
@@ -133,7 +142,8 @@ void AddProcessLinks(std::span<const capture::EventLog> logs, const BootOffsets&
                                 untraced_children));
     }
     if (!log.loss.ended_by_exec || exec == nullptr || exec->tid <= 0) continue;
-    int64_t image = next_image(log.header, log.header.pid, log.header.parent_pid, exec->entry_ns);
+    int64_t image =
+        next_image(log.header, log.header.pid, log.header.parent_pid, exec->entry_ns, true);
     if (image >= 0) {
       link_threads(i, *exec, uint32_t(image), ProcessLinkKind::kExec);
     } else {

@@ -321,15 +321,18 @@ void StreamEmitter::EmitPipe(const ConnectionEnd& pipe, uint32_t number) {
   for (size_t i = 0; i < pipe.io.size(); ++i) (pipe.io[i].send ? writes : reads).push_back(i);
   uint32_t sequence = 0;
   if (writes.empty()) {
-    for (size_t r : reads)
-      AddPipeMessage(pipe, number, ++sequence, nullptr, &pipe.io[r], pipe.io[r].bytes);
+    for (size_t r : reads) {
+      uint32_t row =
+          AddPipeMessage(pipe, number, ++sequence, nullptr, &pipe.io[r], pipe.io[r].bytes);
+      attributes_.AddPayload(row, pipe.io[r].log, pipe.io[r].payload);
+    }
     return;
   }
   ReadCursor cursor(reads.empty() ? nullptr : &pipe);
   int64_t written = 0, message_start = 0;
-  size_t first_of_message = writes[0], next_read = 0, read_end = 0;
+  size_t first_of_message = 0, next_read = 0, read_end = 0;  // of writes
   for (size_t w = 0; w < writes.size(); ++w) {
-    if (written == message_start) first_of_message = writes[w];
+    if (written == message_start) first_of_message = w;
     written += pipe.io[writes[w]].bytes;
     // Has the reader drained the pipe before the next write?
     bool drained = reads.empty();
@@ -340,16 +343,24 @@ void StreamEmitter::EmitPipe(const ConnectionEnd& pipe, uint32_t number) {
       drained = pipe.io[reads[next_read - 1]].exit_ns <= next_write;
     }
     if (!drained && w + 1 < writes.size()) continue;
-    AddPipeMessage(pipe, number, ++sequence, &pipe.io[first_of_message],
-                   cursor.ReadHolding(written - 1), written - message_start);
+    uint32_t row = AddPipeMessage(pipe, number, ++sequence, &pipe.io[writes[first_of_message]],
+                                  cursor.ReadHolding(written - 1), written - message_start);
+    // Its first bytes, as a stream message's: from the writes that made it.
+    MessageSpan span{.first = writes[first_of_message],
+                     .last = writes[w],
+                     .begin = message_start,
+                     .end = written,
+                     .first_begin = message_start};
+    attributes_.AddStreamPayload(row, pipe, true, span);
     message_start = written;
   }
 }
 
-// A pipe message: MSG, call id "p<pipe>.<k>", both endpoints the pipe's name.
-void StreamEmitter::AddPipeMessage(const ConnectionEnd& pipe, uint32_t number, uint32_t sequence,
-                                   const StreamIo* first_write, const StreamIo* completing_read,
-                                   int64_t bytes) {
+// A pipe message: MSG, call id "p<pipe>.<k>", both endpoints the pipe's name. Returns its
+// row.
+uint32_t StreamEmitter::AddPipeMessage(const ConnectionEnd& pipe, uint32_t number,
+                                       uint32_t sequence, const StreamIo* first_write,
+                                       const StreamIo* completing_read, int64_t bytes) {
   MessageRecord record;
   record.kind = MessageKind::kMessage;
   record.sender_endpoint = record.receiver_endpoint = builder_.String(pipe.local);
@@ -368,9 +379,10 @@ void StreamEmitter::AddPipeMessage(const ConnectionEnd& pipe, uint32_t number, u
     record.recv_time = completing_read->exit_ns;
     record.receiver_thread = ThreadId(uint32_t(completing_read->tid));
   }
-  builder_.Add(record);
+  uint32_t row = builder_.Add(record);
   ++summary_.messages;
   summary_.bytes += uint64_t(bytes);
+  return row;
 }
 
 }  // namespace weft::reconcile

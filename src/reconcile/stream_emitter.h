@@ -73,8 +73,9 @@ class StreamEmitter {
   void SetEnds(const Direction& d, const MessageSpan& span, ReadCursor& cursor,
                MessageRecord& record);
   std::string CallId(const Direction& d, uint32_t sequence, const MessageSpan& span) const;
-  void AddPipeMessage(const ConnectionEnd& pipe, uint32_t number, uint32_t sequence,
-                      const StreamIo* first_write, const StreamIo* completing_read, int64_t bytes);
+  uint32_t AddPipeMessage(const ConnectionEnd& pipe, uint32_t number, uint32_t sequence,
+                          const StreamIo* first_write, const StreamIo* completing_read,
+                          int64_t bytes);
 
   std::span<const capture::EventLog> logs_;
   NodeNamer& namer_;

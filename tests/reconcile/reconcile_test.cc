@@ -716,6 +716,39 @@ TEST(Reconcile, PayloadPrefixGoesOnThroughTheSendsOfOneMessage) {
   EXPECT_EQ(trace.columns().first_read_time[1], kNoTime);  // one read carried it all
 }
 
+// A pipe's messages carry their first bytes too, gathered from the writes that made each
+// (ncat --exec relays a request through a pipe: its ids are in those bytes); with the
+// writer untraced, each read's own.
+TEST(Reconcile, PipeMessagesCarryTheirPayloadPrefix) {
+  std::vector<capture::EventLog> logs = {
+      LogBuilder("a", "/usr/bin/ncat", 100)
+          .Pipe(4, 40, w::kOpPipe, 77)
+          .Send(4, 100, 100, 101, 4)
+          .Payload("GET ")
+          .Send(4, 100, 102, 103, 4)  // one message: not drained between
+          .Payload("/x\r\n")
+          .Send(4, 100, 200, 201, 2)
+          .Payload("ok")
+          .Build(),
+      LogBuilder("a", "/usr/bin/ncat", 150)
+          .ParentPid(100)
+          .Pipe(3, 42, w::kOpNone, 77)
+          .Recv(3, 150, 104, 130, 8)
+          .Recv(3, 150, 202, 210, 2)
+          .Build(),
+      LogBuilder("a", "/usr/bin/sort", 300)
+          .Pipe(0, 10, w::kOpNone, 88)
+          .Recv(0, 300, 400, 401, 3)
+          .Payload("abc")
+          .Build(),
+  };
+  for (capture::EventLog& log : logs) log.header.payload_prefix = 64;
+  Trace trace = MustReconcile(logs, nullptr, NodeNaming::kProcess);
+  ASSERT_EQ(trace.size(), 3u);
+  EXPECT_EQ(PayloadsOf(trace),
+            (std::vector<std::string>{"0 474554202f780d0a", "1 6f6b", "2 616263"}));
+}
+
 TEST(Reconcile, ParseNodeNaming) {
   EXPECT_EQ(ParseNodeNaming("thread").value(), NodeNaming::kThread);
   EXPECT_EQ(ParseNodeNaming("name").value(), NodeNaming::kName);
@@ -819,6 +852,55 @@ TEST(Reconcile, ForkAndExecBecomeProcessLinks) {
                               "CALL_SENT b:helper[250] -> 10.0.0.2:80 c1.1 10B send=100 recv=- tid "
                               "251->0 10.0.0.1:40000->10.0.0.2:80",
                           }));
+}
+
+// ncat --exec: each client's handler forks a child that execs a relay. A handler whose
+// client only connected exits at once, and leaves its child to init before the child
+// (pid 260) or the exec'd image (pid 250's) has opened its log: they name init as their
+// parent. Opened soon after the fork or the exec (the exec'd one with the next exec
+// index), they are still linked; a process that took the pid over later (10 s after the
+// exec, beyond kImageStart) is not, nor an image of another parent without the next
+// exec index.
+TEST(Reconcile, ForkAndExecOfAParentThatExitedAtOnceBecomeProcessLinks) {
+  const TimeNs second = 1'000'000'000;
+  std::vector<capture::EventLog> logs = {
+      LogBuilder("b", "/usr/bin/ncat", 200).Fork(250, 70, 80).Fork(260, 100, 110).Build(),
+      LogBuilder("b", "/usr/bin/ncat", 250).ParentPid(200).OpenedAt(75).Exec(250, 90).Build(),
+      LogBuilder("b", "/usr/bin/relay", 250)
+          .ParentPid(1)
+          .ExecIndex(1)
+          .OpenedAt(95)
+          .Send(3, 250, 96, 97, 1)
+          .Build(),
+      LogBuilder("b", "/usr/bin/ncat", 260)
+          .ParentPid(1)
+          .OpenedAt(105)
+          .Send(3, 260, 106, 107, 1)
+          .Build(),
+      LogBuilder("b", "/usr/bin/other", 260)
+          .ParentPid(1)
+          .OpenedAt(100 + 10 * second)
+          .Send(3, 260, 10 * second + 200, 10 * second + 201, 1)
+          .Build(),
+  };
+  ReconcileSummary summary;
+  Trace trace = MustReconcile(logs, &summary, NodeNaming::kProcess);
+  EXPECT_EQ(LinkLines(trace), (std::vector<std::string>{
+                                  "FORK 70 b:ncat[200]/200 -> b:ncat[250]/250",
+                                  "EXEC 90 b:ncat[250]/250 -> b:relay[250]/250",
+                                  "FORK 100 b:ncat[200]/200 -> b:ncat[260]/260",
+                              }));
+  EXPECT_TRUE(summary.losses.empty()) << summary.losses[0];
+  // The child of pid 260 left no log: the later process is not taken for it. Nor is the
+  // relay the exec'd image without the next exec index.
+  logs.erase(logs.begin() + 3);
+  logs[2].header.exec_index = 0;
+  ReconcileSummary without;
+  trace = MustReconcile(logs, &without, NodeNaming::kProcess);
+  EXPECT_EQ(LinkLines(trace), (std::vector<std::string>{
+                                  "FORK 70 b:ncat[200]/200 -> b:ncat[250]/250",
+                              }));
+  EXPECT_EQ(without.losses.size(), 2u);
 }
 
 // An exec whose new image left no log, and forked children that left none (a program
