@@ -276,6 +276,9 @@ struct Server {
   // A process per connection (it forks as it accepts): every process of the program is
   // the server.
   bool forks = false;
+  // It relays a request's bytes between its own processes (through pipes, kind MSG):
+  // each such message is the request's too, and the one its bytes reach is the server.
+  bool relays = false;
   // An application server behind it that calls web0 (php-fpm behind nginx), started first
   // and captured as its own: its program and argv, in the foreground, and the signal that
   // stops it gracefully.
@@ -360,10 +363,12 @@ class HandoffServerTest : public RealServersTest {
 // holds one says nothing of whether it holds its request's messages. `with_own` counts the
 // trees that held one. With `app` (the nodes of an application server behind the front,
 // which it speaks FastCGI or uwsgi to: no testbed ids), each tree also holds one call to
-// it and its return.
+// it and its return. `relays`: per request, the messages between two of the server's
+// processes that carry its bytes (Server::relays), each of which its tree holds too.
 int ExactRequestTrees(const Trace& trace, const PathSet& paths, const std::string& client,
-                      const std::map<uint64_t, int>& db_calls, int show = 0,
-                      int* with_own = nullptr, const std::set<NodeId>& app = {}) {
+                      const std::map<uint64_t, int>& db_calls,
+                      const std::map<uint64_t, int>& relays, int show = 0, int* with_own = nullptr,
+                      const std::set<NodeId>& app = {}) {
   const TraceColumns& c = trace.columns();
   int exact = 0, own_trees = 0;
   for (size_t i = 0; i < paths.instance_count(); ++i) {
@@ -375,12 +380,14 @@ int ExactRequestTrees(const Trace& trace, const PathSet& paths, const std::strin
     size_t own = 0;
     bool same = it != db_calls.end();
     size_t to_app = 0;
+    int relayed = 0;
     for (MessageId m : messages) {
       size_t k = m.value();
       if (c.kind[k] == MessageKind::kMessage && c.sender[k] == c.receiver[k]) {
         ++own;
         continue;
       }
+      relayed += c.kind[k] == MessageKind::kMessage;
       if ((c.kind[k] == MessageKind::kCall && app.count(c.receiver[k])) ||
           (c.kind[k] == MessageKind::kReturn && app.count(c.sender[k]))) {
         ++to_app;
@@ -388,8 +395,10 @@ int ExactRequestTrees(const Trace& trace, const PathSet& paths, const std::strin
       }
       same = same && IdsOf(PayloadPrefix(trace, m)).request == request;
     }
+    auto expected_relays = relays.find(request);
     same = same && to_app == (app.empty() ? 0u : 2u) &&
-           messages.size() - own == size_t(4 + 2 * it->second) + to_app;
+           relayed == (expected_relays == relays.end() ? 0 : expected_relays->second) &&
+           messages.size() - own == size_t(4 + 2 * it->second + relayed) + to_app;
     exact += same;
     own_trees += own > 0;
     if (!same && show-- > 0) {
@@ -564,7 +573,7 @@ Scores HandoffServerTest::RunOnce(const Configure& configure, bool files) {
   };
   // process -> client | files | server | app | web0 | db0
   std::map<std::string, std::string> role = testing::ProxyRoles(
-      trace, {{"weft", "client"}, {"curl", "files"}}, "server", server.app_program);
+      trace, {{"weft", "client"}, {"curl", "files"}}, "server", server.app_program, server.relays);
   std::string client;
   std::set<std::string> file_clients;
   std::set<NodeId> app_nodes;
@@ -605,7 +614,7 @@ Scores HandoffServerTest::RunOnce(const Configure& configure, bool files) {
   // the delayed ACK of its header, about 45 ms), thousands elsewhere; once, with curl's
   // files taking the worker first, 16.
   EXPECT_GE(scores.requests, size_t(kClients));
-  std::map<uint64_t, int> db_calls;  // per request
+  std::map<uint64_t, int> db_calls, relays;  // per request
   // Per request: the client's port it came to the server from, and the server's port it went
   // on to web0 from.
   std::map<uint64_t, uint32_t> client_connection, web_connection;
@@ -619,6 +628,11 @@ Scores HandoffServerTest::RunOnce(const Configure& configure, bool files) {
       ++scores.messages_within;
       EXPECT_TRUE(from->second == to->second && from->second != "client")
           << from->second << ">" << to->second;
+      if (server.relays && c.sender[i] != c.receiver[i]) {
+        const uint64_t request = IdsOf(PayloadPrefix(trace, MessageId{uint32_t(i)})).request;
+        EXPECT_NE(request, 0u) << "a relayed message " << i << " carries no testbed ids";
+        ++relays[request];
+      }
       continue;
     }
     untimed += c.send_time[i] == kNoTime || c.recv_time[i] == kNoTime;
@@ -666,8 +680,9 @@ Scores HandoffServerTest::RunOnce(const Configure& configure, bool files) {
   Result<AutoInference> decided = ChooseAlgorithm(trace);
   EXPECT_TRUE(thread.ok() && fragment.ok() && decided.ok());
   if (!thread.ok() || !fragment.ok() || !decided.ok()) return scores;
-  scores.thread = ExactRequestTrees(trace, thread->paths, client, db_calls, 0, nullptr, app_nodes);
-  scores.fragment = ExactRequestTrees(trace, fragment->paths, client, db_calls, 3,
+  scores.thread =
+      ExactRequestTrees(trace, thread->paths, client, db_calls, relays, 0, nullptr, app_nodes);
+  scores.fragment = ExactRequestTrees(trace, fragment->paths, client, db_calls, relays, 3,
                                       &scores.fragment_with_own, app_nodes);
   scores.thread_files = ExactFileTrees(trace, thread->paths, file_clients);
   scores.fragment_files = ExactFileTrees(trace, fragment->paths, file_clients);
@@ -703,7 +718,8 @@ Scores HandoffServerTest::RunOnce(const Configure& configure, bool files) {
       break;
   }
   if (chosen != nullptr) {
-    scores.chosen = ExactRequestTrees(trace, *chosen, client, db_calls, 0, nullptr, app_nodes);
+    scores.chosen =
+        ExactRequestTrees(trace, *chosen, client, db_calls, relays, 0, nullptr, app_nodes);
     scores.chosen_files = ExactFileTrees(trace, *chosen, file_clients);
   }
   return scores;
@@ -1500,6 +1516,25 @@ TEST_F(SocatTest, AProcessPerConnectionGivesEachRequestItsWholeTree) {
                      ""};
         socat.forks = true;
         return socat;
+      },
+      AutoAlgorithm::kThread);
+}
+
+class NcatTest : public HandoffServerTest {};
+
+TEST_F(NcatTest, AProcessPerConnectionRelayingThroughPipesGivesEachRequestItsWholeTree) {
+  if (!Installed("/usr/bin/ncat")) GTEST_SKIP() << "ncat not installed (scripts/install-deps)";
+  ExpectEachConnectionToItsClient(
+      "ncat",
+      [](const std::string&, uint16_t port, uint16_t web) {
+        Server ncat{"ncat",
+                    {"/usr/bin/ncat", "--listen", "127.0.0.1", std::to_string(port), "--keep-open",
+                     "--exec", "/usr/bin/ncat 127.0.0.1 " + std::to_string(web)},
+                    SIGTERM,
+                    ""};
+        ncat.forks = true;
+        ncat.relays = true;
+        return ncat;
       },
       AutoAlgorithm::kThread);
 }

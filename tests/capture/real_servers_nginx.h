@@ -149,10 +149,13 @@ inline CallsByPair TruthCalls(const Trace& truth) {
 // web0, which calls db0: a process of a program in `clients` that sends a CALL takes that
 // program's role ("weft" -> "client"), a process such a client calls is `front`, one the
 // front calls is web0, one web0 calls is db0. With `app` (a program), a process of it the
-// front calls is "app" (php-fpm behind nginx), and the one it calls web0.
+// front calls is "app" (php-fpm behind nginx), and the one it calls web0. With
+// `front_relays`, a process of the front's program that a front process sends a message
+// to (kind MSG: a pipe) is the front too (ncat hands each connection to a process it
+// spawns through pipes).
 inline std::map<std::string, std::string> ProxyRoles(
     const Trace& trace, const std::map<std::string, std::string>& clients, const std::string& front,
-    const std::string& app = "") {
+    const std::string& app = "", bool front_relays = false) {
   const TraceColumns& c = trace.columns();
   auto node = [&](size_t i, bool sender) {
     return std::string(trace.NodeName(sender ? c.sender[i] : c.receiver[i]));
@@ -167,8 +170,12 @@ inline std::map<std::string, std::string> ProxyRoles(
   }
   for (int pass = 0; pass < 3; ++pass) {
     for (size_t i = 0; i < trace.size(); ++i) {
-      if (c.kind[i] != MessageKind::kCall || !role.count(node(i, true))) continue;
+      if (!role.count(node(i, true))) continue;
       const std::string from = role[node(i, true)];
+      if (c.kind[i] == MessageKind::kMessage && front_relays && from == front &&
+          ProgramOf(node(i, false)) == ProgramOf(node(i, true)))
+        role[node(i, false)] = front;
+      if (c.kind[i] != MessageKind::kCall) continue;
       const bool to_app = !app.empty() && ProgramOf(node(i, false)) == app;
       if (from == front) role[node(i, false)] = to_app ? "app" : "web0";
       if (from == "app") role[node(i, false)] = "web0";

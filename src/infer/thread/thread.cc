@@ -1,6 +1,10 @@
 // vPath §3.3, on reconciled messages: every message has the thread that sent it and the
 // thread that received it, and receive times are the exit times of the reads (the
-// completion times §3.3 had to approximate; capture logs them).
+// completion times §3.3 had to approximate; capture logs them). A one-way message (kind
+// MSG: a pipe's bytes) that a thread sends while it works for a request is that request's,
+// as a call would be (weft's addition: vPath knows only calls and replies; a program that
+// relays a request through a pipe to a process it spawned, ncat --exec, otherwise has its
+// tree cut there).
 #include "infer/thread/thread.h"
 
 #include <absl/container/flat_hash_map.h>
@@ -195,7 +199,8 @@ Result<ThreadInference> InferThread(const Trace& trace) {
   // (if that began arriving before the call): an interpreter's lock passed between
   // threads is recorded as hand-offs too, and a chain of its passes can lead anywhere
   // (docs/precise.md, Puma).
-  auto request_at = [&](ThreadKey t, TimeNs sent) {
+  // The counts are of calls: `count` is false for a one-way message.
+  auto request_at = [&](ThreadKey t, TimeNs sent, bool count) {
     const Found found = find_request(t, sent);
     if (found.handed && replies.contains(t)) {
       const MessageId reply = found.request.valid() ? reply_to[found.request.value()] : MessageId();
@@ -203,12 +208,12 @@ Result<ThreadInference> InferThread(const Trace& trace) {
           !found.request.valid() || (reply.valid() && c.send_time[reply.value()] < sent);
       const MessageId own = answered ? next_reply_at(t, sent) : MessageId();
       if (own.valid()) {
-        ++overruled_handoffs;
+        overruled_handoffs += count;
         return own;
       }
     }
-    through_handoffs += found.handed;
-    through_ambiguous += found.guessed;
+    through_handoffs += count && found.handed;
+    through_ambiguous += count && found.guessed;
     return found.request;
   };
 
@@ -226,14 +231,17 @@ Result<ThreadInference> InferThread(const Trace& trace) {
       unanswered_returns += !call_of[i].valid();
       continue;
     }
-    if (c.kind[i] != MessageKind::kCall || c.send_time[i] == kNoTime ||
-        !c.sender_thread[i].valid()) {
-      ++roots;  // sent by an untraced node, or not a call: starts a path
+    if (c.send_time[i] == kNoTime || !c.sender_thread[i].valid()) {
+      ++roots;  // sent by an untraced node: starts a path
       continue;
     }
     const ThreadKey sender{c.sender[i].value(), c.sender_thread[i]};
-    parent[i] = request_at(sender, c.send_time[i]);
+    parent[i] = request_at(sender, c.send_time[i], c.kind[i] == MessageKind::kCall);
     if (parent[i].valid()) continue;
+    if (c.kind[i] == MessageKind::kMessage) {
+      ++roots;  // a one-way message (a pipe's bytes) sent outside any request: its own path
+      continue;
+    }
     if (replies.contains(sender)) {
       ++unplaced_calls;  // the thread's next reply answers a later request
     } else {
