@@ -6,7 +6,7 @@
 $ids = $_SERVER['HTTP_X_WEFT_IDS'] ?? '';
 $context = stream_context_create(['http' => [
   'method' => $_SERVER['REQUEST_METHOD'],
-  'header' => "X-Weft-Ids: $ids\r\nConnection: close\r\n",
+  'header' => "X-Weft-Ids: $ids\r\nConnection: close\r\nContent-Type: application/octet-stream\r\n",
   'content' => file_get_contents('php://input'),
   'ignore_errors' => true,
   'protocol_version' => 1.1,

@@ -281,9 +281,11 @@ struct Server {
   bool relays = false;
   // An application server behind it that calls web0 (php-fpm behind nginx), started first
   // and captured as its own: its program and argv, in the foreground, and the signal that
-  // stops it gracefully.
+  // stops it gracefully. Or a CGI program it runs itself (no argv): a process per request,
+  // spoken to through pipes (`cgi`).
   std::string app_program;
   std::vector<std::string> app_argv;
+  bool cgi = false;
   int app_stop_signal = SIGQUIT;
   // Where it listens (a port, or a Unix socket's path): the load waits for it.
   uint16_t app_port = 0;
@@ -363,12 +365,20 @@ class HandoffServerTest : public RealServersTest {
 // holds one says nothing of whether it holds its request's messages. `with_own` counts the
 // trees that held one. With `app` (the nodes of an application server behind the front,
 // which it speaks FastCGI or uwsgi to: no testbed ids), each tree also holds one call to
-// it and its return. `relays`: per request, the messages between two of the server's
-// processes that carry its bytes (Server::relays), each of which its tree holds too.
+// it and its return, or for a CGI program all the messages of the request's process
+// through its pipes.
+struct RequestShapes {
+  std::map<uint64_t, int> db_calls;  // per request
+  // Per request, the messages between two of the server's processes that carry its bytes
+  // (Server::relays), each of which its tree holds too.
+  std::map<uint64_t, int> relays;
+  // Per request, the messages between the server and its CGI program (Server::cgi).
+  std::map<uint64_t, int> app_messages;
+};
 int ExactRequestTrees(const Trace& trace, const PathSet& paths, const std::string& client,
-                      const std::map<uint64_t, int>& db_calls,
-                      const std::map<uint64_t, int>& relays, int show = 0, int* with_own = nullptr,
+                      const RequestShapes& shapes, int show = 0, int* with_own = nullptr,
                       const std::set<NodeId>& app = {}) {
+  const std::map<uint64_t, int>& db_calls = shapes.db_calls;
   const TraceColumns& c = trace.columns();
   int exact = 0, own_trees = 0;
   for (size_t i = 0; i < paths.instance_count(); ++i) {
@@ -387,17 +397,22 @@ int ExactRequestTrees(const Trace& trace, const PathSet& paths, const std::strin
         ++own;
         continue;
       }
-      relayed += c.kind[k] == MessageKind::kMessage;
       if ((c.kind[k] == MessageKind::kCall && app.count(c.receiver[k])) ||
-          (c.kind[k] == MessageKind::kReturn && app.count(c.sender[k]))) {
+          (c.kind[k] == MessageKind::kReturn && app.count(c.sender[k])) ||
+          (c.kind[k] == MessageKind::kMessage &&
+           (app.count(c.receiver[k]) || app.count(c.sender[k])))) {
         ++to_app;
         continue;
       }
+      relayed += c.kind[k] == MessageKind::kMessage;
       same = same && IdsOf(PayloadPrefix(trace, m)).request == request;
     }
-    auto expected_relays = relays.find(request);
-    same = same && to_app == (app.empty() ? 0u : 2u) &&
-           relayed == (expected_relays == relays.end() ? 0 : expected_relays->second) &&
+    auto count = [&](const std::map<uint64_t, int>& per_request, int otherwise) {
+      auto found = per_request.find(request);
+      return found == per_request.end() ? otherwise : found->second;
+    };
+    same = same && int(to_app) == (app.empty() ? 0 : count(shapes.app_messages, 2)) &&
+           relayed == count(shapes.relays, 0) &&
            messages.size() - own == size_t(4 + 2 * it->second + relayed) + to_app;
     exact += same;
     own_trees += own > 0;
@@ -491,14 +506,14 @@ Scores HandoffServerTest::RunOnce(const Configure& configure, bool files) {
   }
   pid_t db0 = start("db0", {WEFT_TESTBED_SERVER, topology, "db0", truth_dir}, SIGTERM);
   pid_t web0 = start("web0", {WEFT_TESTBED_SERVER, topology, "web0", truth_dir}, SIGTERM);
-  const bool with_app = !server.app_argv.empty();
-  pid_t app = with_app ? start("app", server.app_argv, server.app_stop_signal) : -1;
+  const bool with_app = !server.app_program.empty();
+  pid_t app = server.app_argv.empty() ? -1 : start("app", server.app_argv, server.app_stop_signal);
   pid_t front = start("server", server.argv, server.stop_signal);
   bool up = testing::WaitForPort(db) && testing::WaitForPort(web) && testing::WaitForPort(port) &&
             (server.app_port == 0 || testing::WaitForPort(server.app_port)) &&
             (server.app_socket.empty() || testing::WaitForUnixSocket(server.app_socket));
   EXPECT_TRUE(up) << testing::ReadFile(path("server.out")) << testing::ReadFile(server.log)
-                  << (with_app ? testing::ReadFile(path("app.out")) : "");
+                  << (app >= 0 ? testing::ReadFile(path("app.out")) : "");
   if (!up) return scores;
 
   // The second client runs beside the load, on a thread of its own, and ends by itself.
@@ -614,7 +629,11 @@ Scores HandoffServerTest::RunOnce(const Configure& configure, bool files) {
   // the delayed ACK of its header, about 45 ms), thousands elsewhere; once, with curl's
   // files taking the worker first, 16.
   EXPECT_GE(scores.requests, size_t(kClients));
-  std::map<uint64_t, int> db_calls, relays;  // per request
+  RequestShapes shapes;
+  std::map<uint64_t, int>& db_calls = shapes.db_calls;
+  // A CGI program's processes: the messages each had with the server, and its request.
+  std::map<NodeId, int> cgi_messages;
+  std::map<NodeId, uint64_t> cgi_request;
   // Per request: the client's port it came to the server from, and the server's port it went
   // on to web0 from.
   std::map<uint64_t, uint32_t> client_connection, web_connection;
@@ -624,6 +643,12 @@ Scores HandoffServerTest::RunOnce(const Configure& configure, bool files) {
     if (from == role.end() || to == role.end()) continue;
     // Varnish's child writes to its own pipes (its waiter's wake-ups), stunnel to its signal
     // pipe: kind MSG, no request.
+    const std::string pair = from->second + ">" + to->second;
+    if (c.kind[i] == MessageKind::kMessage && (pair == "server>app" || pair == "app>server")) {
+      ++cgi_messages[from->second == "app" ? c.sender[i] : c.receiver[i]];
+      ++scores.app_messages;
+      continue;
+    }
     if (c.kind[i] == MessageKind::kMessage) {
       ++scores.messages_within;
       EXPECT_TRUE(from->second == to->second && from->second != "client")
@@ -631,7 +656,7 @@ Scores HandoffServerTest::RunOnce(const Configure& configure, bool files) {
       if (server.relays && c.sender[i] != c.receiver[i]) {
         const uint64_t request = IdsOf(PayloadPrefix(trace, MessageId{uint32_t(i)})).request;
         EXPECT_NE(request, 0u) << "a relayed message " << i << " carries no testbed ids";
-        ++relays[request];
+        ++shapes.relays[request];
       }
       continue;
     }
@@ -640,8 +665,7 @@ Scores HandoffServerTest::RunOnce(const Configure& configure, bool files) {
       scores.file_requests += c.kind[i] == MessageKind::kCall;
       continue;
     }
-    if (from->second + ">" + to->second == "server>app" ||
-        from->second + ">" + to->second == "app>server") {  // FastCGI, uwsgi: no testbed ids
+    if (pair == "server>app" || pair == "app>server") {  // FastCGI, uwsgi: no testbed ids
       scores.app_messages += 1;
       continue;
     }
@@ -657,6 +681,8 @@ Scores HandoffServerTest::RunOnce(const Configure& configure, bool files) {
       client_connection[ids.request] = c.sender_endpoint[i].value();
     if (c.kind[i] == MessageKind::kCall && from->second == back && to->second == "web0")
       web_connection[ids.request] = c.sender_endpoint[i].value();
+    if (c.kind[i] == MessageKind::kCall && pair == "app>web0")
+      cgi_request[c.sender[i]] = ids.request;
   }
   std::map<uint32_t, std::set<uint32_t>> clients_per_web_connection;
   for (const auto& [request, connection] : web_connection)
@@ -667,7 +693,13 @@ Scores HandoffServerTest::RunOnce(const Configure& configure, bool files) {
   EXPECT_EQ(untimed, 0);
   testing::ExpectCallsAsInTruth(trace_calls, truth_calls, "server", back);
   EXPECT_EQ(db_calls.size(), scores.requests);
-  if (with_app) {
+  if (server.cgi) {  // a process per request, each with its messages through the pipes
+    EXPECT_EQ(cgi_request.size(), scores.requests);
+    for (const auto& [process, messages] : cgi_messages) {
+      EXPECT_TRUE(cgi_request.count(process)) << trace.NodeName(process) << " called no web0";
+      shapes.app_messages[cgi_request[process]] += messages;
+    }
+  } else if (with_app) {
     EXPECT_EQ(scores.app_messages, 2 * scores.requests);
   }
   if (files) {
@@ -680,9 +712,8 @@ Scores HandoffServerTest::RunOnce(const Configure& configure, bool files) {
   Result<AutoInference> decided = ChooseAlgorithm(trace);
   EXPECT_TRUE(thread.ok() && fragment.ok() && decided.ok());
   if (!thread.ok() || !fragment.ok() || !decided.ok()) return scores;
-  scores.thread =
-      ExactRequestTrees(trace, thread->paths, client, db_calls, relays, 0, nullptr, app_nodes);
-  scores.fragment = ExactRequestTrees(trace, fragment->paths, client, db_calls, relays, 3,
+  scores.thread = ExactRequestTrees(trace, thread->paths, client, shapes, 0, nullptr, app_nodes);
+  scores.fragment = ExactRequestTrees(trace, fragment->paths, client, shapes, 3,
                                       &scores.fragment_with_own, app_nodes);
   scores.thread_files = ExactFileTrees(trace, thread->paths, file_clients);
   scores.fragment_files = ExactFileTrees(trace, fragment->paths, file_clients);
@@ -718,8 +749,7 @@ Scores HandoffServerTest::RunOnce(const Configure& configure, bool files) {
       break;
   }
   if (chosen != nullptr) {
-    scores.chosen =
-        ExactRequestTrees(trace, *chosen, client, db_calls, relays, 0, nullptr, app_nodes);
+    scores.chosen = ExactRequestTrees(trace, *chosen, client, shapes, 0, nullptr, app_nodes);
     scores.chosen_files = ExactFileTrees(trace, *chosen, file_clients);
   }
   return scores;
@@ -920,6 +950,46 @@ void LighttpdTest::Run() {
 }
 
 TEST_F(LighttpdTest, ProxyToTheTestbedGivesEveryRequestItsWholeTree) { Run(); }
+
+// lighttpd running a CGI program (BorderPatrol's fork-per-request example, with a real
+// server): for each request its loop forks a child that execs php-cgi on
+// tests/capture/php_proxy.php, writes the request's body to the child's stdin pipe and
+// reads its reply from its stdout pipe, while the loop goes on with other clients. The
+// child calls web0 on a connection of its own.
+constexpr const char* kLighttpdCgiConf = R"conf(server.document-root = "@P@"
+server.bind = "127.0.0.1"
+server.port = @PORT@
+server.pid-file = "@P@/lighttpd.pid"
+server.errorlog = "@P@/error.log"
+server.modules = ("mod_rewrite", "mod_setenv", "mod_cgi")
+url.rewrite-once = ("^/r" => "/proxy.php")
+setenv.add-environment = ("WEFT_BACKEND" => "127.0.0.1:@WEB@")
+cgi.assign = (".php" => "/usr/bin/php-cgi8.2")
+)conf";
+
+class LighttpdCgiTest : public HandoffServerTest {};
+
+TEST_F(LighttpdCgiTest, AProcessPerRequestThroughPipesGivesEveryRequestItsWholeTree) {
+  if (!Installed("/usr/sbin/lighttpd") || !Installed("/usr/bin/php-cgi8.2"))
+    GTEST_SKIP() << "lighttpd or php-cgi8.2 not installed (scripts/install-deps)";
+  for (bool isolate : {true, false}) {
+    no_isolate_ = !isolate;
+    Scores s =
+        RunPrinted("lighttpd + php-cgi", [](const std::string& dir, uint16_t port, uint16_t web) {
+          std::string config = WriteConfig(dir, "lighttpd.conf", kLighttpdCgiConf, port, web);
+          fs::copy_file(PHP_PROXY, dir + "/proxy.php");
+          Server server{
+              "lighttpd", {"/usr/sbin/lighttpd", "-D", "-f", config}, SIGTERM, dir + "/error.log"};
+          server.app_program = "php-cgi8.2";
+          server.cgi = true;
+          return server;
+        });
+    ASSERT_GT(s.requests, 0u);
+    EXPECT_EQ(s.fragment, int(s.requests));
+    EXPECT_EQ(s.algorithm, AutoAlgorithm::kFragment) << s.auto_says;
+    EXPECT_EQ(s.chosen, int(s.requests)) << s.auto_says;
+  }
+}
 
 // A connection to web0 per request: no read brings two requests' inputs, so isolation
 // changes nothing here either.

@@ -149,10 +149,10 @@ inline CallsByPair TruthCalls(const Trace& truth) {
 // web0, which calls db0: a process of a program in `clients` that sends a CALL takes that
 // program's role ("weft" -> "client"), a process such a client calls is `front`, one the
 // front calls is web0, one web0 calls is db0. With `app` (a program), a process of it the
-// front calls is "app" (php-fpm behind nginx), and the one it calls web0. With
-// `front_relays`, a process of the front's program that a front process sends a message
-// to (kind MSG: a pipe) is the front too (ncat hands each connection to a process it
-// spawns through pipes).
+// front calls (php-fpm behind nginx) or sends a message to (a CGI program through its
+// pipes) is "app", and the one it calls web0. With `front_relays`, a process of the
+// front's program that a front process sends a message to (kind MSG: a pipe) is the front
+// too (ncat hands each connection to a process it spawns through pipes).
 inline std::map<std::string, std::string> ProxyRoles(
     const Trace& trace, const std::map<std::string, std::string>& clients, const std::string& front,
     const std::string& app = "", bool front_relays = false) {
@@ -172,11 +172,15 @@ inline std::map<std::string, std::string> ProxyRoles(
     for (size_t i = 0; i < trace.size(); ++i) {
       if (!role.count(node(i, true))) continue;
       const std::string from = role[node(i, true)];
-      if (c.kind[i] == MessageKind::kMessage && front_relays && from == front &&
-          ProgramOf(node(i, false)) == ProgramOf(node(i, true)))
-        role[node(i, false)] = front;
-      if (c.kind[i] != MessageKind::kCall) continue;
       const bool to_app = !app.empty() && ProgramOf(node(i, false)) == app;
+      // Through a pipe, to another process that has no role yet (stunnel's front writes to
+      // its own signal pipe, and the app behind it is stunnel too).
+      if (c.kind[i] == MessageKind::kMessage && from == front && !role.count(node(i, false))) {
+        if (to_app) role[node(i, false)] = "app";
+        if (front_relays && ProgramOf(node(i, false)) == ProgramOf(node(i, true)))
+          role[node(i, false)] = front;
+      }
+      if (c.kind[i] != MessageKind::kCall) continue;
       if (from == front) role[node(i, false)] = to_app ? "app" : "web0";
       if (from == "app") role[node(i, false)] = "web0";
       if (from == "web0") role[node(i, false)] = "db0";
