@@ -6,6 +6,7 @@
 // program, forwards the signals a user sends to it, and exits with its status.
 #include <elf.h>
 #include <fcntl.h>
+#include <pwd.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -33,6 +34,7 @@ struct CaptureFlags {
   std::string protocols = "auto";
   bool isolate = true;
   std::string sync = "queues";
+  std::string owner;  // --owner: the user the capture directory is given to
   std::vector<std::string> command;
   std::string path;  // weft events
 };
@@ -135,6 +137,43 @@ std::error_code MakePrivateDirectories(const std::filesystem::path& dir) {
   return {};
 }
 
+// --owner: gives `output` and `dir` (its host folder) to `user`, still 0700, so that a
+// process that switched to that user can create its log there: a child it forks, an image
+// it execs (Apache's mod_cgid daemon, as www-data, forks a process per CGI request). The
+// logs stay 0600, each its creator's. Checked as the user, in a child: every directory
+// above must let it through.
+Status GiveDirectory(const std::filesystem::path& output, const std::filesystem::path& dir,
+                     const std::string& user) {
+  const passwd* entry = getpwnam(user.c_str());
+  if (entry == nullptr) return Status::InvalidArgument("--owner: no user '{}'", user);
+  const uid_t uid = entry->pw_uid;
+  const gid_t gid = entry->pw_gid;
+  if (geteuid() != 0 && geteuid() != uid)
+    return Status::InvalidArgument("--owner {}: only root can give a directory to another user",
+                                   user);
+  for (const std::filesystem::path& d : {output, dir}) {
+    if (chown(d.c_str(), uid, gid) != 0)
+      return Status::IoError("--owner {}: chown {}: {}", user, d.string(), std::strerror(errno));
+  }
+  std::fflush(nullptr);
+  pid_t child = fork();
+  if (child < 0) return Status::IoError("fork: {}", std::strerror(errno));
+  if (child == 0) {
+    bool ok = setgid(gid) == 0 && setuid(uid) == 0 && access(dir.c_str(), W_OK | X_OK) == 0;
+    _exit(ok ? 0 : 1);
+  }
+  int status = 0;
+  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    return Status::InvalidArgument(
+        "--owner {}: {} cannot reach {}: let it through every directory above (chmod o+x), or "
+        "capture elsewhere",
+        user, user, dir.string());
+  }
+  return Status::Ok();
+}
+
 std::string PreloadLibrary() {
   if (const char* given = std::getenv("WEFT_PRELOAD")) return given;
   std::error_code ec;
@@ -167,6 +206,8 @@ Status RunCapture(const CaptureFlags& f) {
   std::filesystem::path dir = std::filesystem::absolute(f.output, ec) / host;
   if (!ec) ec = MakePrivateDirectories(dir);
   bool traced = !ec;
+  if (traced && !f.owner.empty())
+    WEFT_RETURN_IF_ERROR(GiveDirectory(std::filesystem::absolute(f.output, ec), dir, f.owner));
   if (!traced) {  // the program must not be harmed by where its logs cannot go
     std::fprintf(stderr, "weft capture: cannot create %s: %s; running the program untraced\n",
                  dir.c_str(), ec.message().c_str());
@@ -306,6 +347,7 @@ void AddCaptureCommand(CLI::App& app, Status& result) {
       "  weft capture -o run --payload-prefix 16 -- curl -s http://localhost:8080/\n"
       "  weft capture -o run --protocols http=8080,redis=/run/redis.sock,testbed=auto -- "
       "./start.sh\n"
+      "  sudo weft capture -o run --owner www-data -- apache2ctl -DFOREGROUND\n"
       "  weft events run | head\n");
   cmd->add_option("-o,--output", f.output, "Capture directory (created)")->required();
   cmd->add_option(
@@ -332,6 +374,12 @@ void AddCaptureCommand(CLI::App& app, Status& result) {
                   "the mutexes condition variables wait with), 'all' (every mutex too) or 'off' "
                   "(docs/capture.md \"Hand-offs\")")
       ->check(CLI::IsMember({"queues", "all", "off"}));
+  cmd->add_option("--owner", f.owner,
+                  "Give the capture directory to USER (root only), for a server that starts as "
+                  "root and forks or execs after switching to USER (Apache's mod_cgid and its "
+                  "CGI programs): those processes can then create their logs. Logs stay 0600, "
+                  "each its creator's (docs/capture.md \"Permissions\")")
+      ->type_name("USER");
   cmd->add_option("command", f.command, "The program and its arguments, after --")->required();
   cmd->callback([&result] {
     result = CheckProtocolSpec(f.protocols);

@@ -136,9 +136,9 @@ void AddProcessLinks(std::span<const capture::EventLog> logs, const BootOffsets&
     }
     if (untraced_children > 0) {
       add_loss(log, fmt::format("{} of its children left no log (not allowed to create one in "
-                                "the capture directory after the parent dropped privileges, "
-                                "or a statically linked program it spawned): their calls are "
-                                "missing",
+                                "the capture directory after the parent dropped privileges: "
+                                "capture with --owner USER; or a statically linked program it "
+                                "spawned): their calls are missing",
                                 untraced_children));
     }
     if (!log.loss.ended_by_exec || exec == nullptr || exec->tid <= 0) continue;
@@ -150,7 +150,7 @@ void AddProcessLinks(std::span<const capture::EventLog> logs, const BootOffsets&
       add_loss(log,
                "its exec started an image that left no log (statically linked, set-user-ID, or "
                "not allowed to create its log in the capture directory after dropping "
-               "privileges): that image's calls are missing");
+               "privileges: capture with --owner USER): that image's calls are missing");
     }
   }
   // A thread created with pthread_create logged its own start (the creator's call entry,

@@ -209,6 +209,39 @@ TEST_F(DroppedPrivilegesTest, ForkAfterDroppingRootIsCountedLost) {
   EXPECT_NE(reconciled.output.find("1 logs with losses"), std::string::npos) << reconciled.output;
 }
 
+// The same drop, then a fork whose child execs, captured with --owner nobody: the capture
+// directory is nobody's, so the child and its new image create their logs, and nothing is
+// lost. A user that does not exist, or that cannot reach the directory, is refused before
+// the program runs.
+TEST_F(DroppedPrivilegesTest, ForkAndExecAfterDroppingRootAreTracedWithOwner) {
+  if (!Installed("/usr/bin/perl")) GTEST_SKIP() << "perl not installed";
+  const std::string program =
+      "/usr/bin/perl -e '$( = $) = 65534; $< = $> = 65534; "
+      "if (fork() == 0) { exec \"/bin/sh\", \"-c\", \"exit 0\" } wait; exit 3'";
+  auto run = Weft("capture -o " + Path("capture/drop") + " --owner nobody -- " + program);
+  EXPECT_EQ(run.rc, 3) << run.output;
+  auto reconciled = Weft("reconcile " + Path("capture") + " -o " + Path("run.weft"));
+  EXPECT_EQ(reconciled.rc, 0) << reconciled.output;
+  EXPECT_EQ(reconciled.output.find("left no log"), std::string::npos) << reconciled.output;
+  EXPECT_NE(reconciled.output.find(" 0 logs with losses"), std::string::npos) << reconciled.output;
+  EXPECT_NE(reconciled.output.find("1 forks and 1 execs linked"), std::string::npos)
+      << reconciled.output;
+  int logs = 0;
+  for (const fs::directory_entry& e : fs::recursive_directory_iterator(Path("capture/drop")))
+    logs += e.path().extension() == ".wev";
+  EXPECT_EQ(logs, 3);  // perl, its child, the child's sh
+
+  auto unknown = Weft("capture -o " + Path("capture/unknown") + " --owner no-such-user -- true");
+  EXPECT_NE(unknown.rc, 0);
+  EXPECT_NE(unknown.output.find("--owner: no user 'no-such-user'"), std::string::npos)
+      << unknown.output;
+  fs::create_directories(Path("closed"));
+  fs::permissions(Path("closed"), fs::perms::owner_all);
+  auto closed = Weft("capture -o " + Path("closed/capture") + " --owner nobody -- true");
+  EXPECT_NE(closed.rc, 0);
+  EXPECT_NE(closed.output.find("nobody cannot reach"), std::string::npos) << closed.output;
+}
+
 void DroppedPrivilegesTest::CheckPrivate() {
   int directories = 0, logs = 0;
   for (const fs::directory_entry& sub : fs::directory_iterator(Path("capture"))) {

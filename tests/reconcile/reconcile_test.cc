@@ -924,11 +924,11 @@ TEST(Reconcile, ExecWithoutANewImageIsALoss) {
             (std::vector<std::string>{
                 "b/250.wev: 2 events dropped by the writer; its exec started an image that "
                 "left no log (statically linked, set-user-ID, or not allowed to create its log "
-                "in the capture directory after dropping privileges): that image's calls are "
-                "missing",
+                "in the capture directory after dropping privileges: capture with --owner "
+                "USER): that image's calls are missing",
                 "b/200.wev: 1 of its children left no log (not allowed to create one in the "
-                "capture directory after the parent dropped privileges, or a statically linked "
-                "program it spawned): their calls are missing",
+                "capture directory after the parent dropped privileges: capture with --owner "
+                "USER; or a statically linked program it spawned): their calls are missing",
             }));
 }
 
