@@ -137,13 +137,14 @@ std::error_code MakePrivateDirectories(const std::filesystem::path& dir) {
   return {};
 }
 
-// --owner: gives `output` and `dir` (its host folder) to `user`, still 0700, so that a
-// process that switched to that user can create its log there: a child it forks, an image
-// it execs (Apache's mod_cgid daemon, as www-data, forks a process per CGI request). The
-// logs stay 0600, each its creator's. Checked as the user, in a child: every directory
-// above must let it through.
-Status GiveDirectory(const std::filesystem::path& output, const std::filesystem::path& dir,
-                     const std::string& user) {
+// --owner: gives `dir` (the host folder) to `user`, still 0700, and `output` too if this
+// capture made it (`made_output`; one that was there, such as /tmp, is left alone), so
+// that a process that switched to that user can create its log there: a child it forks,
+// an image it execs (Apache's mod_cgid daemon, as www-data, forks a process per CGI
+// request). The logs stay 0600, each its creator's. Checked as the user, in a child: every
+// directory above must let it through.
+Status GiveDirectory(const std::filesystem::path& output, bool made_output,
+                     const std::filesystem::path& dir, const std::string& user) {
   const passwd* entry = getpwnam(user.c_str());
   if (entry == nullptr) return Status::InvalidArgument("--owner: no user '{}'", user);
   const uid_t uid = entry->pw_uid;
@@ -152,6 +153,7 @@ Status GiveDirectory(const std::filesystem::path& output, const std::filesystem:
     return Status::InvalidArgument("--owner {}: only root can give a directory to another user",
                                    user);
   for (const std::filesystem::path& d : {output, dir}) {
+    if (d == output && !made_output) continue;
     if (chown(d.c_str(), uid, gid) != 0)
       return Status::IoError("--owner {}: chown {}: {}", user, d.string(), std::strerror(errno));
   }
@@ -203,11 +205,13 @@ Status RunCapture(const CaptureFlags& f) {
   }
   char host[256] = {};
   gethostname(host, sizeof host - 1);
-  std::filesystem::path dir = std::filesystem::absolute(f.output, ec) / host;
+  const std::filesystem::path output = std::filesystem::absolute(f.output, ec);
+  const std::filesystem::path dir = output / host;
+  const bool made_output = !std::filesystem::exists(output, ec);
   if (!ec) ec = MakePrivateDirectories(dir);
   bool traced = !ec;
   if (traced && !f.owner.empty())
-    WEFT_RETURN_IF_ERROR(GiveDirectory(std::filesystem::absolute(f.output, ec), dir, f.owner));
+    WEFT_RETURN_IF_ERROR(GiveDirectory(output, made_output, dir, f.owner));
   if (!traced) {  // the program must not be harmed by where its logs cannot go
     std::fprintf(stderr, "weft capture: cannot create %s: %s; running the program untraced\n",
                  dir.c_str(), ec.message().c_str());

@@ -259,6 +259,7 @@ struct Scores {
   int file_requests = 0;  // the second client's, when there is one
   int thread_files = 0, fragment_files = 0, chosen_files = 0;  // their exact trees
   int messages_within = 0;  // kind MSG between a role's processes (a server's own pipes)
+  size_t own_calls = 0;     // calls between the server's processes (Server::own_calls)
   size_t app_messages = 0;  // between the server and an application server behind it
   // The server's ports it called web0 from (connections, but a port a later connection took
   // again counts once), and those that carried requests from more than one client port.
@@ -279,6 +280,13 @@ struct Server {
   // It relays a request's bytes between its own processes (through pipes, kind MSG):
   // each such message is the request's too, and the one its bytes reach is the server.
   bool relays = false;
+  // Its processes call each other for each request (Apache's worker asks its mod_cgid
+  // daemon to start the request's CGI program): a CALL and its RETURN per request between
+  // two of its processes, carrying no testbed ids, each the request's.
+  bool own_calls = false;
+  // Its capture gives the capture directory to this user (capture --owner): it forks or
+  // execs after switching to it.
+  std::string owner;
   // An application server behind it that calls web0 (php-fpm behind nginx), started first
   // and captured as its own: its program and argv, in the foreground, and the signal that
   // stops it gracefully. Or a CGI program it runs itself (no argv): a process per request,
@@ -374,6 +382,8 @@ struct RequestShapes {
   std::map<uint64_t, int> relays;
   // Per request, the messages between the server and its CGI program (Server::cgi).
   std::map<uint64_t, int> app_messages;
+  // The server's processes, when they call each other for each request (Server::own_calls).
+  std::set<NodeId> calling_each_other;
 };
 int ExactRequestTrees(const Trace& trace, const PathSet& paths, const std::string& client,
                       const RequestShapes& shapes, int show = 0, int* with_own = nullptr,
@@ -391,6 +401,7 @@ int ExactRequestTrees(const Trace& trace, const PathSet& paths, const std::strin
     bool same = it != db_calls.end();
     size_t to_app = 0;
     int relayed = 0;
+    size_t own_calls = 0;
     for (MessageId m : messages) {
       size_t k = m.value();
       if (c.kind[k] == MessageKind::kMessage && c.sender[k] == c.receiver[k]) {
@@ -404,6 +415,11 @@ int ExactRequestTrees(const Trace& trace, const PathSet& paths, const std::strin
         ++to_app;
         continue;
       }
+      if (c.kind[k] != MessageKind::kMessage && shapes.calling_each_other.count(c.sender[k]) &&
+          shapes.calling_each_other.count(c.receiver[k])) {
+        ++own_calls;
+        continue;
+      }
       relayed += c.kind[k] == MessageKind::kMessage;
       same = same && IdsOf(PayloadPrefix(trace, m)).request == request;
     }
@@ -413,7 +429,8 @@ int ExactRequestTrees(const Trace& trace, const PathSet& paths, const std::strin
     };
     same = same && int(to_app) == (app.empty() ? 0 : count(shapes.app_messages, 2)) &&
            relayed == count(shapes.relays, 0) &&
-           messages.size() - own == size_t(4 + 2 * it->second + relayed) + to_app;
+           own_calls == (shapes.calling_each_other.empty() ? 0u : 2u) &&
+           messages.size() - own == size_t(4 + 2 * it->second + relayed) + to_app + own_calls;
     exact += same;
     own_trees += own > 0;
     if (!same && show-- > 0) {
@@ -470,8 +487,10 @@ Scores HandoffServerTest::RunOnce(const Configure& configure, bool files) {
     argv.push_back("--");
     return argv;
   };
-  auto start = [&](const std::string& sub, const std::vector<std::string>& argv, int signal) {
+  auto start = [&](const std::string& sub, const std::vector<std::string>& argv, int signal,
+                   const std::string& owner = "") {
     std::vector<std::string> full = capture(sub);
+    if (!owner.empty()) full.insert(full.end() - 1, {"--owner", owner});
     full.insert(full.end(), argv.begin(), argv.end());
     return background_->Start(full, path(sub + ".out"), signal);
   };
@@ -508,7 +527,7 @@ Scores HandoffServerTest::RunOnce(const Configure& configure, bool files) {
   pid_t web0 = start("web0", {WEFT_TESTBED_SERVER, topology, "web0", truth_dir}, SIGTERM);
   const bool with_app = !server.app_program.empty();
   pid_t app = server.app_argv.empty() ? -1 : start("app", server.app_argv, server.app_stop_signal);
-  pid_t front = start("server", server.argv, server.stop_signal);
+  pid_t front = start("server", server.argv, server.stop_signal, server.owner);
   bool up = testing::WaitForPort(db) && testing::WaitForPort(web) && testing::WaitForPort(port) &&
             (server.app_port == 0 || testing::WaitForPort(server.app_port)) &&
             (server.app_socket.empty() || testing::WaitForUnixSocket(server.app_socket));
@@ -587,8 +606,9 @@ Scores HandoffServerTest::RunOnce(const Configure& configure, bool files) {
     return std::string(trace.NodeName(sender ? c.sender[i] : c.receiver[i]));
   };
   // process -> client | files | server | app | web0 | db0
-  std::map<std::string, std::string> role = testing::ProxyRoles(
-      trace, {{"weft", "client"}, {"curl", "files"}}, "server", server.app_program, server.relays);
+  std::map<std::string, std::string> role =
+      testing::ProxyRoles(trace, {{"weft", "client"}, {"curl", "files"}}, "server",
+                          server.app_program, server.relays || server.own_calls);
   std::string client;
   std::set<std::string> file_clients;
   std::set<NodeId> app_nodes;
@@ -609,6 +629,9 @@ Scores HandoffServerTest::RunOnce(const Configure& configure, bool files) {
       {"client", 1}, {"server", 1}, {"web0", 1}, {"db0", 1}};
   if (server.forks) {  // at least one process per client
     EXPECT_GE(roles["server"], kClients);
+    expected_roles["server"] = roles["server"];
+  } else if (server.own_calls) {  // a few: those that called each other
+    EXPECT_GE(roles["server"], 2);
     expected_roles["server"] = roles["server"];
   }
   if (files) expected_roles["files"] = 1;
@@ -661,6 +684,11 @@ Scores HandoffServerTest::RunOnce(const Configure& configure, bool files) {
       continue;
     }
     untimed += c.send_time[i] == kNoTime || c.recv_time[i] == kNoTime;
+    if (server.own_calls && pair == "server>server" && c.sender[i] != c.receiver[i]) {
+      shapes.calling_each_other.insert({c.sender[i], c.receiver[i]});
+      scores.own_calls += c.kind[i] == MessageKind::kCall;
+      continue;
+    }
     if (from->second == "files" || to->second == "files") {
       scores.file_requests += c.kind[i] == MessageKind::kCall;
       continue;
@@ -701,6 +729,9 @@ Scores HandoffServerTest::RunOnce(const Configure& configure, bool files) {
     }
   } else if (with_app) {
     EXPECT_EQ(scores.app_messages, 2 * scores.requests);
+  }
+  if (server.own_calls) {
+    EXPECT_EQ(scores.own_calls, scores.requests);
   }
   if (files) {
     EXPECT_EQ(scores.file_requests, kFileRequests);
@@ -966,6 +997,72 @@ url.rewrite-once = ("^/r" => "/proxy.php")
 setenv.add-environment = ("WEFT_BACKEND" => "127.0.0.1:@WEB@")
 cgi.assign = (".php" => "/usr/bin/php-cgi8.2")
 )conf";
+
+// Apache (mpm_event) running a Python CGI program (tests/capture/cgi_proxy.py) through
+// mod_cgid: a worker thread of its one child process asks the cgid daemon, over a Unix
+// socket, to start the request's program; the daemon, already www-data, forks it, and the
+// worker then speaks to it on a connection of its own. The daemon's children can create
+// their logs only in a capture directory www-data may write (capture --owner).
+constexpr const char* kApacheCgidConf = R"conf(ServerRoot @P@
+DefaultRuntimeDir @P@
+PidFile @P@/httpd.pid
+ErrorLog @P@/error.log
+LogLevel notice
+ServerName localhost
+User www-data
+Group www-data
+LoadModule mpm_event_module /usr/lib/apache2/modules/mod_mpm_event.so
+LoadModule authz_core_module /usr/lib/apache2/modules/mod_authz_core.so
+LoadModule alias_module /usr/lib/apache2/modules/mod_alias.so
+LoadModule env_module /usr/lib/apache2/modules/mod_env.so
+LoadModule cgid_module /usr/lib/apache2/modules/mod_cgid.so
+ScriptSock @P@/cgid.sock
+Listen 127.0.0.1:@PORT@
+StartServers 1
+ServerLimit 1
+ThreadsPerChild 16
+MaxRequestWorkers 16
+MinSpareThreads 1
+MaxSpareThreads 16
+KeepAlive On
+MaxKeepAliveRequests 0
+ScriptAliasMatch "^/r" "@P@/proxy.py"
+SetEnv WEFT_BACKEND 127.0.0.1:@WEB@
+<Directory "@P@">
+  Require all granted
+</Directory>
+)conf";
+
+class ApacheCgidTest : public HandoffServerTest {};
+
+TEST_F(ApacheCgidTest, CgiProgramsStartedByItsDaemonGiveEveryRequestItsWholeTree) {
+  if (!Installed("/usr/sbin/apache2") ||
+      access("/usr/lib/apache2/modules/mod_cgid.so", R_OK) != 0 || getuid() != 0)
+    GTEST_SKIP() << "apache2 not installed (scripts/install-deps), or not root";
+  const std::string python = fs::canonical("/usr/bin/python3").filename().string();
+  for (bool isolate : {true, false}) {
+    no_isolate_ = !isolate;
+    Scores s = RunPrinted(
+        "apache2 + mod_cgid", [&python](const std::string& dir, uint16_t port, uint16_t web) {
+          std::string config = WriteConfig(dir, "apache2.conf", kApacheCgidConf, port, web);
+          fs::copy_file(CGI_PROXY, dir + "/proxy.py");
+          fs::permissions(dir + "/proxy.py", fs::perms::owner_all | fs::perms::group_read |
+                                                 fs::perms::group_exec | fs::perms::others_read |
+                                                 fs::perms::others_exec);
+          Server server{"apache2",
+                        {"/usr/sbin/apache2", "-f", config, "-DFOREGROUND"},
+                        SIGTERM,
+                        dir + "/error.log"};
+          server.app_program = python;
+          server.own_calls = true;
+          server.owner = "www-data";
+          return server;
+        });
+    ASSERT_GT(s.requests, 0u);
+    EXPECT_EQ(s.fragment, int(s.requests));
+    EXPECT_EQ(s.chosen, int(s.requests)) << s.auto_says;
+  }
+}
 
 class LighttpdCgiTest : public HandoffServerTest {};
 

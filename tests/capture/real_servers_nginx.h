@@ -151,8 +151,9 @@ inline CallsByPair TruthCalls(const Trace& truth) {
 // front calls is web0, one web0 calls is db0. With `app` (a program), a process of it the
 // front calls (php-fpm behind nginx) or sends a message to (a CGI program through its
 // pipes) is "app", and the one it calls web0. With `front_relays`, a process of the
-// front's program that a front process sends a message to (kind MSG: a pipe) is the front
-// too (ncat hands each connection to a process it spawns through pipes).
+// front's program that a front process sends a message to (kind MSG: a pipe) or calls is
+// the front too (ncat hands each connection to a process it spawns through pipes; Apache's
+// worker calls its mod_cgid daemon).
 inline std::map<std::string, std::string> ProxyRoles(
     const Trace& trace, const std::map<std::string, std::string>& clients, const std::string& front,
     const std::string& app = "", bool front_relays = false) {
@@ -181,7 +182,9 @@ inline std::map<std::string, std::string> ProxyRoles(
           role[node(i, false)] = front;
       }
       if (c.kind[i] != MessageKind::kCall) continue;
-      if (from == front) role[node(i, false)] = to_app ? "app" : "web0";
+      const bool same_program = ProgramOf(node(i, false)) == ProgramOf(node(i, true));
+      if (from == front)
+        role[node(i, false)] = to_app ? "app" : front_relays && same_program ? front : "web0";
       if (from == "app") role[node(i, false)] = "web0";
       if (from == "web0") role[node(i, false)] = "db0";
     }
