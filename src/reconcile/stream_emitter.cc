@@ -330,9 +330,9 @@ void StreamEmitter::EmitPipe(const ConnectionEnd& pipe, uint32_t number) {
   }
   ReadCursor cursor(reads.empty() ? nullptr : &pipe);
   int64_t written = 0, message_start = 0;
-  size_t first_of_message = 0, next_read = 0, read_end = 0;  // of writes
+  size_t first_of_message = writes[0], next_read = 0, read_end = 0;
   for (size_t w = 0; w < writes.size(); ++w) {
-    if (written == message_start) first_of_message = w;
+    if (written == message_start) first_of_message = writes[w];
     written += pipe.io[writes[w]].bytes;
     // Has the reader drained the pipe before the next write?
     bool drained = reads.empty();
@@ -343,10 +343,10 @@ void StreamEmitter::EmitPipe(const ConnectionEnd& pipe, uint32_t number) {
       drained = pipe.io[reads[next_read - 1]].exit_ns <= next_write;
     }
     if (!drained && w + 1 < writes.size()) continue;
-    uint32_t row = AddPipeMessage(pipe, number, ++sequence, &pipe.io[writes[first_of_message]],
+    uint32_t row = AddPipeMessage(pipe, number, ++sequence, &pipe.io[first_of_message],
                                   cursor.ReadHolding(written - 1), written - message_start);
     // Its first bytes, as a stream message's: from the writes that made it.
-    MessageSpan span{.first = writes[first_of_message],
+    MessageSpan span{.first = first_of_message,
                      .last = writes[w],
                      .begin = message_start,
                      .end = written,

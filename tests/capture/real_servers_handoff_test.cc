@@ -664,14 +664,14 @@ Scores HandoffServerTest::RunOnce(const Configure& configure, bool files) {
   for (size_t i = 0; i < trace.size(); ++i) {
     auto from = role.find(node(i, true)), to = role.find(node(i, false));
     if (from == role.end() || to == role.end()) continue;
-    // Varnish's child writes to its own pipes (its waiter's wake-ups), stunnel to its signal
-    // pipe: kind MSG, no request.
     const std::string pair = from->second + ">" + to->second;
     if (c.kind[i] == MessageKind::kMessage && (pair == "server>app" || pair == "app>server")) {
-      ++cgi_messages[from->second == "app" ? c.sender[i] : c.receiver[i]];
+      ++cgi_messages[from->second == "app" ? c.sender[i] : c.receiver[i]];  // a CGI's pipes
       ++scores.app_messages;
       continue;
     }
+    // Varnish's child writes to its own pipes (its waiter's wake-ups), stunnel to its signal
+    // pipe: kind MSG, no request; ncat relays a request through its pipes (Server::relays).
     if (c.kind[i] == MessageKind::kMessage) {
       ++scores.messages_within;
       EXPECT_TRUE(from->second == to->second && from->second != "client")

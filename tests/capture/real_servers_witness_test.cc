@@ -230,7 +230,9 @@ TEST_F(WitnessTest, UntracedNginxEightClientsUrlOnly) {
   // A wrong guess can leave a later call with no outstanding client call to continue.
   EXPECT_EQ(run.linked + run.unmatched, int64_t(run.requests));
   EXPECT_GT(run.ambiguous, 0);
-  EXPECT_GE(run.landed, run.downstream / 2);
+  // 68-72% right alone, 45-65% with five more runs beside it on two cores (docs/precise.md);
+  // a guess among the eight in flight would be right for about an eighth.
+  EXPECT_GE(run.landed, run.downstream / 3);
 }
 
 TEST_F(WitnessTest, UntracedNginxEightClientsWithRequestId) {
