@@ -174,15 +174,14 @@ inline std::map<std::string, std::string> ProxyRoles(
       if (!role.count(node(i, true))) continue;
       const std::string from = role[node(i, true)];
       const bool to_app = !app.empty() && ProgramOf(node(i, false)) == app;
+      const bool same_program = ProgramOf(node(i, false)) == ProgramOf(node(i, true));
       // Through a pipe, to another process that has no role yet (stunnel's front writes to
       // its own signal pipe, and the app behind it is stunnel too).
       if (c.kind[i] == MessageKind::kMessage && from == front && !role.count(node(i, false))) {
         if (to_app) role[node(i, false)] = "app";
-        if (front_relays && ProgramOf(node(i, false)) == ProgramOf(node(i, true)))
-          role[node(i, false)] = front;
+        if (front_relays && same_program) role[node(i, false)] = front;
       }
       if (c.kind[i] != MessageKind::kCall) continue;
-      const bool same_program = ProgramOf(node(i, false)) == ProgramOf(node(i, true));
       if (from == front)
         role[node(i, false)] = to_app ? "app" : front_relays && same_program ? front : "web0";
       if (from == "app") role[node(i, false)] = "web0";
