@@ -1,10 +1,11 @@
 # weft: `make demo` shows it working, `make test` runs every test, `make bench` measures.
 # Each installs the Debian packages it needs first (scripts/install-deps).
-# Build trees: build/release (Release, warnings as errors), build/asan (ASan+UBSan tests),
-# build/fuzz (clang, libFuzzer targets).
+# Build trees: build/release (Release, warnings as errors) and build/asan (clang, ASan+UBSan:
+# the tests again, and the libFuzzer targets, which share its libraries rather than
+# compiling them a third time).
 
 JOBS ?= $(shell nproc)
-FUZZ_SECONDS ?= 6
+FUZZ_SECONDS ?= 10
 CMAKE_COMMON := -G Ninja -DWEFT_WERROR=ON
 
 .PHONY: all deps format-check release asan fuzz test unit-tests asan-tests fuzz-tests demo bench clean
@@ -18,10 +19,7 @@ build/release/build.ninja: | deps
 	cmake -S . -B build/release $(CMAKE_COMMON) -DCMAKE_BUILD_TYPE=Release
 
 build/asan/build.ninja: | deps
-	cmake -S . -B build/asan $(CMAKE_COMMON) -DCMAKE_BUILD_TYPE=Debug -DWEFT_SANITIZE=ON -DWEFT_BENCH=OFF
-
-build/fuzz/build.ninja: | deps
-	CC=clang CXX=clang++ cmake -S . -B build/fuzz $(CMAKE_COMMON) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWEFT_FUZZ=ON
+	CC=clang CXX=clang++ cmake -S . -B build/asan $(CMAKE_COMMON) -DCMAKE_BUILD_TYPE=Debug -DWEFT_FUZZ=ON -DWEFT_BENCH=OFF
 
 release: build/release/build.ninja
 	ninja -C build/release -j $(JOBS)
@@ -29,8 +27,8 @@ release: build/release/build.ninja
 asan: build/asan/build.ninja
 	ninja -C build/asan -j $(JOBS)
 
-fuzz: build/fuzz/build.ninja
-	ninja -C build/fuzz -j $(JOBS) fuzz_targets
+fuzz: build/asan/build.ninja
+	ninja -C build/asan -j $(JOBS) fuzz_targets
 
 unit-tests: release
 	cd build/release && ctest --output-on-failure -j $(JOBS)
@@ -39,7 +37,7 @@ asan-tests: asan
 	cd build/asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j $(JOBS)
 
 fuzz-tests: fuzz
-	scripts/run-fuzzers build/fuzz $(FUZZ_SECONDS)
+	JOBS=$(JOBS) scripts/run-fuzzers build/asan $(FUZZ_SECONDS)
 
 # Seconds: every C++ file as .clang-format says (scripts/check-format --fix rewrites them).
 format-check: | deps

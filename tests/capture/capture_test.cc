@@ -661,9 +661,9 @@ std::map<std::string, std::pair<long, long>> BytesByConnection(const std::vector
 // staged, event loop, worker pool): on every connection both ends were traced, and each
 // byte one end sent is a byte the other end received.
 TEST_F(CaptureTest, TestbedConnectionsBalanceEndToEnd) {
-#if defined(__SANITIZE_ADDRESS__)
-  // The traced program here is weft itself, and ASan refuses to start with a library
-  // preloaded before its runtime.
+#if defined(WEFT_SANITIZED)
+  // The traced program here is weft itself, built with the sanitizers, whose runtime
+  // (GCC's) refuses to start with a library preloaded before it.
   GTEST_SKIP() << "weft is built with AddressSanitizer";
 #endif
   std::string truth = dir_.string() + "-truth";

@@ -144,7 +144,7 @@ class RandomQueries {
 // The release build checks 1,000 random queries (3 s); the AddressSanitizer build, some
 // 16 times slower at them, a fifth: it is there for memory errors, which the first queries
 // exercise as well as the last.
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(WEFT_SANITIZED)
 constexpr int kTrials = 200;
 #else
 constexpr int kTrials = 1000;

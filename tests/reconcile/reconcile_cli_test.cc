@@ -42,8 +42,9 @@ int CountLines(const std::string& text, const std::string& needle) {
 }
 
 TEST_F(ReconcileCliTest, KilledShellIsReportedAndItsPipeStillReconciled) {
-#if defined(__SANITIZE_ADDRESS__)
-  GTEST_SKIP() << "weft is built with AddressSanitizer, which refuses a preloaded library";
+#if defined(WEFT_SANITIZED)
+  GTEST_SKIP()
+      << "the sanitizer build skips it (GCC's AddressSanitizer refuses a preloaded library)";
 #endif
   std::string capture = (dir_ / "cap").string(), trace_file = (dir_ / "run.weft").string();
   auto run = Weft("capture -o " + capture +
@@ -74,8 +75,9 @@ TEST_F(ReconcileCliTest, KilledShellIsReportedAndItsPipeStillReconciled) {
 
 // Several capture directories (one per host, usually) make one trace.
 TEST_F(ReconcileCliTest, SeveralDirectoriesMerge) {
-#if defined(__SANITIZE_ADDRESS__)
-  GTEST_SKIP() << "weft is built with AddressSanitizer, which refuses a preloaded library";
+#if defined(WEFT_SANITIZED)
+  GTEST_SKIP()
+      << "the sanitizer build skips it (GCC's AddressSanitizer refuses a preloaded library)";
 #endif
   std::string one = (dir_ / "one").string(), two = (dir_ / "two").string(),
               trace_file = (dir_ / "run.weft").string();
@@ -102,8 +104,9 @@ TEST_F(ReconcileCliTest, SeveralDirectoriesMerge) {
 // requests and their answers share call ids. With logger, each `logger -u PATH` run is one
 // CALL from logger to the traced listener, with the bytes the listener says it got.
 TEST_F(ReconcileCliTest, UnixDatagramSocketsReconcile) {
-#if defined(__SANITIZE_ADDRESS__)
-  GTEST_SKIP() << "weft is built with AddressSanitizer, which refuses a preloaded library";
+#if defined(WEFT_SANITIZED)
+  GTEST_SKIP()
+      << "the sanitizer build skips it (GCC's AddressSanitizer refuses a preloaded library)";
 #endif
   constexpr int kN = 25;
   const std::string logger = "/usr/bin/logger";
@@ -224,8 +227,9 @@ namespace {
 // links the shell to each child (FORK) and each child to the program it became (EXEC,
 // same pid, another node under --nodes process), and writes them as text lines.
 TEST_F(ReconcileCliTest, ForksAndExecsOfAShellPipelineAreLinked) {
-#if defined(__SANITIZE_ADDRESS__)
-  GTEST_SKIP() << "weft is built with AddressSanitizer, which refuses a preloaded library";
+#if defined(WEFT_SANITIZED)
+  GTEST_SKIP()
+      << "the sanitizer build skips it (GCC's AddressSanitizer refuses a preloaded library)";
 #endif
   std::string capture = (dir_ / "cap").string(), trace_file = (dir_ / "run.weft").string(),
               text_file = (dir_ / "run.trace").string();

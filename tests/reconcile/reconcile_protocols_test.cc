@@ -16,7 +16,7 @@ using namespace weft::reconcile::testing;
 
 const capture::Address kClient = Ipv4("10.0.0.1", 40000);
 const capture::Address kServer = Ipv4("10.0.0.2", 80);
-constexpr uint8_t kHttp = 1, kTestbed = 2;
+constexpr uint8_t kTestbed = 2;  // the protocol number the logs give the testbed's frames
 
 // One line per message: kind, call id, bytes, both times, threads, and its attributes
 // other than the payload prefix.

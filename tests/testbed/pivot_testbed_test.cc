@@ -334,7 +334,7 @@ void RunLive(const std::string& model, const std::vector<LiveQuery>& queries,
 class PivotTestbedTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(WEFT_SANITIZED)
     // GCC 12's AddressSanitizer does not lock its allocator across fork (LLVM's does from
     // release 17): a child forked while another of the server's threads allocates waits
     // forever at its own first allocation of that size (seen in gdb, in the agent's
