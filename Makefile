@@ -1,8 +1,9 @@
 # weft: `make demo` shows it working, `make test` runs every test, `make bench` measures.
 # Each installs the Debian packages it needs first (scripts/install-deps).
-# Build trees: build/release (Release, warnings as errors) and build/asan (clang, ASan+UBSan:
-# the tests again, and the libFuzzer targets, which share its libraries rather than
-# compiling them a third time).
+# Build trees: build/release (Release, warnings as errors; the benchmarks only once `make
+# bench` asked for them) and build/asan (clang, ASan+UBSan, line tables for the sanitizers'
+# reports: the tests again, and the libFuzzer targets, which share its libraries rather
+# than compiling them a third time).
 
 JOBS ?= $(shell nproc)
 FUZZ_SECONDS ?= 10
@@ -16,10 +17,11 @@ deps:
 	@scripts/install-deps --check 2>/dev/null || scripts/install-deps
 
 build/release/build.ninja: | deps
-	cmake -S . -B build/release $(CMAKE_COMMON) -DCMAKE_BUILD_TYPE=Release
+	cmake -S . -B build/release $(CMAKE_COMMON) -DCMAKE_BUILD_TYPE=Release -DWEFT_BENCH=OFF
 
 build/asan/build.ninja: | deps
-	CC=clang CXX=clang++ cmake -S . -B build/asan $(CMAKE_COMMON) -DCMAKE_BUILD_TYPE=Debug -DWEFT_FUZZ=ON -DWEFT_BENCH=OFF
+	CC=clang CXX=clang++ cmake -S . -B build/asan $(CMAKE_COMMON) -DCMAKE_BUILD_TYPE=Debug \
+	  -DCMAKE_CXX_FLAGS_DEBUG=-gline-tables-only -DWEFT_FUZZ=ON -DWEFT_BENCH=OFF
 
 release: build/release/build.ninja
 	ninja -C build/release -j $(JOBS)
@@ -48,7 +50,9 @@ test: format-check unit-tests asan-tests fuzz-tests
 demo: release
 	scripts/demo build/release/weft
 
-bench: release
+bench: build/release/build.ninja
+	cmake -S . -B build/release -DWEFT_BENCH=ON > /dev/null
+	ninja -C build/release -j $(JOBS)
 	bench/run build/release
 
 clean:

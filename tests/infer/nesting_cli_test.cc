@@ -13,6 +13,17 @@
 
 namespace {
 
+// The sanitizer build runs the same switches on a fifth of the trace, for memory errors,
+// and leaves the figures to the Release build (at 40,000 messages the switches took 117 s
+// under clang's sanitizers, a tenth of that build's test time).
+#if defined(WEFT_SANITIZED)
+constexpr const char* kMessages = "8000";
+constexpr bool kCheckFigures = false;
+#else
+constexpr const char* kMessages = "40000";
+constexpr bool kCheckFigures = true;
+#endif
+
 using weft::testing::CommandRun;
 using weft::testing::Weft;
 
@@ -21,7 +32,8 @@ TEST(NestingCli, SwitchesOnTheShopAtFourInFlight) {
       std::filesystem::temp_directory_path() / ("weft_nesting_cli_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   const std::string trace = (dir / "shop.weft").string(), paths = (dir / "n.paths.json").string();
-  ASSERT_EQ(Weft("gen shop --parallelism 4 --messages 40000 -o " + trace).rc, 0);
+  ASSERT_EQ(
+      Weft(std::string("gen shop --parallelism 4 --messages ") + kMessages + " -o " + trace).rc, 0);
   struct Case {
     std::string flags, whole_trees;
   };
@@ -40,9 +52,8 @@ TEST(NestingCli, SwitchesOnTheShopAtFourInFlight) {
     ASSERT_EQ(infer.rc, 0) << c.flags << "\n" << infer.output;
     CommandRun eval = Weft("eval --truth " + trace + " " + paths);
     ASSERT_EQ(eval.rc, 0) << eval.output;
-    EXPECT_NE(eval.output.find("requests (whole trees): " + c.whole_trees), std::string::npos)
-        << c.flags << "\n"
-        << eval.output;
+    std::string expected = "requests (whole trees): " + (kCheckFigures ? c.whole_trees : "");
+    EXPECT_NE(eval.output.find(expected), std::string::npos) << c.flags << "\n" << eval.output;
   }
   CommandRun bad = Weft("infer " + trace + " --algo nesting --overlap-penalty x -o " + paths);
   EXPECT_NE(bad.rc, 0);
