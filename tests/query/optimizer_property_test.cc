@@ -141,9 +141,10 @@ class RandomQueries {
   std::vector<std::string> aliases_, tracepoint_aliases_, vars_, numeric_;
 };
 
-// The release build checks 1,000 random queries (3 s); the AddressSanitizer build, some
-// 16 times slower at them, a fifth: it is there for memory errors, which the first queries
-// exercise as well as the last.
+// The release build checks 1,000 random queries (3 s); the sanitizer build, 16 times slower
+// at them with GCC and some 50 with clang and the query engine's fuzz coverage (32 s for
+// 200), a fifth: it is there for memory errors, which the first queries exercise as well
+// as the last.
 #if defined(WEFT_SANITIZED)
 constexpr int kTrials = 200;
 #else
