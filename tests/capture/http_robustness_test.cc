@@ -31,10 +31,7 @@ CommandRun Shell(const std::string& command) {
 class HttpRobustness : public ::testing::TestWithParam<const char*> {
  protected:
   void SetUp() override {
-#if defined(WEFT_SANITIZED)
-    GTEST_SKIP()
-        << "the sanitizer build skips it (GCC's AddressSanitizer refuses a preloaded library)";
-#endif
+    SKIP_UNDER_ASAN();
     dir_ = fs::path(::testing::TempDir()) /
            ("weft-http-" + std::to_string(getpid()) + "-" + GetParam());
     fs::remove_all(dir_);

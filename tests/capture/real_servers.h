@@ -280,10 +280,7 @@ inline const std::vector<std::string> kTpcbStatements = {"BEGIN;",
 class RealServersTest : public ::testing::Test {
  protected:
   void SetUp() override {
-#if defined(WEFT_SANITIZED)
-    GTEST_SKIP()
-        << "the sanitizer build skips it (GCC's AddressSanitizer refuses a preloaded library)";
-#endif
+    SKIP_UNDER_ASAN();
     base_ = std::filesystem::path(::testing::TempDir()) /
             ("weft-real-" + std::to_string(getpid()) + "-" +
              ::testing::UnitTest::GetInstance()->current_test_info()->name());

@@ -145,10 +145,7 @@ TEST_F(DroppedPrivilegesTest, NginxWorkerAsNobody) {
 // and every process's log is 0600 (here a shell, its forked child and the child's exec),
 // and a parent directory that was already there keeps its mode.
 TEST(CapturePermissions, LogsAre0600AndDirectories0700WhateverTheUmask) {
-#if defined(WEFT_SANITIZED)
-  GTEST_SKIP()
-      << "the sanitizer build skips it (GCC's AddressSanitizer refuses a preloaded library)";
-#endif
+  SKIP_UNDER_ASAN();
   fs::path base = fs::path(::testing::TempDir()) / ("weft-modes-" + std::to_string(getpid()));
   fs::remove_all(base);
   fs::create_directories(base);

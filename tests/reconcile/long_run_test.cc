@@ -24,10 +24,7 @@ namespace fs = std::filesystem;
 using weft::testing::Weft;
 
 TEST(LongCapturedRun, EveryMessageOfSixtySecondsAtConcurrency32) {
-#if defined(WEFT_SANITIZED)
-  GTEST_SKIP()
-      << "the sanitizer build skips it (GCC's AddressSanitizer refuses a preloaded library)";
-#endif
+  SKIP_UNDER_ASAN();
   fs::path base = fs::path(::testing::TempDir()) / ("weft-long-run-" + std::to_string(getpid()));
   fs::remove_all(base);
   std::string capture = (base / "capture").string(), truth_dir = (base / "truth").string(),

@@ -42,10 +42,7 @@ int CountLines(const std::string& text, const std::string& needle) {
 }
 
 TEST_F(ReconcileCliTest, KilledShellIsReportedAndItsPipeStillReconciled) {
-#if defined(WEFT_SANITIZED)
-  GTEST_SKIP()
-      << "the sanitizer build skips it (GCC's AddressSanitizer refuses a preloaded library)";
-#endif
+  SKIP_UNDER_ASAN();
   std::string capture = (dir_ / "cap").string(), trace_file = (dir_ / "run.weft").string();
   auto run = Weft("capture -o " + capture +
                   " -- sh -c 'dd if=/dev/zero bs=1000 count=5 status=none | wc -c; kill -9 $$'");
@@ -75,10 +72,7 @@ TEST_F(ReconcileCliTest, KilledShellIsReportedAndItsPipeStillReconciled) {
 
 // Several capture directories (one per host, usually) make one trace.
 TEST_F(ReconcileCliTest, SeveralDirectoriesMerge) {
-#if defined(WEFT_SANITIZED)
-  GTEST_SKIP()
-      << "the sanitizer build skips it (GCC's AddressSanitizer refuses a preloaded library)";
-#endif
+  SKIP_UNDER_ASAN();
   std::string one = (dir_ / "one").string(), two = (dir_ / "two").string(),
               trace_file = (dir_ / "run.weft").string();
   ASSERT_EQ(
@@ -104,10 +98,7 @@ TEST_F(ReconcileCliTest, SeveralDirectoriesMerge) {
 // requests and their answers share call ids. With logger, each `logger -u PATH` run is one
 // CALL from logger to the traced listener, with the bytes the listener says it got.
 TEST_F(ReconcileCliTest, UnixDatagramSocketsReconcile) {
-#if defined(WEFT_SANITIZED)
-  GTEST_SKIP()
-      << "the sanitizer build skips it (GCC's AddressSanitizer refuses a preloaded library)";
-#endif
+  SKIP_UNDER_ASAN();
   constexpr int kN = 25;
   const std::string logger = "/usr/bin/logger";
   bool with_logger = access(logger.c_str(), X_OK) == 0;
@@ -227,10 +218,7 @@ namespace {
 // links the shell to each child (FORK) and each child to the program it became (EXEC,
 // same pid, another node under --nodes process), and writes them as text lines.
 TEST_F(ReconcileCliTest, ForksAndExecsOfAShellPipelineAreLinked) {
-#if defined(WEFT_SANITIZED)
-  GTEST_SKIP()
-      << "the sanitizer build skips it (GCC's AddressSanitizer refuses a preloaded library)";
-#endif
+  SKIP_UNDER_ASAN();
   std::string capture = (dir_ / "cap").string(), trace_file = (dir_ / "run.weft").string(),
               text_file = (dir_ / "run.trace").string();
   ASSERT_EQ(Weft("capture -o " + capture +

@@ -109,10 +109,7 @@ class ReconcileTestbedTest : public ::testing::Test {
   // message ends at the boundary the protocol processor found. `http` topologies have
   // HTTP tiers, whose CALLs must carry the request's method and URL as attributes.
   void CheckAgainstTruth(const std::string& topology, bool http) {
-#if defined(WEFT_SANITIZED)
-    GTEST_SKIP()
-        << "the sanitizer build skips it (GCC's AddressSanitizer refuses a preloaded library)";
-#endif
+    SKIP_UNDER_ASAN();
     std::string capture = (base_ / "capture").string(), truth_dir = (base_ / "truth").string();
     auto run =
         Weft("capture -o " + capture + " --payload-prefix 128 -- " + WEFT_BINARY + " testbed run " +
