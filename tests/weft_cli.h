@@ -7,16 +7,7 @@
 #include <cstdio>
 #include <string>
 
-// A test that runs a program under weft capture skips in the sanitizer build (WEFT_SANITIZED,
-// tests/CMakeLists.txt): GCC's AddressSanitizer runtime must come first and refuses a
-// preloaded library; the Release build runs it.
-#if defined(WEFT_SANITIZED)
-#define SKIP_UNDER_ASAN() \
-  GTEST_SKIP()            \
-      << "the sanitizer build skips it (GCC's AddressSanitizer refuses a preloaded library)"
-#else
-#define SKIP_UNDER_ASAN() (void)0
-#endif
+#include "sanitizer_build.h"
 
 namespace weft::testing {
 

@@ -24,7 +24,7 @@ namespace {
 
 std::atomic<bool> g_interrupted{false};
 
-void OnInterrupt(int) { g_interrupted.store(true); }
+void StopStreaming(int) { g_interrupted.store(true); }
 
 struct PivotFlags {
   std::string bus, text, interval = "1s", duration, format = "table", plot, id;
@@ -93,8 +93,8 @@ Status RunInstall(const PivotFlags& f) {
   fmt::print(stderr, "installed {} in {} process(es); {} to stop\n", session->id(),
              session->agents(), duration > 0 ? "--for " + f.duration + " or Ctrl-C" : "Ctrl-C");
   g_interrupted.store(false);
-  std::signal(SIGINT, OnInterrupt);
-  std::signal(SIGTERM, OnInterrupt);
+  std::signal(SIGINT, StopStreaming);
+  std::signal(SIGTERM, StopStreaming);
   const int64_t start = NowNs();
   const TimeNs origin = (start / *interval) * *interval;
   bool first = true;

@@ -21,7 +21,7 @@ namespace weft::cli {
 namespace {
 
 std::atomic<bool> g_stop{false};
-void OnInterrupt(int) { g_stop = true; }
+void StopTestbed(int) { g_stop = true; }
 
 struct TestbedFlags {
   std::string topology, duration = "10s", out_dir, dir, output, check;
@@ -142,7 +142,7 @@ Status RunRun(const TestbedFlags& f) {
     options.after_load = [&](const testbed::Topology&) { window->AfterLoad(); };
   }
   struct sigaction sa {};
-  sa.sa_handler = OnInterrupt;
+  sa.sa_handler = StopTestbed;
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
   WEFT_ASSIGN_OR_RETURN(testbed::RunReport report, testbed::RunTestbed(topo, options));
@@ -178,7 +178,7 @@ Status RunLoadOnly(const TestbedFlags& f) {
   options.request_id_header = f.request_id;
   options.stop = &g_stop;
   struct sigaction sa {};
-  sa.sa_handler = OnInterrupt;
+  sa.sa_handler = StopTestbed;
   sigaction(SIGINT, &sa, nullptr);
   WEFT_ASSIGN_OR_RETURN(testbed::LoadStats stats, testbed::RunLoad(topo, options));
   fmt::print("{}\n", testbed::FormatLoadStats(stats));

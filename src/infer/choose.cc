@@ -113,8 +113,10 @@ Status ChooseStatistical(const Trace& trace, const LinkingOptions& linking_optio
   Result<NestingInference> nesting_run = InferNesting(trace, nesting_options);
   const double by_nesting = nesting_run.ok() ? ExplainedShare(nesting_run->paths) : 0;
   linking_thread.join();
-  WEFT_ASSIGN_OR_RETURN(LinkingInference linking, std::move(*linking_run));
-  WEFT_ASSIGN_OR_RETURN(NestingInference nesting, std::move(nesting_run));
+  if (!linking_run->ok()) return linking_run->status();
+  if (!nesting_run.ok()) return nesting_run.status();
+  LinkingInference linking = std::move(**linking_run);
+  NestingInference nesting = std::move(*nesting_run);
   choice.linking_explained = by_linking;
   choice.nesting_explained = by_nesting;
   // On a tie: linking, which weighs both timestamps, unless the trace has only one per

@@ -50,11 +50,11 @@ constexpr std::array<std::pair<std::string_view, Keyword>, 26> kKeywords = {{
 }};
 
 // Nanoseconds per duration unit.
-struct Unit {
+struct DurationUnit {
   std::string_view name;
   int64_t nanos;
 };
-constexpr std::array<Unit, 6> kUnits = {{
+constexpr std::array<DurationUnit, 6> kUnits = {{
     {"ns", 1},
     {"us", 1'000},
     {"ms", 1'000'000},
@@ -193,7 +193,7 @@ class Lexer {
 
     int64_t nanos_per_unit = 0;
     if (!unit.empty()) {
-      for (const Unit& u : kUnits) {
+      for (const DurationUnit& u : kUnits) {
         if (u.name == unit) nanos_per_unit = u.nanos;
       }
       if (nanos_per_unit == 0) {

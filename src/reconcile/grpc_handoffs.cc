@@ -18,14 +18,14 @@ using capture::EventOp;
 // a take claims only the earliest unclaimed call (the one fit of a prefix), so the claimed
 // calls before `first_unclaimed` are never looked at again; a start looks only from its
 // own time on.
-struct Candidates {
+struct AlikeCalls {
   std::vector<const GrpcWireCall*> calls;
   std::vector<bool> claimed;
   size_t first_unclaimed = 0;
 };
 
 // The one unclaimed call received at or before `time`, or null when none or several fit.
-const GrpcWireCall* ReadBefore(Candidates& c, TimeNs time, bool* ambiguous) {
+const GrpcWireCall* ReadBefore(AlikeCalls& c, TimeNs time, bool* ambiguous) {
   while (c.first_unclaimed < c.calls.size() && c.claimed[c.first_unclaimed]) ++c.first_unclaimed;
   size_t i = c.first_unclaimed;
   *ambiguous = false;
@@ -41,7 +41,7 @@ const GrpcWireCall* ReadBefore(Candidates& c, TimeNs time, bool* ambiguous) {
 }
 
 // The one unclaimed call sent at or after `time`, or null when none or several fit.
-const GrpcWireCall* SentAfter(Candidates& c, TimeNs time, bool* ambiguous) {
+const GrpcWireCall* SentAfter(AlikeCalls& c, TimeNs time, bool* ambiguous) {
   auto from = std::lower_bound(c.calls.begin(), c.calls.end(), time,
                                [](const GrpcWireCall* w, TimeNs t) { return w->time < t; });
   size_t found = c.calls.size();
@@ -66,7 +66,7 @@ void AddGrpcHandoffs(std::span<const capture::EventLog> logs, const BootOffsets&
                      const std::function<NodeId(uint32_t log, int32_t tid)>& node_of,
                      TraceBuilder& builder, GrpcHandoffCounts& counts) {
   // Per (log, sent, hash): the wire calls.
-  std::map<std::tuple<uint32_t, bool, uint64_t>, Candidates> by_key;
+  std::map<std::tuple<uint32_t, bool, uint64_t>, AlikeCalls> by_key;
   // Per (log, call id): the RETURN that process sent on the stream.
   std::map<std::pair<uint32_t, StringId>, const GrpcWireCall*> returns;
   for (const GrpcWireCall& w : wire) {

@@ -661,11 +661,7 @@ std::map<std::string, std::pair<long, long>> BytesByConnection(const std::vector
 // staged, event loop, worker pool): on every connection both ends were traced, and each
 // byte one end sent is a byte the other end received.
 TEST_F(CaptureTest, TestbedConnectionsBalanceEndToEnd) {
-#if defined(WEFT_SANITIZED)
-  // The traced program here is weft itself, built with the sanitizers, whose runtime
-  // (GCC's) refuses to start with a library preloaded before it.
-  GTEST_SKIP() << "weft is built with AddressSanitizer";
-#endif
+  SKIP_UNDER_ASAN();  // the traced program here is weft itself, built with the sanitizers
   std::string truth = dir_.string() + "-truth";
   auto run = Weft("capture -o " + dir_.string() + " -- " + WEFT_BINARY + " testbed run " +
                   WEFT_TOPOLOGIES + "/every-model.toml --duration 1s --concurrency 4 -o " + truth);

@@ -17,6 +17,7 @@ namespace weft {
 namespace {
 
 using weft::testing::CommandRun;
+using weft::testing::kSanitized;
 using weft::testing::Weft;
 
 // The system ran A→B→C→D twice.
@@ -79,6 +80,7 @@ TEST_F(EvalCli, InferPathsAndEvalTruthAgainstItself) {
 // Done means: truth against truth gives zero error on every built-in scenario, whether the
 // truth is taken from the trace or from the paths file.
 TEST_F(EvalCli, TruthAgainstTruthOnEveryScenario) {
+  const int kMessages = kSanitized ? 1000 : 3000;  // 12 scenarios, 48 runs of the weft binary
   CommandRun list = Weft("gen --list");
   ASSERT_EQ(list.rc, 0) << list.output;
   std::vector<std::string> scenarios;
@@ -90,13 +92,15 @@ TEST_F(EvalCli, TruthAgainstTruthOnEveryScenario) {
   for (const std::string& scenario : scenarios) {
     SCOPED_TRACE(scenario);
     std::string trace = Path(scenario + ".weft"), paths = Path(scenario + ".paths.json");
-    ASSERT_EQ(Weft("gen " + scenario + " --messages 3000 -o " + trace).rc, 0);
+    ASSERT_EQ(
+        Weft("gen " + scenario + " --messages " + std::to_string(kMessages) + " -o " + trace).rc,
+        0);
     ASSERT_EQ(Weft("infer " + trace + " --algo truth -o " + paths).rc, 0);
     for (const std::string& truth : {trace, paths}) {
       CommandRun run = Weft("eval --json --truth " + truth + " " + paths);
       ASSERT_EQ(run.rc, 0) << run.output;
       nlohmann::json report = nlohmann::json::parse(run.output);
-      EXPECT_GE(report["messages"]["truth"].get<int>(), 3000);
+      EXPECT_GE(report["messages"]["truth"].get<int>(), kMessages);
       EXPECT_EQ(report["messages"]["correct"], report["messages"]["truth"]);
       for (const char* kind : {"patterns", "instances", "messages"}) {
         EXPECT_EQ(report[kind]["false_positives"], 0) << kind;

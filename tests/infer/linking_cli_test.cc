@@ -15,6 +15,7 @@ using weft::testing::CommandRun;
 using weft::testing::Weft;
 
 TEST(LinkingCli, WideAreaPathsEvalAndReports) {
+  SKIP_FIGURES_UNDER_SANITIZERS();
   std::filesystem::path dir =
       std::filesystem::temp_directory_path() / ("weft_linking_cli_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);

@@ -10,6 +10,7 @@
 #include "eval/eval.h"
 #include "gen/gen.h"
 #include "infer/truth/truth.h"
+#include "sanitizer_build.h"
 #include "trace/clock_offsets.h"
 #include "trace/text_format.h"
 
@@ -167,7 +168,10 @@ TEST(LinkingAccuracy, WideArea) { ExpectTopNAndLatency("wide-area", 0, 22, 22); 
 // multitier at the paper's parallelism, with two timestamps, 200,000 messages as for
 // nesting (which, on the same shape with one timestamp, holds FN <= 1 up to N = 21;
 // docs/linking.md compares).
-TEST(LinkingAccuracy, MultitierWan) { ExpectTopNAndLatency("multitier-wan", 200'000, 34, 25); }
+TEST(LinkingAccuracy, MultitierWan) {
+  SKIP_FIGURES_UNDER_SANITIZERS();
+  ExpectTopNAndLatency("multitier-wan", 200'000, 34, 25);
+}
 
 // A rare path: wide-area's purge, 0.1% of requests, found with its expected count within
 // 30% of the truth (convolution cannot find it at all).

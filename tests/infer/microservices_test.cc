@@ -14,6 +14,7 @@
 #include "infer/linking/linking.h"
 #include "infer/nesting/nesting.h"
 #include "infer/truth/truth.h"
+#include "sanitizer_build.h"
 #include "scenario_trace.h"
 #include "trace/text_format.h"
 
@@ -149,6 +150,7 @@ struct Row {
 class MicroserviceRowTest : public ::testing::TestWithParam<Row> {};
 
 TEST_P(MicroserviceRowTest, StatisticalBeatsBothBaselines) {
+  SKIP_FIGURES_UNDER_SANITIZERS();
   const Row& row = GetParam();
   Trace trace = ScenarioTrace(row.scenario, row.in_flight, row.messages);
   Result<NestingInference> nesting = InferNesting(trace, NestingOptions{});
@@ -178,6 +180,7 @@ TEST_P(MicroserviceRowTest, StatisticalBeatsBothBaselines) {
 // first of two close calls takes the parent the second fits better. Measured on this
 // trace: 51.9% whole trees exact with lookahead, 33.2% without (links 85.2% and 77.5%).
 TEST(MicroserviceLookaheadTest, LookaheadWinsTheShopAtFourInFlight) {
+  SKIP_FIGURES_UNDER_SANITIZERS();
   Trace trace = ScenarioTrace("shop", 4, 40000);
   NestingOptions greedy;
   greedy.lookahead = false;

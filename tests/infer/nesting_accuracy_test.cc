@@ -8,6 +8,7 @@
 #include "gen/gen.h"
 #include "infer/nesting/nesting.h"
 #include "infer/truth/truth.h"
+#include "sanitizer_build.h"
 
 namespace weft {
 namespace {
@@ -45,6 +46,7 @@ double PerNodeParallelism(const NestingCounters& c) {
 // four other seeds (docs/nesting.md); the paper's scoring alone misses two from N = 10.
 // Both curves are pinned here so that a change in either direction shows.
 TEST(NestingAccuracyTest, TopNFalseNegatives) {
+  SKIP_FIGURES_UNDER_SANITIZERS();
   Trace trace = Generate("multitier");
   Result<TruthInference> truth = InferFromTruth(trace);
   ASSERT_TRUE(truth.ok());
@@ -93,6 +95,7 @@ double Ws2ToApCallDelay(const PathSet& set) {
 // §7.2: multitier-added-delay holds each request 200 ms at WS2 between its AUTH call and
 // its AP call; the inferred WS2 -> AP call delay must grow by 200 ms +/- 10%.
 TEST(NestingAccuracyTest, AddedDelayShowsOnTheWs2ToApCall) {
+  SKIP_FIGURES_UNDER_SANITIZERS();
   Trace normal = Generate("multitier");
   Trace added = Generate("multitier-added-delay");
   double truth_growth = Ws2ToApCallDelay(InferFromTruth(added)->paths) -
@@ -130,6 +133,7 @@ double FalsePositiveRate(const std::string& scenario, double factor, const Nesti
 // Measured (false positives: before issue 21, scaled, fixed): children-parallel x2 91.6%,
 // 90.9%, 92.3%; x4 99.5%, 99.4%, 99.6%; children-d-cc x4 88.2%, 86.1%, 92.0%.
 TEST(NestingAccuracyTest, ScaledGenericPenaltyOnTheChildrenCases) {
+  SKIP_FIGURES_UNDER_SANITIZERS();
   NestingOptions before;  // the defaults before issue 21
   before.overlap_penalty = 2;
   before.generic_child_penalty = 0;

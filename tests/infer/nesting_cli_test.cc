@@ -16,13 +16,8 @@ namespace {
 // The sanitizer build runs the same switches on a fifth of the trace, for memory errors,
 // and leaves the figures to the Release build (at 40,000 messages the switches took 117 s
 // under clang's sanitizers, a tenth of that build's test time).
-#if defined(WEFT_SANITIZED)
-constexpr const char* kMessages = "8000";
-constexpr bool kCheckFigures = false;
-#else
-constexpr const char* kMessages = "40000";
-constexpr bool kCheckFigures = true;
-#endif
+constexpr const char* kMessages = weft::testing::kSanitized ? "8000" : "40000";
+constexpr bool kCheckFigures = !weft::testing::kSanitized;
 
 using weft::testing::CommandRun;
 using weft::testing::Weft;

@@ -9,12 +9,17 @@
 #include "gen/gen.h"
 #include "infer/nesting/nesting.h"
 #include "paths/paths_file.h"
+#include "sanitizer_build.h"
 #include "scenario_trace.h"
 
 namespace weft {
 namespace {
 
 using testing::ScenarioTrace;
+
+// 40,000 messages give each thread many stretches; the sanitizer build, which looks for
+// memory errors, runs a quarter of that.
+constexpr uint64_t kMessages = testing::kSanitized ? 10000 : 40000;
 
 std::string PathsText(const Trace& trace, NestingOptions options, int threads) {
   options.threads = threads;
@@ -32,17 +37,17 @@ void ExpectSameForAnyThreads(const Trace& trace, const NestingOptions& options) 
 }
 
 TEST(NestingThreadsTest, ShopAtOneAndEightInFlight) {
-  ExpectSameForAnyThreads(ScenarioTrace("shop", 1, 40000), NestingOptions{});
-  ExpectSameForAnyThreads(ScenarioTrace("shop", 8, 40000), NestingOptions{});
+  ExpectSameForAnyThreads(ScenarioTrace("shop", 1, kMessages), NestingOptions{});
+  ExpectSameForAnyThreads(ScenarioTrace("shop", 8, kMessages), NestingOptions{});
 }
 
 TEST(NestingThreadsTest, SocialAndBookingAtFourInFlight) {
-  ExpectSameForAnyThreads(ScenarioTrace("social", 4, 40000), NestingOptions{});
-  ExpectSameForAnyThreads(ScenarioTrace("booking", 4, 40000), NestingOptions{});
+  ExpectSameForAnyThreads(ScenarioTrace("social", 4, kMessages), NestingOptions{});
+  ExpectSameForAnyThreads(ScenarioTrace("booking", 4, kMessages), NestingOptions{});
 }
 
 TEST(NestingThreadsTest, MultitierWithEverySwitch) {
-  const Trace trace = ScenarioTrace("multitier", 0.28, 40000);
+  const Trace trace = ScenarioTrace("multitier", 0.28, kMessages);
   ExpectSameForAnyThreads(trace, NestingOptions{});
   ExpectSameForAnyThreads(trace, PaperNestingOptions());
   NestingOptions greedy;
@@ -58,12 +63,12 @@ TEST(NestingThreadsTest, MultitierWithEverySwitch) {
 }
 
 TEST(NestingThreadsTest, OneTimestampPerMessageAndASkewWindow) {
-  ExpectSameForAnyThreads(ScenarioTrace("shop", 4, 40000, /*send_times_only=*/true),
+  ExpectSameForAnyThreads(ScenarioTrace("shop", 4, kMessages, /*send_times_only=*/true),
                           NestingOptions{});
   NestingOptions skew;
   skew.skew_window = 30 * kMillisecond;
   skew.smoothing_bins = 4;
-  ExpectSameForAnyThreads(ScenarioTrace("multitier", 0.28, 40000), skew);
+  ExpectSameForAnyThreads(ScenarioTrace("multitier", 0.28, kMessages), skew);
 }
 
 TEST(NestingThreadsTest, RejectsNegativeThreads) {

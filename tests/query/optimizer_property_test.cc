@@ -8,6 +8,7 @@
 
 #include "query/hand_events.h"
 #include "query/happened_before_oracle.h"
+#include "sanitizer_build.h"
 
 namespace weft::query::testing {
 namespace {
@@ -145,11 +146,7 @@ class RandomQueries {
 // at them with GCC and some 50 with clang and the query engine's fuzz coverage (32 s for
 // 200), a fifth: it is there for memory errors, which the first queries exercise as well
 // as the last.
-#if defined(WEFT_SANITIZED)
-constexpr int kTrials = 200;
-#else
-constexpr int kTrials = 1000;
-#endif
+constexpr int kTrials = weft::testing::kSanitized ? 200 : 1000;
 
 TEST(OptimizerProperty, OptimizedAndUnoptimizedAgreeOnRandomQueries) {
   RandomQueries random(20261124);

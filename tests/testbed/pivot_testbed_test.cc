@@ -335,9 +335,9 @@ class PivotTestbedTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
 #if defined(WEFT_SANITIZED)
-    // GCC 12's AddressSanitizer does not lock its allocator across fork (LLVM's does from
-    // release 17): a child forked while another of the server's threads allocates waits
-    // forever at its own first allocation of that size (seen in gdb, in the agent's
+    // AddressSanitizer does not lock its allocator across fork, GCC 12's nor clang 14's
+    // (LLVM's does from release 17): a child forked while another of the server's threads allocates
+    // waits forever at its own first allocation of that size (seen in gdb, in the agent's
     // pthread_atfork handler and in the child's request), and its request is lost.
     if (GetParam() == "fork") GTEST_SKIP() << "the fork model deadlocks under this ASan";
 #endif
