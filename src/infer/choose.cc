@@ -113,6 +113,9 @@ Status ChooseStatistical(const Trace& trace, const LinkingOptions& linking_optio
   Result<NestingInference> nesting_run = InferNesting(trace, nesting_options);
   const double by_nesting = nesting_run.ok() ? ExplainedShare(nesting_run->paths) : 0;
   linking_thread.join();
+  // Checked in place, not moved out first (WEFT_ASSIGN_OR_RETURN): once InferLinking is in
+  // the same unity batch, GCC 12 at -O3 warns that the moved Result's Status may be
+  // uninitialized.
   if (!linking_run->ok()) return linking_run->status();
   if (!nesting_run.ok()) return nesting_run.status();
   LinkingInference linking = std::move(**linking_run);
