@@ -23,6 +23,7 @@
 #include "pivot/bus.h"
 #include "pivot/merge.h"
 #include "pivot/protocol.h"
+#include "sanitizer_build.h"
 #include "testbed/runner.h"
 #include "testbed/testbed_test_util.h"
 #include "testbed/topology.h"
@@ -334,13 +335,14 @@ void RunLive(const std::string& model, const std::vector<LiveQuery>& queries,
 class PivotTestbedTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
-#if defined(WEFT_SANITIZED)
     // AddressSanitizer does not lock its allocator across fork, GCC 12's nor clang 14's
-    // (LLVM's does from release 17): a child forked while another of the server's threads allocates
-    // waits forever at its own first allocation of that size (seen in gdb, in the agent's
-    // pthread_atfork handler and in the child's request), and its request is lost.
-    if (GetParam() == "fork") GTEST_SKIP() << "the fork model deadlocks under this ASan";
-#endif
+    // (LLVM's does from release 17): a child forked while another of the server's threads
+    // allocates waits forever at its own first allocation of that size (seen in gdb, in
+    // the agent's pthread_atfork handler and in the child's request), and its request is
+    // lost.
+    if (weft::testing::kSanitized && GetParam() == "fork") {
+      GTEST_SKIP() << "the fork model deadlocks under this ASan";
+    }
   }
 };
 
