@@ -242,6 +242,9 @@ class Reporter {
 // given or, if the main thread logged none, the first name any thread logged; empty for a
 // log without name records (written before they existed).
 std::string ProcessName(const EventLog& log);
+// The name of the process's program: argv[0]'s basename when it is a plain command, else
+// the executable's (capture/program_name.h says why).
+std::string ProgramName(const EventLog& log);
 
 // Decodes a whole log held in memory; `name` is used in messages.
 Result<EventLog> DecodeEventLog(std::span<const uint8_t> data, std::string_view name,

@@ -6,6 +6,7 @@
 #include <iterator>
 
 #include "capture/event_log.h"
+#include "capture/program_name.h"
 #include "capture/protocols/protocol.h"
 
 namespace weft::capture {
@@ -107,6 +108,14 @@ std::string ProcessName(const EventLog& log) {
   }
   if (main_thread != nullptr) return main_thread->name;
   return first != nullptr ? first->name : std::string();
+}
+
+std::string ProgramName(const EventLog& log) {
+  const std::string& exe = log.header.executable;
+  std::string_view argv0;
+  if (!log.header.arguments.empty()) argv0 = log.header.arguments[0];
+  ProgramNameText name = ProgramName(exe.data(), exe.size(), argv0.data(), argv0.size());
+  return std::string(name.data, name.size);
 }
 
 std::string FormatEvent(const EventLog& log, const Event& e) {

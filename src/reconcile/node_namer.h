@@ -36,6 +36,10 @@ class NodeNamer {
 
  private:
   NodeId Name(uint32_t log_index, int32_t tid);
+  // The program of logs[log_index] (capture::ProgramName), or, for a forked child that
+  // rewrote its command line ("gunicorn: worker"), the program of the image it was
+  // forked from, so that a master and its workers are one program.
+  const std::string& Program(uint32_t log_index, int depth = 0);
   ClockId& ClockSlot(NodeId node);
 
   std::span<const capture::EventLog> logs_;
@@ -43,6 +47,7 @@ class NodeNamer {
   NodeNaming naming_;
   TraceBuilder& builder_;
   std::unordered_map<uint64_t, NodeId> cache_;  // (log, tid) -> node
+  std::vector<std::string> program_;            // per log, empty until asked
   std::vector<ClockId> clock_of_node_;
 };
 

@@ -1,7 +1,6 @@
 // The reconcile summary's lines (reconcile.h ReconcileSummary) and DescribeLoss.
 #include <fmt/format.h>
 
-#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -120,7 +119,7 @@ std::string DescribeLoss(const capture::EventLog& log) {
   if (l.failed_writes > 0) parts.push_back(fmt::format("{} log writes failed", l.failed_writes));
   if (l.go_runtime) {
     std::string name = capture::ProcessName(log);
-    if (name.empty()) name = std::filesystem::path(log.header.executable).filename().string();
+    if (name.empty()) name = capture::ProgramName(log);
     parts.push_back(fmt::format(
         "{} (pid {}) is a Go program: Go makes its system calls itself, not through the C "
         "library, so none of its I/O was seen; its connections show only at the traced ends, "

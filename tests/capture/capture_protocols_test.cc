@@ -29,10 +29,11 @@ class CaptureProtocolsTest : public ::testing::Test {
   void TearDown() override { fs::remove_all(dir_); }
 
   // Runs `capture_probe http 3 CHUNK` with `protocols` (none: the default, auto) and
-  // returns the logs, the client's (the child's) first.
-  std::vector<EventLog> CaptureHttp(const std::string& protocols, int chunk = 7) {
+  // returns the logs, the client's (the child's) first. `probe` is the path it is run as.
+  std::vector<EventLog> CaptureHttp(const std::string& protocols, int chunk = 7,
+                                    const std::string& probe = CAPTURE_PROBE) {
     std::string flag = protocols.empty() ? "" : " --protocols " + protocols;
-    auto run = Weft("capture -o " + dir_.string() + flag + " -- " + CAPTURE_PROBE + " http 3 " +
+    auto run = Weft("capture -o " + dir_.string() + flag + " -- " + probe + " http 3 " +
                     std::to_string(chunk));
     EXPECT_EQ(run.rc, 0) << run.output;
     EXPECT_NE(run.output.find("http 3 requests, 96 + 120 bytes, child 0"), std::string::npos)
@@ -139,6 +140,25 @@ TEST_F(CaptureProtocolsTest, ProgramNameSelectsTheProtocol) {
   std::vector<EventLog> logs = CaptureHttp("http=" + program);
   ASSERT_EQ(logs.size(), 2u);
   EXPECT_EQ(logs[1].boundaries.size(), 6u);
+}
+
+// A program run through a link by another name (Debian's redis-server, a link to
+// redis-check-rdb) goes by the name it was run as: the rule and the node name alike.
+TEST_F(CaptureProtocolsTest, ProgramNameIsTheCommandItWasRunAs) {
+  fs::path bin = dir_.string() + "-bin";
+  fs::create_directories(bin);
+  fs::create_symlink(CAPTURE_PROBE, bin / "http-probe");
+  std::vector<EventLog> logs = CaptureHttp("http=http-probe", 7, (bin / "http-probe").string());
+  ASSERT_EQ(logs.size(), 2u);
+  EXPECT_EQ(logs[1].boundaries.size(), 6u);
+  EXPECT_EQ(logs[1].header.executable, fs::canonical(CAPTURE_PROBE).string());
+  EXPECT_EQ(ProgramName(logs[0]), "http-probe");
+  EXPECT_EQ(ProgramName(logs[1]), "http-probe");
+  fs::remove_all(dir_);
+  logs = CaptureHttp("http=capture_probe", 7, (bin / "http-probe").string());
+  ASSERT_EQ(logs.size(), 2u);
+  EXPECT_TRUE(logs[1].boundaries.empty());
+  fs::remove_all(bin);
 }
 
 // DNS over UDP: each datagram to or from the port named for dns is one message with the

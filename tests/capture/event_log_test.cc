@@ -2,8 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <string_view>
 #include <vector>
 
+#include "capture/program_name.h"
 #include "event_log_writer.h"
 
 namespace weft::capture {
@@ -41,6 +44,23 @@ std::string TwoThreadLog() {
   return file;
 }
 
+TEST(ProgramNameTest, IsArgvZerosBasenameWhenPlainElseTheExecutables) {
+  auto name = [](std::string_view exe, std::string_view argv0) {
+    ProgramNameText n = ProgramName(exe.data(), exe.size(), argv0.data(), argv0.size());
+    return std::string(n.data, n.size);
+  };
+  EXPECT_EQ(name("/usr/bin/redis-check-rdb", "/usr/bin/redis-server"), "redis-server");
+  EXPECT_EQ(name("/usr/bin/python3.11", "python3"), "python3");
+  EXPECT_EQ(name("/opt/srv/bin/srv", "./srv_2.0+dbg"), "srv_2.0+dbg");
+  // A command line the program rewrote, a login shell's, none, or one ending in '/'.
+  EXPECT_EQ(name("/usr/sbin/nginx", "nginx: worker process"), "nginx");
+  EXPECT_EQ(name("/usr/sbin/sshd", "sshd: root@pts/0"), "sshd");
+  EXPECT_EQ(name("/usr/bin/bash", "-bash"), "bash");
+  EXPECT_EQ(name("/usr/bin/probe", ""), "probe");
+  EXPECT_EQ(name("/usr/bin/probe", "/tmp/"), "probe");
+  EXPECT_EQ(name("", ""), "");
+}
+
 TEST(EventLogTest, RoundTripsEveryField) {
   RecordingReporter reporter;
   auto log = Decode(TwoThreadLog(), &reporter);
@@ -51,6 +71,7 @@ TEST(EventLogTest, RoundTripsEveryField) {
   EXPECT_EQ(log->header.host, "testhost");
   EXPECT_EQ(log->header.executable, "/usr/bin/probe");
   EXPECT_EQ(log->header.arguments, (std::vector<std::string>{"probe", "--flag"}));
+  EXPECT_EQ(ProgramName(*log), "probe");
   EXPECT_EQ(log->header.boot_id[15], 16);
   EXPECT_EQ(log->header.clock_uncertainty_ns, 40);
   EXPECT_EQ(log->ToRealtime(1'000'000'123), 1'700'000'000'000'000'123);

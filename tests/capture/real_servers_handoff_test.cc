@@ -1039,7 +1039,7 @@ TEST_F(ApacheCgidTest, CgiProgramsStartedByItsDaemonGiveEveryRequestItsWholeTree
   if (!Installed("/usr/sbin/apache2") ||
       access("/usr/lib/apache2/modules/mod_cgid.so", R_OK) != 0 || getuid() != 0)
     GTEST_SKIP() << "apache2 not installed (scripts/install-deps), or not root";
-  const std::string python = fs::canonical("/usr/bin/python3").filename().string();
+  const std::string python = "python3";  // the CGI script's interpreter, as its #! names it
   for (bool isolate : {true, false}) {
     no_isolate_ = !isolate;
     Scores s = RunPrinted(
@@ -1465,9 +1465,8 @@ class AiohttpTest : public HandoffServerTest {
  protected:
   Scores Run() {
     return RunPrinted("aiohttp", [](const std::string&, uint16_t port, uint16_t web) {
-      // The process's program is the interpreter's file: python3.11 on Debian 12.
-      std::string python = fs::canonical("/usr/bin/python3").filename().string();
-      return Server{python,
+      // The process's program is the interpreter, by the name it was run as.
+      return Server{"python3",
                     {"/usr/bin/python3", AIOHTTP_PROXY, std::to_string(port), std::to_string(web)},
                     SIGTERM,
                     ""};
@@ -1505,8 +1504,8 @@ TEST_F(AiohttpTest, ALoopThatQueuesItsWorkHasItsRequestsFollowedFirstCome) {
 class AsyncioProxyTest : public HandoffServerTest {
  protected:
   static std::string Python() {
-    // The process's program is the interpreter's file: python3.11 on Debian 12.
-    return fs::canonical("/usr/bin/python3").filename().string();
+    // The process's program is the interpreter, by the name it was run as.
+    return "python3";
   }
   static bool Imports(const std::string& modules) {
     return testing::Shell("/usr/bin/python3 -c 'import " + modules + "'").rc == 0;
@@ -1772,9 +1771,8 @@ class PumaTest : public HandoffServerTest {
  protected:
   Scores Run() {
     return RunPrinted("puma", [](const std::string& dir, uint16_t port, uint16_t web) {
-      // The process's program is the interpreter's file.
-      std::string ruby = fs::canonical("/usr/bin/ruby").filename().string();
-      return Server{ruby,
+      // The process's program is the interpreter puma's #! names.
+      return Server{"ruby",
                     {"/usr/bin/env", "WEFT_BACKEND=127.0.0.1:" + std::to_string(web),
                      "/usr/bin/puma", "--bind", "tcp://127.0.0.1:" + std::to_string(port),
                      "--threads", "4:4", "--dir", dir, RACK_PROXY},
@@ -1821,10 +1819,9 @@ class GunicornTest : public HandoffServerTest {
  protected:
   Scores Run() {
     Scores s = RunOnce([](const std::string& dir, uint16_t port, uint16_t web) {
-      // The process's program is the interpreter's file: python3.11 on Debian 12.
-      std::string python = fs::canonical("/usr/bin/python3").filename().string();
+      // The process's program is the interpreter, by the name it was run as.
       return Server{
-          python,
+          "python3",
           {"/usr/bin/env", "WEFT_BACKEND=127.0.0.1:" + std::to_string(web),
            "PYTHONPATH=" + std::string(FLASK_PROXY_DIR), "/usr/bin/python3", "/usr/bin/gunicorn",
            "--bind", "127.0.0.1:" + std::to_string(port), "--workers", "1", "--threads", "4",
@@ -1983,7 +1980,7 @@ class UwsgiTest : public HandoffServerTest {
       Server server = NginxInFrontOf(dir, port,
                                      "\n      uwsgi_pass 127.0.0.1:" + std::to_string(app) +
                                          ";\n      include /etc/nginx/uwsgi_params;");
-      server.app_program = "uwsgi-core";
+      server.app_program = "uwsgi_python3";
       server.app_port = app;
       server.app_stop_signal = SIGTERM;  // with --die-on-term: shut down (SIGQUIT kills)
       server.app_argv = {"/usr/bin/uwsgi_python3",

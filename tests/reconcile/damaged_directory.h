@@ -30,6 +30,7 @@ inline DamagedDirectory WriteDamagedDirectory(const std::filesystem::path& dir) 
   t::TestHeader client_header;
   client_header.pid = 100;
   client_header.executable = "/usr/bin/client";
+  client_header.arguments = {"client"};
   std::string client = t::EncodeHeader(client_header) +
                        t::Block(100, 0,
                                 {t::CallRecord(w::kOpConnect, 5, 120, 150, 0),
@@ -40,6 +41,7 @@ inline DamagedDirectory WriteDamagedDirectory(const std::filesystem::path& dir) 
   t::TestHeader server_header;
   server_header.pid = 200;
   server_header.executable = "/usr/bin/server";
+  server_header.arguments = {"server"};
   std::string server = t::EncodeHeader(server_header) +
                        t::Block(200, 0,
                                 {t::CallRecord(w::kOpAccept, 7, 100, 160, 7),

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cerrno>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -1068,6 +1069,51 @@ TEST(Reconcile, ThreadRecordsBecomeThreadLinks) {
   EXPECT_NE(nested.from, nested.to);
   EXPECT_EQ(per_thread.NodeName(nested.from), "b:server[200/201]");
   EXPECT_EQ(per_thread.NodeName(nested.to), "b:server[200/202]");
+}
+
+// A node is named by the command its process was run as when that is a plain command
+// (Debian's python3, a link to python3.11), else by its executable (a command line the
+// program rewrote); a forked worker that rewrote its command line goes by its master's
+// program, and an image that replaced it by exec by its own.
+TEST(Reconcile, NodesAreNamedByTheCommandRunAndWorkersByTheirMasters) {
+  auto client = [](int32_t pid, int32_t fd, uint16_t port) {
+    return LogBuilder("a", "/usr/bin/curl", pid)
+        .Arguments({"curl", "http://b/"})
+        .Tcp(fd, 50, w::kOpConnect, Ipv4("10.0.0.1", port), kServer)
+        .Send(fd, pid, 100, 101, 10)
+        .Recv(fd, pid, 102, 200, 20)
+        .Build();
+  };
+  auto worker = [](int32_t pid, uint32_t exec_index, std::string executable,
+                   std::vector<std::string> arguments, int32_t fd, uint16_t client_port) {
+    return LogBuilder("b", std::move(executable), pid)
+        .ParentPid(200)
+        .ExecIndex(exec_index)
+        .OpenedAt(20)
+        .Arguments(std::move(arguments))
+        .Tcp(fd, 60, w::kOpAccept, kServer, Ipv4("10.0.0.1", client_port))
+        .Recv(fd, pid, 99, 120, 10)
+        .Send(fd, pid, 150, 151, 20)
+        .Build();
+  };
+  std::vector<capture::EventLog> logs = {
+      LogBuilder("b", "/usr/bin/python3.11", 200)
+          .OpenedAt(10)
+          .Arguments({"/usr/bin/python3", "/usr/bin/gunicorn", "app:app"})
+          .Build(),
+      worker(201, 0, "/usr/bin/python3.11", {"gunicorn: worker [app:app]"}, 4, 40001),
+      worker(202, 1, "/usr/libexec/helper", {"helper: busy"}, 5, 40002),
+      client(100, 3, 40001),
+      client(101, 3, 40002),
+  };
+  Trace trace = MustReconcile(logs, nullptr);
+  std::set<std::string> pairs;
+  const TraceColumns& c = trace.columns();
+  for (size_t i = 0; i < trace.size(); ++i)
+    pairs.insert(
+        fmt::format("{} -> {}", trace.NodeName(c.sender[i]), trace.NodeName(c.receiver[i])));
+  EXPECT_EQ(pairs, (std::set<std::string>{"a:curl -> b:python3", "b:python3 -> a:curl",
+                                          "a:curl -> b:helper", "b:helper -> a:curl"}));
 }
 
 // A server that forks a child per request, each answering on the connection it inherited

@@ -231,6 +231,11 @@ class LogBuilder {
     log_.header.parent_pid = pid;
     return *this;
   }
+  // The command line it was started with (argv).
+  LogBuilder& Arguments(std::vector<std::string> arguments) {
+    log_.header.arguments = std::move(arguments);
+    return *this;
+  }
   // The log is the pid's n-th image (<pid>.<n>.wev).
   LogBuilder& ExecIndex(uint32_t n) {
     log_.header.exec_index = n;

@@ -97,20 +97,6 @@ bool EnsureLogDescriptor() {
   return true;
 }
 
-size_t ReadSmallFile(const char* path, char* out, size_t capacity) {
-  int fd = SysOpen(path, O_RDONLY | O_CLOEXEC, 0);
-  if (fd < 0) return 0;
-  size_t used = 0;
-  while (used < capacity) {
-    long n = SysRead(fd, out + used, capacity - used);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    used += size_t(n);
-  }
-  SysClose(fd);
-  return used;
-}
-
 int HexValue(char c) {
   if (c >= '0' && c <= '9') return c - '0';
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
@@ -187,6 +173,20 @@ size_t BuildHeader(uint8_t* out, size_t capacity, uint32_t exec_index, uint32_t 
 }
 
 }  // namespace
+
+size_t ReadSmallFile(const char* path, char* out, size_t capacity) {
+  int fd = SysOpen(path, O_RDONLY | O_CLOEXEC, 0);
+  if (fd < 0) return 0;
+  size_t used = 0;
+  while (used < capacity) {
+    long n = SysRead(fd, out + used, capacity - used);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    used += size_t(n);
+  }
+  SysClose(fd);
+  return used;
+}
 
 long SysRead(int fd, void* buf, size_t n) { return syscall(SYS_read, fd, buf, n); }
 long SysWrite(int fd, const void* buf, size_t n) { return syscall(SYS_write, fd, buf, n); }

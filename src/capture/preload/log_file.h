@@ -57,6 +57,8 @@ void ResetLogLockAfterFork();
 // Small helpers that need no C++ runtime.
 size_t CopyString(char* out, size_t capacity, const char* s);
 size_t FormatDecimal(char* out, uint64_t value);
+// Reads up to `capacity` bytes of a file (of /proc); returns how many (0 if unreadable).
+size_t ReadSmallFile(const char* path, char* out, size_t capacity);
 // Raw system calls, so the library's own I/O is never seen by its wrappers.
 long SysRead(int fd, void* buf, size_t n);
 long SysWrite(int fd, const void* buf, size_t n);

@@ -5,7 +5,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "capture/preload/log_file.h"
 #include "capture/preload/protocol_streams.h"
+#include "capture/program_name.h"
 #include "capture/protocols/descriptor.h"
 #include "capture/protocols/spec.h"
 
@@ -27,16 +29,20 @@ void AddPortRule(protocols::Protocol protocol, uint16_t port) {
   r.path_length = 0;
 }
 
-// The basename of this program's executable (reconcile names nodes by it too).
+// This program's name, as reconcile names its node (capture/program_name.h).
 size_t ProgramName(char* out, size_t capacity) {
-  char path[1024];
-  long n = syscall(SYS_readlink, "/proc/self/exe", path, sizeof path);
-  if (n <= 0) return 0;
-  long start = n;
-  while (start > 0 && path[start - 1] != '/') --start;
-  size_t length = size_t(n - start) < capacity ? size_t(n - start) : capacity;
-  memcpy(out, path + start, length);
-  return length;
+  char exe[1024];
+  long exe_size = syscall(SYS_readlink, "/proc/self/exe", exe, sizeof exe);
+  if (exe_size < 0) exe_size = 0;
+  char argv0[1024];
+  size_t argv0_size = ReadSmallFile("/proc/self/cmdline", argv0, sizeof argv0);
+  size_t end = 0;
+  while (end < argv0_size && argv0[end] != '\0') ++end;
+  weft::capture::ProgramNameText name =
+      weft::capture::ProgramName(exe, size_t(exe_size), argv0, end);
+  size_t size = name.size < capacity ? name.size : capacity;
+  memcpy(out, name.data, size);
+  return size;
 }
 
 // One item of the spec, read by protocols::SpecReader (capture/protocols/spec.h).
