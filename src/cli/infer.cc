@@ -165,6 +165,8 @@ PathsFile ReportThread(ThreadInference thread) {
                "thread answered next\n",
                c.calls_handoffs_led_astray);
   }
+  if (c.calls_never_answered > 0)
+    fmt::print(stderr, "thread: {}\n", DescribeUnansweredCalls(c.calls_never_answered));
   if (c.root_calls_from_servers > 0) {
     fmt::print(stderr,
                "thread: warning: {} calls came from a server's thread that never replies: work "

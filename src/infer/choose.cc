@@ -160,6 +160,14 @@ Status ChooseStatistical(const Trace& trace, const LinkingOptions& linking_optio
   return Status::Ok();
 }
 
+// vPath's model is a request answered by a reply; a call nobody answered is a one-way
+// message or one still open when the trace ended, and whatever its server did for it
+// lies in no tree, whichever algorithm is chosen (docs/precise.md, "Not yet": a broker).
+void NoteUnansweredCalls(AutoChoice& choice) {
+  if (choice.calls_never_answered == 0) return;
+  choice.reasons.push_back("but " + DescribeUnansweredCalls(choice.calls_never_answered));
+}
+
 }  // namespace
 
 std::string AutoChoice::Describe() const {
@@ -185,6 +193,7 @@ Result<AutoInference> ChooseAlgorithm(const Trace& trace, const LinkingOptions& 
   choice.calls_outside_requests = thread->counters.calls_outside_requests;
   choice.root_calls_from_servers = thread->counters.root_calls_from_servers;
   choice.calls_through_ambiguous_handoffs = thread->counters.calls_through_ambiguous_handoffs;
+  choice.calls_never_answered = thread->counters.calls_never_answered;
   const int64_t handoffs = thread->counters.calls_through_handoffs;
   const int64_t astray = thread->counters.calls_handoffs_led_astray;
   result.thread = std::move(*thread);
@@ -204,6 +213,7 @@ Result<AutoInference> ChooseAlgorithm(const Trace& trace, const LinkingOptions& 
           "interpreter lock's passes) went with the request their thread answered next",
           astray);
     }
+    NoteUnansweredCalls(choice);
     return result;
   }
   choice.reasons.push_back(fmt::format(
@@ -278,6 +288,7 @@ Result<AutoInference> ChooseAlgorithm(const Trace& trace, const LinkingOptions& 
     if (!notes.found.empty()) choice.reasons.push_back(notes.found);
     if (!notes.before_acting.empty()) choice.reasons.push_back(notes.before_acting);
   }
+  NoteUnansweredCalls(choice);
   return result;
 }
 

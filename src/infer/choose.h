@@ -78,6 +78,7 @@ struct AutoChoice {
   int64_t calls_outside_requests = 0;
   int64_t root_calls_from_servers = 0;
   int64_t calls_through_ambiguous_handoffs = 0;
+  int64_t calls_never_answered = 0;  // > 0: a reason says what their trees lack
   // Read from fragment's counters, when fragment was run (thread did not fit).
   std::optional<int64_t> server_calls_outside_fragments;
   int64_t outputs_through_ambiguous_handoffs = 0;

@@ -1,6 +1,7 @@
 // weft capture + weft reconcile (+ weft's precise inference) on real servers from Debian:
 // redis-server driven by redis-benchmark, PostgreSQL driven by pgbench,
-// and nginx as a reverse proxy in front of the testbed's HTTP tier. Each test starts the
+// nginx as a reverse proxy in front of the testbed's HTTP tier, and mosquitto's publishes
+// (which weft can only say it does not follow). Each test starts the
 // servers under `weft capture` on free ports with their own configuration in a scratch
 // directory, runs a real client under capture, stops everything, reconciles with
 // `--nodes process` and checks, from the payload prefix, that every message went between
@@ -364,6 +365,71 @@ void RealServersTest::RunPgbench(bool tls) {
   EXPECT_EQ(int(queries.size()), 7 * kClients * kTransactions + 2);
   CheckSqlAttributes(trace, queries, replies);
   CheckQueryTrees(trace, queries);
+}
+
+// ---------------------------------------------------------------------------------------
+// mosquitto (an MQTT broker) with two subscribers and ten publishers. weft has no MQTT
+// processor: each subscriber's connection is cut where the direction turns, so the
+// broker's forwards to it merge into one RETURN, and no publish reaches a subscriber in
+// any tree (docs/precise.md, "Not yet"). What this checks is that weft says so: the
+// publishes are calls the broker read and never answered, and thread and auto count them.
+
+TEST_F(RealServersTest, MosquittoPublishesAreSaidToBeUnanswered) {
+  if (!Installed("/usr/sbin/mosquitto") || !Installed("/usr/bin/mosquitto_pub") ||
+      !Installed("/usr/bin/mosquitto_sub"))
+    GTEST_SKIP() << "mosquitto / mosquitto-clients not installed (scripts/install-deps)";
+  constexpr int kPublishes = 10;
+  const std::string port = std::to_string(testing::FreePorts<1>()[0]);
+  std::ofstream(Path("mosquitto.conf"))
+      << "listener " << port << " 127.0.0.1\nallow_anonymous true\npersistence false\n"
+      << "log_dest stderr\nlog_type all\n";
+  pid_t broker = StartCaptured("broker", {"/usr/sbin/mosquitto", "-c", Path("mosquitto.conf")});
+  ASSERT_TRUE(testing::WaitForLog(Path("broker.out"), "running"))
+      << testing::ReadFile(Path("broker.out"));
+  // One subscriber takes every publish, the other the odd ones; each leaves after its last.
+  auto subscribe = [&](const std::string& name, const std::string& topic, int messages) {
+    return StartCaptured(name, {"/usr/bin/mosquitto_sub", "-h", "127.0.0.1", "-p", port, "-t",
+                                topic, "-C", std::to_string(messages)});
+  };
+  pid_t all = subscribe("all", "t/#", kPublishes);
+  pid_t odd = subscribe("odd", "t/odd", kPublishes / 2);
+  auto subscriptions = [&] {
+    std::string log = testing::ReadFile(Path("broker.out"));
+    int n = 0;
+    for (size_t at = log.find("Received SUBSCRIBE"); at != std::string::npos;
+         at = log.find("Received SUBSCRIBE", at + 1))
+      ++n;
+    return n;
+  };
+  for (int i = 0; i < 400 && subscriptions() < 2; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_EQ(subscriptions(), 2) << testing::ReadFile(Path("broker.out"));
+  for (int i = 1; i <= kPublishes; ++i) {
+    auto pub =
+        Weft(Capture("pub", "/usr/bin/mosquitto_pub -h 127.0.0.1 -p " + port + " -t t/" +
+                                (i % 2 == 1 ? "odd" : "even") + " -m m" + std::to_string(i)));
+    ASSERT_EQ(pub.rc, 0) << pub.output;
+  }
+  EXPECT_TRUE(testing::WaitForLog(Path("all.out"), "m" + std::to_string(kPublishes)))
+      << testing::ReadFile(Path("all.out"));
+  EXPECT_TRUE(testing::WaitForLog(Path("odd.out"), "m" + std::to_string(kPublishes - 1)))
+      << testing::ReadFile(Path("odd.out"));
+  for (pid_t sub : {all, odd}) background_->Stop(sub, SIGTERM);
+  background_->Stop(broker, SIGTERM);
+
+  Trace trace = Reconcile();
+  Result<ThreadInference> thread = InferThread(trace);
+  ASSERT_TRUE(thread.ok()) << thread.status().message();
+  // The publishes, and the subscribers' DISCONNECTs (they leave after their last message).
+  EXPECT_GE(thread->counters.calls_never_answered, kPublishes);
+  EXPECT_LE(thread->counters.calls_never_answered, kPublishes + 2);
+  auto infer = Weft("infer " + Path("run.weft") + " --algo auto -o " + Path("paths.json"));
+  ASSERT_EQ(infer.rc, 0) << infer.output;
+  EXPECT_NE(infer.output.find(fmt::format("; but {} calls read by a traced thread were never "
+                                          "answered (one-way messages such as a broker's",
+                                          thread->counters.calls_never_answered)),
+            std::string::npos)
+      << infer.output;
 }
 
 // ---------------------------------------------------------------------------------------

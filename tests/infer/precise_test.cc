@@ -103,6 +103,26 @@ TEST(PreciseAlgorithms, ThreadPerConnection) {
   EXPECT_EQ(r.Score(InferFragment).exact, 2u);
 }
 
+// A call its server read and never answered (a broker's publish, sent with no reply
+// coming): counted, and auto says what its tree lacks whichever algorithm it chose.
+TEST(PreciseAlgorithms, CallsNeverAnsweredAreCountedAndSaid) {
+  TwoRequests r;
+  r.Request(1, 1, 11, 11, 11, {0, 10, 20, 30, 40, 50, 60, 70});
+  r.Add(MessageKind::kCall, "P", 3, "A", 11, 80, 90, "p1", 3, -1);
+  Trace trace = r.Build();
+  Result<ThreadInference> thread = InferThread(trace);
+  ASSERT_TRUE(thread.ok()) << thread.status().message();
+  EXPECT_EQ(thread->counters.calls_never_answered, 1);
+  Result<AutoInference> chosen = ChooseAlgorithm(trace, LinkingOptions{}, NestingOptions{});
+  ASSERT_TRUE(chosen.ok()) << chosen.status().message();
+  EXPECT_EQ(chosen->choice.algorithm, AutoAlgorithm::kThread);
+  EXPECT_TRUE(chosen->choice.Describe().ends_with(
+      "; but 1 calls read by a traced thread were never answered (one-way messages such as a "
+      "broker's publishes, or calls still open when the trace ended): what their servers did "
+      "for them is in no tree"))
+      << chosen->choice.Describe();
+}
+
 // A dispatcher thread (10) reads both requests and hands each to a worker, which calls
 // B and replies: vPath's dispatcher-worker model. The hand-off is a hidden work queue:
 // the forward scan sees the workers send calls before any input started a fragment.

@@ -9,6 +9,7 @@
 
 #include <absl/container/flat_hash_map.h>
 #include <absl/container/flat_hash_set.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <tuple>
@@ -60,6 +61,14 @@ bool HasThreads(const TraceColumns& c) {
 }
 
 }  // namespace
+
+std::string DescribeUnansweredCalls(int64_t calls) {
+  return fmt::format(
+      "{} calls read by a traced thread were never answered (one-way messages such as a "
+      "broker's publishes, or calls still open when the trace ended): what their servers did "
+      "for them is in no tree",
+      calls);
+}
 
 Result<ThreadInference> InferThread(const Trace& trace) {
   const TraceColumns& c = trace.columns();
@@ -225,10 +234,12 @@ Result<ThreadInference> InferThread(const Trace& trace) {
 
   std::vector<MessageId> parent(trace.size());
   int64_t roots = 0, unplaced_calls = 0, unanswered_returns = 0, server_roots = 0;
+  std::vector<bool> answered(trace.size());
   for (size_t i = 0; i < trace.size(); ++i) {
     if (c.kind[i] == MessageKind::kReturn) {
       parent[i] = call_of[i];
       unanswered_returns += !call_of[i].valid();
+      if (call_of[i].valid()) answered[call_of[i].value()] = true;
       continue;
     }
     if (c.send_time[i] == kNoTime || !c.sender_thread[i].valid()) {
@@ -250,6 +261,12 @@ Result<ThreadInference> InferThread(const Trace& trace) {
     }
   }
 
+  int64_t never_answered = 0;
+  for (size_t i = 0; i < trace.size(); ++i) {
+    never_answered += c.kind[i] == MessageKind::kCall && c.receiver_thread[i].valid() &&
+                      c.recv_time[i] != kNoTime && !answered[i];
+  }
+
   PathSetBuilder builder(trace, "thread");
   WEFT_ASSIGN_OR_RETURN(ForestCounts forest, AddForest(trace, parent, builder));
   return ThreadInference{std::move(builder).Finish(),
@@ -263,7 +280,8 @@ Result<ThreadInference> InferThread(const Trace& trace) {
                           .root_calls_from_servers = server_roots,
                           .calls_through_handoffs = through_handoffs,
                           .calls_through_ambiguous_handoffs = through_ambiguous,
-                          .calls_handoffs_led_astray = overruled_handoffs}};
+                          .calls_handoffs_led_astray = overruled_handoffs,
+                          .calls_never_answered = never_answered}};
 }
 
 }  // namespace weft

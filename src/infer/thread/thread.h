@@ -18,6 +18,9 @@
 // by helper threads (docs/precise.md measures each).
 #pragma once
 
+#include <cstdint>
+#include <string>
+
 #include "core/status.h"
 #include "paths/inference.h"
 #include "trace/trace.h"
@@ -49,6 +52,10 @@ struct ThreadCounters {
   int64_t calls_through_handoffs = 0;
   int64_t calls_through_ambiguous_handoffs = 0;
   int64_t calls_handoffs_led_astray = 0;
+  // Calls a traced thread read that no RETURN answers: one-way messages (a broker's
+  // publishes, sent as calls where no processor says otherwise) or calls still open when
+  // the trace ended. What the server did for them lies in no tree.
+  int64_t calls_never_answered = 0;
   // Name and value of each, in the order paths files and `weft paths` list them.
   CounterList List() const {
     return {{"instances", instances},
@@ -61,10 +68,15 @@ struct ThreadCounters {
             {"root_calls_from_servers", root_calls_from_servers},
             {"calls_through_handoffs", calls_through_handoffs},
             {"calls_through_ambiguous_handoffs", calls_through_ambiguous_handoffs},
-            {"calls_handoffs_led_astray", calls_handoffs_led_astray}};
+            {"calls_handoffs_led_astray", calls_handoffs_led_astray},
+            {"calls_never_answered", calls_never_answered}};
   }
 };
 using ThreadInference = Inference<ThreadCounters>;
+
+// "N calls read by a traced thread were never answered (...): ..." (calls_never_answered),
+// for weft infer and --algo auto to say.
+std::string DescribeUnansweredCalls(int64_t calls);
 
 // An error if no message has a thread (the trace was not reconciled from a capture).
 Result<ThreadInference> InferThread(const Trace& trace);
